@@ -1,0 +1,2 @@
+//! gpassk: exact, resumable G-Pass@k evaluation of language models.
+pub mod metrics;
