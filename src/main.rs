@@ -1,1 +1,26 @@
-fn main() {}
+//! The `gpassk` binary: parse arguments, dispatch, map errors to exit codes.
+
+use clap::Parser;
+use gpassk::cli::{exit_code, one_line_clap_error, Cli, Command, EXIT_BAD_INPUT};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            eprintln!("error: {}", one_line_clap_error(&e));
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        Err(e) => e.exit(),
+    };
+    let result = match cli.command {
+        Command::Calc(args) => gpassk::calc::run(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
