@@ -4,5 +4,8 @@
 //! - `cli`: clap definitions and exit codes; `calc`: the one-problem calculator command.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
 pub mod calc;
+pub mod checkpoint;
 pub mod cli;
+pub mod client;
+pub mod config;
 pub mod metrics;

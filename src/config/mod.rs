@@ -1,0 +1,166 @@
+//! The run configuration: reading `config.toml`, validating it, and resolving it into [`Settings`].
+//!
+//! Two stages: [`raw`] mirrors the file (unknown keys rejected), [`settings`] is the validated value
+//! the rest of the program uses. Errors name the file, the line and the key.
+
+pub mod raw;
+mod settings;
+
+pub use settings::{ApiSettings, EvalSettings, FewShot, ModelSettings, SamplingSettings, Settings};
+
+use std::path::{Path, PathBuf};
+
+/// A config problem the user must fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read config: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}{}: {message}", line_suffix(*line))]
+    Invalid { path: PathBuf, line: Option<usize>, message: String },
+}
+
+fn line_suffix(line: Option<usize>) -> String {
+    line.map(|l| format!(":{l}")).unwrap_or_default()
+}
+
+/// Reads and resolves a config file.
+pub fn load(path: &Path) -> Result<Settings, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    load_str(&text, path)
+}
+
+/// Resolves config text; `path` is used in messages and for the config hash's provenance.
+pub fn load_str(text: &str, path: &Path) -> Result<Settings, ConfigError> {
+    let raw: raw::RawConfig = toml::from_str(text).map_err(|e| parse_error(&e, text, path))?;
+    settings::resolve(raw, text, path)
+}
+
+/// Turns a toml/serde error into one line with the location and, for unknown keys, a suggestion.
+/// The offending line's text is never echoed: it could hold a value the user would not want printed.
+fn parse_error(e: &toml::de::Error, text: &str, path: &Path) -> ConfigError {
+    let msg = e.message().trim().to_string();
+    let line = e.span().map(|s| line_of(text, s.start));
+    let section = line.map(|l| section_at(text, l)).unwrap_or_default();
+    let table = if section.is_empty() { "the top level".to_string() } else { format!("[{section}]") };
+    let message = if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let bad = rest.split('`').next().unwrap_or_default().to_string();
+        let expected: Vec<String> = rest.split('`').skip(2).step_by(2).map(str::to_string).collect();
+        let mut m = format!("unknown key `{bad}` in {table}");
+        if let Some(s) = closest(&bad, expected.iter().map(String::as_str)) {
+            m.push_str(&format!("; did you mean `{s}`?"));
+        } else if !expected.is_empty() {
+            m.push_str(&format!("; valid keys: {}", expected.join(", ")));
+        }
+        if bad.contains("key") && !bad.ends_with("_env") {
+            m.push_str(" (API keys are read from the environment variable named by `api_key_env`)");
+        }
+        m
+    } else {
+        let key = line.and_then(|l| key_on_line(text, l));
+        match key {
+            Some(k) => format!("`{k}` in {table}: {msg}"),
+            None => msg,
+        }
+    };
+    ConfigError::Invalid { path: path.to_path_buf(), line, message }
+}
+
+/// The closest candidate by edit distance, when it is close enough to be a likely typo.
+pub(crate) fn closest<'a>(bad: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (strsim::damerau_levenshtein(bad, c), c))
+        .filter(|(d, c)| *d <= 3.max(c.len() / 3) && *d < c.len().max(bad.len()))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+pub(crate) fn line_of(text: &str, byte: usize) -> usize {
+    text.as_bytes()[..byte.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// The table header in force at a 1-based line: "api", "models", "evaluation.fields", or "".
+pub(crate) fn section_at(text: &str, line: usize) -> String {
+    let mut section = String::new();
+    for l in text.lines().take(line) {
+        if let Some(h) = header(l) {
+            section = h.0;
+        }
+    }
+    section
+}
+
+/// Parses a `[table]` or `[[array]]` header line into (name, is_array).
+fn header(line: &str) -> Option<(String, bool)> {
+    let t = line.split('#').next().unwrap_or("").trim();
+    if let Some(inner) = t.strip_prefix("[[").and_then(|r| r.strip_suffix("]]")) {
+        return Some((inner.trim().to_string(), true));
+    }
+    let inner = t.strip_prefix('[')?.strip_suffix(']')?;
+    Some((inner.trim().to_string(), false))
+}
+
+fn key_on_line(text: &str, line: usize) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    let (k, _) = l.split_once('=')?;
+    let k = k.trim().trim_matches('"');
+    (!k.is_empty() && !k.starts_with('[')).then(|| k.to_string())
+}
+
+/// The 1-based line of `key` inside `section` (the `index`-th `[[section]]` for arrays of tables).
+pub(crate) fn locate(text: &str, section: &str, index: Option<usize>, key: &str) -> Option<usize> {
+    let mut seen: usize = 0;
+    let mut in_target = section.is_empty();
+    for (i, l) in text.lines().enumerate() {
+        if let Some((name, is_array)) = header(l) {
+            if is_array && name == section {
+                seen += 1;
+            }
+            in_target = name == section && index.is_none_or(|want| seen == want + 1);
+            continue;
+        }
+        if in_target {
+            if let Some((k, _)) = l.split_once('=') {
+                if k.trim().trim_matches('"') == key {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    // A key not written in the file: point at the table header if there is one.
+    let mut seen = 0;
+    for (i, l) in text.lines().enumerate() {
+        if let Some((name, is_array)) = header(l) {
+            if name == section {
+                seen += is_array as usize;
+                if index.is_none_or(|want| seen == want + 1) {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locates_keys_in_tables_and_arrays() {
+        let text = "[api]\nbase_url = \"x\"\n[[models]]\nname = \"a\"\n[[models]]\nname = \"b\"\ntemperature = 3\n";
+        assert_eq!(locate(text, "api", None, "base_url"), Some(2));
+        assert_eq!(locate(text, "models", Some(1), "temperature"), Some(7));
+        assert_eq!(locate(text, "models", Some(0), "name"), Some(4));
+        assert_eq!(locate(text, "models", Some(0), "temperature"), Some(3));
+        assert_eq!(section_at(text, 7), "models");
+    }
+
+    #[test]
+    fn suggests_close_keys_only() {
+        let keys = ["temperature", "top_p", "seed"];
+        assert_eq!(closest("temprature", keys.iter().copied()), Some("temperature"));
+        assert_eq!(closest("sed", keys.iter().copied()), Some("seed"));
+        assert_eq!(closest("banana", keys.iter().copied()), None);
+    }
+}

@@ -1,0 +1,155 @@
+//! The config file as written: serde structs that reject unknown keys.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub api: RawApi,
+    #[serde(default)]
+    pub sampling: RawSampling,
+    #[serde(default)]
+    pub models: Vec<RawModel>,
+    #[serde(default)]
+    pub evaluation: RawEvaluation,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawApi {
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub timeout: Option<f64>,
+    pub max_retries: Option<i64>,
+    pub concurrency: Option<i64>,
+    pub rpm: Option<f64>,
+    pub tpm: Option<f64>,
+    pub backoff_base: Option<f64>,
+    pub backoff_max: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSampling {
+    pub n: Option<i64>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<i64>,
+    pub seed: Option<i64>,
+    pub max_tokens: Option<i64>,
+    pub greedy: Option<bool>,
+    pub use_n_param: Option<bool>,
+    pub n_per_request: Option<i64>,
+    pub stop: Option<Vec<String>>,
+}
+
+/// A model entry: its identity plus optional overrides of any `[api]` or `[sampling]` key.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModel {
+    pub name: Option<String>,
+    pub model_id: Option<String>,
+    pub enabled: Option<bool>,
+    // [api] overrides
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub timeout: Option<f64>,
+    pub max_retries: Option<i64>,
+    pub concurrency: Option<i64>,
+    pub rpm: Option<f64>,
+    pub tpm: Option<f64>,
+    pub backoff_base: Option<f64>,
+    pub backoff_max: Option<f64>,
+    // [sampling] overrides
+    pub n: Option<i64>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<i64>,
+    pub seed: Option<i64>,
+    pub max_tokens: Option<i64>,
+    pub greedy: Option<bool>,
+    pub use_n_param: Option<bool>,
+    pub n_per_request: Option<i64>,
+    pub stop: Option<Vec<String>>,
+}
+
+/// A τ written as a TOML number (0.5) or string ("1/3").
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum RawTau {
+    Number(f64),
+    Text(String),
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEvaluation {
+    pub dataset: Option<String>,
+    pub metrics: Option<Vec<String>>,
+    pub output_dir: Option<String>,
+    pub prompt_template: Option<String>,
+    pub k: Option<Vec<i64>>,
+    pub g_pass_thresholds: Option<Vec<RawTau>>,
+    pub answer_extract_regex: Option<Vec<String>>,
+    pub limit: Option<i64>,
+    pub fields: Option<RawFields>,
+    pub few_shot: Option<RawFewShot>,
+    pub rel_tol: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFields {
+    pub id: Option<String>,
+    pub question: Option<String>,
+    pub answer: Option<String>,
+    pub subset: Option<String>,
+}
+
+/// Few-shot examples: drawn from a dataset (`count` + `dataset`) or listed inline (`examples`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFewShot {
+    pub count: Option<i64>,
+    pub dataset: Option<String>,
+    pub examples: Option<Vec<RawExample>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExample {
+    pub question: String,
+    pub answer: String,
+}
+
+/// Every key each table accepts, for "did you mean" suggestions.
+pub fn known_keys() -> BTreeMap<&'static str, &'static [&'static str]> {
+    const API: &[&str] = &[
+        "base_url", "api_key_env", "timeout", "max_retries", "concurrency", "rpm", "tpm", "backoff_base",
+        "backoff_max",
+    ];
+    const SAMPLING: &[&str] = &[
+        "n", "temperature", "top_p", "top_k", "seed", "max_tokens", "greedy", "use_n_param", "n_per_request",
+        "stop",
+    ];
+    const MODEL: &[&str] = &[
+        "name", "model_id", "enabled", "base_url", "api_key_env", "timeout", "max_retries", "concurrency", "rpm",
+        "tpm", "backoff_base", "backoff_max", "n", "temperature", "top_p", "top_k", "seed", "max_tokens",
+        "greedy", "use_n_param", "n_per_request", "stop",
+    ];
+    const EVAL: &[&str] = &[
+        "dataset", "metrics", "output_dir", "prompt_template", "k", "g_pass_thresholds",
+        "answer_extract_regex", "limit", "fields", "few_shot", "rel_tol",
+    ];
+    BTreeMap::from([
+        ("", &["api", "sampling", "models", "evaluation"][..]),
+        ("api", API),
+        ("sampling", SAMPLING),
+        ("models", MODEL),
+        ("evaluation", EVAL),
+        ("fields", &["id", "question", "answer", "subset"][..]),
+        ("few_shot", &["count", "dataset", "examples"][..]),
+    ])
+}

@@ -1,0 +1,436 @@
+//! The resolved, validated configuration: defaults applied, per-model overrides merged.
+
+use super::raw::{RawConfig, RawModel, RawTau};
+use super::{closest, locate, ConfigError};
+use crate::metrics::{MetricKind, Tau};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config_path: PathBuf,
+    /// sha256 of the config file's bytes, hex.
+    pub config_hash: String,
+    /// The config as parsed (it holds environment variable names, never keys), for the manifest.
+    pub config_json: serde_json::Value,
+    /// Enabled models, in file order.
+    pub models: Vec<ModelSettings>,
+    pub evaluation: EvalSettings,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSettings {
+    pub name: String,
+    pub model_id: String,
+    pub api: ApiSettings,
+    pub sampling: SamplingSettings,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiSettings {
+    pub base_url: String,
+    /// Name of the environment variable holding the key; None sends no Authorization header.
+    pub api_key_env: Option<String>,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub concurrency: usize,
+    pub rpm: Option<f64>,
+    pub tpm: Option<f64>,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+}
+
+impl ApiSettings {
+    /// The URL rule: `{base}/v1/chat/completions`, or `{base}/chat/completions` when base ends in `/v1`.
+    pub fn chat_url(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        if base.ends_with("/v1") {
+            format!("{base}/chat/completions")
+        } else {
+            format!("{base}/v1/chat/completions")
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SamplingSettings {
+    pub n: u32,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub top_k: Option<u32>,
+    pub seed: u64,
+    pub max_tokens: Option<u32>,
+    pub greedy: bool,
+    pub use_n_param: bool,
+    pub n_per_request: u32,
+    pub stop: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FewShot {
+    None,
+    /// The first `count` problems of a dataset (excluding ids being evaluated).
+    FromDataset { count: usize, dataset: String },
+    Inline(Vec<(String, String)>),
+}
+
+#[derive(Debug, Clone)]
+pub struct EvalSettings {
+    pub dataset: String,
+    pub fields: Option<crate::config::raw::RawFields>,
+    /// The metrics the summary shows, in the order given.
+    pub metrics: Vec<MetricKind>,
+    /// Every k computed (from `k` and from `metrics`), ascending.
+    pub ks: Vec<u64>,
+    /// Every τ computed (from `g_pass_thresholds` and from `metrics`), in order of first mention.
+    pub taus: Vec<Tau>,
+    pub output_dir: PathBuf,
+    pub prompt_template: Option<String>,
+    pub answer_extract_regex: Vec<regex::Regex>,
+    pub limit: Option<usize>,
+    pub few_shot: FewShot,
+    pub rel_tol: f64,
+}
+
+struct Ctx<'a> {
+    text: &'a str,
+    path: &'a Path,
+}
+
+impl Ctx<'_> {
+    fn err(&self, section: &str, index: Option<usize>, key: &str, message: impl Into<String>) -> ConfigError {
+        let where_ = match (section, index) {
+            ("", _) => key.to_string(),
+            (s, Some(i)) => format!("{s}[{i}].{key}"),
+            (s, None) => format!("{s}.{key}"),
+        };
+        ConfigError::Invalid {
+            path: self.path.to_path_buf(),
+            line: locate(self.text, section, index, key),
+            message: format!("`{where_}`: {}", message.into()),
+        }
+    }
+}
+
+pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<Settings, ConfigError> {
+    let cx = Ctx { text, path };
+    let config_json = serde_json::to_value(&raw).unwrap_or(serde_json::Value::Null);
+    if raw.models.is_empty() {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: None,
+            message: "no [[models]] entries: add at least one with `name` and `model_id`".into(),
+        });
+    }
+    let mut models = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for (i, m) in raw.models.iter().enumerate() {
+        let ms = resolve_model(&cx, &raw, m, i)?;
+        if names.contains(&ms.name) {
+            return Err(cx.err("models", Some(i), "name", format!("duplicate model name {:?}", ms.name)));
+        }
+        names.push(ms.name.clone());
+        if m.enabled.unwrap_or(true) {
+            models.push(ms);
+        }
+    }
+    if models.is_empty() {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: None,
+            message: "every model has `enabled = false`: nothing to run".into(),
+        });
+    }
+    let evaluation = resolve_eval(&cx, &raw, &models)?;
+    Ok(Settings {
+        config_path: path.to_path_buf(),
+        config_hash: hex(&Sha256::digest(text.as_bytes())),
+        config_json,
+        models,
+        evaluation,
+    })
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn resolve_model(cx: &Ctx, raw: &RawConfig, m: &RawModel, i: usize) -> Result<ModelSettings, ConfigError> {
+    let e = |key: &str, msg: String| {
+        // Point at the model's own line when it overrides the key, else at [api]/[sampling].
+        if locate_exact(cx.text, "models", Some(i), key) {
+            cx.err("models", Some(i), key, msg)
+        } else {
+            let sec = if API_KEYS.contains(&key) { "api" } else { "sampling" };
+            cx.err(sec, None, key, format!("{msg} (for model {})", m.name.as_deref().unwrap_or("?")))
+        }
+    };
+    let name = m.name.clone().filter(|s| !s.trim().is_empty()).ok_or_else(|| {
+        cx.err("models", Some(i), "name", "every [[models]] entry needs a non-empty `name`")
+    })?;
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+        return Err(cx.err(
+            "models",
+            Some(i),
+            "name",
+            format!("{name:?} may hold only letters, digits, '.', '_' and '-' (it names the checkpoint file); put the provider's name in `model_id`"),
+        ));
+    }
+    let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
+    let a = &raw.api;
+    let s = &raw.sampling;
+    let base_url = m.base_url.clone().or_else(|| a.base_url.clone()).ok_or_else(|| {
+        cx.err("api", None, "base_url", format!("missing: set it in [api] or in model {name}"))
+    })?;
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(e("base_url", format!("{base_url:?} must start with http:// or https://")));
+    }
+    let api_key_env = m.api_key_env.clone().or_else(|| a.api_key_env.clone()).filter(|v| !v.is_empty());
+    let secs = |key: &str, v: Option<f64>, default: f64| -> Result<Duration, ConfigError> {
+        let v = v.unwrap_or(default);
+        if !(v.is_finite() && v > 0.0 && v < 1e7) {
+            return Err(e(key, format!("{v} must be a positive number of seconds")));
+        }
+        Ok(Duration::from_secs_f64(v))
+    };
+    let int = |key: &str, v: Option<i64>, default: i64, min: i64, max: i64| -> Result<i64, ConfigError> {
+        let v = v.unwrap_or(default);
+        if v < min || v > max {
+            return Err(e(key, format!("{v} must be between {min} and {max}")));
+        }
+        Ok(v)
+    };
+    let rate = |key: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
+        match v {
+            Some(x) if !(x.is_finite() && x > 0.0) => Err(e(key, format!("{x} must be a positive number"))),
+            other => Ok(other),
+        }
+    };
+    let api = ApiSettings {
+        base_url,
+        api_key_env,
+        timeout: secs("timeout", m.timeout.or(a.timeout), 120.0)?,
+        max_retries: int("max_retries", m.max_retries.or(a.max_retries), 3, 0, 100)? as u32,
+        concurrency: int("concurrency", m.concurrency.or(a.concurrency), 8, 1, 100_000)? as usize,
+        rpm: rate("rpm", m.rpm.or(a.rpm))?,
+        tpm: rate("tpm", m.tpm.or(a.tpm))?,
+        backoff_base: secs("backoff_base", m.backoff_base.or(a.backoff_base), 0.5)?,
+        backoff_max: secs("backoff_max", m.backoff_max.or(a.backoff_max), 30.0)?,
+    };
+    let temperature = m.temperature.or(s.temperature).unwrap_or(0.7);
+    if !(0.0..=2.0).contains(&temperature) {
+        return Err(e("temperature", format!("{temperature} must be between 0 and 2")));
+    }
+    let top_p = m.top_p.or(s.top_p).unwrap_or(1.0);
+    if !(top_p > 0.0 && top_p <= 1.0) {
+        return Err(e("top_p", format!("{top_p} must be in (0, 1]")));
+    }
+    let max_tokens = match m.max_tokens.or(s.max_tokens) {
+        None => None,
+        Some(v) => Some(int("max_tokens", Some(v), 0, 1, u32::MAX as i64)? as u32),
+    };
+    let top_k = match m.top_k.or(s.top_k) {
+        None => None,
+        Some(v) => Some(int("top_k", Some(v), 0, 1, u32::MAX as i64)? as u32),
+    };
+    let sampling = SamplingSettings {
+        n: int("n", m.n.or(s.n), 16, 1, 1_000_000)? as u32,
+        temperature,
+        top_p,
+        top_k,
+        seed: int("seed", m.seed.or(s.seed), 42, 0, i64::MAX)? as u64,
+        max_tokens,
+        greedy: m.greedy.or(s.greedy).unwrap_or(true),
+        use_n_param: m.use_n_param.or(s.use_n_param).unwrap_or(false),
+        n_per_request: int("n_per_request", m.n_per_request.or(s.n_per_request), 16, 1, 1024)? as u32,
+        stop: m.stop.clone().or_else(|| s.stop.clone()).unwrap_or_default(),
+    };
+    Ok(ModelSettings { name, model_id, api, sampling })
+}
+
+const API_KEYS: &[&str] = &[
+    "base_url", "api_key_env", "timeout", "max_retries", "concurrency", "rpm", "tpm", "backoff_base",
+    "backoff_max",
+];
+
+fn locate_exact(text: &str, section: &str, index: Option<usize>, key: &str) -> bool {
+    // `locate` falls back to the header line; check the line really holds the key.
+    locate(text, section, index, key)
+        .and_then(|l| text.lines().nth(l - 1))
+        .and_then(|l| l.split_once('='))
+        .is_some_and(|(k, _)| k.trim().trim_matches('"') == key)
+}
+
+fn resolve_eval(cx: &Ctx, raw: &RawConfig, models: &[ModelSettings]) -> Result<EvalSettings, ConfigError> {
+    let ev = &raw.evaluation;
+    let err = |key: &str, msg: String| cx.err("evaluation", None, key, msg);
+    let dataset = ev
+        .dataset
+        .clone()
+        .filter(|d| !d.trim().is_empty())
+        .ok_or_else(|| err("dataset", "missing: name a shipped dataset or a path to a .jsonl file".into()))?;
+    let min_n = models.iter().map(|m| m.sampling.n as u64).min().unwrap_or(1);
+    let min_n_model = models.iter().min_by_key(|m| m.sampling.n).map(|m| m.name.clone()).unwrap_or_default();
+
+    let mut taus: Vec<Tau> = Vec::new();
+    let push_tau = |taus: &mut Vec<Tau>, t: Tau| {
+        if !taus.iter().any(|x| x.numer() == t.numer() && x.denom() == t.denom()) {
+            taus.push(t);
+        }
+    };
+    match &ev.g_pass_thresholds {
+        None => Tau::default_grid().into_iter().for_each(|t| push_tau(&mut taus, t)),
+        Some(list) => {
+            if list.is_empty() {
+                return Err(err("g_pass_thresholds", "must list at least one τ".into()));
+            }
+            for t in list {
+                let text = match t {
+                    RawTau::Number(x) => format!("{x}"),
+                    RawTau::Text(s) => s.clone(),
+                };
+                let tau: Tau = text.parse().map_err(|e| err("g_pass_thresholds", format!("{e}")))?;
+                push_tau(&mut taus, tau);
+            }
+        }
+    }
+
+    let mut metrics = Vec::new();
+    let mut ks: Vec<u64> = Vec::new();
+    if let Some(list) = &ev.k {
+        if list.is_empty() {
+            return Err(err("k", "must list at least one k".into()));
+        }
+        for &k in list {
+            if k < 1 {
+                return Err(err("k", format!("{k} must be at least 1")));
+            }
+            ks.push(k as u64);
+        }
+    }
+    let greedy_any = models.iter().any(|m| m.sampling.greedy);
+    match &ev.metrics {
+        Some(list) => {
+            for name in list {
+                let m = parse_metric(name).map_err(|msg| err("metrics", msg))?;
+                if m == MetricKind::Greedy && !greedy_any {
+                    return Err(err("metrics", "greedy_acc needs `greedy = true` in [sampling]".into()));
+                }
+                if let Some(k) = m.k() {
+                    ks.push(k);
+                }
+                if let Some(t) = m.tau() {
+                    push_tau(&mut taus, t.clone());
+                }
+                metrics.push(m);
+            }
+        }
+        None => {
+            if ks.is_empty() {
+                let k = [16u64, 8, 4, 1].into_iter().find(|&k| k <= min_n).unwrap_or(1);
+                ks.push(k);
+            }
+            if greedy_any {
+                metrics.push(MetricKind::Greedy);
+            }
+            for &k in &ks {
+                metrics.push(MetricKind::PassAtK { k });
+                for t in &taus {
+                    metrics.push(MetricKind::GPassAtK { k, tau: t.clone() });
+                }
+                metrics.push(MetricKind::MGPassAtK { k });
+            }
+        }
+    }
+    if ks.is_empty() {
+        ks.push([16u64, 8, 4, 1].into_iter().find(|&k| k <= min_n).unwrap_or(1));
+    }
+    ks.sort_unstable();
+    ks.dedup();
+    if let Some(&k) = ks.iter().find(|&&k| k > min_n) {
+        let key = if ev.k.as_ref().is_some_and(|l| l.contains(&(k as i64))) { "k" } else { "metrics" };
+        return Err(err(key, format!("k = {k} exceeds n = {min_n} of model {min_n_model}; raise n or lower k")));
+    }
+
+    let mut answer_extract_regex = Vec::new();
+    for (i, pat) in ev.answer_extract_regex.iter().flatten().enumerate() {
+        let re = regex::Regex::new(pat)
+            .map_err(|e| err("answer_extract_regex", format!("pattern {i} does not compile: {e}")))?;
+        answer_extract_regex.push(re);
+    }
+    let limit = match ev.limit {
+        None => None,
+        Some(l) if l >= 1 => Some(l as usize),
+        Some(l) => return Err(err("limit", format!("{l} must be at least 1"))),
+    };
+    let few_shot = match &ev.few_shot {
+        None => FewShot::None,
+        Some(f) => match (&f.examples, f.count, &f.dataset) {
+            (Some(ex), None, None) => FewShot::Inline(ex.iter().map(|e| (e.question.clone(), e.answer.clone())).collect()),
+            (None, Some(c), Some(d)) if c >= 0 => FewShot::FromDataset { count: c as usize, dataset: d.clone() },
+            _ => {
+                return Err(cx.err(
+                    "evaluation.few_shot",
+                    None,
+                    "count",
+                    "give either `examples = [{question, answer}, ...]` or both `count` and `dataset`",
+                ))
+            }
+        },
+    };
+    let rel_tol = ev.rel_tol.unwrap_or(1e-6);
+    if !(rel_tol.is_finite() && rel_tol >= 0.0) {
+        return Err(err("rel_tol", format!("{rel_tol} must be a non-negative number")));
+    }
+    if let Some(t) = &ev.prompt_template {
+        if !t.contains("{question}") {
+            return Err(err("prompt_template", "must contain {question}".into()));
+        }
+    }
+    Ok(EvalSettings {
+        dataset,
+        fields: ev.fields.clone(),
+        metrics,
+        ks,
+        taus,
+        output_dir: PathBuf::from(ev.output_dir.clone().unwrap_or_else(|| "./results".into())),
+        prompt_template: ev.prompt_template.clone(),
+        answer_extract_regex,
+        limit,
+        few_shot,
+        rel_tol,
+    })
+}
+
+/// Parses `greedy_acc`, `pass@K`, `g_pass@K_tT`, `mg_pass@K`.
+pub fn parse_metric(name: &str) -> Result<MetricKind, String> {
+    let bad = || {
+        let hint = closest(name, ["greedy_acc", "pass@16", "g_pass@16_t0.5", "mg_pass@16"].into_iter())
+            .map(|s| format!("; did you mean {s:?}?"))
+            .unwrap_or_default();
+        format!("unknown metric {name:?}: use greedy_acc, pass@K, g_pass@K_tT or mg_pass@K{hint}")
+    };
+    let k_of = |s: &str| -> Result<u64, String> {
+        match s.parse::<u64>() {
+            Ok(k) if k >= 1 => Ok(k),
+            _ => Err(bad()),
+        }
+    };
+    if name == "greedy_acc" {
+        return Ok(MetricKind::Greedy);
+    }
+    if let Some(rest) = name.strip_prefix("mg_pass@") {
+        return Ok(MetricKind::MGPassAtK { k: k_of(rest)? });
+    }
+    if let Some(rest) = name.strip_prefix("g_pass@") {
+        let (k, t) = rest.split_once("_t").ok_or_else(bad)?;
+        let tau: Tau = t.parse().map_err(|e| format!("metric {name:?}: {e}"))?;
+        return Ok(MetricKind::GPassAtK { k: k_of(k)?, tau });
+    }
+    if let Some(rest) = name.strip_prefix("pass@") {
+        return Ok(MetricKind::PassAtK { k: k_of(rest)? });
+    }
+    Err(bad())
+}
