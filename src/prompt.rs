@@ -47,7 +47,9 @@ pub enum PromptError {
     },
     #[error("placeholder `{{{name}}}` cannot be used with few-shot examples, which carry only `{{question}}`")]
     FewShotPlaceholder { name: String },
-    #[error("prompt template: `{{` at byte {offset} is not closed; write `{{{{` for a literal brace")]
+    #[error(
+        "prompt template: `{{` at byte {offset} is not closed; write `{{{{` for a literal brace"
+    )]
     UnclosedBrace { offset: usize },
     #[error("prompt template: `}}` at byte {offset} has no opening brace; write `}}}}` for a literal brace")]
     UnmatchedCloseBrace { offset: usize },
@@ -214,7 +216,10 @@ mod tests {
     #[test]
     fn fills_question_subset_and_fields() {
         let text = render("[{subset}, level {level}, {id}] {question}", &problem()).unwrap();
-        assert_eq!(text, "[Algebra, level 3, test/algebra/1.json] What is $1+1$?");
+        assert_eq!(
+            text,
+            "[Algebra, level 3, test/algebra/1.json] What is $1+1$?"
+        );
     }
 
     #[test]
@@ -235,9 +240,7 @@ mod tests {
     #[test]
     fn unknown_placeholder_names_itself() {
         let err = render("{question} {options}", &problem()).unwrap_err();
-        assert!(
-            matches!(&err, PromptError::UnknownPlaceholder { name, .. } if name == "options")
-        );
+        assert!(matches!(&err, PromptError::UnknownPlaceholder { name, .. } if name == "options"));
         let message = err.to_string();
         assert!(message.contains("`{options}`"), "{message}");
         assert!(message.contains("level"), "{message}");

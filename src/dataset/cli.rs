@@ -60,12 +60,7 @@ fn list(out: &mut impl Write) -> anyhow::Result<i32> {
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
     table.set_header(vec![
-        "dataset",
-        "problems",
-        "lang",
-        "subsets",
-        "sha256",
-        "note",
+        "dataset", "problems", "lang", "subsets", "sha256", "note",
     ]);
     let mut failures = Vec::new();
     for entry in REGISTRY {
@@ -95,11 +90,7 @@ fn list(out: &mut impl Write) -> anyhow::Result<i32> {
         }
     }
     writeln!(out, "{table}")?;
-    writeln!(
-        out,
-        "datasets folder: {}",
-        super::datasets_dir().display()
-    )?;
+    writeln!(out, "datasets folder: {}", super::datasets_dir().display())?;
     for error in &failures {
         eprintln!("error: {error}");
     }

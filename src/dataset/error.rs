@@ -89,7 +89,9 @@ pub enum DatasetError {
         first_line: usize,
     },
     /// A few-shot source has fewer usable problems than asked for.
-    #[error("few-shot source `{source_name}` has {available} usable examples, {requested} requested")]
+    #[error(
+        "few-shot source `{source_name}` has {available} usable examples, {requested} requested"
+    )]
     NotEnoughExamples {
         source_name: String,
         requested: usize,

@@ -186,12 +186,8 @@ fn parse_file(
             });
         };
         let at = Location { path, line };
-        let id_field = *resolved_id.get_or_insert_with(|| {
-            record
-                .get("id")
-                .filter(|v| !v.is_null())
-                .map(|_| "id")
-        });
+        let id_field = *resolved_id
+            .get_or_insert_with(|| record.get("id").filter(|v| !v.is_null()).map(|_| "id"));
         let problem = parse_record(&record, &at, file, mapping, id_field)?;
         if let Some((first_path, first_line)) = seen.get(&problem.id) {
             return Err(DatasetError::DuplicateId {
@@ -223,7 +219,11 @@ impl Location<'_> {
     }
 
     /// The field as text; `None` when absent or null.
-    fn text(&self, record: &Map<String, Value>, field: &str) -> Result<Option<String>, DatasetError> {
+    fn text(
+        &self,
+        record: &Map<String, Value>,
+        field: &str,
+    ) -> Result<Option<String>, DatasetError> {
         match record.get(field) {
             None => Ok(None),
             Some(value) => value_text(value).map_err(|found| DatasetError::InvalidField {
@@ -307,7 +307,12 @@ fn parse_record(
             }
         }
         Extra::AllOthers => {
-            let used = [Some(mapping.question), Some(mapping.answer), id_field, mapping.subset];
+            let used = [
+                Some(mapping.question),
+                Some(mapping.answer),
+                id_field,
+                mapping.subset,
+            ];
             for (name, value) in record {
                 if used.contains(&Some(name.as_str())) {
                     continue;
@@ -394,7 +399,10 @@ pub(crate) fn after_hashes(raw: &str) -> Option<(String, String)> {
     } else {
         answer.to_string()
     };
-    Some((answer, strip_calculator_notes(&raw[..cut]).trim().to_string()))
+    Some((
+        answer,
+        strip_calculator_notes(&raw[..cut]).trim().to_string(),
+    ))
 }
 
 /// Removes GSM8K's calculator annotations `<<48/2=24>>`.

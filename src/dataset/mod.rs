@@ -10,6 +10,8 @@ mod error;
 mod few_shot;
 mod load;
 pub mod registry;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

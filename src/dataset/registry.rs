@@ -215,15 +215,18 @@ pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|e| e.name).collect()
 }
 
-/// The registered name closest to `name` (case-insensitive edit distance; a name containing the
-/// other wins ties).
+/// The registered name closest to `name`: fewest `_`-separated parts of `name` missing from it,
+/// then smallest case-insensitive edit distance.
 pub fn closest(name: &str) -> Option<&'static str> {
     let wanted = name.to_lowercase();
     REGISTRY
         .iter()
         .map(|e| {
-            let contains = e.name.contains(&wanted) || wanted.contains(e.name);
-            (edit_distance(&wanted, e.name), !contains, e.name)
+            let missing = wanted
+                .split(['_', '-', ' '])
+                .filter(|part| !part.is_empty() && !e.name.contains(part))
+                .count();
+            (missing, edit_distance(&wanted, e.name), e.name)
         })
         .min()
         .map(|(_, _, n)| n)
@@ -272,11 +275,7 @@ mod tests {
 
     #[test]
     fn only_the_demo_set_is_marked_demo() {
-        let demos: Vec<&str> = REGISTRY
-            .iter()
-            .filter(|e| e.demo)
-            .map(|e| e.name)
-            .collect();
+        let demos: Vec<&str> = REGISTRY.iter().filter(|e| e.demo).map(|e| e.name).collect();
         assert_eq!(demos, ["arith_demo"]);
         assert!(lookup("arith_demo").unwrap().description.contains("DEMO"));
     }
@@ -306,6 +305,9 @@ mod tests {
         assert_eq!(closest("gsm8"), Some("gsm8k"));
         assert_eq!(closest("AIME24"), Some("aime24"));
         assert_eq!(closest("livemathbench"), Some("livemathbench_202412"));
-        assert_eq!(closest("livemathbench_hard"), Some("livemathbench_202412_hard"));
+        assert_eq!(
+            closest("livemathbench_hard"),
+            Some("livemathbench_202412_hard")
+        );
     }
 }
