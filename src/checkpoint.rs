@@ -10,9 +10,16 @@ use std::sync::Mutex;
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}: corrupt checkpoint line: {message}")]
-    Corrupt { path: PathBuf, line: usize, message: String },
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
 }
 
 /// A sample's position: an index in 0..n, or the greedy (temperature 0) answer.
@@ -61,7 +68,9 @@ impl<'de> Deserialize<'de> for SampleIndex {
         match Wire::deserialize(d)? {
             Wire::N(i) => Ok(SampleIndex::Sample(i)),
             Wire::S(s) if s == "greedy" => Ok(SampleIndex::Greedy),
-            Wire::S(s) => Err(serde::de::Error::custom(format!("sample_index {s:?} is neither an integer nor \"greedy\""))),
+            Wire::S(s) => Err(serde::de::Error::custom(format!(
+                "sample_index {s:?} is neither an integer nor \"greedy\""
+            ))),
         }
     }
 }
@@ -128,17 +137,28 @@ pub struct CheckpointWriter {
 impl CheckpointWriter {
     /// Opens for appending, first cutting off a torn last line left by a crash.
     pub fn open(path: &Path) -> Result<CheckpointWriter, CheckpointError> {
-        let io = |source| CheckpointError::Io { path: path.to_path_buf(), source };
+        let io = |source| CheckpointError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
-        let mut file = OpenOptions::new().create(true).read(true).append(true).open(path).map_err(io)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         let keep = complete_prefix_len(&mut file, len).map_err(io)?;
         if keep < len {
             file.set_len(keep).map_err(io)?;
         }
-        Ok(CheckpointWriter { path: path.to_path_buf(), file: Mutex::new(file) })
+        Ok(CheckpointWriter {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+        })
     }
 
     pub fn append(&self, record: &Record) -> Result<(), CheckpointError> {
@@ -148,13 +168,19 @@ impl CheckpointWriter {
         })?;
         line.push(b'\n');
         let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        f.write_all(&line).map_err(|source| CheckpointError::Io { path: self.path.clone(), source })
+        f.write_all(&line).map_err(|source| CheckpointError::Io {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// Forces the data to disk (at the end of a run or on shutdown).
     pub fn sync(&self) -> Result<(), CheckpointError> {
         let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        f.sync_data().map_err(|source| CheckpointError::Io { path: self.path.clone(), source })
+        f.sync_data().map_err(|source| CheckpointError::Io {
+            path: self.path.clone(),
+            source,
+        })
     }
 }
 
@@ -184,7 +210,10 @@ pub fn read_records(
     path: &Path,
     mut each: impl FnMut(Record) -> Result<(), CheckpointError>,
 ) -> Result<ReadStats, CheckpointError> {
-    let io = |source| CheckpointError::Io { path: path.to_path_buf(), source };
+    let io = |source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReadStats::default()),
@@ -228,7 +257,10 @@ pub struct ReadStats {
 
 /// Writes bytes to `path` atomically: a temporary file in the same folder, then a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
@@ -276,8 +308,14 @@ mod tests {
     #[test]
     fn sample_index_serializes_as_int_or_greedy() {
         assert_eq!(serde_json::to_string(&SampleIndex::Sample(3)).unwrap(), "3");
-        assert_eq!(serde_json::to_string(&SampleIndex::Greedy).unwrap(), "\"greedy\"");
-        assert_eq!(serde_json::from_str::<SampleIndex>("\"greedy\"").unwrap(), SampleIndex::Greedy);
+        assert_eq!(
+            serde_json::to_string(&SampleIndex::Greedy).unwrap(),
+            "\"greedy\""
+        );
+        assert_eq!(
+            serde_json::from_str::<SampleIndex>("\"greedy\"").unwrap(),
+            SampleIndex::Greedy
+        );
         assert!(serde_json::from_str::<SampleIndex>("\"best\"").is_err());
     }
 
@@ -286,8 +324,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.jsonl");
         let w = CheckpointWriter::open(&path).unwrap();
-        w.append(&record("p1", SampleIndex::Sample(0), UnitOutcome::Ok)).unwrap();
-        w.append(&record("p1", SampleIndex::Sample(1), UnitOutcome::Ok)).unwrap();
+        w.append(&record("p1", SampleIndex::Sample(0), UnitOutcome::Ok))
+            .unwrap();
+        w.append(&record("p1", SampleIndex::Sample(1), UnitOutcome::Ok))
+            .unwrap();
         drop(w);
         // Simulate a crash mid-write.
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
@@ -299,9 +339,16 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(stats, ReadStats { records: 2, torn_tail: true });
+        assert_eq!(
+            stats,
+            ReadStats {
+                records: 2,
+                torn_tail: true
+            }
+        );
         let w = CheckpointWriter::open(&path).unwrap();
-        w.append(&record("p1", SampleIndex::Greedy, UnitOutcome::Ok)).unwrap();
+        w.append(&record("p1", SampleIndex::Greedy, UnitOutcome::Ok))
+            .unwrap();
         let mut after = vec![];
         let stats = read_records(&path, |r| {
             after.push(r.sample_index);
@@ -309,14 +356,22 @@ mod tests {
         })
         .unwrap();
         assert!(!stats.torn_tail);
-        assert_eq!(after, vec![SampleIndex::Sample(0), SampleIndex::Sample(1), SampleIndex::Greedy]);
+        assert_eq!(
+            after,
+            vec![
+                SampleIndex::Sample(0),
+                SampleIndex::Sample(1),
+                SampleIndex::Greedy
+            ]
+        );
     }
 
     #[test]
     fn corrupt_middle_line_names_file_and_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.jsonl");
-        let good = serde_json::to_string(&record("p", SampleIndex::Sample(0), UnitOutcome::Ok)).unwrap();
+        let good =
+            serde_json::to_string(&record("p", SampleIndex::Sample(0), UnitOutcome::Ok)).unwrap();
         std::fs::write(&path, format!("{good}\nnot json\n{good}\n")).unwrap();
         let err = read_records(&path, |_| Ok(())).unwrap_err().to_string();
         assert!(err.contains("m.jsonl:2:"), "{err}");

@@ -24,6 +24,8 @@ pub struct Cli {
 pub enum Command {
     /// Compute pass@k, G-Pass@k_τ and mG-Pass@k for one problem from n, c and k.
     Calc(crate::calc::CalcArgs),
+    /// List the shipped datasets, or show rendered prompts of one.
+    Datasets(crate::dataset::cli::DatasetsArgs),
 }
 
 /// A user-caused error that has no richer type: it maps to exit code 2.

@@ -49,7 +49,10 @@ pub enum ErrorClass {
 impl ErrorClass {
     /// Auth, unknown model and other 4xx are the caller's to fix: retrying cannot help.
     pub fn retryable(self) -> bool {
-        !matches!(self, ErrorClass::Auth | ErrorClass::NotFound | ErrorClass::BadRequest)
+        !matches!(
+            self,
+            ErrorClass::Auth | ErrorClass::NotFound | ErrorClass::BadRequest
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -133,7 +136,12 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(url: String, key: Option<ApiKey>, timeout: Duration, pool: usize) -> Result<Client, ApiError> {
+    pub fn new(
+        url: String,
+        key: Option<ApiKey>,
+        timeout: Duration,
+        pool: usize,
+    ) -> Result<Client, ApiError> {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .pool_max_idle_per_host(pool)
@@ -179,7 +187,11 @@ impl Client {
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
-                let class = if e.is_timeout() { ErrorClass::Timeout } else { ErrorClass::Connection };
+                let class = if e.is_timeout() {
+                    ErrorClass::Timeout
+                } else {
+                    ErrorClass::Connection
+                };
                 return Err(err(class, None, transport_message(&e), None));
             }
         };
@@ -192,7 +204,11 @@ impl Client {
         let bytes = match resp.bytes().await {
             Ok(b) => b,
             Err(e) => {
-                let class = if e.is_timeout() { ErrorClass::Timeout } else { ErrorClass::Connection };
+                let class = if e.is_timeout() {
+                    ErrorClass::Timeout
+                } else {
+                    ErrorClass::Connection
+                };
                 return Err(err(class, Some(status), transport_message(&e), None));
             }
         };
@@ -205,10 +221,20 @@ impl Client {
                 s if s >= 500 => ErrorClass::Server,
                 _ => ErrorClass::BadRequest,
             };
-            return Err(err(class, Some(status), server_error_text(&bytes), retry_after));
+            return Err(err(
+                class,
+                Some(status),
+                server_error_text(&bytes),
+                retry_after,
+            ));
         }
         let wire: WireResponse = serde_json::from_slice(&bytes).map_err(|e| {
-            err(ErrorClass::MalformedJson, Some(status), format!("reply is not a chat completion: {e}"), None)
+            err(
+                ErrorClass::MalformedJson,
+                Some(status),
+                format!("reply is not a chat completion: {e}"),
+                None,
+            )
         })?;
         let mut choices: Vec<(u64, Choice)> = wire
             .choices
@@ -227,7 +253,12 @@ impl Client {
             })
             .collect();
         if choices.is_empty() {
-            return Err(err(ErrorClass::EmptyChoices, Some(status), "reply has no choices".into(), None));
+            return Err(err(
+                ErrorClass::EmptyChoices,
+                Some(status),
+                "reply has no choices".into(),
+                None,
+            ));
         }
         choices.sort_by_key(|(i, _)| *i);
         Ok(ChatResponse {
@@ -298,10 +329,15 @@ fn server_error_text(bytes: &[u8]) -> String {
 pub fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
     if let Ok(secs) = v.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)));
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(3600.0)));
     }
     let when = httpdate::parse_http_date(v).ok()?;
-    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO).min(Duration::from_secs(3600)))
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO)
+            .min(Duration::from_secs(3600)),
+    )
 }
 
 #[cfg(test)]
@@ -314,7 +350,10 @@ mod tests {
         assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
         let future = SystemTime::now() + Duration::from_secs(30);
         let d = parse_retry_after(&httpdate::fmt_http_date(future)).unwrap();
-        assert!(d > Duration::from_secs(25) && d <= Duration::from_secs(30), "{d:?}");
+        assert!(
+            d > Duration::from_secs(25) && d <= Duration::from_secs(30),
+            "{d:?}"
+        );
         let past = httpdate::fmt_http_date(SystemTime::now() - Duration::from_secs(30));
         assert_eq!(parse_retry_after(&past), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon"), None);
@@ -332,7 +371,10 @@ mod tests {
     #[test]
     fn key_is_redacted_and_never_debug_printed() {
         let k = ApiKey::new("sk-test-123456".into());
-        assert_eq!(k.redact("bad key sk-test-123456 given"), "bad key [REDACTED] given");
+        assert_eq!(
+            k.redact("bad key sk-test-123456 given"),
+            "bad key [REDACTED] given"
+        );
         assert!(!format!("{k:?}").contains("sk-test"));
     }
 

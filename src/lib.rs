@@ -2,10 +2,17 @@
 //!
 //! Module map (data flows top to bottom):
 //! - `cli`: clap definitions and exit codes; `calc`: the one-problem calculator command.
+//! - `config`: config.toml → validated `Settings`.
+//! - `dataset`: shipped benchmarks, JSONL loading, answer post-processing, few-shot sources.
+//! - `prompt`: templates rendered into chat messages.
+//! - `client`: one OpenAI-compatible request and its error classes.
+//! - `checkpoint`: per-model JSONL checkpoints and atomic writes.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
 pub mod calc;
 pub mod checkpoint;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod dataset;
 pub mod metrics;
+pub mod prompt;

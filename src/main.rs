@@ -15,6 +15,9 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Calc(args) => gpassk::calc::run(args),
+        Command::Datasets(args) => {
+            gpassk::dataset::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1))
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -14,9 +14,16 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read config: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}{}: {message}", line_suffix(*line))]
-    Invalid { path: PathBuf, line: Option<usize>, message: String },
+    Invalid {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
 }
 
 fn line_suffix(line: Option<usize>) -> String {
@@ -25,8 +32,10 @@ fn line_suffix(line: Option<usize>) -> String {
 
 /// Reads and resolves a config file.
 pub fn load(path: &Path) -> Result<Settings, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     load_str(&text, path)
 }
 
@@ -42,10 +51,19 @@ fn parse_error(e: &toml::de::Error, text: &str, path: &Path) -> ConfigError {
     let msg = e.message().trim().to_string();
     let line = e.span().map(|s| line_of(text, s.start));
     let section = line.map(|l| section_at(text, l)).unwrap_or_default();
-    let table = if section.is_empty() { "the top level".to_string() } else { format!("[{section}]") };
+    let table = if section.is_empty() {
+        "the top level".to_string()
+    } else {
+        format!("[{section}]")
+    };
     let message = if let Some(rest) = msg.strip_prefix("unknown field `") {
         let bad = rest.split('`').next().unwrap_or_default().to_string();
-        let expected: Vec<String> = rest.split('`').skip(2).step_by(2).map(str::to_string).collect();
+        let expected: Vec<String> = rest
+            .split('`')
+            .skip(2)
+            .step_by(2)
+            .map(str::to_string)
+            .collect();
         let mut m = format!("unknown key `{bad}` in {table}");
         if let Some(s) = closest(&bad, expected.iter().map(String::as_str)) {
             m.push_str(&format!("; did you mean `{s}`?"));
@@ -63,7 +81,11 @@ fn parse_error(e: &toml::de::Error, text: &str, path: &Path) -> ConfigError {
             None => msg,
         }
     };
-    ConfigError::Invalid { path: path.to_path_buf(), line, message }
+    ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line,
+        message,
+    }
 }
 
 /// The closest candidate by edit distance, when it is close enough to be a likely typo.
@@ -76,7 +98,11 @@ pub(crate) fn closest<'a>(bad: &str, candidates: impl Iterator<Item = &'a str>) 
 }
 
 pub(crate) fn line_of(text: &str, byte: usize) -> usize {
-    text.as_bytes()[..byte.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..byte.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// The table header in force at a 1-based line: "api", "models", "evaluation.fields", or "".
@@ -159,7 +185,10 @@ mod tests {
     #[test]
     fn suggests_close_keys_only() {
         let keys = ["temperature", "top_p", "seed"];
-        assert_eq!(closest("temprature", keys.iter().copied()), Some("temperature"));
+        assert_eq!(
+            closest("temprature", keys.iter().copied()),
+            Some("temperature")
+        );
         assert_eq!(closest("sed", keys.iter().copied()), Some("seed"));
         assert_eq!(closest("banana", keys.iter().copied()), None);
     }

@@ -72,7 +72,10 @@ pub struct SamplingSettings {
 pub enum FewShot {
     None,
     /// The first `count` problems of a dataset (excluding ids being evaluated).
-    FromDataset { count: usize, dataset: String },
+    FromDataset {
+        count: usize,
+        dataset: String,
+    },
     Inline(Vec<(String, String)>),
 }
 
@@ -100,7 +103,13 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn err(&self, section: &str, index: Option<usize>, key: &str, message: impl Into<String>) -> ConfigError {
+    fn err(
+        &self,
+        section: &str,
+        index: Option<usize>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> ConfigError {
         let where_ = match (section, index) {
             ("", _) => key.to_string(),
             (s, Some(i)) => format!("{s}[{i}].{key}"),
@@ -129,7 +138,12 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<Setting
     for (i, m) in raw.models.iter().enumerate() {
         let ms = resolve_model(&cx, &raw, m, i)?;
         if names.contains(&ms.name) {
-            return Err(cx.err("models", Some(i), "name", format!("duplicate model name {:?}", ms.name)));
+            return Err(cx.err(
+                "models",
+                Some(i),
+                "name",
+                format!("duplicate model name {:?}", ms.name),
+            ));
         }
         names.push(ms.name.clone());
         if m.enabled.unwrap_or(true) {
@@ -157,20 +171,46 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn resolve_model(cx: &Ctx, raw: &RawConfig, m: &RawModel, i: usize) -> Result<ModelSettings, ConfigError> {
+fn resolve_model(
+    cx: &Ctx,
+    raw: &RawConfig,
+    m: &RawModel,
+    i: usize,
+) -> Result<ModelSettings, ConfigError> {
     let e = |key: &str, msg: String| {
         // Point at the model's own line when it overrides the key, else at [api]/[sampling].
         if locate_exact(cx.text, "models", Some(i), key) {
             cx.err("models", Some(i), key, msg)
         } else {
-            let sec = if API_KEYS.contains(&key) { "api" } else { "sampling" };
-            cx.err(sec, None, key, format!("{msg} (for model {})", m.name.as_deref().unwrap_or("?")))
+            let sec = if API_KEYS.contains(&key) {
+                "api"
+            } else {
+                "sampling"
+            };
+            cx.err(
+                sec,
+                None,
+                key,
+                format!("{msg} (for model {})", m.name.as_deref().unwrap_or("?")),
+            )
         }
     };
-    let name = m.name.clone().filter(|s| !s.trim().is_empty()).ok_or_else(|| {
-        cx.err("models", Some(i), "name", "every [[models]] entry needs a non-empty `name`")
-    })?;
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+    let name = m
+        .name
+        .clone()
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| {
+            cx.err(
+                "models",
+                Some(i),
+                "name",
+                "every [[models]] entry needs a non-empty `name`",
+            )
+        })?;
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
         return Err(cx.err(
             "models",
             Some(i),
@@ -181,13 +221,29 @@ fn resolve_model(cx: &Ctx, raw: &RawConfig, m: &RawModel, i: usize) -> Result<Mo
     let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
     let a = &raw.api;
     let s = &raw.sampling;
-    let base_url = m.base_url.clone().or_else(|| a.base_url.clone()).ok_or_else(|| {
-        cx.err("api", None, "base_url", format!("missing: set it in [api] or in model {name}"))
-    })?;
+    let base_url = m
+        .base_url
+        .clone()
+        .or_else(|| a.base_url.clone())
+        .ok_or_else(|| {
+            cx.err(
+                "api",
+                None,
+                "base_url",
+                format!("missing: set it in [api] or in model {name}"),
+            )
+        })?;
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(e("base_url", format!("{base_url:?} must start with http:// or https://")));
+        return Err(e(
+            "base_url",
+            format!("{base_url:?} must start with http:// or https://"),
+        ));
     }
-    let api_key_env = m.api_key_env.clone().or_else(|| a.api_key_env.clone()).filter(|v| !v.is_empty());
+    let api_key_env = m
+        .api_key_env
+        .clone()
+        .or_else(|| a.api_key_env.clone())
+        .filter(|v| !v.is_empty());
     let secs = |key: &str, v: Option<f64>, default: f64| -> Result<Duration, ConfigError> {
         let v = v.unwrap_or(default);
         if !(v.is_finite() && v > 0.0 && v < 1e7) {
@@ -195,16 +251,19 @@ fn resolve_model(cx: &Ctx, raw: &RawConfig, m: &RawModel, i: usize) -> Result<Mo
         }
         Ok(Duration::from_secs_f64(v))
     };
-    let int = |key: &str, v: Option<i64>, default: i64, min: i64, max: i64| -> Result<i64, ConfigError> {
-        let v = v.unwrap_or(default);
-        if v < min || v > max {
-            return Err(e(key, format!("{v} must be between {min} and {max}")));
-        }
-        Ok(v)
-    };
+    let int =
+        |key: &str, v: Option<i64>, default: i64, min: i64, max: i64| -> Result<i64, ConfigError> {
+            let v = v.unwrap_or(default);
+            if v < min || v > max {
+                return Err(e(key, format!("{v} must be between {min} and {max}")));
+            }
+            Ok(v)
+        };
     let rate = |key: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
         match v {
-            Some(x) if !(x.is_finite() && x > 0.0) => Err(e(key, format!("{x} must be a positive number"))),
+            Some(x) if !(x.is_finite() && x > 0.0) => {
+                Err(e(key, format!("{x} must be a positive number")))
+            }
             other => Ok(other),
         }
     };
@@ -213,7 +272,13 @@ fn resolve_model(cx: &Ctx, raw: &RawConfig, m: &RawModel, i: usize) -> Result<Mo
         api_key_env,
         timeout: secs("timeout", m.timeout.or(a.timeout), 120.0)?,
         max_retries: int("max_retries", m.max_retries.or(a.max_retries), 3, 0, 100)? as u32,
-        concurrency: int("concurrency", m.concurrency.or(a.concurrency), 8, 1, 100_000)? as usize,
+        concurrency: int(
+            "concurrency",
+            m.concurrency.or(a.concurrency),
+            8,
+            1,
+            100_000,
+        )? as usize,
         rpm: rate("rpm", m.rpm.or(a.rpm))?,
         tpm: rate("tpm", m.tpm.or(a.tpm))?,
         backoff_base: secs("backoff_base", m.backoff_base.or(a.backoff_base), 0.5)?,
@@ -221,7 +286,10 @@ fn resolve_model(cx: &Ctx, raw: &RawConfig, m: &RawModel, i: usize) -> Result<Mo
     };
     let temperature = m.temperature.or(s.temperature).unwrap_or(0.7);
     if !(0.0..=2.0).contains(&temperature) {
-        return Err(e("temperature", format!("{temperature} must be between 0 and 2")));
+        return Err(e(
+            "temperature",
+            format!("{temperature} must be between 0 and 2"),
+        ));
     }
     let top_p = m.top_p.or(s.top_p).unwrap_or(1.0);
     if !(top_p > 0.0 && top_p <= 1.0) {
@@ -244,14 +312,36 @@ fn resolve_model(cx: &Ctx, raw: &RawConfig, m: &RawModel, i: usize) -> Result<Mo
         max_tokens,
         greedy: m.greedy.or(s.greedy).unwrap_or(true),
         use_n_param: m.use_n_param.or(s.use_n_param).unwrap_or(false),
-        n_per_request: int("n_per_request", m.n_per_request.or(s.n_per_request), 16, 1, 1024)? as u32,
-        stop: m.stop.clone().or_else(|| s.stop.clone()).unwrap_or_default(),
+        n_per_request: int(
+            "n_per_request",
+            m.n_per_request.or(s.n_per_request),
+            16,
+            1,
+            1024,
+        )? as u32,
+        stop: m
+            .stop
+            .clone()
+            .or_else(|| s.stop.clone())
+            .unwrap_or_default(),
     };
-    Ok(ModelSettings { name, model_id, api, sampling })
+    Ok(ModelSettings {
+        name,
+        model_id,
+        api,
+        sampling,
+    })
 }
 
 const API_KEYS: &[&str] = &[
-    "base_url", "api_key_env", "timeout", "max_retries", "concurrency", "rpm", "tpm", "backoff_base",
+    "base_url",
+    "api_key_env",
+    "timeout",
+    "max_retries",
+    "concurrency",
+    "rpm",
+    "tpm",
+    "backoff_base",
     "backoff_max",
 ];
 
@@ -263,25 +353,47 @@ fn locate_exact(text: &str, section: &str, index: Option<usize>, key: &str) -> b
         .is_some_and(|(k, _)| k.trim().trim_matches('"') == key)
 }
 
-fn resolve_eval(cx: &Ctx, raw: &RawConfig, models: &[ModelSettings]) -> Result<EvalSettings, ConfigError> {
+fn resolve_eval(
+    cx: &Ctx,
+    raw: &RawConfig,
+    models: &[ModelSettings],
+) -> Result<EvalSettings, ConfigError> {
     let ev = &raw.evaluation;
     let err = |key: &str, msg: String| cx.err("evaluation", None, key, msg);
     let dataset = ev
         .dataset
         .clone()
         .filter(|d| !d.trim().is_empty())
-        .ok_or_else(|| err("dataset", "missing: name a shipped dataset or a path to a .jsonl file".into()))?;
-    let min_n = models.iter().map(|m| m.sampling.n as u64).min().unwrap_or(1);
-    let min_n_model = models.iter().min_by_key(|m| m.sampling.n).map(|m| m.name.clone()).unwrap_or_default();
+        .ok_or_else(|| {
+            err(
+                "dataset",
+                "missing: name a shipped dataset or a path to a .jsonl file".into(),
+            )
+        })?;
+    let min_n = models
+        .iter()
+        .map(|m| m.sampling.n as u64)
+        .min()
+        .unwrap_or(1);
+    let min_n_model = models
+        .iter()
+        .min_by_key(|m| m.sampling.n)
+        .map(|m| m.name.clone())
+        .unwrap_or_default();
 
     let mut taus: Vec<Tau> = Vec::new();
     let push_tau = |taus: &mut Vec<Tau>, t: Tau| {
-        if !taus.iter().any(|x| x.numer() == t.numer() && x.denom() == t.denom()) {
+        if !taus
+            .iter()
+            .any(|x| x.numer() == t.numer() && x.denom() == t.denom())
+        {
             taus.push(t);
         }
     };
     match &ev.g_pass_thresholds {
-        None => Tau::default_grid().into_iter().for_each(|t| push_tau(&mut taus, t)),
+        None => Tau::default_grid()
+            .into_iter()
+            .for_each(|t| push_tau(&mut taus, t)),
         Some(list) => {
             if list.is_empty() {
                 return Err(err("g_pass_thresholds", "must list at least one τ".into()));
@@ -291,7 +403,9 @@ fn resolve_eval(cx: &Ctx, raw: &RawConfig, models: &[ModelSettings]) -> Result<E
                     RawTau::Number(x) => format!("{x}"),
                     RawTau::Text(s) => s.clone(),
                 };
-                let tau: Tau = text.parse().map_err(|e| err("g_pass_thresholds", format!("{e}")))?;
+                let tau: Tau = text
+                    .parse()
+                    .map_err(|e| err("g_pass_thresholds", format!("{e}")))?;
                 push_tau(&mut taus, tau);
             }
         }
@@ -316,7 +430,10 @@ fn resolve_eval(cx: &Ctx, raw: &RawConfig, models: &[ModelSettings]) -> Result<E
             for name in list {
                 let m = parse_metric(name).map_err(|msg| err("metrics", msg))?;
                 if m == MetricKind::Greedy && !greedy_any {
-                    return Err(err("metrics", "greedy_acc needs `greedy = true` in [sampling]".into()));
+                    return Err(err(
+                        "metrics",
+                        "greedy_acc needs `greedy = true` in [sampling]".into(),
+                    ));
                 }
                 if let Some(k) = m.k() {
                     ks.push(k);
@@ -329,7 +446,10 @@ fn resolve_eval(cx: &Ctx, raw: &RawConfig, models: &[ModelSettings]) -> Result<E
         }
         None => {
             if ks.is_empty() {
-                let k = [16u64, 8, 4, 1].into_iter().find(|&k| k <= min_n).unwrap_or(1);
+                let k = [16u64, 8, 4, 1]
+                    .into_iter()
+                    .find(|&k| k <= min_n)
+                    .unwrap_or(1);
                 ks.push(k);
             }
             if greedy_any {
@@ -345,19 +465,35 @@ fn resolve_eval(cx: &Ctx, raw: &RawConfig, models: &[ModelSettings]) -> Result<E
         }
     }
     if ks.is_empty() {
-        ks.push([16u64, 8, 4, 1].into_iter().find(|&k| k <= min_n).unwrap_or(1));
+        ks.push(
+            [16u64, 8, 4, 1]
+                .into_iter()
+                .find(|&k| k <= min_n)
+                .unwrap_or(1),
+        );
     }
     ks.sort_unstable();
     ks.dedup();
     if let Some(&k) = ks.iter().find(|&&k| k > min_n) {
-        let key = if ev.k.as_ref().is_some_and(|l| l.contains(&(k as i64))) { "k" } else { "metrics" };
-        return Err(err(key, format!("k = {k} exceeds n = {min_n} of model {min_n_model}; raise n or lower k")));
+        let key = if ev.k.as_ref().is_some_and(|l| l.contains(&(k as i64))) {
+            "k"
+        } else {
+            "metrics"
+        };
+        return Err(err(
+            key,
+            format!("k = {k} exceeds n = {min_n} of model {min_n_model}; raise n or lower k"),
+        ));
     }
 
     let mut answer_extract_regex = Vec::new();
     for (i, pat) in ev.answer_extract_regex.iter().flatten().enumerate() {
-        let re = regex::Regex::new(pat)
-            .map_err(|e| err("answer_extract_regex", format!("pattern {i} does not compile: {e}")))?;
+        let re = regex::Regex::new(pat).map_err(|e| {
+            err(
+                "answer_extract_regex",
+                format!("pattern {i} does not compile: {e}"),
+            )
+        })?;
         answer_extract_regex.push(re);
     }
     let limit = match ev.limit {
@@ -368,21 +504,29 @@ fn resolve_eval(cx: &Ctx, raw: &RawConfig, models: &[ModelSettings]) -> Result<E
     let few_shot = match &ev.few_shot {
         None => FewShot::None,
         Some(f) => match (&f.examples, f.count, &f.dataset) {
-            (Some(ex), None, None) => FewShot::Inline(ex.iter().map(|e| (e.question.clone(), e.answer.clone())).collect()),
-            (None, Some(c), Some(d)) if c >= 0 => FewShot::FromDataset { count: c as usize, dataset: d.clone() },
-            _ => {
-                return Err(cx.err(
-                    "evaluation.few_shot",
-                    None,
-                    "count",
-                    "give either `examples = [{question, answer}, ...]` or both `count` and `dataset`",
-                ))
-            }
+            (Some(ex), None, None) => FewShot::Inline(
+                ex.iter()
+                    .map(|e| (e.question.clone(), e.answer.clone()))
+                    .collect(),
+            ),
+            (None, Some(c), Some(d)) if c >= 0 => FewShot::FromDataset {
+                count: c as usize,
+                dataset: d.clone(),
+            },
+            _ => return Err(cx.err(
+                "evaluation.few_shot",
+                None,
+                "count",
+                "give either `examples = [{question, answer}, ...]` or both `count` and `dataset`",
+            )),
         },
     };
     let rel_tol = ev.rel_tol.unwrap_or(1e-6);
     if !(rel_tol.is_finite() && rel_tol >= 0.0) {
-        return Err(err("rel_tol", format!("{rel_tol} must be a non-negative number")));
+        return Err(err(
+            "rel_tol",
+            format!("{rel_tol} must be a non-negative number"),
+        ));
     }
     if let Some(t) = &ev.prompt_template {
         if !t.contains("{question}") {
@@ -407,9 +551,12 @@ fn resolve_eval(cx: &Ctx, raw: &RawConfig, models: &[ModelSettings]) -> Result<E
 /// Parses `greedy_acc`, `pass@K`, `g_pass@K_tT`, `mg_pass@K`.
 pub fn parse_metric(name: &str) -> Result<MetricKind, String> {
     let bad = || {
-        let hint = closest(name, ["greedy_acc", "pass@16", "g_pass@16_t0.5", "mg_pass@16"].into_iter())
-            .map(|s| format!("; did you mean {s:?}?"))
-            .unwrap_or_default();
+        let hint = closest(
+            name,
+            ["greedy_acc", "pass@16", "g_pass@16_t0.5", "mg_pass@16"].into_iter(),
+        )
+        .map(|s| format!("; did you mean {s:?}?"))
+        .unwrap_or_default();
         format!("unknown metric {name:?}: use greedy_acc, pass@K, g_pass@K_tT or mg_pass@K{hint}")
     };
     let k_of = |s: &str| -> Result<u64, String> {

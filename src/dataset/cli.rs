@@ -1,0 +1,170 @@
+//! `gpassk datasets`: list the shipped datasets, or show a few rendered prompts of one.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use anyhow::Context;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+
+use super::registry::{self, REGISTRY};
+use super::{load, registry::Entry, FewShot};
+use crate::prompt;
+
+/// Arguments of `gpassk datasets`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DatasetsArgs {
+    #[command(subcommand)]
+    pub command: Option<DatasetsCommand>,
+}
+
+/// Subcommands of `gpassk datasets` (none lists the datasets).
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum DatasetsCommand {
+    /// Print a few rendered prompts of a dataset
+    Show(ShowArgs),
+}
+
+/// Arguments of `gpassk datasets show`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShowArgs {
+    /// Registered dataset name, or a path to a .jsonl file
+    pub name: String,
+    /// How many problems to show
+    #[arg(long, default_value_t = 3)]
+    pub limit: usize,
+    /// Only problems of this subset
+    #[arg(long)]
+    pub subset: Option<String>,
+    /// Prompt template instead of the dataset's default (`{question}`, `{subset}`, extra fields)
+    #[arg(long)]
+    pub template: Option<String>,
+    /// Number of solved examples shown as earlier chat turns
+    #[arg(long, default_value_t = 0)]
+    pub few_shot: usize,
+    /// Dataset the few-shot examples come from (default: the shown dataset)
+    #[arg(long)]
+    pub few_shot_from: Option<String>,
+}
+
+/// Run `gpassk datasets`; returns the process exit code (1 when a dataset fails to load).
+pub fn run(args: DatasetsArgs) -> anyhow::Result<i32> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match args.command {
+        None => list(&mut out),
+        Some(DatasetsCommand::Show(show_args)) => show(&show_args, &mut out),
+    }
+}
+
+fn list(out: &mut impl Write) -> anyhow::Result<i32> {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    table.set_header(vec![
+        "dataset", "problems", "lang", "subsets", "sha256", "note",
+    ]);
+    let mut failures = Vec::new();
+    for entry in REGISTRY {
+        match load(entry.name, None) {
+            Ok(dataset) => {
+                let subsets = dataset.subsets().join(", ");
+                table.add_row(vec![
+                    Cell::new(entry.name),
+                    Cell::new(dataset.problems.len()).set_alignment(CellAlignment::Right),
+                    Cell::new(dataset.language.code()),
+                    Cell::new(if subsets.is_empty() { "-" } else { &subsets }),
+                    Cell::new(&dataset.sha256),
+                    Cell::new(note(entry)),
+                ]);
+            }
+            Err(error) => {
+                table.add_row(vec![
+                    Cell::new(entry.name),
+                    Cell::new("?").set_alignment(CellAlignment::Right),
+                    Cell::new(entry.language.code()),
+                    Cell::new("-"),
+                    Cell::new("-"),
+                    Cell::new("cannot load (see below)"),
+                ]);
+                failures.push(error);
+            }
+        }
+    }
+    writeln!(out, "{table}")?;
+    writeln!(out, "datasets folder: {}", super::datasets_dir().display())?;
+    for error in &failures {
+        eprintln!("error: {error}");
+    }
+    Ok(if failures.is_empty() { 0 } else { 1 })
+}
+
+fn note(entry: &Entry) -> &'static str {
+    entry.description
+}
+
+fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<i32> {
+    let dataset = load(&args.name, None)?;
+    let template = args
+        .template
+        .clone()
+        .unwrap_or_else(|| dataset.default_template.clone());
+    let chosen: Vec<_> = dataset
+        .problems
+        .iter()
+        .filter(|p| args.subset.is_none() || p.subset == args.subset)
+        .take(args.limit)
+        .collect();
+    if chosen.is_empty() {
+        if let Some(subset) = &args.subset {
+            anyhow::bail!(
+                "dataset `{}` has no subset `{subset}`; its subsets: {}",
+                dataset.name,
+                dataset.subsets().join(", ")
+            );
+        }
+    }
+    let examples = if args.few_shot > 0 {
+        let source = args
+            .few_shot_from
+            .clone()
+            .unwrap_or_else(|| dataset.name.clone());
+        let shown: BTreeSet<String> = chosen.iter().map(|p| p.id.clone()).collect();
+        FewShot::FromDataset {
+            source,
+            fields: None,
+            count: args.few_shot,
+        }
+        .examples(&dataset.name, &shown)?
+    } else {
+        Vec::new()
+    };
+    writeln!(
+        out,
+        "{} — {} problems, sha256 {}",
+        dataset.name,
+        dataset.problems.len(),
+        dataset.sha256
+    )?;
+    if let Some(entry) = registry::lookup(&dataset.name) {
+        writeln!(out, "{}", note(entry))?;
+    }
+    for problem in chosen {
+        let chat = prompt::messages(&template, problem, &examples)
+            .with_context(|| format!("rendering problem `{}`", problem.id))?;
+        writeln!(out)?;
+        let subset = problem
+            .subset
+            .as_deref()
+            .map(|s| format!(" [{s}]"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "=== {}{subset} (reference answer: {})",
+            problem.id, problem.answer
+        )?;
+        for message in chat {
+            writeln!(out, "--- {}", message.role)?;
+            writeln!(out, "{}", message.content)?;
+        }
+    }
+    Ok(0)
+}

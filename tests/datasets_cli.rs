@@ -1,0 +1,197 @@
+//! End-to-end tests of `gpassk datasets` and `gpassk datasets show`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn gpassk(args: &[&str]) -> Output {
+    gpassk_with_env(args, None)
+}
+
+fn gpassk_with_env(args: &[&str], datasets_dir: Option<&Path>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gpassk"));
+    command
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("GPASSK_DATASETS_DIR");
+    if let Some(dir) = datasets_dir {
+        command.env("GPASSK_DATASETS_DIR", dir);
+    }
+    command.output().expect("run gpassk")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn lists_every_dataset_with_counts_subsets_and_sha256() {
+    let output = gpassk(&["datasets"]);
+    let stdout = text(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        text(&output.stderr)
+    );
+    for (name, count) in [
+        ("livemathbench_202412", "119"),
+        ("livemathbench_202412_hard", "21"),
+        ("math500", "500"),
+        ("aime24", "30"),
+        ("amc23", "40"),
+        ("gsm8k", "1319"),
+        ("cmath", "600"),
+        ("arith_demo", "50"),
+    ] {
+        let row = stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no row for {name} in\n{stdout}"));
+        assert!(row.contains(count), "{row}");
+        let has_sha = row
+            .split_whitespace()
+            .any(|cell| cell.len() == 64 && cell.chars().all(|c| c.is_ascii_hexdigit()));
+        assert!(has_sha, "{row}");
+    }
+    assert!(stdout.contains("CNMO, CCEE, AMC, WLPMC"));
+    assert!(stdout.contains("Counting & Probability"));
+    assert!(stdout.contains("DEMO SET"));
+}
+
+#[test]
+fn show_prints_rendered_prompts() {
+    let output = gpassk(&["datasets", "show", "gsm8k", "--limit", "2"]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(stdout.matches("=== ").count(), 2, "{stdout}");
+    assert!(stdout.contains("=== 0 (reference answer: 18)"));
+    assert!(stdout.contains("step by step"));
+    assert!(stdout.contains("\\boxed{}"));
+    assert!(stdout.contains("Janet"));
+}
+
+#[test]
+fn show_defaults_to_three_problems() {
+    let output = gpassk(&["datasets", "show", "aime24"]);
+    assert!(output.status.success());
+    assert_eq!(text(&output.stdout).matches("=== ").count(), 3);
+}
+
+#[test]
+fn show_chinese_dataset_uses_chinese_prompt() {
+    let output = gpassk(&["datasets", "show", "cmath", "--limit", "1"]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success());
+    assert!(stdout.contains("请一步一步地推理"), "{stdout}");
+}
+
+#[test]
+fn show_subset_and_template() {
+    let output = gpassk(&[
+        "datasets",
+        "show",
+        "math500",
+        "--subset",
+        "Geometry",
+        "--limit",
+        "1",
+        "--template",
+        "[{subset}, level {level}] {question} \\boxed{{}}",
+    ]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(stdout.contains("[Geometry, level "), "{stdout}");
+    assert!(stdout.contains(" \\boxed{}"), "{stdout}");
+}
+
+#[test]
+fn show_few_shot_turns_before_the_question() {
+    let output = gpassk(&[
+        "datasets",
+        "show",
+        "arith_demo",
+        "--limit",
+        "1",
+        "--few-shot",
+        "2",
+    ]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let roles: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("--- "))
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+    // The shown problem (arith-00) is not its own example.
+    assert_eq!(stdout.matches("What is 19+7?").count(), 1, "{stdout}");
+}
+
+#[test]
+fn unknown_placeholder_fails_naming_it() {
+    let output = gpassk(&[
+        "datasets",
+        "show",
+        "amc23",
+        "--template",
+        "{question} {nope}",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("{nope}"));
+}
+
+#[test]
+fn unknown_dataset_suggests_the_closest() {
+    let output = gpassk(&["datasets", "show", "math5000"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("unknown dataset `math5000`"), "{stderr}");
+    assert!(stderr.contains("did you mean `math500`?"), "{stderr}");
+}
+
+#[test]
+fn show_a_custom_jsonl_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mine.jsonl");
+    std::fs::write(
+        &path,
+        "{\"question\": \"What is 5+5?\", \"answer\": \"10\"}\n",
+    )
+    .unwrap();
+    let output = gpassk(&["datasets", "show", path.to_str().unwrap()]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(stdout.contains("=== 0 (reference answer: 10)"), "{stdout}");
+}
+
+#[test]
+fn bad_custom_file_reports_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.jsonl");
+    std::fs::write(&path, "{\"question\": \"q\", \"answer\": \"1\"}\n{oops\n").unwrap();
+    let output = gpassk(&["datasets", "show", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!("{}:2: invalid JSON", path.display())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn datasets_dir_from_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets");
+    std::fs::copy(shipped.join("amc23.jsonl"), dir.path().join("amc23.jsonl")).unwrap();
+    let output = gpassk_with_env(
+        &["datasets", "show", "amc23", "--limit", "1"],
+        Some(dir.path()),
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("(reference answer: 27)"));
+    // Listing with files missing still prints the table, then fails naming the missing files.
+    let output = gpassk_with_env(&["datasets"], Some(dir.path()));
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("amc23"));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("gsm8k_test.jsonl: cannot read"), "{stderr}");
+}
