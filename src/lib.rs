@@ -14,5 +14,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod dataset;
+pub mod manifest;
 pub mod metrics;
 pub mod prompt;
+pub mod runner;

@@ -167,7 +167,7 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<Setting
     })
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

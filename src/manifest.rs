@@ -1,0 +1,88 @@
+//! The run manifest: what ran, with which settings, against which data, and how it ended.
+
+use crate::checkpoint::write_atomic;
+use crate::config::SamplingSettings;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub harness: String,
+    pub git_commit: Option<String>,
+    pub run_id: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+    /// `running`, `complete`, `incomplete` (failed units or models), `interrupted`.
+    pub status: String,
+    pub config_path: String,
+    /// The config as parsed; it holds environment variable names, never keys.
+    pub config: serde_json::Value,
+    pub config_hash: String,
+    pub dataset: DatasetInfo,
+    pub prompt_template: String,
+    /// Hash of the template and the few-shot turns: resume refuses when it changes.
+    pub prompt_hash: String,
+    pub few_shot_examples: usize,
+    pub models: BTreeMap<String, ModelManifest>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetInfo {
+    pub name: String,
+    pub files: Vec<String>,
+    pub sha256: String,
+    pub problems: usize,
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelManifest {
+    pub model_id: String,
+    pub base_url: String,
+    pub sampling: SamplingSettings,
+    /// `pending`, `running`, `complete`, `incomplete`, `failed`, `interrupted`.
+    pub status: String,
+    pub error: Option<String>,
+    pub units_planned: u64,
+    pub ok: u64,
+    pub truncated: u64,
+    /// Units whose latest attempt ended in an API error (requested again on resume).
+    pub api_error: u64,
+    /// Model names the server reported, with how many samples each answered.
+    pub served_models: BTreeMap<String, u64>,
+    pub system_fingerprints: Vec<String>,
+}
+
+impl Manifest {
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        write_atomic(&dir.join("manifest.json"), &bytes)
+    }
+
+    pub fn read(dir: &Path) -> Result<Manifest, crate::cli::BadInput> {
+        let path = dir.join("manifest.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| crate::cli::BadInput(format!("{}: cannot read: {e}", path.display())))?;
+        serde_json::from_str(&text)
+            .map_err(|e| crate::cli::BadInput(format!("{}: not a gpassk manifest: {e}", path.display())))
+    }
+}
+
+/// The harness's git commit when it runs from its own checkout.
+pub fn git_commit() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && s.len() == 40).then_some(s)
+}
+
+/// Now as RFC 3339 UTC with milliseconds.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}

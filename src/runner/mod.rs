@@ -1,0 +1,499 @@
+//! `gpassk run`: units of work, seeds, concurrency and rate control, retries, progress, shutdown.
+//!
+//! Every (model, problem, sample index | greedy) is one unit. Each finished unit is appended to the
+//! model's checkpoint as it arrives, so a killed run resumes with only the missing units.
+
+mod pace;
+mod plan;
+mod progress;
+mod retry;
+
+pub use plan::{derive_seed, missing_work, DoneSet, Prepared, WorkItem};
+pub use retry::RetryPolicy;
+
+use crate::checkpoint::{read_records, CheckpointWriter, Record, SampleIndex, UnitOutcome};
+use crate::cli::{BadInput, EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
+use crate::config::{ModelSettings, Settings};
+use crate::manifest::{now_rfc3339, Manifest, ModelManifest};
+use anyhow::{Context, Result};
+use pace::{AdaptiveLimit, Pace, Permit};
+use progress::{Counters, Mode, Reporter};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::watch;
+
+/// What one model's sampling session ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelEnd {
+    Complete,
+    /// Some units still ended in API errors after their retries.
+    Incomplete,
+    /// Stopped at once: auth, unknown model, or another non-retryable error.
+    Failed(String),
+    Interrupted,
+}
+
+/// Everything the workers of one model share.
+struct ModelCtx {
+    settings: ModelSettings,
+    run_id: String,
+    client: Client,
+    limit: Arc<AdaptiveLimit>,
+    pace: Pace,
+    policy: RetryPolicy,
+    writer: CheckpointWriter,
+    counters: Arc<Counters>,
+    prepared: Arc<Vec<Prepared>>,
+    fatal: Mutex<Option<String>>,
+    stopped: AtomicBool,
+    shutdown: watch::Receiver<bool>,
+    quiet: bool,
+}
+
+impl ModelCtx {
+    fn fail(&self, err: &ApiError) {
+        let mut f = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
+        if f.is_none() {
+            let msg = format!(
+                "model {} ({}) stopped: {}",
+                self.settings.name, self.settings.model_id, err
+            );
+            if !self.quiet {
+                eprintln!("error: {msg}");
+            }
+            *f = Some(msg);
+        }
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    fn shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    fn request_body(&self, prep: &Prepared, slots: &[SampleIndex], seed: u64) -> serde_json::Value {
+        let s = &self.settings.sampling;
+        let greedy = slots.first() == Some(&SampleIndex::Greedy);
+        let mut body = serde_json::json!({
+            "model": self.settings.model_id,
+            "messages": prep.messages,
+            "temperature": if greedy { 0.0 } else { s.temperature },
+            "top_p": if greedy { 1.0 } else { s.top_p },
+            "seed": seed,
+        });
+        let obj = body.as_object_mut().expect("object literal");
+        if let Some(m) = s.max_tokens {
+            obj.insert("max_tokens".into(), m.into());
+        }
+        if slots.len() > 1 {
+            obj.insert("n".into(), (slots.len() as u64).into());
+        }
+        if let (Some(k), false) = (s.top_k, greedy) {
+            obj.insert("top_k".into(), k.into());
+        }
+        if !s.stop.is_empty() {
+            obj.insert("stop".into(), s.stop.clone().into());
+        }
+        body
+    }
+
+    fn seed_for(&self, prep: &Prepared, slots: &[SampleIndex]) -> u64 {
+        match slots.first() {
+            Some(SampleIndex::Sample(i)) => derive_seed(self.settings.sampling.seed, &prep.problem.id, *i),
+            _ => self.settings.sampling.seed & 0x7fff_ffff,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        prep: &Prepared,
+        slot: SampleIndex,
+        seed: u64,
+        started_at: &str,
+        started: Instant,
+        attempts: u32,
+        outcome: Result<(&ChatResponse, usize), &ApiError>,
+    ) -> Record {
+        let s = &self.settings.sampling;
+        let greedy = slot == SampleIndex::Greedy;
+        let mut r = Record {
+            run_id: self.run_id.clone(),
+            model: self.settings.name.clone(),
+            model_id: self.settings.model_id.clone(),
+            served_model: None,
+            system_fingerprint: None,
+            problem_id: prep.problem.id.clone(),
+            sample_index: slot,
+            seed: Some(seed),
+            temperature: if greedy { 0.0 } else { s.temperature },
+            top_p: if greedy { 1.0 } else { s.top_p },
+            max_tokens: s.max_tokens,
+            prompt_hash: prep.prompt_hash.clone(),
+            response: None,
+            reasoning_content: None,
+            finish_reason: None,
+            usage: None,
+            choices_in_request: 1,
+            latency_ms: started.elapsed().as_millis() as u64,
+            started_at: started_at.to_string(),
+            finished_at: now_rfc3339(),
+            attempts,
+            outcome: UnitOutcome::ApiError,
+            error_class: None,
+            error: None,
+        };
+        match outcome {
+            Ok((resp, i)) => {
+                let c = &resp.choices[i];
+                r.served_model = resp.served_model.clone();
+                r.system_fingerprint = resp.system_fingerprint.clone();
+                r.response = Some(c.content.clone());
+                r.reasoning_content = c.reasoning_content.clone();
+                r.finish_reason = c.finish_reason.clone();
+                r.usage = resp.usage.clone();
+                r.choices_in_request = resp.choices.len() as u32;
+                r.outcome = if c.finish_reason.as_deref() == Some("length") {
+                    UnitOutcome::Truncated
+                } else {
+                    UnitOutcome::Ok
+                };
+            }
+            Err(e) => {
+                r.error_class = Some(e.class.as_str().to_string());
+                r.error = Some(e.to_string());
+            }
+        }
+        r
+    }
+
+    fn write(&self, r: &Record) {
+        if let Err(e) = self.writer.append(r) {
+            // A checkpoint that cannot be written would lose work silently: stop this model.
+            self.fail(&ApiError {
+                class: ErrorClass::Connection,
+                status: None,
+                message: format!("cannot write checkpoint: {e}"),
+                retry_after: None,
+            });
+        }
+    }
+}
+
+/// Runs one request's worth of work with retries; writes one record per slot.
+async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
+    let prep = &ctx.prepared[item.problem];
+    let mut pending = item.slots;
+    let mut attempts = 0u32;
+    let started_at = now_rfc3339();
+    let started = Instant::now();
+    let estimate = prep.prompt_tokens_estimate + ctx.settings.sampling.max_tokens.unwrap_or(1024) as u64;
+    while !pending.is_empty() {
+        if ctx.stopped.load(Ordering::SeqCst) || ctx.shutting_down() {
+            return;
+        }
+        attempts += 1;
+        let seed = ctx.seed_for(prep, &pending);
+        let body = ctx.request_body(prep, &pending, seed);
+        if !ctx.pace.is_unlimited() {
+            ctx.pace.wait(estimate * pending.len() as u64).await;
+        }
+        ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let result = ctx.client.chat(&body).await;
+        let err = match result {
+            Ok(resp) => {
+                ctx.limit.on_success();
+                let tokens = resp.usage.as_ref().map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+                ctx.counters.tokens.fetch_add(tokens, Ordering::Relaxed);
+                let got = resp.choices.len().min(pending.len());
+                for (i, slot) in pending.drain(..got).enumerate() {
+                    let r = ctx.record(prep, slot, seed, &started_at, started, attempts, Ok((&resp, i)));
+                    ctx.write(&r);
+                    ctx.counters.done.fetch_add(1, Ordering::Relaxed);
+                }
+                if pending.is_empty() {
+                    return;
+                }
+                ApiError {
+                    class: ErrorClass::EmptyChoices,
+                    status: None,
+                    message: format!("asked for {} choices, got {got}", got + pending.len()),
+                    retry_after: None,
+                }
+            }
+            Err(e) => e,
+        };
+        if err.class == ErrorClass::RateLimited {
+            ctx.limit.on_rate_limited();
+        }
+        if !err.class.retryable() {
+            ctx.fail(&err);
+        }
+        if !ctx.policy.should_retry(&err, attempts) {
+            for slot in pending.drain(..) {
+                let r = ctx.record(prep, slot, seed, &started_at, started, attempts, Err(&err));
+                ctx.write(&r);
+                ctx.counters.done.fetch_add(1, Ordering::Relaxed);
+            }
+            ctx.counters.errors.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
+        let delay = ctx.policy.delay(&err, attempts);
+        let mut shutdown = ctx.shutdown.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// Samples every missing unit of one model.
+async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
+    let sampling = ctx.settings.sampling.clone();
+    let total: u64 = missing_work(ctx.prepared.len(), &sampling, &done).map(|w| w.slots.len() as u64).sum();
+    ctx.counters.total.store(total, Ordering::Relaxed);
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut shutdown = ctx.shutdown.clone();
+    for item in missing_work(ctx.prepared.len(), &sampling, &done) {
+        if ctx.stopped.load(Ordering::SeqCst) || ctx.shutting_down() {
+            break;
+        }
+        let permit = tokio::select! {
+            p = ctx.limit.acquire() => p,
+            _ = shutdown.wait_for(|s| *s) => break,
+        };
+        tasks.spawn(run_item(ctx.clone(), item, permit));
+        while tasks.try_join_next().is_some() {}
+    }
+    if ctx.shutting_down() {
+        let _ = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        tasks.abort_all();
+    }
+    while tasks.join_next().await.is_some() {}
+    let _ = ctx.writer.sync();
+    if let Some(msg) = ctx.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        return ModelEnd::Failed(msg);
+    }
+    if ctx.shutting_down() {
+        return ModelEnd::Interrupted;
+    }
+    if ctx.counters.errors.load(Ordering::Relaxed) > 0 {
+        ModelEnd::Incomplete
+    } else {
+        ModelEnd::Complete
+    }
+}
+
+/// The finished units of a checkpoint, keyed by problem position; also fixes a torn tail.
+pub fn load_done(path: &Path, index: &HashMap<&str, usize>) -> Result<DoneSet> {
+    let mut done = DoneSet::new();
+    read_records(path, |r| {
+        if r.usable() {
+            if let Some(&p) = index.get(r.problem_id.as_str()) {
+                done.insert((p as u32, r.sample_index.key()));
+            }
+        }
+        Ok(())
+    })?;
+    Ok(done)
+}
+
+/// Inputs for sampling, resolved by the command layer.
+pub struct SamplingJob {
+    pub settings: Settings,
+    pub run_dir: PathBuf,
+    pub run_id: String,
+    pub prepared: Arc<Vec<Prepared>>,
+    pub keys: HashMap<String, Option<ApiKey>>,
+    pub quiet: bool,
+    pub progress_interval: Duration,
+}
+
+/// Samples all models concurrently; returns each model's end state, in settings order.
+pub fn sample_all(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(sample_all_async(job))
+}
+
+async fn sample_all_async(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> {
+    let (tx, rx) = watch::channel(false);
+    let quiet = job.quiet;
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            if !quiet {
+                eprintln!("interrupted: finishing requests in flight, then saving (Ctrl-C again to quit now)");
+            }
+            let _ = tx.send(true);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(EXIT_INTERRUPTED as i32);
+            }
+        }
+    });
+    let index: HashMap<&str, usize> =
+        job.prepared.iter().enumerate().map(|(i, p)| (p.problem.id.as_str(), i)).collect();
+    let mut handles = Vec::new();
+    let mut bars = Vec::new();
+    for m in &job.settings.models {
+        let path = job.run_dir.join("checkpoints").join(format!("{}.jsonl", m.name));
+        let done = load_done(&path, &index)?;
+        let writer = CheckpointWriter::open(&path)?;
+        let key = job.keys.get(&m.name).cloned().flatten();
+        let client = Client::new(m.api.chat_url(), key, m.api.timeout, m.api.concurrency)
+            .map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
+        let counters = Arc::new(Counters::default());
+        bars.push((m.name.clone(), counters.clone()));
+        let ctx = Arc::new(ModelCtx {
+            settings: m.clone(),
+            run_id: job.run_id.clone(),
+            client,
+            limit: Arc::new(AdaptiveLimit::new(m.api.concurrency)),
+            pace: Pace::new(m.api.rpm, m.api.tpm),
+            policy: RetryPolicy { max_retries: m.api.max_retries, base: m.api.backoff_base, max: m.api.backoff_max },
+            writer,
+            counters,
+            prepared: job.prepared.clone(),
+            fatal: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+            shutdown: rx.clone(),
+            quiet: job.quiet,
+        });
+        let grace = m.api.timeout.min(Duration::from_secs(10));
+        handles.push((m.name.clone(), tokio::spawn(run_model(ctx, done, grace))));
+    }
+    let reporter = Reporter::start(Mode::detect(job.quiet), bars, job.progress_interval);
+    let mut ends = Vec::new();
+    for (name, h) in handles {
+        let end = h.await.unwrap_or_else(|e| ModelEnd::Failed(format!("model {name}: worker crashed: {e}")));
+        ends.push((name, end));
+    }
+    reporter.finish().await;
+    ctrl_c.abort();
+    Ok(ends)
+}
+
+/// Per-model totals read back from a checkpoint, for the manifest.
+#[derive(Debug, Default, Clone)]
+pub struct CheckpointCounts {
+    pub ok: u64,
+    pub truncated: u64,
+    pub api_error: u64,
+    pub served_models: BTreeMap<String, u64>,
+    pub system_fingerprints: BTreeSet<String>,
+}
+
+/// Counts the latest state of each planned unit: a unit with any usable record counts as done.
+pub fn count_checkpoint(path: &Path, index: &HashMap<&str, usize>, n: u32, greedy: bool) -> Result<CheckpointCounts> {
+    let mut best: HashMap<(u32, i64), UnitOutcome> = HashMap::new();
+    let mut c = CheckpointCounts::default();
+    read_records(path, |r| {
+        let Some(&p) = index.get(r.problem_id.as_str()) else { return Ok(()) };
+        let in_plan = match r.sample_index {
+            SampleIndex::Sample(i) => i < n,
+            SampleIndex::Greedy => greedy,
+        };
+        if !in_plan {
+            return Ok(());
+        }
+        let key = (p as u32, r.sample_index.key());
+        let prev = best.get(&key).copied();
+        if prev.is_none() || prev == Some(UnitOutcome::ApiError) {
+            best.insert(key, r.outcome);
+            if r.usable() {
+                if let Some(s) = &r.served_model {
+                    *c.served_models.entry(s.clone()).or_default() += 1;
+                }
+                if let Some(f) = &r.system_fingerprint {
+                    c.system_fingerprints.insert(f.clone());
+                }
+            }
+        }
+        Ok(())
+    })?;
+    for o in best.values() {
+        match o {
+            UnitOutcome::Ok => c.ok += 1,
+            UnitOutcome::Truncated => c.truncated += 1,
+            UnitOutcome::ApiError => c.api_error += 1,
+        }
+    }
+    Ok(c)
+}
+
+/// Updates the manifest's per-model section from the checkpoint and the model's end state.
+pub fn model_manifest(
+    m: &ModelSettings,
+    end: Option<&ModelEnd>,
+    counts: &CheckpointCounts,
+    problems: usize,
+) -> ModelManifest {
+    let units_planned = problems as u64 * (m.sampling.n as u64 + m.sampling.greedy as u64);
+    let finished = counts.ok + counts.truncated;
+    let (status, error) = match end {
+        Some(ModelEnd::Failed(msg)) => ("failed", Some(msg.clone())),
+        Some(ModelEnd::Interrupted) => ("interrupted", None),
+        Some(_) if finished == units_planned => ("complete", None),
+        Some(_) => ("incomplete", None),
+        None => ("pending", None),
+    };
+    ModelManifest {
+        model_id: m.model_id.clone(),
+        base_url: m.api.base_url.clone(),
+        sampling: m.sampling.clone(),
+        status: status.into(),
+        error,
+        units_planned,
+        ok: counts.ok,
+        truncated: counts.truncated,
+        api_error: counts.api_error,
+        served_models: counts.served_models.clone(),
+        system_fingerprints: counts.system_fingerprints.iter().cloned().collect(),
+    }
+}
+
+/// The exit code for a finished sampling session.
+pub fn exit_code_for(ends: &[(String, ModelEnd)], manifest: &Manifest) -> u8 {
+    if ends.iter().any(|(_, e)| *e == ModelEnd::Interrupted) {
+        return EXIT_INTERRUPTED;
+    }
+    let all_complete = manifest.models.values().all(|m| m.status == "complete");
+    if all_complete {
+        0
+    } else {
+        EXIT_FAILED
+    }
+}
+
+/// Reads each model's API key from its environment variable; a missing one is an error before any request.
+pub fn read_keys(settings: &Settings) -> Result<HashMap<String, Option<ApiKey>>, BadInput> {
+    let mut keys = HashMap::new();
+    for m in &settings.models {
+        let key = match &m.api.api_key_env {
+            None => None,
+            Some(var) => match std::env::var(var) {
+                Ok(v) if !v.trim().is_empty() => Some(ApiKey::new(v.trim().to_string())),
+                _ => {
+                    return Err(BadInput(format!(
+                        "environment variable {var} is not set (api_key_env of model {}); export it or run with a config that names another variable",
+                        m.name
+                    )))
+                }
+            },
+        };
+        keys.insert(m.name.clone(), key);
+    }
+    Ok(keys)
+}
+
+/// The run id: UTC time plus the config hash's first 8 hex digits.
+pub fn new_run_id(config_hash: &str) -> String {
+    let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let compact: String = now.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("{compact}-{}", &config_hash[..8.min(config_hash.len())])
+}
