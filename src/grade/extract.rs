@@ -1,6 +1,7 @@
 //! Answer extraction: user regexes, `\boxed{}`, answer phrases, math environments, last number.
 
-use super::normalize::{matching_brace, normalize_unicode};
+use super::expr::parse;
+use super::normalize::{matching_brace, normalize_latex, normalize_unicode};
 use super::GradeConfig;
 use regex::Regex;
 use std::sync::LazyLock;
@@ -52,6 +53,15 @@ pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
         }
     }
     extract_structured(&text).or_else(|| fallback(&text, true))
+}
+
+/// Short, prose-free responses (`\\frac{10}{9}`) are the answer as a whole.
+fn whole_if_math(text: &str) -> Option<String> {
+    let t = text.trim();
+    if t.is_empty() || t.len() > 200 || has_word(t, 2) || t.contains('\n') {
+        return None;
+    }
+    parse(&normalize_latex(t)).map(|_| t.to_string())
 }
 
 /// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
@@ -227,7 +237,7 @@ fn last_phrase(text: &str) -> Option<(usize, String)> {
             }
         }
     }
-    let seg = seg.trim();
+    let seg = sentence_prefix(seg.trim()).trim();
     if seg.is_empty() {
         return None;
     }
@@ -235,17 +245,41 @@ fn last_phrase(text: &str) -> Option<(usize, String)> {
     if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
         return extract_structured_inner(seg).map(|a| (m.start(), a));
     }
-    // Plain text: up to the end of the sentence; prose means the answer is its last number.
-    let sentence = sentence_prefix(seg);
-    let prose = sentence
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .any(|w| w.len() >= 3 && !matches!(w, "and" | "sqrt" | "frac" | "pi" | "cdot" | "times"));
-    if prose {
-        let (_, n) = last_number(sentence)?;
+    // Prose after the phrase means the answer is its last number.
+    if is_prose(seg) {
+        let (_, n) = last_number(seg)?;
         return Some((m.start(), n));
     }
-    let s = sentence.trim().trim_end_matches('.').trim();
+    let s = seg.trim_end_matches('.').trim();
     (!s.is_empty()).then(|| (m.start(), clip(s)))
+}
+
+/// Has an English-looking word (three letters or more, not a LaTeX command).
+fn is_prose(s: &str) -> bool {
+    has_word(s, 3)
+}
+
+/// Has a non-command letter run of at least `min` letters (other than math words).
+fn has_word(s: &str, min: usize) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_alphabetic() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            let word = &s[start..i];
+            let command = start > 0 && b[start - 1] == b'\\';
+            let mathy = matches!(word, "and" | "or" | "sqrt" | "frac" | "pi" | "cdot" | "times");
+            if !command && word.len() >= min && !mathy {
+                return true;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    false
 }
 
 fn extract_structured_inner(seg: &str) -> Option<String> {
@@ -256,15 +290,20 @@ fn extract_structured_inner(seg: &str) -> Option<String> {
     fallback(seg, true)
 }
 
+/// Text up to the first sentence end (`. ` or a newline) outside inline math.
 fn sentence_prefix(s: &str) -> &str {
     let b = s.as_bytes();
-    for i in 0..b.len() {
-        if b[i] == b'.' && (i + 1 == b.len() || b[i + 1].is_ascii_whitespace()) {
-            return &s[..i];
+    let mut in_math = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'$' => in_math = !in_math,
+            b'.' if !in_math && (i + 1 == b.len() || b[i + 1].is_ascii_whitespace()) => return &s[..i],
+            b'\n' if !in_math => return &s[..i],
+            _ => {}
         }
-        if b[i] == b'\n' {
-            return &s[..i];
-        }
+        i += 1;
     }
     s
 }
@@ -274,6 +313,11 @@ fn fallback(text: &str, allow_number: bool) -> Option<String> {
     let envs = find_math(text);
     let env_end = envs.last().map(|e| e.end);
     if allow_number {
+        if envs.is_empty() {
+            if let Some(w) = whole_if_math(text) {
+                return Some(w);
+            }
+        }
         if let Some((num_end, n)) = last_number(text) {
             if env_end.is_none_or(|e| num_end > e) {
                 return Some(n);

@@ -97,7 +97,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| {
             r"\\(?:text|textbf|textit|textnormal|textrm|mbox|mathrm|mathbf|mathit|mathsf|mathnormal|operatorname|boxed|fbox|hbox|emph)\s*\{",
         ),
         spacing: re(
-            r"\\(?:left|right|big|Big|bigg|Bigg|bigl|bigr|Bigl|Bigr|displaystyle|textstyle|quad|qquad|limits|middle)|\\[,;:! ]|~",
+            r"\\\\|\\(?:left|right|big|Big|bigg|Bigg|bigl|bigr|Bigl|Bigr|displaystyle|textstyle|limits|middle)\b|\\q?quad|\\[,;:! ]|~",
         ),
         percent_word: re(r"(?i)\b(?:percentage|percent|pct)\b"),
         decimal_comma: re(r"^(-?\d+),(\d+)$"),
@@ -126,7 +126,11 @@ pub fn normalize_latex(s: &str) -> String {
     t = r.frac_d.replace_all(&t, "\\frac{$1}").into_owned();
     t = r.sqrt_d.replace_all(&t, "\\sqrt{$1}").into_owned();
     t = unwrap_text_commands(&t, &r.text_cmd);
-    t = r.spacing.replace_all(&t, " ").into_owned();
+    // Row breaks `\\` are matched first so their second backslash is not read as `\ `.
+    t = r
+        .spacing
+        .replace_all(&t, |c: &regex::Captures| if &c[0] == "\\\\" { "\\\\" } else { " " })
+        .into_owned();
     t = t
         .replace("^{\\circ}", " ")
         .replace("^\\circ", " ")
