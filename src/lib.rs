@@ -5,6 +5,7 @@
 //! - `config`: config.toml → validated `Settings`.
 //! - `dataset`: shipped benchmarks, JSONL loading, answer post-processing, few-shot sources.
 //! - `prompt`: templates rendered into chat messages.
+//! - `grade`: answer extraction, normalisation and math equivalence.
 //! - `client`: one OpenAI-compatible request and its error classes.
 //! - `checkpoint`: per-model JSONL checkpoints and atomic writes.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
@@ -14,6 +15,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod dataset;
+pub mod grade;
 pub mod manifest;
 pub mod metrics;
 pub mod prompt;

@@ -1,0 +1,523 @@
+//! Answer-level equivalence: relations, labels, sets, tuples, intervals, matrices and scalars.
+
+use super::eval::{eval, exact, has_decimal, to_f64, C, POINTS};
+use super::expr::{parse, Node, RelOp};
+use super::normalize::{normalize_latex, text_form};
+use super::GradeConfig;
+
+/// At most this many `±` expansions per answer (2^3 sign choices).
+const MAX_PM: usize = 3;
+/// Tolerance floor for comparing symbolic values evaluated in floating point.
+const FLOAT_TOL: f64 = 1e-8;
+
+/// An extracted answer after normalisation and parsing.
+pub struct Prepared {
+    pub norm: String,
+    pub text: String,
+    pub node: Option<Node>,
+}
+
+pub fn prepare(raw: &str) -> Prepared {
+    let norm = normalize_latex(raw);
+    let text = text_form(&norm);
+    let node = parse(&norm).map(simplify);
+    Prepared { norm, text, node }
+}
+
+pub fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> bool {
+    if !a.text.is_empty() && a.text == b.text {
+        return true;
+    }
+    match (&a.node, &b.node) {
+        (Some(x), Some(y)) => same(x, y, cfg),
+        _ => false,
+    }
+}
+
+/// Rewrites a parsed answer into comparison form: `±` expanded, chains reduced, matrices folded.
+pub fn simplify(n: Node) -> Node {
+    match n {
+        Node::List(v) => Node::List(v.into_iter().flat_map(expand_item).collect()),
+        Node::Set(v) => Node::Set(v.into_iter().flat_map(expand_item).collect()),
+        other => {
+            let mut items = expand_item(other);
+            if items.len() == 1 {
+                items.pop().unwrap_or(Node::List(vec![]))
+            } else {
+                Node::Set(items)
+            }
+        }
+    }
+}
+
+fn expand_item(n: Node) -> Vec<Node> {
+    let n = reduce(n);
+    if count_pm(&n) > MAX_PM || count_pm(&n) == 0 {
+        return vec![n];
+    }
+    expand_pm(&n)
+}
+
+fn count_pm(n: &Node) -> usize {
+    match n {
+        Node::Pm(a, b) => 1 + count_pm(a) + count_pm(b),
+        Node::Neg(a) | Node::Fact(a) => count_pm(a),
+        Node::Div(a, b) | Node::Pow(a, b) => count_pm(a) + count_pm(b),
+        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) | Node::Rel(v, _) => v.iter().map(count_pm).sum(),
+        _ => 0,
+    }
+}
+
+/// Every sign choice of the `±` signs in `n`.
+fn expand_pm(n: &Node) -> Vec<Node> {
+    let many = |v: &[Node], build: &dyn Fn(Vec<Node>) -> Node| -> Vec<Node> {
+        let mut acc: Vec<Vec<Node>> = vec![Vec::new()];
+        for x in v {
+            let opts = expand_pm(x);
+            acc = acc
+                .into_iter()
+                .flat_map(|prefix| {
+                    opts.iter().map(move |o| {
+                        let mut p = prefix.clone();
+                        p.push(o.clone());
+                        p
+                    })
+                })
+                .collect();
+        }
+        acc.into_iter().map(build).collect()
+    };
+    match n {
+        Node::Pm(a, b) => {
+            let mut out = Vec::new();
+            for x in expand_pm(a) {
+                for y in expand_pm(b) {
+                    out.push(Node::Add(vec![x.clone(), y.clone()]));
+                    out.push(Node::Add(vec![x.clone(), Node::Neg(Box::new(y))]));
+                }
+            }
+            out
+        }
+        Node::Neg(a) => expand_pm(a).into_iter().map(|x| Node::Neg(Box::new(x))).collect(),
+        Node::Fact(a) => expand_pm(a).into_iter().map(|x| Node::Fact(Box::new(x))).collect(),
+        Node::Div(a, b) => many(&[(**a).clone(), (**b).clone()], &|mut v| {
+            let d = v.pop().unwrap_or(Node::List(vec![]));
+            let n = v.pop().unwrap_or(Node::List(vec![]));
+            Node::Div(Box::new(n), Box::new(d))
+        }),
+        Node::Pow(a, b) => many(&[(**a).clone(), (**b).clone()], &|mut v| {
+            let e = v.pop().unwrap_or(Node::List(vec![]));
+            let b = v.pop().unwrap_or(Node::List(vec![]));
+            Node::Pow(Box::new(b), Box::new(e))
+        }),
+        Node::Add(v) => many(v, &Node::Add),
+        Node::Mul(v) => many(v, &Node::Mul),
+        Node::Call(name, v) => many(v, &|args| Node::Call(name.clone(), args)),
+        Node::Rel(v, ops) => many(v, &|parts| Node::Rel(parts, ops.clone())),
+        other => vec![other.clone()],
+    }
+}
+
+/// Reduces relation chains (`x = 5+5 = 10` → `x = 10`, `a < x < b` → interval, `x ∈ S` → `S`).
+fn reduce(n: Node) -> Node {
+    match n {
+        Node::Rel(mut parts, mut ops) => {
+            // `= … ≈ 11`: the last exact value is the answer; `x ≈ 11` alone is an equation.
+            if ops.contains(&RelOp::Eq) {
+                while ops.last() == Some(&RelOp::Approx) {
+                    ops.pop();
+                    parts.pop();
+                }
+            }
+            for op in ops.iter_mut() {
+                if *op == RelOp::Approx {
+                    *op = RelOp::Eq;
+                }
+            }
+            if ops.len() == 1 && ops[0] == RelOp::In && is_label(&parts[0]) {
+                return parts.pop().map(reduce).unwrap_or(Node::List(vec![]));
+            }
+            if ops.len() > 1 && ops.iter().all(|o| *o == RelOp::Eq) {
+                let last = parts.pop().unwrap_or(Node::List(vec![]));
+                let first = parts.swap_remove(0);
+                return Node::Rel(vec![first, last], vec![RelOp::Eq]);
+            }
+            if ops.len() == 2 && is_label(&parts[1]) {
+                let lower = |o: RelOp| matches!(o, RelOp::Lt | RelOp::Le);
+                let upper = |o: RelOp| matches!(o, RelOp::Gt | RelOp::Ge);
+                let (o1, o2) = (ops[0], ops[1]);
+                let c = parts.pop().unwrap_or(Node::List(vec![]));
+                parts.pop();
+                let a = parts.pop().unwrap_or(Node::List(vec![]));
+                if lower(o1) && lower(o2) {
+                    return Node::Interval(o1 == RelOp::Le, Box::new(a), Box::new(c), o2 == RelOp::Le);
+                }
+                if upper(o1) && upper(o2) {
+                    return Node::Interval(o2 == RelOp::Ge, Box::new(c), Box::new(a), o1 == RelOp::Ge);
+                }
+                return Node::List(vec![]);
+            }
+            Node::Rel(parts, ops)
+        }
+        Node::Add(v) => matrix_sum(&v).unwrap_or(Node::Add(v)),
+        Node::Mul(v) => matrix_product(&v).unwrap_or(Node::Mul(v)),
+        other => other,
+    }
+}
+
+fn as_matrix(n: &Node) -> Option<&Vec<Vec<Node>>> {
+    match n {
+        Node::Matrix(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// `A + B` of equally shaped matrices, entry by entry.
+fn matrix_sum(v: &[Node]) -> Option<Node> {
+    let ms: Vec<&Vec<Vec<Node>>> = v.iter().map(as_matrix).collect::<Option<_>>()?;
+    let first = ms.first()?;
+    let shape = |m: &Vec<Vec<Node>>| m.iter().map(Vec::len).collect::<Vec<_>>();
+    if ms.iter().any(|m| shape(m) != shape(first)) {
+        return None;
+    }
+    let rows = first
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (0..r.len()).map(|j| Node::Add(ms.iter().map(|m| m[i][j].clone()).collect())).collect())
+        .collect();
+    Some(Node::Matrix(rows))
+}
+
+/// Products of matrices and scalars, when the shapes allow it.
+fn matrix_product(v: &[Node]) -> Option<Node> {
+    if !v.iter().any(|x| matches!(x, Node::Matrix(_))) {
+        return None;
+    }
+    let mut scalar: Vec<Node> = Vec::new();
+    let mut acc: Option<Vec<Vec<Node>>> = None;
+    for x in v {
+        match (x, acc.take()) {
+            (Node::Matrix(m), None) => acc = Some(m.clone()),
+            (Node::Matrix(b), Some(a)) => {
+                let inner = a.first()?.len();
+                if b.len() != inner || a.iter().any(|r| r.len() != inner) {
+                    return None;
+                }
+                let cols = b.first()?.len();
+                if b.iter().any(|r| r.len() != cols) {
+                    return None;
+                }
+                let prod = a
+                    .iter()
+                    .map(|row| {
+                        (0..cols)
+                            .map(|j| Node::Add((0..inner).map(|k| Node::Mul(vec![row[k].clone(), b[k][j].clone()])).collect()))
+                            .collect()
+                    })
+                    .collect();
+                acc = Some(prod);
+            }
+            (s, prev) if is_scalar(s) => {
+                scalar.push(s.clone());
+                acc = prev;
+            }
+            _ => return None,
+        }
+    }
+    let m = acc?;
+    if scalar.is_empty() {
+        return Some(Node::Matrix(m));
+    }
+    let scaled = m
+        .into_iter()
+        .map(|r| r.into_iter().map(|e| Node::Mul(scalar.iter().cloned().chain([e]).collect())).collect())
+        .collect();
+    Some(Node::Matrix(scaled))
+}
+
+/// A name-like side of an equation (`x`, `f(x)`, `|AB|`, `(p,q)`, `V_1:V_2`): no numbers, no sums.
+pub fn is_label(n: &Node) -> bool {
+    match n {
+        Node::Sym(_) | Node::Pi | Node::E | Node::I => true,
+        Node::Mul(v) | Node::Tuple(v) | Node::Ratio(v) => v.iter().all(is_label),
+        Node::Div(a, b) => is_label(a) && is_label(b),
+        Node::Call(_, v) => v.iter().all(is_label),
+        Node::Pow(a, _) => is_label(a),
+        _ => false,
+    }
+}
+
+fn is_constant(n: &Node) -> bool {
+    match n {
+        Node::Num(..) | Node::Pi | Node::E | Node::I => true,
+        Node::Sym(_) => false,
+        Node::Neg(a) | Node::Fact(a) => is_constant(a),
+        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) => v.iter().all(is_constant),
+        Node::Div(a, b) | Node::Pow(a, b) => is_constant(a) && is_constant(b),
+        _ => false,
+    }
+}
+
+/// The value an equation states, when it names one (`x = 4` → `4`, `1/2 = 10/9` → `10/9`).
+fn stated_value(n: &Node) -> Option<&Node> {
+    if let Node::Rel(parts, ops) = n {
+        if ops.len() == 1 && ops[0] == RelOp::Eq {
+            let (l, r) = (&parts[0], &parts[1]);
+            if is_label(l) || (is_constant(l) && is_constant(r)) {
+                return Some(r);
+            }
+        }
+    }
+    None
+}
+
+fn elems(n: &Node) -> Option<&[Node]> {
+    match n {
+        Node::List(v) | Node::Set(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// Structural equivalence of two prepared answer trees.
+pub fn same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
+    same_depth(a, b, cfg, 0)
+}
+
+fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
+    if depth > 40 {
+        return false;
+    }
+    let eq = |x: &Node, y: &Node| same_depth(x, y, cfg, depth + 1);
+    let ordered = |x: &[Node], y: &[Node]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| eq(p, q));
+    match (a, b) {
+        (Node::Rel(..), Node::Rel(..)) => {
+            if rel_same(a, b, cfg) {
+                return true;
+            }
+            match (stated_value(a), stated_value(b)) {
+                (Some(x), Some(y)) => {
+                    matches!((a, b), (Node::Rel(p, _), Node::Rel(q, _)) if text_key(&p[0]) == text_key(&q[0])) && eq(x, y)
+                }
+                _ => false,
+            }
+        }
+        (Node::Rel(..), _) => stated_value(a).is_some_and(|x| eq(x, b)),
+        (_, Node::Rel(..)) => stated_value(b).is_some_and(|y| eq(a, y)),
+        (Node::List(x), Node::Tuple(y)) | (Node::Tuple(x), Node::List(y)) => ordered(x, y),
+        _ if elems(a).is_some() || elems(b).is_some() => {
+            let x = elems(a).unwrap_or(std::slice::from_ref(a));
+            let y = elems(b).unwrap_or(std::slice::from_ref(b));
+            if x.len() == 1 && y.len() == 1 {
+                return eq(&x[0], &y[0]);
+            }
+            if elems(a).is_none() || elems(b).is_none() {
+                return false;
+            }
+            x.iter().all(|p| y.iter().any(|q| eq(p, q))) && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
+        }
+        (Node::Tuple(x), Node::Tuple(y)) | (Node::Ratio(x), Node::Ratio(y)) => ordered(x, y),
+        (Node::Tuple(t), Node::Interval(lc, lo, hi, hc)) | (Node::Interval(lc, lo, hi, hc), Node::Tuple(t)) => {
+            !*lc && !*hc && t.len() == 2 && eq(&t[0], lo) && eq(&t[1], hi)
+        }
+        (Node::Interval(c1, a1, b1, d1), Node::Interval(c2, a2, b2, d2)) => {
+            c1 == c2 && d1 == d2 && eq(a1, a2) && eq(b1, b2)
+        }
+        (Node::Union(x), Node::Union(y)) => {
+            x.iter().all(|p| y.iter().any(|q| eq(p, q))) && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
+        }
+        (Node::Matrix(x), Node::Matrix(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(r, s)| ordered(r, s))
+        }
+        _ if is_scalar(a) && is_scalar(b) => scalar_same(a, b, cfg),
+        _ => false,
+    }
+}
+
+fn is_scalar(n: &Node) -> bool {
+    !matches!(
+        n,
+        Node::Tuple(_)
+            | Node::List(_)
+            | Node::Set(_)
+            | Node::Ratio(_)
+            | Node::Union(_)
+            | Node::Interval(..)
+            | Node::Matrix(_)
+            | Node::Rel(..)
+            | Node::Pm(..)
+    )
+}
+
+fn text_key(n: &Node) -> String {
+    format!("{n:?}")
+}
+
+fn inf_sign(n: &Node) -> Option<i8> {
+    match n {
+        Node::Inf => Some(1),
+        Node::Neg(a) => inf_sign(a).map(|s| -s),
+        _ => None,
+    }
+}
+
+fn close(a: C, b: C, tol: f64) -> bool {
+    let d = a.sub(b).abs();
+    d <= tol * a.abs().max(b.abs()) || d <= 1e-12
+}
+
+fn scalar_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
+    if let (Some(x), Some(y)) = (inf_sign(a), inf_sign(b)) {
+        return x == y;
+    }
+    let decimal = has_decimal(a) || has_decimal(b);
+    if let (Some(x), Some(y)) = (exact(a), exact(b)) {
+        if !decimal {
+            return x == y;
+        }
+        return match (to_f64(&x), to_f64(&y)) {
+            (Some(p), Some(q)) => close(C::real(p), C::real(q), cfg.rel_tol),
+            _ => x == y,
+        };
+    }
+    let tol = if decimal { cfg.rel_tol.max(FLOAT_TOL) } else { FLOAT_TOL.max(cfg.rel_tol.min(FLOAT_TOL)) };
+    let mut compared = 0;
+    for pt in 0..POINTS {
+        match (eval(a, pt), eval(b, pt)) {
+            (Some(x), Some(y)) => {
+                if !close(x, y, tol) {
+                    return false;
+                }
+                compared += 1;
+            }
+            (None, None) => {}
+            _ => return false,
+        }
+    }
+    compared > 0
+}
+
+fn canon_op(op: RelOp) -> (RelOp, bool) {
+    match op {
+        RelOp::Gt => (RelOp::Lt, true),
+        RelOp::Ge => (RelOp::Le, true),
+        other => (other, false),
+    }
+}
+
+/// `lhs - rhs` with the operator oriented as `<`/`≤` where needed.
+fn rel_form(n: &Node) -> Option<(Node, RelOp)> {
+    let Node::Rel(parts, ops) = n else { return None };
+    if ops.len() != 1 {
+        return None;
+    }
+    let (op, flip) = canon_op(ops[0]);
+    let (l, r) = if flip { (&parts[1], &parts[0]) } else { (&parts[0], &parts[1]) };
+    if !is_scalar(l) || !is_scalar(r) {
+        return None;
+    }
+    Some((Node::Add(vec![l.clone(), Node::Neg(Box::new(r.clone()))]), op))
+}
+
+/// Relations are equal when their `lhs - rhs` differ by a constant factor (positive for inequalities).
+fn rel_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
+    if let (Node::Rel(p, o1), Node::Rel(q, o2)) = (a, b) {
+        if o1.len() > 1 || o2.len() > 1 {
+            let forward = o1 == o2 && p.len() == q.len() && p.iter().zip(q).all(|(x, y)| same(x, y, cfg));
+            return forward;
+        }
+    }
+    let (Some((d1, op1)), Some((d2, op2))) = (rel_form(a), rel_form(b)) else { return false };
+    if op1 != op2 {
+        return false;
+    }
+    let mut ratio: Option<C> = None;
+    let mut compared = 0;
+    for pt in 0..POINTS {
+        let (Some(x), Some(y)) = (eval(&d1, pt), eval(&d2, pt)) else { continue };
+        compared += 1;
+        if x.abs() < 1e-12 && y.abs() < 1e-12 {
+            continue;
+        }
+        let Some(r) = x.div(y) else { return false };
+        match ratio {
+            None => ratio = Some(r),
+            Some(r0) => {
+                if !close(r, r0, cfg.rel_tol.max(FLOAT_TOL)) {
+                    return false;
+                }
+            }
+        }
+    }
+    if compared == 0 {
+        return false;
+    }
+    match ratio {
+        None => true,
+        Some(r) => match op1 {
+            RelOp::Lt | RelOp::Le => r.im.abs() < 1e-9 && r.re > 0.0,
+            _ => r.abs() > 1e-12,
+        },
+    }
+}
+
+/// Voting key: equal keys for answers in the same cheaply decidable equivalence class.
+pub fn key(p: &Prepared) -> String {
+    match &p.node {
+        Some(n) => node_key(n, 0),
+        None => format!("t:{}", p.text),
+    }
+}
+
+fn node_key(n: &Node, depth: usize) -> String {
+    if depth > 20 {
+        return format!("{n:?}");
+    }
+    let k = |x: &Node| node_key(x, depth + 1);
+    match n {
+        Node::Rel(..) => match stated_value(n) {
+            Some(v) => k(v),
+            None => format!("rel:{n:?}"),
+        },
+        Node::List(v) | Node::Set(v) => {
+            let mut ks: Vec<String> = v.iter().map(k).collect();
+            ks.sort();
+            ks.dedup();
+            if ks.len() == 1 {
+                return ks.pop().unwrap_or_default();
+            }
+            format!("{{{}}}", ks.join(","))
+        }
+        Node::Tuple(v) => format!("({})", v.iter().map(k).collect::<Vec<_>>().join(",")),
+        Node::Ratio(v) => format!("r({})", v.iter().map(k).collect::<Vec<_>>().join(":")),
+        Node::Interval(a, lo, hi, b) => {
+            format!("{}{},{}{}", if *a { '[' } else { '(' }, k(lo), k(hi), if *b { ']' } else { ')' })
+        }
+        Node::Union(v) => {
+            let mut ks: Vec<String> = v.iter().map(k).collect();
+            ks.sort();
+            format!("U({})", ks.join(","))
+        }
+        Node::Matrix(rows) => format!(
+            "M[{}]",
+            rows.iter().map(|r| r.iter().map(k).collect::<Vec<_>>().join(",")).collect::<Vec<_>>().join(";")
+        ),
+        _ => {
+            if let Some(s) = inf_sign(n) {
+                return format!("inf:{s}");
+            }
+            if let Some(q) = exact(n) {
+                return format!("q:{q}");
+            }
+            let vals: Vec<String> = (0..2)
+                .map(|pt| match eval(n, pt) {
+                    Some(c) => format!("{:.8e},{:.8e}", c.re, if c.im.abs() < 1e-12 { 0.0 } else { c.im }),
+                    None => "?".into(),
+                })
+                .collect();
+            if vals.iter().all(|v| v == "?") {
+                return format!("e:{n:?}");
+            }
+            format!("n:{}", vals.join("|"))
+        }
+    }
+}

@@ -1,0 +1,960 @@
+//! Tokenizer and recursive-descent parser from normalised LaTeX to an answer tree.
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::Zero;
+
+/// Deepest nesting the parser follows before giving up (bounds recursion).
+const MAX_DEPTH: usize = 60;
+/// Longest token stream parsed; longer answers are compared as text only.
+const MAX_TOKENS: usize = 3_000;
+/// Largest decimal exponent accepted in `1e5`-style literals.
+const MAX_SCI_EXP: i64 = 400;
+
+const UNITS: &[&str] = &[
+    "cm", "mm", "km", "meter", "meters", "metre", "metres", "mile", "miles", "inch", "inches", "feet",
+    "foot", "ft", "yard", "yards", "unit", "units", "sq", "square", "cubic", "degree", "degrees", "deg",
+    "hour", "hours", "hr", "hrs", "minutes", "seconds", "dollar", "dollars", "cent", "cents", "yuan",
+    "euro", "euros", "kg", "gram", "grams", "pound", "pounds", "lb", "lbs", "ounce", "ounces", "oz",
+    "liter", "liters", "litre", "litres", "ml", "mph", "day", "days", "week", "weeks", "year", "years",
+    "month", "months", "people", "students", "ways", "times", "mm", "m", "kmh",
+];
+
+const FUNCS: &[&str] = &[
+    "sin", "cos", "tan", "sec", "csc", "cot", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+    "ln", "log", "exp", "sqrt",
+];
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tok {
+    Num(String),
+    Ident(String),
+    Cmd(String),
+    Op(char),
+    Le,
+    Ge,
+    Ne,
+    Approx,
+    Pm,
+    Mp,
+    LSet,
+    RSet,
+    RowSep,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelOp {
+    Eq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Ne,
+    Approx,
+    In,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// Exact value; the flag says it was written as a decimal (compared with tolerance).
+    Num(BigRational, bool),
+    Sym(String),
+    Pi,
+    E,
+    I,
+    Inf,
+    Add(Vec<Node>),
+    Mul(Vec<Node>),
+    Neg(Box<Node>),
+    Div(Box<Node>, Box<Node>),
+    Pow(Box<Node>, Box<Node>),
+    Call(String, Vec<Node>),
+    /// `a ± b`.
+    Pm(Box<Node>, Box<Node>),
+    Fact(Box<Node>),
+    Tuple(Vec<Node>),
+    List(Vec<Node>),
+    Set(Vec<Node>),
+    Ratio(Vec<Node>),
+    Union(Vec<Node>),
+    Interval(bool, Box<Node>, Box<Node>, bool),
+    Matrix(Vec<Vec<Node>>),
+    Rel(Vec<Node>, Vec<RelOp>),
+}
+
+pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if out.len() > MAX_TOKENS {
+            return None;
+        }
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) {
+            let (tok, next) = scan_number(&chars, i);
+            out.push(Tok::Num(tok));
+            i = next;
+            continue;
+        }
+        if c.is_ascii_alphabetic() {
+            let start = i;
+            while i < chars.len() && chars[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            push_word(&mut out, &word, &chars, &mut i);
+            continue;
+        }
+        if c == '\\' {
+            let Some(&n) = chars.get(i + 1) else {
+                i += 1;
+                continue;
+            };
+            if n == '\\' {
+                out.push(Tok::RowSep);
+                i += 2;
+            } else if n == '{' {
+                out.push(Tok::LSet);
+                i += 2;
+            } else if n == '}' {
+                out.push(Tok::RSet);
+                i += 2;
+            } else if n.is_ascii_alphabetic() {
+                let start = i + 1;
+                i += 1;
+                while i < chars.len() && chars[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                let name: String = chars[start..i].iter().collect();
+                push_cmd(&mut out, &name);
+            } else if n == '|' {
+                out.push(Tok::Op('|'));
+                i += 2;
+            } else {
+                i += 2;
+            }
+            continue;
+        }
+        let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+        match two.as_str() {
+            "<=" => out.push(Tok::Le),
+            ">=" => out.push(Tok::Ge),
+            "!=" => out.push(Tok::Ne),
+            _ => {
+                if c.is_alphabetic() {
+                    out.push(Tok::Ident(c.to_string()));
+                } else {
+                    out.push(Tok::Op(c));
+                }
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    Some(out)
+}
+
+fn scan_number(chars: &[char], start: usize) -> (String, usize) {
+    let mut i = start;
+    let mut s = String::new();
+    while i < chars.len() && chars[i].is_ascii_digit() {
+        s.push(chars[i]);
+        i += 1;
+    }
+    // Thousands groups `1,234,567` / `1 234 567`; only when the lead group has 1–3 digits.
+    if (1..=3).contains(&s.len()) {
+        for sep in [',', ' '] {
+            let mut j = i;
+            let mut groups = String::new();
+            while j + 3 < chars.len() + 1
+                && chars.get(j) == Some(&sep)
+                && chars[j + 1..].iter().take(3).filter(|c| c.is_ascii_digit()).count() == 3
+                && !chars.get(j + 4).is_some_and(|c| c.is_ascii_digit())
+            {
+                groups.extend(&chars[j + 1..j + 4]);
+                j += 4;
+            }
+            if !groups.is_empty() {
+                s.push_str(&groups);
+                i = j;
+                break;
+            }
+        }
+    }
+    if chars.get(i) == Some(&'.') && chars.get(i + 1).is_some_and(|c| c.is_ascii_digit()) {
+        s.push('.');
+        i += 1;
+        while i < chars.len() && chars[i].is_ascii_digit() {
+            s.push(chars[i]);
+            i += 1;
+        }
+    }
+    // Scientific notation `1.5e-3`.
+    if matches!(chars.get(i), Some('e' | 'E')) {
+        let mut j = i + 1;
+        let mut exp = String::new();
+        if matches!(chars.get(j), Some('+' | '-')) {
+            exp.push(chars[j]);
+            j += 1;
+        }
+        let digits_start = j;
+        while j < chars.len() && chars[j].is_ascii_digit() {
+            exp.push(chars[j]);
+            j += 1;
+        }
+        if j > digits_start && !chars.get(j).is_some_and(|c| c.is_ascii_alphabetic()) {
+            s.push('e');
+            s.push_str(&exp);
+            i = j;
+        }
+    }
+    (s, i)
+}
+
+fn push_word(out: &mut Vec<Tok>, word: &str, chars: &[char], i: &mut usize) {
+    let lower = word.to_ascii_lowercase();
+    match lower.as_str() {
+        "and" | "or" | "und" => out.push(Tok::Op(',')),
+        "pi" => out.push(Tok::Cmd("pi".into())),
+        "inf" | "infty" | "infinity" => out.push(Tok::Cmd("infty".into())),
+        w if FUNCS.contains(&w) => out.push(Tok::Cmd(w.to_string())),
+        w if word.len() >= 2 && UNITS.contains(&w) => {
+            // A trailing `^2` belongs to the unit (`cm^2`).
+            let mut j = *i;
+            while chars.get(j) == Some(&' ') {
+                j += 1;
+            }
+            if chars.get(j) == Some(&'^') {
+                let mut k = j + 1;
+                if chars.get(k) == Some(&'{') {
+                    k += 1;
+                }
+                if chars.get(k).is_some_and(|c| c.is_ascii_digit()) {
+                    k += 1;
+                    if chars.get(k) == Some(&'}') {
+                        k += 1;
+                    }
+                    *i = k;
+                }
+            }
+        }
+        _ => {
+            for c in word.chars() {
+                out.push(Tok::Ident(c.to_string()));
+            }
+        }
+    }
+}
+
+fn push_cmd(out: &mut Vec<Tok>, name: &str) {
+    let tok = match name {
+        "le" | "leq" | "leqslant" => Tok::Le,
+        "ge" | "geq" | "geqslant" => Tok::Ge,
+        "ne" | "neq" => Tok::Ne,
+        "approx" | "simeq" | "approxeq" => Tok::Approx,
+        "pm" => Tok::Pm,
+        "mp" => Tok::Mp,
+        "lt" => Tok::Op('<'),
+        "gt" => Tok::Op('>'),
+        "cdot" | "times" | "ast" => Tok::Op('*'),
+        "div" => Tok::Op('/'),
+        "colon" => Tok::Op(':'),
+        "lbrace" => Tok::LSet,
+        "rbrace" => Tok::RSet,
+        "vert" | "lvert" | "rvert" | "mid" => Tok::Op('|'),
+        "langle" => Tok::Op('('),
+        "rangle" => Tok::Op(')'),
+        "infty" | "infin" => Tok::Cmd("infty".into()),
+        "dfrac" | "tfrac" | "cfrac" => Tok::Cmd("frac".into()),
+        "land" | "wedge" | "text" => Tok::Op(','),
+        _ => Tok::Cmd(name.to_string()),
+    };
+    out.push(tok);
+}
+
+pub fn parse_number(s: &str) -> Option<Node> {
+    let (mant, exp) = match s.find(['e', 'E']) {
+        Some(p) => (&s[..p], s[p + 1..].parse::<i64>().ok()?),
+        None => (s, 0),
+    };
+    let decimal = mant.contains('.');
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    let digits = format!("{int}{frac}");
+    let n: BigInt = if digits.is_empty() { BigInt::zero() } else { digits.parse().ok()? };
+    if exp.abs() > MAX_SCI_EXP {
+        return None;
+    }
+    let ten = BigInt::from(10);
+    let mut value = BigRational::new(n, num_traits::pow(ten.clone(), frac.len()));
+    if exp > 0 {
+        value *= BigRational::from_integer(num_traits::pow(ten, exp as usize));
+    } else if exp < 0 {
+        value /= BigRational::from_integer(num_traits::pow(ten, (-exp) as usize));
+    }
+    Some(Node::Num(value, decimal || exp != 0))
+}
+
+struct Parser {
+    toks: Vec<Tok>,
+    pos: usize,
+    depth: usize,
+    abs_depth: usize,
+}
+
+type PResult = Result<Node, ()>;
+
+/// Parses a normalised answer; `None` when it is not understood as mathematics.
+pub fn parse(s: &str) -> Option<Node> {
+    let toks = tokenize(s)?;
+    if toks.is_empty() {
+        return None;
+    }
+    let mut p = Parser { toks, pos: 0, depth: 0, abs_depth: 0 };
+    let node = p.parse_top().ok()?;
+    (p.pos == p.toks.len()).then_some(node)
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos)
+    }
+
+    fn peek_at(&self, k: usize) -> Option<&Tok> {
+        self.toks.get(self.pos + k)
+    }
+
+    fn bump(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.pos).cloned();
+        self.pos += 1;
+        t
+    }
+
+    fn is_op(&self, c: char) -> bool {
+        self.peek() == Some(&Tok::Op(c))
+    }
+
+    fn expect_op(&mut self, c: char) -> Result<(), ()> {
+        if self.is_op(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(())
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), ()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            Err(())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    fn parse_top(&mut self) -> PResult {
+        let groups = self.parse_seq(&[])?;
+        if groups.len() == 1 {
+            let mut items = groups.into_iter().next().unwrap_or_default();
+            return match items.len() {
+                0 => Err(()),
+                1 => items.pop().ok_or(()),
+                _ => Ok(Node::List(items)),
+            };
+        }
+        let elems: Vec<Node> = groups
+            .into_iter()
+            .map(|mut g| if g.len() == 1 { g.pop().unwrap_or(Node::List(vec![])) } else { Node::Tuple(g) })
+            .collect();
+        Ok(Node::List(elems))
+    }
+
+    /// Items separated by `,` within groups separated by `;`, up to a closer (not consumed).
+    fn parse_seq(&mut self, closers: &[Tok]) -> Result<Vec<Vec<Node>>, ()> {
+        let mut groups = vec![Vec::new()];
+        loop {
+            match self.peek() {
+                None => break,
+                Some(t) if closers.contains(t) => break,
+                Some(Tok::Op(',')) => {
+                    self.pos += 1;
+                }
+                Some(Tok::Op(';')) => {
+                    self.pos += 1;
+                    if groups.last().is_some_and(|g| !g.is_empty()) {
+                        groups.push(Vec::new());
+                    }
+                }
+                Some(_) => {
+                    let item = self.parse_rel()?;
+                    if let Some(g) = groups.last_mut() {
+                        g.push(item);
+                    }
+                    // Items must be separated.
+                    match self.peek() {
+                        None | Some(Tok::Op(',' | ';')) => {}
+                        Some(t) if closers.contains(t) => {}
+                        _ => return Err(()),
+                    }
+                }
+            }
+        }
+        if groups.len() > 1 && groups.last().is_some_and(|g| g.is_empty()) {
+            groups.pop();
+        }
+        Ok(groups)
+    }
+
+    fn relop(&self) -> Option<RelOp> {
+        Some(match self.peek()? {
+            Tok::Op('=') => RelOp::Eq,
+            Tok::Op('<') => RelOp::Lt,
+            Tok::Op('>') => RelOp::Gt,
+            Tok::Le => RelOp::Le,
+            Tok::Ge => RelOp::Ge,
+            Tok::Ne => RelOp::Ne,
+            Tok::Approx => RelOp::Approx,
+            Tok::Cmd(c) if c == "in" => RelOp::In,
+            _ => return None,
+        })
+    }
+
+    fn parse_rel(&mut self) -> PResult {
+        self.enter()?;
+        let mut parts = vec![self.parse_union()?];
+        let mut ops = Vec::new();
+        while let Some(op) = self.relop() {
+            self.pos += 1;
+            parts.push(self.parse_union()?);
+            ops.push(op);
+        }
+        self.leave();
+        if ops.is_empty() {
+            parts.pop().ok_or(())
+        } else {
+            Ok(Node::Rel(parts, ops))
+        }
+    }
+
+    fn parse_union(&mut self) -> PResult {
+        let mut parts = vec![self.parse_ratio()?];
+        while self.peek() == Some(&Tok::Cmd("cup".into())) {
+            self.pos += 1;
+            parts.push(self.parse_ratio()?);
+        }
+        Ok(if parts.len() == 1 { parts.pop().ok_or(())? } else { Node::Union(parts) })
+    }
+
+    fn parse_ratio(&mut self) -> PResult {
+        let mut parts = vec![self.parse_sum()?];
+        while self.is_op(':') {
+            self.pos += 1;
+            parts.push(self.parse_sum()?);
+        }
+        Ok(if parts.len() == 1 { parts.pop().ok_or(())? } else { Node::Ratio(parts) })
+    }
+
+    fn parse_sum(&mut self) -> PResult {
+        self.enter()?;
+        let mut acc = self.parse_term()?;
+        loop {
+            match self.peek() {
+                Some(Tok::Op('+')) => {
+                    self.pos += 1;
+                    let t = self.parse_term()?;
+                    acc = add(acc, t);
+                }
+                Some(Tok::Op('-')) => {
+                    self.pos += 1;
+                    let t = self.parse_term()?;
+                    acc = add(acc, Node::Neg(Box::new(t)));
+                }
+                Some(Tok::Pm) => {
+                    self.pos += 1;
+                    let t = self.parse_term()?;
+                    acc = Node::Pm(Box::new(acc), Box::new(t));
+                }
+                Some(Tok::Mp) => {
+                    self.pos += 1;
+                    let t = self.parse_term()?;
+                    acc = Node::Pm(Box::new(acc), Box::new(Node::Neg(Box::new(t))));
+                }
+                _ => break,
+            }
+        }
+        self.leave();
+        Ok(acc)
+    }
+
+    fn starts_primary(&self) -> bool {
+        match self.peek() {
+            Some(Tok::Num(_) | Tok::Ident(_) | Tok::LSet) => true,
+            Some(Tok::Op('(')) => true,
+            Some(Tok::Op('|')) => self.abs_depth == 0,
+            Some(Tok::Cmd(c)) => !matches!(c.as_str(), "cup" | "in" | "end" | "rfloor" | "rceil"),
+            _ => false,
+        }
+    }
+
+    fn parse_term(&mut self) -> PResult {
+        let mut acc = self.parse_unary()?;
+        loop {
+            if self.is_op('*') {
+                self.pos += 1;
+                let f = self.parse_unary()?;
+                acc = mul(acc, f);
+            } else if self.is_op('/') {
+                self.pos += 1;
+                let d = self.parse_unary()?;
+                acc = Node::Div(Box::new(acc), Box::new(d));
+            } else if self.starts_primary() {
+                let f = self.parse_power()?;
+                acc = mul(acc, f);
+            } else {
+                break;
+            }
+        }
+        Ok(acc)
+    }
+
+    fn parse_unary(&mut self) -> PResult {
+        self.enter()?;
+        let r = match self.peek() {
+            Some(Tok::Op('-')) => {
+                self.pos += 1;
+                self.parse_unary().map(|n| Node::Neg(Box::new(n)))
+            }
+            Some(Tok::Op('+')) => {
+                self.pos += 1;
+                self.parse_unary()
+            }
+            Some(Tok::Pm) => {
+                self.pos += 1;
+                self.parse_unary().map(|n| Node::Pm(Box::new(int(0)), Box::new(n)))
+            }
+            Some(Tok::Mp) => {
+                self.pos += 1;
+                self.parse_unary().map(|n| Node::Pm(Box::new(int(0)), Box::new(Node::Neg(Box::new(n)))))
+            }
+            _ => self.parse_power(),
+        };
+        self.leave();
+        r
+    }
+
+    fn parse_power(&mut self) -> PResult {
+        let base = self.parse_postfix()?;
+        if self.is_op('^') {
+            self.pos += 1;
+            let e = self.parse_exponent()?;
+            return Ok(Node::Pow(Box::new(base), Box::new(e)));
+        }
+        Ok(base)
+    }
+
+    fn parse_exponent(&mut self) -> PResult {
+        self.enter()?;
+        let r = if self.is_op('-') {
+            self.pos += 1;
+            self.parse_exponent().map(|n| Node::Neg(Box::new(n)))
+        } else if self.is_op('+') {
+            self.pos += 1;
+            self.parse_exponent()
+        } else {
+            let p = self.parse_postfix()?;
+            if self.is_op('^') {
+                self.pos += 1;
+                self.parse_exponent().map(|e| Node::Pow(Box::new(p), Box::new(e)))
+            } else {
+                Ok(p)
+            }
+        };
+        self.leave();
+        r
+    }
+
+    fn parse_postfix(&mut self) -> PResult {
+        let mut p = self.parse_primary()?;
+        loop {
+            if self.is_op('!') {
+                self.pos += 1;
+                p = Node::Fact(Box::new(p));
+            } else if self.is_op('_') {
+                self.pos += 1;
+                let sub = self.raw_arg()?;
+                p = match p {
+                    Node::Sym(name) => Node::Sym(format!("{name}_{sub}")),
+                    Node::Num(v, _) => Node::Sym(format!("{v}_{sub}")),
+                    Node::Call(name, args) => Node::Call(format!("{name}_{sub}"), args),
+                    other => other,
+                };
+            } else if self.is_op('\'') {
+                self.pos += 1;
+                p = match p {
+                    Node::Sym(name) => Node::Sym(format!("{name}'")),
+                    other => other,
+                };
+            } else {
+                break;
+            }
+        }
+        Ok(p)
+    }
+
+    /// Raw text of a `{...}` group or a single token (for subscripts and names).
+    fn raw_arg(&mut self) -> Result<String, ()> {
+        if self.is_op('{') {
+            self.pos += 1;
+            let mut depth = 1usize;
+            let mut s = String::new();
+            while let Some(t) = self.bump() {
+                match t {
+                    Tok::Op('{') => depth += 1,
+                    Tok::Op('}') => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Ok(s);
+                        }
+                    }
+                    _ => {}
+                }
+                s.push_str(&tok_text(&t));
+            }
+            Err(())
+        } else {
+            self.bump().map(|t| tok_text(&t)).ok_or(())
+        }
+    }
+
+    /// A macro argument: `{...}` group or a single primary.
+    fn arg(&mut self) -> PResult {
+        if self.is_op('{') {
+            self.pos += 1;
+            let mut groups = self.parse_seq(&[Tok::Op('}')])?;
+            self.expect_op('}')?;
+            let mut items: Vec<Node> = groups.drain(..).flatten().collect();
+            return match items.len() {
+                0 => Err(()),
+                1 => items.pop().ok_or(()),
+                _ => Ok(Node::List(items)),
+            };
+        }
+        self.parse_primary()
+    }
+
+    fn parse_primary(&mut self) -> PResult {
+        self.enter()?;
+        let r = self.parse_primary_inner();
+        self.leave();
+        r
+    }
+
+    fn parse_primary_inner(&mut self) -> PResult {
+        let tok = self.bump().ok_or(())?;
+        match tok {
+            Tok::Num(s) => {
+                let n = parse_number(&s).ok_or(())?;
+                // Mixed number `3\frac12` means 3 + 1/2.
+                if !s.contains(['.', 'e']) && self.peek() == Some(&Tok::Cmd("frac".into())) {
+                    if let (Some(Tok::Op('{')), Some(Tok::Num(a)), Some(Tok::Op('}')), Some(Tok::Op('{')), Some(Tok::Num(b)), Some(Tok::Op('}'))) = (
+                        self.peek_at(1),
+                        self.peek_at(2),
+                        self.peek_at(3),
+                        self.peek_at(4),
+                        self.peek_at(5),
+                        self.peek_at(6),
+                    ) {
+                        if !a.contains(['.', 'e']) && !b.contains(['.', 'e']) {
+                            let a = parse_number(a).ok_or(())?;
+                            let b = parse_number(b).ok_or(())?;
+                            self.pos += 7;
+                            return Ok(Node::Add(vec![n, Node::Div(Box::new(a), Box::new(b))]));
+                        }
+                    }
+                }
+                Ok(n)
+            }
+            Tok::Ident(s) => Ok(match s.as_str() {
+                "e" => Node::E,
+                "i" => Node::I,
+                _ => Node::Sym(s),
+            }),
+            Tok::Op(open @ ('(' | '[')) => {
+                let groups = self.parse_seq(&[Tok::Op(')'), Tok::Op(']')])?;
+                let close = match self.bump() {
+                    Some(Tok::Op(c)) => c,
+                    _ => return Err(()),
+                };
+                let mut items: Vec<Node> = groups.into_iter().flatten().collect();
+                let mixed = open == '[' || close == ']';
+                match items.len() {
+                    0 => Ok(Node::Tuple(vec![])),
+                    1 => items.pop().ok_or(()),
+                    2 if mixed => {
+                        let b = items.pop().ok_or(())?;
+                        let a = items.pop().ok_or(())?;
+                        Ok(Node::Interval(open == '[', Box::new(a), Box::new(b), close == ']'))
+                    }
+                    _ if open == '(' && close == ']' => Err(()),
+                    _ if open == '[' && close == ')' => Err(()),
+                    _ => Ok(Node::Tuple(items)),
+                }
+            }
+            Tok::Op('{') => {
+                let groups = self.parse_seq(&[Tok::Op('}')])?;
+                self.expect_op('}')?;
+                let mut items: Vec<Node> = groups.into_iter().flatten().collect();
+                match items.len() {
+                    0 => Err(()),
+                    1 => items.pop().ok_or(()),
+                    _ => Ok(Node::List(items)),
+                }
+            }
+            Tok::LSet => {
+                let groups = self.parse_seq(&[Tok::RSet])?;
+                if self.bump() != Some(Tok::RSet) {
+                    return Err(());
+                }
+                Ok(Node::Set(groups.into_iter().flatten().collect()))
+            }
+            Tok::Op('|') => {
+                self.abs_depth += 1;
+                let inner = self.parse_sum()?;
+                self.abs_depth -= 1;
+                self.expect_op('|')?;
+                Ok(Node::Call("abs".into(), vec![inner]))
+            }
+            Tok::Cmd(name) => self.parse_command(&name),
+            _ => Err(()),
+        }
+    }
+
+    fn parse_command(&mut self, name: &str) -> PResult {
+        match name {
+            "frac" | "over" => {
+                let a = self.arg()?;
+                let b = self.arg()?;
+                Ok(Node::Div(Box::new(a), Box::new(b)))
+            }
+            "binom" | "dbinom" | "tbinom" => {
+                let a = self.arg()?;
+                let b = self.arg()?;
+                Ok(Node::Call("binom".into(), vec![a, b]))
+            }
+            "sqrt" => {
+                if self.is_op('[') {
+                    self.pos += 1;
+                    let groups = self.parse_seq(&[Tok::Op(']')])?;
+                    self.expect_op(']')?;
+                    let mut items: Vec<Node> = groups.into_iter().flatten().collect();
+                    let n = if items.len() == 1 { items.pop().ok_or(())? } else { return Err(()) };
+                    let a = self.arg()?;
+                    return Ok(Node::Pow(Box::new(a), Box::new(Node::Div(Box::new(int(1)), Box::new(n)))));
+                }
+                let a = self.arg()?;
+                Ok(Node::Call("sqrt".into(), vec![a]))
+            }
+            "pi" => Ok(Node::Pi),
+            "infty" => Ok(Node::Inf),
+            "dots" | "ldots" | "cdots" | "dotsm" | "dotsb" => Ok(Node::Sym("...".into())),
+            "lfloor" | "lceil" => {
+                let inner = self.parse_sum()?;
+                let close = if name == "lfloor" { "rfloor" } else { "rceil" };
+                if self.bump() != Some(Tok::Cmd(close.into())) {
+                    return Err(());
+                }
+                Ok(Node::Call(name[1..].to_string(), vec![inner]))
+            }
+            "begin" => self.parse_env(),
+            "sum" | "prod" | "int" | "lim" => {
+                // Bounds become part of the operator's name; the body is the following product.
+                let mut full = name.to_string();
+                for _ in 0..2 {
+                    if self.is_op('_') || self.is_op('^') {
+                        let c = if self.is_op('_') { '_' } else { '^' };
+                        self.pos += 1;
+                        full.push(c);
+                        full.push_str(&self.raw_arg()?);
+                    }
+                }
+                let body = self.parse_term()?;
+                Ok(Node::Call(full, vec![body]))
+            }
+            f if FUNCS.contains(&f) || matches!(f, "arccot" | "arcsec" | "arccsc" | "lg") => {
+                let mut power = None;
+                let mut base = None;
+                for _ in 0..2 {
+                    if self.is_op('^') {
+                        self.pos += 1;
+                        power = Some(self.parse_exponent()?);
+                    } else if self.is_op('_') {
+                        self.pos += 1;
+                        base = Some(self.arg()?);
+                    }
+                }
+                let a = if self.is_op('(') || self.is_op('{') { self.parse_postfix()? } else { self.parse_power()? };
+                let mut node = match (f, base) {
+                    ("log", Some(b)) => Node::Div(
+                        Box::new(Node::Call("ln".into(), vec![a])),
+                        Box::new(Node::Call("ln".into(), vec![b])),
+                    ),
+                    _ => Node::Call(f.to_string(), vec![a]),
+                };
+                if let Some(p) = power {
+                    node = Node::Pow(Box::new(node), Box::new(p));
+                }
+                Ok(node)
+            }
+            "cup" | "in" | "end" | "rfloor" | "rceil" => Err(()),
+            other => {
+                // Unknown macro: a named symbol (with its braced argument, e.g. `\overline{AB}`).
+                if self.is_op('{') {
+                    let a = self.raw_arg()?;
+                    Ok(Node::Sym(format!("\\{other}{{{a}}}")))
+                } else {
+                    Ok(Node::Sym(format!("\\{other}")))
+                }
+            }
+        }
+    }
+
+    fn parse_env(&mut self) -> PResult {
+        let env = self.raw_arg()?;
+        let env = env.trim_end_matches('*');
+        let matrixish = matches!(
+            env,
+            "pmatrix" | "bmatrix" | "Bmatrix" | "vmatrix" | "Vmatrix" | "matrix" | "smallmatrix" | "array"
+        );
+        if !matrixish {
+            return Err(());
+        }
+        if env == "array" && self.is_op('{') {
+            self.raw_arg()?;
+        }
+        let mut rows: Vec<Vec<Node>> = vec![Vec::new()];
+        loop {
+            match self.peek() {
+                None => return Err(()),
+                Some(Tok::Cmd(c)) if c == "end" => {
+                    self.pos += 1;
+                    self.raw_arg()?;
+                    break;
+                }
+                Some(Tok::RowSep) => {
+                    self.pos += 1;
+                    rows.push(Vec::new());
+                }
+                Some(Tok::Op('&')) => {
+                    self.pos += 1;
+                }
+                Some(_) => {
+                    let cell = self.parse_sum()?;
+                    if let Some(r) = rows.last_mut() {
+                        r.push(cell);
+                    }
+                }
+            }
+        }
+        rows.retain(|r| !r.is_empty());
+        if rows.is_empty() {
+            return Err(());
+        }
+        Ok(Node::Matrix(rows))
+    }
+}
+
+fn tok_text(t: &Tok) -> String {
+    match t {
+        Tok::Num(s) | Tok::Ident(s) => s.clone(),
+        Tok::Cmd(c) => format!("\\{c}"),
+        Tok::Op(c) => c.to_string(),
+        Tok::Le => "<=".into(),
+        Tok::Ge => ">=".into(),
+        Tok::Ne => "!=".into(),
+        Tok::Approx => "~".into(),
+        Tok::Pm => "+-".into(),
+        Tok::Mp => "-+".into(),
+        Tok::LSet => "{".into(),
+        Tok::RSet => "}".into(),
+        Tok::RowSep => ";".into(),
+    }
+}
+
+pub fn int(n: i64) -> Node {
+    Node::Num(BigRational::from_integer(BigInt::from(n)), false)
+}
+
+fn add(a: Node, b: Node) -> Node {
+    match a {
+        Node::Add(mut v) => {
+            v.push(b);
+            Node::Add(v)
+        }
+        other => Node::Add(vec![other, b]),
+    }
+}
+
+fn mul(a: Node, b: Node) -> Node {
+    match a {
+        Node::Mul(mut v) => {
+            v.push(b);
+            Node::Mul(v)
+        }
+        other => Node::Mul(vec![other, b]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Node {
+        parse(s).unwrap_or_else(|| panic!("no parse: {s}"))
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(p("1,234,567"), int(1_234_567));
+        assert_eq!(p("1 000"), int(1000));
+        assert!(matches!(p("1.5e-3"), Node::Num(_, true)));
+        assert!(matches!(p("1,2"), Node::List(_)));
+    }
+
+    #[test]
+    fn structures() {
+        assert!(matches!(p("(1,2)"), Node::Tuple(_)));
+        assert!(matches!(p("[0,1)"), Node::Interval(true, _, _, false)));
+        assert!(matches!(p("\\{1,2\\}"), Node::Set(_)));
+        assert!(matches!(p("(1,2) \\cup (3,4)"), Node::Union(_)));
+        assert!(matches!(p("\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}"), Node::Matrix(_)));
+        assert!(matches!(p("x \\le 3"), Node::Rel(_, _)));
+        assert!(matches!(p("7:32"), Node::Ratio(_)));
+        assert!(matches!(p("1 \\pm \\sqrt{2}"), Node::Pm(_, _)));
+    }
+
+    #[test]
+    fn mixed_number() {
+        assert_eq!(p("3\\frac{1}{2}"), Node::Add(vec![int(3), Node::Div(Box::new(int(1)), Box::new(int(2)))]));
+    }
+
+    #[test]
+    fn deep_nesting_fails_cleanly() {
+        let s = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
+        assert!(parse(&s).is_none());
+    }
+
+    #[test]
+    fn units_are_skipped() {
+        assert_eq!(p("125 miles"), int(125));
+        assert_eq!(p("15 cm^2"), int(15));
+    }
+}

@@ -1,0 +1,482 @@
+//! Answer extraction: user regexes, `\boxed{}`, answer phrases, math environments, last number.
+
+use super::expr::parse;
+use super::normalize::{matching_brace, normalize_latex, normalize_unicode};
+use super::GradeConfig;
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// Only the tail of very long responses is searched; answers live at the end.
+const MAX_SCAN_BYTES: usize = 300_000;
+/// Longest extracted answer kept; longer spans are almost never a final answer.
+const MAX_ANSWER_BYTES: usize = 4_000;
+/// Widest gap (bytes) across which adjacent boxes or math spans are joined into one set answer.
+const MAX_JOIN_GAP: usize = 80;
+const MAX_JOINED: usize = 32;
+
+static DOUBLE_BACKSLASH: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(^|[^\\])\\\\([a-zA-Z])").expect("static regex"));
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:/\d+)?")
+        .expect("static regex")
+});
+static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:final answer is|the answer is|answer\s*:|答案是|答案\s*:|####)\s*")
+        .expect("static regex")
+});
+
+/// One candidate span in the (normalised) response.
+#[derive(Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+    content_start: usize,
+    content_end: usize,
+}
+
+/// Prepares a response for scanning: Unicode folding, `\\cmd` unescaping, tail window.
+pub(crate) fn prepare(response: &str) -> String {
+    let mut start = response.len().saturating_sub(MAX_SCAN_BYTES);
+    while !response.is_char_boundary(start) {
+        start += 1;
+    }
+    let folded = normalize_unicode(&response[start..]);
+    DOUBLE_BACKSLASH.replace_all(&folded, "$1\\$2").into_owned()
+}
+
+/// Extracts the final answer from a model response (see module docs for the priority order).
+pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
+    let text = prepare(response);
+    for re in &cfg.extract_regex {
+        if let Some(found) = last_regex_match(re, &text) {
+            return Some(found);
+        }
+    }
+    extract_structured(&text).or_else(|| fallback(&text, true))
+}
+
+/// Short, prose-free responses (`\\frac{10}{9}`) are the answer as a whole.
+fn whole_if_math(text: &str) -> Option<String> {
+    let t = text.trim();
+    if t.is_empty() || t.len() > 200 || has_word(t, 2) || t.contains('\n') {
+        return None;
+    }
+    parse(&normalize_latex(t)).map(|_| t.to_string())
+}
+
+/// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
+pub fn extract_gold(gold: &str) -> String {
+    let text = prepare(gold);
+    extract_structured(&text)
+        .or_else(|| fallback(&text, false))
+        .unwrap_or_else(|| text.trim().to_string())
+}
+
+fn last_regex_match(re: &Regex, text: &str) -> Option<String> {
+    let caps = re.captures_iter(text).last()?;
+    let m = caps.get(1).or_else(|| caps.get(0))?;
+    let s = m.as_str().trim();
+    (!s.is_empty()).then(|| clip(s))
+}
+
+fn clip(s: &str) -> String {
+    if s.len() <= MAX_ANSWER_BYTES {
+        return s.to_string();
+    }
+    let mut end = MAX_ANSWER_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// Boxed answers and answer phrases; the one stated last wins.
+fn extract_structured(text: &str) -> Option<String> {
+    let boxes = find_boxes(text);
+    let phrase = last_phrase(text);
+    if let Some((p_start, ref answer)) = phrase {
+        let boxed_end = boxes.last().map_or(0, |b| b.end);
+        if boxes.is_empty() || p_start >= boxed_end {
+            return Some(answer.clone());
+        }
+    }
+    if !boxes.is_empty() {
+        return Some(join_spans(text, &boxes, gap_joins_boxes));
+    }
+    None
+}
+
+fn find_boxes(text: &str) -> Vec<Span> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(off) = text[i..].find('\\') {
+        let at = i + off;
+        let rest = &text[at..];
+        let cmd_len = if rest.starts_with("\\boxed") {
+            6
+        } else if rest.starts_with("\\fbox") {
+            5
+        } else {
+            i = at + 1;
+            continue;
+        };
+        let mut j = at + cmd_len;
+        // `\boxedx` is a different command.
+        if j < bytes.len() && bytes[j].is_ascii_alphabetic() {
+            i = j;
+            continue;
+        }
+        while j < bytes.len() && bytes[j] == b' ' {
+            j += 1;
+        }
+        if j < bytes.len() && bytes[j] == b'{' {
+            let inner = &text[j + 1..];
+            let close = matching_brace(inner).unwrap_or(inner.len());
+            let (cs, ce) = (j + 1, j + 1 + close);
+            let end = (ce + 1).min(text.len());
+            if !text[cs..ce].trim().is_empty() {
+                out.push(Span { start: at, end, content_start: cs, content_end: ce });
+            }
+            i = end.max(at + 1);
+        } else {
+            // `\boxed 12`: one token up to whitespace or a math delimiter.
+            let cs = j;
+            let mut ce = j;
+            while ce < bytes.len() && !matches!(bytes[ce], b' ' | b'\n' | b'$' | b'\\' | b'}') {
+                ce += 1;
+            }
+            while !text.is_char_boundary(ce) {
+                ce += 1;
+            }
+            if ce > cs {
+                out.push(Span { start: at, end: ce, content_start: cs, content_end: ce });
+            }
+            i = ce.max(at + 1);
+        }
+        if i >= text.len() {
+            break;
+        }
+    }
+    out
+}
+
+/// Joins the last span with immediately preceding ones separated by connector-only gaps.
+fn join_spans(text: &str, spans: &[Span], joinable: fn(&str) -> bool) -> String {
+    let mut k = spans.len() - 1;
+    let mut taken = 1;
+    while k > 0 && taken < MAX_JOINED {
+        let gap_start = spans[k - 1].end;
+        let gap_end = spans[k].start;
+        if gap_end < gap_start || gap_end - gap_start > MAX_JOIN_GAP {
+            break;
+        }
+        if !joinable(&text[gap_start..gap_end]) {
+            break;
+        }
+        k -= 1;
+        taken += 1;
+    }
+    let parts: Vec<&str> = spans[k..]
+        .iter()
+        .map(|s| text[s.content_start..s.content_end].trim())
+        .collect();
+    clip(&parts.join(", "))
+}
+
+fn gap_words(gap: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_cmd = false;
+    for c in gap.chars() {
+        if c.is_alphabetic() {
+            if !in_cmd {
+                cur.push(c);
+            }
+        } else {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur).to_lowercase());
+            }
+            in_cmd = c == '\\';
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur.to_lowercase());
+    }
+    words
+}
+
+/// Boxes join when the gap is only punctuation or mentions "and"/"or" (`\boxed{1} and \boxed{2}`).
+fn gap_joins_boxes(gap: &str) -> bool {
+    let words = gap_words(gap);
+    words.is_empty() || words.iter().any(|w| w == "and" || w == "or")
+}
+
+/// Math spans join only across "and"/"or"/commas (`$1$, $2$ and $3$`).
+fn gap_joins_math(gap: &str) -> bool {
+    let words = gap_words(gap);
+    let only_connectors = words.iter().all(|w| w == "and" || w == "or" || w == "text");
+    only_connectors && (gap.contains(',') || words.iter().any(|w| w == "and" || w == "or"))
+}
+
+/// The last answer phrase and what follows it (start offset of the phrase, answer text).
+fn last_phrase(text: &str) -> Option<(usize, String)> {
+    let m = PHRASE.find_iter(text).last()?;
+    let after = &text[m.end()..];
+    let mut end = after.len().min(600);
+    while !after.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut seg = &after[..end];
+    if m.as_str().starts_with("####") {
+        seg = seg.split('\n').next().unwrap_or("");
+    } else {
+        for stop in ["I hope", "<|", "\n\n"] {
+            if let Some(p) = seg.find(stop) {
+                seg = &seg[..p];
+            }
+        }
+    }
+    let seg = sentence_prefix(seg.trim()).trim();
+    if seg.is_empty() {
+        return None;
+    }
+    let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
+    if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
+        return extract_structured_inner(seg).map(|a| (m.start(), a));
+    }
+    // Prose after the phrase means the answer is its last number.
+    if is_prose(seg) {
+        let (_, n) = last_number(seg)?;
+        return Some((m.start(), n));
+    }
+    let s = seg.trim_end_matches('.').trim();
+    (!s.is_empty()).then(|| (m.start(), clip(s)))
+}
+
+/// Has an English-looking word (three letters or more, not a LaTeX command).
+fn is_prose(s: &str) -> bool {
+    has_word(s, 3)
+}
+
+/// Has a non-command letter run of at least `min` letters (other than math words).
+fn has_word(s: &str, min: usize) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_alphabetic() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            let word = &s[start..i];
+            let command = start > 0 && b[start - 1] == b'\\';
+            let mathy = matches!(word, "and" | "or" | "sqrt" | "frac" | "pi" | "cdot" | "times");
+            if !command && word.len() >= min && !mathy {
+                return true;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+fn extract_structured_inner(seg: &str) -> Option<String> {
+    let boxes = find_boxes(seg);
+    if !boxes.is_empty() {
+        return Some(join_spans(seg, &boxes, gap_joins_boxes));
+    }
+    fallback(seg, true)
+}
+
+/// Text up to the first sentence end (`. ` or a newline) outside inline math.
+fn sentence_prefix(s: &str) -> &str {
+    let b = s.as_bytes();
+    let mut in_math = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'$' => in_math = !in_math,
+            b'.' if !in_math && (i + 1 == b.len() || b[i + 1].is_ascii_whitespace()) => return &s[..i],
+            b'\n' if !in_math => return &s[..i],
+            _ => {}
+        }
+        i += 1;
+    }
+    s
+}
+
+/// Last math span or last number, whichever ends later in the text.
+fn fallback(text: &str, allow_number: bool) -> Option<String> {
+    let envs = find_math(text);
+    let env_end = envs.last().map(|e| e.end);
+    if allow_number {
+        if envs.is_empty() {
+            if let Some(w) = whole_if_math(text) {
+                return Some(w);
+            }
+        }
+        if let Some((num_end, n)) = last_number(text) {
+            if env_end.is_none_or(|e| num_end > e) {
+                return Some(n);
+            }
+        }
+    }
+    if envs.is_empty() {
+        return None;
+    }
+    Some(join_spans(text, &envs, gap_joins_math))
+}
+
+fn find_math(text: &str) -> Vec<Span> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\\' && i + 1 < bytes.len() {
+            let next = bytes[i + 1];
+            if next == b'(' || next == b'[' {
+                let close = if next == b'(' { "\\)" } else { "\\]" };
+                if let Some(p) = text[i + 2..].find(close) {
+                    let (cs, ce) = (i + 2, i + 2 + p);
+                    // Inline `\(...\)` cannot span lines.
+                    if next == b'[' || !text[cs..ce].contains('\n') {
+                        push_env(&mut out, text, i, ce + 2, cs, ce);
+                        i = ce + 2;
+                        continue;
+                    }
+                }
+            }
+            i += 2;
+            continue;
+        }
+        if b == b'$' {
+            if bytes.get(i + 1) == Some(&b'$') {
+                if let Some(p) = text[i + 2..].find("$$") {
+                    let (cs, ce) = (i + 2, i + 2 + p);
+                    push_env(&mut out, text, i, ce + 2, cs, ce);
+                    i = ce + 2;
+                    continue;
+                }
+                i += 2;
+                continue;
+            }
+            if let Some(ce) = closing_dollar(text, i + 1) {
+                push_env(&mut out, text, i, ce + 1, i + 1, ce);
+                i = ce + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+fn push_env(out: &mut Vec<Span>, text: &str, start: usize, end: usize, cs: usize, ce: usize) {
+    if !text[cs..ce].trim().is_empty() {
+        out.push(Span { start, end, content_start: cs, content_end: ce });
+    }
+}
+
+/// Position of the `$` closing an inline span opened before `from`; `\$` does not close it.
+fn closing_dollar(text: &str, from: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut j = from;
+    while j < bytes.len() {
+        match bytes[j] {
+            b'\\' => j += 2,
+            b'$' => return Some(j),
+            b'\n' => return None,
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// The last number not glued to a preceding letter (`AZYUK2A` has none), with its end offset.
+fn last_number(text: &str) -> Option<(usize, String)> {
+    let bytes = text.as_bytes();
+    let mut best = None;
+    for m in NUMBER.find_iter(text) {
+        let prev = m.start().checked_sub(1).map(|p| bytes[p]);
+        if prev.is_some_and(|p| p.is_ascii_alphabetic() || p == b'_' || p == b'^' || p == b'\\') {
+            continue;
+        }
+        let next = bytes.get(m.end()).copied();
+        if next.is_some_and(|n| n.is_ascii_alphabetic() && m.as_str().len() == 1 && prev.is_some_and(|p| p.is_ascii_alphanumeric())) {
+            continue;
+        }
+        best = Some((m.end(), m.as_str().replace(' ', "")));
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ex(s: &str) -> Option<String> {
+        extract(s, &GradeConfig::default())
+    }
+
+    #[test]
+    fn boxed_last_with_braces() {
+        assert_eq!(ex("a \\boxed{1} b \\boxed{\\frac{1}{2}}.").as_deref(), Some("\\frac{1}{2}"));
+        assert_eq!(ex("so \\boxed 12 is it").as_deref(), Some("12"));
+        assert_eq!(ex("\\fbox{7}").as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn adjacent_boxes_join() {
+        assert_eq!(ex("\\boxed{1}\\boxed{2}").as_deref(), Some("1, 2"));
+        assert_eq!(ex("\\boxed{1} and \\boxed{2}").as_deref(), Some("1, 2"));
+        assert_eq!(ex("\\boxed{1} no no no no \\boxed{2}").as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn phrases() {
+        assert_eq!(ex("The final answer is $5$. I hope it is correct.").as_deref(), Some("5"));
+        assert_eq!(ex("blah\n#### 42\n").as_deref(), Some("42"));
+        assert_eq!(ex("答案是 7").as_deref(), Some("7"));
+        assert_eq!(ex("答案：8").as_deref(), Some("8"));
+        assert_eq!(ex("Answer: x+1").as_deref(), Some("x+1"));
+        assert_eq!(ex("Final Answer: The volume is 120. I hope").as_deref(), Some("120"));
+        // A final-answer line after an earlier box wins.
+        assert_eq!(ex("\\boxed{255} ... The final answer is $10,455$.").as_deref(), Some("10,455"));
+    }
+
+    #[test]
+    fn math_env_and_number() {
+        assert_eq!(ex("Answer \\( 9 \\)").as_deref(), Some("9"));
+        assert_eq!(ex("Answer $$ \n 9 \n $$").as_deref(), Some("9"));
+        assert_eq!(ex("so $x$ is 2/3.").as_deref(), Some("2/3"));
+        assert_eq!(ex("it is 1,000.99m²").as_deref(), Some("1,000.99"));
+        assert_eq!(ex("AZYUK2A"), None);
+        assert_eq!(ex("no answer here"), None);
+        assert_eq!(ex("$1$ and $2$").as_deref(), Some("1, 2"));
+    }
+
+    #[test]
+    fn user_regex_first() {
+        let cfg = GradeConfig {
+            extract_regex: vec![Regex::new(r"ANS=(\d+)").unwrap()],
+            ..GradeConfig::default()
+        };
+        assert_eq!(extract("ANS=3 \\boxed{4}", &cfg).as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn unicode_digits() {
+        assert_eq!(ex("答案是 １２").as_deref(), Some("12"));
+        assert_eq!(ex("\\boxed{−3}").as_deref(), Some("-3"));
+    }
+
+    #[test]
+    fn gold_whole_string() {
+        assert_eq!(extract_gold("x+1"), "x+1");
+        assert_eq!(extract_gold("$\\frac12$"), "\\frac12");
+    }
+}

@@ -1,0 +1,176 @@
+//! Rule-based answer grading: extraction, normalisation and mathematical equivalence.
+//!
+//! Every entry point is total: any input returns a verdict quickly (input, recursion and
+//! exponent sizes are bounded inside the submodules).
+
+pub mod cli;
+mod equiv;
+mod eval;
+mod expr;
+mod extract;
+mod normalize;
+
+use serde::{Deserialize, Serialize};
+
+pub use extract::extract;
+
+/// Grader settings.
+#[derive(Clone, Debug)]
+pub struct GradeConfig {
+    /// Tried first, in order; capture group 1 (or the whole match) is the answer.
+    pub extract_regex: Vec<regex::Regex>,
+    /// Relative tolerance when a decimal is compared with another value.
+    pub rel_tol: f64,
+}
+
+impl Default for GradeConfig {
+    fn default() -> Self {
+        GradeConfig { extract_regex: Vec::new(), rel_tol: 1e-6 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Correct,
+    Wrong,
+    NoAnswer,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    /// Raw text extracted from the response, if any.
+    pub extracted: Option<String>,
+}
+
+/// Grades a response against a gold answer (which may itself be wrapped in `$…$` or `\boxed{}`).
+pub fn grade(gold: &str, response: &str, cfg: &GradeConfig) -> Verdict {
+    let extracted = extract(response, cfg);
+    let outcome = match &extracted {
+        None => Outcome::NoAnswer,
+        Some(pred) => {
+            let gold = extract::extract_gold(gold);
+            if equivalent(&gold, pred, cfg) {
+                Outcome::Correct
+            } else {
+                Outcome::Wrong
+            }
+        }
+    };
+    Verdict { outcome, extracted }
+}
+
+/// Equivalence of two already-extracted answers.
+pub fn equivalent(gold: &str, pred: &str, cfg: &GradeConfig) -> bool {
+    let g = equiv::prepare(gold);
+    let p = equiv::prepare(pred);
+    equiv::equivalent_prepared(&g, &p, cfg)
+}
+
+/// Canonical key for majority voting: equal keys ⇔ same equivalence class as far as cheaply decidable.
+pub fn canonical_key(answer: &str) -> String {
+    equiv::key(&equiv::prepare(answer))
+}
+
+/// Normal form of an answer as shown by `gpassk grade` (normalised LaTeX and voting key).
+pub fn normal_form(answer: &str) -> (String, String) {
+    let p = equiv::prepare(answer);
+    let key = equiv::key(&p);
+    (p.norm, key)
+}
+
+/// The gold answer as the grader sees it after unwrapping.
+pub fn gold_answer(gold: &str) -> String {
+    extract::extract_gold(gold)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eq(a: &str, b: &str) -> bool {
+        equivalent(a, b, &GradeConfig::default())
+    }
+
+    #[test]
+    fn numbers_exact() {
+        assert!(eq("1000", "1000.0"));
+        assert!(eq("0.4", ".4"));
+        assert!(eq("10/9", "\\frac{10}{9}"));
+        assert!(eq("1.5e3", "1500"));
+        assert!(eq("3\\frac12", "3.5"));
+        assert!(!eq("28", "0.28"));
+        assert!(eq("7425000", "7\\,425\\,000"));
+    }
+
+    #[test]
+    fn decimal_tolerance_is_configurable() {
+        assert!(eq("\\frac{1}{3}", "0.3333333"));
+        assert!(!eq("\\frac{1}{3}", "0.3333"));
+        let loose = GradeConfig { rel_tol: 1e-3, ..GradeConfig::default() };
+        assert!(equivalent("\\frac{1}{3}", "0.3333", &loose));
+        assert!(eq("4.123105625617661", "\\sqrt{17}"));
+    }
+
+    #[test]
+    fn expressions() {
+        assert!(eq("\\frac{x+2}{7}", "\\frac{x}{7}+\\frac{2}{7}"));
+        assert!(eq("\\tan^2(y)+1", "\\sec^2(y)"));
+        assert!(eq("2\\sqrt{2}", "\\sqrt{8}"));
+        assert!(eq("e^{i\\pi}", "-1"));
+        assert!(!eq("x+1", "x+2n+1"));
+        assert!(!eq("f(x)", "f(y)"));
+        assert!(eq("\\frac{9}{4}\\pi", "\\frac94\\pi"));
+    }
+
+    #[test]
+    fn structures() {
+        assert!(eq("(1,2)", "(1, 2)"));
+        assert!(!eq("(1,2)", "(2,1)"));
+        assert!(eq("\\{1,2\\}", "\\{2,1\\}"));
+        assert!(eq("[0,1)", "[0, 1)"));
+        assert!(!eq("[0,1)", "(0,1)"));
+        assert!(eq("(1,2) \\cup (3,4)", "(3,4)\\cup(1,2)"));
+        assert!(eq("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}"));
+        assert!(!eq("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{pmatrix}1&2\\\\3&5\\end{pmatrix}"));
+        assert!(eq("1,2", "2,1"));
+        assert!(eq("\\pm 2", "\\{-2, 2\\}"));
+        assert!(!eq("\\pm 2", "2"));
+    }
+
+    #[test]
+    fn relations() {
+        assert!(eq("x \\le 5", "5 \\ge x"));
+        assert!(eq("x < 1", "-x > -1"));
+        assert!(!eq("x > 5", "x < 5"));
+        assert!(eq("x = 4", "4"));
+        assert!(!eq("a + 3z = 0", "0"));
+        assert!(eq("2x+4y-3=0", "y=-\\frac{1}{2}x+\\frac{3}{4}"));
+        assert!(eq("-1 < x < 2", "(-1, 2)"));
+    }
+
+    #[test]
+    fn text_and_choices() {
+        assert!(eq("\\text{Evelyn}", "evelyn"));
+        assert!(eq("C", "(C)"));
+        assert!(!eq("d", "\\text{E}"));
+    }
+
+    #[test]
+    fn outcomes() {
+        let cfg = GradeConfig::default();
+        assert_eq!(grade("$5$", "so \\boxed{5}", &cfg).outcome, Outcome::Correct);
+        assert_eq!(grade("5", "so \\boxed{6}", &cfg).outcome, Outcome::Wrong);
+        assert_eq!(grade("5", "I don't know", &cfg).outcome, Outcome::NoAnswer);
+        assert_eq!(serde_json::to_string(&Outcome::NoAnswer).unwrap(), "\"no_answer\"");
+    }
+
+    #[test]
+    fn keys() {
+        assert_eq!(canonical_key("\\frac{1}{2}"), canonical_key("0.5"));
+        assert_eq!(canonical_key("x = 3"), canonical_key("3"));
+        assert_eq!(canonical_key("\\{1,2\\}"), canonical_key("2, 1"));
+        assert_ne!(canonical_key("1"), canonical_key("2"));
+    }
+}

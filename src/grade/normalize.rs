@@ -1,0 +1,278 @@
+//! String-level clean-up: Unicode folding of responses and LaTeX normalisation of extracted answers.
+
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// Folds the Unicode forms models emit into ASCII/LaTeX so later stages see one spelling.
+pub fn normalize_unicode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            // Full-width ASCII block (digits, colon, letters, brackets).
+            '\u{FF01}'..='\u{FF5E}' => {
+                let ascii = char::from_u32(c as u32 - 0xFF01 + 0x21).unwrap_or(c);
+                out.push(ascii);
+            }
+            '\u{3000}' | '\u{00A0}' | '\u{2009}' | '\u{200A}' | '\u{202F}' | '\u{2002}'
+            | '\u{2003}' => out.push(' '),
+            '\u{200B}' | '\u{FEFF}' => {}
+            '−' | '‐' | '‑' | '﹣' => out.push('-'),
+            '×' => out.push_str("\\times "),
+            '÷' => out.push_str("\\div "),
+            '·' | '⋅' => out.push_str("\\cdot "),
+            '½' => out.push_str("\\frac{1}{2}"),
+            '⅓' => out.push_str("\\frac{1}{3}"),
+            '⅔' => out.push_str("\\frac{2}{3}"),
+            '¼' => out.push_str("\\frac{1}{4}"),
+            '¾' => out.push_str("\\frac{3}{4}"),
+            '√' => {
+                // `√23` means the root of 23, so take the whole digit run as the radicand.
+                let mut digits = String::new();
+                while let Some(&d) = chars.peek() {
+                    if d.is_ascii_digit() {
+                        digits.push(d);
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                if digits.is_empty() {
+                    out.push_str("\\sqrt ");
+                } else {
+                    out.push_str("\\sqrt{");
+                    out.push_str(&digits);
+                    out.push('}');
+                }
+            }
+            'π' => out.push_str("\\pi "),
+            '∞' => out.push_str("\\infty "),
+            '≤' | '⩽' => out.push_str("\\le "),
+            '≥' | '⩾' => out.push_str("\\ge "),
+            '≠' => out.push_str("\\ne "),
+            '≈' => out.push_str("\\approx "),
+            '±' => out.push_str("\\pm "),
+            '∓' => out.push_str("\\mp "),
+            '∪' => out.push_str("\\cup "),
+            '∈' => out.push_str("\\in "),
+            '°' => out.push_str("^\\circ "),
+            '²' => out.push_str("^2"),
+            '³' => out.push_str("^3"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+struct Rules {
+    double_backslash_cmd: Regex,
+    thousands_brace: Regex,
+    thousands_bang: Regex,
+    thousands_thin: Regex,
+    frac_dd: Regex,
+    frac_d_brace: Regex,
+    frac_brace_d: Regex,
+    frac_d: Regex,
+    sqrt_d: Regex,
+    text_cmd: Regex,
+    spacing: Regex,
+    percent_word: Regex,
+    decimal_comma: Regex,
+}
+
+static RULES: LazyLock<Rules> = LazyLock::new(|| {
+    let re = |p: &str| Regex::new(p).expect("static regex");
+    Rules {
+        // `\\le` written by JSON-escaping tools means `\le`; three backslashes stay a row break.
+        double_backslash_cmd: re(r"(^|[^\\])\\\\([a-zA-Z])"),
+        thousands_brace: re(r"(\d)\s*\{\s*,\s*\}\s*(\d)"),
+        thousands_bang: re(r",\\!\s*"),
+        thousands_thin: re(r"(\d)\\,(\d{3})"),
+        frac_dd: re(r"\\frac\s*(\d)\s*(\d)"),
+        frac_d_brace: re(r"\\frac\s*(\d)\s*\{"),
+        frac_brace_d: re(r"\\frac\s*(\{[^{}]*\})\s*(\d)"),
+        frac_d: re(r"\\frac\s*(\d)"),
+        sqrt_d: re(r"\\sqrt\s*(\d)"),
+        text_cmd: re(
+            r"\\(?:text|textbf|textit|textnormal|textrm|mbox|mathrm|mathbf|mathit|mathsf|mathnormal|operatorname|boxed|fbox|hbox|emph)\s*\{",
+        ),
+        spacing: re(
+            r"\\\\|\\(?:left|right|big|Big|bigg|Bigg|bigl|bigr|Bigl|Bigr|displaystyle|textstyle|limits|middle)\b|\\q?quad|\\[,;:! ]|~",
+        ),
+        percent_word: re(r"(?i)\b(?:percentage|percent|pct)\b"),
+        decimal_comma: re(r"^(-?\d+),(\d+)$"),
+    }
+});
+
+/// Canonical LaTeX spelling of an extracted answer: no wrappers, no spacing, no units of display.
+pub fn normalize_latex(s: &str) -> String {
+    let r = &*RULES;
+    let mut t = r.double_backslash_cmd.replace_all(s, "$1\\$2").into_owned();
+    t = t.replace("\\(", " ").replace("\\)", " ");
+    t = t.replace("\\[", " ").replace("\\]", " ");
+    t = t.replace("\\$", " ").replace('$', " ");
+    t = r.thousands_brace.replace_all(&t, "$1$2").into_owned();
+    t = r.thousands_bang.replace_all(&t, ",").into_owned();
+    // Twice, because the regex consumes the leading digit of the next group.
+    t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
+    t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
+    t = t
+        .replace("\\dfrac", "\\frac")
+        .replace("\\tfrac", "\\frac")
+        .replace("\\cfrac", "\\frac");
+    t = r.frac_dd.replace_all(&t, "\\frac{$1}{$2}").into_owned();
+    t = r.frac_d_brace.replace_all(&t, "\\frac{$1}{").into_owned();
+    t = r.frac_brace_d.replace_all(&t, "\\frac$1{$2}").into_owned();
+    t = r.frac_d.replace_all(&t, "\\frac{$1}").into_owned();
+    t = r.sqrt_d.replace_all(&t, "\\sqrt{$1}").into_owned();
+    t = unwrap_text_commands(&t, &r.text_cmd);
+    // Row breaks `\\` are matched first so their second backslash is not read as `\ `.
+    t = r
+        .spacing
+        .replace_all(&t, |c: &regex::Captures| if &c[0] == "\\\\" { "\\\\" } else { " " })
+        .into_owned();
+    t = t
+        .replace("^{\\circ}", " ")
+        .replace("^\\circ", " ")
+        .replace("\\circ", " ")
+        .replace("\\degree", " ")
+        .replace("\\%", " ")
+        .replace('%', " ");
+    t = r.percent_word.replace_all(&t, " ").into_owned();
+    let trimmed = t
+        .trim()
+        .trim_end_matches(['.', ',', ';', ' ', '\n', '\t'])
+        .trim();
+    let trimmed = trimmed.trim_start_matches([',', ';', ':', ' ']).trim();
+    // A bare `1000,99` or `0,5` is a European decimal, unlike a list `1,2` or thousands `1,234`.
+    if let Some(c) = r.decimal_comma.captures(trimmed) {
+        let int = c.get(1).map_or("", |m| m.as_str());
+        let frac = c.get(2).map_or("", |m| m.as_str());
+        let int_digits = int.trim_start_matches('-');
+        if (frac.len() >= 2 && frac.len() != 3) || int_digits == "0" || int_digits.len() > 3 {
+            return format!("{int}.{frac}");
+        }
+    }
+    trimmed.to_string()
+}
+
+/// Replaces `\text{X}`-style wrappers by ` X ` (brace-matched), keeping the inner text.
+fn unwrap_text_commands(s: &str, re: &Regex) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    // Bounded: every iteration consumes at least the matched command.
+    while let Some(m) = re.find(rest) {
+        out.push_str(&rest[..m.start()]);
+        let after = &rest[m.end()..];
+        match matching_brace(after) {
+            Some(close) => {
+                out.push(' ');
+                out.push_str(&after[..close]);
+                out.push(' ');
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push(' ');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Byte index of the `}` closing a group whose `{` was just consumed.
+pub fn matching_brace(s: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Lower-cased text form used for textual and multiple-choice comparison.
+pub fn text_form(s: &str) -> String {
+    let mut t: String = s
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '{' && *c != '}' && *c != '\\')
+        .flat_map(|c| c.to_lowercase())
+        .collect();
+    // `(C)` and `C` are the same choice.
+    while t.len() >= 2 && t.starts_with('(') && t.ends_with(')') && !t[1..t.len() - 1].contains(['(', ')']) {
+        t = t[1..t.len() - 1].to_string();
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unicode_is_folded() {
+        assert_eq!(normalize_unicode("１２：３"), "12:3");
+        assert_eq!(normalize_unicode("−3"), "-3");
+        assert_eq!(normalize_unicode("√23"), "\\sqrt{23}");
+        assert!(normalize_unicode("2×3").contains("\\times"));
+        assert!(normalize_unicode("6÷3").contains("\\div"));
+        assert_eq!(normalize_unicode("3½"), "3\\frac{1}{2}");
+        assert!(normalize_unicode("2π").contains("\\pi"));
+    }
+
+    #[test]
+    fn fractions_and_roots() {
+        assert_eq!(normalize_latex("\\dfrac{1}{3}"), "\\frac{1}{3}");
+        assert_eq!(normalize_latex("\\tfrac12"), "\\frac{1}{2}");
+        assert_eq!(normalize_latex("\\frac3{3}"), "\\frac{3}{3}");
+        assert_eq!(normalize_latex("\\frac{1}2"), "\\frac{1}{2}");
+        assert_eq!(normalize_latex("\\sqrt3"), "\\sqrt{3}");
+    }
+
+    #[test]
+    fn wrappers_and_spacing() {
+        assert_eq!(normalize_latex("$\\left( 1 \\right)$").replace(' ', ""), "(1)");
+        assert_eq!(normalize_latex("\\text{Evelyn}"), "Evelyn");
+        assert_eq!(normalize_latex("90^\\circ"), "90");
+        assert_eq!(normalize_latex("28\\%"), "28");
+        assert_eq!(normalize_latex("28 percent"), "28");
+        assert_eq!(normalize_latex("\\$16386.17"), "16386.17");
+        assert_eq!(normalize_latex("a\\,b"), "a b");
+        assert_eq!(normalize_latex("-2 \\\\le x"), "-2 \\le x");
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(normalize_latex("7\\,425\\,000"), "7425000");
+        assert_eq!(normalize_latex("14{,}916"), "14916");
+        assert_eq!(normalize_latex("14 {, }916"), "14916");
+        assert_eq!(normalize_latex("11,\\! 111,\\! 111,\\! 100"), "11,111,111,100");
+    }
+
+    #[test]
+    fn decimal_comma_only_when_unambiguous() {
+        assert_eq!(normalize_latex("1000,99"), "1000.99");
+        assert_eq!(normalize_latex("0,111"), "0.111");
+        assert_eq!(normalize_latex("1,22"), "1.22");
+        assert_eq!(normalize_latex("1,2"), "1,2");
+        assert_eq!(normalize_latex("1,234"), "1,234");
+    }
+
+    #[test]
+    fn text_form_folds_choices() {
+        assert_eq!(text_form("(C)"), "c");
+        assert_eq!(text_form(" Even "), "even");
+    }
+}
