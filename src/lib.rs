@@ -19,4 +19,6 @@ pub mod grade;
 pub mod manifest;
 pub mod metrics;
 pub mod prompt;
+pub mod report;
 pub mod runner;
+pub mod score;

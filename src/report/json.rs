@@ -1,0 +1,84 @@
+//! `metrics.json`: the tidy rows plus exact fractions and per-model counts.
+
+use super::{rows, Exporter, MetricRow};
+use crate::metrics::exact_text;
+use crate::score::RunResults;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub struct MetricsJson;
+
+#[derive(Serialize)]
+struct JsonRow {
+    #[serde(flatten)]
+    row: MetricRow,
+    /// The exact mean as a reduced fraction.
+    exact: Option<String>,
+    excluded: usize,
+    short: usize,
+}
+
+#[derive(Serialize)]
+struct JsonModel<'a> {
+    model: &'a str,
+    model_id: &'a str,
+    served_models: &'a BTreeMap<String, u64>,
+    n: u32,
+    problems: usize,
+    correct: u64,
+    wrong: u64,
+    no_answer: u64,
+    truncated: u64,
+    missing: u64,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    run_id: &'a str,
+    dataset: &'a str,
+    dataset_sha256: &'a str,
+    models: Vec<JsonModel<'a>>,
+    metrics: Vec<JsonRow>,
+}
+
+impl Exporter for MetricsJson {
+    fn file_name(&self) -> &'static str {
+        "metrics.json"
+    }
+
+    fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
+        let report = JsonReport {
+            run_id: &results.run_id,
+            dataset: &results.dataset,
+            dataset_sha256: &results.dataset_sha256,
+            models: results
+                .models
+                .iter()
+                .map(|m| JsonModel {
+                    model: &m.name,
+                    model_id: &m.model_id,
+                    served_models: &m.served_models,
+                    n: m.n,
+                    problems: m.problems.len(),
+                    correct: m.correct,
+                    wrong: m.wrong,
+                    no_answer: m.no_answer,
+                    truncated: m.truncated,
+                    missing: m.missing,
+                })
+                .collect(),
+            metrics: rows(results)
+                .into_iter()
+                .map(|(row, v)| JsonRow {
+                    row,
+                    exact: v.value.as_ref().map(exact_text),
+                    excluded: v.excluded,
+                    short: v.short,
+                })
+                .collect(),
+        };
+        let mut bytes = serde_json::to_vec_pretty(&report)?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
