@@ -195,3 +195,30 @@ fn datasets_dir_from_environment() {
     let stderr = text(&output.stderr);
     assert!(stderr.contains("gsm8k_test.jsonl: cannot read"), "{stderr}");
 }
+
+#[test]
+fn show_json_prints_chat_messages() {
+    let output = gpassk(&[
+        "datasets",
+        "show",
+        "livemathbench_202412",
+        "--subset",
+        "AMC",
+        "--limit",
+        "2",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["id"], "AMC/0");
+    assert_eq!(lines[0]["subset"], "AMC");
+    assert_eq!(lines[0]["answer"], "2");
+    assert_eq!(lines[0]["messages"][0]["role"], "user");
+    let content = lines[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(content.ends_with("What is the value of $9901 \\times 101 - 99 \\times 10101$?"));
+}

@@ -44,6 +44,9 @@ pub struct ShowArgs {
     /// Dataset the few-shot examples come from (default: the shown dataset)
     #[arg(long)]
     pub few_shot_from: Option<String>,
+    /// Print one JSON object a line (`id`, `subset`, `answer`, `messages`) instead of text
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Run `gpassk datasets`; returns the process exit code (1 when a dataset fails to load).
@@ -137,6 +140,20 @@ fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<i32> {
     } else {
         Vec::new()
     };
+    if args.json {
+        for problem in chosen {
+            let chat = prompt::messages(&template, problem, &examples)
+                .with_context(|| format!("rendering problem `{}`", problem.id))?;
+            let line = serde_json::json!({
+                "id": problem.id,
+                "subset": problem.subset,
+                "answer": problem.answer,
+                "messages": chat,
+            });
+            writeln!(out, "{line}")?;
+        }
+        return Ok(0);
+    }
     writeln!(
         out,
         "{} — {} problems, sha256 {}",
