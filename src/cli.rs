@@ -24,6 +24,8 @@ pub struct Cli {
 pub enum Command {
     /// Compute pass@k, G-Pass@k_τ and mG-Pass@k for one problem from n, c and k.
     Calc(crate::calc::CalcArgs),
+    /// Sample every enabled model of a config, checkpointing each sample, then grade and report.
+    Run(crate::run::RunArgs),
     /// Grade answers: one --gold/--pred pair or a --cases JSONL file.
     Grade(crate::grade::cli::Args),
     /// List the shipped datasets, or show rendered prompts of one.

@@ -8,6 +8,9 @@
 //! - `grade`: answer extraction, normalisation and math equivalence.
 //! - `client`: one OpenAI-compatible request and its error classes.
 //! - `checkpoint`: per-model JSONL checkpoints and atomic writes.
+//! - `runner`: sampling units with retries, pacing and checkpoints; `run`: the `gpassk run` command.
+//! - `score`: grading stored samples into counts; `report`: exporters.
+//! - `manifest`: the run manifest.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
 pub mod calc;
 pub mod checkpoint;
@@ -20,5 +23,6 @@ pub mod manifest;
 pub mod metrics;
 pub mod prompt;
 pub mod report;
+pub mod run;
 pub mod runner;
 pub mod score;

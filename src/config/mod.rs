@@ -88,6 +88,11 @@ fn parse_error(e: &toml::de::Error, text: &str, path: &Path) -> ConfigError {
     }
 }
 
+/// The closest of several names, for "did you mean" hints.
+pub fn closest_name<'a>(bad: &str, names: &'a [String]) -> Option<&'a str> {
+    closest(bad, names.iter().map(String::as_str))
+}
+
 /// The closest candidate by edit distance, when it is close enough to be a likely typo.
 pub(crate) fn closest<'a>(bad: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     candidates

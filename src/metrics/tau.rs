@@ -6,7 +6,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// τ as a reduced fraction num/den in [0, 1], keeping the text the user typed.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Equality and hashing use the value, so "1", "1.0" and "2/2" are the same τ.
+#[derive(Debug, Clone)]
 pub struct Tau {
     num: u64,
     den: u64,
@@ -74,6 +76,20 @@ impl Tau {
             .iter()
             .map(|s| s.parse().expect("default tau grid parses"))
             .collect()
+    }
+}
+
+impl PartialEq for Tau {
+    fn eq(&self, other: &Tau) -> bool {
+        (self.num, self.den) == (other.num, other.den)
+    }
+}
+
+impl Eq for Tau {}
+
+impl std::hash::Hash for Tau {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.num, self.den).hash(state);
     }
 }
 
@@ -165,6 +181,14 @@ mod tests {
         assert_eq!(t("1/3").threshold(10), 4);
         assert_eq!(t("0.5").threshold(16), 8);
         assert_eq!(t("1.0").threshold(16), 16);
+    }
+
+    #[test]
+    fn equality_is_by_value_not_text() {
+        assert_eq!(t("1"), t("1.0"));
+        assert_eq!(t("0.5"), t("1/2"));
+        assert_ne!(t("0.5"), t("0.25"));
+        assert_eq!(t("1.0").text(), "1.0");
     }
 
     #[test]

@@ -32,6 +32,7 @@ impl AdaptiveLimit {
         Permit { inner: Some(permit), limit: self.clone() }
     }
 
+    #[cfg(test)]
     pub fn current(&self) -> usize {
         self.current.load(Ordering::Relaxed)
     }
