@@ -542,14 +542,14 @@ async fn serve_conn(mut stream: TcpStream, shared: Arc<Shared>) {
             return;
         }
         let total = head_end + 4 + head.content_length;
-        if head.expect_continue && buf.len() < total {
-            if stream
+        if head.expect_continue
+            && buf.len() < total
+            && stream
                 .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
                 .await
                 .is_err()
-            {
-                return;
-            }
+        {
+            return;
         }
         while buf.len() < total {
             buf.reserve(total - buf.len());
