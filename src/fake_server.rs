@@ -267,6 +267,11 @@ impl FakeServerBuilder {
         Ok(FakeServer { addr, shared, task })
     }
 
+    /// [`FakeServer::start_blocking`] for this builder.
+    pub fn start_blocking(self) -> BlockingFakeServer {
+        FakeServer::start_blocking(self)
+    }
+
     /// Like [`FakeServerBuilder::try_start`]; panics if loopback cannot be bound (test setup).
     pub async fn start(self) -> FakeServer {
         self.try_start()
@@ -293,18 +298,17 @@ impl FakeServer {
         }
     }
 
-    /// Starts `builder` on a new background multi-thread runtime, for plain `#[test]`s
-    /// (e.g. ones that run the `gpassk` binary as a subprocess). Keep the returned runtime
-    /// alive as long as the server is needed; dropping it stops everything.
-    pub fn start_blocking(builder: FakeServerBuilder) -> (FakeServer, tokio::runtime::Runtime) {
-        let rt = tokio::runtime::Builder::new_multi_thread()
+    /// Starts `builder` on its own background runtime, for plain `#[test]`s (e.g. ones that
+    /// run the `gpassk` binary as a subprocess). The server lives as long as the guard.
+    pub fn start_blocking(builder: FakeServerBuilder) -> BlockingFakeServer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("fake-server")
             .enable_all()
             .build()
             .expect("fake server: build tokio runtime");
-        let server = rt.block_on(builder.start());
-        (server, rt)
+        let server = runtime.block_on(builder.start());
+        BlockingFakeServer { server, runtime }
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -340,6 +344,29 @@ impl FakeServer {
 impl Drop for FakeServer {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// A [`FakeServer`] that owns the runtime it runs on; derefs to the server.
+/// Owning both (instead of returning a tuple) means `let (s, _) = ...` cannot kill it early.
+pub struct BlockingFakeServer {
+    // Field order matters: the server is dropped before its runtime.
+    server: FakeServer,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl BlockingFakeServer {
+    /// The runtime the server runs on, e.g. to drive an async client from a plain test.
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self.runtime
+    }
+}
+
+impl std::ops::Deref for BlockingFakeServer {
+    type Target = FakeServer;
+
+    fn deref(&self) -> &FakeServer {
+        &self.server
     }
 }
 
@@ -1274,7 +1301,7 @@ mod tests {
     #[test]
     fn start_blocking_serves_plain_tests() {
         use std::io::{Read, Write};
-        let (server, _rt) = FakeServer::start_blocking(FakeServer::builder());
+        let server = FakeServer::start_blocking(FakeServer::builder());
         let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
         let raw = request(
             "POST",
@@ -1288,6 +1315,10 @@ mod tests {
         assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
         assert!(out.contains(r#""finish_reason":"stop""#));
         assert_eq!(server.request_count(), 1);
+        // Dropping the guard stops the server and its runtime.
+        let addr = server.addr();
+        drop(server);
+        assert!(std::net::TcpStream::connect(addr).is_err());
     }
 
     /// Rough throughput check: `cargo test --release --lib fake_server::tests::throughput -- --ignored --nocapture`.
