@@ -1,7 +1,13 @@
-//! Fake OpenAI-compatible HTTP/1.1 server for integration tests and throughput benchmarks: records chat requests, answers through a pluggable responder and injects faults.
+//! Fake OpenAI-compatible HTTP/1.1 server for integration tests and throughput benchmarks.
 //!
-//! Hand-rolled on tokio (no hyper) so it stays small and fast: keep-alive, `Content-Length`
-//! bodies, one request at a time per connection. Malformed input gets a 400, never a panic.
+//! It records every chat request, answers through a pluggable responder and injects faults
+//! chosen by a fault policy. Hand-rolled on tokio (no hyper) to stay small and fast:
+//! keep-alive, `Content-Length` bodies, one request at a time per connection. Malformed
+//! input gets a 400, never a panic.
+//!
+//! A plain `#[test]` uses [`FakeServer::start_blocking`], which runs the server on its own
+//! background runtime, so the test thread is free to run the `gpassk` binary against
+//! [`FakeServer::base_url`] and then inspect [`FakeServer::requests`].
 
 use serde_json::{json, Value};
 use std::collections::hash_map::DefaultHasher;
