@@ -12,6 +12,7 @@
 //! - `score`: grading stored samples into counts; `report`: exporters.
 //! - `manifest`: the run manifest.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
+//! - `fake_server`: fake OpenAI-compatible HTTP server for tests and benchmarks.
 pub mod calc;
 pub mod checkpoint;
 pub mod cli;
@@ -20,6 +21,7 @@ pub mod config;
 pub mod dataset;
 pub mod grade;
 pub mod manifest;
+pub mod fake_server;
 pub mod metrics;
 pub mod prompt;
 pub mod report;

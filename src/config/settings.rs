@@ -400,6 +400,8 @@ fn resolve_eval(
             }
             for t in list {
                 let text = match t {
+                    // A TOML float like 1.0 prints as "1"; keep the decimal point users wrote.
+                    RawTau::Number(x) if x.fract() == 0.0 => format!("{x:.1}"),
                     RawTau::Number(x) => format!("{x}"),
                     RawTau::Text(s) => s.clone(),
                 };
