@@ -66,8 +66,9 @@ impl Manifest {
         let path = dir.join("manifest.json");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| crate::cli::BadInput(format!("{}: cannot read: {e}", path.display())))?;
-        serde_json::from_str(&text)
-            .map_err(|e| crate::cli::BadInput(format!("{}: not a gpassk manifest: {e}", path.display())))
+        serde_json::from_str(&text).map_err(|e| {
+            crate::cli::BadInput(format!("{}: not a gpassk manifest: {e}", path.display()))
+        })
     }
 }
 

@@ -63,7 +63,9 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         let known: Vec<String> = settings.models.iter().map(|m| m.name.clone()).collect();
         for want in &args.models {
             if !known.contains(want) {
-                let hint = config::closest_name(want, &known).map(|s| format!("; did you mean {s}?")).unwrap_or_default();
+                let hint = config::closest_name(want, &known)
+                    .map(|s| format!("; did you mean {s}?"))
+                    .unwrap_or_default();
                 return Err(BadInput(format!(
                     "--models: no enabled model named {want:?} in {} (enabled: {}){hint}",
                     args.config.display(),
@@ -95,12 +97,17 @@ fn plan(args: &RunArgs) -> Result<Plan> {
     let few = match &ev.few_shot {
         FewShot::None => dataset::FewShot::None,
         FewShot::Inline(pairs) => dataset::FewShot::Inline(pairs.clone()),
-        FewShot::FromDataset { count, dataset } => {
-            dataset::FewShot::FromDataset { source: dataset.clone(), fields: None, count: *count }
-        }
+        FewShot::FromDataset { count, dataset } => dataset::FewShot::FromDataset {
+            source: dataset.clone(),
+            fields: None,
+            count: *count,
+        },
     };
     let examples = few.examples(&ds.name, &evaluated)?;
-    let template = ev.prompt_template.clone().unwrap_or_else(|| ds.default_template.clone());
+    let template = ev
+        .prompt_template
+        .clone()
+        .unwrap_or_else(|| ds.default_template.clone());
     let mut prepared = Vec::with_capacity(ds.problems.len());
     for p in &ds.problems {
         let messages = prompt::messages(&template, p, &examples)
@@ -140,7 +147,17 @@ pub fn run(args: RunArgs) -> Result<u8> {
     }
     let keys = runner::read_keys(&plan.settings)?;
     for m in &plan.settings.models {
-        if 2 * plan.settings.evaluation.ks.iter().max().copied().unwrap_or(1) > m.sampling.n as u64 && !args.quiet {
+        if 2 * plan
+            .settings
+            .evaluation
+            .ks
+            .iter()
+            .max()
+            .copied()
+            .unwrap_or(1)
+            > m.sampling.n as u64
+            && !args.quiet
+        {
             eprintln!(
                 "note: model {}: k > n/2 makes G-Pass@k coarse; the paper uses n = 48 for k = 16 (n ≥ 3k)",
                 m.name
@@ -162,7 +179,11 @@ pub fn run(args: RunArgs) -> Result<u8> {
                 dir = output_dir.join(format!("{run_id}-{i}"));
                 i += 1;
             }
-            let run_id = dir.file_name().and_then(|n| n.to_str()).unwrap_or(&run_id).to_string();
+            let run_id = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(&run_id)
+                .to_string();
             std::fs::create_dir_all(dir.join("checkpoints"))
                 .with_context(|| format!("cannot create run directory {}", dir.display()))?;
             (dir, new_manifest(&run_id, &plan))
@@ -170,7 +191,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
     };
     manifest.status = "running".into();
     manifest.updated_at = now_rfc3339();
-    manifest.write(&run_dir).with_context(|| format!("cannot write manifest in {}", run_dir.display()))?;
+    manifest
+        .write(&run_dir)
+        .with_context(|| format!("cannot write manifest in {}", run_dir.display()))?;
     if !args.quiet {
         eprintln!("run directory: {}", run_dir.display());
     }
@@ -186,15 +209,20 @@ pub fn run(args: RunArgs) -> Result<u8> {
     };
     let ends = runner::sample_all(&job)?;
 
-    let index: HashMap<&str, usize> =
-        plan.prepared.iter().enumerate().map(|(i, p)| (p.problem.id.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = plan
+        .prepared
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.problem.id.as_str(), i))
+        .collect();
     for m in &plan.settings.models {
         let path = checkpoint_path(&run_dir, &m.name);
         let counts = runner::count_checkpoint(&path, &index, m.sampling.n, m.sampling.greedy)?;
         let end = ends.iter().find(|(n, _)| n == &m.name).map(|(_, e)| e);
-        manifest
-            .models
-            .insert(m.name.clone(), runner::model_manifest(m, end, &counts, plan.prepared.len()));
+        manifest.models.insert(
+            m.name.clone(),
+            runner::model_manifest(m, end, &counts, plan.prepared.len()),
+        );
     }
     let interrupted = ends.iter().any(|(_, e)| *e == ModelEnd::Interrupted);
     manifest.status = if interrupted {
@@ -234,7 +262,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
             if let Some(e) = &m.error {
                 eprintln!("error: {e}");
             } else if m.status != "complete" {
-                eprintln!("error: model {name}: {} units still failed after retries", m.api_error);
+                eprintln!(
+                    "error: model {name}: {} units still failed after retries",
+                    m.api_error
+                );
             }
         }
         eprintln!("some units failed; request them again with:\n  {resume_cmd}");
@@ -248,9 +279,17 @@ fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
 
 fn score_run(plan: &Plan, run_dir: &Path, run_id: &str) -> Result<RunResults> {
     let ev = &plan.settings.evaluation;
-    let grade = GradeConfig { extract_regex: ev.answer_extract_regex.clone(), rel_tol: ev.rel_tol };
+    let grade = GradeConfig {
+        extract_regex: ev.answer_extract_regex.clone(),
+        rel_tol: ev.rel_tol,
+    };
     let problems: Vec<dataset::Problem> = plan.prepared.iter().map(|p| p.problem.clone()).collect();
-    let inputs = ScoreInputs { problems: &problems, ks: &ev.ks, taus: &ev.taus, grade: &grade };
+    let inputs = ScoreInputs {
+        problems: &problems,
+        ks: &ev.ks,
+        taus: &ev.taus,
+        grade: &grade,
+    };
     let mut models = Vec::new();
     for m in &plan.settings.models {
         models.push(score_model(
@@ -275,16 +314,29 @@ fn resolve_resume(r: &str, output_dir: &Path) -> Result<PathBuf> {
     if r != "latest" {
         let p = PathBuf::from(r);
         if !p.join("manifest.json").is_file() {
-            return Err(BadInput(format!("--resume {r}: no manifest.json there; is it a gpassk run directory?")).into());
+            return Err(BadInput(format!(
+                "--resume {r}: no manifest.json there; is it a gpassk run directory?"
+            ))
+            .into());
         }
         return Ok(p);
     }
     let mut runs: Vec<PathBuf> = std::fs::read_dir(output_dir)
-        .map(|it| it.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("manifest.json").is_file()).collect())
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.join("manifest.json").is_file())
+                .collect()
+        })
         .unwrap_or_default();
     runs.sort();
-    runs.pop()
-        .ok_or_else(|| BadInput(format!("--resume latest: no runs under {}", output_dir.display())).into())
+    runs.pop().ok_or_else(|| {
+        BadInput(format!(
+            "--resume latest: no runs under {}",
+            output_dir.display()
+        ))
+        .into()
+    })
 }
 
 fn new_manifest(run_id: &str, plan: &Plan) -> Manifest {
@@ -300,7 +352,13 @@ fn new_manifest(run_id: &str, plan: &Plan) -> Manifest {
         config_path: String::new(),
         config: serde_json::Value::Null,
         config_hash: String::new(),
-        dataset: DatasetInfo { name: String::new(), files: vec![], sha256: String::new(), problems: 0, limit: None },
+        dataset: DatasetInfo {
+            name: String::new(),
+            files: vec![],
+            sha256: String::new(),
+            problems: 0,
+            limit: None,
+        },
         prompt_template: String::new(),
         prompt_hash: String::new(),
         few_shot_examples: 0,
@@ -324,7 +382,12 @@ fn fill_manifest(m: &mut Manifest, plan: &Plan) {
     m.config_hash = s.config_hash.clone();
     m.dataset = DatasetInfo {
         name: plan.dataset.name.clone(),
-        files: plan.dataset.files.iter().map(|f| f.display().to_string()).collect(),
+        files: plan
+            .dataset
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect(),
         sha256: plan.dataset.sha256.clone(),
         problems: plan.prepared.len(),
         limit: plan.limit,
@@ -346,13 +409,19 @@ fn fill_manifest(m: &mut Manifest, plan: &Plan) {
 fn check_resume(old: &Manifest, plan: &Plan, force: bool) -> Result<()> {
     let mut changes = Vec::new();
     if old.dataset.sha256 != plan.dataset.sha256 {
-        changes.push(format!("dataset sha256 {} → {}", short(&old.dataset.sha256), short(&plan.dataset.sha256)));
+        changes.push(format!(
+            "dataset sha256 {} → {}",
+            short(&old.dataset.sha256),
+            short(&plan.dataset.sha256)
+        ));
     }
     if old.prompt_hash != plan.prompt_hash {
         changes.push("prompt template or few-shot examples".to_string());
     }
     for m in &plan.settings.models {
-        let Some(o) = old.models.get(&m.name) else { continue };
+        let Some(o) = old.models.get(&m.name) else {
+            continue;
+        };
         let (a, b) = (&o.sampling, &m.sampling);
         let mut diff = |what: &str, x: String, y: String| {
             if x != y {
@@ -360,16 +429,27 @@ fn check_resume(old: &Manifest, plan: &Plan, force: bool) -> Result<()> {
             }
         };
         diff("model_id", o.model_id.clone(), m.model_id.clone());
-        diff("temperature", a.temperature.to_string(), b.temperature.to_string());
+        diff(
+            "temperature",
+            a.temperature.to_string(),
+            b.temperature.to_string(),
+        );
         diff("top_p", a.top_p.to_string(), b.top_p.to_string());
         diff("top_k", format!("{:?}", a.top_k), format!("{:?}", b.top_k));
         diff("seed", a.seed.to_string(), b.seed.to_string());
-        diff("max_tokens", format!("{:?}", a.max_tokens), format!("{:?}", b.max_tokens));
+        diff(
+            "max_tokens",
+            format!("{:?}", a.max_tokens),
+            format!("{:?}", b.max_tokens),
+        );
         diff("stop", format!("{:?}", a.stop), format!("{:?}", b.stop));
     }
     if changes.is_empty() || force {
         if !changes.is_empty() {
-            eprintln!("warning: resuming with --force despite: {}", changes.join("; "));
+            eprintln!(
+                "warning: resuming with --force despite: {}",
+                changes.join("; ")
+            );
         }
         return Ok(());
     }
@@ -386,8 +466,12 @@ fn short(h: &str) -> &str {
 }
 
 fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
-    let index: HashMap<&str, usize> =
-        plan.prepared.iter().enumerate().map(|(i, p)| (p.problem.id.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = plan
+        .prepared
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.problem.id.as_str(), i))
+        .collect();
     let prompt_tokens: u64 = plan.prepared.iter().map(|p| p.prompt_tokens_estimate).sum();
     println!(
         "plan (dry run, nothing is sent): dataset {} — {} problems, {} few-shot examples",

@@ -61,14 +61,20 @@ pub fn score_model(
     greedy: bool,
     inputs: &ScoreInputs,
 ) -> Result<ModelScore> {
-    let index: HashMap<&str, usize> =
-        inputs.problems.iter().enumerate().map(|(i, p)| (p.id.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = inputs
+        .problems
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i))
+        .collect();
     let width = n as usize + 1;
     let mut state = vec![MISSING; inputs.problems.len() * width];
     let mut truncated = 0u64;
     let mut served: BTreeMap<String, u64> = BTreeMap::new();
     read_records(path, |r| {
-        let Some(&p) = index.get(r.problem_id.as_str()) else { return Ok(()) };
+        let Some(&p) = index.get(r.problem_id.as_str()) else {
+            return Ok(());
+        };
         let slot = match r.sample_index {
             SampleIndex::Sample(i) if i < n => i as usize,
             SampleIndex::Greedy if greedy => n as usize,

@@ -6,7 +6,10 @@
 pub mod raw;
 mod settings;
 
-pub use settings::{hex, parse_metric, ApiSettings, EvalSettings, FewShot, ModelSettings, SamplingSettings, Settings};
+pub use settings::{
+    hex, parse_metric, ApiSettings, EvalSettings, FewShot, ModelSettings, SamplingSettings,
+    Settings,
+};
 
 use std::path::{Path, PathBuf};
 

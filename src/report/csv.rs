@@ -16,8 +16,11 @@ impl Exporter for MetricsCsv {
             w.serialize(row)?;
         }
         if results.models.iter().all(|m| m.aggregate.values.is_empty()) {
-            w.write_record(["model", "model_id", "dataset", "subset", "metric", "k", "tau", "value", "problems", "n"])?;
+            w.write_record([
+                "model", "model_id", "dataset", "subset", "metric", "k", "tau", "value",
+                "problems", "n",
+            ])?;
         }
-        Ok(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)
+        w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
     }
 }

@@ -58,6 +58,11 @@ pub fn rows(results: &RunResults) -> Vec<(MetricRow, &MetricValue)> {
     results
         .models
         .iter()
-        .flat_map(|m| m.aggregate.values.iter().map(move |v| (MetricRow::new(results, m, v), v)))
+        .flat_map(|m| {
+            m.aggregate
+                .values
+                .iter()
+                .map(move |v| (MetricRow::new(results, m, v), v))
+        })
         .collect()
 }

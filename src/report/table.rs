@@ -37,6 +37,11 @@ impl Exporter for SummaryTable {
             ]);
             t.add_row(row);
         }
-        Ok(format!("{} ({} problems), values in %\n{t}\n", results.dataset, results.models.first().map_or(0, |m| m.problems.len())).into_bytes())
+        Ok(format!(
+            "{} ({} problems), values in %\n{t}\n",
+            results.dataset,
+            results.models.first().map_or(0, |m| m.problems.len())
+        )
+        .into_bytes())
     }
 }

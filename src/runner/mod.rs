@@ -102,7 +102,9 @@ impl ModelCtx {
 
     fn seed_for(&self, prep: &Prepared, slots: &[SampleIndex]) -> u64 {
         match slots.first() {
-            Some(SampleIndex::Sample(i)) => derive_seed(self.settings.sampling.seed, &prep.problem.id, *i),
+            Some(SampleIndex::Sample(i)) => {
+                derive_seed(self.settings.sampling.seed, &prep.problem.id, *i)
+            }
             _ => self.settings.sampling.seed & 0x7fff_ffff,
         }
     }
@@ -190,7 +192,8 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
     let mut attempts = 0u32;
     let started_at = now_rfc3339();
     let started = Instant::now();
-    let estimate = prep.prompt_tokens_estimate + ctx.settings.sampling.max_tokens.unwrap_or(1024) as u64;
+    let estimate =
+        prep.prompt_tokens_estimate + ctx.settings.sampling.max_tokens.unwrap_or(1024) as u64;
     while !pending.is_empty() {
         if ctx.stopped.load(Ordering::SeqCst) || ctx.shutting_down() {
             return;
@@ -206,11 +209,22 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
         let err = match result {
             Ok(resp) => {
                 ctx.limit.on_success();
-                let tokens = resp.usage.as_ref().map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+                let tokens = resp
+                    .usage
+                    .as_ref()
+                    .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
                 ctx.counters.tokens.fetch_add(tokens, Ordering::Relaxed);
                 let got = resp.choices.len().min(pending.len());
                 for (i, slot) in pending.drain(..got).enumerate() {
-                    let r = ctx.record(prep, slot, seed, &started_at, started, attempts, Ok((&resp, i)));
+                    let r = ctx.record(
+                        prep,
+                        slot,
+                        seed,
+                        &started_at,
+                        started,
+                        attempts,
+                        Ok((&resp, i)),
+                    );
                     ctx.write(&r);
                     ctx.counters.done.fetch_add(1, Ordering::Relaxed);
                 }
@@ -254,7 +268,9 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
 /// Samples every missing unit of one model.
 async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
     let sampling = ctx.settings.sampling.clone();
-    let total: u64 = missing_work(ctx.prepared.len(), &sampling, &done).map(|w| w.slots.len() as u64).sum();
+    let total: u64 = missing_work(ctx.prepared.len(), &sampling, &done)
+        .map(|w| w.slots.len() as u64)
+        .sum();
     ctx.counters.total.store(total, Ordering::Relaxed);
     let mut tasks = tokio::task::JoinSet::new();
     let mut shutdown = ctx.shutdown.clone();
@@ -270,7 +286,8 @@ async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelE
         while tasks.try_join_next().is_some() {}
     }
     if ctx.shutting_down() {
-        let _ = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        let _ =
+            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
         tasks.abort_all();
     }
     while tasks.join_next().await.is_some() {}
@@ -336,12 +353,19 @@ async fn sample_all_async(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> 
             }
         }
     });
-    let index: HashMap<&str, usize> =
-        job.prepared.iter().enumerate().map(|(i, p)| (p.problem.id.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = job
+        .prepared
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.problem.id.as_str(), i))
+        .collect();
     let mut handles = Vec::new();
     let mut bars = Vec::new();
     for m in &job.settings.models {
-        let path = job.run_dir.join("checkpoints").join(format!("{}.jsonl", m.name));
+        let path = job
+            .run_dir
+            .join("checkpoints")
+            .join(format!("{}.jsonl", m.name));
         let done = load_done(&path, &index)?;
         let writer = CheckpointWriter::open(&path)?;
         let key = job.keys.get(&m.name).cloned().flatten();
@@ -355,7 +379,11 @@ async fn sample_all_async(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> 
             client,
             limit: Arc::new(AdaptiveLimit::new(m.api.concurrency)),
             pace: Pace::new(m.api.rpm, m.api.tpm),
-            policy: RetryPolicy { max_retries: m.api.max_retries, base: m.api.backoff_base, max: m.api.backoff_max },
+            policy: RetryPolicy {
+                max_retries: m.api.max_retries,
+                base: m.api.backoff_base,
+                max: m.api.backoff_max,
+            },
             writer,
             counters,
             prepared: job.prepared.clone(),
@@ -370,7 +398,9 @@ async fn sample_all_async(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> 
     let reporter = Reporter::start(Mode::detect(job.quiet), bars, job.progress_interval);
     let mut ends = Vec::new();
     for (name, h) in handles {
-        let end = h.await.unwrap_or_else(|e| ModelEnd::Failed(format!("model {name}: worker crashed: {e}")));
+        let end = h
+            .await
+            .unwrap_or_else(|e| ModelEnd::Failed(format!("model {name}: worker crashed: {e}")));
         ends.push((name, end));
     }
     reporter.finish().await;
@@ -389,11 +419,18 @@ pub struct CheckpointCounts {
 }
 
 /// Counts the latest state of each planned unit: a unit with any usable record counts as done.
-pub fn count_checkpoint(path: &Path, index: &HashMap<&str, usize>, n: u32, greedy: bool) -> Result<CheckpointCounts> {
+pub fn count_checkpoint(
+    path: &Path,
+    index: &HashMap<&str, usize>,
+    n: u32,
+    greedy: bool,
+) -> Result<CheckpointCounts> {
     let mut best: HashMap<(u32, i64), UnitOutcome> = HashMap::new();
     let mut c = CheckpointCounts::default();
     read_records(path, |r| {
-        let Some(&p) = index.get(r.problem_id.as_str()) else { return Ok(()) };
+        let Some(&p) = index.get(r.problem_id.as_str()) else {
+            return Ok(());
+        };
         let in_plan = match r.sample_index {
             SampleIndex::Sample(i) => i < n,
             SampleIndex::Greedy => greedy,

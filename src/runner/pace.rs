@@ -28,8 +28,16 @@ impl AdaptiveLimit {
     }
 
     pub async fn acquire(self: &Arc<Self>) -> Permit {
-        let permit = self.sem.clone().acquire_owned().await.expect("semaphore is never closed");
-        Permit { inner: Some(permit), limit: self.clone() }
+        let permit = self
+            .sem
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("semaphore is never closed");
+        Permit {
+            inner: Some(permit),
+            limit: self.clone(),
+        }
     }
 
     #[cfg(test)]
@@ -45,7 +53,10 @@ impl AdaptiveLimit {
             if target == cur {
                 return;
             }
-            match self.current.compare_exchange(cur, target, Ordering::AcqRel, Ordering::Relaxed) {
+            match self
+                .current
+                .compare_exchange(cur, target, Ordering::AcqRel, Ordering::Relaxed)
+            {
                 Ok(_) => {
                     self.debt.fetch_add(cur - target, Ordering::AcqRel);
                     self.successes.store(0, Ordering::Relaxed);
@@ -66,7 +77,11 @@ impl AdaptiveLimit {
             return;
         }
         self.successes.store(0, Ordering::Relaxed);
-        if self.current.compare_exchange(cur, cur + 1, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        if self
+            .current
+            .compare_exchange(cur, cur + 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
             // Cancel a pending retirement first; otherwise release a new permit.
             let paid = self
                 .debt
@@ -130,7 +145,11 @@ impl Pace {
             at = at.max(reserve(&self.next_request, now, step));
         }
         if let Some(step) = self.per_token {
-            at = at.max(reserve(&self.next_token, now, step.saturating_mul(tokens.min(u32::MAX as u64) as u32)));
+            at = at.max(reserve(
+                &self.next_token,
+                now,
+                step.saturating_mul(tokens.min(u32::MAX as u64) as u32),
+            ));
         }
         if at > now {
             tokio::time::sleep_until(at).await;

@@ -23,7 +23,12 @@ impl Prepared {
         let hash = Sha256::digest(&json);
         let prompt_hash = crate::config::hex(&hash[..8]);
         let chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();
-        Prepared { problem, messages, prompt_hash, prompt_tokens_estimate: (chars as u64).div_ceil(4) + 8 }
+        Prepared {
+            problem,
+            messages,
+            prompt_hash,
+            prompt_tokens_estimate: (chars as u64).div_ceil(4) + 8,
+        }
     }
 }
 
@@ -56,18 +61,28 @@ pub fn missing_work<'a>(
     sampling: &'a SamplingSettings,
     done: &'a DoneSet,
 ) -> impl Iterator<Item = WorkItem> + 'a {
-    let batch = if sampling.use_n_param { sampling.n_per_request.max(1) as usize } else { 1 };
+    let batch = if sampling.use_n_param {
+        sampling.n_per_request.max(1) as usize
+    } else {
+        1
+    };
     (0..problems).flat_map(move |p| {
         let mut items = Vec::new();
         if sampling.greedy && !done.contains(&(p as u32, SampleIndex::Greedy.key())) {
-            items.push(WorkItem { problem: p, slots: vec![SampleIndex::Greedy] });
+            items.push(WorkItem {
+                problem: p,
+                slots: vec![SampleIndex::Greedy],
+            });
         }
         let missing: Vec<SampleIndex> = (0..sampling.n)
             .map(SampleIndex::Sample)
             .filter(|s| !done.contains(&(p as u32, s.key())))
             .collect();
         for chunk in missing.chunks(batch) {
-            items.push(WorkItem { problem: p, slots: chunk.to_vec() });
+            items.push(WorkItem {
+                problem: p,
+                slots: chunk.to_vec(),
+            });
         }
         items
     })
@@ -101,7 +116,10 @@ mod tests {
         assert_ne!(a, derive_seed(43, "p1", 0));
         assert!(a < (1 << 31));
         // Pinned so a refactor cannot silently change every user's seeds.
-        assert_eq!(derive_seed(42, "test/algebra/1.json", 7), derive_seed(42, "test/algebra/1.json", 7));
+        assert_eq!(
+            derive_seed(42, "test/algebra/1.json", 7),
+            derive_seed(42, "test/algebra/1.json", 7)
+        );
         let seeds: HashSet<u64> = (0..1000).map(|i| derive_seed(42, "p", i)).collect();
         assert_eq!(seeds.len(), 1000);
     }
@@ -116,7 +134,9 @@ mod tests {
         let items: Vec<WorkItem> = missing_work(2, &s, &done).collect();
         let count: usize = items.iter().map(|w| w.slots.len()).sum();
         assert_eq!(count, 2 * 5 - 3);
-        assert!(!items.iter().any(|w| w.problem == 0 && w.slots.contains(&SampleIndex::Greedy)));
+        assert!(!items
+            .iter()
+            .any(|w| w.problem == 0 && w.slots.contains(&SampleIndex::Greedy)));
     }
 
     #[test]

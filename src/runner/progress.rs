@@ -79,7 +79,10 @@ fn describe(name: &str, s: [u64; 6], elapsed: f64) -> String {
     let rate = requests as f64 / elapsed.max(1e-9);
     let eta = if done > 0 && done < total {
         let secs = elapsed / done as f64 * (total - done) as f64;
-        format!("{}", humantime::format_duration(Duration::from_secs(secs.round() as u64)))
+        format!(
+            "{}",
+            humantime::format_duration(Duration::from_secs(secs.round() as u64))
+        )
     } else {
         "-".into()
     };
@@ -88,7 +91,11 @@ fn describe(name: &str, s: [u64; 6], elapsed: f64) -> String {
     )
 }
 
-async fn lines(models: Vec<(String, Arc<Counters>)>, stop: Arc<tokio::sync::Notify>, interval: Duration) {
+async fn lines(
+    models: Vec<(String, Arc<Counters>)>,
+    stop: Arc<tokio::sync::Notify>,
+    interval: Duration,
+) {
     let start = Instant::now();
     loop {
         tokio::select! {
@@ -101,7 +108,10 @@ async fn lines(models: Vec<(String, Arc<Counters>)>, stop: Arc<tokio::sync::Noti
         }
     }
     for (name, c) in &models {
-        eprintln!("{}", describe(name, c.snapshot(), start.elapsed().as_secs_f64()));
+        eprintln!(
+            "{}",
+            describe(name, c.snapshot(), start.elapsed().as_secs_f64())
+        );
     }
 }
 
@@ -125,7 +135,10 @@ async fn bars(models: Vec<(String, Arc<Counters>)>, stop: Arc<tokio::sync::Notif
             bar.set_length(total);
             bar.set_position(done);
             let rate = requests as f64 / start.elapsed().as_secs_f64().max(1e-9);
-            bar.set_message(format!("{rate:.1} req/s, {retries} retries, {errors} errors, {tokens} tok, ETA {}", eta(bar)));
+            bar.set_message(format!(
+                "{rate:.1} req/s, {retries} retries, {errors} errors, {tokens} tok, ETA {}",
+                eta(bar)
+            ));
         }
         tokio::select! {
             _ = stop.notified() => break,

@@ -25,7 +25,9 @@ impl RetryPolicy {
                 return ra;
             }
         }
-        let exp = self.base.saturating_mul(1u32 << attempts.saturating_sub(1).min(20));
+        let exp = self
+            .base
+            .saturating_mul(1u32 << attempts.saturating_sub(1).min(20));
         let capped = exp.min(self.max);
         let half = capped / 2;
         half + half.mul_f64(fastrand::f64())
@@ -37,12 +39,21 @@ mod tests {
     use super::*;
 
     fn err(class: ErrorClass, retry_after: Option<Duration>) -> ApiError {
-        ApiError { class, status: None, message: String::new(), retry_after }
+        ApiError {
+            class,
+            status: None,
+            message: String::new(),
+            retry_after,
+        }
     }
 
     #[test]
     fn backoff_grows_is_capped_and_honours_retry_after() {
-        let p = RetryPolicy { max_retries: 3, base: Duration::from_millis(100), max: Duration::from_millis(350) };
+        let p = RetryPolicy {
+            max_retries: 3,
+            base: Duration::from_millis(100),
+            max: Duration::from_millis(350),
+        };
         let e = err(ErrorClass::Server, None);
         for (attempt, lo, hi) in [(1, 50, 100), (2, 100, 200), (3, 175, 350), (9, 175, 350)] {
             let d = p.delay(&e, attempt).as_millis();
