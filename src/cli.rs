@@ -30,6 +30,9 @@ pub enum Command {
     Grade(crate::grade::cli::Args),
     /// List the shipped datasets, or show rendered prompts of one.
     Datasets(crate::dataset::cli::DatasetsArgs),
+    /// Serve the fake OpenAI-compatible API in the foreground (benchmarks).
+    #[command(hide = true)]
+    ServeFake(crate::serve_fake::ServeFakeArgs),
 }
 
 /// A user-caused error that has no richer type: it maps to exit code 2.

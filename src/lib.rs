@@ -12,7 +12,8 @@
 //! - `score`: grading stored samples into counts; `report`: exporters.
 //! - `manifest`: the run manifest.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
-//! - `fake_server`: fake OpenAI-compatible HTTP server for tests and benchmarks.
+//! - `fake_server`: fake OpenAI-compatible HTTP server for tests and benchmarks; `serve_fake`: the
+//!   hidden `gpassk serve-fake` command that runs it in the foreground.
 pub mod calc;
 pub mod checkpoint;
 pub mod cli;
@@ -28,3 +29,4 @@ pub mod report;
 pub mod run;
 pub mod runner;
 pub mod score;
+pub mod serve_fake;

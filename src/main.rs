@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Command::Calc(args) => gpassk::calc::run(args),
         Command::Run(args) => gpassk::run::run(args),
         Command::Grade(args) => gpassk::grade::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1)),
+        Command::ServeFake(args) => gpassk::serve_fake::run(args),
         Command::Datasets(args) => {
             gpassk::dataset::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1))
         }

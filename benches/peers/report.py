@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Merges the measurements of scripts/bench-peers.sh into one table and one JSON file (stdlib only).
+
+    report.py PARTS_DIR --mode quick|full --out results/bench/TIMESTAMP.json
+
+PARTS_DIR holds one JSON file per measurement (written by the script and its helpers) plus notes.txt.
+Every ratio is gpassk's figure over the peer's, so > 1 means gpassk is faster.
+"""
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+
+
+def load(parts, name):
+    path = os.path.join(parts, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def fmt(x, unit=""):
+    if x is None:
+        return "—"
+    if isinstance(x, str):
+        return x
+    if abs(x) >= 100:
+        s = f"{x:,.0f}"
+    elif abs(x) >= 1:
+        s = f"{x:.2f}"
+    elif x == 0:
+        s = "0"
+    else:
+        s = f"{x:.3g}"
+    return f"{s} {unit}".strip()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("parts")
+    p.add_argument("--mode", required=True)
+    p.add_argument("--out", required=True)
+    a = p.parse_args()
+    P = lambda name: load(a.parts, name)  # noqa: E731
+    notes_path = os.path.join(a.parts, "notes.txt")
+    notes = open(notes_path).read().splitlines() if os.path.exists(notes_path) else []
+    full = a.mode == "full"
+    rows, checks = [], []
+
+    def row(bench, tool, figure, unit, rss=None, extra=""):
+        rows.append({"benchmark": bench, "tool": tool, "figure": figure, "unit": unit,
+                     "peak_rss_mb": rss, "detail": extra})
+
+    def check(name, value, op, target, applies=True, why=""):
+        met = None
+        if value is not None and applies:
+            met = value >= target if op == ">=" else value <= target if op == "<=" else value < target
+        checks.append({"target": name, "value": value, "op": op, "goal": target,
+                       "met": met, "note": why if not applies else ""})
+
+    # 1. Runner throughput.
+    load_gen, lg_meas = P("runner_loadgen"), P("runner_loadgen_measure")
+    py, py_meas = P("runner_openai"), P("runner_openai_measure")
+    run, run_meas = P("runner_gpassk_span"), P("runner_gpassk_measure")
+    lg_rps = load_gen and load_gen.get("req_per_s")
+    py_rps = py and py.get("req_per_s")
+    g_rps = run and run["span_s"] > 0 and run["units"] / run["span_s"] or None
+    if load_gen:
+        row("runner", f"{load_gen['tool']} (raw HTTP load, ceiling)", lg_rps, "req/s",
+            lg_meas and lg_meas["peak_rss_mb"], f"{load_gen.get('requests', '?')} requests")
+    if py:
+        row("runner", "OpenAI SDK AsyncOpenAI + semaphore", py_rps, "req/s",
+            py_meas and py_meas["peak_rss_mb"], f"{py['requests']} requests, {py['errors']} errors")
+    if run:
+        row("runner", "gpassk run (checkpointing on)", g_rps, "req/s", run_meas and run_meas["peak_rss_mb"],
+            f"{run['units']} units sampled in {run['span_s']:.2f} s; whole run incl. grading "
+            f"{run_meas['wall_s']:.1f} s, exit {run_meas['exit']}")
+    check("runner: gpassk / load generator", g_rps / lg_rps if g_rps and lg_rps else None, ">=", 0.5)
+    check("runner: gpassk / OpenAI SDK", g_rps / py_rps if g_rps and py_rps else None, ">=", 50)
+    check("runner: gpassk req/s", g_rps, ">=", 20000)
+    units = run and run["units"]
+    check("runner: gpassk peak RSS MB, 1,000,000-unit run", run_meas and run_meas["peak_rss_mb"], "<", 200,
+          applies=bool(units and units >= 1_000_000), why=f"quick mode: {units} units only")
+
+    # 2. Grading.
+    mv, gg, gv = P("grade_mathverify"), P("grade_gpassk_measure"), P("grade_gpassk_info")
+    mv_cps = mv and mv["cases_per_s"]
+    g_cps = gg and gv and gv["cases"] / gg["wall_s"]
+    if mv:
+        row("grading", "Math-Verify parse + verify", mv_cps, "cases/s", None,
+            f"{mv['cases']} cases; {mv['agree_expected']}/{mv['cases']} agree with the labels")
+    if gg:
+        row("grading", "gpassk grade --cases", g_cps, "cases/s", gg["peak_rss_mb"],
+            f"{gv['cases']} cases ({gv['repeat']}× the file, one process, wall time incl. start-up); "
+            f"{gv['agree_expected']}/{gv['labelled']} agree with the labels")
+    agreement = None
+    if mv and gv:
+        n = min(len(mv["verdicts"]), len(gv["verdicts"]))
+        same = sum(x == y for x, y in zip(mv["verdicts"][:n], gv["verdicts"][:n]))
+        agreement = same / n if n else None
+        row("grading", "agreement gpassk vs Math-Verify", agreement * 100 if agreement is not None else None,
+            "% of cases", None, f"{same}/{n} same verdict")
+    check("grading: gpassk / Math-Verify", g_cps / mv_cps if g_cps and mv_cps else None, ">=", 1000)
+
+    # 3. Metrics.
+    sp, gm = P("metrics_scipy"), P("metrics_gpassk")
+    g_pps = gm and gm["problems"] / gm["secs_uncached"]
+    if sp:
+        row("metrics", "SciPy hypergeom.sf per problem and threshold", sp["problems_per_s"], "problems/s", None,
+            f"{sp['problems']} problems (n=48, k=16), 5 thresholds + mG")
+    if gm:
+        row("metrics", "gpassk exact (per problem, uncached)", g_pps, "problems/s", None,
+            f"cached per (n, k) as in scoring: {gm['problems'] / gm['secs_cached']:,.0f} problems/s")
+    if sp:
+        row("metrics", "largest |SciPy − gpassk exact|", sp["max_abs_diff"], "", None,
+            json.dumps(sp["worst"]) if sp["worst"] else "identical")
+    check("metrics: gpassk / SciPy", g_pps / sp["problems_per_s"] if g_pps and sp else None, ">=", 50)
+    check("metrics: largest difference", sp and sp["max_abs_diff"], "<=", 1e-12)
+
+    # 4. Re-scoring.
+    rs, rsi = P("rescore_measure"), P("rescore_info")
+    if rs:
+        row("re-scoring", rsi["how"], rs["wall_s"], "s", rs["peak_rss_mb"],
+            f"{rsi['samples']} stored samples, exit {rs['exit']}")
+    big = bool(rsi and rsi["samples"] >= 1_000_000)
+    why = f"quick mode: {rsi and rsi['samples']} samples only"
+    check("re-scoring: wall s, 1,000,000 samples", rs and rs["wall_s"], "<", 30, applies=big, why=why)
+    check("re-scoring: peak RSS MB", rs and rs["peak_rss_mb"], "<", 500, applies=big, why=why)
+
+    # Print.
+    print()
+    print(f"gpassk side-by-side benchmarks ({a.mode} mode, {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+          f"{os.cpu_count()} cores)")
+    w = [11, 52, 18, 10, 60]
+    head = ["benchmark", "tool", "figure", "peak RSS", "detail"]
+    print("  ".join(h.ljust(x) for h, x in zip(head, w)).rstrip())
+    print("  ".join("-" * x for x in w))
+    for r in rows:
+        cells = [r["benchmark"], r["tool"], fmt(r["figure"], r["unit"]),
+                 fmt(r["peak_rss_mb"], "MB") if r["peak_rss_mb"] is not None else "", r["detail"]]
+        print("  ".join(str(c).ljust(x) for c, x in zip(cells, w)).rstrip())
+    print()
+    print("targets")
+    for c in checks:
+        mark = {True: "met", False: "MISSED", None: "not measured"}[c["met"]]
+        if c["note"]:
+            mark = f"n/a ({c['note']})"
+        print(f"  {c['target']:<52} {fmt(c['value']):>14}  (goal {c['op']} {fmt(c['goal'])})  {mark}")
+    if notes:
+        print()
+        print("notes")
+        for n in notes:
+            print(f"  - {n}")
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    raw = {}
+    for f in sorted(os.listdir(a.parts)):
+        if f.endswith(".json"):
+            d = load(a.parts, f[:-5])
+            if isinstance(d, dict):
+                d = {k: v for k, v in d.items() if k not in ("verdicts", "values")}
+            raw[f[:-5]] = d
+    doc = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "mode": a.mode,
+           "git_commit": commit, "machine": {"cores": os.cpu_count(), "platform": platform.platform(),
+                                            "python": platform.python_version()},
+           "rows": rows, "targets": checks, "notes": notes, "raw": raw}
+    os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"\nwritten: {a.out}")
+    missed = [c for c in checks if c["met"] is False]
+    return 0 if not full or not missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+//! `gpassk serve-fake` (hidden): the fake OpenAI-compatible server of [`crate::fake_server`] in the
+//! foreground, answering every chat request at once with a canned reply until it is killed.
+//!
+//! It is the instant server that `scripts/bench-peers.sh` drives with a load generator, the OpenAI
+//! Python SDK and `gpassk run`. Requests are not kept, so memory stays flat over long runs.
+
+use crate::fake_server::{FakeServer, Reply, DEFAULT_ANSWER};
+use anyhow::{Context, Result};
+use clap::Args;
+use std::io::Write as _;
+use std::net::SocketAddr;
+
+/// Upper bound on `n` honoured per request, as in the fake server's default responder.
+const MAX_N: u64 = 4096;
+
+#[derive(Debug, Args)]
+pub struct ServeFakeArgs {
+    /// Port on 127.0.0.1 (0 picks a free one; the address is printed on stdout).
+    #[arg(long, default_value_t = 8089)]
+    pub port: u16,
+    /// Content of every choice.
+    #[arg(long, default_value = DEFAULT_ANSWER)]
+    pub answer: String,
+    /// Worker threads of the server's runtime.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
+
+pub fn run(args: ServeFakeArgs) -> Result<u8> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .thread_name("serve-fake")
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let answer = args.answer;
+    runtime.block_on(async move {
+        let builder = FakeServer::builder()
+            .keep_requests(false)
+            .responder(move |r| Reply::repeated(r.n().clamp(1, MAX_N), &answer));
+        let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+        let server = builder
+            .try_start_on(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let mut out = std::io::stdout();
+        writeln!(out, "listening on {}", server.base_url())?;
+        out.flush()?;
+        tokio::signal::ctrl_c()
+            .await
+            .context("cannot wait for Ctrl-C")?;
+        server.shutdown();
+        Ok(0)
+    })
+}
