@@ -253,7 +253,8 @@ impl FakeServerBuilder {
 
     /// Binds `127.0.0.1:0` and starts serving on the current tokio runtime.
     pub async fn try_start(self) -> std::io::Result<FakeServer> {
-        self.try_start_on(SocketAddr::from(([127, 0, 0, 1], 0))).await
+        self.try_start_on(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
     }
 
     /// Like [`FakeServerBuilder::try_start`] on a given address (`gpassk serve-fake --port`).

@@ -1,0 +1,54 @@
+//! `gpassk serve-fake`: the hidden benchmark server starts, prints its address and answers a chat request.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[test]
+fn serve_fake_answers_a_chat_request_with_the_given_answer() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpassk"))
+        .args(["serve-fake", "--port", "0", "--answer", "\\boxed{7}"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start gpassk serve-fake");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read the address");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+    let mut s = TcpStream::connect(&addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).expect("read the reply");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let json = &reply[reply.find("\r\n\r\n").expect("head end") + 4..];
+    let v: serde_json::Value = serde_json::from_str(json).expect("JSON body");
+    assert_eq!(v["choices"][0]["message"]["content"], "\\boxed{7}");
+}
+
+#[test]
+fn serve_fake_is_hidden_from_help() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpassk"))
+        .arg("--help")
+        .output()
+        .expect("run gpassk --help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(!help.contains("serve-fake"), "{help}");
+}
