@@ -2,14 +2,16 @@
 
 use crate::checkpoint::write_atomic;
 use crate::cli::{BadInput, EXIT_INTERRUPTED};
+use crate::client::ApiKey;
 use crate::config::{self, FewShot, Settings};
 use crate::dataset::{self, FieldMap};
+use crate::grade::judge::{GraderMode, JudgeVerdicts};
 use crate::grade::GradeConfig;
 use crate::manifest::{git_commit, now_rfc3339, DatasetInfo, Manifest};
 use crate::prompt;
 use crate::report::{Exporter, MetricsCsv, MetricsJson, SummaryTable};
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, Prepared, SamplingJob};
-use crate::score::{score_model, RunResults, ScoreInputs};
+use crate::score::{judge_model, score_model, RunResults, ScoreInputs};
 use anyhow::{Context, Result};
 use clap::Args;
 use sha2::{Digest, Sha256};
@@ -51,6 +53,8 @@ struct Plan {
     settings: Settings,
     dataset: dataset::Dataset,
     prepared: Arc<Vec<Prepared>>,
+    /// The problems under evaluation (the dataset's own list is moved here).
+    problems: Vec<dataset::Problem>,
     template: String,
     prompt_hash: String,
     few_shot_examples: usize,
@@ -108,11 +112,12 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         .prompt_template
         .clone()
         .unwrap_or_else(|| ds.default_template.clone());
-    let mut prepared = Vec::with_capacity(ds.problems.len());
-    for p in &ds.problems {
+    let problems = std::mem::take(&mut ds.problems);
+    let mut prepared = Vec::with_capacity(problems.len());
+    for p in &problems {
         let messages = prompt::messages(&template, p, &examples)
             .with_context(|| format!("prompt for problem {} of {}", p.id, ds.name))?;
-        prepared.push(Prepared::new(p.clone(), messages));
+        prepared.push(Prepared::new(p.id.clone(), messages));
     }
     let mut h = Sha256::new();
     h.update(template.as_bytes());
@@ -127,6 +132,7 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         settings,
         dataset: ds,
         prepared: Arc::new(prepared),
+        problems,
         template,
         prompt_hash,
         few_shot_examples: examples.len(),
@@ -146,6 +152,12 @@ pub fn run(args: RunArgs) -> Result<u8> {
         return Ok(0);
     }
     let keys = runner::read_keys(&plan.settings)?;
+    let judge_key = match (&plan.settings.judge, plan.settings.evaluation.grader) {
+        (Some(j), mode) if mode != GraderMode::Rule => {
+            Some(runner::read_key(j.api.api_key_env.as_deref(), "the judge")?)
+        }
+        _ => None,
+    };
     for m in &plan.settings.models {
         if 2 * plan
             .settings
@@ -213,7 +225,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         .prepared
         .iter()
         .enumerate()
-        .map(|(i, p)| (p.problem.id.as_str(), i))
+        .map(|(i, p)| (p.id.as_str(), i))
         .collect();
     for m in &plan.settings.models {
         let path = checkpoint_path(&run_dir, &m.name);
@@ -247,7 +259,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         return Ok(EXIT_INTERRUPTED);
     }
 
-    let results = score_run(&plan, &run_dir, &manifest.run_id)?;
+    let results = score_run(&plan, &run_dir, &manifest.run_id, judge_key.as_ref())?;
     for exporter in [&MetricsCsv as &dyn Exporter, &MetricsJson] {
         let bytes = exporter.export(&results)?;
         let path = run_dir.join(exporter.file_name());
@@ -277,21 +289,60 @@ fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
     run_dir.join("checkpoints").join(format!("{model}.jsonl"))
 }
 
-fn score_run(plan: &Plan, run_dir: &Path, run_id: &str) -> Result<RunResults> {
+/// Grades and aggregates every model; `judge_key` is Some when the judge may be called (a run), None
+/// when only stored verdicts are used.
+fn score_run(
+    plan: &Plan,
+    run_dir: &Path,
+    run_id: &str,
+    judge_key: Option<&Option<ApiKey>>,
+) -> Result<RunResults> {
     let ev = &plan.settings.evaluation;
     let grade = GradeConfig {
         extract_regex: ev.answer_extract_regex.clone(),
         rel_tol: ev.rel_tol,
     };
-    let problems: Vec<dataset::Problem> = plan.prepared.iter().map(|p| p.problem.clone()).collect();
+    let problems = &plan.problems;
     let inputs = ScoreInputs {
-        problems: &problems,
+        problems,
         ks: &ev.ks,
         taus: &ev.taus,
         grade: &grade,
+        judge: None,
     };
     let mut models = Vec::new();
     for m in &plan.settings.models {
+        let grades_path = run_dir.join("grades").join(format!("{}.jsonl", m.name));
+        let verdicts = match (&plan.settings.judge, ev.grader) {
+            (Some(judge), mode) if mode != GraderMode::Rule => {
+                if let Some(key) = judge_key {
+                    let stats = judge_model(
+                        &checkpoint_path(run_dir, &m.name),
+                        &grades_path,
+                        problems,
+                        m.sampling.n,
+                        m.sampling.greedy,
+                        &grade,
+                        judge,
+                        mode,
+                        key.clone(),
+                    )
+                    .with_context(|| format!("judging the samples of model {}", m.name))?;
+                    if stats.judged + stats.unparsed + stats.failed > 0 {
+                        eprintln!(
+                            "judge {}: {} verdicts for {}, {} unreadable replies, {} failed (the rule verdict stands for those)",
+                            judge.model_id, stats.judged, m.name, stats.unparsed, stats.failed
+                        );
+                    }
+                }
+                Some(JudgeVerdicts::load(&grades_path, mode)?)
+            }
+            _ => None,
+        };
+        let inputs = ScoreInputs {
+            judge: verdicts.as_ref(),
+            ..inputs
+        };
         models.push(score_model(
             &checkpoint_path(run_dir, &m.name),
             &m.name,
@@ -470,7 +521,7 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
         .prepared
         .iter()
         .enumerate()
-        .map(|(i, p)| (p.problem.id.as_str(), i))
+        .map(|(i, p)| (p.id.as_str(), i))
         .collect();
     let prompt_tokens: u64 = plan.prepared.iter().map(|p| p.prompt_tokens_estimate).sum();
     println!(

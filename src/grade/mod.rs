@@ -8,6 +8,7 @@ mod equiv;
 mod eval;
 mod expr;
 mod extract;
+pub mod judge;
 mod normalize;
 
 use serde::{Deserialize, Serialize};
