@@ -54,6 +54,8 @@ say() { printf '\n== %s\n' "$*" >&2; }
 note() { echo "$*" >>"$PARTS/notes.txt"; echo "note: $*" >&2; }
 measure() { local out=$1; shift; "$PY" "$HELP/measure.py" "$PARTS/$out.json" "$@"; }
 
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
+
 # ---------------------------------------------------------------- installs
 say "peers ($MODE mode)"
 VENV=$CACHE/venv
@@ -211,5 +213,6 @@ fi
     "$HOW" "$SAMPLES" "$PARTS/rescore_info.json"
 
 # ---------------------------------------------------------------- report
+note "load average (1, 5, 15 min) at start $LOAD_START, at end $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown) on $(nproc) cores: the cores may be shared, so absolute figures vary between runs; each pair runs back to back, so ratios vary less"
 mkdir -p "$ROOT/results/bench"
 "$PY" "$HELP/report.py" "$PARTS" --mode "$MODE" --out "$ROOT/results/bench/$(date -u +%Y%m%dT%H%M%SZ).json"
