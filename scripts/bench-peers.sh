@@ -126,9 +126,11 @@ print(f"wrk: {rps:.0f} req/s")
 EOF
     else
         BODY='{"model":"fake-model","messages":[{"role":"user","content":"Problem 7: what is 7 + 7?"}],"temperature":0.7,"top_p":0.95,"seed":1234,"max_tokens":64}'
+        OHA_ARGS=(-z "${LOAD_SECS}s" -c "$CONC" -m POST -H 'Content-Type: application/json' -d "$BODY" --no-tui)
+        # oha >= 1.5 spells JSON output --output-format json; older releases -j.
         measure runner_loadgen_measure --stdout "$WORK/loadgen.out" -- \
-            "$LOADGEN" -z "${LOAD_SECS}s" -c "$CONC" -m POST -H 'Content-Type: application/json' -d "$BODY" \
-            --no-tui --output-format json "$URL"
+            "$LOADGEN" "${OHA_ARGS[@]}" --output-format json "$URL" \
+            || measure runner_loadgen_measure --stdout "$WORK/loadgen.out" -- "$LOADGEN" "${OHA_ARGS[@]}" -j "$URL"
         "$PY" - "$WORK/loadgen.out" "$PARTS/runner_loadgen.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
