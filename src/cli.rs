@@ -30,6 +30,16 @@ pub enum Command {
     Grade(crate::grade::cli::Args),
     /// List the shipped datasets, or show rendered prompts of one.
     Datasets(crate::dataset::cli::DatasetsArgs),
+    /// Re-grade every stored sample of a run offline and rewrite all its output files.
+    Score(crate::score::ScoreArgs),
+    /// Print or write one report format of a run (table, csv, per-problem, json, md, html).
+    Report(crate::report::ReportArgs),
+    /// Compare two runs per model and metric with paired bootstrap intervals (B − A).
+    Compare(crate::compare::CompareArgs),
+    /// Set a run's measurements beside published numbers and flag protocol differences.
+    Audit(crate::audit::AuditArgs),
+    /// Join the checkpoints of shard runs into one run directory.
+    Merge(crate::merge::MergeArgs),
 }
 
 /// A user-caused error that has no richer type: it maps to exit code 2.

@@ -20,6 +20,11 @@ fn main() -> ExitCode {
         Command::Datasets(args) => {
             gpassk::dataset::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1))
         }
+        Command::Score(args) => gpassk::score::run_score(args),
+        Command::Report(args) => gpassk::report::run(args),
+        Command::Compare(args) => gpassk::compare::run(args),
+        Command::Audit(args) => gpassk::audit::run(args),
+        Command::Merge(args) => gpassk::merge::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,15 +1,14 @@
 //! `gpassk run`: resolve the config, dataset and run directory, sample, then grade and report.
 
-use crate::checkpoint::write_atomic;
 use crate::cli::{BadInput, EXIT_INTERRUPTED};
 use crate::config::{self, FewShot, Settings};
 use crate::dataset::{self, FieldMap};
-use crate::grade::GradeConfig;
 use crate::manifest::{git_commit, now_rfc3339, DatasetInfo, Manifest};
 use crate::prompt;
-use crate::report::{Exporter, MetricsCsv, MetricsJson, SummaryTable};
+use crate::report::{self, Format};
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, Prepared, SamplingJob};
-use crate::score::{score_model, RunResults, ScoreInputs};
+use crate::score::{checkpoint_path, score_plan};
+use crate::shard::Shard;
 use anyhow::{Context, Result};
 use clap::Args;
 use sha2::{Digest, Sha256};
@@ -38,6 +37,9 @@ pub struct RunArgs {
     /// Only these models (comma-separated names from the config).
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
+    /// Only the problems whose id hashes to shard I of N (0 ≤ I < N); join shards with `gpassk merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
@@ -47,14 +49,16 @@ pub struct RunArgs {
 }
 
 /// Everything resolved before any request is sent.
-struct Plan {
-    settings: Settings,
-    dataset: dataset::Dataset,
-    prepared: Arc<Vec<Prepared>>,
-    template: String,
-    prompt_hash: String,
-    few_shot_examples: usize,
-    limit: Option<usize>,
+pub struct Plan {
+    pub settings: Settings,
+    pub dataset: dataset::Dataset,
+    /// The problems this run samples (after limit and shard), with their prompts.
+    pub prepared: Arc<Vec<Prepared>>,
+    pub template: String,
+    pub prompt_hash: String,
+    pub few_shot_examples: usize,
+    pub limit: Option<usize>,
+    pub shard: Option<Shard>,
 }
 
 fn plan(args: &RunArgs) -> Result<Plan> {
@@ -76,6 +80,12 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         }
         settings.models.retain(|m| args.models.contains(&m.name));
     }
+    build_plan(settings, args.limit, args.shard)
+}
+
+/// Loads the dataset and renders the prompts for resolved settings; `limit` overrides the config's.
+/// `gpassk score` rebuilds a finished run's plan through this from its manifest.
+pub fn build_plan(settings: Settings, limit: Option<usize>, shard: Option<Shard>) -> Result<Plan> {
     let ev = &settings.evaluation;
     let fields = ev.fields.as_ref().map(|f| FieldMap {
         id: f.id.clone(),
@@ -84,8 +94,8 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         subset: f.subset.clone(),
     });
     let mut ds = dataset::load(&ev.dataset, fields.as_ref())
-        .with_context(|| format!("dataset of {}", args.config.display()))?;
-    let limit = args.limit.or(ev.limit);
+        .with_context(|| format!("dataset of {}", settings.config_path.display()))?;
+    let limit = limit.or(ev.limit);
     if limit == Some(0) {
         return Err(BadInput("--limit must be at least 1".into()).into());
     }
@@ -108,8 +118,13 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         .prompt_template
         .clone()
         .unwrap_or_else(|| ds.default_template.clone());
+    // Sharding comes after the few-shot choice so every shard renders the same prompts.
     let mut prepared = Vec::with_capacity(ds.problems.len());
-    for p in &ds.problems {
+    for p in ds
+        .problems
+        .iter()
+        .filter(|p| shard.is_none_or(|s| s.contains(&p.id)))
+    {
         let messages = prompt::messages(&template, p, &examples)
             .with_context(|| format!("prompt for problem {} of {}", p.id, ds.name))?;
         prepared.push(Prepared::new(p.clone(), messages));
@@ -131,6 +146,7 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         prompt_hash,
         few_shot_examples: examples.len(),
         limit,
+        shard,
     })
 }
 
@@ -247,13 +263,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
         return Ok(EXIT_INTERRUPTED);
     }
 
-    let results = score_run(&plan, &run_dir, &manifest.run_id)?;
-    for exporter in [&MetricsCsv as &dyn Exporter, &MetricsJson] {
-        let bytes = exporter.export(&results)?;
-        let path = run_dir.join(exporter.file_name());
-        write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    let table = SummaryTable.export(&results)?;
+    let results = score_plan(&plan, &run_dir, Some(manifest.clone()))?;
+    report::write_all(&run_dir, &results)?;
+    let table = Format::Table.exporter().export(&results)?;
     print!("{}", String::from_utf8_lossy(&table));
     println!("results: {}", run_dir.display());
     let code = runner::exit_code_for(&ends, &manifest);
@@ -271,43 +283,6 @@ pub fn run(args: RunArgs) -> Result<u8> {
         eprintln!("some units failed; request them again with:\n  {resume_cmd}");
     }
     Ok(code)
-}
-
-fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
-    run_dir.join("checkpoints").join(format!("{model}.jsonl"))
-}
-
-fn score_run(plan: &Plan, run_dir: &Path, run_id: &str) -> Result<RunResults> {
-    let ev = &plan.settings.evaluation;
-    let grade = GradeConfig {
-        extract_regex: ev.answer_extract_regex.clone(),
-        rel_tol: ev.rel_tol,
-    };
-    let problems: Vec<dataset::Problem> = plan.prepared.iter().map(|p| p.problem.clone()).collect();
-    let inputs = ScoreInputs {
-        problems: &problems,
-        ks: &ev.ks,
-        taus: &ev.taus,
-        grade: &grade,
-    };
-    let mut models = Vec::new();
-    for m in &plan.settings.models {
-        models.push(score_model(
-            &checkpoint_path(run_dir, &m.name),
-            &m.name,
-            &m.model_id,
-            m.sampling.n,
-            m.sampling.greedy,
-            &inputs,
-        )?);
-    }
-    Ok(RunResults {
-        run_id: run_id.to_string(),
-        dataset: plan.dataset.name.clone(),
-        dataset_sha256: plan.dataset.sha256.clone(),
-        shown: ev.metrics.clone(),
-        models,
-    })
 }
 
 fn resolve_resume(r: &str, output_dir: &Path) -> Result<PathBuf> {
@@ -363,6 +338,8 @@ fn new_manifest(run_id: &str, plan: &Plan) -> Manifest {
         prompt_hash: String::new(),
         few_shot_examples: 0,
         models: Default::default(),
+        shard: None,
+        merged_from: Vec::new(),
     };
     fill_manifest(&mut m, plan);
     m
@@ -395,6 +372,7 @@ fn fill_manifest(m: &mut Manifest, plan: &Plan) {
     m.prompt_template = plan.template.clone();
     m.prompt_hash = plan.prompt_hash.clone();
     m.few_shot_examples = plan.few_shot_examples;
+    m.shard = plan.shard;
     for model in &s.models {
         let entry = runner::model_manifest(model, None, &Default::default(), plan.prepared.len());
         let e = m.models.entry(model.name.clone()).or_insert(entry.clone());
@@ -414,6 +392,10 @@ fn check_resume(old: &Manifest, plan: &Plan, force: bool) -> Result<()> {
             short(&old.dataset.sha256),
             short(&plan.dataset.sha256)
         ));
+    }
+    if old.shard != plan.shard {
+        let show = |s: Option<Shard>| s.map_or("none".to_string(), |s| s.to_string());
+        changes.push(format!("shard {} → {}", show(old.shard), show(plan.shard)));
     }
     if old.prompt_hash != plan.prompt_hash {
         changes.push("prompt template or few-shot examples".to_string());
