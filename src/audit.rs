@@ -139,23 +139,13 @@ pub fn parse_published(text: &str, path: &Path) -> Result<Vec<Published>, BadInp
     Ok(out)
 }
 
-/// The published benchmark name for a shipped dataset, when there is an obvious one.
+/// The published benchmark name for a shipped dataset, when it is the same benchmark (MATH500-L5
+/// and AIME2024-45 are subsets or supersets of the shipped files, so they must be named).
 pub fn guess_benchmark(dataset: &str) -> Option<&'static str> {
-    let d = dataset.to_ascii_lowercase();
-    if d.contains("livemathbench") {
-        Some(if d.contains("hard") {
-            "LiveMathBench-202412-Hard"
-        } else {
-            "LiveMathBench-202412"
-        })
-    } else if d.contains("aime25") || d.contains("aime2025") {
-        Some("AIME2025")
-    } else if d.contains("aime24") || d.contains("aime2024") {
-        Some("AIME2024-45")
-    } else if d.contains("math500") {
-        Some("MATH500-L5")
-    } else {
-        None
+    match dataset {
+        "livemathbench_202412" => Some("LiveMathBench-202412"),
+        "livemathbench_202412_hard" => Some("LiveMathBench-Hard-202412"),
+        _ => None,
     }
 }
 
@@ -199,6 +189,14 @@ pub fn protocol_warnings(
             "LiveMathBench here is the English half only (119 of 238 questions); the paper averages English and Chinese"
                 .to_string(),
         );
+    }
+    if benchmark == "MATH500-L5" {
+        w.push(
+            "MATH500-L5 is the 134 level-5 problems of MATH500; score a run limited to them".into(),
+        );
+    }
+    if benchmark == "AIME2024-45" {
+        w.push("AIME2024-45 has 45 problems; the shipped aime24 has the 30 of AIME 2024".into());
     }
     w.push(
         "graded by gpassk's rule-based grader; the paper used an LLM judge (Qwen2.5-72B-Instruct)"
