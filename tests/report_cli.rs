@@ -162,7 +162,7 @@ fn per_problem_csv_has_counts_and_metrics() {
         .unwrap();
     assert_eq!((&e3[3], &e3[4]), ("7", "3"));
     // Tie between 12 (correct, 3 votes) and 13 (3 votes): half a point.
-    assert_eq!(e3.iter().last().unwrap(), "0.5");
+    assert_eq!(e3.iter().next_back().unwrap(), "0.5");
     let h3 = rows
         .iter()
         .find(|r| &r[0] == "beta" && &r[1] == "h3")

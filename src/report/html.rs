@@ -334,7 +334,7 @@ impl Exporter for HtmlReport {
         }
         out.push_str("<h2>Correct samples per problem (c/n)</h2>\n");
         for (i, m) in results.models.iter().enumerate() {
-            let _ = write!(out, "<div class=\"hist\">{}</div>\n", histogram(m, i));
+            let _ = writeln!(out, "<div class=\"hist\">{}</div>", histogram(m, i));
         }
         out.push_str("<h2>Notes</h2>\n<ul>\n");
         for n in notes(results) {
