@@ -49,9 +49,17 @@ pub struct BadInput(pub String);
 
 /// Exit code for an error: 2 when anything in its chain is bad input, else 1.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
-    let bad_input = err
-        .chain()
-        .any(|e| e.is::<BadInput>() || e.is::<crate::metrics::MetricsError>());
+    let bad_input = err.chain().any(|e| {
+        e.is::<BadInput>()
+            || e.is::<crate::metrics::MetricsError>()
+            || e.is::<crate::config::ConfigError>()
+            || e.is::<crate::dataset::DatasetError>()
+            || e.is::<crate::prompt::PromptError>()
+            || matches!(
+                e.downcast_ref::<crate::checkpoint::CheckpointError>(),
+                Some(crate::checkpoint::CheckpointError::Corrupt { .. })
+            )
+    });
     if bad_input {
         EXIT_BAD_INPUT
     } else {

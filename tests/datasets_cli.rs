@@ -134,14 +134,14 @@ fn unknown_placeholder_fails_naming_it() {
         "--template",
         "{question} {nope}",
     ]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("{nope}"));
 }
 
 #[test]
 fn unknown_dataset_suggests_the_closest() {
     let output = gpassk(&["datasets", "show", "math5000"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert!(stderr.contains("unknown dataset `math5000`"), "{stderr}");
     assert!(stderr.contains("did you mean `math500`?"), "{stderr}");
@@ -168,7 +168,7 @@ fn bad_custom_file_reports_file_and_line() {
     let path = dir.path().join("bad.jsonl");
     std::fs::write(&path, "{\"question\": \"q\", \"answer\": \"1\"}\n{oops\n").unwrap();
     let output = gpassk(&["datasets", "show", path.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(&format!("{}:2: invalid JSON", path.display())),

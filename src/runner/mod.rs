@@ -274,6 +274,7 @@ async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelE
     ctx.counters.total.store(total, Ordering::Relaxed);
     let mut tasks = tokio::task::JoinSet::new();
     let mut shutdown = ctx.shutdown.clone();
+    let mut first = true;
     for item in missing_work(ctx.prepared.len(), &sampling, &done) {
         if ctx.stopped.load(Ordering::SeqCst) || ctx.shutting_down() {
             break;
@@ -282,6 +283,12 @@ async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelE
             p = ctx.limit.acquire() => p,
             _ = shutdown.wait_for(|s| *s) => break,
         };
+        if first {
+            // The first request goes alone: a bad key or unknown model then costs one request, not a burst.
+            first = false;
+            run_item(ctx.clone(), item, permit).await;
+            continue;
+        }
         tasks.spawn(run_item(ctx.clone(), item, permit));
         while tasks.try_join_next().is_some() {}
     }

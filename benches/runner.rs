@@ -1,0 +1,100 @@
+//! Runner throughput: `gpassk run` (checkpointing on, grading and metrics included) against an
+//! in-process fake server that answers instantly. Reports units/s and peak RSS.
+//!
+//! `cargo bench --bench runner` (200,000 units), `-- --units 1000000`, or `-- --quick`.
+
+use gpassk::fake_server::FakeServer;
+use gpassk::run::{run, RunArgs};
+use std::io::Write;
+use std::time::Instant;
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let units: usize = args
+        .iter()
+        .position(|a| a == "--units")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if quick { 5_000 } else { 200_000 });
+    let concurrency: usize = args
+        .iter()
+        .position(|a| a == "--concurrency")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
+    let n = 16;
+    let problems = units.div_ceil(n);
+
+    let server = FakeServer::builder().keep_requests(false).start_blocking();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("bench.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&data).expect("dataset"));
+    for i in 0..problems {
+        writeln!(f, "{{\"id\":\"q{i}\",\"question\":\"What is {i}+1?\",\"answer\":\"42\"}}").expect("write");
+    }
+    drop(f);
+    let cfg = dir.path().join("bench.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[api]\nbase_url = \"{}\"\nconcurrency = {concurrency}\ntimeout = 30\n[sampling]\nn = {n}\ngreedy = false\nmax_tokens = 16\n\
+             [[models]]\nname = \"fake\"\n[evaluation]\ndataset = \"{}\"\nk = [16]\noutput_dir = \"{}\"\n",
+            server.base_url(),
+            data.display(),
+            dir.path().join("results").display()
+        ),
+    )
+    .expect("config");
+    let start = Instant::now();
+    let code = run(RunArgs {
+        config: cfg.clone(),
+        resume: None,
+        force: false,
+        dry_run: false,
+        limit: None,
+        models: vec![],
+        quiet: true,
+        progress_interval: 5.0,
+    })
+    .expect("run");
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(code, 0, "run failed");
+    // A resume with nothing missing only grades and reports: the difference is the sampling time.
+    let again = Instant::now();
+    let code = run(RunArgs {
+        config: cfg,
+        resume: Some("latest".into()),
+        force: false,
+        dry_run: false,
+        limit: None,
+        models: vec![],
+        quiet: true,
+        progress_interval: 5.0,
+    })
+    .expect("resume");
+    assert_eq!(code, 0, "resume failed");
+    let scoring = again.elapsed().as_secs_f64();
+    let sampling = (secs - scoring).max(1e-9);
+    let total = (problems * n) as f64;
+    println!(
+        "gpassk run: {} units ({problems} problems × n={n}), concurrency {concurrency}: sampling {:.0} requests/s \
+         ({sampling:.2} s, checkpointing on), grading+metrics {:.0} samples/s ({scoring:.2} s), \
+         end to end {:.0} units/s ({secs:.2} s); peak RSS {:.0} MB (server included)",
+        problems * n,
+        total / sampling,
+        total / scoring,
+        total / secs,
+        peak_rss_mb()
+    );
+}

@@ -1,0 +1,653 @@
+//! `gpassk run` end to end against the fake OpenAI-compatible server: faults, stops, resume, secrets.
+
+use gpassk::fake_server::{ChoiceReply, FakeServer, Fault, Recorded, Reply};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const KEY: &str = "sk-fake-SECRET-7f3a9c";
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new(problems: usize) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let mut data = String::new();
+        for i in 0..problems {
+            let (a, b) = (i + 2, 3 * i + 1);
+            data.push_str(&format!(
+                "{{\"id\":\"p{i}\",\"question\":\"What is {a}+{b}?\",\"answer\":\"{}\"}}\n",
+                a + b
+            ));
+        }
+        std::fs::write(dir.path().join("data.jsonl"), data).unwrap();
+        Env { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes config.toml; `models` and `extra` are spliced in as TOML text.
+    fn config(&self, base_url: &str, sampling: &str, models: &str, extra_api: &str) -> PathBuf {
+        let d = self.path().display();
+        let extra_api = with_defaults(extra_api, &[("timeout", "5"), ("concurrency", "4")]);
+        let sampling = with_defaults(sampling, &[("temperature", "0.7"), ("seed", "42")]);
+        let text = format!(
+            r#"[api]
+base_url = "{base_url}"
+api_key_env = "GPASSK_TEST_KEY"
+max_retries = 4
+backoff_base = 0.01
+backoff_max = 0.05
+{extra_api}
+[sampling]
+{sampling}
+{models}
+[evaluation]
+dataset = "{d}/data.jsonl"
+output_dir = "{d}/results"
+"#
+        );
+        let p = self.path().join("config.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut all = vec!["run", "--config"];
+        let cfg = self.path().join("config.toml");
+        all.push(cfg.to_str().unwrap());
+        all.extend_from_slice(args);
+        Command::new(env!("CARGO_BIN_EXE_gpassk"))
+            .args(&all)
+            .env("GPASSK_TEST_KEY", KEY)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn run_dir(&self) -> PathBuf {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(self.path().join("results"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        dirs.pop().unwrap()
+    }
+}
+
+/// Adds `key = value` lines for keys the caller's TOML text does not set.
+fn with_defaults(text: &str, defaults: &[(&str, &str)]) -> String {
+    let mut out = text.to_string();
+    for (k, v) in defaults {
+        if !text
+            .lines()
+            .any(|l| l.split('=').next().map(str::trim) == Some(*k))
+        {
+            out.push_str(&format!("\n{k} = {v}"));
+        }
+    }
+    out
+}
+
+const ONE_MODEL: &str = "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"\n";
+
+/// Answers correctly or not as a pure function of the request, so faults cannot change results.
+fn smart_reply(r: &Recorded) -> Reply {
+    let q = r.user_text().unwrap_or_default();
+    let nums: Vec<u64> = q
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let (a, b) = match nums.as_slice() {
+        [.., a, b] => (*a, *b),
+        _ => (0, 0),
+    };
+    let seed = r.body["seed"].as_u64().unwrap_or(0);
+    let greedy = r.body["temperature"].as_f64() == Some(0.0);
+    let choices = (0..r.n())
+        .map(|i| {
+            let right = if greedy {
+                a % 2 == 0
+            } else {
+                (seed + i) % 3 != 0
+            };
+            let ans = if right { a + b } else { a + b + 1 };
+            ChoiceReply::stop(format!(
+                "Adding gives {ans}. The answer is \\boxed{{{ans}}}."
+            ))
+        })
+        .collect();
+    Reply {
+        choices,
+        served_model: Some("fake-served-2024".into()),
+        system_fingerprint: Some("fp_1".into()),
+        usage: None,
+    }
+}
+
+fn out_text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// (subset, metric, k, tau) → value, from metrics.csv.
+fn metrics(run_dir: &Path) -> BTreeMap<(String, String, String, String, String), String> {
+    let mut r = csv::Reader::from_path(run_dir.join("metrics.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|x| x == name).unwrap();
+    let (m, s, me, k, t, v) = (
+        col("model"),
+        col("subset"),
+        col("metric"),
+        col("k"),
+        col("tau"),
+        col("value"),
+    );
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            (
+                (
+                    rec[m].to_string(),
+                    rec[s].to_string(),
+                    rec[me].to_string(),
+                    rec[k].to_string(),
+                    rec[t].to_string(),
+                ),
+                rec[v].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// (problem, sample index) → number of usable records, per checkpoint.
+fn usable_units(run_dir: &Path, model: &str) -> HashMap<(String, String), usize> {
+    let text = std::fs::read_to_string(run_dir.join("checkpoints").join(format!("{model}.jsonl")))
+        .unwrap();
+    let mut m = HashMap::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["outcome"] != "api_error" {
+            *m.entry((
+                v["problem_id"].as_str().unwrap().to_string(),
+                v["sample_index"].to_string(),
+            ))
+            .or_default() += 1;
+        }
+    }
+    m
+}
+
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(all_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn faulty_server_gives_every_unit_once_and_the_same_metrics() {
+    let clean = FakeServer::builder()
+        .responder(smart_reply)
+        .start_blocking();
+    let a = Env::new(6);
+    a.config(&clean.base_url(), "n = 8", ONE_MODEL, "");
+    let out = a.run(&["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+
+    // A quarter of request bodies fail on their first attempt, cycling through every fault.
+    let faulty = FakeServer::builder()
+        .responder(smart_reply)
+        .faults(|r: &Recorded| {
+            let seed = r.body["seed"].as_u64().unwrap_or(0);
+            if r.attempt > 0 || seed % 4 != 0 {
+                return None;
+            }
+            Some(match (seed / 4) % 6 {
+                0 => Fault::server_error(),
+                1 => Fault::Drop,
+                2 => Fault::MalformedJson,
+                3 => Fault::EmptyChoices,
+                4 => Fault::rate_limited(0),
+                _ => Fault::Hang(Duration::from_secs(3)),
+            })
+        })
+        .start_blocking();
+    let b = Env::new(6);
+    b.config(&faulty.base_url(), "n = 8", ONE_MODEL, "timeout = 1");
+    let out = b.run(&["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let retried = faulty.requests().iter().filter(|r| r.attempt > 0).count();
+    assert!(retried >= 6, "faults were injected and retried: {retried}");
+
+    let units = usable_units(&b.run_dir(), "m1");
+    assert_eq!(units.len(), 6 * 9, "8 samples + greedy for 6 problems");
+    assert!(units.values().all(|&c| c == 1), "each unit exactly once");
+    assert_eq!(metrics(&a.run_dir()), metrics(&b.run_dir()));
+    assert!(!metrics(&a.run_dir()).is_empty());
+}
+
+#[test]
+fn auth_and_unknown_model_stop_that_model_only() {
+    let server = FakeServer::builder()
+        .responder(smart_reply)
+        .faults(|r: &Recorded| match r.model() {
+            Some("locked") => Some(Fault::unauthorized()),
+            Some("ghost") => Some(Fault::unknown_model("ghost")),
+            _ => None,
+        })
+        .start_blocking();
+    let env = Env::new(4);
+    let models = "[[models]]\nname = \"good\"\nmodel_id = \"fake-1\"\n\
+                  [[models]]\nname = \"bad-key\"\nmodel_id = \"locked\"\n\
+                  [[models]]\nname = \"no-such\"\nmodel_id = \"ghost\"\n";
+    env.config(&server.base_url(), "n = 4", models, "concurrency = 8");
+    let out = env.run(&["--quiet"]);
+    let text = out_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let reqs = server.requests();
+    assert_eq!(
+        reqs.iter().filter(|r| r.model() == Some("locked")).count(),
+        1
+    );
+    assert_eq!(
+        reqs.iter().filter(|r| r.model() == Some("ghost")).count(),
+        1
+    );
+    assert!(
+        text.contains("bad-key") && text.contains("401") && text.contains("Incorrect API key"),
+        "{text}"
+    );
+    assert!(text.contains("no-such") && text.contains("404"), "{text}");
+    assert_eq!(usable_units(&env.run_dir(), "good").len(), 4 * 5);
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(env.run_dir().join("manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["models"]["good"]["status"], "complete");
+    assert_eq!(manifest["models"]["bad-key"]["status"], "failed");
+    assert_eq!(manifest["models"]["no-such"]["status"], "failed");
+}
+
+#[test]
+fn retry_after_is_honoured() {
+    let seen: Arc<Mutex<Vec<(u64, u32, Instant)>>> = Arc::default();
+    let log = seen.clone();
+    let server = FakeServer::builder()
+        .responder(smart_reply)
+        .faults(move |r: &Recorded| {
+            log.lock().unwrap().push((
+                r.body["seed"].as_u64().unwrap_or(0),
+                r.attempt,
+                Instant::now(),
+            ));
+            (r.attempt == 0).then(|| Fault::rate_limited(1))
+        })
+        .start_blocking();
+    let env = Env::new(2);
+    env.config(&server.base_url(), "n = 1\ngreedy = false", ONE_MODEL, "");
+    let out = env.run(&["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let seen = seen.lock().unwrap();
+    for &(seed, attempt, at) in seen.iter().filter(|s| s.1 == 1) {
+        let first = seen
+            .iter()
+            .find(|s| s.0 == seed && s.1 == attempt - 1)
+            .unwrap()
+            .2;
+        assert!(
+            at - first >= Duration::from_millis(990),
+            "retried after {:?}",
+            at - first
+        );
+    }
+    assert_eq!(seen.iter().filter(|s| s.1 == 1).count(), 2);
+}
+
+#[test]
+fn resume_after_kill_matches_uninterrupted_run_and_torn_line_is_redone() {
+    let slow = FakeServer::builder()
+        .responder(|r: &Recorded| {
+            std::thread::sleep(Duration::from_millis(15));
+            smart_reply(r)
+        })
+        .start_blocking();
+    let env = Env::new(8);
+    env.config(&slow.base_url(), "n = 6", ONE_MODEL, "concurrency = 2");
+    let cfg = env.path().join("config.toml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpassk"))
+        .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
+        .env("GPASSK_TEST_KEY", KEY)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it hard once some, but not all, samples are checkpointed.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let lines = std::fs::read_dir(env.path().join("results"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| std::fs::read_to_string(e.ok()?.path().join("checkpoints/m1.jsonl")).ok())
+            .map_or(0, |t| t.lines().count());
+        if lines >= 10 || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run_dir = env.run_dir();
+    let before = usable_units(&run_dir, "m1").len();
+    assert!(before < 8 * 7, "killed midway ({before} units)");
+    // Tear the last line as a crash mid-write would.
+    let ck = run_dir.join("checkpoints/m1.jsonl");
+    let text = std::fs::read_to_string(&ck).unwrap();
+    let keep = text.trim_end().rfind('\n').map_or(0, |i| i + 1);
+    let torn = &text[..keep + (text.len() - keep) / 2];
+    std::fs::write(&ck, torn).unwrap();
+    let after_tear = usable_units_lenient(&ck);
+
+    // Requests the killed process had sent may still be reaching the server: wait until it is quiet.
+    let mut requests_before = slow.request_count();
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = slow.request_count();
+        if now == requests_before {
+            break;
+        }
+        requests_before = now;
+    }
+    let out = env.run(&["--quiet", "--resume", run_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let units = usable_units(&run_dir, "m1");
+    assert_eq!(units.len(), 8 * 7);
+    assert!(units.values().all(|&c| c == 1));
+    assert_eq!(
+        slow.request_count() - requests_before,
+        8 * 7 - after_tear,
+        "only missing units are requested"
+    );
+
+    let reference = FakeServer::builder()
+        .responder(smart_reply)
+        .start_blocking();
+    let whole = Env::new(8);
+    whole.config(&reference.base_url(), "n = 6", ONE_MODEL, "");
+    assert_eq!(whole.run(&["--quiet"]).status.code(), Some(0));
+    assert_eq!(metrics(&run_dir), metrics(&whole.run_dir()));
+}
+
+fn usable_units_lenient(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["outcome"] != "api_error")
+        .count()
+}
+
+#[test]
+fn raising_n_requests_only_the_new_samples() {
+    let server = FakeServer::builder()
+        .responder(smart_reply)
+        .start_blocking();
+    let env = Env::new(3);
+    env.config(&server.base_url(), "n = 4", ONE_MODEL, "");
+    assert_eq!(env.run(&["--quiet"]).status.code(), Some(0));
+    assert_eq!(server.request_count(), 3 * 5);
+    env.config(&server.base_url(), "n = 8", ONE_MODEL, "");
+    let out = env.run(&["--quiet", "--resume", "latest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    assert_eq!(server.request_count(), 3 * 5 + 3 * 4);
+    assert_eq!(usable_units(&env.run_dir(), "m1").len(), 3 * 9);
+    // A changed temperature is refused unless forced.
+    env.config(
+        &server.base_url(),
+        "n = 8\ntemperature = 1.0",
+        ONE_MODEL,
+        "",
+    );
+    let out = env.run(&["--quiet", "--resume", "latest"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out_text(&out).contains("temperature 0.7 → 1"),
+        "{}",
+        out_text(&out)
+    );
+}
+
+#[test]
+fn api_key_never_lands_in_files_or_output() {
+    let server = FakeServer::builder()
+        .responder(smart_reply)
+        .faults(|r: &Recorded| {
+            (r.model() == Some("echo")).then(|| Fault::Status {
+                code: 401,
+                body: format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}"}}}}"#),
+                retry_after: None,
+            })
+        })
+        .start_blocking();
+    let env = Env::new(2);
+    let models = "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"\n[[models]]\nname = \"m2\"\nmodel_id = \"echo\"\n";
+    env.config(&server.base_url(), "n = 2", models, "");
+    let out = env.run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.authorization.as_deref() == Some(&format!("Bearer {KEY}"))));
+    assert!(!out_text(&out).contains(KEY), "{}", out_text(&out));
+    assert!(out_text(&out).contains("[REDACTED]"));
+    for f in all_files(&env.run_dir()) {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "key in {}",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn missing_key_variable_fails_before_any_request() {
+    let server = FakeServer::builder()
+        .responder(smart_reply)
+        .start_blocking();
+    let env = Env::new(2);
+    let cfg = env.config(&server.base_url(), "n = 2", ONE_MODEL, "");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpassk"))
+        .args(["run", "--config", cfg.to_str().unwrap()])
+        .env_remove("GPASSK_TEST_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out_text(&out).contains("GPASSK_TEST_KEY"),
+        "{}",
+        out_text(&out)
+    );
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
+fn checkpoint_lines_carry_the_documented_fields_and_distinct_seeds() {
+    let server = FakeServer::builder()
+        .responder(smart_reply)
+        .start_blocking();
+    let env = Env::new(2);
+    env.config(
+        &format!("{}/v1", server.base_url()),
+        "n = 4\nmax_tokens = 64",
+        ONE_MODEL,
+        "",
+    );
+    assert_eq!(env.run(&["--quiet"]).status.code(), Some(0));
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.path == "/v1/chat/completions"));
+    let text = std::fs::read_to_string(env.run_dir().join("checkpoints/m1.jsonl")).unwrap();
+    let mut seeds = std::collections::HashSet::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for f in [
+            "model",
+            "model_id",
+            "served_model",
+            "system_fingerprint",
+            "problem_id",
+            "sample_index",
+            "seed",
+            "response",
+            "finish_reason",
+            "outcome",
+            "started_at",
+            "finished_at",
+            "prompt_hash",
+            "latency_ms",
+            "attempts",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "run_id",
+        ] {
+            assert!(v.get(f).is_some(), "missing {f} in {line}");
+        }
+        assert_eq!(v["served_model"], "fake-served-2024");
+        assert_eq!(v["model_id"], "fake-1");
+        assert!(v["started_at"].as_str().unwrap().ends_with('Z'));
+        if v["sample_index"] == "greedy" {
+            assert_eq!(v["temperature"], 0.0);
+        } else {
+            assert!(seeds.insert(v["seed"].as_u64().unwrap()), "seed reused");
+        }
+    }
+    assert_eq!(seeds.len(), 2 * 4);
+    let manifest = std::fs::read_to_string(env.run_dir().join("manifest.json")).unwrap();
+    assert!(manifest.contains("fake-served-2024"));
+}
+
+#[test]
+fn n_param_batches_and_asks_again_for_missing_choices() {
+    // The server returns one choice fewer than asked on each body's first attempt.
+    let server = FakeServer::builder()
+        .responder(|r: &Recorded| {
+            let mut reply = smart_reply(r);
+            if r.attempt == 0 && reply.choices.len() > 1 {
+                reply.choices.pop();
+            }
+            reply
+        })
+        .start_blocking();
+    let env = Env::new(2);
+    env.config(
+        &server.base_url(),
+        "n = 5\nuse_n_param = true\nn_per_request = 3\ngreedy = false",
+        ONE_MODEL,
+        "",
+    );
+    let out = env.run(&["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let units = usable_units(&env.run_dir(), "m1");
+    assert_eq!(units.len(), 2 * 5);
+    assert!(units.values().all(|&c| c == 1));
+    assert!(server.requests().iter().any(|r| r.n() == 3));
+}
+
+#[test]
+fn dry_run_sends_nothing_and_prints_the_plan() {
+    let server = FakeServer::builder()
+        .responder(smart_reply)
+        .start_blocking();
+    let env = Env::new(5);
+    env.config(&server.base_url(), "n = 4\nmax_tokens = 100", ONE_MODEL, "");
+    let out = env.run(&["--dry-run", "--limit", "3"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = out_text(&out);
+    assert!(text.contains("15 units"), "{text}");
+    assert_eq!(server.request_count(), 0);
+    assert!(!env.path().join("results").exists());
+}
+
+#[test]
+fn bad_config_exits_2_naming_file_line_and_suggestion() {
+    let env = Env::new(1);
+    let cfg = env.config(
+        "http://127.0.0.1:9",
+        "n = 4\ntemprature = 0.5",
+        ONE_MODEL,
+        "",
+    );
+    let out = env.run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = out_text(&out);
+    assert!(text.contains(&format!("{}:", cfg.display())), "{text}");
+    assert!(text.contains("did you mean `temperature`"), "{text}");
+    env.config("http://127.0.0.1:9", "n = 4\ntop_p = 3", ONE_MODEL, "");
+    let out = env.run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out_text(&out).contains("top_p"), "{}", out_text(&out));
+    let out = env.run(&["--models", "m2"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn ctrl_c_saves_and_exits_130_with_the_resume_command() {
+    let slow = FakeServer::builder()
+        .responder(|r: &Recorded| {
+            std::thread::sleep(Duration::from_millis(20));
+            smart_reply(r)
+        })
+        .start_blocking();
+    let env = Env::new(10);
+    let cfg = env.config(&slow.base_url(), "n = 8", ONE_MODEL, "concurrency = 2");
+    let child = Command::new(env!("CARGO_BIN_EXE_gpassk"))
+        .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
+        .env("GPASSK_TEST_KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while slow.request_count() < 5 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let text = out_text(&out);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(text.contains("--resume"), "{text}");
+    let run_dir = env.run_dir();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["status"], "interrupted");
+    let saved = usable_units(&run_dir, "m1").len();
+    assert!(saved > 0 && saved < 10 * 9, "{saved}");
+    let out = env.run(&["--quiet", "--resume", run_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    assert_eq!(usable_units(&run_dir, "m1").len(), 10 * 9);
+}
