@@ -41,7 +41,11 @@ fn main() {
     let data = dir.path().join("bench.jsonl");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&data).expect("dataset"));
     for i in 0..problems {
-        writeln!(f, "{{\"id\":\"q{i}\",\"question\":\"What is {i}+1?\",\"answer\":\"42\"}}").expect("write");
+        writeln!(
+            f,
+            "{{\"id\":\"q{i}\",\"question\":\"What is {i}+1?\",\"answer\":\"42\"}}"
+        )
+        .expect("write");
     }
     drop(f);
     let cfg = dir.path().join("bench.toml");
