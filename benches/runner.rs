@@ -68,6 +68,7 @@ fn main() {
         dry_run: false,
         limit: None,
         models: vec![],
+        shard: None,
         quiet: true,
         progress_interval: 5.0,
     })
@@ -83,6 +84,7 @@ fn main() {
         dry_run: false,
         limit: None,
         models: vec![],
+        shard: None,
         quiet: true,
         progress_interval: 5.0,
     })
