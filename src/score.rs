@@ -1,7 +1,7 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
-use crate::checkpoint::{read_records, SampleIndex, UnitOutcome};
+use crate::checkpoint::{read_records, CheckpointError, SampleIndex, UnitOutcome};
 use crate::cli::BadInput;
 use crate::dataset::Problem;
 use crate::grade::{canonical_key, grade, GradeConfig, Outcome};
@@ -143,6 +143,11 @@ pub fn score_model(
             *served.entry(s).or_default() += 1;
         }
         Ok(())
+    })
+    .map_err(|e| match e {
+        // A damaged line is the user's file to fix: exit 2 with the file and line.
+        CheckpointError::Corrupt { .. } => anyhow::Error::new(BadInput(e.to_string())),
+        other => anyhow::Error::new(other),
     })?;
     let (mut correct, mut wrong, mut no_answer, mut missing) = (0, 0, 0, 0);
     let mut problems = Vec::with_capacity(inputs.problems.len());

@@ -277,6 +277,22 @@ fn score_of_a_missing_run_is_bad_input() {
 }
 
 #[test]
+fn score_names_a_corrupt_checkpoint_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    copy_fixture(&run);
+    let path = run.join("checkpoints/beta.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{\"run_id\": 1}";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = gpassk(&["score", run.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("beta.jsonl:3: corrupt checkpoint line"), "{err}");
+}
+
+#[test]
 fn score_refuses_a_changed_dataset() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
