@@ -166,6 +166,9 @@ fn merged_manifest(runs: &[(PathBuf, Manifest)], run_id: &str) -> Manifest {
 
 /// Merges `runs` into `out`; returns the merged manifest.
 pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
+    if runs.len() < 2 {
+        return Err(BadInput("merge needs at least two run directories".into()).into());
+    }
     if out.join("manifest.json").exists() {
         return Err(BadInput(format!(
             "--out {}: already holds a run (manifest.json); choose a new directory",

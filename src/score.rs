@@ -290,8 +290,8 @@ pub fn load_run(run_dir: &Path) -> Result<RunResults> {
     score_plan(&plan, run_dir, Some(manifest))
 }
 
-fn short(h: &str) -> &str {
-    &h[..12.min(h.len())]
+fn short(h: &str) -> String {
+    h.chars().take(12).collect()
 }
 
 /// `gpassk score <run dir>`: re-grade and rewrite every output file.

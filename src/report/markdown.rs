@@ -44,7 +44,7 @@ impl Exporter for MarkdownReport {
             "Run `{}` · dataset `{}` (sha256 `{}`)\n\n",
             results.run_id,
             results.dataset,
-            &results.dataset_sha256[..12.min(results.dataset_sha256.len())]
+            results.dataset_sha256.chars().take(12).collect::<String>()
         ));
         for grid in summaries(results) {
             md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
