@@ -289,7 +289,10 @@ fn score_names_a_corrupt_checkpoint_line() {
     let out = gpassk(&["score", run.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("beta.jsonl:3: corrupt checkpoint line"), "{err}");
+    assert!(
+        err.contains("beta.jsonl:3: corrupt checkpoint line"),
+        "{err}"
+    );
 }
 
 #[test]
