@@ -10,7 +10,7 @@
 //! - `checkpoint`: per-model JSONL checkpoints and atomic writes.
 //! - `runner`: sampling units with retries, pacing and checkpoints; `run`: the `gpassk run` command.
 //! - `score`: grading stored samples into counts; `report`: exporters.
-//! - `manifest`: the run manifest.
+//! - `manifest`: the run manifest; `label`: Math-Shepherd step labels built on the runner.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
 //! - `fake_server`: fake OpenAI-compatible HTTP server for tests and benchmarks.
 pub mod calc;
@@ -21,6 +21,7 @@ pub mod config;
 pub mod dataset;
 pub mod fake_server;
 pub mod grade;
+pub mod label;
 pub mod manifest;
 pub mod metrics;
 pub mod prompt;

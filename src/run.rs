@@ -49,19 +49,20 @@ pub struct RunArgs {
 }
 
 /// Everything resolved before any request is sent.
-struct Plan {
-    settings: Settings,
-    dataset: dataset::Dataset,
-    prepared: Arc<Vec<Prepared>>,
+pub struct Plan {
+    pub settings: Settings,
+    pub dataset: dataset::Dataset,
+    pub prepared: Arc<Vec<Prepared>>,
     /// The problems under evaluation (the dataset's own list is moved here).
-    problems: Vec<dataset::Problem>,
-    template: String,
-    prompt_hash: String,
-    few_shot_examples: usize,
-    limit: Option<usize>,
+    pub problems: Vec<dataset::Problem>,
+    pub template: String,
+    pub prompt_hash: String,
+    pub few_shot_examples: usize,
+    pub limit: Option<usize>,
 }
 
-fn plan(args: &RunArgs) -> Result<Plan> {
+/// Loads the config and dataset and renders every prompt; `args` supplies --config, --limit, --models.
+pub fn plan(args: &RunArgs) -> Result<Plan> {
     let mut settings = config::load(&args.config)?;
     if !args.models.is_empty() {
         let known: Vec<String> = settings.models.iter().map(|m| m.name.clone()).collect();
