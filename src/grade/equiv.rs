@@ -7,6 +7,8 @@ use super::GradeConfig;
 
 /// At most this many `±` expansions per answer (2^3 sign choices).
 const MAX_PM: usize = 3;
+/// Longer answers are compared as text only.
+const MAX_PARSE_BYTES: usize = 8_000;
 /// Tolerance floor for comparing symbolic values evaluated in floating point.
 const FLOAT_TOL: f64 = 1e-8;
 
@@ -20,7 +22,7 @@ pub struct Prepared {
 pub fn prepare(raw: &str) -> Prepared {
     let norm = normalize_latex(raw);
     let text = text_form(&norm);
-    let node = parse(&norm).map(simplify);
+    let node = if norm.len() > MAX_PARSE_BYTES { None } else { parse(&norm).map(simplify) };
     Prepared { norm, text, node }
 }
 

@@ -399,19 +399,15 @@ fn closing_dollar(text: &str, from: usize) -> Option<usize> {
 /// The last number not glued to a preceding letter (`AZYUK2A` has none), with its end offset.
 fn last_number(text: &str) -> Option<(usize, String)> {
     let bytes = text.as_bytes();
-    let mut best = None;
+    let mut best: Option<(usize, usize)> = None;
     for m in NUMBER.find_iter(text) {
         let prev = m.start().checked_sub(1).map(|p| bytes[p]);
         if prev.is_some_and(|p| p.is_ascii_alphabetic() || p == b'_' || p == b'^' || p == b'\\') {
             continue;
         }
-        let next = bytes.get(m.end()).copied();
-        if next.is_some_and(|n| n.is_ascii_alphabetic() && m.as_str().len() == 1 && prev.is_some_and(|p| p.is_ascii_alphanumeric())) {
-            continue;
-        }
-        best = Some((m.end(), m.as_str().replace(' ', "")));
+        best = Some((m.start(), m.end()));
     }
-    best
+    best.map(|(s, e)| (e, text[s..e].replace(' ', "")))
 }
 
 #[cfg(test)]

@@ -207,7 +207,7 @@ pub fn matching_brace(s: &str) -> Option<usize> {
 pub fn text_form(s: &str) -> String {
     let mut t: String = s
         .chars()
-        .filter(|c| !c.is_whitespace() && *c != '{' && *c != '}' && *c != '\\')
+        .filter(|c| !c.is_whitespace())
         .flat_map(|c| c.to_lowercase())
         .collect();
     // `(C)` and `C` are the same choice.
@@ -274,5 +274,7 @@ mod tests {
     fn text_form_folds_choices() {
         assert_eq!(text_form("(C)"), "c");
         assert_eq!(text_form(" Even "), "even");
+        // Braces matter: these are different numbers.
+        assert_ne!(text_form("\\frac{12}{3}"), text_form("\\frac{1}{23}"));
     }
 }
