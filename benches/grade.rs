@@ -4,14 +4,20 @@ use gpassk::grade::{grade, GradeConfig};
 use std::time::{Duration, Instant};
 
 fn main() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/grading/mathverify_0.9.0_cases.jsonl");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/grading/mathverify_0.9.0_cases.jsonl"
+    );
     let text = std::fs::read_to_string(path).expect("cases file");
     let cases: Vec<(String, String)> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).expect("case line");
-            (v["gold"].as_str().unwrap_or("").to_string(), v["pred"].as_str().unwrap_or("").to_string())
+            (
+                v["gold"].as_str().unwrap_or("").to_string(),
+                v["pred"].as_str().unwrap_or("").to_string(),
+            )
         })
         .collect();
     let cfg = GradeConfig::default();
@@ -24,7 +30,11 @@ fn main() {
     let mut graded = 0u64;
     while start.elapsed() < budget {
         for (g, p) in &cases {
-            std::hint::black_box(grade(std::hint::black_box(g), std::hint::black_box(p), &cfg));
+            std::hint::black_box(grade(
+                std::hint::black_box(g),
+                std::hint::black_box(p),
+                &cfg,
+            ));
         }
         graded += cases.len() as u64;
     }

@@ -1,7 +1,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "gpassk", version, about = "G-Pass@k evaluation of language models on math benchmarks")]
+#[command(
+    name = "gpassk",
+    version,
+    about = "G-Pass@k evaluation of language models on math benchmarks"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

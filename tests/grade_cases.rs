@@ -4,7 +4,10 @@ use gpassk::grade::{canonical_key, equivalent, extract, grade, normal_form, Grad
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/grading/mathverify_0.9.0_cases.jsonl");
+const CASES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/grading/mathverify_0.9.0_cases.jsonl"
+);
 
 /// Lines whose labels need settings more lenient than Math-Verify's defaults
 /// (precision 4 or 2, `strict=false`, `allow_set_relation_comp=true`).
@@ -47,9 +50,17 @@ fn mathverify_agreement_does_not_regress() {
     let agree = all.iter().filter(|c| agrees(c, &cfg)).count();
     let kept: Vec<&Case> = all.iter().filter(|c| !LEFT_OUT.contains(&c.line)).collect();
     let kept_agree = kept.iter().filter(|c| agrees(c, &cfg)).count();
-    let misses: Vec<usize> = kept.iter().filter(|c| !agrees(c, &cfg)).map(|c| c.line).collect();
+    let misses: Vec<usize> = kept
+        .iter()
+        .filter(|c| !agrees(c, &cfg))
+        .map(|c| c.line)
+        .collect();
     assert!(agree >= 266, "agreement {agree}/276 regressed");
-    assert!(kept_agree >= 264, "agreement {kept_agree}/{} regressed; misses {misses:?}", kept.len());
+    assert!(
+        kept_agree >= 264,
+        "agreement {kept_agree}/{} regressed; misses {misses:?}",
+        kept.len()
+    );
     assert!(kept_agree * 100 >= kept.len() * 97);
 }
 
@@ -142,17 +153,90 @@ fn limit_weird_unicode() {
 
 /// Fragments the fuzzer glues together; chosen to hit every parser branch.
 const FRAGMENTS: &[&str] = &[
-    "\\boxed{", "}", "{", "\\frac", "\\sqrt", "[", "]", "(", ")", "\\{", "\\}", "$", "$$", "\\(", "\\)", "\\[",
-    "\\]", "1", "23", "0.5", "1,000", ",", ";", ":", "=", "<", "\\le", "\\ge", "\\pm", "+", "-", "*", "/", "^",
-    "_", "!", "|", "x", "y", "e", "i", "\\pi", "\\infty", "\\cup", "\\in", "\\text{", "and", "or", " ",
-    "\n", "\\\\", "&", "\\begin{pmatrix}", "\\end{pmatrix}", "\\sin", "\\log_", "%", "\\%", "^\\circ",
-    "The final answer is ", "答案是", "#### ", "½", "√", "−", "１", "é", "\u{FFFD}", "\\left(", "\\right)",
-    "10^{10^{10}}", "\\sum_{k=0}^{n}", "\\dfrac12", "3\\frac{1}{2}", "\\approx", "\\neq", "'",
+    "\\boxed{",
+    "}",
+    "{",
+    "\\frac",
+    "\\sqrt",
+    "[",
+    "]",
+    "(",
+    ")",
+    "\\{",
+    "\\}",
+    "$",
+    "$$",
+    "\\(",
+    "\\)",
+    "\\[",
+    "\\]",
+    "1",
+    "23",
+    "0.5",
+    "1,000",
+    ",",
+    ";",
+    ":",
+    "=",
+    "<",
+    "\\le",
+    "\\ge",
+    "\\pm",
+    "+",
+    "-",
+    "*",
+    "/",
+    "^",
+    "_",
+    "!",
+    "|",
+    "x",
+    "y",
+    "e",
+    "i",
+    "\\pi",
+    "\\infty",
+    "\\cup",
+    "\\in",
+    "\\text{",
+    "and",
+    "or",
+    " ",
+    "\n",
+    "\\\\",
+    "&",
+    "\\begin{pmatrix}",
+    "\\end{pmatrix}",
+    "\\sin",
+    "\\log_",
+    "%",
+    "\\%",
+    "^\\circ",
+    "The final answer is ",
+    "答案是",
+    "#### ",
+    "½",
+    "√",
+    "−",
+    "１",
+    "é",
+    "\u{FFFD}",
+    "\\left(",
+    "\\right)",
+    "10^{10^{10}}",
+    "\\sum_{k=0}^{n}",
+    "\\dfrac12",
+    "3\\frac{1}{2}",
+    "\\approx",
+    "\\neq",
+    "'",
 ];
 
 fn random_input(rng: &mut fastrand::Rng) -> String {
     let n = rng.usize(0..40);
-    (0..n).map(|_| FRAGMENTS[rng.usize(0..FRAGMENTS.len())]).collect()
+    (0..n)
+        .map(|_| FRAGMENTS[rng.usize(0..FRAGMENTS.len())])
+        .collect()
 }
 
 #[test]
@@ -167,14 +251,27 @@ fn fuzz_no_panics_reflexive_symmetric() {
         extract(&a, &cfg);
         let ka = canonical_key(&a);
         let empty = normal_form(&a).0.trim().is_empty();
-        assert!(equivalent(&a, &a, &cfg) || empty || ka.is_empty(), "not reflexive: {a:?}");
-        assert_eq!(equivalent(&a, &b, &cfg), equivalent(&b, &a, &cfg), "not symmetric: {a:?} vs {b:?}");
-        assert!(start.elapsed() < Duration::from_millis(250), "slow: {a:?} / {b:?}");
+        assert!(
+            equivalent(&a, &a, &cfg) || empty || ka.is_empty(),
+            "not reflexive: {a:?}"
+        );
+        assert_eq!(
+            equivalent(&a, &b, &cfg),
+            equivalent(&b, &a, &cfg),
+            "not symmetric: {a:?} vs {b:?}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_millis(250),
+            "slow: {a:?} / {b:?}"
+        );
     }
 }
 
 fn gpassk(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpassk")).args(args).output().expect("run gpassk");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpassk"))
+        .args(args)
+        .output()
+        .expect("run gpassk");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -188,7 +285,14 @@ fn cli_single_pair() {
     assert_eq!(code, 0);
     assert!(out.contains("extracted:  0.5"), "{out}");
     assert!(out.contains("verdict:    correct"), "{out}");
-    let (code, out, _) = gpassk(&["grade", "--gold", "2", "--pred", "it is \\boxed{3}", "--json"]);
+    let (code, out, _) = gpassk(&[
+        "grade",
+        "--gold",
+        "2",
+        "--pred",
+        "it is \\boxed{3}",
+        "--json",
+    ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one json line");
     assert_eq!(v["extracted"], "3");
@@ -218,7 +322,10 @@ fn cli_cases_file_agreement_and_json() {
 fn cli_bad_input_exit_2() {
     let (code, _, err) = gpassk(&["grade", "--cases", "/nonexistent/cases.jsonl"]);
     assert_eq!(code, 2);
-    assert!(err.contains("/nonexistent/cases.jsonl") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("/nonexistent/cases.jsonl") && err.lines().count() == 1,
+        "{err}"
+    );
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("bad.jsonl");
     std::fs::write(&path, "{\"gold\":\"1\",\"pred\":\"1\"}\n{not json}\n").expect("write");

@@ -40,17 +40,28 @@ struct Graded {
 
 fn grade_pair(gold: &str, pred: &str, cfg: &GradeConfig) -> Graded {
     let extracted = extract(pred, cfg);
-    let ok = extracted.as_deref().is_some_and(|e| equivalent(&gold_answer(gold), e, cfg));
-    Graded { gold: gold.to_string(), pred: pred.to_string(), extracted, equivalent: ok }
+    let ok = extracted
+        .as_deref()
+        .is_some_and(|e| equivalent(&gold_answer(gold), e, cfg));
+    Graded {
+        gold: gold.to_string(),
+        pred: pred.to_string(),
+        extracted,
+        equivalent: ok,
+    }
 }
 
 fn json_line(g: &Graded) -> String {
-    json!({"gold": g.gold, "pred": g.pred, "extracted": g.extracted, "equivalent": g.equivalent}).to_string()
+    json!({"gold": g.gold, "pred": g.pred, "extracted": g.extracted, "equivalent": g.equivalent})
+        .to_string()
 }
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let mut cfg = GradeConfig { rel_tol: args.rel_tol, ..GradeConfig::default() };
+    let mut cfg = GradeConfig {
+        rel_tol: args.rel_tol,
+        ..GradeConfig::default()
+    };
     for (i, r) in args.extract_regex.iter().enumerate() {
         match regex::Regex::new(r) {
             Ok(re) => cfg.extract_regex.push(re),
@@ -83,7 +94,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             println!("extracted:  {e}");
             println!("  normal:   {norm}");
             println!("  key:      {key}");
-            println!("verdict:    {}", if g.equivalent { "correct" } else { "wrong" });
+            println!(
+                "verdict:    {}",
+                if g.equivalent { "correct" } else { "wrong" }
+            );
         }
         None => {
             println!("extracted:  (nothing)");
@@ -109,7 +123,8 @@ fn read_cases(path: &PathBuf) -> Result<Vec<Case>, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("{shown}:{n}: bad JSON: {e}"))?;
+        let v: Value =
+            serde_json::from_str(line).map_err(|e| format!("{shown}:{n}: bad JSON: {e}"))?;
         let field = |k: &str| -> Result<String, String> {
             v.get(k)
                 .and_then(Value::as_str)
@@ -121,7 +136,12 @@ fn read_cases(path: &PathBuf) -> Result<Vec<Case>, String> {
             Some(Value::Bool(b)) => Some(*b),
             Some(_) => return Err(format!("{shown}:{n}: \"expected\" must be true or false")),
         };
-        cases.push(Case { line: n, gold: field("gold")?, pred: field("pred")?, expected });
+        cases.push(Case {
+            line: n,
+            gold: field("gold")?,
+            pred: field("pred")?,
+            expected,
+        });
     }
     Ok(cases)
 }
@@ -131,7 +151,14 @@ fn short(s: &str, max: usize) -> String {
     if flat.chars().count() <= max {
         return flat;
     }
-    let tail: String = flat.chars().rev().take(max).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: String = flat
+        .chars()
+        .rev()
+        .take(max)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     format!("…{tail}")
 }
 
@@ -168,16 +195,26 @@ fn run_cases(path: &PathBuf, as_json: bool, cfg: &GradeConfig) -> anyhow::Result
     }
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(out.as_bytes()).context("writing results")?;
+    stdout
+        .write_all(out.as_bytes())
+        .context("writing results")?;
     let summary_to_stderr = as_json;
     let mut report = String::new();
-    report.push_str(&format!("graded {} cases: {} equivalent\n", cases.len(), correct));
+    report.push_str(&format!(
+        "graded {} cases: {} equivalent\n",
+        cases.len(),
+        correct
+    ));
     if labelled > 0 {
         let pct = 100.0 * agree as f64 / labelled as f64;
-        report.push_str(&format!("agreement with expected: {agree}/{labelled} ({pct:.1}%)\n"));
+        report.push_str(&format!(
+            "agreement with expected: {agree}/{labelled} ({pct:.1}%)\n"
+        ));
         for (line, exp, extracted) in &disagreements {
             let c = cases.iter().find(|c| c.line == *line);
-            let (gold, pred) = c.map_or((String::new(), String::new()), |c| (short(&c.gold, 60), short(&c.pred, 80)));
+            let (gold, pred) = c.map_or((String::new(), String::new()), |c| {
+                (short(&c.gold, 60), short(&c.pred, 80))
+            });
             report.push_str(&format!(
                 "  line {line}: expected {exp}, got {}; gold {gold:?}; extracted {:?}; pred {pred:?}\n",
                 !exp,
@@ -188,7 +225,9 @@ fn run_cases(path: &PathBuf, as_json: bool, cfg: &GradeConfig) -> anyhow::Result
     if summary_to_stderr {
         eprint!("{report}");
     } else {
-        stdout.write_all(report.as_bytes()).context("writing report")?;
+        stdout
+            .write_all(report.as_bytes())
+            .context("writing report")?;
     }
     Ok(0)
 }

@@ -22,7 +22,11 @@ pub struct Prepared {
 pub fn prepare(raw: &str) -> Prepared {
     let norm = normalize_latex(raw);
     let text = text_form(&norm);
-    let node = if norm.len() > MAX_PARSE_BYTES { None } else { parse(&norm).map(simplify) };
+    let node = if norm.len() > MAX_PARSE_BYTES {
+        None
+    } else {
+        parse(&norm).map(simplify)
+    };
     Prepared { norm, text, node }
 }
 
@@ -65,7 +69,9 @@ fn count_pm(n: &Node) -> usize {
         Node::Pm(a, b) => 1 + count_pm(a) + count_pm(b),
         Node::Neg(a) | Node::Fact(a) => count_pm(a),
         Node::Div(a, b) | Node::Pow(a, b) => count_pm(a) + count_pm(b),
-        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) | Node::Rel(v, _) => v.iter().map(count_pm).sum(),
+        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) | Node::Rel(v, _) => {
+            v.iter().map(count_pm).sum()
+        }
         _ => 0,
     }
 }
@@ -100,8 +106,14 @@ fn expand_pm(n: &Node) -> Vec<Node> {
             }
             out
         }
-        Node::Neg(a) => expand_pm(a).into_iter().map(|x| Node::Neg(Box::new(x))).collect(),
-        Node::Fact(a) => expand_pm(a).into_iter().map(|x| Node::Fact(Box::new(x))).collect(),
+        Node::Neg(a) => expand_pm(a)
+            .into_iter()
+            .map(|x| Node::Neg(Box::new(x)))
+            .collect(),
+        Node::Fact(a) => expand_pm(a)
+            .into_iter()
+            .map(|x| Node::Fact(Box::new(x)))
+            .collect(),
         Node::Div(a, b) => many(&[(**a).clone(), (**b).clone()], &|mut v| {
             let d = v.pop().unwrap_or(Node::List(vec![]));
             let n = v.pop().unwrap_or(Node::List(vec![]));
@@ -152,10 +164,20 @@ fn reduce(n: Node) -> Node {
                 parts.pop();
                 let a = parts.pop().unwrap_or(Node::List(vec![]));
                 if lower(o1) && lower(o2) {
-                    return Node::Interval(o1 == RelOp::Le, Box::new(a), Box::new(c), o2 == RelOp::Le);
+                    return Node::Interval(
+                        o1 == RelOp::Le,
+                        Box::new(a),
+                        Box::new(c),
+                        o2 == RelOp::Le,
+                    );
                 }
                 if upper(o1) && upper(o2) {
-                    return Node::Interval(o2 == RelOp::Ge, Box::new(c), Box::new(a), o1 == RelOp::Ge);
+                    return Node::Interval(
+                        o2 == RelOp::Ge,
+                        Box::new(c),
+                        Box::new(a),
+                        o1 == RelOp::Ge,
+                    );
                 }
                 return Node::List(vec![]);
             }
@@ -185,7 +207,11 @@ fn matrix_sum(v: &[Node]) -> Option<Node> {
     let rows = first
         .iter()
         .enumerate()
-        .map(|(i, r)| (0..r.len()).map(|j| Node::Add(ms.iter().map(|m| m[i][j].clone()).collect())).collect())
+        .map(|(i, r)| {
+            (0..r.len())
+                .map(|j| Node::Add(ms.iter().map(|m| m[i][j].clone()).collect()))
+                .collect()
+        })
         .collect();
     Some(Node::Matrix(rows))
 }
@@ -213,7 +239,13 @@ fn matrix_product(v: &[Node]) -> Option<Node> {
                     .iter()
                     .map(|row| {
                         (0..cols)
-                            .map(|j| Node::Add((0..inner).map(|k| Node::Mul(vec![row[k].clone(), b[k][j].clone()])).collect()))
+                            .map(|j| {
+                                Node::Add(
+                                    (0..inner)
+                                        .map(|k| Node::Mul(vec![row[k].clone(), b[k][j].clone()]))
+                                        .collect(),
+                                )
+                            })
                             .collect()
                     })
                     .collect();
@@ -232,7 +264,11 @@ fn matrix_product(v: &[Node]) -> Option<Node> {
     }
     let scaled = m
         .into_iter()
-        .map(|r| r.into_iter().map(|e| Node::Mul(scalar.iter().cloned().chain([e]).collect())).collect())
+        .map(|r| {
+            r.into_iter()
+                .map(|e| Node::Mul(scalar.iter().cloned().chain([e]).collect()))
+                .collect()
+        })
         .collect();
     Some(Node::Matrix(scaled))
 }
@@ -290,7 +326,8 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
         return false;
     }
     let eq = |x: &Node, y: &Node| same_depth(x, y, cfg, depth + 1);
-    let ordered = |x: &[Node], y: &[Node]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| eq(p, q));
+    let ordered =
+        |x: &[Node], y: &[Node]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| eq(p, q));
     match (a, b) {
         (Node::Rel(..), Node::Rel(..)) => {
             if rel_same(a, b, cfg) {
@@ -298,7 +335,8 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
             }
             match (stated_value(a), stated_value(b)) {
                 (Some(x), Some(y)) => {
-                    matches!((a, b), (Node::Rel(p, _), Node::Rel(q, _)) if text_key(&p[0]) == text_key(&q[0])) && eq(x, y)
+                    matches!((a, b), (Node::Rel(p, _), Node::Rel(q, _)) if text_key(&p[0]) == text_key(&q[0]))
+                        && eq(x, y)
                 }
                 _ => false,
             }
@@ -315,17 +353,20 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
             if elems(a).is_none() || elems(b).is_none() {
                 return false;
             }
-            x.iter().all(|p| y.iter().any(|q| eq(p, q))) && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
+            x.iter().all(|p| y.iter().any(|q| eq(p, q)))
+                && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
         }
         (Node::Tuple(x), Node::Tuple(y)) | (Node::Ratio(x), Node::Ratio(y)) => ordered(x, y),
-        (Node::Tuple(t), Node::Interval(lc, lo, hi, hc)) | (Node::Interval(lc, lo, hi, hc), Node::Tuple(t)) => {
+        (Node::Tuple(t), Node::Interval(lc, lo, hi, hc))
+        | (Node::Interval(lc, lo, hi, hc), Node::Tuple(t)) => {
             !*lc && !*hc && t.len() == 2 && eq(&t[0], lo) && eq(&t[1], hi)
         }
         (Node::Interval(c1, a1, b1, d1), Node::Interval(c2, a2, b2, d2)) => {
             c1 == c2 && d1 == d2 && eq(a1, a2) && eq(b1, b2)
         }
         (Node::Union(x), Node::Union(y)) => {
-            x.iter().all(|p| y.iter().any(|q| eq(p, q))) && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
+            x.iter().all(|p| y.iter().any(|q| eq(p, q)))
+                && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
         }
         (Node::Matrix(x), Node::Matrix(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(r, s)| ordered(r, s))
@@ -381,7 +422,11 @@ fn scalar_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
             _ => x == y,
         };
     }
-    let tol = if decimal { cfg.rel_tol.max(FLOAT_TOL) } else { FLOAT_TOL.max(cfg.rel_tol.min(FLOAT_TOL)) };
+    let tol = if decimal {
+        cfg.rel_tol.max(FLOAT_TOL)
+    } else {
+        FLOAT_TOL.max(cfg.rel_tol.min(FLOAT_TOL))
+    };
     let mut compared = 0;
     for pt in 0..POINTS {
         match (eval(a, pt), eval(b, pt)) {
@@ -408,34 +453,48 @@ fn canon_op(op: RelOp) -> (RelOp, bool) {
 
 /// `lhs - rhs` with the operator oriented as `<`/`≤` where needed.
 fn rel_form(n: &Node) -> Option<(Node, RelOp)> {
-    let Node::Rel(parts, ops) = n else { return None };
+    let Node::Rel(parts, ops) = n else {
+        return None;
+    };
     if ops.len() != 1 {
         return None;
     }
     let (op, flip) = canon_op(ops[0]);
-    let (l, r) = if flip { (&parts[1], &parts[0]) } else { (&parts[0], &parts[1]) };
+    let (l, r) = if flip {
+        (&parts[1], &parts[0])
+    } else {
+        (&parts[0], &parts[1])
+    };
     if !is_scalar(l) || !is_scalar(r) {
         return None;
     }
-    Some((Node::Add(vec![l.clone(), Node::Neg(Box::new(r.clone()))]), op))
+    Some((
+        Node::Add(vec![l.clone(), Node::Neg(Box::new(r.clone()))]),
+        op,
+    ))
 }
 
 /// Relations are equal when their `lhs - rhs` differ by a constant factor (positive for inequalities).
 fn rel_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
     if let (Node::Rel(p, o1), Node::Rel(q, o2)) = (a, b) {
         if o1.len() > 1 || o2.len() > 1 {
-            let forward = o1 == o2 && p.len() == q.len() && p.iter().zip(q).all(|(x, y)| same(x, y, cfg));
+            let forward =
+                o1 == o2 && p.len() == q.len() && p.iter().zip(q).all(|(x, y)| same(x, y, cfg));
             return forward;
         }
     }
-    let (Some((d1, op1)), Some((d2, op2))) = (rel_form(a), rel_form(b)) else { return false };
+    let (Some((d1, op1)), Some((d2, op2))) = (rel_form(a), rel_form(b)) else {
+        return false;
+    };
     if op1 != op2 {
         return false;
     }
     let mut ratio: Option<C> = None;
     let mut compared = 0;
     for pt in 0..POINTS {
-        let (Some(x), Some(y)) = (eval(&d1, pt), eval(&d2, pt)) else { continue };
+        let (Some(x), Some(y)) = (eval(&d1, pt), eval(&d2, pt)) else {
+            continue;
+        };
         compared += 1;
         if x.abs() < 1e-12 && y.abs() < 1e-12 {
             continue;
@@ -492,7 +551,13 @@ fn node_key(n: &Node, depth: usize) -> String {
         Node::Tuple(v) => format!("({})", v.iter().map(k).collect::<Vec<_>>().join(",")),
         Node::Ratio(v) => format!("r({})", v.iter().map(k).collect::<Vec<_>>().join(":")),
         Node::Interval(a, lo, hi, b) => {
-            format!("{}{},{}{}", if *a { '[' } else { '(' }, k(lo), k(hi), if *b { ']' } else { ')' })
+            format!(
+                "{}{},{}{}",
+                if *a { '[' } else { '(' },
+                k(lo),
+                k(hi),
+                if *b { ']' } else { ')' }
+            )
         }
         Node::Union(v) => {
             let mut ks: Vec<String> = v.iter().map(k).collect();
@@ -501,7 +566,10 @@ fn node_key(n: &Node, depth: usize) -> String {
         }
         Node::Matrix(rows) => format!(
             "M[{}]",
-            rows.iter().map(|r| r.iter().map(k).collect::<Vec<_>>().join(",")).collect::<Vec<_>>().join(";")
+            rows.iter()
+                .map(|r| r.iter().map(k).collect::<Vec<_>>().join(","))
+                .collect::<Vec<_>>()
+                .join(";")
         ),
         _ => {
             if let Some(s) = inf_sign(n) {
@@ -512,7 +580,11 @@ fn node_key(n: &Node, depth: usize) -> String {
             }
             let vals: Vec<String> = (0..2)
                 .map(|pt| match eval(n, pt) {
-                    Some(c) => format!("{:.8e},{:.8e}", c.re, if c.im.abs() < 1e-12 { 0.0 } else { c.im }),
+                    Some(c) => format!(
+                        "{:.8e},{:.8e}",
+                        c.re,
+                        if c.im.abs() < 1e-12 { 0.0 } else { c.im }
+                    ),
                     None => "?".into(),
                 })
                 .collect();

@@ -26,31 +26,52 @@ impl C {
         self.re.hypot(self.im)
     }
     fn add(self, o: C) -> C {
-        C { re: self.re + o.re, im: self.im + o.im }
+        C {
+            re: self.re + o.re,
+            im: self.im + o.im,
+        }
     }
     pub fn sub(self, o: C) -> C {
-        C { re: self.re - o.re, im: self.im - o.im }
+        C {
+            re: self.re - o.re,
+            im: self.im - o.im,
+        }
     }
     fn mul(self, o: C) -> C {
-        C { re: self.re * o.re - self.im * o.im, im: self.re * o.im + self.im * o.re }
+        C {
+            re: self.re * o.re - self.im * o.im,
+            im: self.re * o.im + self.im * o.re,
+        }
     }
     pub fn div(self, o: C) -> Option<C> {
         let d = o.re * o.re + o.im * o.im;
         if d == 0.0 || !d.is_finite() {
             return None;
         }
-        Some(C { re: (self.re * o.re + self.im * o.im) / d, im: (self.im * o.re - self.re * o.im) / d })
+        Some(C {
+            re: (self.re * o.re + self.im * o.im) / d,
+            im: (self.im * o.re - self.re * o.im) / d,
+        })
     }
     fn neg(self) -> C {
-        C { re: -self.re, im: -self.im }
+        C {
+            re: -self.re,
+            im: -self.im,
+        }
     }
     fn exp(self) -> C {
         let m = self.re.exp();
-        C { re: m * self.im.cos(), im: m * self.im.sin() }
+        C {
+            re: m * self.im.cos(),
+            im: m * self.im.sin(),
+        }
     }
     fn ln(self) -> Option<C> {
         let a = self.abs();
-        (a > 0.0).then(|| C { re: a.ln(), im: self.im.atan2(self.re) })
+        (a > 0.0).then(|| C {
+            re: a.ln(),
+            im: self.im.atan2(self.re),
+        })
     }
     fn sqrt(self) -> C {
         if self.im == 0.0 && self.re >= 0.0 {
@@ -58,7 +79,9 @@ impl C {
         }
         let a = self.abs();
         let re = ((a + self.re) / 2.0).sqrt();
-        let im = ((a - self.re) / 2.0).sqrt().copysign(if self.im == 0.0 { 1.0 } else { self.im });
+        let im = ((a - self.re) / 2.0)
+            .sqrt()
+            .copysign(if self.im == 0.0 { 1.0 } else { self.im });
         C { re, im }
     }
     fn powi(self, n: i64) -> Option<C> {
@@ -94,10 +117,16 @@ impl C {
         Some(self.ln()?.mul(e).exp())
     }
     fn sin(self) -> C {
-        C { re: self.re.sin() * self.im.cosh(), im: self.re.cos() * self.im.sinh() }
+        C {
+            re: self.re.sin() * self.im.cosh(),
+            im: self.re.cos() * self.im.sinh(),
+        }
     }
     fn cos(self) -> C {
-        C { re: self.re.cos() * self.im.cosh(), im: -self.re.sin() * self.im.sinh() }
+        C {
+            re: self.re.cos() * self.im.cosh(),
+            im: -self.re.sin() * self.im.sinh(),
+        }
     }
     pub fn finite(self) -> bool {
         self.re.is_finite() && self.im.is_finite()
@@ -322,7 +351,10 @@ fn call(name: &str, args: &[Node], pt: u64, depth: usize) -> Option<C> {
         _ => {
             // Unknown function (`f(x)`, `\sum_{k}`): a fixed smooth function chosen by its name.
             let (a, b) = (unit(name, 0, 7), unit(name, 0, 11));
-            x.mul(C::real(a)).add(C::real(b)).sin().add(x.mul(C::real(0.5)))
+            x.mul(C::real(a))
+                .add(C::real(b))
+                .sin()
+                .add(x.mul(C::real(0.5)))
         }
     })
 }
@@ -341,8 +373,14 @@ mod tests {
         let q = exact(&parse("\\frac{10}{9}").unwrap()).unwrap();
         assert_eq!(q, BigRational::new(10.into(), 9.into()));
         assert!(exact(&parse("\\sqrt{2}").unwrap()).is_none());
-        assert_eq!(exact(&parse("\\sqrt{49}").unwrap()), Some(BigRational::from_integer(7.into())));
-        assert_eq!(exact(&parse("5!").unwrap()), Some(BigRational::from_integer(120.into())));
+        assert_eq!(
+            exact(&parse("\\sqrt{49}").unwrap()),
+            Some(BigRational::from_integer(7.into()))
+        );
+        assert_eq!(
+            exact(&parse("5!").unwrap()),
+            Some(BigRational::from_integer(120.into()))
+        );
     }
 
     #[test]

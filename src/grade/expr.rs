@@ -12,12 +12,13 @@ const MAX_TOKENS: usize = 3_000;
 const MAX_SCI_EXP: i64 = 400;
 
 const UNITS: &[&str] = &[
-    "cm", "mm", "km", "meter", "meters", "metre", "metres", "mile", "miles", "inch", "inches", "feet",
-    "foot", "ft", "yard", "yards", "unit", "units", "sq", "square", "cubic", "degree", "degrees", "deg",
-    "hour", "hours", "hr", "hrs", "minutes", "seconds", "dollar", "dollars", "cent", "cents", "yuan",
-    "euro", "euros", "kg", "gram", "grams", "pound", "pounds", "lb", "lbs", "ounce", "ounces", "oz",
-    "liter", "liters", "litre", "litres", "ml", "mph", "day", "days", "week", "weeks", "year", "years",
-    "month", "months", "people", "students", "ways", "times", "mm", "m", "kmh",
+    "cm", "mm", "km", "meter", "meters", "metre", "metres", "mile", "miles", "inch", "inches",
+    "feet", "foot", "ft", "yard", "yards", "unit", "units", "sq", "square", "cubic", "degree",
+    "degrees", "deg", "hour", "hours", "hr", "hrs", "minutes", "seconds", "dollar", "dollars",
+    "cent", "cents", "yuan", "euro", "euros", "kg", "gram", "grams", "pound", "pounds", "lb",
+    "lbs", "ounce", "ounces", "oz", "liter", "liters", "litre", "litres", "ml", "mph", "day",
+    "days", "week", "weeks", "year", "years", "month", "months", "people", "students", "ways",
+    "times", "mm", "m", "kmh",
 ];
 
 const FUNCS: &[&str] = &[
@@ -95,7 +96,8 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
             i += 1;
             continue;
         }
-        if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) {
+        if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
+        {
             let (tok, next) = scan_number(&chars, i);
             out.push(Tok::Num(tok));
             i = next;
@@ -174,7 +176,12 @@ fn scan_number(chars: &[char], start: usize) -> (String, usize) {
             let mut groups = String::new();
             while j + 3 < chars.len() + 1
                 && chars.get(j) == Some(&sep)
-                && chars[j + 1..].iter().take(3).filter(|c| c.is_ascii_digit()).count() == 3
+                && chars[j + 1..]
+                    .iter()
+                    .take(3)
+                    .filter(|c| c.is_ascii_digit())
+                    .count()
+                    == 3
                 && !chars.get(j + 4).is_some_and(|c| c.is_ascii_digit())
             {
                 groups.extend(&chars[j + 1..j + 4]);
@@ -286,7 +293,11 @@ pub fn parse_number(s: &str) -> Option<Node> {
     let decimal = mant.contains('.');
     let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
     let digits = format!("{int}{frac}");
-    let n: BigInt = if digits.is_empty() { BigInt::zero() } else { digits.parse().ok()? };
+    let n: BigInt = if digits.is_empty() {
+        BigInt::zero()
+    } else {
+        digits.parse().ok()?
+    };
     if exp.abs() > MAX_SCI_EXP {
         return None;
     }
@@ -315,7 +326,12 @@ pub fn parse(s: &str) -> Option<Node> {
     if toks.is_empty() {
         return None;
     }
-    let mut p = Parser { toks, pos: 0, depth: 0, abs_depth: 0 };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        depth: 0,
+        abs_depth: 0,
+    };
     let node = p.parse_top().ok()?;
     (p.pos == p.toks.len()).then_some(node)
 }
@@ -373,7 +389,13 @@ impl Parser {
         }
         let elems: Vec<Node> = groups
             .into_iter()
-            .map(|mut g| if g.len() == 1 { g.pop().unwrap_or(Node::List(vec![])) } else { Node::Tuple(g) })
+            .map(|mut g| {
+                if g.len() == 1 {
+                    g.pop().unwrap_or(Node::List(vec![]))
+                } else {
+                    Node::Tuple(g)
+                }
+            })
             .collect();
         Ok(Node::List(elems))
     }
@@ -451,7 +473,11 @@ impl Parser {
             self.pos += 1;
             parts.push(self.parse_ratio()?);
         }
-        Ok(if parts.len() == 1 { parts.pop().ok_or(())? } else { Node::Union(parts) })
+        Ok(if parts.len() == 1 {
+            parts.pop().ok_or(())?
+        } else {
+            Node::Union(parts)
+        })
     }
 
     fn parse_ratio(&mut self) -> PResult {
@@ -460,7 +486,11 @@ impl Parser {
             self.pos += 1;
             parts.push(self.parse_sum()?);
         }
-        Ok(if parts.len() == 1 { parts.pop().ok_or(())? } else { Node::Ratio(parts) })
+        Ok(if parts.len() == 1 {
+            parts.pop().ok_or(())?
+        } else {
+            Node::Ratio(parts)
+        })
     }
 
     fn parse_sum(&mut self) -> PResult {
@@ -539,11 +569,13 @@ impl Parser {
             }
             Some(Tok::Pm) => {
                 self.pos += 1;
-                self.parse_unary().map(|n| Node::Pm(Box::new(int(0)), Box::new(n)))
+                self.parse_unary()
+                    .map(|n| Node::Pm(Box::new(int(0)), Box::new(n)))
             }
             Some(Tok::Mp) => {
                 self.pos += 1;
-                self.parse_unary().map(|n| Node::Pm(Box::new(int(0)), Box::new(Node::Neg(Box::new(n)))))
+                self.parse_unary()
+                    .map(|n| Node::Pm(Box::new(int(0)), Box::new(Node::Neg(Box::new(n)))))
             }
             _ => self.parse_power(),
         };
@@ -573,7 +605,8 @@ impl Parser {
             let p = self.parse_postfix()?;
             if self.is_op('^') {
                 self.pos += 1;
-                self.parse_exponent().map(|e| Node::Pow(Box::new(p), Box::new(e)))
+                self.parse_exponent()
+                    .map(|e| Node::Pow(Box::new(p), Box::new(e)))
             } else {
                 Ok(p)
             }
@@ -665,7 +698,14 @@ impl Parser {
                 let n = parse_number(&s).ok_or(())?;
                 // Mixed number `3\frac12` means 3 + 1/2.
                 if !s.contains(['.', 'e']) && self.peek() == Some(&Tok::Cmd("frac".into())) {
-                    if let (Some(Tok::Op('{')), Some(Tok::Num(a)), Some(Tok::Op('}')), Some(Tok::Op('{')), Some(Tok::Num(b)), Some(Tok::Op('}'))) = (
+                    if let (
+                        Some(Tok::Op('{')),
+                        Some(Tok::Num(a)),
+                        Some(Tok::Op('}')),
+                        Some(Tok::Op('{')),
+                        Some(Tok::Num(b)),
+                        Some(Tok::Op('}')),
+                    ) = (
                         self.peek_at(1),
                         self.peek_at(2),
                         self.peek_at(3),
@@ -702,7 +742,12 @@ impl Parser {
                     2 if mixed => {
                         let b = items.pop().ok_or(())?;
                         let a = items.pop().ok_or(())?;
-                        Ok(Node::Interval(open == '[', Box::new(a), Box::new(b), close == ']'))
+                        Ok(Node::Interval(
+                            open == '[',
+                            Box::new(a),
+                            Box::new(b),
+                            close == ']',
+                        ))
                     }
                     _ if open == '(' && close == ']' => Err(()),
                     _ if open == '[' && close == ')' => Err(()),
@@ -756,9 +801,16 @@ impl Parser {
                     let groups = self.parse_seq(&[Tok::Op(']')])?;
                     self.expect_op(']')?;
                     let mut items: Vec<Node> = groups.into_iter().flatten().collect();
-                    let n = if items.len() == 1 { items.pop().ok_or(())? } else { return Err(()) };
+                    let n = if items.len() == 1 {
+                        items.pop().ok_or(())?
+                    } else {
+                        return Err(());
+                    };
                     let a = self.arg()?;
-                    return Ok(Node::Pow(Box::new(a), Box::new(Node::Div(Box::new(int(1)), Box::new(n)))));
+                    return Ok(Node::Pow(
+                        Box::new(a),
+                        Box::new(Node::Div(Box::new(int(1)), Box::new(n))),
+                    ));
                 }
                 let a = self.arg()?;
                 Ok(Node::Call("sqrt".into(), vec![a]))
@@ -801,7 +853,11 @@ impl Parser {
                         base = Some(self.arg()?);
                     }
                 }
-                let a = if self.is_op('(') || self.is_op('{') { self.parse_postfix()? } else { self.parse_power()? };
+                let a = if self.is_op('(') || self.is_op('{') {
+                    self.parse_postfix()?
+                } else {
+                    self.parse_power()?
+                };
                 let mut node = match (f, base) {
                     ("log", Some(b)) => Node::Div(
                         Box::new(Node::Call("ln".into(), vec![a])),
@@ -832,7 +888,14 @@ impl Parser {
         let env = env.trim_end_matches('*');
         let matrixish = matches!(
             env,
-            "pmatrix" | "bmatrix" | "Bmatrix" | "vmatrix" | "Vmatrix" | "matrix" | "smallmatrix" | "array"
+            "pmatrix"
+                | "bmatrix"
+                | "Bmatrix"
+                | "vmatrix"
+                | "Vmatrix"
+                | "matrix"
+                | "smallmatrix"
+                | "array"
         );
         if !matrixish {
             return Err(());
@@ -935,7 +998,10 @@ mod tests {
         assert!(matches!(p("[0,1)"), Node::Interval(true, _, _, false)));
         assert!(matches!(p("\\{1,2\\}"), Node::Set(_)));
         assert!(matches!(p("(1,2) \\cup (3,4)"), Node::Union(_)));
-        assert!(matches!(p("\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}"), Node::Matrix(_)));
+        assert!(matches!(
+            p("\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}"),
+            Node::Matrix(_)
+        ));
         assert!(matches!(p("x \\le 3"), Node::Rel(_, _)));
         assert!(matches!(p("7:32"), Node::Ratio(_)));
         assert!(matches!(p("1 \\pm \\sqrt{2}"), Node::Pm(_, _)));
@@ -943,7 +1009,10 @@ mod tests {
 
     #[test]
     fn mixed_number() {
-        assert_eq!(p("3\\frac{1}{2}"), Node::Add(vec![int(3), Node::Div(Box::new(int(1)), Box::new(int(2)))]));
+        assert_eq!(
+            p("3\\frac{1}{2}"),
+            Node::Add(vec![int(3), Node::Div(Box::new(int(1)), Box::new(int(2)))])
+        );
     }
 
     #[test]

@@ -136,7 +136,12 @@ fn find_boxes(text: &str) -> Vec<Span> {
             let (cs, ce) = (j + 1, j + 1 + close);
             let end = (ce + 1).min(text.len());
             if !text[cs..ce].trim().is_empty() {
-                out.push(Span { start: at, end, content_start: cs, content_end: ce });
+                out.push(Span {
+                    start: at,
+                    end,
+                    content_start: cs,
+                    content_end: ce,
+                });
             }
             i = end.max(at + 1);
         } else {
@@ -150,7 +155,12 @@ fn find_boxes(text: &str) -> Vec<Span> {
                 ce += 1;
             }
             if ce > cs {
-                out.push(Span { start: at, end: ce, content_start: cs, content_end: ce });
+                out.push(Span {
+                    start: at,
+                    end: ce,
+                    content_start: cs,
+                    content_end: ce,
+                });
             }
             i = ce.max(at + 1);
         }
@@ -271,7 +281,10 @@ fn has_word(s: &str, min: usize) -> bool {
             }
             let word = &s[start..i];
             let command = start > 0 && b[start - 1] == b'\\';
-            let mathy = matches!(word, "and" | "or" | "sqrt" | "frac" | "pi" | "cdot" | "times");
+            let mathy = matches!(
+                word,
+                "and" | "or" | "sqrt" | "frac" | "pi" | "cdot" | "times"
+            );
             if !command && word.len() >= min && !mathy {
                 return true;
             }
@@ -299,7 +312,9 @@ fn sentence_prefix(s: &str) -> &str {
         match b[i] {
             b'\\' => i += 1,
             b'$' => in_math = !in_math,
-            b'.' if !in_math && (i + 1 == b.len() || b[i + 1].is_ascii_whitespace()) => return &s[..i],
+            b'.' if !in_math && (i + 1 == b.len() || b[i + 1].is_ascii_whitespace()) => {
+                return &s[..i]
+            }
             b'\n' if !in_math => return &s[..i],
             _ => {}
         }
@@ -377,7 +392,12 @@ fn find_math(text: &str) -> Vec<Span> {
 
 fn push_env(out: &mut Vec<Span>, text: &str, start: usize, end: usize, cs: usize, ce: usize) {
     if !text[cs..ce].trim().is_empty() {
-        out.push(Span { start, end, content_start: cs, content_end: ce });
+        out.push(Span {
+            start,
+            end,
+            content_start: cs,
+            content_end: ce,
+        });
     }
 }
 
@@ -420,7 +440,10 @@ mod tests {
 
     #[test]
     fn boxed_last_with_braces() {
-        assert_eq!(ex("a \\boxed{1} b \\boxed{\\frac{1}{2}}.").as_deref(), Some("\\frac{1}{2}"));
+        assert_eq!(
+            ex("a \\boxed{1} b \\boxed{\\frac{1}{2}}.").as_deref(),
+            Some("\\frac{1}{2}")
+        );
         assert_eq!(ex("so \\boxed 12 is it").as_deref(), Some("12"));
         assert_eq!(ex("\\fbox{7}").as_deref(), Some("7"));
     }
@@ -429,19 +452,31 @@ mod tests {
     fn adjacent_boxes_join() {
         assert_eq!(ex("\\boxed{1}\\boxed{2}").as_deref(), Some("1, 2"));
         assert_eq!(ex("\\boxed{1} and \\boxed{2}").as_deref(), Some("1, 2"));
-        assert_eq!(ex("\\boxed{1} no no no no \\boxed{2}").as_deref(), Some("2"));
+        assert_eq!(
+            ex("\\boxed{1} no no no no \\boxed{2}").as_deref(),
+            Some("2")
+        );
     }
 
     #[test]
     fn phrases() {
-        assert_eq!(ex("The final answer is $5$. I hope it is correct.").as_deref(), Some("5"));
+        assert_eq!(
+            ex("The final answer is $5$. I hope it is correct.").as_deref(),
+            Some("5")
+        );
         assert_eq!(ex("blah\n#### 42\n").as_deref(), Some("42"));
         assert_eq!(ex("答案是 7").as_deref(), Some("7"));
         assert_eq!(ex("答案：8").as_deref(), Some("8"));
         assert_eq!(ex("Answer: x+1").as_deref(), Some("x+1"));
-        assert_eq!(ex("Final Answer: The volume is 120. I hope").as_deref(), Some("120"));
+        assert_eq!(
+            ex("Final Answer: The volume is 120. I hope").as_deref(),
+            Some("120")
+        );
         // A final-answer line after an earlier box wins.
-        assert_eq!(ex("\\boxed{255} ... The final answer is $10,455$.").as_deref(), Some("10,455"));
+        assert_eq!(
+            ex("\\boxed{255} ... The final answer is $10,455$.").as_deref(),
+            Some("10,455")
+        );
     }
 
     #[test]

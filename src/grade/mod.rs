@@ -25,7 +25,10 @@ pub struct GradeConfig {
 
 impl Default for GradeConfig {
     fn default() -> Self {
-        GradeConfig { extract_regex: Vec::new(), rel_tol: 1e-6 }
+        GradeConfig {
+            extract_regex: Vec::new(),
+            rel_tol: 1e-6,
+        }
     }
 }
 
@@ -108,7 +111,10 @@ mod tests {
     fn decimal_tolerance_is_configurable() {
         assert!(eq("\\frac{1}{3}", "0.3333333"));
         assert!(!eq("\\frac{1}{3}", "0.3333"));
-        let loose = GradeConfig { rel_tol: 1e-3, ..GradeConfig::default() };
+        let loose = GradeConfig {
+            rel_tol: 1e-3,
+            ..GradeConfig::default()
+        };
         assert!(equivalent("\\frac{1}{3}", "0.3333", &loose));
         assert!(eq("4.123105625617661", "\\sqrt{17}"));
     }
@@ -132,8 +138,14 @@ mod tests {
         assert!(eq("[0,1)", "[0, 1)"));
         assert!(!eq("[0,1)", "(0,1)"));
         assert!(eq("(1,2) \\cup (3,4)", "(3,4)\\cup(1,2)"));
-        assert!(eq("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}"));
-        assert!(!eq("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{pmatrix}1&2\\\\3&5\\end{pmatrix}"));
+        assert!(eq(
+            "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}",
+            "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}"
+        ));
+        assert!(!eq(
+            "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}",
+            "\\begin{pmatrix}1&2\\\\3&5\\end{pmatrix}"
+        ));
         assert!(eq("1,2", "2,1"));
         assert!(eq("\\pm 2", "\\{-2, 2\\}"));
         assert!(!eq("\\pm 2", "2"));
@@ -160,10 +172,16 @@ mod tests {
     #[test]
     fn outcomes() {
         let cfg = GradeConfig::default();
-        assert_eq!(grade("$5$", "so \\boxed{5}", &cfg).outcome, Outcome::Correct);
+        assert_eq!(
+            grade("$5$", "so \\boxed{5}", &cfg).outcome,
+            Outcome::Correct
+        );
         assert_eq!(grade("5", "so \\boxed{6}", &cfg).outcome, Outcome::Wrong);
         assert_eq!(grade("5", "I don't know", &cfg).outcome, Outcome::NoAnswer);
-        assert_eq!(serde_json::to_string(&Outcome::NoAnswer).unwrap(), "\"no_answer\"");
+        assert_eq!(
+            serde_json::to_string(&Outcome::NoAnswer).unwrap(),
+            "\"no_answer\""
+        );
     }
 
     #[test]

@@ -129,7 +129,10 @@ pub fn normalize_latex(s: &str) -> String {
     // Row breaks `\\` are matched first so their second backslash is not read as `\ `.
     t = r
         .spacing
-        .replace_all(&t, |c: &regex::Captures| if &c[0] == "\\\\" { "\\\\" } else { " " })
+        .replace_all(
+            &t,
+            |c: &regex::Captures| if &c[0] == "\\\\" { "\\\\" } else { " " },
+        )
         .into_owned();
     t = t
         .replace("^{\\circ}", " ")
@@ -211,7 +214,11 @@ pub fn text_form(s: &str) -> String {
         .flat_map(|c| c.to_lowercase())
         .collect();
     // `(C)` and `C` are the same choice.
-    while t.len() >= 2 && t.starts_with('(') && t.ends_with(')') && !t[1..t.len() - 1].contains(['(', ')']) {
+    while t.len() >= 2
+        && t.starts_with('(')
+        && t.ends_with(')')
+        && !t[1..t.len() - 1].contains(['(', ')'])
+    {
         t = t[1..t.len() - 1].to_string();
     }
     t
@@ -243,7 +250,10 @@ mod tests {
 
     #[test]
     fn wrappers_and_spacing() {
-        assert_eq!(normalize_latex("$\\left( 1 \\right)$").replace(' ', ""), "(1)");
+        assert_eq!(
+            normalize_latex("$\\left( 1 \\right)$").replace(' ', ""),
+            "(1)"
+        );
         assert_eq!(normalize_latex("\\text{Evelyn}"), "Evelyn");
         assert_eq!(normalize_latex("90^\\circ"), "90");
         assert_eq!(normalize_latex("28\\%"), "28");
@@ -258,7 +268,10 @@ mod tests {
         assert_eq!(normalize_latex("7\\,425\\,000"), "7425000");
         assert_eq!(normalize_latex("14{,}916"), "14916");
         assert_eq!(normalize_latex("14 {, }916"), "14916");
-        assert_eq!(normalize_latex("11,\\! 111,\\! 111,\\! 100"), "11,111,111,100");
+        assert_eq!(
+            normalize_latex("11,\\! 111,\\! 111,\\! 100"),
+            "11,111,111,100"
+        );
     }
 
     #[test]
