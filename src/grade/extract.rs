@@ -21,7 +21,7 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:final answer is|the answer is|answer\s*:|答案是|答案\s*:|####)\s*")
+    Regex::new(r"(?i)(?:final answer is|the answer is|answer\s*:|答案是|答案\s*:|####)\s*:?\s*")
         .expect("static regex")
 });
 
@@ -300,6 +300,17 @@ fn extract_structured_inner(seg: &str) -> Option<String> {
     if !boxes.is_empty() {
         return Some(join_spans(seg, &boxes, gap_joins_boxes));
     }
+    // "The answer is $x$ because …": math right after the phrase is the answer.
+    let envs = find_math(seg);
+    if let Some(first) = envs.first() {
+        if !seg[..first.start].chars().any(char::is_alphanumeric) {
+            let mut k = 0;
+            while k + 1 < envs.len() && gap_joins_math(&seg[envs[k].end..envs[k + 1].start]) {
+                k += 1;
+            }
+            return Some(join_spans(seg, &envs[..=k], gap_joins_math));
+        }
+    }
     fallback(seg, true)
 }
 
@@ -468,6 +479,9 @@ mod tests {
         assert_eq!(ex("答案是 7").as_deref(), Some("7"));
         assert_eq!(ex("答案：8").as_deref(), Some("8"));
         assert_eq!(ex("Answer: x+1").as_deref(), Some("x+1"));
+        assert_eq!(ex("The answer is: 42").as_deref(), Some("42"));
+        assert_eq!(ex("The answer is $\\frac{1}{2}$ because 2 halves.").as_deref(), Some("\\frac{1}{2}"));
+        assert_eq!(ex("The answer is (B).").as_deref(), Some("(B)"));
         assert_eq!(
             ex("Final Answer: The volume is 120. I hope").as_deref(),
             Some("120")
