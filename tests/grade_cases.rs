@@ -243,8 +243,14 @@ fn random_input(rng: &mut fastrand::Rng) -> String {
 fn fuzz_no_panics_reflexive_symmetric() {
     let cfg = GradeConfig::default();
     // GPASSK_FUZZ_ITERS / GPASSK_FUZZ_SEED allow longer local fuzzing runs.
-    let iters = std::env::var("GPASSK_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(3_000);
-    let seed = std::env::var("GPASSK_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5eed_1234);
+    let iters = std::env::var("GPASSK_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3_000);
+    let seed = std::env::var("GPASSK_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed_1234);
     let mut rng = fastrand::Rng::with_seed(seed);
     for _ in 0..iters {
         let a = random_input(&mut rng);

@@ -523,6 +523,10 @@ fn rel_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
 
 /// Voting key: equal keys for answers in the same cheaply decidable equivalence class.
 pub fn key(p: &Prepared) -> String {
+    // Single letters are choices or names, matched case-insensitively like `equivalent` does.
+    if p.text.chars().count() == 1 && p.text.chars().all(char::is_alphabetic) {
+        return format!("t:{}", p.text);
+    }
     match &p.node {
         Some(n) => node_key(n, 0),
         None => format!("t:{}", p.text),
@@ -593,5 +597,95 @@ fn node_key(n: &Node, depth: usize) -> String {
             }
             format!("n:{}", vals.join("|"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eq(a: &str, b: &str) -> bool {
+        equivalent_prepared(&prepare(a), &prepare(b), &GradeConfig::default())
+    }
+
+    #[test]
+    fn tuples_are_ordered_sets_are_not() {
+        assert!(eq("(1, 3)", "{1,3}"));
+        assert!(!eq("(3, 1)", "{1,3}"));
+        assert!(eq("\\{3, 1\\}", "1, 3"));
+        assert!(eq("(1,2),(3,4)", "(3,4),(1,2)"));
+        assert!(!eq("(1,2),(3,4)", "(2,1),(3,4)"));
+        assert!(eq("(0;0;1)", "(0, 0, 1)"));
+        assert!(eq("p=5,q=2;p=7,q=2", "(5,2),(7,2)"));
+    }
+
+    #[test]
+    fn intervals_and_unions() {
+        assert!(eq("(0, 1)", "(0,1)"));
+        assert!(eq("[1, \\infty)", "[1,\\infty)"));
+        assert!(!eq("[1, \\infty)", "(1,\\infty)"));
+        assert!(eq(
+            "(2, 12) \\cup (12, 102)",
+            "x \\in (2,12) \\cup (12,102)"
+        ));
+        assert!(eq("-2 \\le x \\le 7", "[-2, 7]"));
+        assert!(eq("0 < x < 1", "(0, 1)"));
+        assert!(!eq("0 < x \\le 1", "(0, 1)"));
+    }
+
+    #[test]
+    fn matrices_shape_elements_arithmetic() {
+        let m = "\\begin{pmatrix}6 & 8 \\\\ 10 & 12\\end{pmatrix}";
+        assert!(eq(m, "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix} + \\begin{pmatrix}5 & 6 \\\\ 7 & 8\\end{pmatrix}"));
+        assert!(eq(m, "2\\begin{pmatrix}3 & 4 \\\\ 5 & 6\\end{pmatrix}"));
+        assert!(!eq(m, "\\begin{pmatrix}6 & 8 & 10 & 12\\end{pmatrix}"));
+        let id = "\\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix}";
+        assert!(eq(id, &format!("{id} {id}")));
+        assert!(eq(
+            "\\left[\\begin{array}{cc}1 & 2\\end{array}\\right]",
+            "\\begin{bmatrix}1 & 2\\end{bmatrix}"
+        ));
+    }
+
+    #[test]
+    fn equations_and_inequalities() {
+        assert!(eq("x^2/4 + y^2/3 = 1", "x^2/16 + y^2/12 = 1/4"));
+        assert!(eq("34x+45y-20z+100=0", "-34x-45y+20z-100=0"));
+        assert!(!eq("x < 1", "x > -1"));
+        assert!(eq("x <= 1", "-x >= -1"));
+        assert!(eq("x != 3", "x \\neq 3"));
+        assert!(eq("x = 11", "x = 5+5+1 = 7 = 11"));
+        assert!(eq("x = 1/3", "x = 5 = 1/3 \\approx 11"));
+        assert!(eq("11", "x \\approx 11"));
+        assert!(!eq("7 = 11a+c", "11a+c"));
+        assert!(eq("|AB| = 1", "1"));
+        assert!(eq("V_1:V_2 = 11:21", "11:21"));
+        assert!(!eq("12:00", "1:00"));
+    }
+
+    #[test]
+    fn plus_minus_expands() {
+        assert!(eq("1 \\pm \\sqrt{2}", "1+\\sqrt{2}, 1-\\sqrt{2}"));
+        assert!(eq(
+            "x = \\frac{-1 \\pm \\sqrt{13}}{4}",
+            "\\frac{-1-\\sqrt{13}}{4}, \\frac{-1+\\sqrt{13}}{4}"
+        ));
+    }
+
+    #[test]
+    fn units_percent_degrees_money() {
+        assert!(eq("125", "125 \\text{ miles}"));
+        assert!(eq("15", "15\\mbox{ cm}^2"));
+        assert!(eq("28\\%", "28"));
+        assert!(eq("90^\\circ", "90"));
+        assert!(eq("\\$16386.17", "16386.17"));
+        assert!(eq("1000.99", "1,000.99"));
+        assert!(!eq("32349", "32, 349"));
+    }
+
+    #[test]
+    fn key_matches_single_letter_equivalence() {
+        assert_eq!(key(&prepare("E")), key(&prepare("e")));
+        assert_eq!(key(&prepare("\\text{(C)}")), key(&prepare("C")));
     }
 }

@@ -87,10 +87,21 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
     let chars: Vec<char> = s.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
+    // Bracket depth of the tokens emitted so far (for thousands-separator decisions).
+    let mut group_depth: i32 = 0;
+    let mut seen = 0;
     while i < chars.len() {
         if out.len() > MAX_TOKENS {
             return None;
         }
+        for t in &out[seen..] {
+            match t {
+                Tok::Op('(' | '[') | Tok::LSet => group_depth += 1,
+                Tok::Op(')' | ']') | Tok::RSet => group_depth = (group_depth - 1).max(0),
+                _ => {}
+            }
+        }
+        seen = out.len();
         let c = chars[i];
         if c.is_whitespace() {
             i += 1;
@@ -98,7 +109,7 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
         }
         if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
-            let (tok, next) = scan_number(&chars, i);
+            let (tok, next) = scan_number(&chars, i, group_depth > 0);
             out.push(Tok::Num(tok));
             i = next;
             continue;
@@ -162,7 +173,8 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
     Some(out)
 }
 
-fn scan_number(chars: &[char], start: usize) -> (String, usize) {
+/// Scans a number; inside brackets a single `,ddd` group is a list separator (`(12,102)`).
+fn scan_number(chars: &[char], start: usize, in_group: bool) -> (String, usize) {
     let mut i = start;
     let mut s = String::new();
     while i < chars.len() && chars[i].is_ascii_digit() {
@@ -170,8 +182,9 @@ fn scan_number(chars: &[char], start: usize) -> (String, usize) {
         i += 1;
     }
     // Thousands groups `1,234,567` / `1 234 567`; only when the lead group has 1–3 digits.
-    if (1..=3).contains(&s.len()) {
-        for sep in [',', ' '] {
+    if (1..=3).contains(&s.len()) && !s.starts_with('0') {
+        let seps: &[char] = if in_group { &[','] } else { &[',', ' '] };
+        for &sep in seps {
             let mut j = i;
             let mut groups = String::new();
             while j + 3 < chars.len() + 1
@@ -187,7 +200,8 @@ fn scan_number(chars: &[char], start: usize) -> (String, usize) {
                 groups.extend(&chars[j + 1..j + 4]);
                 j += 4;
             }
-            if !groups.is_empty() {
+            let needed = if in_group { 6 } else { 3 };
+            if groups.len() >= needed {
                 s.push_str(&groups);
                 i = j;
                 break;
@@ -990,6 +1004,10 @@ mod tests {
         assert_eq!(p("1 000"), int(1000));
         assert!(matches!(p("1.5e-3"), Node::Num(_, true)));
         assert!(matches!(p("1,2"), Node::List(_)));
+        assert!(matches!(p("0,100"), Node::List(_)));
+        assert_eq!(p("12,102"), int(12_102));
+        assert!(matches!(p("(12,102)"), Node::Tuple(_)));
+        assert!(matches!(p("(1,234,567)"), Node::Num(..)));
     }
 
     #[test]

@@ -480,7 +480,10 @@ mod tests {
         assert_eq!(ex("答案：8").as_deref(), Some("8"));
         assert_eq!(ex("Answer: x+1").as_deref(), Some("x+1"));
         assert_eq!(ex("The answer is: 42").as_deref(), Some("42"));
-        assert_eq!(ex("The answer is $\\frac{1}{2}$ because 2 halves.").as_deref(), Some("\\frac{1}{2}"));
+        assert_eq!(
+            ex("The answer is $\\frac{1}{2}$ because 2 halves.").as_deref(),
+            Some("\\frac{1}{2}")
+        );
         assert_eq!(ex("The answer is (B).").as_deref(), Some("(B)"));
         assert_eq!(
             ex("Final Answer: The volume is 120. I hope").as_deref(),
