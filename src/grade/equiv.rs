@@ -4,6 +4,7 @@ use super::eval::{eval, exact, has_decimal, to_f64, C, POINTS};
 use super::expr::{parse, Node, RelOp};
 use super::normalize::{normalize_latex, text_form};
 use super::GradeConfig;
+use num_traits::Signed;
 
 /// At most this many `±` expansions per answer (2^3 sign choices).
 const MAX_PM: usize = 3;
@@ -156,30 +157,37 @@ fn reduce(n: Node) -> Node {
                 let first = parts.swap_remove(0);
                 return Node::Rel(vec![first, last], vec![RelOp::Eq]);
             }
-            if ops.len() == 2 && is_label(&parts[1]) {
-                let lower = |o: RelOp| matches!(o, RelOp::Lt | RelOp::Le);
-                let upper = |o: RelOp| matches!(o, RelOp::Gt | RelOp::Ge);
+            let lower = |o: RelOp| matches!(o, RelOp::Lt | RelOp::Le);
+            let upper = |o: RelOp| matches!(o, RelOp::Gt | RelOp::Ge);
+            let same_way = ops.len() == 2
+                && ((lower(ops[0]) && lower(ops[1])) || (upper(ops[0]) && upper(ops[1])));
+            if same_way && is_label(&parts[1]) {
                 let (o1, o2) = (ops[0], ops[1]);
-                let c = parts.pop().unwrap_or(Node::List(vec![]));
-                parts.pop();
-                let a = parts.pop().unwrap_or(Node::List(vec![]));
-                if lower(o1) && lower(o2) {
-                    return Node::Interval(
-                        o1 == RelOp::Le,
-                        Box::new(a),
-                        Box::new(c),
-                        o2 == RelOp::Le,
-                    );
+                let (mut lo, mut hi, mut lo_closed, mut hi_closed) = (
+                    parts[0].clone(),
+                    parts[2].clone(),
+                    o1 == RelOp::Le,
+                    o2 == RelOp::Le,
+                );
+                if upper(o1) {
+                    std::mem::swap(&mut lo, &mut hi);
+                    (lo_closed, hi_closed) = (o2 == RelOp::Ge, o1 == RelOp::Ge);
                 }
-                if upper(o1) && upper(o2) {
-                    return Node::Interval(
-                        o2 == RelOp::Ge,
-                        Box::new(c),
-                        Box::new(a),
-                        o1 == RelOp::Ge,
+                // `a ≤ |z| ≤ b` with `a ≥ 0` is `[-b, -a] ∪ [a, b]`.
+                if matches!(&parts[1], Node::Call(f, _) if f == "abs")
+                    && exact(&lo).is_some_and(|q| !q.is_negative())
+                {
+                    let neg = |n: &Node| Node::Neg(Box::new(n.clone()));
+                    let left = Node::Interval(
+                        hi_closed,
+                        Box::new(neg(&hi)),
+                        Box::new(neg(&lo)),
+                        lo_closed,
                     );
+                    let right = Node::Interval(lo_closed, Box::new(lo), Box::new(hi), hi_closed);
+                    return Node::Union(vec![left, right]);
                 }
-                return Node::List(vec![]);
+                return Node::Interval(lo_closed, Box::new(lo), Box::new(hi), hi_closed);
             }
             Node::Rel(parts, ops)
         }
@@ -631,6 +639,9 @@ mod tests {
         assert!(eq("-2 \\le x \\le 7", "[-2, 7]"));
         assert!(eq("0 < x < 1", "(0, 1)"));
         assert!(!eq("0 < x \\le 1", "(0, 1)"));
+        assert!(eq("5 > x > 1", "(1, 5)"));
+        assert!(eq("1 \\le |z| \\le 2", "[-2,-1] \\cup [1,2]"));
+        assert!(!eq("1 < x > 2", "3 < y > 4"));
     }
 
     #[test]
