@@ -1,6 +1,6 @@
 //! Single-threaded grading throughput over the Math-Verify cases file (cases per second).
 
-use gpassk::grade::{grade, GradeConfig};
+use gpassk::grade::{canonical_key, equivalent, grade, GradeConfig};
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -45,4 +45,46 @@ fn main() {
         1e6 * secs / graded as f64,
         cases.len()
     );
+    limits(&cfg);
+}
+
+/// Worst-case latency of pathological inputs (the grader must answer each within a few ms).
+fn limits(cfg: &GradeConfig) {
+    let inputs: Vec<(&str, String)> = vec![
+        (
+            "nested braces",
+            format!("\\boxed{{{}1{}}}", "{".repeat(50_000), "}".repeat(50_000)),
+        ),
+        (
+            "nested parens",
+            format!("${}x{}$", "(".repeat(20_000), ")".repeat(20_000)),
+        ),
+        ("unclosed boxes", "\\boxed{".repeat(20_000)),
+        ("power tower", "\\boxed{10^{10^{10}}}".to_string()),
+        ("200k-char sum", "1+".repeat(100_000) + "1"),
+        (
+            "200k-char prose",
+            "the cat sat on the mat 12 ".repeat(7_700),
+        ),
+        (
+            "200k-char box",
+            format!("\\boxed{{{}}}", "x".repeat(200_000)),
+        ),
+        ("200k dollars", "$1$ ".repeat(50_000)),
+        (
+            "weird unicode",
+            "\u{FFFD}é́́́𝟙𝟚\u{200B}$\u{10FFFF}$ ".repeat(5_000),
+        ),
+    ];
+    for (name, input) in &inputs {
+        let start = Instant::now();
+        std::hint::black_box(grade("10^{10^{10}}", input, cfg));
+        std::hint::black_box(equivalent(input, "1", cfg));
+        std::hint::black_box(canonical_key(input));
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        println!(
+            "limits: {name:<16} {:>7} bytes  {ms:6.2} ms (grade + equivalent + key)",
+            input.len()
+        );
+    }
 }

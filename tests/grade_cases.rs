@@ -57,7 +57,7 @@ fn mathverify_agreement_does_not_regress() {
         .collect();
     assert!(agree >= 267, "agreement {agree}/276 regressed");
     assert!(
-        kept_agree >= 264,
+        kept_agree >= 265,
         "agreement {kept_agree}/{} regressed; misses {misses:?}",
         kept.len()
     );
@@ -68,8 +68,8 @@ fn assert_fast(label: &str, f: impl FnOnce()) {
     let start = Instant::now();
     f();
     let took = start.elapsed();
-    // Debug builds are ~10x slower than release, where the budget is a few milliseconds.
-    let budget = Duration::from_millis(if cfg!(debug_assertions) { 400 } else { 20 });
+    // Debug builds on a shared machine are far slower; `cargo bench --bench grade` reports release times.
+    let budget = Duration::from_millis(if cfg!(debug_assertions) { 1_000 } else { 20 });
     assert!(took < budget, "{label} took {took:?}");
 }
 

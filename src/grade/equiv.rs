@@ -8,6 +8,8 @@ use num_traits::Signed;
 
 /// At most this many `±` expansions per answer (2^3 sign choices).
 const MAX_PM: usize = 3;
+/// Answers longer than this skip LaTeX normalisation.
+const MAX_NORMALIZE_BYTES: usize = 20_000;
 /// Longer answers are compared as text only.
 const MAX_PARSE_BYTES: usize = 8_000;
 /// Tolerance floor for comparing symbolic values evaluated in floating point.
@@ -21,6 +23,16 @@ pub struct Prepared {
 }
 
 pub fn prepare(raw: &str) -> Prepared {
+    if raw.len() > MAX_NORMALIZE_BYTES {
+        // Far too long to be a final answer: compare the text as is.
+        let norm = raw.trim().to_string();
+        let text = text_form(&norm);
+        return Prepared {
+            norm,
+            text,
+            node: None,
+        };
+    }
     let norm = normalize_latex(raw);
     let text = text_form(&norm);
     let node = if norm.len() > MAX_PARSE_BYTES {
