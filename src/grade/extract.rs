@@ -429,16 +429,35 @@ fn closing_dollar(text: &str, from: usize) -> Option<usize> {
 
 /// The last number not glued to a preceding letter (`AZYUK2A` has none), with its end offset.
 fn last_number(text: &str) -> Option<(usize, String)> {
+    // Search growing tail windows so long texts are not scanned in full.
+    let mut window = 4_096usize;
+    loop {
+        let mut start = text.len().saturating_sub(window);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        let found = last_number_from(text, start);
+        // A match near the window edge may be the tail of a longer number.
+        let safe = found.as_ref().is_some_and(|(s, _)| *s > start + 64);
+        if start == 0 || safe {
+            return found.map(|(s, e)| (e, text[s..e].replace(' ', "")));
+        }
+        window = window.saturating_mul(8);
+    }
+}
+
+fn last_number_from(text: &str, from: usize) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
-    let mut best: Option<(usize, usize)> = None;
-    for m in NUMBER.find_iter(text) {
-        let prev = m.start().checked_sub(1).map(|p| bytes[p]);
+    let mut best = None;
+    for m in NUMBER.find_iter(&text[from..]) {
+        let (s, e) = (from + m.start(), from + m.end());
+        let prev = s.checked_sub(1).map(|p| bytes[p]);
         if prev.is_some_and(|p| p.is_ascii_alphabetic() || p == b'_' || p == b'^' || p == b'\\') {
             continue;
         }
-        best = Some((m.start(), m.end()));
+        best = Some((s, e));
     }
-    best.map(|(s, e)| (e, text[s..e].replace(' ', "")))
+    best
 }
 
 #[cfg(test)]
