@@ -41,7 +41,11 @@ pub(crate) fn prepare(response: &str) -> String {
         start += 1;
     }
     let folded = normalize_unicode(&response[start..]);
-    DOUBLE_BACKSLASH.replace_all(&folded, "$1\\$2").into_owned()
+    if folded.contains("\\\\") {
+        DOUBLE_BACKSLASH.replace_all(&folded, "$1\\$2").into_owned()
+    } else {
+        folded
+    }
 }
 
 /// Extracts the final answer from a model response (see module docs for the priority order).

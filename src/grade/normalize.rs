@@ -5,6 +5,9 @@ use std::sync::LazyLock;
 
 /// Folds the Unicode forms models emit into ASCII/LaTeX so later stages see one spelling.
 pub fn normalize_unicode(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_string();
+    }
     let mut out = String::with_capacity(s.len() + 8);
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -107,41 +110,63 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| {
 /// Canonical LaTeX spelling of an extracted answer: no wrappers, no spacing, no units of display.
 pub fn normalize_latex(s: &str) -> String {
     let r = &*RULES;
-    let mut t = r.double_backslash_cmd.replace_all(s, "$1\\$2").into_owned();
-    t = t.replace("\\(", " ").replace("\\)", " ");
-    t = t.replace("\\[", " ").replace("\\]", " ");
-    t = t.replace("\\$", " ").replace('$', " ");
-    t = r.thousands_brace.replace_all(&t, "$1$2").into_owned();
-    t = r.thousands_bang.replace_all(&t, ",").into_owned();
-    // Twice, because the regex consumes the leading digit of the next group.
-    t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
-    t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
-    t = t
-        .replace("\\dfrac", "\\frac")
-        .replace("\\tfrac", "\\frac")
-        .replace("\\cfrac", "\\frac");
-    t = r.frac_dd.replace_all(&t, "\\frac{$1}{$2}").into_owned();
-    t = r.frac_d_brace.replace_all(&t, "\\frac{$1}{").into_owned();
-    t = r.frac_brace_d.replace_all(&t, "\\frac$1{$2}").into_owned();
-    t = r.frac_d.replace_all(&t, "\\frac{$1}").into_owned();
-    t = r.sqrt_d.replace_all(&t, "\\sqrt{$1}").into_owned();
-    t = unwrap_text_commands(&t, &r.text_cmd);
-    // Row breaks `\\` are matched first so their second backslash is not read as `\ `.
-    t = r
-        .spacing
-        .replace_all(
-            &t,
-            |c: &regex::Captures| if &c[0] == "\\\\" { "\\\\" } else { " " },
-        )
-        .into_owned();
-    t = t
-        .replace("^{\\circ}", " ")
-        .replace("^\\circ", " ")
-        .replace("\\circ", " ")
-        .replace("\\degree", " ")
-        .replace("\\%", " ")
-        .replace('%', " ");
-    t = r.percent_word.replace_all(&t, " ").into_owned();
+    // Each rewrite is guarded by a cheap substring test: most answers are short and plain.
+    let mut t = if s.contains("\\\\") {
+        r.double_backslash_cmd.replace_all(s, "$1\\$2").into_owned()
+    } else {
+        s.to_string()
+    };
+    if t.contains('$') {
+        t = t.replace("\\$", " ").replace('$', " ");
+    }
+    if t.contains('{') {
+        t = r.thousands_brace.replace_all(&t, "$1$2").into_owned();
+    }
+    if t.contains('\\') {
+        t = t.replace("\\(", " ").replace("\\)", " ");
+        t = t.replace("\\[", " ").replace("\\]", " ");
+        t = r.thousands_bang.replace_all(&t, ",").into_owned();
+        // Twice, because the regex consumes the leading digit of the next group.
+        t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
+        t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
+        if t.contains("frac") {
+            t = t
+                .replace("\\dfrac", "\\frac")
+                .replace("\\tfrac", "\\frac")
+                .replace("\\cfrac", "\\frac");
+            t = r.frac_dd.replace_all(&t, "\\frac{$1}{$2}").into_owned();
+            t = r.frac_d_brace.replace_all(&t, "\\frac{$1}{").into_owned();
+            t = r.frac_brace_d.replace_all(&t, "\\frac$1{$2}").into_owned();
+            t = r.frac_d.replace_all(&t, "\\frac{$1}").into_owned();
+        }
+        if t.contains("\\sqrt") {
+            t = r.sqrt_d.replace_all(&t, "\\sqrt{$1}").into_owned();
+        }
+        t = unwrap_text_commands(&t, &r.text_cmd);
+    }
+    if t.contains('\\') || t.contains('~') {
+        // Row breaks `\\` are matched first so their second backslash is not read as `\ `.
+        t = r
+            .spacing
+            .replace_all(
+                &t,
+                |c: &regex::Captures| if &c[0] == "\\\\" { "\\\\" } else { " " },
+            )
+            .into_owned();
+    }
+    if t.contains("circ") || t.contains("degree") {
+        t = t
+            .replace("^{\\circ}", " ")
+            .replace("^\\circ", " ")
+            .replace("\\circ", " ")
+            .replace("\\degree", " ");
+    }
+    if t.contains('%') {
+        t = t.replace("\\%", " ").replace('%', " ");
+    }
+    if t.contains(['p', 'P']) {
+        t = r.percent_word.replace_all(&t, " ").into_owned();
+    }
     let trimmed = t
         .trim()
         .trim_end_matches(['.', ',', ';', ' ', '\n', '\t'])
