@@ -551,6 +551,7 @@ impl Parser {
 
     fn parse_term(&mut self) -> PResult {
         let mut acc = self.parse_unary()?;
+        let mut divisions = 0;
         loop {
             if self.is_op('*') {
                 self.pos += 1;
@@ -558,6 +559,11 @@ impl Parser {
                 acc = mul(acc, f);
             } else if self.is_op('/') {
                 self.pos += 1;
+                // Division chains nest to the left; bound them like any other nesting.
+                divisions += 1;
+                if divisions > MAX_DEPTH {
+                    return Err(());
+                }
                 let d = self.parse_unary()?;
                 acc = Node::Div(Box::new(acc), Box::new(d));
             } else if self.starts_primary() {
@@ -631,9 +637,14 @@ impl Parser {
 
     fn parse_postfix(&mut self) -> PResult {
         let mut p = self.parse_primary()?;
+        let mut factorials = 0;
         loop {
             if self.is_op('!') {
                 self.pos += 1;
+                factorials += 1;
+                if factorials > 3 {
+                    return Err(());
+                }
                 p = Node::Fact(Box::new(p));
             } else if self.is_op('_') {
                 self.pos += 1;
@@ -1037,6 +1048,15 @@ mod tests {
     fn deep_nesting_fails_cleanly() {
         let s = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
         assert!(parse(&s).is_none());
+    }
+
+    #[test]
+    fn regression_long_division_and_factorial_chains() {
+        let div = format!("1{}", "/1".repeat(2_000));
+        assert!(parse(&div).is_none());
+        let fact = format!("3{}", "!".repeat(2_000));
+        assert!(parse(&fact).is_none());
+        assert!(parse("1/2/3").is_some());
     }
 
     #[test]
