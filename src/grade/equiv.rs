@@ -370,9 +370,7 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
             if x.len() == 1 && y.len() == 1 {
                 return eq(&x[0], &y[0]);
             }
-            if elems(a).is_none() || elems(b).is_none() {
-                return false;
-            }
+            // Set semantics: `{a, a}` is `a` (e.g. `15\frac{39}{40}` or `\frac{639}{40}`).
             x.iter().all(|p| y.iter().any(|q| eq(p, q)))
                 && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
         }
@@ -637,6 +635,8 @@ mod tests {
         assert!(!eq("(1,2),(3,4)", "(2,1),(3,4)"));
         assert!(eq("(0;0;1)", "(0, 0, 1)"));
         assert!(eq("p=5,q=2;p=7,q=2", "(5,2),(7,2)"));
+        assert!(eq("\\frac{639}{40}", "15\\frac{39}{40}, \\frac{639}{40}"));
+        assert!(!eq("2", "2, 3"));
     }
 
     #[test]

@@ -21,7 +21,7 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:final answer is|the answer is|answer\s*:|答案是|答案\s*:|####)\s*:?\s*")
+    Regex::new(r"(?i)(?:final answer is|the answer is|final answer\s*:|answer\s*:|答案是|答案\s*:|####)\s*:?\s*")
         .expect("static regex")
 });
 
@@ -71,9 +71,23 @@ fn whole_if_math(text: &str) -> Option<String> {
 /// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
 pub fn extract_gold(gold: &str) -> String {
     let text = prepare(gold);
-    extract_structured(&text)
-        .or_else(|| fallback(&text, false))
-        .unwrap_or_else(|| text.trim().to_string())
+    if let Some(a) = extract_structured(&text) {
+        return a;
+    }
+    // A sentence with some math in it ("For all $n$, Bob wins.") is a text answer as a whole.
+    let envs = find_math(&text);
+    let mut outside = String::new();
+    let mut at = 0;
+    for e in &envs {
+        outside.push_str(&text[at..e.start]);
+        outside.push(' ');
+        at = e.end;
+    }
+    outside.push_str(&text[at..]);
+    if envs.is_empty() || is_prose(&outside.replace("and", " ").replace("or", " ")) {
+        return text.trim().to_string();
+    }
+    fallback(&text, false).unwrap_or_else(|| text.trim().to_string())
 }
 
 fn last_regex_match(re: &Regex, text: &str) -> Option<String> {
@@ -98,9 +112,10 @@ fn clip(s: &str) -> String {
 fn extract_structured(text: &str) -> Option<String> {
     let boxes = find_boxes(text);
     let phrase = last_phrase(text);
-    if let Some((p_start, ref answer)) = phrase {
+    if let Some((p_start, strong, ref answer)) = phrase {
         let boxed_end = boxes.last().map_or(0, |b| b.end);
-        if boxes.is_empty() || p_start >= boxed_end {
+        // A bare "answer:" ("check our answer: …") never overrides an earlier box.
+        if boxes.is_empty() || (strong && p_start >= boxed_end) {
             return Some(answer.clone());
         }
     }
@@ -233,9 +248,10 @@ fn gap_joins_math(gap: &str) -> bool {
     only_connectors && (gap.contains(',') || words.iter().any(|w| w == "and" || w == "or"))
 }
 
-/// The last answer phrase and what follows it (start offset of the phrase, answer text).
-fn last_phrase(text: &str) -> Option<(usize, String)> {
+/// The last answer phrase: start offset, whether it is a final-answer phrase, answer text.
+fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
     let m = PHRASE.find_iter(text).last()?;
+    let strong = !m.as_str().to_lowercase().starts_with("answer");
     let after = &text[m.end()..];
     let mut end = after.len().min(600);
     while !after.is_char_boundary(end) {
@@ -257,15 +273,15 @@ fn last_phrase(text: &str) -> Option<(usize, String)> {
     }
     let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
     if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
-        return extract_structured_inner(seg).map(|a| (m.start(), a));
+        return extract_structured_inner(seg).map(|a| (m.start(), strong, a));
     }
     // Prose after the phrase means the answer is its last number.
     if is_prose(seg) {
         let (_, n) = last_number(seg)?;
-        return Some((m.start(), n));
+        return Some((m.start(), strong, n));
     }
     let s = seg.trim_end_matches('.').trim();
-    (!s.is_empty()).then(|| (m.start(), clip(s)))
+    (!s.is_empty()).then(|| (m.start(), strong, clip(s)))
 }
 
 /// Has an English-looking word (three letters or more, not a LaTeX command).
@@ -508,6 +524,11 @@ mod tests {
             Some("\\frac{1}{2}")
         );
         assert_eq!(ex("The answer is (B).").as_deref(), Some("(B)"));
+        // A later bare "answer:" does not override the box.
+        assert_eq!(
+            ex("so \\boxed{44}. Check our answer: $17 \\cdot 44 = 748$.").as_deref(),
+            Some("44")
+        );
         assert_eq!(
             ex("Final Answer: The volume is 120. I hope").as_deref(),
             Some("120")
@@ -548,6 +569,11 @@ mod tests {
     #[test]
     fn gold_whole_string() {
         assert_eq!(extract_gold("x+1"), "x+1");
+        assert_eq!(
+            extract_gold("For all $n$, Bob wins."),
+            "For all $n$, Bob wins."
+        );
+        assert_eq!(extract_gold("$21,16$ or $11$"), "21,16, 11");
         assert_eq!(extract_gold("$\\frac12$"), "\\frac12");
     }
 }
