@@ -347,3 +347,72 @@ fn cli_bad_input_exit_2() {
     assert_eq!(code, 2);
     assert!(err.contains(":1") && err.contains("pred"), "{err}");
 }
+
+/// Random well-formed expression in LaTeX.
+fn random_expr(rng: &mut fastrand::Rng, depth: u32) -> String {
+    if depth == 0 || rng.u8(0..4) == 0 {
+        return match rng.u8(0..5) {
+            0 => "x".to_string(),
+            1 => "\\pi".to_string(),
+            2 => format!("{}.{}", rng.u8(0..10), rng.u8(1..10)),
+            _ => rng.u16(1..200).to_string(),
+        };
+    }
+    let a = random_expr(rng, depth - 1);
+    let b = random_expr(rng, depth - 1);
+    match rng.u8(0..7) {
+        0 => format!("{a}+{b}"),
+        1 => format!("{a}-({b})"),
+        2 => format!("({a})\\cdot({b})"),
+        3 => format!("\\frac{{{a}}}{{{b}}}"),
+        4 => format!("\\sqrt{{{a}}}"),
+        5 => format!("({a})^{{{}}}", rng.u8(0..4)),
+        _ => format!("-({a})"),
+    }
+}
+
+/// Spellings that must not change the value.
+fn respell(rng: &mut fastrand::Rng, e: &str) -> String {
+    let mut s = e.replace("\\frac", if rng.bool() { "\\dfrac" } else { "\\tfrac" });
+    if rng.bool() {
+        s = s.replace('+', " + ").replace("\\cdot", " \\times ");
+    }
+    if rng.bool() {
+        s = s.replace('(', "\\left(").replace(')', "\\right)");
+    }
+    match rng.u8(0..3) {
+        0 => format!("The final answer is ${s}$. I hope it is correct."),
+        1 => format!("so we get \\[ \\boxed{{{s}}} \\]"),
+        _ => format!("Answer: \\( {s} \\)"),
+    }
+}
+
+#[test]
+fn fuzz_respelled_expressions_stay_equivalent() {
+    let cfg = GradeConfig::default();
+    let seed = std::env::var("GPASSK_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(42);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for _ in 0..2_000 {
+        let e = random_expr(&mut rng, 3);
+        if canonical_key(&e).starts_with("e:") {
+            // Undefined somewhere (e.g. division by zero): nothing to compare.
+            continue;
+        }
+        let pred = respell(&mut rng, &e);
+        let v = grade(&e, &pred, &cfg);
+        assert_eq!(
+            v.outcome,
+            Outcome::Correct,
+            "gold {e:?} pred {pred:?} extracted {:?}",
+            v.extracted
+        );
+        assert_eq!(
+            canonical_key(&e),
+            canonical_key(v.extracted.as_deref().unwrap_or("")),
+            "key of {e:?}"
+        );
+    }
+}
