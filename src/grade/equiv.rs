@@ -47,9 +47,27 @@ pub fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> boo
     if !a.text.is_empty() && a.text == b.text {
         return true;
     }
+    // Multiple choice: a single-letter answer matches `(B)`, `B.`, `(B) 12`, `B) 12`.
+    if let (Some(x), Some(y)) = (choice_letter(&a.text), choice_letter(&b.text)) {
+        if a.text.chars().count() == 1 || b.text.chars().count() == 1 {
+            return x == y;
+        }
+    }
     match (&a.node, &b.node) {
         (Some(x), Some(y)) => same(x, y, cfg),
         _ => false,
+    }
+}
+
+/// The option letter of a multiple-choice answer in text form (`b`, `(b)`, `b.`, `(b)12`, `b)12`).
+fn choice_letter(text: &str) -> Option<char> {
+    let t = text.strip_prefix('(').unwrap_or(text);
+    let mut it = t.chars();
+    let letter = it.next().filter(|c| c.is_ascii_lowercase())?;
+    match it.next() {
+        None => Some(letter),
+        Some(')' | '.' | ':') => Some(letter),
+        _ => None,
     }
 }
 
@@ -329,6 +347,45 @@ fn stated_value(n: &Node) -> Option<&Node> {
     None
 }
 
+/// `x ≤ 3` as the interval `(-∞, 3]` (and the like), when one side is a name and the other constant.
+fn rel_interval(n: &Node) -> Option<Node> {
+    let Node::Rel(parts, ops) = n else {
+        return None;
+    };
+    if ops.len() != 1 {
+        return None;
+    }
+    let (l, r) = (&parts[0], &parts[1]);
+    let (bound, op) = if is_label(l) && is_constant(r) {
+        (r, ops[0])
+    } else if is_label(r) && is_constant(l) {
+        let flipped = match ops[0] {
+            RelOp::Lt => RelOp::Gt,
+            RelOp::Le => RelOp::Ge,
+            RelOp::Gt => RelOp::Lt,
+            RelOp::Ge => RelOp::Le,
+            other => other,
+        };
+        (l, flipped)
+    } else {
+        return None;
+    };
+    let b = Box::new(bound.clone());
+    let inf = || Box::new(Node::Inf);
+    let neg_inf = || Box::new(Node::Neg(Box::new(Node::Inf)));
+    Some(match op {
+        RelOp::Lt => Node::Interval(false, neg_inf(), b, false),
+        RelOp::Le => Node::Interval(false, neg_inf(), b, true),
+        RelOp::Gt => Node::Interval(false, b, inf(), false),
+        RelOp::Ge => Node::Interval(true, b, inf(), false),
+        _ => return None,
+    })
+}
+
+fn is_range(n: &Node) -> bool {
+    matches!(n, Node::Interval(..)) || matches!(n, Node::Tuple(v) if v.len() == 2)
+}
+
 fn elems(n: &Node) -> Option<&[Node]> {
     match n {
         Node::List(v) | Node::Set(v) => Some(v),
@@ -361,8 +418,14 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
                 _ => false,
             }
         }
-        (Node::Rel(..), _) => stated_value(a).is_some_and(|x| eq(x, b)),
-        (_, Node::Rel(..)) => stated_value(b).is_some_and(|y| eq(a, y)),
+        (Node::Rel(..), _) => {
+            stated_value(a).is_some_and(|x| eq(x, b))
+                || (is_range(b) && rel_interval(a).is_some_and(|x| eq(&x, b)))
+        }
+        (_, Node::Rel(..)) => {
+            stated_value(b).is_some_and(|y| eq(a, y))
+                || (is_range(a) && rel_interval(b).is_some_and(|y| eq(a, &y)))
+        }
         (Node::List(x), Node::Tuple(y)) | (Node::Tuple(x), Node::List(y)) => ordered(x, y),
         _ if elems(a).is_some() || elems(b).is_some() => {
             let x = elems(a).unwrap_or(std::slice::from_ref(a));
@@ -654,6 +717,9 @@ mod tests {
         assert!(eq("5 > x > 1", "(1, 5)"));
         assert!(eq("1 \\le |z| \\le 2", "[-2,-1] \\cup [1,2]"));
         assert!(!eq("1 < x > 2", "3 < y > 4"));
+        assert!(eq("x \\le 3", "(-\\infty, 3]"));
+        assert!(eq("x > 2", "(2, \\infty)"));
+        assert!(!eq("x > 2", "[2, \\infty)"));
     }
 
     #[test]
@@ -704,6 +770,15 @@ mod tests {
         assert!(eq("\\$16386.17", "16386.17"));
         assert!(eq("1000.99", "1,000.99"));
         assert!(!eq("32349", "32, 349"));
+    }
+
+    #[test]
+    fn multiple_choice_letters() {
+        assert!(eq("B", "(B) 12"));
+        assert!(eq("B", "B. 12"));
+        assert!(eq("(C)", "c"));
+        assert!(!eq("B", "(C) 12"));
+        assert!(!eq("B", "Bob"));
     }
 
     #[test]

@@ -265,12 +265,28 @@ fn push_word(out: &mut Vec<Tok>, word: &str, chars: &[char], i: &mut usize) {
                 }
             }
         }
+        _ if word.len() >= 3 && ends_in_words(out, chars, *i) => {
+            // Trailing unit-like words after a value (`5 apples`) are not part of the answer.
+        }
         _ => {
             for c in word.chars() {
                 out.push(Tok::Ident(c.to_string()));
             }
         }
     }
+}
+
+/// True when a value precedes and only words follow up to the end of the item.
+fn ends_in_words(out: &[Tok], chars: &[char], from: usize) -> bool {
+    let after_value = matches!(
+        out.last(),
+        Some(Tok::Num(_) | Tok::Op(')' | '}' | ']') | Tok::Cmd(_))
+    );
+    after_value
+        && chars[from.min(chars.len())..]
+            .iter()
+            .take_while(|c| !matches!(c, ',' | ';'))
+            .all(|c| c.is_ascii_alphabetic() || c.is_whitespace() || *c == '.')
 }
 
 fn push_cmd(out: &mut Vec<Tok>, name: &str) {
@@ -1063,5 +1079,8 @@ mod tests {
     fn units_are_skipped() {
         assert_eq!(p("125 miles"), int(125));
         assert_eq!(p("15 cm^2"), int(15));
+        assert_eq!(p("5 apples"), int(5));
+        assert_eq!(p("5 red apples, 6 pears"), Node::List(vec![int(5), int(6)]));
+        assert!(matches!(p("odd"), Node::Mul(_)));
     }
 }
