@@ -309,7 +309,7 @@ fn push_cmd(out: &mut Vec<Tok>, name: &str) {
         "rangle" => Tok::Op(')'),
         "infty" | "infin" => Tok::Cmd("infty".into()),
         "dfrac" | "tfrac" | "cfrac" => Tok::Cmd("frac".into()),
-        "land" | "wedge" | "text" => Tok::Op(','),
+        "land" | "wedge" => Tok::Op(','),
         _ => Tok::Cmd(name.to_string()),
     };
     out.push(tok);
