@@ -604,8 +604,8 @@ fn rel_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
 
 /// Voting key: equal keys for answers in the same cheaply decidable equivalence class.
 pub fn key(p: &Prepared) -> String {
-    // Single letters are choices or names, matched case-insensitively like `equivalent` does.
-    if p.text.chars().count() == 1 && p.text.chars().all(char::is_alphabetic) {
+    // Letter-only answers ("Evelyn", "odd") are text, compared case-insensitively.
+    if !p.text.is_empty() && p.text.chars().all(char::is_alphabetic) {
         return format!("t:{}", p.text);
     }
     match &p.node {
@@ -785,5 +785,6 @@ mod tests {
     fn key_matches_single_letter_equivalence() {
         assert_eq!(key(&prepare("E")), key(&prepare("e")));
         assert_eq!(key(&prepare("\\text{(C)}")), key(&prepare("C")));
+        assert_eq!(key(&prepare("\\text{Odd}")), key(&prepare("odd")));
     }
 }
