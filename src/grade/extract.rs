@@ -56,7 +56,7 @@ pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
             return Some(found);
         }
     }
-    extract_structured(&text).or_else(|| fallback(&text, true))
+    extract_structured(&text).or_else(|| fallback(&text, NumberRule::LaterSentence))
 }
 
 /// Short, prose-free responses (`\\frac{10}{9}`) are the answer as a whole.
@@ -87,7 +87,7 @@ pub fn extract_gold(gold: &str) -> String {
     if envs.is_empty() || is_prose(&outside.replace("and", " ").replace("or", " ")) {
         return text.trim().to_string();
     }
-    fallback(&text, false).unwrap_or_else(|| text.trim().to_string())
+    fallback(&text, NumberRule::Never).unwrap_or_else(|| text.trim().to_string())
 }
 
 fn last_regex_match(re: &Regex, text: &str) -> Option<String> {
@@ -277,7 +277,7 @@ fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
     }
     // Prose after the phrase means the answer is its last number.
     if is_prose(seg) {
-        let (_, n) = last_number(seg)?;
+        let (_, _, n) = last_number(seg)?;
         return Some((m.start(), strong, n));
     }
     let s = seg.trim_end_matches('.').trim();
@@ -331,7 +331,7 @@ fn extract_structured_inner(seg: &str) -> Option<String> {
             return Some(join_spans(seg, &envs[..=k], gap_joins_math));
         }
     }
-    fallback(seg, true)
+    fallback(seg, NumberRule::After)
 }
 
 /// Text up to the first sentence end (`. ` or a newline) outside inline math.
@@ -354,18 +354,45 @@ fn sentence_prefix(s: &str) -> &str {
     s
 }
 
-/// Last math span or last number, whichever ends later in the text.
-fn fallback(text: &str, allow_number: bool) -> Option<String> {
+/// How a trailing number competes with the last math span.
+#[derive(Clone, Copy, PartialEq)]
+enum NumberRule {
+    /// Gold answers: never fall back to a number.
+    Never,
+    /// Inside an answer phrase: a number after the math wins ("The volume of $V$ is 120").
+    After,
+    /// Whole response: only a number in a later sentence, or after a bare name like `$x$`.
+    LaterSentence,
+}
+
+/// Last math span or last number, by `rule`.
+fn fallback(text: &str, rule: NumberRule) -> Option<String> {
     let envs = find_math(text);
-    let env_end = envs.last().map(|e| e.end);
-    if allow_number {
+    if rule != NumberRule::Never {
         if envs.is_empty() {
             if let Some(w) = whole_if_math(text) {
                 return Some(w);
             }
         }
-        if let Some((num_end, n)) = last_number(text) {
-            if env_end.is_none_or(|e| num_end > e) {
+        if let Some((num_start, _, n)) = last_number(text) {
+            let wins = match envs.last() {
+                None => true,
+                Some(env) if num_start < env.end => false,
+                Some(_) if rule == NumberRule::After => true,
+                Some(env) => {
+                    let between = &text[env.end..num_start];
+                    let content = &text[env.content_start..env.content_end];
+                    // Display math is a block of its own, so text after it is a new sentence.
+                    let display =
+                        text[env.start..].starts_with("$$") || text[env.start..].starts_with("\\[");
+                    display
+                        || content.trim_end().ends_with('.')
+                        || between.contains(". ")
+                        || between.contains('\n')
+                        || is_bare_name(content)
+                }
+            };
+            if wins {
                 return Some(n);
             }
         }
@@ -374,6 +401,15 @@ fn fallback(text: &str, allow_number: bool) -> Option<String> {
         return None;
     }
     Some(join_spans(text, &envs, gap_joins_math))
+}
+
+/// `$x$`, `$ABCD$`, `$a_n$`: a name, not a value.
+fn is_bare_name(s: &str) -> bool {
+    let t = s.trim();
+    !t.is_empty()
+        && t.len() <= 12
+        && t.chars()
+            .all(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '{' | '}' | '\\' | ' '))
 }
 
 fn find_math(text: &str) -> Vec<Span> {
@@ -447,8 +483,8 @@ fn closing_dollar(text: &str, from: usize) -> Option<usize> {
     None
 }
 
-/// The last number not glued to a preceding letter (`AZYUK2A` has none), with its end offset.
-fn last_number(text: &str) -> Option<(usize, String)> {
+/// The last number not glued to a preceding letter (`AZYUK2A` has none), with its byte span.
+fn last_number(text: &str) -> Option<(usize, usize, String)> {
     // Search growing tail windows so long texts are not scanned in full.
     let mut window = 4_096usize;
     loop {
@@ -460,7 +496,7 @@ fn last_number(text: &str) -> Option<(usize, String)> {
         // A match near the window edge may be the tail of a longer number.
         let safe = found.as_ref().is_some_and(|(s, _)| *s > start + 64);
         if start == 0 || safe {
-            return found.map(|(s, e)| (e, text[s..e].replace(' ', "")));
+            return found.map(|(s, e)| (s, e, text[s..e].replace(' ', "")));
         }
         window = window.saturating_mul(8);
     }
@@ -545,6 +581,14 @@ mod tests {
         assert_eq!(ex("Answer \\( 9 \\)").as_deref(), Some("9"));
         assert_eq!(ex("Answer $$ \n 9 \n $$").as_deref(), Some("9"));
         assert_eq!(ex("so $x$ is 2/3.").as_deref(), Some("2/3"));
+        assert_eq!(
+            ex("We get $d = 90/n$. So there are 12 ways.").as_deref(),
+            Some("12")
+        );
+        assert_eq!(
+            ex("The area is $6$ square units (3 by 2).").as_deref(),
+            Some("6")
+        );
         assert_eq!(ex("it is 1,000.99m²").as_deref(), Some("1,000.99"));
         assert_eq!(ex("AZYUK2A"), None);
         assert_eq!(ex("no answer here"), None);
