@@ -85,6 +85,10 @@ fn limit_deeply_nested_braces() {
     assert_fast("nested parens", || {
         equivalent(&parens, "x", &cfg);
     });
+    let labels = "(A)".repeat(2_000) + " 1";
+    assert_fast("stacked choice labels", || {
+        equivalent("1", &labels, &cfg);
+    });
     let unbalanced = "\\boxed{".repeat(20_000);
     assert_fast("unbalanced boxes", || {
         grade("1", &unbalanced, &cfg);

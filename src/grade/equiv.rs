@@ -53,10 +53,42 @@ pub fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> boo
             return x == y;
         }
     }
-    match (&a.node, &b.node) {
-        (Some(x), Some(y)) => same(x, y, cfg),
-        _ => false,
+    if let (Some(x), Some(y)) = (&a.node, &b.node) {
+        if same(x, y, cfg) {
+            return true;
+        }
     }
+    // `(C) 9` against a non-letter gold: the option's value is the answer.
+    for (gold, pred) in [(a, b), (b, a)] {
+        if choice_letter(&gold.text).is_none() {
+            if let Some(rest) = strip_choice_label(&pred.norm) {
+                let inner = prepare(rest);
+                if !gold.text.is_empty() && gold.text == inner.text {
+                    return true;
+                }
+                if let (Some(x), Some(y)) = (&gold.node, &inner.node) {
+                    if same(x, y, cfg) {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The text after a leading option label `(C)` / `C)`, if any.
+fn strip_choice_label(norm: &str) -> Option<&str> {
+    let t = norm.trim_start();
+    let t = t.strip_prefix('(').unwrap_or(t);
+    let mut it = t.char_indices();
+    let (_, letter) = it.next()?;
+    let (close, c) = it.next()?;
+    if !letter.is_ascii_uppercase() || c != ')' {
+        return None;
+    }
+    let rest = t[close + 1..].trim();
+    (!rest.is_empty()).then_some(rest)
 }
 
 /// The option letter of a multiple-choice answer in text form (`b`, `(b)`, `b.`, `(b)12`, `b)12`).
@@ -779,6 +811,9 @@ mod tests {
         assert!(eq("(C)", "c"));
         assert!(!eq("B", "(C) 12"));
         assert!(!eq("B", "Bob"));
+        assert!(eq("9", "(C) 9"));
+        assert!(eq("(C) 9", "9"));
+        assert!(!eq("8", "(C) 9"));
     }
 
     #[test]

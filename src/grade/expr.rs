@@ -160,6 +160,11 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
             "!=" => out.push(Tok::Ne),
             _ => {
                 if c.is_alphabetic() {
+                    // CJK words after a value (`9页`, `12元`) are units; Greek letters are names.
+                    if is_cjk(c) && ends_in_words(&out, &chars, i) {
+                        i += 1;
+                        continue;
+                    }
                     out.push(Tok::Ident(c.to_string()));
                 } else {
                     out.push(Tok::Op(c));
@@ -276,6 +281,10 @@ fn push_word(out: &mut Vec<Tok>, word: &str, chars: &[char], i: &mut usize) {
     }
 }
 
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7AF}')
+}
+
 /// True when a value precedes and only words follow up to the end of the item.
 fn ends_in_words(out: &[Tok], chars: &[char], from: usize) -> bool {
     let after_value = matches!(
@@ -286,7 +295,7 @@ fn ends_in_words(out: &[Tok], chars: &[char], from: usize) -> bool {
         && chars[from.min(chars.len())..]
             .iter()
             .take_while(|c| !matches!(c, ',' | ';'))
-            .all(|c| c.is_ascii_alphabetic() || c.is_whitespace() || *c == '.')
+            .all(|c| c.is_alphabetic() || c.is_whitespace() || matches!(c, '.' | '。'))
 }
 
 fn push_cmd(out: &mut Vec<Tok>, name: &str) {
@@ -1080,6 +1089,8 @@ mod tests {
         assert_eq!(p("125 miles"), int(125));
         assert_eq!(p("15 cm^2"), int(15));
         assert_eq!(p("5 apples"), int(5));
+        assert_eq!(p("9页"), int(9));
+        assert!(matches!(p("2α"), Node::Mul(_)));
         assert_eq!(p("5 red apples, 6 pears"), Node::List(vec![int(5), int(6)]));
         assert!(matches!(p("odd"), Node::Mul(_)));
     }

@@ -21,6 +21,7 @@ pub fn normalize_unicode(s: &str) -> String {
             | '\u{2003}' => out.push(' '),
             '\u{200B}' | '\u{FEFF}' => {}
             '−' | '‐' | '‑' | '﹣' => out.push('-'),
+            '。' => out.push_str(". "),
             '×' => out.push_str("\\times "),
             '÷' => out.push_str("\\div "),
             '·' | '⋅' => out.push_str("\\cdot "),
