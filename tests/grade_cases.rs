@@ -420,3 +420,59 @@ fn fuzz_respelled_expressions_stay_equivalent() {
         );
     }
 }
+
+// Regressions found while fuzzing and checking datasets, named after the bug.
+
+#[test]
+fn regression_text_form_keeps_braces() {
+    assert!(!equivalent(
+        "\\frac{12}{3}",
+        "\\frac{1}{23}",
+        &GradeConfig::default()
+    ));
+}
+
+#[test]
+fn regression_comma_inside_tuple_is_not_a_thousands_separator() {
+    let cfg = GradeConfig::default();
+    assert!(equivalent(
+        "(2, 12) \\cup (12, 102)",
+        "x \\in (2,12) \\cup (12,102)",
+        &cfg
+    ));
+    assert!(!equivalent("12102", "(12,102)", &cfg));
+}
+
+#[test]
+fn regression_bare_answer_colon_does_not_override_box() {
+    let r = "So $17n \\equiv 1$, giving \\boxed{44}. Check our answer: $17\\cdot 44 = 748$.";
+    assert_eq!(
+        grade("44", r, &GradeConfig::default()).outcome,
+        Outcome::Correct
+    );
+}
+
+#[test]
+fn regression_undefined_values_are_not_equal() {
+    assert!(!equivalent(
+        "\\frac{1}{0}",
+        "\\frac{2}{0}",
+        &GradeConfig::default()
+    ));
+}
+
+#[test]
+fn regression_markup_only_answer_is_not_equivalent_to_itself() {
+    // Nothing is left after normalisation, so there is no answer to match.
+    assert!(!equivalent("\\)", "\\)", &GradeConfig::default()));
+}
+
+#[test]
+fn regression_prose_gold_stays_whole() {
+    let gold = "For all $n$, Bob has a winning strategy.";
+    let r = "Thus \\boxed{For all $n$, Bob has a winning strategy.}";
+    assert_eq!(
+        grade(gold, r, &GradeConfig::default()).outcome,
+        Outcome::Correct
+    );
+}
