@@ -168,9 +168,12 @@ pub fn normalize_latex(s: &str) -> String {
     if t.contains(['p', 'P']) {
         t = r.percent_word.replace_all(&t, " ").into_owned();
     }
+    // Markdown emphasis (`**5**`) and code ticks wrap answers but are not part of them.
     let trimmed = t
         .trim()
+        .trim_matches(['*', '`'])
         .trim_end_matches(['.', ',', ';', ' ', '\n', '\t'])
+        .trim_matches(['*', '`'])
         .trim();
     let trimmed = trimmed.trim_start_matches([',', ';', ':', ' ']).trim();
     // A bare `1000,99` or `0,5` is a European decimal, unlike a list `1,2` or thousands `1,234`.
@@ -286,6 +289,8 @@ mod tests {
         assert_eq!(normalize_latex("28 percent"), "28");
         assert_eq!(normalize_latex("\\$16386.17"), "16386.17");
         assert_eq!(normalize_latex("a\\,b"), "a b");
+        assert_eq!(normalize_latex("**5**."), "5");
+        assert_eq!(normalize_latex("`x = 3`"), "x = 3");
         assert_eq!(normalize_latex("-2 \\\\le x"), "-2 \\le x");
     }
 
