@@ -121,6 +121,14 @@ fn limit_long_answers() {
     assert_fast("long prose", || {
         assert_eq!(grade("12", &prose, &cfg).outcome, Outcome::Correct);
     });
+    let digits = "9".repeat(200_000);
+    let near_limit = format!("0.{}", "9".repeat(7_990));
+    assert_fast("huge numbers", || {
+        grade("1", &digits, &cfg);
+        equivalent(&near_limit, "1", &cfg);
+        equivalent(&near_limit, &format!("{near_limit}1"), &cfg);
+        canonical_key(&near_limit);
+    });
     let boxed = format!("\\boxed{{{}}}", "x".repeat(200_000));
     assert_fast("long box", || {
         grade("x", &boxed, &cfg);
