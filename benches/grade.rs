@@ -80,6 +80,8 @@ fn limits(cfg: &GradeConfig) {
             format!("\\boxed{{{}}}", "x".repeat(200_000)),
         ),
         ("200k dollars", "$1$ ".repeat(50_000)),
+        ("200k digits", "9".repeat(200_000)),
+        ("8k-digit decimal", format!("0.{}", "9".repeat(7_990))),
         (
             "weird unicode",
             "\u{FFFD}é́́́𝟙𝟚\u{200B}$\u{10FFFF}$ ".repeat(5_000),
