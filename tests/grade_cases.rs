@@ -69,7 +69,7 @@ fn assert_fast(label: &str, f: impl FnOnce()) {
     f();
     let took = start.elapsed();
     // Debug builds on a shared machine are far slower; `cargo bench --bench grade` reports release times.
-    let budget = Duration::from_millis(if cfg!(debug_assertions) { 1_000 } else { 20 });
+    let budget = Duration::from_millis(if cfg!(debug_assertions) { 2_000 } else { 20 });
     assert!(took < budget, "{label} took {took:?}");
 }
 
@@ -281,10 +281,9 @@ fn fuzz_no_panics_reflexive_symmetric() {
             equivalent(&b, &a, &cfg),
             "not symmetric: {a:?} vs {b:?}"
         );
-        assert!(
-            start.elapsed() < Duration::from_millis(250),
-            "slow: {a:?} / {b:?}"
-        );
+        // Generous: a shared 2-core machine under load; the bench reports real latencies.
+        let budget = Duration::from_millis(if cfg!(debug_assertions) { 2_000 } else { 50 });
+        assert!(start.elapsed() < budget, "slow: {a:?} / {b:?}");
     }
 }
 

@@ -8,6 +8,8 @@ use num_traits::Zero;
 const MAX_DEPTH: usize = 60;
 /// Longest token stream parsed; longer answers are compared as text only.
 const MAX_TOKENS: usize = 3_000;
+/// Longest number literal parsed (longer ones are compared as text).
+const MAX_NUMBER_DIGITS: usize = 1_000;
 /// Largest decimal exponent accepted in `1e5`-style literals.
 const MAX_SCI_EXP: i64 = 400;
 
@@ -332,6 +334,9 @@ pub fn parse_number(s: &str) -> Option<Node> {
     let decimal = mant.contains('.');
     let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
     let digits = format!("{int}{frac}");
+    if digits.len() > MAX_NUMBER_DIGITS {
+        return None;
+    }
     let n: BigInt = if digits.is_empty() {
         BigInt::zero()
     } else {
