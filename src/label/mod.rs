@@ -36,7 +36,11 @@ pub struct LabelArgs {
     #[arg(long, default_value = "configs/config.toml")]
     pub config: PathBuf,
     /// Solutions to label: JSONL lines {"problem_id","solution_id","solution"}.
-    #[arg(long, conflicts_with = "from_run", required_unless_present = "from_run")]
+    #[arg(
+        long,
+        conflicts_with = "from_run",
+        required_unless_present = "from_run"
+    )]
     pub solutions: Option<PathBuf>,
     /// Label the stored samples of an earlier `gpassk run`.
     #[arg(long)]
@@ -133,7 +137,12 @@ fn read_solutions(path: &Path) -> Result<Vec<Solution>> {
 fn solutions_from_run(dir: &Path) -> Result<Vec<Solution>> {
     let ck = dir.join("checkpoints");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&ck)
-        .map_err(|e| BadInput(format!("--from-run {}: no checkpoints folder: {e}", dir.display())))?
+        .map_err(|e| {
+            BadInput(format!(
+                "--from-run {}: no checkpoints folder: {e}",
+                dir.display()
+            ))
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
@@ -190,12 +199,19 @@ pub fn run(args: LabelArgs) -> Result<u8> {
     let mut solutions = match (&args.solutions, &args.from_run) {
         (Some(p), _) => read_solutions(p)?,
         (None, Some(d)) => solutions_from_run(d)?,
-        (None, None) => return Err(BadInput("give --solutions FILE.jsonl or --from-run DIR".into()).into()),
+        (None, None) => {
+            return Err(BadInput("give --solutions FILE.jsonl or --from-run DIR".into()).into())
+        }
     };
     if let Some(l) = args.limit {
         solutions.truncate(l);
     }
-    let index: HashMap<&str, usize> = plan.problems.iter().enumerate().map(|(i, p)| (p.id.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = plan
+        .problems
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i))
+        .collect();
     for s in &solutions {
         if !index.contains_key(s.problem_id.as_str()) {
             return Err(BadInput(format!(
@@ -216,8 +232,14 @@ pub fn run(args: LabelArgs) -> Result<u8> {
         for (i, &(start, end)) in ranges.iter().enumerate() {
             let id = format!("{}#{}", s.solution_id, i + 1);
             let mut messages = plan.prepared[p].messages.clone();
-            messages.push(ChatMessage { role: "assistant".into(), content: s.solution[..end].to_string() });
-            messages.push(ChatMessage { role: "user".into(), content: CONTINUE.into() });
+            messages.push(ChatMessage {
+                role: "assistant".into(),
+                content: s.solution[..end].to_string(),
+            });
+            messages.push(ChatMessage {
+                role: "user".into(),
+                content: CONTINUE.into(),
+            });
             prepared.push(Prepared::new(id.clone(), messages));
             pseudo.push(Problem {
                 id,
@@ -226,12 +248,20 @@ pub fn run(args: LabelArgs) -> Result<u8> {
                 subset: None,
                 fields: Default::default(),
             });
-            items.push(Item { solution: si, step_index: i + 1, step_text: s.solution[start..end].trim().to_string() });
+            items.push(Item {
+                solution: si,
+                step_index: i + 1,
+                step_text: s.solution[start..end].trim().to_string(),
+            });
         }
     }
     let rollouts = items.len() as u64 * args.k as u64;
     if args.dry_run {
-        let prompt: u64 = prepared.iter().map(|p| p.prompt_tokens_estimate).sum::<u64>() * args.k as u64;
+        let prompt: u64 = prepared
+            .iter()
+            .map(|p| p.prompt_tokens_estimate)
+            .sum::<u64>()
+            * args.k as u64;
         let completion = match model.sampling.max_tokens {
             Some(t) => format!("≤ {} completion tokens", rollouts * t as u64),
             None => "completion tokens unbounded (no max_tokens)".into(),
@@ -257,10 +287,14 @@ pub fn run(args: LabelArgs) -> Result<u8> {
                 h.update(s.solution.as_bytes());
             }
             h.update(format!("{}:{}:{}", model.name, args.k, plan.prompt_hash).as_bytes());
-            plan.settings.evaluation.output_dir.join(format!("label-{}", crate::config::hex(&h.finalize()[..6])))
+            plan.settings
+                .evaluation
+                .output_dir
+                .join(format!("label-{}", crate::config::hex(&h.finalize()[..6])))
         }
     };
-    std::fs::create_dir_all(out.join("checkpoints")).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::create_dir_all(out.join("checkpoints"))
+        .with_context(|| format!("cannot create {}", out.display()))?;
     if !args.quiet {
         eprintln!("label directory: {}", out.display());
     }
@@ -272,14 +306,25 @@ pub fn run(args: LabelArgs) -> Result<u8> {
     let job = SamplingJob {
         settings,
         run_dir: out.clone(),
-        run_id: out.file_name().and_then(|n| n.to_str()).unwrap_or("label").to_string(),
+        run_id: out
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("label")
+            .to_string(),
         prepared: Arc::new(prepared),
         keys,
         quiet: args.quiet,
         progress_interval: Duration::from_secs(5),
     };
     let ends = runner::sample_all(&job)?;
-    let again = format!("rerun the same command{} to continue", if args.out.is_none() { "" } else { " (same --out)" });
+    let again = format!(
+        "rerun the same command{} to continue",
+        if args.out.is_none() {
+            ""
+        } else {
+            " (same --out)"
+        }
+    );
     if ends.iter().any(|(_, e)| *e == ModelEnd::Interrupted) {
         eprintln!("interrupted: rollouts saved in {}; {again}", out.display());
         return Ok(EXIT_INTERRUPTED);
@@ -287,13 +332,22 @@ pub fn run(args: LabelArgs) -> Result<u8> {
 
     // Grade rollouts: per item, rollouts done and how many reached the gold answer.
     let ev = &plan.settings.evaluation;
-    let grade_cfg = GradeConfig { extract_regex: ev.answer_extract_regex.clone(), rel_tol: ev.rel_tol };
+    let grade_cfg = GradeConfig {
+        extract_regex: ev.answer_extract_regex.clone(),
+        rel_tol: ev.rel_tol,
+    };
     let mut done = vec![0u32; items.len()];
     let mut correct = vec![0u32; items.len()];
-    let ck = out.join("checkpoints").join(format!("{}.jsonl", model.name));
+    let ck = out
+        .join("checkpoints")
+        .join(format!("{}.jsonl", model.name));
     for_each_unit(&ck, &pseudo, args.k, false, |i, _slot, r| {
         done[i] += 1;
-        let verdict = grade(&pseudo[i].answer, r.response.as_deref().unwrap_or(""), &grade_cfg);
+        let verdict = grade(
+            &pseudo[i].answer,
+            r.response.as_deref().unwrap_or(""),
+            &grade_cfg,
+        );
         correct[i] += (verdict.outcome == Outcome::Correct) as u32;
         Ok(())
     })?;
@@ -308,7 +362,11 @@ pub fn run(args: LabelArgs) -> Result<u8> {
             rollouts: done[i],
             correct: correct[i],
             he: (correct[i] > 0) as u8,
-            se: if done[i] > 0 { correct[i] as f64 / done[i] as f64 } else { 0.0 },
+            se: if done[i] > 0 {
+                correct[i] as f64 / done[i] as f64
+            } else {
+                0.0
+            },
         })
         .collect();
     let mut jsonl = Vec::new();
@@ -325,34 +383,47 @@ pub fn run(args: LabelArgs) -> Result<u8> {
     }
     for (s, steps) in solutions.iter().zip(&by_solution) {
         let p = index[s.problem_id.as_str()];
-        let final_correct = grade(&plan.problems[p].answer, &s.solution, &grade_cfg).outcome == Outcome::Correct;
+        let final_correct =
+            grade(&plan.problems[p].answer, &s.solution, &grade_cfg).outcome == Outcome::Correct;
         let scored: Vec<&&StepLabel> = steps.iter().filter(|l| l.rollouts > 0).collect();
         rows.push(SolutionRow {
             problem_id: s.problem_id.clone(),
             solution_id: s.solution_id.clone(),
             steps: steps.len(),
             final_correct,
-            first_he0_step: steps.iter().find(|l| l.rollouts > 0 && l.he == 0).map(|l| l.step_index),
-            mean_se: (!scored.is_empty()).then(|| scored.iter().map(|l| l.se).sum::<f64>() / scored.len() as f64),
+            first_he0_step: steps
+                .iter()
+                .find(|l| l.rollouts > 0 && l.he == 0)
+                .map(|l| l.step_index),
+            mean_se: (!scored.is_empty())
+                .then(|| scored.iter().map(|l| l.se).sum::<f64>() / scored.len() as f64),
         });
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in &rows {
         w.serialize(r)?;
     }
-    write_atomic(&out.join("solutions.csv"), &w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?;
+    write_atomic(
+        &out.join("solutions.csv"),
+        &w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?,
+    )?;
     print!("{}", summary(&labels, &rows));
     println!("labels: {}", out.join("labels.jsonl").display());
 
     let missing = labels.iter().filter(|l| l.rollouts < args.k).count();
-    let failed = ends.iter().any(|(_, e)| matches!(e, ModelEnd::Failed(_) | ModelEnd::Incomplete));
+    let failed = ends
+        .iter()
+        .any(|(_, e)| matches!(e, ModelEnd::Failed(_) | ModelEnd::Incomplete));
     if missing > 0 || failed {
         for (_, e) in &ends {
             if let ModelEnd::Failed(msg) = e {
                 eprintln!("error: {msg}");
             }
         }
-        eprintln!("{missing} steps have fewer than {} rollouts; {again}", args.k);
+        eprintln!(
+            "{missing} steps have fewer than {} rollouts; {again}",
+            args.k
+        );
         return Ok(EXIT_FAILED);
     }
     Ok(0)
@@ -367,8 +438,17 @@ fn summary(labels: &[StepLabel], rows: &[SolutionRow]) -> String {
     let with_he0: Vec<&SolutionRow> = rows.iter().filter(|r| r.first_he0_step.is_some()).collect();
     let wrong = rows.iter().filter(|r| !r.final_correct).count();
     let he0_then_wrong = with_he0.iter().filter(|r| !r.final_correct).count();
-    let wrong_with_he0 = rows.iter().filter(|r| !r.final_correct && r.first_he0_step.is_some()).count();
-    let pct = |a: usize, b: usize| if b == 0 { "-".to_string() } else { format!("{:.1}%", 100.0 * a as f64 / b as f64) };
+    let wrong_with_he0 = rows
+        .iter()
+        .filter(|r| !r.final_correct && r.first_he0_step.is_some())
+        .count();
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}%", 100.0 * a as f64 / b as f64)
+        }
+    };
     format!(
         "{} steps in {} solutions: HE = 1 for {he1}, HE = 0 for {}\n\
          SE ≈ 0: {}, 0.25: {}, 0.5: {}, 0.75: {}, 1: {}\n\

@@ -10,13 +10,17 @@ pub fn split(text: &str, custom: Option<&Regex>, max_steps: usize) -> Vec<(usize
         Some(re) => re.find_iter(text).map(|m| m.start()).collect(),
         None => {
             let step = step_marker();
-            let marked: Vec<usize> = line_starts(text).filter(|&i| step.is_match(&text[i..])).collect();
+            let marked: Vec<usize> = line_starts(text)
+                .filter(|&i| step.is_match(&text[i..]))
+                .collect();
             if !marked.is_empty() {
                 marked
             } else if blank_line().is_match(text.trim()) {
                 paragraph_starts(text)
             } else {
-                line_starts(text).filter(|&i| !line_at(text, i).trim().is_empty()).collect()
+                line_starts(text)
+                    .filter(|&i| !line_at(text, i).trim().is_empty())
+                    .collect()
             }
         }
     };
@@ -34,7 +38,9 @@ fn blank_line() -> &'static Regex {
 }
 
 fn line_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
-    std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).filter(move |&i| i < text.len())
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .filter(move |&i| i < text.len())
 }
 
 fn line_at(text: &str, i: usize) -> &str {
@@ -77,7 +83,10 @@ mod tests {
     use super::*;
 
     fn steps<'a>(text: &'a str, re: Option<&Regex>, max: usize) -> Vec<&'a str> {
-        split(text, re, max).into_iter().map(|(s, e)| text[s..e].trim()).collect()
+        split(text, re, max)
+            .into_iter()
+            .map(|(s, e)| text[s..e].trim())
+            .collect()
     }
 
     #[test]
@@ -85,7 +94,10 @@ mod tests {
         let t = "We solve 2x + 3 = 11.\nStep 1: subtract 3, 2x = 8\nmore on step one\nStep 2: divide by 2, x = 4\n";
         assert_eq!(
             steps(t, None, 20),
-            ["We solve 2x + 3 = 11.\nStep 1: subtract 3, 2x = 8\nmore on step one", "Step 2: divide by 2, x = 4"]
+            [
+                "We solve 2x + 3 = 11.\nStep 1: subtract 3, 2x = 8\nmore on step one",
+                "Step 2: divide by 2, x = 4"
+            ]
         );
     }
 
@@ -105,7 +117,10 @@ mod tests {
     #[test]
     fn custom_regex_marks_step_starts() {
         let re = Regex::new(r"(?m)^- ").unwrap();
-        assert_eq!(steps("intro\n- a\n- b", Some(&re), 20), ["intro\n- a", "- b"]);
+        assert_eq!(
+            steps("intro\n- a\n- b", Some(&re), 20),
+            ["intro\n- a", "- b"]
+        );
     }
 
     #[test]
