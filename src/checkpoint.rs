@@ -162,7 +162,12 @@ impl CheckpointWriter {
     }
 
     pub fn append(&self, record: &Record) -> Result<(), CheckpointError> {
-        let mut line = serde_json::to_vec(record).map_err(|e| CheckpointError::Io {
+        self.append_value(record)
+    }
+
+    /// Appends any serializable value as one JSON line.
+    pub fn append_value<T: Serialize>(&self, value: &T) -> Result<(), CheckpointError> {
+        let mut line = serde_json::to_vec(value).map_err(|e| CheckpointError::Io {
             path: self.path.clone(),
             source: std::io::Error::other(e),
         })?;

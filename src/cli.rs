@@ -26,6 +26,8 @@ pub enum Command {
     Calc(crate::calc::CalcArgs),
     /// Sample every enabled model of a config, checkpointing each sample, then grade and report.
     Run(crate::run::RunArgs),
+    /// Label solution steps with Math-Shepherd rollouts (hard and soft estimates).
+    Label(crate::label::LabelArgs),
     /// Grade answers: one --gold/--pred pair or a --cases JSONL file.
     Grade(crate::grade::cli::Args),
     /// List the shipped datasets, or show rendered prompts of one.

@@ -13,7 +13,7 @@
 //!   `report`: exporters (`gpassk report`).
 //! - `stats`: bootstrap intervals over problems, paired differences, majority voting.
 //! - `compare`, `audit`, `merge`: the commands of the same names; `shard`: `--shard I/N`.
-//! - `manifest`: the run manifest.
+//! - `manifest`: the run manifest; `label`: Math-Shepherd step labels built on the runner.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
 //! - `fake_server`: fake OpenAI-compatible HTTP server for tests and benchmarks.
 pub mod audit;
@@ -26,6 +26,7 @@ pub mod config;
 pub mod dataset;
 pub mod fake_server;
 pub mod grade;
+pub mod label;
 pub mod manifest;
 pub mod merge;
 pub mod metrics;

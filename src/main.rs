@@ -16,6 +16,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Calc(args) => gpassk::calc::run(args),
         Command::Run(args) => gpassk::run::run(args),
+        Command::Label(args) => gpassk::label::run(args),
         Command::Grade(args) => gpassk::grade::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1)),
         Command::Datasets(args) => {
             gpassk::dataset::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1))

@@ -1,13 +1,16 @@
 //! `gpassk run`: resolve the config, dataset and run directory, sample, then grade and report.
 
 use crate::cli::{BadInput, EXIT_INTERRUPTED};
+use crate::client::ApiKey;
 use crate::config::{self, FewShot, Settings};
 use crate::dataset::{self, FieldMap};
+use crate::grade::judge::{GraderMode, JudgeVerdicts};
+use crate::grade::GradeConfig;
 use crate::manifest::{git_commit, now_rfc3339, DatasetInfo, Manifest};
 use crate::prompt;
 use crate::report::{self, Format};
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, Prepared, SamplingJob};
-use crate::score::{checkpoint_path, score_plan};
+use crate::score::{checkpoint_path, judge_model, score_model, RunResults, ScoreInputs};
 use crate::shard::Shard;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -52,8 +55,9 @@ pub struct RunArgs {
 pub struct Plan {
     pub settings: Settings,
     pub dataset: dataset::Dataset,
-    /// The problems this run samples (after limit and shard), with their prompts.
     pub prepared: Arc<Vec<Prepared>>,
+    /// The problems under evaluation (the dataset's own list is moved here).
+    pub problems: Vec<dataset::Problem>,
     pub template: String,
     pub prompt_hash: String,
     pub few_shot_examples: usize,
@@ -61,7 +65,8 @@ pub struct Plan {
     pub shard: Option<Shard>,
 }
 
-fn plan(args: &RunArgs) -> Result<Plan> {
+/// Loads the config and dataset and renders every prompt; `args` supplies --config, --limit, --models.
+pub fn plan(args: &RunArgs) -> Result<Plan> {
     let mut settings = config::load(&args.config)?;
     if !args.models.is_empty() {
         let known: Vec<String> = settings.models.iter().map(|m| m.name.clone()).collect();
@@ -119,15 +124,15 @@ pub fn build_plan(settings: Settings, limit: Option<usize>, shard: Option<Shard>
         .clone()
         .unwrap_or_else(|| ds.default_template.clone());
     // Sharding comes after the few-shot choice so every shard renders the same prompts.
-    let mut prepared = Vec::with_capacity(ds.problems.len());
-    for p in ds
-        .problems
-        .iter()
-        .filter(|p| shard.is_none_or(|s| s.contains(&p.id)))
-    {
+    let mut problems = std::mem::take(&mut ds.problems);
+    if let Some(s) = shard {
+        problems.retain(|p| s.contains(&p.id));
+    }
+    let mut prepared = Vec::with_capacity(problems.len());
+    for p in &problems {
         let messages = prompt::messages(&template, p, &examples)
             .with_context(|| format!("prompt for problem {} of {}", p.id, ds.name))?;
-        prepared.push(Prepared::new(p.clone(), messages));
+        prepared.push(Prepared::new(p.id.clone(), messages));
     }
     let mut h = Sha256::new();
     h.update(template.as_bytes());
@@ -142,6 +147,7 @@ pub fn build_plan(settings: Settings, limit: Option<usize>, shard: Option<Shard>
         settings,
         dataset: ds,
         prepared: Arc::new(prepared),
+        problems,
         template,
         prompt_hash,
         few_shot_examples: examples.len(),
@@ -162,6 +168,12 @@ pub fn run(args: RunArgs) -> Result<u8> {
         return Ok(0);
     }
     let keys = runner::read_keys(&plan.settings)?;
+    let judge_key = match (&plan.settings.judge, plan.settings.evaluation.grader) {
+        (Some(j), mode) if mode != GraderMode::Rule => {
+            Some(runner::read_key(j.api.api_key_env.as_deref(), "the judge")?)
+        }
+        _ => None,
+    };
     for m in &plan.settings.models {
         if 2 * plan
             .settings
@@ -229,7 +241,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         .prepared
         .iter()
         .enumerate()
-        .map(|(i, p)| (p.problem.id.as_str(), i))
+        .map(|(i, p)| (p.id.as_str(), i))
         .collect();
     for m in &plan.settings.models {
         let path = checkpoint_path(&run_dir, &m.name);
@@ -263,7 +275,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         return Ok(EXIT_INTERRUPTED);
     }
 
-    let results = score_plan(&plan, &run_dir, Some(manifest.clone()))?;
+    let results = score_run(&plan, &run_dir, Some(manifest.clone()), judge_key.as_ref())?;
     report::write_all(&run_dir, &results)?;
     let table = Format::Table.exporter().export(&results)?;
     print!("{}", String::from_utf8_lossy(&table));
@@ -283,6 +295,90 @@ pub fn run(args: RunArgs) -> Result<u8> {
         eprintln!("some units failed; request them again with:\n  {resume_cmd}");
     }
     Ok(code)
+}
+
+/// Grades and aggregates every model; `judge_key` is Some when the judge may be called (a run), None
+/// when only stored verdicts are used.
+pub fn score_run(
+    plan: &Plan,
+    run_dir: &Path,
+    manifest: Option<Manifest>,
+    judge_key: Option<&Option<ApiKey>>,
+) -> Result<RunResults> {
+    let ev = &plan.settings.evaluation;
+    let grade = GradeConfig {
+        extract_regex: ev.answer_extract_regex.clone(),
+        rel_tol: ev.rel_tol,
+    };
+    let problems = &plan.problems;
+    let inputs = ScoreInputs {
+        problems,
+        ks: &ev.ks,
+        taus: &ev.taus,
+        grade: &grade,
+        judge: None,
+    };
+    let mut models = Vec::new();
+    for m in &plan.settings.models {
+        let grades_path = run_dir.join("grades").join(format!("{}.jsonl", m.name));
+        let verdicts = match (&plan.settings.judge, ev.grader) {
+            (Some(judge), mode) if mode != GraderMode::Rule => {
+                if let Some(key) = judge_key {
+                    let stats = judge_model(
+                        &checkpoint_path(run_dir, &m.name),
+                        &grades_path,
+                        problems,
+                        m.sampling.n,
+                        m.sampling.greedy,
+                        &grade,
+                        judge,
+                        mode,
+                        key.clone(),
+                    )
+                    .with_context(|| format!("judging the samples of model {}", m.name))?;
+                    if stats.judged + stats.unparsed + stats.failed > 0 {
+                        eprintln!(
+                            "judge {}: {} verdicts for {}, {} unreadable replies, {} failed (the rule verdict stands for those)",
+                            judge.model_id, stats.judged, m.name, stats.unparsed, stats.failed
+                        );
+                    }
+                }
+                Some(JudgeVerdicts::load(&grades_path, mode)?)
+            }
+            _ => None,
+        };
+        let inputs = ScoreInputs {
+            judge: verdicts.as_ref(),
+            ..inputs
+        };
+        models.push(score_model(
+            &checkpoint_path(run_dir, &m.name),
+            &m.name,
+            &m.model_id,
+            m.sampling.n,
+            m.sampling.greedy,
+            &inputs,
+        )?);
+    }
+    let run_id = manifest.as_ref().map_or_else(
+        || {
+            run_dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        },
+        |m| m.run_id.clone(),
+    );
+    Ok(RunResults {
+        run_id,
+        dataset: plan.dataset.name.clone(),
+        dataset_sha256: plan.dataset.sha256.clone(),
+        shown: ev.metrics.clone(),
+        ks: ev.ks.clone(),
+        taus: ev.taus.clone(),
+        manifest,
+        models,
+    })
 }
 
 fn resolve_resume(r: &str, output_dir: &Path) -> Result<PathBuf> {
@@ -452,7 +548,7 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
         .prepared
         .iter()
         .enumerate()
-        .map(|(i, p)| (p.problem.id.as_str(), i))
+        .map(|(i, p)| (p.id.as_str(), i))
         .collect();
     let prompt_tokens: u64 = plan.prepared.iter().map(|p| p.prompt_tokens_estimate).sum();
     println!(

@@ -1,13 +1,17 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
-use crate::checkpoint::{read_records, CheckpointError, SampleIndex, UnitOutcome};
+use crate::checkpoint::{read_records, CheckpointError, Record, SampleIndex, UnitOutcome};
 use crate::cli::BadInput;
+use crate::client::ApiKey;
 use crate::dataset::Problem;
+use crate::grade::judge::{
+    judge_pending, render, response_hash, GraderMode, JudgeInput, JudgeJob, JudgeSettings,
+    JudgeStats, JudgeVerdicts,
+};
 use crate::grade::{canonical_key, grade, GradeConfig, Outcome};
 use crate::manifest::Manifest;
 use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
-use crate::run::Plan;
 use crate::stats::{estimates, problem_values, Estimate, ProblemValues, Vote};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashMap};
@@ -16,10 +20,9 @@ use std::path::{Path, PathBuf};
 
 // Per-unit states, kept as one byte per (problem, slot) so a million units cost a megabyte.
 const MISSING: u8 = 0;
-const API_ERROR: u8 = 1;
-const WRONG: u8 = 2;
-const NO_ANSWER: u8 = 3;
-const CORRECT: u8 = 4;
+const WRONG: u8 = 1;
+const NO_ANSWER: u8 = 2;
+const CORRECT: u8 = 3;
 
 /// One model's graded samples and metrics.
 #[derive(Debug, Clone)]
@@ -70,11 +73,102 @@ pub struct RunResults {
 }
 
 /// Inputs shared by every model's scoring.
+#[derive(Clone, Copy)]
 pub struct ScoreInputs<'a> {
     pub problems: &'a [Problem],
     pub ks: &'a [u64],
     pub taus: &'a [Tau],
     pub grade: &'a GradeConfig,
+    /// Stored LLM-judge verdicts, when the config uses the judge.
+    pub judge: Option<&'a crate::grade::judge::JudgeVerdicts>,
+}
+
+/// Calls `each(problem position, slot, record)` for the first usable record of every planned unit
+/// (slot n is the greedy answer); later duplicates and API errors are skipped.
+pub fn for_each_unit(
+    path: &Path,
+    problems: &[Problem],
+    n: u32,
+    greedy: bool,
+    mut each: impl FnMut(usize, usize, Record) -> Result<()>,
+) -> Result<()> {
+    let index: HashMap<&str, usize> = problems
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i))
+        .collect();
+    let width = n as usize + 1;
+    let mut seen = vec![false; problems.len() * width];
+    let mut failure: Option<anyhow::Error> = None;
+    read_records(path, |r| {
+        if failure.is_some() || !r.usable() {
+            return Ok(());
+        }
+        let Some(&p) = index.get(r.problem_id.as_str()) else {
+            return Ok(());
+        };
+        let slot = match r.sample_index {
+            SampleIndex::Sample(i) if i < n => i as usize,
+            SampleIndex::Greedy if greedy => n as usize,
+            _ => return Ok(()),
+        };
+        if std::mem::replace(&mut seen[p * width + slot], true) {
+            return Ok(());
+        }
+        if let Err(e) = each(p, slot, r) {
+            failure = Some(e);
+        }
+        Ok(())
+    })?;
+    failure.map_or(Ok(()), Err)
+}
+
+/// Sends every sample the judge must see and has not yet judged to the judge; verdicts are appended
+/// to `grades_path` so that scoring (and any later re-scoring) reads them without asking again.
+#[allow(clippy::too_many_arguments)]
+pub fn judge_model(
+    path: &Path,
+    grades_path: &Path,
+    problems: &[Problem],
+    n: u32,
+    greedy: bool,
+    grade_cfg: &GradeConfig,
+    judge: &JudgeSettings,
+    mode: GraderMode,
+    key: Option<ApiKey>,
+) -> Result<JudgeStats> {
+    let done = JudgeVerdicts::load(grades_path, mode)?;
+    let mut jobs = Vec::new();
+    for_each_unit(path, problems, n, greedy, |p, _slot, r| {
+        let response = r.response.as_deref().unwrap_or("");
+        let problem = &problems[p];
+        let verdict = grade(&problem.answer, response, grade_cfg);
+        if !mode.needs_judge(verdict.outcome) || done.has(&r.problem_id, r.sample_index, response) {
+            return Ok(());
+        }
+        let answer = match judge.input {
+            JudgeInput::Extracted => match &verdict.extracted {
+                Some(a) => a.clone(),
+                // Nothing to show the judge: the rule grader's "no answer" stands.
+                None => return Ok(()),
+            },
+            JudgeInput::Response => response.to_string(),
+        };
+        jobs.push(JudgeJob {
+            problem_id: r.problem_id.clone(),
+            sample_index: r.sample_index,
+            response_hash: response_hash(response),
+            prompt: render(
+                &judge.prompt,
+                &problem.question,
+                &problem.answer,
+                &answer,
+                response,
+            ),
+        });
+        Ok(())
+    })?;
+    judge_pending(judge, key, jobs, grades_path)
 }
 
 /// Grades one model's checkpoint (the first usable record of each unit counts) and aggregates.
@@ -86,12 +180,6 @@ pub fn score_model(
     greedy: bool,
     inputs: &ScoreInputs,
 ) -> Result<ModelScore> {
-    let index: HashMap<&str, usize> = inputs
-        .problems
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
     let width = n as usize + 1;
     let mut state = vec![MISSING; inputs.problems.len() * width];
     let mut truncated = 0u64;
@@ -99,26 +187,14 @@ pub fn score_model(
     // Per problem: the answer classes of its samples as (key hash, members, members correct).
     // Keys are hashed so memory stays a few bytes per distinct answer, never the responses.
     let mut classes: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); inputs.problems.len()];
-    read_records(path, |r| {
-        let Some(&p) = index.get(r.problem_id.as_str()) else {
-            return Ok(());
-        };
-        let slot = match r.sample_index {
-            SampleIndex::Sample(i) if i < n => i as usize,
-            SampleIndex::Greedy if greedy => n as usize,
-            _ => return Ok(()),
-        };
-        let cell = &mut state[p * width + slot];
-        if *cell >= WRONG {
-            return Ok(());
-        }
-        if !r.usable() {
-            *cell = API_ERROR;
-            return Ok(());
-        }
+    for_each_unit(path, inputs.problems, n, greedy, |p, slot, r| {
         let response = r.response.as_deref().unwrap_or("");
         let verdict = grade(&inputs.problems[p].answer, response, inputs.grade);
-        *cell = match verdict.outcome {
+        let outcome = match inputs.judge {
+            Some(j) => j.decide(&r, response, verdict.outcome),
+            None => verdict.outcome,
+        };
+        state[p * width + slot] = match outcome {
             Outcome::Correct => CORRECT,
             Outcome::Wrong => WRONG,
             Outcome::NoAnswer => NO_ANSWER,
@@ -127,7 +203,7 @@ pub fn score_model(
             let mut h = std::collections::hash_map::DefaultHasher::new();
             canonical_key(answer).hash(&mut h);
             let key = h.finish();
-            let ok = (verdict.outcome == Outcome::Correct) as u32;
+            let ok = (outcome == Outcome::Correct) as u32;
             match classes[p].iter_mut().find(|c| c.0 == key) {
                 Some(c) => {
                     c.1 += 1;
@@ -144,10 +220,11 @@ pub fn score_model(
         }
         Ok(())
     })
-    .map_err(|e| match e {
+    .map_err(|e| match e.downcast::<CheckpointError>() {
         // A damaged line is the user's file to fix: exit 2 with the file and line.
-        CheckpointError::Corrupt { .. } => anyhow::Error::new(BadInput(e.to_string())),
-        other => anyhow::Error::new(other),
+        Ok(c @ CheckpointError::Corrupt { .. }) => anyhow::Error::new(BadInput(c.to_string())),
+        Ok(other) => anyhow::Error::new(other),
+        Err(e) => e,
     })?;
     let (mut correct, mut wrong, mut no_answer, mut missing) = (0, 0, 0, 0);
     let mut problems = Vec::with_capacity(inputs.problems.len());
@@ -207,52 +284,6 @@ pub fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
     run_dir.join("checkpoints").join(format!("{model}.jsonl"))
 }
 
-/// Grades every model of a plan from its checkpoint in `run_dir`.
-pub fn score_plan(plan: &Plan, run_dir: &Path, manifest: Option<Manifest>) -> Result<RunResults> {
-    let ev = &plan.settings.evaluation;
-    let grade = GradeConfig {
-        extract_regex: ev.answer_extract_regex.clone(),
-        rel_tol: ev.rel_tol,
-    };
-    let problems: Vec<Problem> = plan.prepared.iter().map(|p| p.problem.clone()).collect();
-    let inputs = ScoreInputs {
-        problems: &problems,
-        ks: &ev.ks,
-        taus: &ev.taus,
-        grade: &grade,
-    };
-    let mut models = Vec::new();
-    for m in &plan.settings.models {
-        models.push(score_model(
-            &checkpoint_path(run_dir, &m.name),
-            &m.name,
-            &m.model_id,
-            m.sampling.n,
-            m.sampling.greedy,
-            &inputs,
-        )?);
-    }
-    let run_id = manifest.as_ref().map_or_else(
-        || {
-            run_dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        },
-        |m| m.run_id.clone(),
-    );
-    Ok(RunResults {
-        run_id,
-        dataset: plan.dataset.name.clone(),
-        dataset_sha256: plan.dataset.sha256.clone(),
-        shown: ev.metrics.clone(),
-        ks: ev.ks.clone(),
-        taus: ev.taus.clone(),
-        manifest,
-        models,
-    })
-}
-
 /// Re-grades a run directory offline: the config, dataset, limit and shard come from its manifest.
 pub fn load_run(run_dir: &Path) -> Result<RunResults> {
     let manifest = Manifest::read(run_dir)?;
@@ -287,7 +318,8 @@ pub fn load_run(run_dir: &Path) -> Result<RunResults> {
         ))
         .into());
     }
-    score_plan(&plan, run_dir, Some(manifest))
+    // Offline: stored judge verdicts are used, the judge is never called.
+    crate::run::score_run(&plan, run_dir, Some(manifest), None)
 }
 
 fn short(h: &str) -> String {

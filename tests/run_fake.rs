@@ -651,3 +651,63 @@ fn ctrl_c_saves_and_exits_130_with_the_resume_command() {
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     assert_eq!(usable_units(&run_dir, "m1").len(), 10 * 9);
 }
+
+#[test]
+fn judge_rescues_rule_rejections_and_is_asked_only_once() {
+    let server = FakeServer::builder()
+        .responder(|r: &Recorded| {
+            if r.model() == Some("judge-1") {
+                let text = r.user_text().unwrap_or_default();
+                assert!(
+                    text.contains("Reference answer:") && text.contains("Candidate answer:"),
+                    "{text}"
+                );
+                Reply::with_choices(vec![ChoiceReply::stop("Yes.")])
+            } else {
+                smart_reply(r)
+            }
+        })
+        .start_blocking();
+    let env = Env::new(3);
+    let cfg = env.config(&server.base_url(), "n = 4", ONE_MODEL, "");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text = text.replace(
+        "[evaluation]\n",
+        "[evaluation]\ngrader = \"rule_then_judge\"\n",
+    );
+    text.push_str("[judge]\nmodel_id = \"judge-1\"\n");
+    std::fs::write(&cfg, text).unwrap();
+    let out = env.run(&["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let judged = server
+        .requests()
+        .iter()
+        .filter(|r| r.model() == Some("judge-1"))
+        .count();
+    let samples = usable_units(&env.run_dir(), "m1").len();
+    assert!(
+        judged > 0 && judged < samples,
+        "only rule rejections go to the judge: {judged} of {samples}"
+    );
+    let grades = std::fs::read_to_string(env.run_dir().join("grades/m1.jsonl")).unwrap();
+    assert_eq!(grades.lines().count(), judged);
+    let m = metrics(&env.run_dir());
+    let greedy = m
+        .iter()
+        .find(|(k, _)| k.1 == "all" && k.2 == "greedy_acc")
+        .unwrap()
+        .1;
+    assert_eq!(greedy, "1.0", "every answer accepted by the judge");
+    // Scoring again reads the stored verdicts; the judge is not asked twice.
+    let out = env.run(&["--quiet", "--resume", "latest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    assert_eq!(
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.model() == Some("judge-1"))
+            .count(),
+        judged
+    );
+    assert_eq!(metrics(&env.run_dir()), m);
+}

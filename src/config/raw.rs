@@ -14,6 +14,23 @@ pub struct RawConfig {
     pub models: Vec<RawModel>,
     #[serde(default)]
     pub evaluation: RawEvaluation,
+    pub judge: Option<RawJudge>,
+}
+
+/// The optional LLM judge.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawJudge {
+    pub model_id: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub prompt_file: Option<String>,
+    /// `extracted` (default) or `response`.
+    pub input: Option<String>,
+    pub timeout: Option<f64>,
+    pub max_retries: Option<i64>,
+    pub concurrency: Option<i64>,
+    pub max_tokens: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -97,6 +114,8 @@ pub struct RawEvaluation {
     pub fields: Option<RawFields>,
     pub few_shot: Option<RawFewShot>,
     pub rel_tol: Option<f64>,
+    /// `rule` (default), `judge` or `rule_then_judge`.
+    pub grader: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -187,7 +206,10 @@ pub fn known_keys() -> BTreeMap<&'static str, &'static [&'static str]> {
         "rel_tol",
     ];
     BTreeMap::from([
-        ("", &["api", "sampling", "models", "evaluation"][..]),
+        (
+            "",
+            &["api", "sampling", "models", "evaluation", "judge"][..],
+        ),
         ("api", API),
         ("sampling", SAMPLING),
         ("models", MODEL),

@@ -2,6 +2,7 @@
 
 use super::raw::{RawConfig, RawModel, RawTau};
 use super::{closest, locate, ConfigError};
+use crate::grade::judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 use crate::metrics::{MetricKind, Tau};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -18,6 +19,8 @@ pub struct Settings {
     /// Enabled models, in file order.
     pub models: Vec<ModelSettings>,
     pub evaluation: EvalSettings,
+    /// The LLM judge, when `[judge]` is present.
+    pub judge: Option<JudgeSettings>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -95,6 +98,7 @@ pub struct EvalSettings {
     pub limit: Option<usize>,
     pub few_shot: FewShot,
     pub rel_tol: f64,
+    pub grader: GraderMode,
 }
 
 struct Ctx<'a> {
@@ -158,12 +162,120 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<Setting
         });
     }
     let evaluation = resolve_eval(&cx, &raw, &models)?;
+    let judge = match &raw.judge {
+        None => None,
+        Some(j) => Some(resolve_judge(&cx, &raw, j)?),
+    };
+    if evaluation.grader != GraderMode::Rule && judge.is_none() {
+        return Err(cx.err(
+            "evaluation",
+            None,
+            "grader",
+            "needs a [judge] table (model_id, base_url, ...)",
+        ));
+    }
     Ok(Settings {
         config_path: path.to_path_buf(),
         config_hash: hex(&Sha256::digest(text.as_bytes())),
         config_json,
         models,
         evaluation,
+        judge,
+    })
+}
+
+fn resolve_judge(
+    cx: &Ctx,
+    raw: &RawConfig,
+    j: &crate::config::raw::RawJudge,
+) -> Result<JudgeSettings, ConfigError> {
+    let err = |key: &str, msg: String| cx.err("judge", None, key, msg);
+    let model_id = j
+        .model_id
+        .clone()
+        .filter(|m| !m.trim().is_empty())
+        .ok_or_else(|| err("model_id", "missing: the judge model to ask".into()))?;
+    let base_url = j
+        .base_url
+        .clone()
+        .or_else(|| raw.api.base_url.clone())
+        .ok_or_else(|| err("base_url", "missing: set it in [judge] or [api]".into()))?;
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(err(
+            "base_url",
+            format!("{base_url:?} must start with http:// or https://"),
+        ));
+    }
+    let num = |key: &str, v: Option<i64>, default: i64, max: i64| -> Result<i64, ConfigError> {
+        let v = v.unwrap_or(default);
+        if v < 1 || v > max {
+            return Err(err(key, format!("{v} must be between 1 and {max}")));
+        }
+        Ok(v)
+    };
+    let timeout = j.timeout.or(raw.api.timeout).unwrap_or(120.0);
+    if !(timeout.is_finite() && timeout > 0.0) {
+        return Err(err(
+            "timeout",
+            format!("{timeout} must be a positive number of seconds"),
+        ));
+    }
+    let (prompt, prompt_source) = match &j.prompt_file {
+        None => (DEFAULT_PROMPT.to_string(), "default".to_string()),
+        Some(f) => {
+            let path = cx.path.parent().unwrap_or(Path::new(".")).join(f);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                err(
+                    "prompt_file",
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?;
+            (text, path.display().to_string())
+        }
+    };
+    if !prompt.contains("{gold}") || !(prompt.contains("{answer}") || prompt.contains("{response}"))
+    {
+        return Err(err(
+            "prompt_file",
+            format!("the judge prompt must use {{gold}} and {{answer}} or {{response}} (placeholders: {})", PLACEHOLDERS.join(", ")),
+        ));
+    }
+    let input = match j.input.as_deref() {
+        None | Some("extracted") => JudgeInput::Extracted,
+        Some("response") => JudgeInput::Response,
+        Some(other) => {
+            return Err(err(
+                "input",
+                format!("{other:?}: use \"extracted\" or \"response\""),
+            ))
+        }
+    };
+    Ok(JudgeSettings {
+        model_id,
+        api: ApiSettings {
+            base_url,
+            api_key_env: j
+                .api_key_env
+                .clone()
+                .or_else(|| raw.api.api_key_env.clone())
+                .filter(|v| !v.is_empty()),
+            timeout: Duration::from_secs_f64(timeout),
+            max_retries: num("max_retries", j.max_retries.or(raw.api.max_retries), 3, 100)? as u32,
+            concurrency: num(
+                "concurrency",
+                j.concurrency.or(raw.api.concurrency),
+                8,
+                100_000,
+            )? as usize,
+            rpm: None,
+            tpm: None,
+            backoff_base: Duration::from_secs_f64(raw.api.backoff_base.unwrap_or(0.5).max(0.001)),
+            backoff_max: Duration::from_secs_f64(raw.api.backoff_max.unwrap_or(30.0).max(0.001)),
+        },
+        prompt,
+        prompt_source,
+        input,
+        max_tokens: num("max_tokens", j.max_tokens, 32, u32::MAX as i64)? as u32,
     })
 }
 
@@ -535,7 +647,17 @@ fn resolve_eval(
             return Err(err("prompt_template", "must contain {question}".into()));
         }
     }
+    let grader = match ev.grader.as_deref() {
+        None => GraderMode::Rule,
+        Some(g) => GraderMode::parse(g).ok_or_else(|| {
+            err(
+                "grader",
+                format!("{g:?}: use \"rule\", \"judge\" or \"rule_then_judge\""),
+            )
+        })?,
+    };
     Ok(EvalSettings {
+        grader,
         dataset,
         fields: ev.fields.clone(),
         metrics,

@@ -1,5 +1,9 @@
 //! Rule-based answer grading: extraction, normalisation and mathematical equivalence.
 //!
+//! Pipeline: `extract` pulls the answer text out of a response; `normalize` rewrites it into one
+//! LaTeX spelling; `expr` parses it into a tree; `equiv` compares trees (`eval` supplies exact
+//! rationals and complex values at fixed pseudo-random points). `cli` is `gpassk grade`.
+//!
 //! Every entry point is total: any input returns a verdict quickly (input, recursion and
 //! exponent sizes are bounded inside the submodules).
 
@@ -8,6 +12,7 @@ mod equiv;
 mod eval;
 mod expr;
 mod extract;
+pub mod judge;
 mod normalize;
 
 use serde::{Deserialize, Serialize};

@@ -102,9 +102,7 @@ impl ModelCtx {
 
     fn seed_for(&self, prep: &Prepared, slots: &[SampleIndex]) -> u64 {
         match slots.first() {
-            Some(SampleIndex::Sample(i)) => {
-                derive_seed(self.settings.sampling.seed, &prep.problem.id, *i)
-            }
+            Some(SampleIndex::Sample(i)) => derive_seed(self.settings.sampling.seed, &prep.id, *i),
             _ => self.settings.sampling.seed & 0x7fff_ffff,
         }
     }
@@ -128,7 +126,7 @@ impl ModelCtx {
             model_id: self.settings.model_id.clone(),
             served_model: None,
             system_fingerprint: None,
-            problem_id: prep.problem.id.clone(),
+            problem_id: prep.id.clone(),
             sample_index: slot,
             seed: Some(seed),
             temperature: if greedy { 0.0 } else { s.temperature },
@@ -364,7 +362,7 @@ async fn sample_all_async(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> 
         .prepared
         .iter()
         .enumerate()
-        .map(|(i, p)| (p.problem.id.as_str(), i))
+        .map(|(i, p)| (p.id.as_str(), i))
         .collect();
     let mut handles = Vec::new();
     let mut bars = Vec::new();
@@ -518,21 +516,21 @@ pub fn exit_code_for(ends: &[(String, ModelEnd)], manifest: &Manifest) -> u8 {
 pub fn read_keys(settings: &Settings) -> Result<HashMap<String, Option<ApiKey>>, BadInput> {
     let mut keys = HashMap::new();
     for m in &settings.models {
-        let key = match &m.api.api_key_env {
-            None => None,
-            Some(var) => match std::env::var(var) {
-                Ok(v) if !v.trim().is_empty() => Some(ApiKey::new(v.trim().to_string())),
-                _ => {
-                    return Err(BadInput(format!(
-                        "environment variable {var} is not set (api_key_env of model {}); export it or run with a config that names another variable",
-                        m.name
-                    )))
-                }
-            },
-        };
+        let key = read_key(m.api.api_key_env.as_deref(), &format!("model {}", m.name))?;
         keys.insert(m.name.clone(), key);
     }
     Ok(keys)
+}
+
+/// Reads one key; `who` names its user in the error.
+pub fn read_key(var: Option<&str>, who: &str) -> Result<Option<ApiKey>, BadInput> {
+    let Some(var) = var else { return Ok(None) };
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => Ok(Some(ApiKey::new(v.trim().to_string()))),
+        _ => Err(BadInput(format!(
+            "environment variable {var} is not set (api_key_env of {who}); export it or run with a config that names another variable"
+        ))),
+    }
 }
 
 /// The run id: UTC time plus the config hash's first 8 hex digits.

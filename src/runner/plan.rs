@@ -2,15 +2,14 @@
 
 use crate::checkpoint::SampleIndex;
 use crate::config::SamplingSettings;
-use crate::dataset::Problem;
 use crate::prompt::ChatMessage;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 
-/// A problem ready to send: its chat messages and their hash.
+/// A problem ready to send: its id, chat messages and their hash.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    pub problem: Problem,
+    pub id: String,
     pub messages: Vec<ChatMessage>,
     pub prompt_hash: String,
     /// Rough prompt size for tpm pacing and dry-run estimates (4 characters per token).
@@ -18,13 +17,13 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    pub fn new(problem: Problem, messages: Vec<ChatMessage>) -> Prepared {
+    pub fn new(id: String, messages: Vec<ChatMessage>) -> Prepared {
         let json = serde_json::to_vec(&messages).unwrap_or_default();
         let hash = Sha256::digest(&json);
         let prompt_hash = crate::config::hex(&hash[..8]);
         let chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();
         Prepared {
-            problem,
+            id,
             messages,
             prompt_hash,
             prompt_tokens_estimate: (chars as u64).div_ceil(4) + 8,
