@@ -149,12 +149,25 @@ pub fn guess_benchmark(dataset: &str) -> Option<&'static str> {
     }
 }
 
-/// Ways a model's run differs from the paper's protocol.
+/// How a run was graded, from its stored config: the grader mode and the judge's model id.
+pub fn grading(manifest: &crate::manifest::Manifest) -> (String, Option<String>) {
+    let mode = manifest.config["evaluation"]["grader"]
+        .as_str()
+        .unwrap_or("rule")
+        .to_string();
+    let judge = manifest.config["judge"]["model_id"]
+        .as_str()
+        .map(str::to_string);
+    (mode, judge)
+}
+
+/// Ways a model's run differs from the paper's protocol; `grader` is (mode, judge model id).
 pub fn protocol_warnings(
     s: &SamplingSettings,
     ks: &[u64],
     dataset: &str,
     benchmark: &str,
+    grader: (&str, Option<&str>),
 ) -> Vec<String> {
     let mut w = Vec::new();
     if ks.contains(&16) && s.n < 48 {
@@ -198,10 +211,25 @@ pub fn protocol_warnings(
     if benchmark == "AIME2024-45" {
         w.push("AIME2024-45 has 45 problems; the shipped aime24 has the 30 of AIME 2024".into());
     }
-    w.push(
-        "graded by gpassk's rule-based grader; the paper used an LLM judge (Qwen2.5-72B-Instruct)"
-            .to_string(),
-    );
+    const PAPER_JUDGE: &str = "Qwen2.5-72B-Instruct";
+    match grader {
+        ("rule", _) => w.push(format!(
+            "graded by gpassk's rule-based grader; the paper used an LLM judge ({PAPER_JUDGE})"
+        )),
+        (mode, judge) => {
+            let judge = judge.unwrap_or("an unnamed model");
+            if !judge.to_ascii_lowercase().contains("qwen2.5-72b") {
+                w.push(format!(
+                    "judged by {judge}; the paper's judge was {PAPER_JUDGE} at temperature 0"
+                ));
+            }
+            if mode != "judge" {
+                w.push(format!(
+                    "grader `{mode}`: the judge saw only answers the rules rejected; the paper's judge saw every answer"
+                ));
+            }
+        }
+    }
     w
 }
 
@@ -393,7 +421,15 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         let Some(mm) = manifest.and_then(|x| x.models.get(&m.name)) else {
             continue;
         };
-        for w in protocol_warnings(&mm.sampling, &results.ks, &results.dataset, &benchmark) {
+        let (mode, judge) = manifest.map(grading).unwrap_or(("rule".into(), None));
+        let grader = (mode.as_str(), judge.as_deref());
+        for w in protocol_warnings(
+            &mm.sampling,
+            &results.ks,
+            &results.dataset,
+            &benchmark,
+            grader,
+        ) {
             println!("warning: {}: {w}", m.name);
         }
     }
@@ -467,7 +503,13 @@ mod tests {
             n_per_request: 1,
             stop: vec![],
         };
-        let w = protocol_warnings(&s, &[16], "livemathbench_202412", "LiveMathBench-202412");
+        let w = protocol_warnings(
+            &s,
+            &[16],
+            "livemathbench_202412",
+            "LiveMathBench-202412",
+            ("rule", None),
+        );
         let all = w.join("\n");
         for needle in [
             "n = 16",
@@ -479,5 +521,25 @@ mod tests {
         ] {
             assert!(all.contains(needle), "{needle}: {all}");
         }
+        let paper_judge = protocol_warnings(
+            &s,
+            &[16],
+            "aime25",
+            "AIME2025",
+            ("judge", Some("Qwen/Qwen2.5-72B-Instruct")),
+        );
+        assert!(!paper_judge.join("\n").contains("judge"), "{paper_judge:?}");
+        let other = protocol_warnings(
+            &s,
+            &[16],
+            "x",
+            "AIME2025",
+            ("rule_then_judge", Some("gpt-4o")),
+        )
+        .join("\n");
+        assert!(
+            other.contains("judged by gpt-4o") && other.contains("rules rejected"),
+            "{other}"
+        );
     }
 }

@@ -156,6 +156,15 @@ pub(super) fn notes(results: &RunResults) -> Vec<String> {
          answers; ties score the fraction of tied classes that are correct."
             .to_string(),
     ];
+    if let Some(m) = &results.manifest {
+        notes.push(match crate::audit::grading(m) {
+            (mode, _) if mode == "rule" => "Grading: gpassk's rule-based grader.".to_string(),
+            (mode, judge) => format!(
+                "Grading: `{mode}` with the LLM judge {}.",
+                judge.as_deref().unwrap_or("(unnamed)")
+            ),
+        });
+    }
     if results.ks.iter().any(|k| k % 2 == 1 && *k > 1) {
         notes.push(
             "mG-Pass@k follows the paper's definition (2/k)·Σ over integer thresholds; for odd k \
