@@ -4,7 +4,7 @@
 //! Inputs must agree on the config hash, the dataset sha256 and limit, and the prompt hash; a unit
 //! (model, problem, sample index) may come from one input only. Records are copied verbatim.
 
-use crate::checkpoint::{read_records, CheckpointWriter};
+use crate::checkpoint::{read_records, CheckpointWriter, SampleIndex};
 use crate::cli::BadInput;
 use crate::manifest::{now_rfc3339, Manifest};
 use crate::score::checkpoint_path;
@@ -68,28 +68,30 @@ fn check_units(runs: &[(PathBuf, Manifest)]) -> Result<Vec<String>> {
         let mut owner: HashMap<(String, i64), usize> = HashMap::new();
         for (i, (dir, _)) in runs.iter().enumerate() {
             let path = checkpoint_path(dir, model);
+            let mut duplicate: Option<(String, SampleIndex, usize)> = None;
             read_records(&path, |r| {
+                if duplicate.is_some() {
+                    return Ok(());
+                }
                 let key = (r.problem_id, r.sample_index.key());
-                if let Some(&j) = owner.get(&key) {
-                    if j != i {
-                        return Err(crate::checkpoint::CheckpointError::Corrupt {
-                            path: path.clone(),
-                            line: 0,
-                            message: format!(
-                                "unit (model {model}, problem {}, sample {}) is also in {}; \
-                                 refusing to merge overlapping runs",
-                                key.0,
-                                key.1,
-                                checkpoint_path(&runs[j].0, model).display()
-                            ),
-                        });
+                match owner.get(&key) {
+                    Some(&j) if j != i => duplicate = Some((key.0, r.sample_index, j)),
+                    Some(_) => {}
+                    None => {
+                        owner.insert(key, i);
                     }
-                } else {
-                    owner.insert(key, i);
                 }
                 Ok(())
-            })
-            .map_err(|e| BadInput(e.to_string()))?;
+            })?;
+            if let Some((problem, sample, j)) = duplicate {
+                return Err(BadInput(format!(
+                    "refusing to merge overlapping runs: unit (model {model}, problem {problem}, \
+                     sample {sample}) is in both {} and {}",
+                    checkpoint_path(&runs[j].0, model).display(),
+                    path.display()
+                ))
+                .into());
+            }
         }
     }
     Ok(models.into_iter().collect())

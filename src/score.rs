@@ -1,7 +1,7 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
-use crate::checkpoint::{read_records, CheckpointError, Record, SampleIndex, UnitOutcome};
+use crate::checkpoint::{read_records, Record, SampleIndex, UnitOutcome};
 use crate::cli::BadInput;
 use crate::client::ApiKey;
 use crate::dataset::Problem;
@@ -219,12 +219,6 @@ pub fn score_model(
             *served.entry(s).or_default() += 1;
         }
         Ok(())
-    })
-    .map_err(|e| match e.downcast::<CheckpointError>() {
-        // A damaged line is the user's file to fix: exit 2 with the file and line.
-        Ok(c @ CheckpointError::Corrupt { .. }) => anyhow::Error::new(BadInput(c.to_string())),
-        Ok(other) => anyhow::Error::new(other),
-        Err(e) => e,
     })?;
     let (mut correct, mut wrong, mut no_answer, mut missing) = (0, 0, 0, 0);
     let mut problems = Vec::with_capacity(inputs.problems.len());

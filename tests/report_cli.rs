@@ -471,7 +471,7 @@ fn merge_refuses_duplicate_units_and_mismatched_configs() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("is also in") && err.contains("refusing"),
+        err.contains("refusing to merge overlapping runs") && err.contains("is in both"),
         "{err}"
     );
     assert!(!dir.path().join("dup/manifest.json").exists());
