@@ -18,21 +18,14 @@ pub struct ProblemCounts {
     pub greedy: Option<bool>,
 }
 
-/// A metric the harness reports.
+/// A metric the harness reports. `Majority` is maj@n, majority-vote accuracy over a problem's
+/// samples; `stats` computes it, `aggregate` does not.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum MetricKind {
     Greedy,
-    PassAtK {
-        k: u64,
-    },
-    GPassAtK {
-        k: u64,
-        tau: Tau,
-    },
-    MGPassAtK {
-        k: u64,
-    },
-    /// Majority-vote accuracy over a problem's usable samples (`maj@n`); computed in `stats`.
+    PassAtK { k: u64 },
+    GPassAtK { k: u64, tau: Tau },
+    MGPassAtK { k: u64 },
     Majority,
 }
 
