@@ -9,7 +9,7 @@ use crate::grade::judge::{
     judge_pending, render, response_hash, GraderMode, JudgeInput, JudgeJob, JudgeSettings,
     JudgeStats, JudgeVerdicts,
 };
-use crate::grade::{canonical_key, grade, GradeConfig, Outcome};
+use crate::grade::{canonical_key, grade, grade_against, Gold, GradeConfig, Outcome};
 use crate::manifest::Manifest;
 use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
 use crate::stats::{estimates, problem_values, Estimate, ProblemValues, Vote};
@@ -184,12 +184,15 @@ pub fn score_model(
     let mut state = vec![MISSING; inputs.problems.len() * width];
     let mut truncated = 0u64;
     let mut served: BTreeMap<String, u64> = BTreeMap::new();
+    // Each gold answer is parsed once, when its problem's first sample arrives.
+    let mut golds: Vec<Option<Gold>> = (0..inputs.problems.len()).map(|_| None).collect();
     // Per problem: the answer classes of its samples as (key hash, members, members correct).
     // Keys are hashed so memory stays a few bytes per distinct answer, never the responses.
     let mut classes: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); inputs.problems.len()];
     for_each_unit(path, inputs.problems, n, greedy, |p, slot, r| {
         let response = r.response.as_deref().unwrap_or("");
-        let verdict = grade(&inputs.problems[p].answer, response, inputs.grade);
+        let gold = golds[p].get_or_insert_with(|| Gold::new(&inputs.problems[p].answer));
+        let verdict = grade_against(gold, response, inputs.grade);
         let outcome = match inputs.judge {
             Some(j) => j.decide(&r, response, verdict.outcome),
             None => verdict.outcome,
