@@ -149,6 +149,18 @@ pub fn guess_benchmark(dataset: &str) -> Option<&'static str> {
     }
 }
 
+/// Problems in a published benchmark as shipped here (LiveMathBench: its English half).
+pub fn expected_problems(benchmark: &str) -> Option<usize> {
+    match benchmark {
+        "LiveMathBench-202412" => Some(119),
+        "LiveMathBench-Hard-202412" => Some(21),
+        "MATH500-L5" => Some(134),
+        "AIME2024-45" => Some(45),
+        "AIME2025" => Some(30),
+        _ => None,
+    }
+}
+
 /// How a run was graded, from its stored config: the grader mode and the judge's model id.
 pub fn grading(manifest: &crate::manifest::Manifest) -> (String, Option<String>) {
     let mode = manifest.config["evaluation"]["grader"]
@@ -412,6 +424,16 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     }
     println!("{t}");
     let manifest = results.manifest.as_ref();
+    let problems = results.models.first().map_or(0, |m| m.problems.len());
+    if let Some(expected) = expected_problems(&benchmark).filter(|&e| e != problems) {
+        println!(
+            "warning: the run scored {problems} problems; {benchmark} has {expected}{}",
+            manifest
+                .and_then(|m| m.dataset.limit)
+                .map(|l| format!(" (the run was limited to {l})"))
+                .unwrap_or_default()
+        );
+    }
     let audited: BTreeSet<&str> = rows.iter().map(|r| r.model.as_str()).collect();
     for m in results
         .models

@@ -181,6 +181,19 @@ fn audit_bad_input_names_the_problem() {
     let no_bench = gpassk(&["audit", run, "--published", PUBLISHED]);
     assert_eq!(no_bench.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&no_bench.stderr).contains("pass --benchmark"));
+    let small = gpassk(&[
+        "audit",
+        run,
+        "--published",
+        PUBLISHED,
+        "--benchmark",
+        "AIME2025",
+        "--model-map",
+        "mine=Qwen2.5-Math-72B-Instruct",
+    ]);
+    assert_eq!(small.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&small.stdout)
+        .contains("warning: the run scored 3 problems; AIME2025 has 30"));
     let bad_csv = dir.path().join("bad.csv");
     std::fs::write(
         &bad_csv,
