@@ -65,6 +65,17 @@ pub struct Plan {
     pub shard: Option<Shard>,
 }
 
+impl Plan {
+    /// Problem id → position, for reading checkpoints.
+    pub fn id_index(&self) -> HashMap<&str, usize> {
+        self.prepared
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.id.as_str(), i))
+            .collect()
+    }
+}
+
 /// Loads the config and dataset and renders every prompt; `args` supplies --config, --limit, --models.
 pub fn plan(args: &RunArgs) -> Result<Plan> {
     let mut settings = config::load(&args.config)?;
@@ -237,12 +248,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     };
     let ends = runner::sample_all(&job)?;
 
-    let index: HashMap<&str, usize> = plan
-        .prepared
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
+    let index = plan.id_index();
     for m in &plan.settings.models {
         let path = checkpoint_path(&run_dir, &m.name);
         let counts = runner::count_checkpoint(&path, &index, m.sampling.n, m.sampling.greedy)?;
@@ -544,12 +550,7 @@ fn short(h: &str) -> &str {
 }
 
 fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
-    let index: HashMap<&str, usize> = plan
-        .prepared
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
+    let index = plan.id_index();
     let prompt_tokens: u64 = plan.prepared.iter().map(|p| p.prompt_tokens_estimate).sum();
     println!(
         "plan (dry run, nothing is sent): dataset {} — {} problems, {} few-shot examples",
