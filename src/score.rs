@@ -63,7 +63,7 @@ pub struct RunResults {
     pub run_id: String,
     pub dataset: String,
     pub dataset_sha256: String,
-    /// The metrics the summary shows, in config order.
+    /// The config's `metrics`: their k values are the ones human-facing summaries show.
     pub shown: Vec<MetricKind>,
     pub ks: Vec<u64>,
     pub taus: Vec<Tau>,

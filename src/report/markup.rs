@@ -54,9 +54,12 @@ pub(super) fn coverage(m: &ModelScore) -> String {
 /// One grid per k: a row per model with every headline metric, coverage and no-answer counts.
 pub(super) fn summaries(results: &RunResults) -> Vec<Grid> {
     let problems = results.models.first().map_or(0, |m| m.problems.len());
+    // The config's `metrics` list picks the headline k values; machine formats keep every k.
+    let headline: Vec<u64> = results.shown.iter().filter_map(|m| m.k()).collect();
     results
         .ks
         .iter()
+        .filter(|k| headline.is_empty() || headline.contains(k))
         .map(|&k| {
             let cols = columns(results, k);
             let mut header = vec!["model".to_string()];
