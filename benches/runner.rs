@@ -60,33 +60,24 @@ fn main() {
         ),
     )
     .expect("config");
-    let start = Instant::now();
-    let code = run(RunArgs {
+    let args = |resume: Option<String>| RunArgs {
         config: cfg.clone(),
-        resume: None,
+        resume,
         force: false,
         dry_run: false,
         limit: None,
         models: vec![],
+        shard: None,
         quiet: true,
         progress_interval: 5.0,
-    })
-    .expect("run");
+    };
+    let start = Instant::now();
+    let code = run(args(None)).expect("run");
     let secs = start.elapsed().as_secs_f64();
     assert_eq!(code, 0, "run failed");
     // A resume with nothing missing only grades and reports: the difference is the sampling time.
     let again = Instant::now();
-    let code = run(RunArgs {
-        config: cfg,
-        resume: Some("latest".into()),
-        force: false,
-        dry_run: false,
-        limit: None,
-        models: vec![],
-        quiet: true,
-        progress_interval: 5.0,
-    })
-    .expect("resume");
+    let code = run(args(Some("latest".into()))).expect("resume");
     assert_eq!(code, 0, "resume failed");
     let scoring = again.elapsed().as_secs_f64();
     let sampling = (secs - scoring).max(1e-9);

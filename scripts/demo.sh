@@ -42,7 +42,7 @@ set +e
 code=$?
 set -e
 if [ "$code" -eq 0 ]; then
-    say "done. Files: manifest.json, checkpoints/*.jsonl, metrics.csv, metrics.json in the run directory above"
+    say "done. Files: manifest.json, checkpoints/*.jsonl, metrics.csv, per_problem.csv, metrics.json, report.md, report.html in the run directory above"
 else
     say "gpassk exited with code $code (1: some units failed, resumable; 2: bad input; 130: interrupted)"
 fi

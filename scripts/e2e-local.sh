@@ -5,7 +5,16 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
+started_here=0
+cleanup() {
+    if [ "$started_here" = 1 ]; then scripts/local-model.sh stop || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+if ! scripts/local-model.sh status >/dev/null 2>&1; then
+    scripts/local-model.sh start
+    started_here=1
+fi
 
 # The demo config with a smaller n and its own output folder.
 sed -e 's/^n = 8$/n = 4/' -e "s#^output_dir = .*#output_dir = \"$WORK/results\"#" configs/local.toml > "$WORK/e2e.toml"
@@ -31,4 +40,24 @@ names = {(r["metric"], r["k"], r["tau"]) for r in rows if r["subset"] == "all"}
 for want in [("greedy_acc", "", ""), ("pass@k", "4", ""), ("g_pass@k", "4", "0.5"), ("g_pass@k", "4", "1.0"), ("mg_pass@k", "4", "")]:
     assert want in names, f"metrics.csv lacks {want}: {sorted(names)}"
 print(f"e2e: ok: {len(lines)} real completions, served model {sorted(served)}, {len(rows)} metric rows")
+# Two of the model's own greedy answers, one per problem, become the solutions to label.
+sols = [{"problem_id": l["problem_id"], "solution_id": f"greedy-{l['problem_id']}", "solution": l["response"]}
+        for l in lines if l["sample_index"] == "greedy"]
+assert len({s["problem_id"] for s in sols}) == 2
+(run.parent.parent / "solutions.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sols))
+PY
+
+# Process labels with real rollouts: 2 problems, K = 2.
+target/release/gpassk label --config "$WORK/e2e.toml" --solutions "$WORK/solutions.jsonl" --k 2 \
+    --max-steps 3 --out "$WORK/label" --quiet
+python3 - "$WORK/label" <<'PY'
+import csv, json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+labels = [json.loads(l) for l in (out / "labels.jsonl").read_text().splitlines()]
+assert labels, "no labels"
+assert all(l["rollouts"] == 2 for l in labels), "missing rollouts"
+assert all(l["he"] in (0, 1) and 0.0 <= l["se"] <= 1.0 for l in labels)
+rows = list(csv.DictReader((out / "solutions.csv").open()))
+assert len(rows) == 2, rows
+print(f"e2e: ok: {len(labels)} labelled steps from real rollouts")
 PY

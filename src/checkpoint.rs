@@ -213,7 +213,34 @@ fn complete_prefix_len(file: &mut File, len: u64) -> std::io::Result<u64> {
 /// any other unreadable line is an error naming the file and line.
 pub fn read_records(
     path: &Path,
-    mut each: impl FnMut(Record) -> Result<(), CheckpointError>,
+    each: impl FnMut(Record) -> Result<(), CheckpointError>,
+) -> Result<ReadStats, CheckpointError> {
+    read_lines(path, each)
+}
+
+/// The fields of a record that resuming and counting need; the rest of each line is skipped unparsed.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RecordHead {
+    pub problem_id: String,
+    pub sample_index: SampleIndex,
+    pub outcome: UnitOutcome,
+    #[serde(default)]
+    pub served_model: Option<String>,
+    #[serde(default)]
+    pub system_fingerprint: Option<String>,
+}
+
+impl RecordHead {
+    pub fn usable(&self) -> bool {
+        self.outcome != UnitOutcome::ApiError
+    }
+}
+
+/// Reads any JSON Lines file of `T` with the checkpoint rules: a torn last line is skipped, any other
+/// bad line is an error naming the file and line; a missing file reads as empty.
+pub fn read_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut each: impl FnMut(T) -> Result<(), CheckpointError>,
 ) -> Result<ReadStats, CheckpointError> {
     let io = |source| CheckpointError::Io {
         path: path.to_path_buf(),
@@ -243,7 +270,7 @@ pub fn read_records(
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let rec: Record = serde_json::from_slice(line).map_err(|e| CheckpointError::Corrupt {
+        let rec: T = serde_json::from_slice(line).map_err(|e| CheckpointError::Corrupt {
             path: path.to_path_buf(),
             line: line_no,
             message: e.to_string(),

@@ -26,10 +26,22 @@ pub enum Command {
     Calc(crate::calc::CalcArgs),
     /// Sample every enabled model of a config, checkpointing each sample, then grade and report.
     Run(crate::run::RunArgs),
+    /// Label solution steps with Math-Shepherd rollouts (hard and soft estimates).
+    Label(crate::label::LabelArgs),
     /// Grade answers: one --gold/--pred pair or a --cases JSONL file.
     Grade(crate::grade::cli::Args),
     /// List the shipped datasets, or show rendered prompts of one.
     Datasets(crate::dataset::cli::DatasetsArgs),
+    /// Re-grade every stored sample of a run offline and rewrite all its output files.
+    Score(crate::score::ScoreArgs),
+    /// Print or write one report format of a run (table, csv, per-problem, json, md, html).
+    Report(crate::report::ReportArgs),
+    /// Compare two runs per model and metric with paired bootstrap intervals (B − A).
+    Compare(crate::compare::CompareArgs),
+    /// Set a run's measurements beside published numbers and flag protocol differences.
+    Audit(crate::audit::AuditArgs),
+    /// Join the checkpoints of shard runs into one run directory.
+    Merge(crate::merge::MergeArgs),
     /// Serve the fake OpenAI-compatible API in the foreground (benchmarks).
     #[command(hide = true)]
     ServeFake(crate::serve_fake::ServeFakeArgs),

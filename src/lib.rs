@@ -9,20 +9,27 @@
 //! - `client`: one OpenAI-compatible request and its error classes.
 //! - `checkpoint`: per-model JSONL checkpoints and atomic writes.
 //! - `runner`: sampling units with retries, pacing and checkpoints; `run`: the `gpassk run` command.
-//! - `score`: grading stored samples into counts; `report`: exporters.
-//! - `manifest`: the run manifest.
+//! - `score`: grading stored samples into counts and loading run directories (`gpassk score`);
+//!   `report`: exporters (`gpassk report`).
+//! - `stats`: bootstrap intervals over problems, paired differences, majority voting.
+//! - `compare`, `audit`, `merge`: the commands of the same names; `shard`: `--shard I/N`.
+//! - `manifest`: the run manifest; `label`: Math-Shepherd step labels built on the runner.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
 //! - `fake_server`: fake OpenAI-compatible HTTP server for tests and benchmarks; `serve_fake`: the
 //!   hidden `gpassk serve-fake` command that runs it in the foreground.
+pub mod audit;
 pub mod calc;
 pub mod checkpoint;
 pub mod cli;
 pub mod client;
+pub mod compare;
 pub mod config;
 pub mod dataset;
 pub mod fake_server;
 pub mod grade;
+pub mod label;
 pub mod manifest;
+pub mod merge;
 pub mod metrics;
 pub mod prompt;
 pub mod report;
@@ -30,3 +37,5 @@ pub mod run;
 pub mod runner;
 pub mod score;
 pub mod serve_fake;
+pub mod shard;
+pub mod stats;

@@ -16,11 +16,17 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Calc(args) => gpassk::calc::run(args),
         Command::Run(args) => gpassk::run::run(args),
+        Command::Label(args) => gpassk::label::run(args),
         Command::Grade(args) => gpassk::grade::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1)),
         Command::ServeFake(args) => gpassk::serve_fake::run(args),
         Command::Datasets(args) => {
             gpassk::dataset::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1))
         }
+        Command::Score(args) => gpassk::score::run_score(args),
+        Command::Report(args) => gpassk::report::run(args),
+        Command::Compare(args) => gpassk::compare::run(args),
+        Command::Audit(args) => gpassk::audit::run(args),
+        Command::Merge(args) => gpassk::merge::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,6 +1,5 @@
 //! `gpassk run`: resolve the config, dataset and run directory, sample, then grade and report.
 
-use crate::checkpoint::write_atomic;
 use crate::cli::{BadInput, EXIT_INTERRUPTED};
 use crate::client::ApiKey;
 use crate::config::{self, FewShot, Settings};
@@ -9,9 +8,10 @@ use crate::grade::judge::{GraderMode, JudgeVerdicts};
 use crate::grade::GradeConfig;
 use crate::manifest::{git_commit, now_rfc3339, DatasetInfo, Manifest};
 use crate::prompt;
-use crate::report::{Exporter, MetricsCsv, MetricsJson, SummaryTable};
+use crate::report::{self, Format};
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, Prepared, SamplingJob};
-use crate::score::{judge_model, score_model, RunResults, ScoreInputs};
+use crate::score::{checkpoint_path, judge_model, score_model, RunResults, ScoreInputs};
+use crate::shard::Shard;
 use anyhow::{Context, Result};
 use clap::Args;
 use sha2::{Digest, Sha256};
@@ -40,6 +40,9 @@ pub struct RunArgs {
     /// Only these models (comma-separated names from the config).
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
+    /// Only the problems whose id hashes to shard I of N (0 ≤ I < N); join shards with `gpassk merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
@@ -49,19 +52,32 @@ pub struct RunArgs {
 }
 
 /// Everything resolved before any request is sent.
-struct Plan {
-    settings: Settings,
-    dataset: dataset::Dataset,
-    prepared: Arc<Vec<Prepared>>,
+pub struct Plan {
+    pub settings: Settings,
+    pub dataset: dataset::Dataset,
+    pub prepared: Arc<Vec<Prepared>>,
     /// The problems under evaluation (the dataset's own list is moved here).
-    problems: Vec<dataset::Problem>,
-    template: String,
-    prompt_hash: String,
-    few_shot_examples: usize,
-    limit: Option<usize>,
+    pub problems: Vec<dataset::Problem>,
+    pub template: String,
+    pub prompt_hash: String,
+    pub few_shot_examples: usize,
+    pub limit: Option<usize>,
+    pub shard: Option<Shard>,
 }
 
-fn plan(args: &RunArgs) -> Result<Plan> {
+impl Plan {
+    /// Problem id → position, for reading checkpoints.
+    pub fn id_index(&self) -> HashMap<&str, usize> {
+        self.prepared
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.id.as_str(), i))
+            .collect()
+    }
+}
+
+/// Loads the config and dataset and renders every prompt; `args` supplies --config, --limit, --models.
+pub fn plan(args: &RunArgs) -> Result<Plan> {
     let mut settings = config::load(&args.config)?;
     if !args.models.is_empty() {
         let known: Vec<String> = settings.models.iter().map(|m| m.name.clone()).collect();
@@ -80,6 +96,12 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         }
         settings.models.retain(|m| args.models.contains(&m.name));
     }
+    build_plan(settings, args.limit, args.shard)
+}
+
+/// Loads the dataset and renders the prompts for resolved settings; `limit` overrides the config's.
+/// `gpassk score` rebuilds a finished run's plan through this from its manifest.
+pub fn build_plan(settings: Settings, limit: Option<usize>, shard: Option<Shard>) -> Result<Plan> {
     let ev = &settings.evaluation;
     let fields = ev.fields.as_ref().map(|f| FieldMap {
         id: f.id.clone(),
@@ -88,8 +110,8 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         subset: f.subset.clone(),
     });
     let mut ds = dataset::load(&ev.dataset, fields.as_ref())
-        .with_context(|| format!("dataset of {}", args.config.display()))?;
-    let limit = args.limit.or(ev.limit);
+        .with_context(|| format!("dataset of {}", settings.config_path.display()))?;
+    let limit = limit.or(ev.limit);
     if limit == Some(0) {
         return Err(BadInput("--limit must be at least 1".into()).into());
     }
@@ -112,7 +134,11 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         .prompt_template
         .clone()
         .unwrap_or_else(|| ds.default_template.clone());
-    let problems = std::mem::take(&mut ds.problems);
+    // Sharding comes after the few-shot choice so every shard renders the same prompts.
+    let mut problems = std::mem::take(&mut ds.problems);
+    if let Some(s) = shard {
+        problems.retain(|p| s.contains(&p.id));
+    }
     let mut prepared = Vec::with_capacity(problems.len());
     for p in &problems {
         let messages = prompt::messages(&template, p, &examples)
@@ -137,6 +163,7 @@ fn plan(args: &RunArgs) -> Result<Plan> {
         prompt_hash,
         few_shot_examples: examples.len(),
         limit,
+        shard,
     })
 }
 
@@ -221,12 +248,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     };
     let ends = runner::sample_all(&job)?;
 
-    let index: HashMap<&str, usize> = plan
-        .prepared
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
+    let index = plan.id_index();
     for m in &plan.settings.models {
         let path = checkpoint_path(&run_dir, &m.name);
         let counts = runner::count_checkpoint(&path, &index, m.sampling.n, m.sampling.greedy)?;
@@ -259,13 +281,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
         return Ok(EXIT_INTERRUPTED);
     }
 
-    let results = score_run(&plan, &run_dir, &manifest.run_id, judge_key.as_ref())?;
-    for exporter in [&MetricsCsv as &dyn Exporter, &MetricsJson] {
-        let bytes = exporter.export(&results)?;
-        let path = run_dir.join(exporter.file_name());
-        write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    let table = SummaryTable.export(&results)?;
+    let results = score_run(&plan, &run_dir, Some(manifest.clone()), judge_key.as_ref())?;
+    report::write_all(&run_dir, &results)?;
+    let table = Format::Table.exporter().export(&results)?;
     print!("{}", String::from_utf8_lossy(&table));
     println!("results: {}", run_dir.display());
     let code = runner::exit_code_for(&ends, &manifest);
@@ -285,16 +303,12 @@ pub fn run(args: RunArgs) -> Result<u8> {
     Ok(code)
 }
 
-fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
-    run_dir.join("checkpoints").join(format!("{model}.jsonl"))
-}
-
 /// Grades and aggregates every model; `judge_key` is Some when the judge may be called (a run), None
 /// when only stored verdicts are used.
-fn score_run(
+pub fn score_run(
     plan: &Plan,
     run_dir: &Path,
-    run_id: &str,
+    manifest: Option<Manifest>,
     judge_key: Option<&Option<ApiKey>>,
 ) -> Result<RunResults> {
     let ev = &plan.settings.evaluation;
@@ -352,11 +366,23 @@ fn score_run(
             &inputs,
         )?);
     }
+    let run_id = manifest.as_ref().map_or_else(
+        || {
+            run_dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        },
+        |m| m.run_id.clone(),
+    );
     Ok(RunResults {
-        run_id: run_id.to_string(),
+        run_id,
         dataset: plan.dataset.name.clone(),
         dataset_sha256: plan.dataset.sha256.clone(),
         shown: ev.metrics.clone(),
+        ks: ev.ks.clone(),
+        taus: ev.taus.clone(),
+        manifest,
         models,
     })
 }
@@ -414,6 +440,8 @@ fn new_manifest(run_id: &str, plan: &Plan) -> Manifest {
         prompt_hash: String::new(),
         few_shot_examples: 0,
         models: Default::default(),
+        shard: None,
+        merged_from: Vec::new(),
     };
     fill_manifest(&mut m, plan);
     m
@@ -446,6 +474,7 @@ fn fill_manifest(m: &mut Manifest, plan: &Plan) {
     m.prompt_template = plan.template.clone();
     m.prompt_hash = plan.prompt_hash.clone();
     m.few_shot_examples = plan.few_shot_examples;
+    m.shard = plan.shard;
     for model in &s.models {
         let entry = runner::model_manifest(model, None, &Default::default(), plan.prepared.len());
         let e = m.models.entry(model.name.clone()).or_insert(entry.clone());
@@ -465,6 +494,10 @@ fn check_resume(old: &Manifest, plan: &Plan, force: bool) -> Result<()> {
             short(&old.dataset.sha256),
             short(&plan.dataset.sha256)
         ));
+    }
+    if old.shard != plan.shard {
+        let show = |s: Option<Shard>| s.map_or("none".to_string(), |s| s.to_string());
+        changes.push(format!("shard {} → {}", show(old.shard), show(plan.shard)));
     }
     if old.prompt_hash != plan.prompt_hash {
         changes.push("prompt template or few-shot examples".to_string());
@@ -517,12 +550,7 @@ fn short(h: &str) -> &str {
 }
 
 fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
-    let index: HashMap<&str, usize> = plan
-        .prepared
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
+    let index = plan.id_index();
     let prompt_tokens: u64 = plan.prepared.iter().map(|p| p.prompt_tokens_estimate).sum();
     println!(
         "plan (dry run, nothing is sent): dataset {} — {} problems, {} few-shot examples",

@@ -1,17 +1,22 @@
-//! Grading stored samples and turning them into per-problem counts and exact metrics.
+//! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
+//! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
 use crate::checkpoint::{read_records, Record, SampleIndex, UnitOutcome};
+use crate::cli::BadInput;
 use crate::client::ApiKey;
 use crate::dataset::Problem;
 use crate::grade::judge::{
     judge_pending, render, response_hash, GraderMode, JudgeInput, JudgeJob, JudgeSettings,
     JudgeStats, JudgeVerdicts,
 };
-use crate::grade::{grade, GradeConfig, Outcome};
+use crate::grade::{canonical_key, grade, grade_against, Gold, GradeConfig, Outcome};
+use crate::manifest::Manifest;
 use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
-use anyhow::Result;
+use crate::stats::{estimates, problem_values, Estimate, ProblemValues, Vote};
+use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
 
 // Per-unit states, kept as one byte per (problem, slot) so a million units cost a megabyte.
 const MISSING: u8 = 0;
@@ -35,6 +40,21 @@ pub struct ModelScore {
     pub missing: u64,
     pub served_models: BTreeMap<String, u64>,
     pub aggregate: Aggregate,
+    /// Majority votes of the samples, aligned with `problems`.
+    pub votes: Vec<Vote>,
+    /// Every metric of every problem, aligned with `problems`.
+    pub values: ProblemValues,
+    /// Every metric overall and per subset, with its bootstrap interval.
+    pub estimates: Vec<Estimate>,
+}
+
+impl ModelScore {
+    /// The estimate of one metric over the whole dataset (`None`) or a subset.
+    pub fn estimate(&self, metric: &MetricKind, subset: Option<&str>) -> Option<&Estimate> {
+        self.estimates
+            .iter()
+            .find(|e| &e.metric == metric && e.subset.as_deref() == subset)
+    }
 }
 
 /// What the reporters need about a run.
@@ -43,8 +63,12 @@ pub struct RunResults {
     pub run_id: String,
     pub dataset: String,
     pub dataset_sha256: String,
-    /// The metrics the summary shows, in config order.
+    /// The config's `metrics`: their k values are the ones human-facing summaries show.
     pub shown: Vec<MetricKind>,
+    pub ks: Vec<u64>,
+    pub taus: Vec<Tau>,
+    /// The run's manifest, when the results come from a run directory.
+    pub manifest: Option<Manifest>,
     pub models: Vec<ModelScore>,
 }
 
@@ -160,9 +184,15 @@ pub fn score_model(
     let mut state = vec![MISSING; inputs.problems.len() * width];
     let mut truncated = 0u64;
     let mut served: BTreeMap<String, u64> = BTreeMap::new();
+    // Each gold answer is parsed once, when its problem's first sample arrives.
+    let mut golds: Vec<Option<Gold>> = (0..inputs.problems.len()).map(|_| None).collect();
+    // Per problem: the answer classes of its samples as (key hash, members, members correct).
+    // Keys are hashed so memory stays a few bytes per distinct answer, never the responses.
+    let mut classes: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); inputs.problems.len()];
     for_each_unit(path, inputs.problems, n, greedy, |p, slot, r| {
         let response = r.response.as_deref().unwrap_or("");
-        let verdict = grade(&inputs.problems[p].answer, response, inputs.grade);
+        let gold = golds[p].get_or_insert_with(|| Gold::new(&inputs.problems[p].answer));
+        let verdict = grade_against(gold, response, inputs.grade);
         let outcome = match inputs.judge {
             Some(j) => j.decide(&r, response, verdict.outcome),
             None => verdict.outcome,
@@ -172,6 +202,19 @@ pub fn score_model(
             Outcome::Wrong => WRONG,
             Outcome::NoAnswer => NO_ANSWER,
         };
+        if let (Some(answer), true) = (&verdict.extracted, slot < n as usize) {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            canonical_key(answer).hash(&mut h);
+            let key = h.finish();
+            let ok = (outcome == Outcome::Correct) as u32;
+            match classes[p].iter_mut().find(|c| c.0 == key) {
+                Some(c) => {
+                    c.1 += 1;
+                    c.2 += ok;
+                }
+                None => classes[p].push((key, 1, ok)),
+            }
+        }
         if r.outcome == UnitOutcome::Truncated && slot < n as usize {
             truncated += 1;
         }
@@ -206,6 +249,15 @@ pub fn score_model(
         });
     }
     let aggregate = aggregate(&problems, n as u64, inputs.ks, inputs.taus)?;
+    let votes: Vec<Vote> = classes
+        .iter()
+        .map(|cs| {
+            let tally: Vec<(u32, u32)> = cs.iter().map(|c| (c.1, c.2)).collect();
+            Vote::from_classes(&tally)
+        })
+        .collect();
+    let values = problem_values(&problems, &votes, inputs.ks, inputs.taus)?;
+    let estimates = estimates(&problems, &values, &aggregate, n as u64);
     Ok(ModelScore {
         name: name.to_string(),
         model_id: model_id.to_string(),
@@ -218,5 +270,78 @@ pub fn score_model(
         missing,
         served_models: served,
         aggregate,
+        votes,
+        values,
+        estimates,
     })
+}
+
+/// A model's checkpoint file inside a run directory.
+pub fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
+    run_dir.join("checkpoints").join(format!("{model}.jsonl"))
+}
+
+/// Re-grades a run directory offline: the config, dataset, limit and shard come from its manifest.
+pub fn load_run(run_dir: &Path) -> Result<RunResults> {
+    let manifest = Manifest::read(run_dir)?;
+    let where_ = run_dir.join("manifest.json");
+    let mut settings = if manifest.config.is_null() {
+        crate::config::load(Path::new(&manifest.config_path))
+    } else {
+        crate::config::load_json(&manifest.config, Path::new(&manifest.config_path))
+    }
+    .map_err(|e| BadInput(format!("{}: field `config`: {e}", where_.display())))?;
+    settings.config_hash = manifest.config_hash.clone();
+    settings
+        .models
+        .retain(|m| manifest.models.contains_key(&m.name));
+    if settings.models.is_empty() {
+        return Err(BadInput(format!(
+            "{}: field `models`: no model of the run's config is listed",
+            where_.display()
+        ))
+        .into());
+    }
+    let plan = crate::run::build_plan(settings, manifest.dataset.limit, manifest.shard)
+        .with_context(|| format!("re-loading the plan of {}", run_dir.display()))?;
+    if plan.dataset.sha256 != manifest.dataset.sha256 {
+        return Err(BadInput(format!(
+            "{}: field `dataset.sha256`: dataset {} changed since the run ({} then, {} now); \
+             scoring it would grade against different answers",
+            where_.display(),
+            plan.dataset.name,
+            short(&manifest.dataset.sha256),
+            short(&plan.dataset.sha256)
+        ))
+        .into());
+    }
+    // Offline: stored judge verdicts are used, the judge is never called.
+    crate::run::score_run(&plan, run_dir, Some(manifest), None)
+}
+
+fn short(h: &str) -> String {
+    h.chars().take(12).collect()
+}
+
+/// `gpassk score <run dir>`: re-grade and rewrite every output file.
+#[derive(Debug, clap::Args)]
+pub struct ScoreArgs {
+    /// The run directory (holding manifest.json and checkpoints/).
+    pub run_dir: PathBuf,
+    /// Do not print the summary table.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub fn run_score(args: ScoreArgs) -> Result<u8> {
+    let results = load_run(&args.run_dir)?;
+    let written = crate::report::write_all(&args.run_dir, &results)?;
+    if !args.quiet {
+        let table = crate::report::Format::Table.exporter().export(&results)?;
+        print!("{}", String::from_utf8_lossy(&table));
+        for path in written {
+            println!("wrote {}", path.display());
+        }
+    }
+    Ok(0)
 }

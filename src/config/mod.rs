@@ -48,6 +48,21 @@ pub fn load_str(text: &str, path: &Path) -> Result<Settings, ConfigError> {
     settings::resolve(raw, text, path)
 }
 
+/// Resolves a config stored as JSON (a run manifest's `config`): it is turned back into TOML text
+/// and resolved like a file, so the same validation applies. The config hash is of that text.
+pub fn load_json(value: &serde_json::Value, path: &Path) -> Result<Settings, ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: None,
+        message,
+    };
+    let raw: raw::RawConfig = serde_json::from_value(value.clone())
+        .map_err(|e| invalid(format!("stored config is not a gpassk config: {e}")))?;
+    let text = toml::to_string(&raw)
+        .map_err(|e| invalid(format!("stored config cannot be written as TOML: {e}")))?;
+    load_str(&text, path)
+}
+
 /// Turns a toml/serde error into one line with the location and, for unknown keys, a suggestion.
 /// The offending line's text is never echoed: it could hold a value the user would not want printed.
 fn parse_error(e: &toml::de::Error, text: &str, path: &Path) -> ConfigError {

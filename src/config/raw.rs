@@ -1,7 +1,6 @@
 //! The config file as written: serde structs that reject unknown keys.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -63,6 +62,9 @@ pub struct RawSampling {
 }
 
 /// A model entry: its identity plus optional overrides of any `[api]` or `[sampling]` key.
+///
+/// The override fields are spelled out because serde's `flatten` cannot be combined with
+/// `deny_unknown_fields`, and unknown keys must stay errors.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawModel {
@@ -143,78 +145,15 @@ pub struct RawExample {
     pub answer: String,
 }
 
-/// Every key each table accepts, for "did you mean" suggestions.
-pub fn known_keys() -> BTreeMap<&'static str, &'static [&'static str]> {
-    const API: &[&str] = &[
-        "base_url",
-        "api_key_env",
-        "timeout",
-        "max_retries",
-        "concurrency",
-        "rpm",
-        "tpm",
-        "backoff_base",
-        "backoff_max",
-    ];
-    const SAMPLING: &[&str] = &[
-        "n",
-        "temperature",
-        "top_p",
-        "top_k",
-        "seed",
-        "max_tokens",
-        "greedy",
-        "use_n_param",
-        "n_per_request",
-        "stop",
-    ];
-    const MODEL: &[&str] = &[
-        "name",
-        "model_id",
-        "enabled",
-        "base_url",
-        "api_key_env",
-        "timeout",
-        "max_retries",
-        "concurrency",
-        "rpm",
-        "tpm",
-        "backoff_base",
-        "backoff_max",
-        "n",
-        "temperature",
-        "top_p",
-        "top_k",
-        "seed",
-        "max_tokens",
-        "greedy",
-        "use_n_param",
-        "n_per_request",
-        "stop",
-    ];
-    const EVAL: &[&str] = &[
-        "dataset",
-        "metrics",
-        "output_dir",
-        "prompt_template",
-        "k",
-        "g_pass_thresholds",
-        "answer_extract_regex",
-        "limit",
-        "fields",
-        "few_shot",
-        "rel_tol",
-    ];
-    BTreeMap::from([
-        (
-            "",
-            &["api", "sampling", "models", "evaluation", "judge"][..],
-        ),
-        ("api", API),
-        ("sampling", SAMPLING),
-        ("models", MODEL),
-        ("evaluation", EVAL),
-        ("fields", &["id", "question", "answer", "subset"][..]),
-        ("few_shot", &["count", "dataset", "examples"][..]),
-    ])
-}
+/// The `[api]` keys (a model's override of one of these is reported against `[api]`).
+pub const API_KEYS: &[&str] = &[
+    "base_url",
+    "api_key_env",
+    "timeout",
+    "max_retries",
+    "concurrency",
+    "rpm",
+    "tpm",
+    "backoff_base",
+    "backoff_max",
+];

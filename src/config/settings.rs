@@ -1,6 +1,6 @@
 //! The resolved, validated configuration: defaults applied, per-model overrides merged.
 
-use super::raw::{RawConfig, RawModel, RawTau};
+use super::raw::{RawConfig, RawModel, RawTau, API_KEYS};
 use super::{closest, locate, ConfigError};
 use crate::grade::judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 use crate::metrics::{MetricKind, Tau};
@@ -444,18 +444,6 @@ fn resolve_model(
         sampling,
     })
 }
-
-const API_KEYS: &[&str] = &[
-    "base_url",
-    "api_key_env",
-    "timeout",
-    "max_retries",
-    "concurrency",
-    "rpm",
-    "tpm",
-    "backoff_base",
-    "backoff_max",
-];
 
 fn locate_exact(text: &str, section: &str, index: Option<usize>, key: &str) -> bool {
     // `locate` falls back to the header line; check the line really holds the key.

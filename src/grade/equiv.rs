@@ -4,9 +4,14 @@ use super::eval::{eval, exact, has_decimal, to_f64, C, POINTS};
 use super::expr::{parse, Node, RelOp};
 use super::normalize::{normalize_latex, text_form};
 use super::GradeConfig;
+use num_traits::Signed;
 
 /// At most this many `±` expansions per answer (2^3 sign choices).
 const MAX_PM: usize = 3;
+/// Answers longer than this skip LaTeX normalisation.
+const MAX_NORMALIZE_BYTES: usize = 20_000;
+/// Longer answers are compared as text only.
+const MAX_PARSE_BYTES: usize = 8_000;
 /// Tolerance floor for comparing symbolic values evaluated in floating point.
 const FLOAT_TOL: f64 = 1e-8;
 
@@ -18,9 +23,23 @@ pub struct Prepared {
 }
 
 pub fn prepare(raw: &str) -> Prepared {
+    if raw.len() > MAX_NORMALIZE_BYTES {
+        // Far too long to be a final answer: compare the text as is.
+        let norm = raw.trim().to_string();
+        let text = text_form(&norm);
+        return Prepared {
+            norm,
+            text,
+            node: None,
+        };
+    }
     let norm = normalize_latex(raw);
     let text = text_form(&norm);
-    let node = parse(&norm).map(simplify);
+    let node = if norm.len() > MAX_PARSE_BYTES {
+        None
+    } else {
+        parse(&norm).map(simplify)
+    };
     Prepared { norm, text, node }
 }
 
@@ -28,9 +47,59 @@ pub fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> boo
     if !a.text.is_empty() && a.text == b.text {
         return true;
     }
-    match (&a.node, &b.node) {
-        (Some(x), Some(y)) => same(x, y, cfg),
-        _ => false,
+    // Multiple choice: a single-letter answer matches `(B)`, `B.`, `(B) 12`, `B) 12`.
+    if let (Some(x), Some(y)) = (choice_letter(&a.text), choice_letter(&b.text)) {
+        if a.text.chars().count() == 1 || b.text.chars().count() == 1 {
+            return x == y;
+        }
+    }
+    if let (Some(x), Some(y)) = (&a.node, &b.node) {
+        if same(x, y, cfg) {
+            return true;
+        }
+    }
+    // `(C) 9` against a non-letter gold: the option's value is the answer.
+    for (gold, pred) in [(a, b), (b, a)] {
+        if choice_letter(&gold.text).is_none() {
+            if let Some(rest) = strip_choice_label(&pred.norm) {
+                let inner = prepare(rest);
+                if !gold.text.is_empty() && gold.text == inner.text {
+                    return true;
+                }
+                if let (Some(x), Some(y)) = (&gold.node, &inner.node) {
+                    if same(x, y, cfg) {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The text after a leading option label `(C)` / `C)`, if any.
+fn strip_choice_label(norm: &str) -> Option<&str> {
+    let t = norm.trim_start();
+    let t = t.strip_prefix('(').unwrap_or(t);
+    let mut it = t.char_indices();
+    let (_, letter) = it.next()?;
+    let (close, c) = it.next()?;
+    if !letter.is_ascii_uppercase() || c != ')' {
+        return None;
+    }
+    let rest = t[close + 1..].trim();
+    (!rest.is_empty()).then_some(rest)
+}
+
+/// The option letter of a multiple-choice answer in text form (`b`, `(b)`, `b.`, `(b)12`, `b)12`).
+fn choice_letter(text: &str) -> Option<char> {
+    let t = text.strip_prefix('(').unwrap_or(text);
+    let mut it = t.chars();
+    let letter = it.next().filter(|c| c.is_ascii_lowercase())?;
+    match it.next() {
+        None => Some(letter),
+        Some(')' | '.' | ':') => Some(letter),
+        _ => None,
     }
 }
 
@@ -150,30 +219,37 @@ fn reduce(n: Node) -> Node {
                 let first = parts.swap_remove(0);
                 return Node::Rel(vec![first, last], vec![RelOp::Eq]);
             }
-            if ops.len() == 2 && is_label(&parts[1]) {
-                let lower = |o: RelOp| matches!(o, RelOp::Lt | RelOp::Le);
-                let upper = |o: RelOp| matches!(o, RelOp::Gt | RelOp::Ge);
+            let lower = |o: RelOp| matches!(o, RelOp::Lt | RelOp::Le);
+            let upper = |o: RelOp| matches!(o, RelOp::Gt | RelOp::Ge);
+            let same_way = ops.len() == 2
+                && ((lower(ops[0]) && lower(ops[1])) || (upper(ops[0]) && upper(ops[1])));
+            if same_way && is_label(&parts[1]) {
                 let (o1, o2) = (ops[0], ops[1]);
-                let c = parts.pop().unwrap_or(Node::List(vec![]));
-                parts.pop();
-                let a = parts.pop().unwrap_or(Node::List(vec![]));
-                if lower(o1) && lower(o2) {
-                    return Node::Interval(
-                        o1 == RelOp::Le,
-                        Box::new(a),
-                        Box::new(c),
-                        o2 == RelOp::Le,
-                    );
+                let (mut lo, mut hi, mut lo_closed, mut hi_closed) = (
+                    parts[0].clone(),
+                    parts[2].clone(),
+                    o1 == RelOp::Le,
+                    o2 == RelOp::Le,
+                );
+                if upper(o1) {
+                    std::mem::swap(&mut lo, &mut hi);
+                    (lo_closed, hi_closed) = (o2 == RelOp::Ge, o1 == RelOp::Ge);
                 }
-                if upper(o1) && upper(o2) {
-                    return Node::Interval(
-                        o2 == RelOp::Ge,
-                        Box::new(c),
-                        Box::new(a),
-                        o1 == RelOp::Ge,
+                // `a ≤ |z| ≤ b` with `a ≥ 0` is `[-b, -a] ∪ [a, b]`.
+                if matches!(&parts[1], Node::Call(f, _) if f == "abs")
+                    && exact(&lo).is_some_and(|q| !q.is_negative())
+                {
+                    let neg = |n: &Node| Node::Neg(Box::new(n.clone()));
+                    let left = Node::Interval(
+                        hi_closed,
+                        Box::new(neg(&hi)),
+                        Box::new(neg(&lo)),
+                        lo_closed,
                     );
+                    let right = Node::Interval(lo_closed, Box::new(lo), Box::new(hi), hi_closed);
+                    return Node::Union(vec![left, right]);
                 }
-                return Node::List(vec![]);
+                return Node::Interval(lo_closed, Box::new(lo), Box::new(hi), hi_closed);
             }
             Node::Rel(parts, ops)
         }
@@ -303,6 +379,45 @@ fn stated_value(n: &Node) -> Option<&Node> {
     None
 }
 
+/// `x ≤ 3` as the interval `(-∞, 3]` (and the like), when one side is a name and the other constant.
+fn rel_interval(n: &Node) -> Option<Node> {
+    let Node::Rel(parts, ops) = n else {
+        return None;
+    };
+    if ops.len() != 1 {
+        return None;
+    }
+    let (l, r) = (&parts[0], &parts[1]);
+    let (bound, op) = if is_label(l) && is_constant(r) {
+        (r, ops[0])
+    } else if is_label(r) && is_constant(l) {
+        let flipped = match ops[0] {
+            RelOp::Lt => RelOp::Gt,
+            RelOp::Le => RelOp::Ge,
+            RelOp::Gt => RelOp::Lt,
+            RelOp::Ge => RelOp::Le,
+            other => other,
+        };
+        (l, flipped)
+    } else {
+        return None;
+    };
+    let b = Box::new(bound.clone());
+    let inf = || Box::new(Node::Inf);
+    let neg_inf = || Box::new(Node::Neg(Box::new(Node::Inf)));
+    Some(match op {
+        RelOp::Lt => Node::Interval(false, neg_inf(), b, false),
+        RelOp::Le => Node::Interval(false, neg_inf(), b, true),
+        RelOp::Gt => Node::Interval(false, b, inf(), false),
+        RelOp::Ge => Node::Interval(true, b, inf(), false),
+        _ => return None,
+    })
+}
+
+fn is_range(n: &Node) -> bool {
+    matches!(n, Node::Interval(..)) || matches!(n, Node::Tuple(v) if v.len() == 2)
+}
+
 fn elems(n: &Node) -> Option<&[Node]> {
     match n {
         Node::List(v) | Node::Set(v) => Some(v),
@@ -335,8 +450,14 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
                 _ => false,
             }
         }
-        (Node::Rel(..), _) => stated_value(a).is_some_and(|x| eq(x, b)),
-        (_, Node::Rel(..)) => stated_value(b).is_some_and(|y| eq(a, y)),
+        (Node::Rel(..), _) => {
+            stated_value(a).is_some_and(|x| eq(x, b))
+                || (is_range(b) && rel_interval(a).is_some_and(|x| eq(&x, b)))
+        }
+        (_, Node::Rel(..)) => {
+            stated_value(b).is_some_and(|y| eq(a, y))
+                || (is_range(a) && rel_interval(b).is_some_and(|y| eq(a, &y)))
+        }
         (Node::List(x), Node::Tuple(y)) | (Node::Tuple(x), Node::List(y)) => ordered(x, y),
         _ if elems(a).is_some() || elems(b).is_some() => {
             let x = elems(a).unwrap_or(std::slice::from_ref(a));
@@ -344,9 +465,7 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
             if x.len() == 1 && y.len() == 1 {
                 return eq(&x[0], &y[0]);
             }
-            if elems(a).is_none() || elems(b).is_none() {
-                return false;
-            }
+            // Set semantics: `{a, a}` is `a` (e.g. `15\frac{39}{40}` or `\frac{639}{40}`).
             x.iter().all(|p| y.iter().any(|q| eq(p, q)))
                 && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
         }
@@ -517,6 +636,10 @@ fn rel_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
 
 /// Voting key: equal keys for answers in the same cheaply decidable equivalence class.
 pub fn key(p: &Prepared) -> String {
+    // Letter-only answers ("Evelyn", "odd") are text, compared case-insensitively.
+    if !p.text.is_empty() && p.text.chars().all(char::is_alphabetic) {
+        return format!("t:{}", p.text);
+    }
     match &p.node {
         Some(n) => node_key(n, 0),
         None => format!("t:{}", p.text),
@@ -587,5 +710,116 @@ fn node_key(n: &Node, depth: usize) -> String {
             }
             format!("n:{}", vals.join("|"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eq(a: &str, b: &str) -> bool {
+        equivalent_prepared(&prepare(a), &prepare(b), &GradeConfig::default())
+    }
+
+    #[test]
+    fn tuples_are_ordered_sets_are_not() {
+        assert!(eq("(1, 3)", "{1,3}"));
+        assert!(!eq("(3, 1)", "{1,3}"));
+        assert!(eq("\\{3, 1\\}", "1, 3"));
+        assert!(eq("(1,2),(3,4)", "(3,4),(1,2)"));
+        assert!(!eq("(1,2),(3,4)", "(2,1),(3,4)"));
+        assert!(eq("(0;0;1)", "(0, 0, 1)"));
+        assert!(eq("p=5,q=2;p=7,q=2", "(5,2),(7,2)"));
+        assert!(eq("\\frac{639}{40}", "15\\frac{39}{40}, \\frac{639}{40}"));
+        assert!(!eq("2", "2, 3"));
+    }
+
+    #[test]
+    fn intervals_and_unions() {
+        assert!(eq("(0, 1)", "(0,1)"));
+        assert!(eq("[1, \\infty)", "[1,\\infty)"));
+        assert!(!eq("[1, \\infty)", "(1,\\infty)"));
+        assert!(eq(
+            "(2, 12) \\cup (12, 102)",
+            "x \\in (2,12) \\cup (12,102)"
+        ));
+        assert!(eq("-2 \\le x \\le 7", "[-2, 7]"));
+        assert!(eq("0 < x < 1", "(0, 1)"));
+        assert!(!eq("0 < x \\le 1", "(0, 1)"));
+        assert!(eq("5 > x > 1", "(1, 5)"));
+        assert!(eq("1 \\le |z| \\le 2", "[-2,-1] \\cup [1,2]"));
+        assert!(!eq("1 < x > 2", "3 < y > 4"));
+        assert!(eq("x \\le 3", "(-\\infty, 3]"));
+        assert!(eq("x > 2", "(2, \\infty)"));
+        assert!(!eq("x > 2", "[2, \\infty)"));
+    }
+
+    #[test]
+    fn matrices_shape_elements_arithmetic() {
+        let m = "\\begin{pmatrix}6 & 8 \\\\ 10 & 12\\end{pmatrix}";
+        assert!(eq(m, "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix} + \\begin{pmatrix}5 & 6 \\\\ 7 & 8\\end{pmatrix}"));
+        assert!(eq(m, "2\\begin{pmatrix}3 & 4 \\\\ 5 & 6\\end{pmatrix}"));
+        assert!(!eq(m, "\\begin{pmatrix}6 & 8 & 10 & 12\\end{pmatrix}"));
+        let id = "\\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix}";
+        assert!(eq(id, &format!("{id} {id}")));
+        assert!(eq(
+            "\\left[\\begin{array}{cc}1 & 2\\end{array}\\right]",
+            "\\begin{bmatrix}1 & 2\\end{bmatrix}"
+        ));
+    }
+
+    #[test]
+    fn equations_and_inequalities() {
+        assert!(eq("x^2/4 + y^2/3 = 1", "x^2/16 + y^2/12 = 1/4"));
+        assert!(eq("34x+45y-20z+100=0", "-34x-45y+20z-100=0"));
+        assert!(!eq("x < 1", "x > -1"));
+        assert!(eq("x <= 1", "-x >= -1"));
+        assert!(eq("x != 3", "x \\neq 3"));
+        assert!(eq("x = 11", "x = 5+5+1 = 7 = 11"));
+        assert!(eq("x = 1/3", "x = 5 = 1/3 \\approx 11"));
+        assert!(eq("11", "x \\approx 11"));
+        assert!(!eq("7 = 11a+c", "11a+c"));
+        assert!(eq("|AB| = 1", "1"));
+        assert!(eq("V_1:V_2 = 11:21", "11:21"));
+        assert!(!eq("12:00", "1:00"));
+    }
+
+    #[test]
+    fn plus_minus_expands() {
+        assert!(eq("1 \\pm \\sqrt{2}", "1+\\sqrt{2}, 1-\\sqrt{2}"));
+        assert!(eq(
+            "x = \\frac{-1 \\pm \\sqrt{13}}{4}",
+            "\\frac{-1-\\sqrt{13}}{4}, \\frac{-1+\\sqrt{13}}{4}"
+        ));
+    }
+
+    #[test]
+    fn units_percent_degrees_money() {
+        assert!(eq("125", "125 \\text{ miles}"));
+        assert!(eq("15", "15\\mbox{ cm}^2"));
+        assert!(eq("28\\%", "28"));
+        assert!(eq("90^\\circ", "90"));
+        assert!(eq("\\$16386.17", "16386.17"));
+        assert!(eq("1000.99", "1,000.99"));
+        assert!(!eq("32349", "32, 349"));
+    }
+
+    #[test]
+    fn multiple_choice_letters() {
+        assert!(eq("B", "(B) 12"));
+        assert!(eq("B", "B. 12"));
+        assert!(eq("(C)", "c"));
+        assert!(!eq("B", "(C) 12"));
+        assert!(!eq("B", "Bob"));
+        assert!(eq("9", "(C) 9"));
+        assert!(eq("(C) 9", "9"));
+        assert!(!eq("8", "(C) 9"));
+    }
+
+    #[test]
+    fn key_matches_single_letter_equivalence() {
+        assert_eq!(key(&prepare("E")), key(&prepare("e")));
+        assert_eq!(key(&prepare("\\text{(C)}")), key(&prepare("C")));
+        assert_eq!(key(&prepare("\\text{Odd}")), key(&prepare("odd")));
     }
 }

@@ -8,6 +8,8 @@ use num_traits::Zero;
 const MAX_DEPTH: usize = 60;
 /// Longest token stream parsed; longer answers are compared as text only.
 const MAX_TOKENS: usize = 3_000;
+/// Longest number literal parsed (longer ones are compared as text).
+const MAX_NUMBER_DIGITS: usize = 1_000;
 /// Largest decimal exponent accepted in `1e5`-style literals.
 const MAX_SCI_EXP: i64 = 400;
 
@@ -87,10 +89,21 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
     let chars: Vec<char> = s.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
+    // Bracket depth of the tokens emitted so far (for thousands-separator decisions).
+    let mut group_depth: i32 = 0;
+    let mut seen = 0;
     while i < chars.len() {
         if out.len() > MAX_TOKENS {
             return None;
         }
+        for t in &out[seen..] {
+            match t {
+                Tok::Op('(' | '[') | Tok::LSet => group_depth += 1,
+                Tok::Op(')' | ']') | Tok::RSet => group_depth = (group_depth - 1).max(0),
+                _ => {}
+            }
+        }
+        seen = out.len();
         let c = chars[i];
         if c.is_whitespace() {
             i += 1;
@@ -98,7 +111,7 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
         }
         if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
-            let (tok, next) = scan_number(&chars, i);
+            let (tok, next) = scan_number(&chars, i, group_depth > 0);
             out.push(Tok::Num(tok));
             i = next;
             continue;
@@ -149,6 +162,11 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
             "!=" => out.push(Tok::Ne),
             _ => {
                 if c.is_alphabetic() {
+                    // CJK words after a value (`9页`, `12元`) are units; Greek letters are names.
+                    if is_cjk(c) && ends_in_words(&out, &chars, i) {
+                        i += 1;
+                        continue;
+                    }
                     out.push(Tok::Ident(c.to_string()));
                 } else {
                     out.push(Tok::Op(c));
@@ -162,7 +180,8 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
     Some(out)
 }
 
-fn scan_number(chars: &[char], start: usize) -> (String, usize) {
+/// Scans a number; inside brackets a single `,ddd` group is a list separator (`(12,102)`).
+fn scan_number(chars: &[char], start: usize, in_group: bool) -> (String, usize) {
     let mut i = start;
     let mut s = String::new();
     while i < chars.len() && chars[i].is_ascii_digit() {
@@ -170,8 +189,9 @@ fn scan_number(chars: &[char], start: usize) -> (String, usize) {
         i += 1;
     }
     // Thousands groups `1,234,567` / `1 234 567`; only when the lead group has 1–3 digits.
-    if (1..=3).contains(&s.len()) {
-        for sep in [',', ' '] {
+    if (1..=3).contains(&s.len()) && !s.starts_with('0') {
+        let seps: &[char] = if in_group { &[','] } else { &[',', ' '] };
+        for &sep in seps {
             let mut j = i;
             let mut groups = String::new();
             while j + 3 < chars.len() + 1
@@ -187,7 +207,8 @@ fn scan_number(chars: &[char], start: usize) -> (String, usize) {
                 groups.extend(&chars[j + 1..j + 4]);
                 j += 4;
             }
-            if !groups.is_empty() {
+            let needed = if in_group { 6 } else { 3 };
+            if groups.len() >= needed {
                 s.push_str(&groups);
                 i = j;
                 break;
@@ -251,12 +272,32 @@ fn push_word(out: &mut Vec<Tok>, word: &str, chars: &[char], i: &mut usize) {
                 }
             }
         }
+        _ if word.len() >= 3 && ends_in_words(out, chars, *i) => {
+            // Trailing unit-like words after a value (`5 apples`) are not part of the answer.
+        }
         _ => {
             for c in word.chars() {
                 out.push(Tok::Ident(c.to_string()));
             }
         }
     }
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7AF}')
+}
+
+/// True when a value precedes and only words follow up to the end of the item.
+fn ends_in_words(out: &[Tok], chars: &[char], from: usize) -> bool {
+    let after_value = matches!(
+        out.last(),
+        Some(Tok::Num(_) | Tok::Op(')' | '}' | ']') | Tok::Cmd(_))
+    );
+    after_value
+        && chars[from.min(chars.len())..]
+            .iter()
+            .take_while(|c| !matches!(c, ',' | ';'))
+            .all(|c| c.is_alphabetic() || c.is_whitespace() || matches!(c, '.' | '。'))
 }
 
 fn push_cmd(out: &mut Vec<Tok>, name: &str) {
@@ -279,7 +320,7 @@ fn push_cmd(out: &mut Vec<Tok>, name: &str) {
         "rangle" => Tok::Op(')'),
         "infty" | "infin" => Tok::Cmd("infty".into()),
         "dfrac" | "tfrac" | "cfrac" => Tok::Cmd("frac".into()),
-        "land" | "wedge" | "text" => Tok::Op(','),
+        "land" | "wedge" => Tok::Op(','),
         _ => Tok::Cmd(name.to_string()),
     };
     out.push(tok);
@@ -293,6 +334,9 @@ pub fn parse_number(s: &str) -> Option<Node> {
     let decimal = mant.contains('.');
     let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
     let digits = format!("{int}{frac}");
+    if digits.len() > MAX_NUMBER_DIGITS {
+        return None;
+    }
     let n: BigInt = if digits.is_empty() {
         BigInt::zero()
     } else {
@@ -537,6 +581,7 @@ impl Parser {
 
     fn parse_term(&mut self) -> PResult {
         let mut acc = self.parse_unary()?;
+        let mut divisions = 0;
         loop {
             if self.is_op('*') {
                 self.pos += 1;
@@ -544,6 +589,11 @@ impl Parser {
                 acc = mul(acc, f);
             } else if self.is_op('/') {
                 self.pos += 1;
+                // Division chains nest to the left; bound them like any other nesting.
+                divisions += 1;
+                if divisions > MAX_DEPTH {
+                    return Err(());
+                }
                 let d = self.parse_unary()?;
                 acc = Node::Div(Box::new(acc), Box::new(d));
             } else if self.starts_primary() {
@@ -617,9 +667,14 @@ impl Parser {
 
     fn parse_postfix(&mut self) -> PResult {
         let mut p = self.parse_primary()?;
+        let mut factorials = 0;
         loop {
             if self.is_op('!') {
                 self.pos += 1;
+                factorials += 1;
+                if factorials > 3 {
+                    return Err(());
+                }
                 p = Node::Fact(Box::new(p));
             } else if self.is_op('_') {
                 self.pos += 1;
@@ -990,6 +1045,10 @@ mod tests {
         assert_eq!(p("1 000"), int(1000));
         assert!(matches!(p("1.5e-3"), Node::Num(_, true)));
         assert!(matches!(p("1,2"), Node::List(_)));
+        assert!(matches!(p("0,100"), Node::List(_)));
+        assert_eq!(p("12,102"), int(12_102));
+        assert!(matches!(p("(12,102)"), Node::Tuple(_)));
+        assert!(matches!(p("(1,234,567)"), Node::Num(..)));
     }
 
     #[test]
@@ -1022,8 +1081,22 @@ mod tests {
     }
 
     #[test]
+    fn regression_long_division_and_factorial_chains() {
+        let div = format!("1{}", "/1".repeat(2_000));
+        assert!(parse(&div).is_none());
+        let fact = format!("3{}", "!".repeat(2_000));
+        assert!(parse(&fact).is_none());
+        assert!(parse("1/2/3").is_some());
+    }
+
+    #[test]
     fn units_are_skipped() {
         assert_eq!(p("125 miles"), int(125));
         assert_eq!(p("15 cm^2"), int(15));
+        assert_eq!(p("5 apples"), int(5));
+        assert_eq!(p("9页"), int(9));
+        assert!(matches!(p("2α"), Node::Mul(_)));
+        assert_eq!(p("5 red apples, 6 pears"), Node::List(vec![int(5), int(6)]));
+        assert!(matches!(p("odd"), Node::Mul(_)));
     }
 }

@@ -21,7 +21,7 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:final answer is|the answer is|answer\s*:|答案是|答案\s*:|####)\s*")
+    Regex::new(r"(?i)(?:final answer is|the answer is|final answer\s*:|answer\s*:|答案是|答案\s*:|####)\s*:?\s*")
         .expect("static regex")
 });
 
@@ -41,7 +41,11 @@ pub(crate) fn prepare(response: &str) -> String {
         start += 1;
     }
     let folded = normalize_unicode(&response[start..]);
-    DOUBLE_BACKSLASH.replace_all(&folded, "$1\\$2").into_owned()
+    if folded.contains("\\\\") {
+        DOUBLE_BACKSLASH.replace_all(&folded, "$1\\$2").into_owned()
+    } else {
+        folded
+    }
 }
 
 /// Extracts the final answer from a model response (see module docs for the priority order).
@@ -52,7 +56,7 @@ pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
             return Some(found);
         }
     }
-    extract_structured(&text).or_else(|| fallback(&text, true))
+    extract_structured(&text).or_else(|| fallback(&text, NumberRule::LaterSentence))
 }
 
 /// Short, prose-free responses (`\\frac{10}{9}`) are the answer as a whole.
@@ -67,9 +71,23 @@ fn whole_if_math(text: &str) -> Option<String> {
 /// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
 pub fn extract_gold(gold: &str) -> String {
     let text = prepare(gold);
-    extract_structured(&text)
-        .or_else(|| fallback(&text, false))
-        .unwrap_or_else(|| text.trim().to_string())
+    if let Some(a) = extract_structured(&text) {
+        return a;
+    }
+    // A sentence with some math in it ("For all $n$, Bob wins.") is a text answer as a whole.
+    let envs = find_math(&text);
+    let mut outside = String::new();
+    let mut at = 0;
+    for e in &envs {
+        outside.push_str(&text[at..e.start]);
+        outside.push(' ');
+        at = e.end;
+    }
+    outside.push_str(&text[at..]);
+    if envs.is_empty() || is_prose(&outside.replace("and", " ").replace("or", " ")) {
+        return text.trim().to_string();
+    }
+    fallback(&text, NumberRule::Never).unwrap_or_else(|| text.trim().to_string())
 }
 
 fn last_regex_match(re: &Regex, text: &str) -> Option<String> {
@@ -94,9 +112,10 @@ fn clip(s: &str) -> String {
 fn extract_structured(text: &str) -> Option<String> {
     let boxes = find_boxes(text);
     let phrase = last_phrase(text);
-    if let Some((p_start, ref answer)) = phrase {
+    if let Some((p_start, strong, ref answer)) = phrase {
         let boxed_end = boxes.last().map_or(0, |b| b.end);
-        if boxes.is_empty() || p_start >= boxed_end {
+        // A bare "answer:" ("check our answer: …") never overrides an earlier box.
+        if boxes.is_empty() || (strong && p_start >= boxed_end) {
             return Some(answer.clone());
         }
     }
@@ -229,9 +248,10 @@ fn gap_joins_math(gap: &str) -> bool {
     only_connectors && (gap.contains(',') || words.iter().any(|w| w == "and" || w == "or"))
 }
 
-/// The last answer phrase and what follows it (start offset of the phrase, answer text).
-fn last_phrase(text: &str) -> Option<(usize, String)> {
+/// The last answer phrase: start offset, whether it is a final-answer phrase, answer text.
+fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
     let m = PHRASE.find_iter(text).last()?;
+    let strong = !m.as_str().to_lowercase().starts_with("answer");
     let after = &text[m.end()..];
     let mut end = after.len().min(600);
     while !after.is_char_boundary(end) {
@@ -253,15 +273,15 @@ fn last_phrase(text: &str) -> Option<(usize, String)> {
     }
     let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
     if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
-        return extract_structured_inner(seg).map(|a| (m.start(), a));
+        return extract_structured_inner(seg).map(|a| (m.start(), strong, a));
     }
     // Prose after the phrase means the answer is its last number.
     if is_prose(seg) {
-        let (_, n) = last_number(seg)?;
-        return Some((m.start(), n));
+        let (_, _, n) = last_number(seg)?;
+        return Some((m.start(), strong, n));
     }
     let s = seg.trim_end_matches('.').trim();
-    (!s.is_empty()).then(|| (m.start(), clip(s)))
+    (!s.is_empty()).then(|| (m.start(), strong, clip(s)))
 }
 
 /// Has an English-looking word (three letters or more, not a LaTeX command).
@@ -300,7 +320,18 @@ fn extract_structured_inner(seg: &str) -> Option<String> {
     if !boxes.is_empty() {
         return Some(join_spans(seg, &boxes, gap_joins_boxes));
     }
-    fallback(seg, true)
+    // "The answer is $x$ because …": math right after the phrase is the answer.
+    let envs = find_math(seg);
+    if let Some(first) = envs.first() {
+        if !seg[..first.start].chars().any(char::is_alphanumeric) {
+            let mut k = 0;
+            while k + 1 < envs.len() && gap_joins_math(&seg[envs[k].end..envs[k + 1].start]) {
+                k += 1;
+            }
+            return Some(join_spans(seg, &envs[..=k], gap_joins_math));
+        }
+    }
+    fallback(seg, NumberRule::After)
 }
 
 /// Text up to the first sentence end (`. ` or a newline) outside inline math.
@@ -323,18 +354,45 @@ fn sentence_prefix(s: &str) -> &str {
     s
 }
 
-/// Last math span or last number, whichever ends later in the text.
-fn fallback(text: &str, allow_number: bool) -> Option<String> {
+/// How a trailing number competes with the last math span.
+#[derive(Clone, Copy, PartialEq)]
+enum NumberRule {
+    /// Gold answers: never fall back to a number.
+    Never,
+    /// Inside an answer phrase: a number after the math wins ("The volume of $V$ is 120").
+    After,
+    /// Whole response: only a number in a later sentence, or after a bare name like `$x$`.
+    LaterSentence,
+}
+
+/// Last math span or last number, by `rule`.
+fn fallback(text: &str, rule: NumberRule) -> Option<String> {
     let envs = find_math(text);
-    let env_end = envs.last().map(|e| e.end);
-    if allow_number {
+    if rule != NumberRule::Never {
         if envs.is_empty() {
             if let Some(w) = whole_if_math(text) {
                 return Some(w);
             }
         }
-        if let Some((num_end, n)) = last_number(text) {
-            if env_end.is_none_or(|e| num_end > e) {
+        if let Some((num_start, _, n)) = last_number(text) {
+            let wins = match envs.last() {
+                None => true,
+                Some(env) if num_start < env.end => false,
+                Some(_) if rule == NumberRule::After => true,
+                Some(env) => {
+                    let between = &text[env.end..num_start];
+                    let content = &text[env.content_start..env.content_end];
+                    // Display math is a block of its own, so text after it is a new sentence.
+                    let display =
+                        text[env.start..].starts_with("$$") || text[env.start..].starts_with("\\[");
+                    display
+                        || content.trim_end().ends_with('.')
+                        || between.contains(". ")
+                        || between.contains('\n')
+                        || is_bare_name(content)
+                }
+            };
+            if wins {
                 return Some(n);
             }
         }
@@ -343,6 +401,15 @@ fn fallback(text: &str, allow_number: bool) -> Option<String> {
         return None;
     }
     Some(join_spans(text, &envs, gap_joins_math))
+}
+
+/// `$x$`, `$ABCD$`, `$a_n$`: a name, not a value.
+fn is_bare_name(s: &str) -> bool {
+    let t = s.trim();
+    !t.is_empty()
+        && t.len() <= 12
+        && t.chars()
+            .all(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '{' | '}' | '\\' | ' '))
 }
 
 fn find_math(text: &str) -> Vec<Span> {
@@ -416,24 +483,35 @@ fn closing_dollar(text: &str, from: usize) -> Option<usize> {
     None
 }
 
-/// The last number not glued to a preceding letter (`AZYUK2A` has none), with its end offset.
-fn last_number(text: &str) -> Option<(usize, String)> {
+/// The last number not glued to a preceding letter (`AZYUK2A` has none), with its byte span.
+fn last_number(text: &str) -> Option<(usize, usize, String)> {
+    // Search growing tail windows so long texts are not scanned in full.
+    let mut window = 4_096usize;
+    loop {
+        let mut start = text.len().saturating_sub(window);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        let found = last_number_from(text, start);
+        // A match near the window edge may be the tail of a longer number.
+        let safe = found.as_ref().is_some_and(|(s, _)| *s > start + 64);
+        if start == 0 || safe {
+            return found.map(|(s, e)| (s, e, text[s..e].replace(' ', "")));
+        }
+        window = window.saturating_mul(8);
+    }
+}
+
+fn last_number_from(text: &str, from: usize) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     let mut best = None;
-    for m in NUMBER.find_iter(text) {
-        let prev = m.start().checked_sub(1).map(|p| bytes[p]);
+    for m in NUMBER.find_iter(&text[from..]) {
+        let (s, e) = (from + m.start(), from + m.end());
+        let prev = s.checked_sub(1).map(|p| bytes[p]);
         if prev.is_some_and(|p| p.is_ascii_alphabetic() || p == b'_' || p == b'^' || p == b'\\') {
             continue;
         }
-        let next = bytes.get(m.end()).copied();
-        if next.is_some_and(|n| {
-            n.is_ascii_alphabetic()
-                && m.as_str().len() == 1
-                && prev.is_some_and(|p| p.is_ascii_alphanumeric())
-        }) {
-            continue;
-        }
-        best = Some((m.end(), m.as_str().replace(' ', "")));
+        best = Some((s, e));
     }
     best
 }
@@ -476,6 +554,17 @@ mod tests {
         assert_eq!(ex("答案是 7").as_deref(), Some("7"));
         assert_eq!(ex("答案：8").as_deref(), Some("8"));
         assert_eq!(ex("Answer: x+1").as_deref(), Some("x+1"));
+        assert_eq!(ex("The answer is: 42").as_deref(), Some("42"));
+        assert_eq!(
+            ex("The answer is $\\frac{1}{2}$ because 2 halves.").as_deref(),
+            Some("\\frac{1}{2}")
+        );
+        assert_eq!(ex("The answer is (B).").as_deref(), Some("(B)"));
+        // A later bare "answer:" does not override the box.
+        assert_eq!(
+            ex("so \\boxed{44}. Check our answer: $17 \\cdot 44 = 748$.").as_deref(),
+            Some("44")
+        );
         assert_eq!(
             ex("Final Answer: The volume is 120. I hope").as_deref(),
             Some("120")
@@ -492,6 +581,14 @@ mod tests {
         assert_eq!(ex("Answer \\( 9 \\)").as_deref(), Some("9"));
         assert_eq!(ex("Answer $$ \n 9 \n $$").as_deref(), Some("9"));
         assert_eq!(ex("so $x$ is 2/3.").as_deref(), Some("2/3"));
+        assert_eq!(
+            ex("We get $d = 90/n$. So there are 12 ways.").as_deref(),
+            Some("12")
+        );
+        assert_eq!(
+            ex("The area is $6$ square units (3 by 2).").as_deref(),
+            Some("6")
+        );
         assert_eq!(ex("it is 1,000.99m²").as_deref(), Some("1,000.99"));
         assert_eq!(ex("AZYUK2A"), None);
         assert_eq!(ex("no answer here"), None);
@@ -516,6 +613,11 @@ mod tests {
     #[test]
     fn gold_whole_string() {
         assert_eq!(extract_gold("x+1"), "x+1");
+        assert_eq!(
+            extract_gold("For all $n$, Bob wins."),
+            "For all $n$, Bob wins."
+        );
+        assert_eq!(extract_gold("$21,16$ or $11$"), "21,16, 11");
         assert_eq!(extract_gold("$\\frac12$"), "\\frac12");
     }
 }

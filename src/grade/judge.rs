@@ -1,7 +1,7 @@
 //! The optional LLM judge: its prompt, reply parsing, verdicts stored beside the samples, and the
 //! async pass that asks it about samples it has not judged yet.
 
-use crate::checkpoint::{CheckpointError, CheckpointWriter, Record, SampleIndex};
+use crate::checkpoint::{read_lines, CheckpointError, CheckpointWriter, Record, SampleIndex};
 use crate::client::{ApiError, ApiKey, Client, ErrorClass};
 use crate::config::ApiSettings;
 use crate::grade::Outcome;
@@ -133,11 +133,12 @@ pub struct JudgeVerdicts {
 impl JudgeVerdicts {
     pub fn load(path: &Path, mode: GraderMode) -> Result<JudgeVerdicts, CheckpointError> {
         let mut map = HashMap::new();
-        read_jsonl(path, |v: StoredVerdict| {
+        read_lines(path, |v: StoredVerdict| {
             map.insert(
                 (v.problem_id, v.sample_index.key()),
                 (v.response_hash, v.correct),
             );
+            Ok(())
         })?;
         Ok(JudgeVerdicts { mode, map })
     }
@@ -164,35 +165,6 @@ impl JudgeVerdicts {
             _ => rule,
         }
     }
-}
-
-fn read_jsonl<T: for<'de> Deserialize<'de>>(
-    path: &Path,
-    mut each: impl FnMut(T),
-) -> Result<(), CheckpointError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => {
-            return Err(CheckpointError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
-    let complete = text.rfind('\n').map_or("", |i| &text[..=i]);
-    for (i, line) in complete.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v = serde_json::from_str(line).map_err(|e| CheckpointError::Corrupt {
-            path: path.to_path_buf(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        each(v);
-    }
-    Ok(())
 }
 
 /// A sample waiting for the judge.

@@ -1,5 +1,9 @@
 //! Rule-based answer grading: extraction, normalisation and mathematical equivalence.
 //!
+//! Pipeline: `extract` pulls the answer text out of a response; `normalize` rewrites it into one
+//! LaTeX spelling; `expr` parses it into a tree; `equiv` compares trees (`eval` supplies exact
+//! rationals and complex values at fixed pseudo-random points). `cli` is `gpassk grade`.
+//!
 //! Every entry point is total: any input returns a verdict quickly (input, recursion and
 //! exponent sizes are bounded inside the submodules).
 
@@ -65,6 +69,32 @@ pub fn grade(gold: &str, response: &str, cfg: &GradeConfig) -> Verdict {
     Verdict { outcome, extracted }
 }
 
+/// A gold answer unwrapped and parsed once, for grading many responses to the same problem.
+pub struct Gold {
+    prepared: equiv::Prepared,
+}
+
+impl Gold {
+    pub fn new(gold: &str) -> Gold {
+        Gold {
+            prepared: equiv::prepare(&extract::extract_gold(gold)),
+        }
+    }
+}
+
+/// [`grade`] against a prepared gold answer: the same verdict, without re-parsing the gold.
+pub fn grade_against(gold: &Gold, response: &str, cfg: &GradeConfig) -> Verdict {
+    let extracted = extract(response, cfg);
+    let outcome = match &extracted {
+        None => Outcome::NoAnswer,
+        Some(pred) if equiv::equivalent_prepared(&gold.prepared, &equiv::prepare(pred), cfg) => {
+            Outcome::Correct
+        }
+        Some(_) => Outcome::Wrong,
+    };
+    Verdict { outcome, extracted }
+}
+
 /// Equivalence of two already-extracted answers.
 pub fn equivalent(gold: &str, pred: &str, cfg: &GradeConfig) -> bool {
     let g = equiv::prepare(gold);
@@ -92,6 +122,27 @@ pub fn gold_answer(gold: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prepared_gold_grades_exactly_like_grade() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/grading/mathverify_0.9.0_cases.jsonl"
+        );
+        let cfg = GradeConfig::default();
+        let mut n = 0;
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let (gold, pred) = (v["gold"].as_str().unwrap(), v["pred"].as_str().unwrap());
+            assert_eq!(
+                grade_against(&Gold::new(gold), pred, &cfg),
+                grade(gold, pred, &cfg),
+                "{gold} vs {pred}"
+            );
+            n += 1;
+        }
+        assert_eq!(n, 276);
+    }
 
     fn eq(a: &str, b: &str) -> bool {
         equivalent(a, b, &GradeConfig::default())

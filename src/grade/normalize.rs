@@ -5,6 +5,9 @@ use std::sync::LazyLock;
 
 /// Folds the Unicode forms models emit into ASCII/LaTeX so later stages see one spelling.
 pub fn normalize_unicode(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_string();
+    }
     let mut out = String::with_capacity(s.len() + 8);
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -18,6 +21,7 @@ pub fn normalize_unicode(s: &str) -> String {
             | '\u{2003}' => out.push(' '),
             '\u{200B}' | '\u{FEFF}' => {}
             '−' | '‐' | '‑' | '﹣' => out.push('-'),
+            '。' => out.push_str(". "),
             '×' => out.push_str("\\times "),
             '÷' => out.push_str("\\div "),
             '·' | '⋅' => out.push_str("\\cdot "),
@@ -107,44 +111,69 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| {
 /// Canonical LaTeX spelling of an extracted answer: no wrappers, no spacing, no units of display.
 pub fn normalize_latex(s: &str) -> String {
     let r = &*RULES;
-    let mut t = r.double_backslash_cmd.replace_all(s, "$1\\$2").into_owned();
-    t = t.replace("\\(", " ").replace("\\)", " ");
-    t = t.replace("\\[", " ").replace("\\]", " ");
-    t = t.replace("\\$", " ").replace('$', " ");
-    t = r.thousands_brace.replace_all(&t, "$1$2").into_owned();
-    t = r.thousands_bang.replace_all(&t, ",").into_owned();
-    // Twice, because the regex consumes the leading digit of the next group.
-    t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
-    t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
-    t = t
-        .replace("\\dfrac", "\\frac")
-        .replace("\\tfrac", "\\frac")
-        .replace("\\cfrac", "\\frac");
-    t = r.frac_dd.replace_all(&t, "\\frac{$1}{$2}").into_owned();
-    t = r.frac_d_brace.replace_all(&t, "\\frac{$1}{").into_owned();
-    t = r.frac_brace_d.replace_all(&t, "\\frac$1{$2}").into_owned();
-    t = r.frac_d.replace_all(&t, "\\frac{$1}").into_owned();
-    t = r.sqrt_d.replace_all(&t, "\\sqrt{$1}").into_owned();
-    t = unwrap_text_commands(&t, &r.text_cmd);
-    // Row breaks `\\` are matched first so their second backslash is not read as `\ `.
-    t = r
-        .spacing
-        .replace_all(
-            &t,
-            |c: &regex::Captures| if &c[0] == "\\\\" { "\\\\" } else { " " },
-        )
-        .into_owned();
-    t = t
-        .replace("^{\\circ}", " ")
-        .replace("^\\circ", " ")
-        .replace("\\circ", " ")
-        .replace("\\degree", " ")
-        .replace("\\%", " ")
-        .replace('%', " ");
-    t = r.percent_word.replace_all(&t, " ").into_owned();
+    // Each rewrite is guarded by a cheap substring test: most answers are short and plain.
+    let mut t = if s.contains("\\\\") {
+        r.double_backslash_cmd.replace_all(s, "$1\\$2").into_owned()
+    } else {
+        s.to_string()
+    };
+    if t.contains('$') {
+        t = t.replace("\\$", " ").replace('$', " ");
+    }
+    if t.contains('{') {
+        t = r.thousands_brace.replace_all(&t, "$1$2").into_owned();
+    }
+    if t.contains('\\') {
+        t = t.replace("\\(", " ").replace("\\)", " ");
+        t = t.replace("\\[", " ").replace("\\]", " ");
+        t = r.thousands_bang.replace_all(&t, ",").into_owned();
+        // Twice, because the regex consumes the leading digit of the next group.
+        t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
+        t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
+        if t.contains("frac") {
+            t = t
+                .replace("\\dfrac", "\\frac")
+                .replace("\\tfrac", "\\frac")
+                .replace("\\cfrac", "\\frac");
+            t = r.frac_dd.replace_all(&t, "\\frac{$1}{$2}").into_owned();
+            t = r.frac_d_brace.replace_all(&t, "\\frac{$1}{").into_owned();
+            t = r.frac_brace_d.replace_all(&t, "\\frac$1{$2}").into_owned();
+            t = r.frac_d.replace_all(&t, "\\frac{$1}").into_owned();
+        }
+        if t.contains("\\sqrt") {
+            t = r.sqrt_d.replace_all(&t, "\\sqrt{$1}").into_owned();
+        }
+        t = unwrap_text_commands(&t, &r.text_cmd);
+    }
+    if t.contains('\\') || t.contains('~') {
+        // Row breaks `\\` are matched first so their second backslash is not read as `\ `.
+        t = r
+            .spacing
+            .replace_all(
+                &t,
+                |c: &regex::Captures| if &c[0] == "\\\\" { "\\\\" } else { " " },
+            )
+            .into_owned();
+    }
+    if t.contains("circ") || t.contains("degree") {
+        t = t
+            .replace("^{\\circ}", " ")
+            .replace("^\\circ", " ")
+            .replace("\\circ", " ")
+            .replace("\\degree", " ");
+    }
+    if t.contains('%') {
+        t = t.replace("\\%", " ").replace('%', " ");
+    }
+    if t.contains(['p', 'P']) {
+        t = r.percent_word.replace_all(&t, " ").into_owned();
+    }
+    // Markdown emphasis (`**5**`) and code ticks wrap answers but are not part of them.
     let trimmed = t
         .trim()
+        .trim_matches(['*', '`'])
         .trim_end_matches(['.', ',', ';', ' ', '\n', '\t'])
+        .trim_matches(['*', '`'])
         .trim();
     let trimmed = trimmed.trim_start_matches([',', ';', ':', ' ']).trim();
     // A bare `1000,99` or `0,5` is a European decimal, unlike a list `1,2` or thousands `1,234`.
@@ -210,7 +239,7 @@ pub fn matching_brace(s: &str) -> Option<usize> {
 pub fn text_form(s: &str) -> String {
     let mut t: String = s
         .chars()
-        .filter(|c| !c.is_whitespace() && *c != '{' && *c != '}' && *c != '\\')
+        .filter(|c| !c.is_whitespace())
         .flat_map(|c| c.to_lowercase())
         .collect();
     // `(C)` and `C` are the same choice.
@@ -260,6 +289,8 @@ mod tests {
         assert_eq!(normalize_latex("28 percent"), "28");
         assert_eq!(normalize_latex("\\$16386.17"), "16386.17");
         assert_eq!(normalize_latex("a\\,b"), "a b");
+        assert_eq!(normalize_latex("**5**."), "5");
+        assert_eq!(normalize_latex("`x = 3`"), "x = 3");
         assert_eq!(normalize_latex("-2 \\\\le x"), "-2 \\le x");
     }
 
@@ -287,5 +318,7 @@ mod tests {
     fn text_form_folds_choices() {
         assert_eq!(text_form("(C)"), "c");
         assert_eq!(text_form(" Even "), "even");
+        // Braces matter: these are different numbers.
+        assert_ne!(text_form("\\frac{12}{3}"), text_form("\\frac{1}{23}"));
     }
 }

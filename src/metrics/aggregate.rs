@@ -18,13 +18,15 @@ pub struct ProblemCounts {
     pub greedy: Option<bool>,
 }
 
-/// A metric the harness reports.
+/// A metric the harness reports. `Majority` is maj@n, majority-vote accuracy over a problem's
+/// samples; `stats` computes it, `aggregate` does not.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum MetricKind {
     Greedy,
     PassAtK { k: u64 },
     GPassAtK { k: u64, tau: Tau },
     MGPassAtK { k: u64 },
+    Majority,
 }
 
 impl MetricKind {
@@ -35,12 +37,13 @@ impl MetricKind {
             MetricKind::PassAtK { .. } => "pass@k",
             MetricKind::GPassAtK { .. } => "g_pass@k",
             MetricKind::MGPassAtK { .. } => "mg_pass@k",
+            MetricKind::Majority => "maj@n",
         }
     }
 
     pub fn k(&self) -> Option<u64> {
         match self {
-            MetricKind::Greedy => None,
+            MetricKind::Greedy | MetricKind::Majority => None,
             MetricKind::PassAtK { k }
             | MetricKind::GPassAtK { k, .. }
             | MetricKind::MGPassAtK { k } => Some(*k),
@@ -63,6 +66,7 @@ impl fmt::Display for MetricKind {
             MetricKind::PassAtK { k } => write!(f, "pass@{k}"),
             MetricKind::GPassAtK { k, tau } => write!(f, "g_pass@{k}_t{tau}"),
             MetricKind::MGPassAtK { k } => write!(f, "mg_pass@{k}"),
+            MetricKind::Majority => write!(f, "maj@n"),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `metrics.csv`: the tidy table, one row per model × dataset × subset × metric × k × τ.
 
-use super::{rows, Exporter};
+use super::{rows, Exporter, METRIC_COLUMNS};
 use crate::score::RunResults;
 
 pub struct MetricsCsv;
@@ -11,15 +11,13 @@ impl Exporter for MetricsCsv {
     }
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
+        let all = rows(results);
         let mut w = ::csv::Writer::from_writer(Vec::new());
-        for (row, _) in rows(results) {
-            w.serialize(row)?;
+        if all.is_empty() {
+            w.write_record(METRIC_COLUMNS)?;
         }
-        if results.models.iter().all(|m| m.aggregate.values.is_empty()) {
-            w.write_record([
-                "model", "model_id", "dataset", "subset", "metric", "k", "tau", "value",
-                "problems", "n",
-            ])?;
+        for (row, _) in all {
+            w.serialize(row)?;
         }
         w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
     }

@@ -1,6 +1,8 @@
-//! `metrics.json`: the tidy rows plus exact fractions and per-model counts.
+//! `metrics.json`: the tidy rows plus exact fractions, per-model counts, the bootstrap settings
+//! and the run's manifest (timestamps, model IDs, served model names).
 
 use super::{rows, Exporter, MetricRow};
+use crate::manifest::Manifest;
 use crate::metrics::exact_text;
 use crate::score::RunResults;
 use serde::Serialize;
@@ -33,12 +35,22 @@ struct JsonModel<'a> {
 }
 
 #[derive(Serialize)]
+struct Bootstrap {
+    resamples: usize,
+    seed: u64,
+    level: f64,
+    over: &'static str,
+}
+
+#[derive(Serialize)]
 struct JsonReport<'a> {
     run_id: &'a str,
     dataset: &'a str,
     dataset_sha256: &'a str,
+    bootstrap: Bootstrap,
     models: Vec<JsonModel<'a>>,
     metrics: Vec<JsonRow>,
+    manifest: Option<&'a Manifest>,
 }
 
 impl Exporter for MetricsJson {
@@ -51,6 +63,12 @@ impl Exporter for MetricsJson {
             run_id: &results.run_id,
             dataset: &results.dataset,
             dataset_sha256: &results.dataset_sha256,
+            bootstrap: Bootstrap {
+                resamples: crate::stats::RESAMPLES,
+                seed: crate::stats::SEED,
+                level: crate::stats::LEVEL,
+                over: "problems",
+            },
             models: results
                 .models
                 .iter()
@@ -69,13 +87,14 @@ impl Exporter for MetricsJson {
                 .collect(),
             metrics: rows(results)
                 .into_iter()
-                .map(|(row, v)| JsonRow {
+                .map(|(row, e)| JsonRow {
                     row,
-                    exact: v.value.as_ref().map(exact_text),
-                    excluded: v.excluded,
-                    short: v.short,
+                    exact: e.exact.as_ref().map(exact_text),
+                    excluded: e.excluded,
+                    short: e.short,
                 })
                 .collect(),
+            manifest: results.manifest.as_ref(),
         };
         let mut bytes = serde_json::to_vec_pretty(&report)?;
         bytes.push(b'\n');

@@ -1,16 +1,31 @@
 //! Reporters: one [`Exporter`] trait, one file per format. Exporters return bytes; callers write them.
+//!
+//! Machine formats (`metrics.csv`, `per_problem.csv`, `metrics.json`) keep raw fractions in [0, 1];
+//! the human formats (terminal table, Markdown, HTML) show percentages rounded to one decimal with
+//! their 95% bootstrap intervals. CSV and JSON rows are both [`MetricRow`]s.
 
 mod csv;
+mod html;
 mod json;
+mod markdown;
+mod markup;
+mod per_problem;
 mod table;
 
 pub use self::csv::MetricsCsv;
+pub use self::html::HtmlReport;
 pub use self::json::MetricsJson;
+pub use self::markdown::MarkdownReport;
+pub use self::per_problem::PerProblemCsv;
 pub use self::table::SummaryTable;
 
-use crate::metrics::{to_f64, MetricValue};
+use crate::checkpoint::write_atomic;
+use crate::cli::BadInput;
 use crate::score::{ModelScore, RunResults};
-use serde::Serialize;
+use crate::stats::Estimate;
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 /// Turns run results into the bytes of one output format.
 pub trait Exporter {
@@ -19,50 +34,146 @@ pub trait Exporter {
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>>;
 }
 
-/// One tidy row: model × dataset × subset × metric × k × τ. Raw values, never rounded.
-#[derive(Debug, Clone, Serialize)]
+/// The formats `gpassk report --format` offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Terminal table: per k, a row per model, percentages with 95% CIs.
+    Table,
+    /// metrics.csv: one tidy row per model × dataset × subset × metric × k × τ.
+    Csv,
+    /// per_problem.csv: one row per model × problem.
+    PerProblem,
+    /// metrics.json: the tidy rows, exact fractions, per-model counts and the manifest.
+    Json,
+    /// report.md: a Markdown write-up.
+    Md,
+    /// report.html: one self-contained page with inline SVG plots.
+    Html,
+}
+
+impl Format {
+    pub const ALL: [Format; 6] = [
+        Format::Table,
+        Format::Csv,
+        Format::PerProblem,
+        Format::Json,
+        Format::Md,
+        Format::Html,
+    ];
+
+    pub fn exporter(self) -> &'static dyn Exporter {
+        match self {
+            Format::Table => &SummaryTable,
+            Format::Csv => &MetricsCsv,
+            Format::PerProblem => &PerProblemCsv,
+            Format::Json => &MetricsJson,
+            Format::Md => &MarkdownReport,
+            Format::Html => &HtmlReport,
+        }
+    }
+}
+
+/// Writes every format into the run directory (atomically, file by file); returns the paths.
+pub fn write_all(run_dir: &Path, results: &RunResults) -> anyhow::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for format in Format::ALL {
+        let exporter = format.exporter();
+        let bytes = exporter.export(results)?;
+        let path = run_dir.join(exporter.file_name());
+        write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// One tidy row: model × dataset × subset × metric × k × τ. Raw values in [0, 1], never rounded.
+///
+/// The column order is the CSV header: `model,model_id,dataset,subset,metric,k,tau,value,ci_low,
+/// ci_high,problems,n,coverage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricRow {
     pub model: String,
     pub model_id: String,
     pub dataset: String,
     /// `all` for the whole dataset.
     pub subset: String,
-    pub metric: &'static str,
+    /// `greedy_acc`, `pass@k`, `g_pass@k`, `mg_pass@k` or `maj@n`.
+    pub metric: String,
     pub k: Option<u64>,
     pub tau: Option<String>,
-    /// A fraction in [0, 1]; empty when no problem could be scored.
+    /// Empty when no problem could be scored.
     pub value: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// Problems that entered the mean.
     pub problems: usize,
+    /// The run's samples per problem for this model.
     pub n: u32,
+    /// Usable units over planned units (see [`Estimate::coverage`]).
+    pub coverage: f64,
 }
 
+/// The CSV header, also written when a run has no rows.
+pub const METRIC_COLUMNS: [&str; 13] = [
+    "model", "model_id", "dataset", "subset", "metric", "k", "tau", "value", "ci_low", "ci_high",
+    "problems", "n", "coverage",
+];
+
 impl MetricRow {
-    pub fn new(results: &RunResults, m: &ModelScore, v: &MetricValue) -> MetricRow {
+    pub fn new(results: &RunResults, m: &ModelScore, e: &Estimate) -> MetricRow {
         MetricRow {
             model: m.name.clone(),
             model_id: m.model_id.clone(),
             dataset: results.dataset.clone(),
-            subset: v.subset.clone().unwrap_or_else(|| "all".into()),
-            metric: v.metric.family(),
-            k: v.metric.k(),
-            tau: v.metric.tau().map(|t| t.text().to_string()),
-            value: v.value.as_ref().map(to_f64),
-            problems: v.problems,
+            subset: e.subset.clone().unwrap_or_else(|| "all".into()),
+            metric: e.metric.family().to_string(),
+            k: e.metric.k(),
+            tau: e.metric.tau().map(|t| t.text().to_string()),
+            value: e.value,
+            ci_low: e.ci.map(|c| c.0),
+            ci_high: e.ci.map(|c| c.1),
+            problems: e.problems,
             n: m.n,
+            coverage: e.coverage,
         }
     }
 }
 
-/// Every row of a run, model by model, in the aggregate's order.
-pub fn rows(results: &RunResults) -> Vec<(MetricRow, &MetricValue)> {
+/// Every row of a run, model by model, in the estimates' order (overall, then subsets).
+pub fn rows(results: &RunResults) -> Vec<(MetricRow, &Estimate)> {
     results
         .models
         .iter()
         .flat_map(|m| {
-            m.aggregate
-                .values
+            m.estimates
                 .iter()
-                .map(move |v| (MetricRow::new(results, m, v), v))
+                .map(move |e| (MetricRow::new(results, m, e), e))
         })
         .collect()
+}
+
+/// `gpassk report <run dir> [--format F] [--out FILE]`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The run directory (holding manifest.json and checkpoints/).
+    pub run_dir: PathBuf,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write to this file instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
+    let results = crate::score::load_run(&args.run_dir)?;
+    let bytes = args.format.exporter().export(&results)?;
+    match &args.out {
+        Some(path) => write_atomic(path, &bytes)
+            .map_err(|e| BadInput(format!("--out {}: cannot write: {e}", path.display())))?,
+        None => {
+            use std::io::Write;
+            std::io::stdout().write_all(&bytes)?;
+        }
+    }
+    Ok(0)
 }

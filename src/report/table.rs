@@ -1,7 +1,8 @@
-//! The terminal summary: a row per model, the configured metrics as rounded percentages.
+//! The terminal summary (comfy-table): per k, a row per model with every headline metric as a
+//! percentage with its 95% interval, coverage and no-answer counts.
 
+use super::markup::summaries;
 use super::Exporter;
-use crate::metrics::to_f64;
 use crate::score::RunResults;
 
 pub struct SummaryTable;
@@ -12,36 +13,16 @@ impl Exporter for SummaryTable {
     }
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
-        let mut t = comfy_table::Table::new();
-        t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-        let mut header = vec!["model".to_string()];
-        header.extend(results.shown.iter().map(|m| m.to_string()));
-        header.extend(["problems", "n", "short", "no answer", "missing"].map(String::from));
-        t.set_header(header);
-        for m in &results.models {
-            let mut row = vec![m.name.clone()];
-            for metric in &results.shown {
-                let cell = match m.aggregate.get(metric, None).and_then(|v| v.value.as_ref()) {
-                    Some(v) => format!("{:.1}", 100.0 * to_f64(v)),
-                    None => "-".into(),
-                };
-                row.push(cell);
+        let mut out = String::new();
+        for grid in summaries(results) {
+            let mut t = comfy_table::Table::new();
+            t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+            t.set_header(grid.header);
+            for row in grid.rows {
+                t.add_row(row);
             }
-            let short = m.problems.iter().filter(|p| p.n < m.n as u64).count();
-            row.extend([
-                m.problems.len().to_string(),
-                m.n.to_string(),
-                short.to_string(),
-                m.no_answer.to_string(),
-                m.missing.to_string(),
-            ]);
-            t.add_row(row);
+            out.push_str(&format!("{}\n{t}\n", grid.title));
         }
-        Ok(format!(
-            "{} ({} problems), values in %\n{t}\n",
-            results.dataset,
-            results.models.first().map_or(0, |m| m.problems.len())
-        )
-        .into_bytes())
+        Ok(out.into_bytes())
     }
 }

@@ -11,7 +11,9 @@ mod retry;
 pub use plan::{derive_seed, missing_work, DoneSet, Prepared, WorkItem};
 pub use retry::RetryPolicy;
 
-use crate::checkpoint::{read_records, CheckpointWriter, Record, SampleIndex, UnitOutcome};
+use crate::checkpoint::{
+    read_lines, CheckpointWriter, Record, RecordHead, SampleIndex, UnitOutcome,
+};
 use crate::cli::{BadInput, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
 use crate::config::{ModelSettings, Settings};
@@ -313,7 +315,7 @@ async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelE
 /// The finished units of a checkpoint, keyed by problem position; also fixes a torn tail.
 pub fn load_done(path: &Path, index: &HashMap<&str, usize>) -> Result<DoneSet> {
     let mut done = DoneSet::new();
-    read_records(path, |r| {
+    read_lines(path, |r: RecordHead| {
         if r.usable() {
             if let Some(&p) = index.get(r.problem_id.as_str()) {
                 done.insert((p as u32, r.sample_index.key()));
@@ -432,7 +434,7 @@ pub fn count_checkpoint(
 ) -> Result<CheckpointCounts> {
     let mut best: HashMap<(u32, i64), UnitOutcome> = HashMap::new();
     let mut c = CheckpointCounts::default();
-    read_records(path, |r| {
+    read_lines(path, |r: RecordHead| {
         let Some(&p) = index.get(r.problem_id.as_str()) else {
             return Ok(());
         };

@@ -76,7 +76,7 @@ impl Reporter {
 
 fn describe(name: &str, s: [u64; 6], elapsed: f64) -> String {
     let [total, done, retries, errors, tokens, requests] = s;
-    let rate = requests as f64 / elapsed.max(1e-9);
+    let rate = rate(requests, elapsed);
     let eta = if done > 0 && done < total {
         let secs = elapsed / done as f64 * (total - done) as f64;
         format!(
@@ -134,7 +134,7 @@ async fn bars(models: Vec<(String, Arc<Counters>)>, stop: Arc<tokio::sync::Notif
             let [total, done, retries, errors, tokens, requests] = c.snapshot();
             bar.set_length(total);
             bar.set_position(done);
-            let rate = requests as f64 / start.elapsed().as_secs_f64().max(1e-9);
+            let rate = rate(requests, start.elapsed().as_secs_f64());
             bar.set_message(format!(
                 "{rate:.1} req/s, {retries} retries, {errors} errors, {tokens} tok, ETA {}",
                 eta(bar)
@@ -147,6 +147,15 @@ async fn bars(models: Vec<(String, Arc<Counters>)>, stop: Arc<tokio::sync::Notif
     }
     for b in bars {
         b.finish();
+    }
+}
+
+/// Requests per second, once a second has passed (earlier figures are noise).
+fn rate(requests: u64, elapsed: f64) -> f64 {
+    if elapsed < 1.0 {
+        0.0
+    } else {
+        requests as f64 / elapsed
     }
 }
 

@@ -1,0 +1,239 @@
+//! `gpassk merge <run dir>... --out DIR`: join the checkpoints of runs of the same evaluation (the
+//! shards of `gpassk run --shard I/N`, typically) into one run directory with its own manifest.
+//!
+//! Inputs must agree on the config hash, the dataset sha256 and limit, and the prompt hash; a unit
+//! (model, problem, sample index) may come from one input only. Records are copied verbatim.
+
+use crate::checkpoint::{read_records, CheckpointWriter, SampleIndex};
+use crate::cli::BadInput;
+use crate::manifest::{now_rfc3339, Manifest};
+use crate::score::checkpoint_path;
+use anyhow::{Context, Result};
+use clap::Args;
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The run directories to join (at least two).
+    #[arg(required = true, num_args = 2..)]
+    pub runs: Vec<PathBuf>,
+    /// The new run directory (must not hold a run yet).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Checks that the inputs describe the same evaluation.
+fn check_compatible(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
+    let (first_dir, first) = &runs[0];
+    for (dir, m) in &runs[1..] {
+        let mismatch = |field: &str, a: &str, b: &str| {
+            BadInput(format!(
+                "refusing to merge: {} has {field} {a} but {} has {b}",
+                first_dir.join("manifest.json").display(),
+                dir.join("manifest.json").display()
+            ))
+        };
+        if m.config_hash != first.config_hash {
+            return Err(mismatch("config_hash", &first.config_hash, &m.config_hash));
+        }
+        if m.dataset.sha256 != first.dataset.sha256 {
+            return Err(mismatch(
+                "dataset.sha256",
+                &first.dataset.sha256,
+                &m.dataset.sha256,
+            ));
+        }
+        if m.dataset.limit != first.dataset.limit {
+            return Err(mismatch(
+                "dataset.limit",
+                &format!("{:?}", first.dataset.limit),
+                &format!("{:?}", m.dataset.limit),
+            ));
+        }
+        if m.prompt_hash != first.prompt_hash {
+            return Err(mismatch("prompt_hash", &first.prompt_hash, &m.prompt_hash));
+        }
+    }
+    Ok(())
+}
+
+/// Fails on a unit present in two inputs; returns the models in name order.
+fn check_units(runs: &[(PathBuf, Manifest)]) -> Result<Vec<String>> {
+    let models: BTreeSet<String> = runs
+        .iter()
+        .flat_map(|(_, m)| m.models.keys().cloned())
+        .collect();
+    for model in &models {
+        let mut owner: HashMap<(String, i64), usize> = HashMap::new();
+        for (i, (dir, _)) in runs.iter().enumerate() {
+            let path = checkpoint_path(dir, model);
+            let mut duplicate: Option<(String, SampleIndex, usize)> = None;
+            read_records(&path, |r| {
+                if duplicate.is_some() {
+                    return Ok(());
+                }
+                let key = (r.problem_id, r.sample_index.key());
+                match owner.get(&key) {
+                    Some(&j) if j != i => duplicate = Some((key.0, r.sample_index, j)),
+                    Some(_) => {}
+                    None => {
+                        owner.insert(key, i);
+                    }
+                }
+                Ok(())
+            })?;
+            if let Some((problem, sample, j)) = duplicate {
+                return Err(BadInput(format!(
+                    "refusing to merge overlapping runs: unit (model {model}, problem {problem}, \
+                     sample {sample}) is in both {} and {}",
+                    checkpoint_path(&runs[j].0, model).display(),
+                    path.display()
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(models.into_iter().collect())
+}
+
+/// The merged manifest: the first input's, with counts summed and shards dropped.
+fn merged_manifest(runs: &[(PathBuf, Manifest)], run_id: &str) -> Manifest {
+    let mut m = runs[0].1.clone();
+    m.run_id = run_id.to_string();
+    m.shard = None;
+    m.merged_from = runs
+        .iter()
+        .map(|(d, x)| format!("{} ({})", x.run_id, d.display()))
+        .collect();
+    m.created_at = runs
+        .iter()
+        .map(|(_, x)| x.created_at.clone())
+        .min()
+        .unwrap_or_default();
+    m.updated_at = now_rfc3339();
+    m.finished_at = if runs.iter().all(|(_, x)| x.finished_at.is_some()) {
+        runs.iter().filter_map(|(_, x)| x.finished_at.clone()).max()
+    } else {
+        None
+    };
+    m.dataset.problems = runs.iter().map(|(_, x)| x.dataset.problems).sum();
+    m.models.clear();
+    for (_, x) in runs {
+        for (name, mm) in &x.models {
+            match m.models.get_mut(name) {
+                None => {
+                    m.models.insert(name.clone(), mm.clone());
+                }
+                Some(e) => {
+                    e.units_planned += mm.units_planned;
+                    e.ok += mm.ok;
+                    e.truncated += mm.truncated;
+                    e.api_error += mm.api_error;
+                    for (s, c) in &mm.served_models {
+                        *e.served_models.entry(s.clone()).or_default() += c;
+                    }
+                    for f in &mm.system_fingerprints {
+                        if !e.system_fingerprints.contains(f) {
+                            e.system_fingerprints.push(f.clone());
+                        }
+                    }
+                    if e.status == "complete" && mm.status != "complete" {
+                        e.status = mm.status.clone();
+                    }
+                    if e.error.is_none() {
+                        e.error = mm.error.clone();
+                    }
+                }
+            }
+        }
+    }
+    let shard_counts: BTreeSet<Option<u32>> =
+        runs.iter().map(|(_, x)| x.shard.map(|s| s.count)).collect();
+    let covered: BTreeSet<u32> = runs
+        .iter()
+        .filter_map(|(_, x)| x.shard.map(|s| s.index))
+        .collect();
+    let all_shards = match shard_counts.iter().next() {
+        Some(Some(n)) if shard_counts.len() == 1 => covered.len() as u32 == *n,
+        _ => true,
+    };
+    m.status = if all_shards && runs.iter().all(|(_, x)| x.status == "complete") {
+        "complete".into()
+    } else {
+        "incomplete".into()
+    };
+    m
+}
+
+/// Merges `runs` into `out`; returns the merged manifest.
+pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
+    if runs.len() < 2 {
+        return Err(BadInput("merge needs at least two run directories".into()).into());
+    }
+    if out.join("manifest.json").exists() {
+        return Err(BadInput(format!(
+            "--out {}: already holds a run (manifest.json); choose a new directory",
+            out.display()
+        ))
+        .into());
+    }
+    let mut loaded = Vec::new();
+    for dir in runs {
+        loaded.push((dir.clone(), Manifest::read(dir)?));
+    }
+    check_compatible(&loaded)?;
+    let models = check_units(&loaded)?;
+    for model in &models {
+        let target = checkpoint_path(out, model);
+        if target.exists() {
+            return Err(BadInput(format!(
+                "--out {}: {} exists already",
+                out.display(),
+                target.display()
+            ))
+            .into());
+        }
+        let writer = CheckpointWriter::open(&target)?;
+        for (dir, _) in &loaded {
+            read_records(&checkpoint_path(dir, model), |r| writer.append(&r))?;
+        }
+        writer.sync()?;
+    }
+    let run_id = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "merged".into());
+    let manifest = merged_manifest(&loaded, &run_id);
+    manifest
+        .write(out)
+        .with_context(|| format!("cannot write the manifest in {}", out.display()))?;
+    Ok(manifest)
+}
+
+pub fn run(args: MergeArgs) -> Result<u8> {
+    let m = merge(&args.runs, &args.out)?;
+    let shards: Vec<String> = args
+        .runs
+        .iter()
+        .filter_map(|d| Manifest::read(d).ok()?.shard.map(|s| s.to_string()))
+        .collect();
+    if m.status != "complete" {
+        eprintln!(
+            "note: merged run is incomplete (shards present: {}; or an input run was not complete)",
+            if shards.is_empty() {
+                "none".to_string()
+            } else {
+                shards.join(", ")
+            }
+        );
+    }
+    println!(
+        "merged {} runs into {} ({} models); score it with: gpassk score {}",
+        args.runs.len(),
+        args.out.display(),
+        m.models.len(),
+        args.out.display()
+    );
+    Ok(0)
+}

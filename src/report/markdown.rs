@@ -1,0 +1,138 @@
+//! `report.md`: a Markdown write-up of a run: summary per k, per-subset table, counts, notes and
+//! the run's provenance.
+
+use super::markup::{notes, subset_grid, summaries, Grid};
+use super::Exporter;
+use crate::score::RunResults;
+
+pub struct MarkdownReport;
+
+/// A Markdown table; pipes inside cells are escaped.
+fn table(grid: &Grid) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = format!(
+        "| {} |\n|{}|\n",
+        grid.header
+            .iter()
+            .map(|h| esc(h))
+            .collect::<Vec<_>>()
+            .join(" | "),
+        grid.header
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i == 0 { " --- " } else { " ---: " })
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for row in &grid.rows {
+        out.push_str(&format!(
+            "| {} |\n",
+            row.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    out
+}
+
+impl Exporter for MarkdownReport {
+    fn file_name(&self) -> &'static str {
+        "report.md"
+    }
+
+    fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
+        let mut md = format!("# G-Pass@k report: {}\n\n", results.dataset);
+        md.push_str(&format!(
+            "Run `{}` · dataset `{}` (sha256 `{}`)\n\n",
+            results.run_id,
+            results.dataset,
+            results.dataset_sha256.chars().take(12).collect::<String>()
+        ));
+        for grid in summaries(results) {
+            md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
+        }
+        if let Some(grid) = subset_grid(results) {
+            md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
+        }
+        let counts = Grid {
+            title: "Samples".into(),
+            header: [
+                "model",
+                "model_id",
+                "served as",
+                "n",
+                "correct",
+                "wrong",
+                "no answer",
+                "truncated",
+                "missing",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: results
+                .models
+                .iter()
+                .map(|m| {
+                    vec![
+                        m.name.clone(),
+                        m.model_id.clone(),
+                        m.served_models
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        m.n.to_string(),
+                        m.correct.to_string(),
+                        m.wrong.to_string(),
+                        m.no_answer.to_string(),
+                        m.truncated.to_string(),
+                        m.missing.to_string(),
+                    ]
+                })
+                .collect(),
+        };
+        md.push_str(&format!("## Samples\n\n{}\n", table(&counts)));
+        md.push_str("## Notes\n\n");
+        for n in notes(results) {
+            md.push_str(&format!("- {n}\n"));
+        }
+        if let Some(m) = &results.manifest {
+            md.push_str("\n## Run\n\n");
+            let mut lines = vec![
+                format!("- harness: {}", m.harness),
+                format!(
+                    "- git commit: {}",
+                    m.git_commit.as_deref().unwrap_or("unknown")
+                ),
+                format!("- status: {}", m.status),
+                format!("- created: {}", m.created_at),
+                format!(
+                    "- finished: {}",
+                    m.finished_at.as_deref().unwrap_or("not finished")
+                ),
+                format!("- config: `{}` (hash `{}`)", m.config_path, m.config_hash),
+                format!("- prompt hash: `{}`", m.prompt_hash),
+            ];
+            if let Some(s) = m.shard {
+                lines.push(format!("- shard: {s}"));
+            }
+            if !m.merged_from.is_empty() {
+                lines.push(format!("- merged from: {}", m.merged_from.join(", ")));
+            }
+            for (name, mm) in &m.models {
+                let s = &mm.sampling;
+                lines.push(format!(
+                    "- {name}: `{}`, n = {}, temperature {}, top-p {}, max tokens {}, status {}",
+                    mm.model_id,
+                    s.n,
+                    s.temperature,
+                    s.top_p,
+                    s.max_tokens
+                        .map_or_else(|| "unset".to_string(), |t| t.to_string()),
+                    mm.status
+                ));
+            }
+            md.push_str(&lines.join("\n"));
+            md.push('\n');
+        }
+        Ok(md.into_bytes())
+    }
+}

@@ -1,0 +1,190 @@
+//! What the human formats share: the summary grid (a row per model) and the per-subset grid, as
+//! text cells; the table, Markdown and HTML exporters only lay them out.
+
+use crate::metrics::MetricKind;
+use crate::score::{ModelScore, RunResults};
+use crate::stats::Estimate;
+
+/// A titled grid of text cells.
+pub(super) struct Grid {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// A percentage with one decimal: `45.2`; `-` when there is no value.
+pub(super) fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{:.1}", 100.0 * v))
+}
+
+/// `45.2 [38.1, 52.0]`: a percentage with its interval.
+pub(super) fn pct_ci(e: Option<&Estimate>) -> String {
+    match e {
+        Some(Estimate {
+            value: Some(v),
+            ci: Some((lo, hi)),
+            ..
+        }) => format!("{:.1} [{:.1}, {:.1}]", 100.0 * v, 100.0 * lo, 100.0 * hi),
+        Some(e) => pct(e.value),
+        None => "-".into(),
+    }
+}
+
+/// The headline metrics for one k, in report order, with their column labels.
+pub(super) fn columns(results: &RunResults, k: u64) -> Vec<(MetricKind, String)> {
+    let mut cols = vec![(MetricKind::Greedy, "Greedy".to_string())];
+    cols.push((MetricKind::PassAtK { k }, format!("Pass@{k}")));
+    for t in &results.taus {
+        cols.push((
+            MetricKind::GPassAtK { k, tau: t.clone() },
+            format!("G-Pass@{k}_{}", t.text()),
+        ));
+    }
+    cols.push((MetricKind::MGPassAtK { k }, format!("mG-Pass@{k}")));
+    cols.push((MetricKind::Majority, "maj@n".to_string()));
+    cols
+}
+
+/// Sample coverage of a model over the whole dataset, as a percentage.
+pub(super) fn coverage(m: &ModelScore) -> String {
+    m.estimate(&MetricKind::Majority, None)
+        .map_or_else(|| "-".into(), |e| format!("{:.1}%", 100.0 * e.coverage))
+}
+
+/// One grid per k: a row per model with every headline metric, coverage and no-answer counts.
+pub(super) fn summaries(results: &RunResults) -> Vec<Grid> {
+    let problems = results.models.first().map_or(0, |m| m.problems.len());
+    // The config's `metrics` list picks the headline k values; machine formats keep every k.
+    let headline: Vec<u64> = results.shown.iter().filter_map(|m| m.k()).collect();
+    results
+        .ks
+        .iter()
+        .filter(|k| headline.is_empty() || headline.contains(k))
+        .map(|&k| {
+            let cols = columns(results, k);
+            let mut header = vec!["model".to_string()];
+            header.extend(cols.iter().map(|c| c.1.clone()));
+            header.extend(["n", "coverage", "no answer", "missing"].map(String::from));
+            let rows = results
+                .models
+                .iter()
+                .map(|m| {
+                    let mut row = vec![m.name.clone()];
+                    row.extend(
+                        cols.iter()
+                            .map(|(metric, _)| pct_ci(m.estimate(metric, None))),
+                    );
+                    row.extend([
+                        m.n.to_string(),
+                        coverage(m),
+                        m.no_answer.to_string(),
+                        m.missing.to_string(),
+                    ]);
+                    row
+                })
+                .collect();
+            Grid {
+                title: format!(
+                    "{} ({problems} problems), k = {k}: % with 95% bootstrap CI over problems",
+                    results.dataset
+                ),
+                header,
+                rows,
+            }
+        })
+        .collect()
+}
+
+/// Subsets present in a run, in name order.
+pub(super) fn subsets(results: &RunResults) -> Vec<String> {
+    let mut names: Vec<String> = results
+        .models
+        .iter()
+        .flat_map(|m| m.estimates.iter().filter_map(|e| e.subset.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Per subset and model, the headline metrics of the largest k (point estimates only).
+pub(super) fn subset_grid(results: &RunResults) -> Option<Grid> {
+    let k = *results.ks.iter().max()?;
+    let names = subsets(results);
+    if names.is_empty() {
+        return None;
+    }
+    let cols = columns(results, k);
+    let mut header = vec![
+        "subset".to_string(),
+        "model".to_string(),
+        "problems".to_string(),
+    ];
+    header.extend(cols.iter().map(|c| c.1.clone()));
+    let mut rows = Vec::new();
+    for s in &names {
+        for m in &results.models {
+            let count = m
+                .problems
+                .iter()
+                .filter(|p| p.subset.as_deref() == Some(s))
+                .count();
+            let mut row = vec![s.clone(), m.name.clone(), count.to_string()];
+            row.extend(
+                cols.iter()
+                    .map(|(metric, _)| pct(m.estimate(metric, Some(s)).and_then(|e| e.value))),
+            );
+            rows.push(row);
+        }
+    }
+    Some(Grid {
+        title: format!("Per subset, k = {k} (%)"),
+        header,
+        rows,
+    })
+}
+
+/// Notes every human report carries.
+pub(super) fn notes(results: &RunResults) -> Vec<String> {
+    let mut notes = vec![
+        format!(
+            "Intervals: 95% percentile bootstrap over problems ({} resamples, fixed seed), so they \
+             are reproducible; point estimates are exact means over problems.",
+            crate::stats::RESAMPLES
+        ),
+        "Problems with fewer usable samples than n are scored with their own n (coverage shows \
+         how many planned samples were usable); problems with n < k are left out of that k."
+            .to_string(),
+        "maj@n: majority vote over a problem's samples by equivalence class of the extracted \
+         answers; ties score the fraction of tied classes that are correct."
+            .to_string(),
+    ];
+    if let Some(m) = &results.manifest {
+        notes.push(match crate::audit::grading(m) {
+            (mode, _) if mode == "rule" => "Grading: gpassk's rule-based grader.".to_string(),
+            (mode, judge) => format!(
+                "Grading: `{mode}` with the LLM judge {}.",
+                judge.as_deref().unwrap_or("(unnamed)")
+            ),
+        });
+    }
+    if results.ks.iter().any(|k| k % 2 == 1 && *k > 1) {
+        notes.push(
+            "mG-Pass@k follows the paper's definition (2/k)·Σ over integer thresholds; for odd k \
+             it is not the integral of G-Pass@k over τ ∈ [0.5, 1]."
+                .to_string(),
+        );
+    }
+    for m in &results.models {
+        if let Some(&k) = results.ks.iter().max() {
+            if 2 * k > m.n as u64 {
+                notes.push(format!(
+                    "{}: k = {k} > n/2 = {}/2 makes G-Pass@k coarse; the paper uses n = 48 for \
+                     k = 16 (n ≥ 3k).",
+                    m.name, m.n
+                ));
+            }
+        }
+    }
+    notes
+}

@@ -1,0 +1,61 @@
+//! `per_problem.csv`: one row per model × problem with n, c, the greedy verdict and every
+//! per-problem metric (columns named like the config's metrics: `pass@4`, `g_pass@4_t0.5`, …).
+
+use super::Exporter;
+use crate::metrics::{to_f64, MetricKind};
+use crate::score::RunResults;
+
+pub struct PerProblemCsv;
+
+impl Exporter for PerProblemCsv {
+    fn file_name(&self) -> &'static str {
+        "per_problem.csv"
+    }
+
+    fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
+        let metrics = crate::stats::metric_list(&results.ks, &results.taus);
+        let mut w = ::csv::Writer::from_writer(Vec::new());
+        let mut header: Vec<String> = [
+            "model",
+            "problem_id",
+            "subset",
+            "n",
+            "c",
+            "greedy_correct",
+            "votes",
+        ]
+        .map(String::from)
+        .to_vec();
+        header.extend(
+            metrics
+                .iter()
+                .filter(|m| **m != MetricKind::Greedy)
+                .map(|m| m.to_string()),
+        );
+        w.write_record(&header)?;
+        for m in &results.models {
+            for (i, p) in m.problems.iter().enumerate() {
+                let mut rec = vec![
+                    m.name.clone(),
+                    p.id.clone(),
+                    p.subset.clone().unwrap_or_default(),
+                    p.n.to_string(),
+                    p.c.to_string(),
+                    p.greedy.map(|g| g.to_string()).unwrap_or_default(),
+                    m.votes.get(i).map_or(0, |v| v.voters).to_string(),
+                ];
+                for metric in metrics.iter().filter(|m| **m != MetricKind::Greedy) {
+                    let cell = m
+                        .values
+                        .column(metric)
+                        .and_then(|c| m.values.rows[i][c].as_ref())
+                        .map(|v| to_f64(v).to_string())
+                        .unwrap_or_default();
+                    rec.push(cell);
+                }
+                w.write_record(&rec)?;
+            }
+        }
+        w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}

@@ -1,0 +1,452 @@
+//! Statistics over problems: per-problem metric values, majority voting, bootstrap confidence
+//! intervals and paired differences.
+//!
+//! Intervals are percentile bootstraps that resample *problems* (never samples) with a fixed seed,
+//! so the same run always gives the same interval. Each resample draws as many problems as the
+//! group has; a metric's resampled mean is taken over the drawn problems that metric scores (a
+//! problem with n < k does not enter pass@k, one without a greedy answer does not enter greedy
+//! accuracy). Floating point appears here only to summarise resamples; point estimates stay exact.
+
+use crate::metrics::{
+    to_f64, Aggregate, MetricKind, MetricTable, MetricsError, ProblemCounts, Tau,
+};
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::Zero;
+use std::collections::{BTreeMap, HashMap};
+
+/// Bootstrap resamples per interval.
+pub const RESAMPLES: usize = 2000;
+/// The fixed seed of every bootstrap ("gpassk" in ASCII, then a version byte).
+pub const SEED: u64 = 0x6770_6173_736b_0001;
+/// Confidence level of every interval.
+pub const LEVEL: f64 = 0.95;
+
+/// SplitMix64: small and fixed here, so intervals never move with a dependency upgrade.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (multiply-shift; the bias is below 2⁻³² for any realistic n).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+/// The majority vote of one problem's samples, by equivalence class of the extracted answers.
+///
+/// Samples without an extracted answer do not vote. A class counts as correct when more than half
+/// of its members were graded correct. When several classes tie for the most votes, the problem
+/// scores the fraction of tied classes that are correct (the expected accuracy of a fair tie-break),
+/// so the value never depends on the order samples were stored in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Vote {
+    /// Samples with an extracted answer.
+    pub voters: u32,
+    /// Classes tied for the most votes.
+    pub winners: u32,
+    /// Of those, the classes that are correct.
+    pub winners_correct: u32,
+}
+
+impl Vote {
+    /// Tallies classes given as (members, members graded correct).
+    pub fn from_classes(classes: &[(u32, u32)]) -> Vote {
+        let top = classes.iter().map(|c| c.0).max().unwrap_or(0);
+        if top == 0 {
+            return Vote::default();
+        }
+        let winners: Vec<&(u32, u32)> = classes.iter().filter(|c| c.0 == top).collect();
+        Vote {
+            voters: classes.iter().map(|c| c.0).sum(),
+            winners: winners.len() as u32,
+            winners_correct: winners.iter().filter(|c| 2 * c.1 > c.0).count() as u32,
+        }
+    }
+
+    /// The problem's exact majority-vote score: 0 when nothing was answered.
+    pub fn value(&self) -> BigRational {
+        if self.winners == 0 {
+            return BigRational::zero();
+        }
+        BigRational::new(
+            BigInt::from(self.winners_correct),
+            BigInt::from(self.winners),
+        )
+    }
+}
+
+/// Every reported metric of every problem, exact; `None` where a problem is not scored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProblemValues {
+    /// Column order: greedy, then per k pass@k, G-Pass@k per τ, mG-Pass@k; then maj@n.
+    pub metrics: Vec<MetricKind>,
+    /// One row per problem (in the problems' order), one entry per metric.
+    pub rows: Vec<Vec<Option<BigRational>>>,
+}
+
+impl ProblemValues {
+    /// The column of one metric.
+    pub fn column(&self, metric: &MetricKind) -> Option<usize> {
+        self.metrics.iter().position(|m| m == metric)
+    }
+
+    /// The rows as floating point, for resampling.
+    pub fn to_f64(&self) -> Vec<Vec<Option<f64>>> {
+        self.rows
+            .iter()
+            .map(|r| r.iter().map(|v| v.as_ref().map(to_f64)).collect())
+            .collect()
+    }
+}
+
+/// The metric columns for a run's k and τ lists.
+pub fn metric_list(ks: &[u64], taus: &[Tau]) -> Vec<MetricKind> {
+    let mut metrics = vec![MetricKind::Greedy];
+    for &k in ks {
+        metrics.push(MetricKind::PassAtK { k });
+        for t in taus {
+            metrics.push(MetricKind::GPassAtK { k, tau: t.clone() });
+        }
+        metrics.push(MetricKind::MGPassAtK { k });
+    }
+    metrics.push(MetricKind::Majority);
+    metrics
+}
+
+/// Computes every metric of every problem; `votes` aligns with `problems`.
+pub fn problem_values(
+    problems: &[ProblemCounts],
+    votes: &[Vote],
+    ks: &[u64],
+    taus: &[Tau],
+) -> Result<ProblemValues, MetricsError> {
+    let metrics = metric_list(ks, taus);
+    let mut tables: HashMap<(u64, u64), MetricTable> = HashMap::new();
+    let mut rows = Vec::with_capacity(problems.len());
+    let one = || BigRational::from_integer(BigInt::from(1));
+    for (i, p) in problems.iter().enumerate() {
+        let mut row = Vec::with_capacity(metrics.len());
+        row.push(
+            p.greedy
+                .map(|ok| if ok { one() } else { BigRational::zero() }),
+        );
+        for &k in ks {
+            if p.n < k || k == 0 {
+                row.extend(std::iter::repeat_n(None, taus.len() + 2));
+                continue;
+            }
+            let table = match tables.entry((p.n, k)) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(MetricTable::new(p.n, k, taus)?)
+                }
+            };
+            let v = table.per_problem(p.c)?;
+            row.push(Some(v.pass_at_k));
+            row.extend(v.g_pass_at_k.into_iter().map(Some));
+            row.push(Some(v.mg_pass_at_k));
+        }
+        let vote = votes.get(i).copied().unwrap_or_default();
+        row.push((p.n > 0).then(|| vote.value()));
+        rows.push(row);
+    }
+    Ok(ProblemValues { metrics, rows })
+}
+
+/// One metric over one group of problems, with its interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    pub metric: MetricKind,
+    /// None for the whole dataset.
+    pub subset: Option<String>,
+    /// The exact mean over scored problems; None when none was scored.
+    pub exact: Option<BigRational>,
+    pub value: Option<f64>,
+    /// The 95% bootstrap interval, widened by at most rounding error to contain `value`.
+    pub ci: Option<(f64, f64)>,
+    /// Problems that entered the mean.
+    pub problems: usize,
+    /// Problems of the group left out (n < k, no greedy answer, no usable sample).
+    pub excluded: usize,
+    /// Problems scored with fewer samples than the run's n.
+    pub short: usize,
+    /// Usable units over planned units for the group: greedy answers for greedy accuracy, samples
+    /// (capped at the run's n per problem) for every other metric.
+    pub coverage: f64,
+}
+
+/// Point estimates and intervals of every metric, overall first, then subsets in name order.
+///
+/// Exact values of the pass/G-Pass/mG-Pass/greedy metrics come from `aggregate`; maj@n is averaged
+/// here from the per-problem values.
+pub fn estimates(
+    problems: &[ProblemCounts],
+    values: &ProblemValues,
+    aggregate: &Aggregate,
+    run_n: u64,
+) -> Vec<Estimate> {
+    let floats = values.to_f64();
+    let mut groups: Vec<(Option<String>, Vec<usize>)> = vec![(None, (0..problems.len()).collect())];
+    let mut subsets: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, p) in problems.iter().enumerate() {
+        if let Some(s) = &p.subset {
+            subsets.entry(s).or_default().push(i);
+        }
+    }
+    groups.extend(subsets.into_iter().map(|(s, v)| (Some(s.to_string()), v)));
+    let mut out = Vec::new();
+    for (subset, members) in groups {
+        let intervals = bootstrap_means(&floats, &members, values.metrics.len(), SEED);
+        let planned = run_n.max(1) as f64 * members.len().max(1) as f64;
+        let sample_coverage = members
+            .iter()
+            .map(|&i| problems[i].n.min(run_n) as f64)
+            .sum::<f64>()
+            / planned;
+        let greedy_coverage = members
+            .iter()
+            .filter(|&&i| problems[i].greedy.is_some())
+            .count() as f64
+            / members.len().max(1) as f64;
+        let short = members.iter().filter(|&&i| problems[i].n < run_n).count();
+        for (col, metric) in values.metrics.iter().enumerate() {
+            let scored: Vec<&BigRational> = members
+                .iter()
+                .filter_map(|&i| values.rows[i][col].as_ref())
+                .collect();
+            let exact = match aggregate.get(metric, subset.as_deref()) {
+                Some(v) => v.value.clone(),
+                None if scored.is_empty() => None,
+                None => {
+                    let sum = scored.iter().fold(BigRational::zero(), |acc, v| acc + *v);
+                    Some(sum / BigRational::from_integer(BigInt::from(scored.len())))
+                }
+            };
+            let value = exact.as_ref().map(to_f64);
+            let ci = match (value, intervals[col]) {
+                (Some(v), Some((lo, hi))) => Some((lo.min(v), hi.max(v))),
+                _ => None,
+            };
+            out.push(Estimate {
+                metric: metric.clone(),
+                subset: subset.clone(),
+                exact,
+                value,
+                ci,
+                problems: scored.len(),
+                excluded: members.len() - scored.len(),
+                short,
+                coverage: if *metric == MetricKind::Greedy {
+                    greedy_coverage
+                } else {
+                    sample_coverage
+                },
+            });
+        }
+    }
+    out
+}
+
+/// Percentile bootstrap of the mean of each column over the `members` rows.
+fn bootstrap_means(
+    rows: &[Vec<Option<f64>>],
+    members: &[usize],
+    columns: usize,
+    seed: u64,
+) -> Vec<Option<(f64, f64)>> {
+    if members.is_empty() {
+        return vec![None; columns];
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut means: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); columns];
+    let mut sums = vec![0f64; columns];
+    let mut counts = vec![0u32; columns];
+    for _ in 0..RESAMPLES {
+        sums.iter_mut().for_each(|s| *s = 0.0);
+        counts.iter_mut().for_each(|c| *c = 0);
+        for _ in 0..members.len() {
+            let row = &rows[members[rng.below(members.len())]];
+            for (c, v) in row.iter().enumerate() {
+                if let Some(v) = v {
+                    sums[c] += v;
+                    counts[c] += 1;
+                }
+            }
+        }
+        for c in 0..columns {
+            if counts[c] > 0 {
+                means[c].push(sums[c] / counts[c] as f64);
+            }
+        }
+    }
+    means
+        .into_iter()
+        .map(|mut m| {
+            if m.is_empty() {
+                return None;
+            }
+            m.sort_by(f64::total_cmp);
+            let tail = (1.0 - LEVEL) / 2.0;
+            Some((quantile(&m, tail), quantile(&m, 1.0 - tail)))
+        })
+        .collect()
+}
+
+/// Linear-interpolated quantile of sorted data.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    let frac = pos - lo as f64;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * frac
+}
+
+/// B − A over paired problems with its bootstrap interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Difference {
+    pub a: f64,
+    pub b: f64,
+    /// Mean of B − A over the pairs.
+    pub delta: f64,
+    pub ci: (f64, f64),
+    pub problems: usize,
+}
+
+impl Difference {
+    /// True when the interval excludes zero.
+    pub fn significant(&self) -> bool {
+        self.ci.0 > 0.0 || self.ci.1 < 0.0
+    }
+}
+
+/// The paired bootstrap of B − A: the same problems are drawn for both runs in every resample.
+pub fn paired_difference(pairs: &[(f64, f64)]) -> Option<Difference> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let len = pairs.len() as f64;
+    let a = pairs.iter().map(|p| p.0).sum::<f64>() / len;
+    let b = pairs.iter().map(|p| p.1).sum::<f64>() / len;
+    let diffs: Vec<Vec<Option<f64>>> = pairs.iter().map(|p| vec![Some(p.1 - p.0)]).collect();
+    let delta = diffs.iter().filter_map(|d| d[0]).sum::<f64>() / len;
+    let members: Vec<usize> = (0..pairs.len()).collect();
+    let (lo, hi) = bootstrap_means(&diffs, &members, 1, SEED)[0]?;
+    // Identical runs give differences of exactly zero: keep the interval exactly [0, 0].
+    let ci = if diffs.iter().all(|d| d[0] == Some(0.0)) {
+        (0.0, 0.0)
+    } else {
+        (lo.min(delta), hi.max(delta))
+    };
+    Some(Difference {
+        a,
+        b,
+        delta,
+        ci,
+        problems: pairs.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::aggregate;
+
+    fn counts(cs: &[(u64, u64, Option<bool>)]) -> Vec<ProblemCounts> {
+        cs.iter()
+            .enumerate()
+            .map(|(i, &(n, c, g))| ProblemCounts {
+                id: format!("p{i}"),
+                subset: Some(if i % 2 == 0 { "even" } else { "odd" }.into()),
+                n,
+                c,
+                greedy: g,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn splitmix_is_fixed() {
+        // First outputs of SplitMix64 seeded with 0 (reference implementation by S. Vigna).
+        let mut r = SplitMix64::new(0);
+        assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
+        let mut r = SplitMix64::new(7);
+        assert!((0..1000).all(|_| r.below(3) < 3));
+    }
+
+    #[test]
+    fn votes_by_class_with_fair_ties() {
+        assert_eq!(Vote::from_classes(&[]).value(), BigRational::zero());
+        let v = Vote::from_classes(&[(3, 3), (2, 0)]);
+        assert_eq!((v.voters, v.winners, v.winners_correct), (5, 1, 1));
+        let tie = Vote::from_classes(&[(2, 2), (2, 0), (1, 0)]);
+        assert_eq!(tie.value(), BigRational::new(1.into(), 2.into()));
+        assert_eq!(Vote::from_classes(&[(4, 0)]).value(), BigRational::zero());
+    }
+
+    #[test]
+    fn bootstrap_is_reproducible_and_contains_the_estimate() {
+        let taus = Tau::default_grid();
+        let probs = counts(&[
+            (8, 8, Some(true)),
+            (8, 3, Some(false)),
+            (8, 0, Some(false)),
+            (8, 5, Some(true)),
+            (6, 2, None),
+            (8, 7, Some(true)),
+            (8, 1, Some(false)),
+        ]);
+        let votes = vec![Vote::from_classes(&[(5, 5)]); probs.len()];
+        let agg = aggregate(&probs, 8, &[1, 4], &taus).unwrap();
+        let values = problem_values(&probs, &votes, &[1, 4], &taus).unwrap();
+        let first = estimates(&probs, &values, &agg, 8);
+        let second = estimates(&probs, &values, &agg, 8);
+        assert_eq!(first, second);
+        assert_eq!(first.len(), 3 * values.metrics.len());
+        for e in &first {
+            let (v, (lo, hi)) = (e.value.unwrap(), e.ci.unwrap());
+            assert!(lo <= v && v <= hi, "{e:?}");
+            assert!((0.0..=1.0).contains(&lo) && hi <= 1.0, "{e:?}");
+        }
+        let greedy = &first[0];
+        assert_eq!((greedy.problems, greedy.excluded), (6, 1));
+        assert!(greedy.ci.unwrap().1 - greedy.ci.unwrap().0 > 0.2);
+        let pass1 = first
+            .iter()
+            .find(|e| e.metric == MetricKind::PassAtK { k: 1 } && e.subset.is_none())
+            .unwrap();
+        assert_eq!(
+            pass1.exact,
+            agg.get(&MetricKind::PassAtK { k: 1 }, None).unwrap().value
+        );
+        assert!((pass1.coverage - 54.0 / 56.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn paired_difference_of_identical_runs_is_exactly_zero() {
+        let pairs: Vec<(f64, f64)> = (0..20)
+            .map(|i| (i as f64 / 20.0, i as f64 / 20.0))
+            .collect();
+        let d = paired_difference(&pairs).unwrap();
+        assert_eq!((d.delta, d.ci), (0.0, (0.0, 0.0)));
+        assert!(!d.significant());
+        let worse: Vec<(f64, f64)> = (0..20)
+            .map(|i| (1.0, if i < 15 { 0.0 } else { 1.0 }))
+            .collect();
+        let d = paired_difference(&worse).unwrap();
+        assert!(d.significant() && d.delta < -0.7 && d.ci.1 < 0.0, "{d:?}");
+    }
+}

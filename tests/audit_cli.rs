@@ -1,0 +1,210 @@
+//! `gpassk audit` against the shipped copy of the paper's published table.
+//!
+//! The run is built so its per-problem counts reproduce a published row: Qwen2.5-Math-72B-Instruct
+//! on AIME2025 (Greedy 13.3, Pass@16 30.1, G-Pass@16 15.7/13.3/13.3/13.3, mG-Pass@16 13.3) with
+//! 30 problems at n = 48: four always right (greedy right), three with c = 3, two with c = 6, one
+//! with c = 10, twenty never right. That gives 13.3, 29.9, 15.4, 13.3, 13.3, 13.3, 13.3.
+
+use serde_json::json;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const PUBLISHED: &str = "datasets/published/gpassk_paper_v5.csv";
+
+fn gpassk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpassk"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+/// Writes a run of one model named `mine` with the given correct counts per problem.
+fn build_run(dir: &Path, n: u32, temperature: f64, counts: &[(u32, bool)]) {
+    std::fs::create_dir_all(dir.join("checkpoints")).unwrap();
+    let dataset = dir.join("problems.jsonl");
+    let lines: String = (0..counts.len())
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"id": format!("a{i}"), "question": "?", "answer": (100 + i).to_string()})
+            )
+        })
+        .collect();
+    std::fs::write(&dataset, &lines).unwrap();
+    let sha = {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(lines.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let dataset = dataset.to_str().unwrap();
+    let mut records = String::new();
+    let record = |i: usize, idx: serde_json::Value, right: bool| {
+        let answer = if right { 100 + i } else { 1 };
+        json!({
+            "run_id": "audit", "model": "mine", "model_id": "qwen-math-72b", "served_model": null,
+            "system_fingerprint": null, "problem_id": format!("a{i}"), "sample_index": idx,
+            "seed": 42, "temperature": temperature, "top_p": 0.8, "max_tokens": 8192,
+            "prompt_hash": "h", "response": format!("so \\boxed{{{answer}}}"),
+            "finish_reason": "stop", "usage": null, "choices_in_request": 1, "latency_ms": 1,
+            "started_at": "t", "finished_at": "t", "attempts": 1, "outcome": "ok"
+        })
+        .to_string()
+    };
+    for (i, &(c, greedy)) in counts.iter().enumerate() {
+        for s in 0..n {
+            records.push_str(&record(i, json!(s), s < c));
+            records.push('\n');
+        }
+        records.push_str(&record(i, json!("greedy"), greedy));
+        records.push('\n');
+    }
+    std::fs::write(dir.join("checkpoints/mine.jsonl"), records).unwrap();
+    let sampling = json!({"n": n, "temperature": temperature, "top_p": 0.8, "top_k": 50, "seed": 42,
+        "max_tokens": 8192, "greedy": true, "use_n_param": false, "n_per_request": 1, "stop": []});
+    let manifest = json!({
+        "harness": "gpassk 0.1.0", "git_commit": null, "run_id": "audit",
+        "created_at": "t", "updated_at": "t", "finished_at": "t", "status": "complete",
+        "config_path": "audit.toml",
+        "config": {
+            "api": {"base_url": "http://127.0.0.1:9"},
+            "sampling": {"n": n, "temperature": temperature, "top_p": 0.8, "top_k": 50, "seed": 42,
+                         "max_tokens": 8192, "greedy": true},
+            "models": [{"name": "mine", "model_id": "qwen-math-72b"}],
+            "evaluation": {"dataset": dataset, "k": [16], "g_pass_thresholds": [0.25, 0.5, 0.75, 1.0],
+                           "metrics": ["greedy_acc", "pass@16", "mg_pass@16"]}
+        },
+        "config_hash": "c", "prompt_template": "{question}", "prompt_hash": "h",
+        "few_shot_examples": 0,
+        "dataset": {"name": dataset, "files": [dataset], "sha256": sha, "problems": counts.len(),
+                    "limit": null},
+        "models": {"mine": {"model_id": "qwen-math-72b", "base_url": "http://127.0.0.1:9",
+            "sampling": sampling, "status": "complete", "error": null,
+            "units_planned": counts.len() * (n as usize + 1), "ok": counts.len() * (n as usize + 1),
+            "truncated": 0, "api_error": 0, "served_models": {}, "system_fingerprints": []}}
+    });
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+}
+
+fn paper_like_counts() -> Vec<(u32, bool)> {
+    let mut counts = vec![(48, true); 4];
+    counts.extend([(3, false); 3]);
+    counts.extend([(6, false); 2]);
+    counts.push((10, false));
+    counts.extend([(0, false); 20]);
+    counts
+}
+
+#[test]
+fn audit_of_counts_built_to_match_a_published_row_is_within() {
+    let dir = tempfile::tempdir().unwrap();
+    build_run(dir.path(), 48, 1.0, &paper_like_counts());
+    let out = gpassk(&[
+        "audit",
+        dir.path().to_str().unwrap(),
+        "--published",
+        PUBLISHED,
+        "--benchmark",
+        "AIME2025",
+        "--model-map",
+        "mine=Qwen2.5-Math-72B-Instruct",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("Qwen2.5-Math-72B-Instruct"))
+        .collect();
+    assert_eq!(rows.len(), 7, "{stdout}");
+    assert!(rows.iter().all(|r| r.contains("within")), "{stdout}");
+    let pass = rows.iter().find(|r| r.contains("Pass@16 ")).unwrap();
+    assert!(
+        pass.contains("30.1") && pass.contains("29.9") && pass.contains("-0.2"),
+        "{pass}"
+    );
+    assert!(stdout.contains("7 within, 0 outside, 0 not measured"));
+    // The protocol matches the paper's except for the grader.
+    let warnings: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("LLM judge"));
+}
+
+#[test]
+fn audit_flags_far_values_and_protocol_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    // Everything right at n = 16 and temperature 0.7: far above the published row.
+    build_run(dir.path(), 16, 0.7, &[(16, true); 30]);
+    let out = gpassk(&[
+        "audit",
+        dir.path().to_str().unwrap(),
+        "--published",
+        PUBLISHED,
+        "--benchmark",
+        "AIME2025",
+        "--model-map",
+        "mine=Qwen2.5-Math-72B-Instruct",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout.contains("0 within, 7 outside"), "{stdout}");
+    assert!(stdout.contains("warning: mine: n = 16 samples per problem; the paper uses n = 48"));
+    assert!(stdout.contains("warning: mine: temperature 0.7"));
+}
+
+#[test]
+fn audit_bad_input_names_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    build_run(dir.path(), 16, 1.0, &[(1, false); 3]);
+    let run = dir.path().to_str().unwrap();
+    let unknown = gpassk(&[
+        "audit",
+        run,
+        "--published",
+        PUBLISHED,
+        "--benchmark",
+        "AIME2025",
+        "--model-map",
+        "mine=Nobody",
+    ]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("has no model \"Nobody\""));
+    let no_bench = gpassk(&["audit", run, "--published", PUBLISHED]);
+    assert_eq!(no_bench.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_bench.stderr).contains("pass --benchmark"));
+    let small = gpassk(&[
+        "audit",
+        run,
+        "--published",
+        PUBLISHED,
+        "--benchmark",
+        "AIME2025",
+        "--model-map",
+        "mine=Qwen2.5-Math-72B-Instruct",
+    ]);
+    assert_eq!(small.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&small.stdout)
+        .contains("warning: the run scored 3 problems; AIME2025 has 30"));
+    let bad_csv = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad_csv,
+        "source,benchmark,model,metric,value\ns,AIME2025,M,Pass@16,high\n",
+    )
+    .unwrap();
+    let out = gpassk(&["audit", run, "--published", bad_csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.csv:2:") && err.contains("`value`"),
+        "{err}"
+    );
+}

@@ -1,0 +1,539 @@
+//! `gpassk score`, `report`, `compare` and `merge` on the fixture run in tests/fixtures/report_run
+//! (two models, eight problems in two subsets, n = 8, k ∈ {1, 4}; see its make.py).
+
+use gpassk::metrics::{g_pass_at_k, mg_pass_at_k, pass_at_k, to_f64, Tau};
+use num_rational::BigRational;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FIXTURE: &str = "tests/fixtures/report_run";
+
+fn gpassk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpassk"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE)
+}
+
+/// Copies the fixture's manifest and checkpoints (not its dataset, which stays where the config
+/// names it) into a fresh directory.
+fn copy_fixture(to: &Path) {
+    std::fs::create_dir_all(to.join("checkpoints")).unwrap();
+    std::fs::copy(fixture().join("manifest.json"), to.join("manifest.json")).unwrap();
+    for m in ["alpha", "beta"] {
+        let rel = format!("checkpoints/{m}.jsonl");
+        std::fs::copy(fixture().join(&rel), to.join(&rel)).unwrap();
+    }
+}
+
+fn report(format: &str) -> String {
+    ok(&gpassk(&["report", FIXTURE, "--format", format]))
+}
+
+/// (n, c) per problem of model alpha, by hand from make.py: usable samples and correct ones.
+const ALPHA: [(u64, u64); 8] = [
+    (8, 8),
+    (8, 7),
+    (8, 6),
+    (8, 8),
+    (8, 4),
+    (8, 2),
+    (8, 1),
+    (8, 0),
+];
+
+fn mean(values: impl Iterator<Item = BigRational>) -> f64 {
+    let v: Vec<BigRational> = values.collect();
+    let len = v.len() as i64;
+    to_f64(&(v.into_iter().sum::<BigRational>() / BigRational::from_integer(len.into())))
+}
+
+#[test]
+fn metrics_csv_reads_back_column_by_column() {
+    let text = report("csv");
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(
+        header.join(","),
+        "model,model_id,dataset,subset,metric,k,tau,value,ci_low,ci_high,problems,n,coverage"
+    );
+    let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
+    // 2 models × (all + 2 subsets) × (greedy + 2 k × (pass + 4 τ + mG) + maj).
+    assert_eq!(rows.len(), 2 * 3 * 14);
+    let find = |model: &str, subset: &str, metric: &str, k: &str, tau: &str| {
+        rows.iter()
+            .find(|r| (&r[0], &r[3], &r[4], &r[5], &r[6]) == (model, subset, metric, k, tau))
+            .unwrap_or_else(|| panic!("no row {model} {subset} {metric} {k} {tau}"))
+    };
+    let tau: Tau = "0.5".parse().unwrap();
+    let expect = [
+        (
+            "pass@k",
+            "4",
+            "",
+            mean(ALPHA.iter().map(|&(n, c)| pass_at_k(n, c, 4).unwrap())),
+        ),
+        (
+            "g_pass@k",
+            "4",
+            "0.5",
+            mean(
+                ALPHA
+                    .iter()
+                    .map(|&(n, c)| g_pass_at_k(n, c, 4, &tau).unwrap()),
+            ),
+        ),
+        (
+            "mg_pass@k",
+            "4",
+            "",
+            mean(ALPHA.iter().map(|&(n, c)| mg_pass_at_k(n, c, 4).unwrap())),
+        ),
+        ("greedy_acc", "", "", 5.0 / 8.0),
+        ("maj@n", "", "", 5.0 / 8.0),
+    ];
+    for (metric, k, tau, value) in expect {
+        let row = find("alpha", "all", metric, k, tau);
+        assert_eq!(&row[1], "alpha-7b");
+        assert_eq!(&row[2], "tests/fixtures/report_run/problems.jsonl");
+        let v: f64 = row[7].parse().unwrap();
+        let (lo, hi): (f64, f64) = (row[8].parse().unwrap(), row[9].parse().unwrap());
+        assert!((v - value).abs() < 1e-12, "{metric}: {v} vs {value}");
+        assert!(lo <= v && v <= hi && lo < hi, "{metric}: {lo} {v} {hi}");
+        assert_eq!(&row[10], "8");
+        assert_eq!(&row[11], "8");
+        assert_eq!(&row[12], "1.0");
+    }
+    // beta lost one sample to an API error (e3) and has no greedy answer for h3.
+    let beta_pass = find("beta", "all", "pass@k", "4", "");
+    assert_eq!(&beta_pass[12], &(63.0 / 64.0).to_string());
+    let beta_greedy = find("beta", "all", "greedy_acc", "", "");
+    assert_eq!(
+        (&beta_greedy[7], &beta_greedy[10]),
+        ("0.42857142857142855", "7")
+    );
+    assert_eq!(&beta_greedy[12], "0.875");
+    // Subsets are means over their own problems.
+    let easy = find("alpha", "easy", "greedy_acc", "", "");
+    assert_eq!(
+        (&easy[7], &easy[8], &easy[9], &easy[10]),
+        ("1.0", "1.0", "1.0", "4")
+    );
+}
+
+#[test]
+fn per_problem_csv_has_counts_and_metrics() {
+    let text = report("per-problem");
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(
+        header[..8].join(","),
+        "model,problem_id,subset,n,c,greedy_correct,votes,pass@1"
+    );
+    assert_eq!(header.last().unwrap(), "maj@n");
+    let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 16);
+    let h1 = rows
+        .iter()
+        .find(|r| &r[0] == "alpha" && &r[1] == "h1")
+        .unwrap();
+    assert_eq!(
+        (&h1[2], &h1[3], &h1[4], &h1[5], &h1[6]),
+        ("hard", "8", "4", "true", "7")
+    );
+    let e3 = rows
+        .iter()
+        .find(|r| &r[0] == "beta" && &r[1] == "e3")
+        .unwrap();
+    assert_eq!((&e3[3], &e3[4]), ("7", "3"));
+    // Tie between 12 (correct, 3 votes) and 13 (3 votes): half a point.
+    assert_eq!(e3.iter().next_back().unwrap(), "0.5");
+    let h3 = rows
+        .iter()
+        .find(|r| &r[0] == "beta" && &r[1] == "h3")
+        .unwrap();
+    assert_eq!(&h3[5], "", "no greedy answer");
+    let pass4 = header.iter().position(|h| h == "pass@4").unwrap();
+    assert_eq!(
+        h1[pass4].parse::<f64>().unwrap(),
+        to_f64(&pass_at_k(8, 4, 4).unwrap())
+    );
+}
+
+#[test]
+fn json_has_rows_exact_fractions_and_manifest() {
+    let v: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    assert_eq!(v["run_id"], "fixture-run");
+    assert_eq!(v["manifest"]["run_id"], "fixture-run");
+    assert_eq!(v["manifest"]["models"]["beta"]["model_id"], "beta-7b");
+    assert_eq!(v["bootstrap"]["over"], "problems");
+    let metrics = v["metrics"].as_array().unwrap();
+    assert_eq!(metrics.len(), 84);
+    let greedy = metrics
+        .iter()
+        .find(|m| m["model"] == "alpha" && m["metric"] == "greedy_acc" && m["subset"] == "all")
+        .unwrap();
+    assert_eq!(greedy["exact"], "5/8");
+    assert_eq!(greedy["value"], 0.625);
+    assert!(greedy["ci_low"].as_f64().unwrap() <= 0.625);
+    let models = v["models"].as_array().unwrap();
+    assert_eq!(models[1]["served_models"]["beta-7b-served"], 70);
+    assert_eq!(models[1]["missing"], 2);
+}
+
+#[test]
+fn html_is_self_contained_with_one_curve_per_model() {
+    let html = report("html");
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert_eq!(html.matches("<polyline class=\"curve\"").count(), 2);
+    assert!(html.contains("data-model=\"alpha\"") && html.contains("data-model=\"beta\""));
+    assert_eq!(html.matches("<svg class=\"histogram\"").count(), 2);
+    assert_eq!(html.matches("<svg class=\"bars\"").count(), 1);
+    assert!(html.contains("Per subset, k = 4"));
+    for bad in [
+        "src=", "href=", "url(", "@import", "<script", "<link", "<iframe", "xlink",
+    ] {
+        assert!(!html.contains(bad), "external reference {bad}");
+    }
+    // The only URL text is the model server's base_url inside the manifest listing.
+    let (before, rest) = html.split_once("<pre id=\"manifest\">").unwrap();
+    let (_, after) = rest.split_once("</pre>").unwrap();
+    assert!(!before.contains("http") && !after.contains("http"));
+}
+
+/// Compares with tests/fixtures/report_run/expected/<name>; UPDATE_SNAPSHOTS=1 rewrites it.
+fn snapshot(name: &str, actual: &str) {
+    let path = fixture().join("expected").join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        actual, expected,
+        "{name} changed; rerun with UPDATE_SNAPSHOTS=1 if intended"
+    );
+}
+
+#[test]
+fn table_and_markdown_snapshots() {
+    snapshot("summary.txt", &report("table"));
+    let md = report("md");
+    assert!(md.contains("| alpha | 62.5 [25.0, 87.5] |"));
+    snapshot("report.md", &md);
+}
+
+#[test]
+fn score_twice_gives_byte_identical_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    copy_fixture(&run);
+    let run_s = run.to_str().unwrap();
+    ok(&gpassk(&["score", run_s, "--quiet"]));
+    let files = [
+        "metrics.csv",
+        "per_problem.csv",
+        "metrics.json",
+        "report.md",
+        "report.html",
+        "summary.txt",
+    ];
+    let first: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(run.join(f)).unwrap())
+        .collect();
+    ok(&gpassk(&["score", run_s, "--quiet"]));
+    for (f, bytes) in files.iter().zip(&first) {
+        assert_eq!(&std::fs::read(run.join(f)).unwrap(), bytes, "{f} changed");
+    }
+    assert_eq!(
+        String::from_utf8(first[0].clone()).unwrap(),
+        report("csv"),
+        "score writes what report prints"
+    );
+}
+
+#[test]
+fn score_of_a_missing_run_is_bad_input() {
+    let out = gpassk(&["score", "tests/fixtures/no-such-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-such-run/manifest.json"), "{err}");
+}
+
+#[test]
+fn score_names_a_corrupt_checkpoint_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    copy_fixture(&run);
+    let path = run.join("checkpoints/beta.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{\"run_id\": 1}";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = gpassk(&["score", run.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("beta.jsonl:3: corrupt checkpoint line"),
+        "{err}"
+    );
+}
+
+#[test]
+fn score_refuses_a_changed_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    copy_fixture(&run);
+    let path = run.join("manifest.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    m["dataset"]["sha256"] = "00".repeat(32).into();
+    std::fs::write(&path, m.to_string()).unwrap();
+    let out = gpassk(&["score", run.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("dataset.sha256"), "{err}");
+}
+
+#[test]
+fn compare_of_a_run_with_itself_flags_nothing() {
+    let out = ok(&gpassk(&[
+        "compare",
+        FIXTURE,
+        FIXTURE,
+        "--fail-on-regression",
+        "0",
+    ]));
+    assert!(out.contains("0 of 28 differences exclude zero"), "{out}");
+    assert!(!out.contains("REGRESSED") && !out.contains("improved"));
+}
+
+/// A copy of the fixture where alpha answers every sample and greedy question with 0.
+fn worse_copy(to: &Path) {
+    copy_fixture(to);
+    let path = to.join("checkpoints/alpha.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let worse: String = text
+        .lines()
+        .map(|l| {
+            let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
+            if r["response"].is_string() {
+                r["response"] = "The final answer is $\\boxed{0}$.".into();
+            }
+            format!("{r}\n")
+        })
+        .collect();
+    std::fs::write(&path, worse).unwrap();
+}
+
+#[test]
+fn compare_with_a_worse_copy_flags_the_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let worse = dir.path().join("worse");
+    worse_copy(&worse);
+    let worse_s = worse.to_str().unwrap();
+    let out = ok(&gpassk(&["compare", FIXTURE, worse_s]));
+    let pass4 = out
+        .lines()
+        .find(|l| l.contains("alpha") && l.contains("pass@4 "))
+        .unwrap();
+    assert!(
+        pass4.contains("REGRESSED") && pass4.contains("-78.4"),
+        "{pass4}"
+    );
+    assert!(!out
+        .lines()
+        .any(|l| l.contains("beta") && l.contains("REGRESSED")));
+    let fail = gpassk(&["compare", FIXTURE, worse_s, "--fail-on-regression", "10"]);
+    assert_eq!(fail.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&fail.stderr).contains("alpha pass@4 -78.4 points"));
+    // A threshold larger than any drop passes.
+    ok(&gpassk(&[
+        "compare",
+        FIXTURE,
+        worse_s,
+        "--fail-on-regression",
+        "99",
+    ]));
+}
+
+/// Splits the fixture into two shard runs by problem id hash.
+fn shards(root: &Path) -> [PathBuf; 2] {
+    let text = std::fs::read_to_string(fixture().join("manifest.json")).unwrap();
+    [0u32, 1].map(|i| {
+        let dir = root.join(format!("shard{i}"));
+        std::fs::create_dir_all(dir.join("checkpoints")).unwrap();
+        let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
+        m["shard"] = serde_json::json!({"index": i, "count": 2});
+        m["run_id"] = format!("shard{i}").into();
+        let problems = ["e1", "e2", "e3", "e4", "h1", "h2", "h3", "h4"]
+            .iter()
+            .filter(|p| gpassk::shard::shard_of(p, 2) == i)
+            .count();
+        m["dataset"]["problems"] = problems.into();
+        for model in ["alpha", "beta"] {
+            let rel = format!("checkpoints/{model}.jsonl");
+            let lines: String = std::fs::read_to_string(fixture().join(&rel))
+                .unwrap()
+                .lines()
+                .filter(|l| {
+                    let r: serde_json::Value = serde_json::from_str(l).unwrap();
+                    gpassk::shard::shard_of(r["problem_id"].as_str().unwrap(), 2) == i
+                })
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let usable = lines.lines().filter(|l| !l.contains("api_error")).count();
+            let entry = &mut m["models"][model];
+            entry["ok"] = usable.into();
+            entry["api_error"] = (lines.lines().count() - usable).into();
+            entry["units_planned"] = (9 * problems).into();
+            entry["served_models"] = serde_json::json!({ format!("{model}-7b-served"): usable });
+            std::fs::write(dir.join(&rel), lines).unwrap();
+        }
+        std::fs::write(dir.join("manifest.json"), m.to_string()).unwrap();
+        dir
+    })
+}
+
+#[test]
+fn merge_of_two_shards_equals_the_unsharded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let [s0, s1] = shards(dir.path());
+    // Each shard scores on its own problems only.
+    let one: serde_json::Value = serde_json::from_str(&ok(&gpassk(&[
+        "report",
+        s0.to_str().unwrap(),
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    let shard_problems = one["models"][0]["problems"].as_u64().unwrap();
+    assert!(0 < shard_problems && shard_problems < 8);
+    let merged = dir.path().join("merged");
+    let out = ok(&gpassk(&[
+        "merge",
+        s0.to_str().unwrap(),
+        s1.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]));
+    assert!(out.contains("merged 2 runs"), "{out}");
+    let whole = dir.path().join("whole");
+    copy_fixture(&whole);
+    for run in [&merged, &whole] {
+        ok(&gpassk(&["score", run.to_str().unwrap(), "--quiet"]));
+    }
+    for f in ["metrics.csv", "per_problem.csv", "summary.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(merged.join(f)).unwrap(),
+            std::fs::read_to_string(whole.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(merged.join("manifest.json")).unwrap())
+            .unwrap();
+    assert!(m.get("shard").is_none());
+    assert_eq!(m["dataset"]["problems"], 8);
+    assert_eq!(m["models"]["alpha"]["ok"], 72);
+    assert_eq!(m["models"]["beta"]["api_error"], 1);
+    assert_eq!(m["models"]["beta"]["units_planned"], 72);
+    assert_eq!(m["merged_from"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn merge_refuses_duplicate_units_and_mismatched_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let [s0, s1] = shards(dir.path());
+    let out = gpassk(&[
+        "merge",
+        s0.to_str().unwrap(),
+        s0.to_str().unwrap(),
+        "--out",
+        dir.path().join("dup").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to merge overlapping runs") && err.contains("is in both"),
+        "{err}"
+    );
+    assert!(!dir.path().join("dup/manifest.json").exists());
+
+    let path = s1.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m["config_hash"] = "other".into();
+    std::fs::write(&path, m.to_string()).unwrap();
+    let out = gpassk(&[
+        "merge",
+        s0.to_str().unwrap(),
+        s1.to_str().unwrap(),
+        "--out",
+        dir.path().join("bad").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config_hash"), "{err}");
+}
+
+#[test]
+fn shards_of_a_dry_run_partition_the_problems() {
+    let count = |shard: &str| -> usize {
+        let out = ok(&gpassk(&[
+            "run",
+            "--config",
+            "configs/local.toml",
+            "--dry-run",
+            "--shard",
+            shard,
+        ]));
+        let line = out.lines().next().unwrap();
+        let n = line.split(" — ").nth(1).unwrap().split(' ').next().unwrap();
+        n.parse().unwrap()
+    };
+    let (a, b) = (count("0/2"), count("1/2"));
+    assert_eq!(a + b, 10);
+    assert!(a > 0 && b > 0);
+    let bad = gpassk(&[
+        "run",
+        "--config",
+        "configs/local.toml",
+        "--dry-run",
+        "--shard",
+        "2/2",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn report_writes_to_out_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("r.md");
+    let out = ok(&gpassk(&[
+        "report",
+        FIXTURE,
+        "--format",
+        "md",
+        "--out",
+        out_path.to_str().unwrap(),
+    ]));
+    assert!(out.is_empty());
+    assert_eq!(std::fs::read_to_string(&out_path).unwrap(), report("md"));
+}
