@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side benchmarks of gpassk against the tools users would pick instead, on this machine, back to back.
 #
-#   scripts/bench-peers.sh            # full mode: installs the peers, ~5-10 minutes on 2 cores
+#   scripts/bench-peers.sh            # full mode: installs the peers, 3-6 minutes on 2 cores
 #   scripts/bench-peers.sh --quick    # smoke mode for CI: small sizes, skips peers that are not installed
 #
 # 1. runner:     gpassk serve-fake (instant OpenAI-compatible server) driven at one concurrency by
