@@ -15,8 +15,8 @@ const MAX_N: u64 = 4096;
 
 #[derive(Debug, Args)]
 pub struct ServeFakeArgs {
-    /// Port on 127.0.0.1 (0 picks a free one; the address is printed on stdout).
-    #[arg(long, default_value_t = 8089)]
+    /// Port on 127.0.0.1; 0 (the default) picks a free one. The address is printed on stdout.
+    #[arg(long, default_value_t = 0)]
     pub port: u16,
     /// Content of every choice.
     #[arg(long, default_value = DEFAULT_ANSWER)]
