@@ -169,7 +169,12 @@ impl Client {
 
     /// Sends one chat-completion body and classifies the outcome.
     pub async fn chat(&self, body: &serde_json::Value) -> Result<ChatResponse, ApiError> {
-        let payload = serde_json::to_vec(body).unwrap_or_default();
+        self.chat_bytes(serde_json::to_vec(body).unwrap_or_default())
+            .await
+    }
+
+    /// Sends a body that is already JSON.
+    pub async fn chat_bytes(&self, payload: Vec<u8>) -> Result<ChatResponse, ApiError> {
         let mut req = self
             .http
             .post(&self.url)

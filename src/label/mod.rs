@@ -232,7 +232,8 @@ pub fn run(args: LabelArgs) -> Result<u8> {
         let ranges = split(&s.solution, custom.as_ref(), args.max_steps);
         for (i, &(start, end)) in ranges.iter().enumerate() {
             let id = format!("{}#{}", s.solution_id, i + 1);
-            let mut messages = plan.prepared[p].messages.clone();
+            let mut messages: Vec<ChatMessage> =
+                serde_json::from_str(&plan.prepared[p].messages_json)?;
             messages.push(ChatMessage {
                 role: "assistant".into(),
                 content: s.solution[..end].to_string(),

@@ -42,6 +42,9 @@ pub enum ModelEnd {
 /// Everything the workers of one model share.
 struct ModelCtx {
     settings: ModelSettings,
+    /// Body fields that never change between requests, pre-serialized: `,"model":…` and so on.
+    body_sample: String,
+    body_greedy: String,
     run_id: String,
     client: Client,
     limit: Arc<AdaptiveLimit>,
@@ -76,30 +79,15 @@ impl ModelCtx {
         *self.shutdown.borrow()
     }
 
-    fn request_body(&self, prep: &Prepared, slots: &[SampleIndex], seed: u64) -> serde_json::Value {
-        let s = &self.settings.sampling;
+    /// The request body as JSON bytes; the messages are spliced in pre-serialized.
+    fn request_body(&self, prep: &Prepared, slots: &[SampleIndex], seed: u64) -> Vec<u8> {
         let greedy = slots.first() == Some(&SampleIndex::Greedy);
-        let mut body = serde_json::json!({
-            "model": self.settings.model_id,
-            "messages": prep.messages,
-            "temperature": if greedy { 0.0 } else { s.temperature },
-            "top_p": if greedy { 1.0 } else { s.top_p },
-            "seed": seed,
-        });
-        let obj = body.as_object_mut().expect("object literal");
-        if let Some(m) = s.max_tokens {
-            obj.insert("max_tokens".into(), m.into());
-        }
-        if slots.len() > 1 {
-            obj.insert("n".into(), (slots.len() as u64).into());
-        }
-        if let (Some(k), false) = (s.top_k, greedy) {
-            obj.insert("top_k".into(), k.into());
-        }
-        if !s.stop.is_empty() {
-            obj.insert("stop".into(), s.stop.clone().into());
-        }
-        body
+        let fixed = if greedy {
+            &self.body_greedy
+        } else {
+            &self.body_sample
+        };
+        compose_body(&prep.messages_json, fixed, seed, slots.len())
     }
 
     fn seed_for(&self, prep: &Prepared, slots: &[SampleIndex]) -> u64 {
@@ -185,6 +173,45 @@ impl ModelCtx {
     }
 }
 
+/// The request fields that are the same for every sample (or every greedy request) of a model, as a
+/// JSON fragment starting with a comma.
+fn fixed_body_fields(m: &ModelSettings, greedy: bool) -> String {
+    let s = &m.sampling;
+    let mut map = serde_json::Map::new();
+    map.insert("model".into(), m.model_id.clone().into());
+    map.insert(
+        "temperature".into(),
+        (if greedy { 0.0 } else { s.temperature }).into(),
+    );
+    map.insert("top_p".into(), (if greedy { 1.0 } else { s.top_p }).into());
+    if let Some(t) = s.max_tokens {
+        map.insert("max_tokens".into(), t.into());
+    }
+    if let (Some(k), false) = (s.top_k, greedy) {
+        map.insert("top_k".into(), k.into());
+    }
+    if !s.stop.is_empty() {
+        map.insert("stop".into(), s.stop.clone().into());
+    }
+    let object = serde_json::Value::Object(map).to_string();
+    // "{…}" → ",…": the fields are appended after "messages".
+    format!(",{}", &object[1..object.len() - 1])
+}
+
+/// `{"messages":…,<fixed fields>,"seed":S[,"n":N]}`.
+fn compose_body(messages_json: &str, fixed: &str, seed: u64, choices: usize) -> Vec<u8> {
+    let mut body = String::with_capacity(messages_json.len() + fixed.len() + 48);
+    body.push_str("{\"messages\":");
+    body.push_str(messages_json);
+    body.push_str(fixed);
+    body.push_str(&format!(",\"seed\":{seed}"));
+    if choices > 1 {
+        body.push_str(&format!(",\"n\":{choices}"));
+    }
+    body.push('}');
+    body.into_bytes()
+}
+
 /// Runs one request's worth of work with retries; writes one record per slot.
 async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
     let prep = &ctx.prepared[item.problem];
@@ -205,7 +232,7 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
             ctx.pace.wait(estimate * pending.len() as u64).await;
         }
         ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
-        let result = ctx.client.chat(&body).await;
+        let result = ctx.client.chat_bytes(body).await;
         let err = match result {
             Ok(resp) => {
                 ctx.limit.on_success();
@@ -381,6 +408,8 @@ async fn sample_all_async(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> 
         let counters = Arc::new(Counters::default());
         bars.push((m.name.clone(), counters.clone()));
         let ctx = Arc::new(ModelCtx {
+            body_sample: fixed_body_fields(m, false),
+            body_greedy: fixed_body_fields(m, true),
             settings: m.clone(),
             run_id: job.run_id.clone(),
             client,
@@ -540,4 +569,71 @@ pub fn new_run_id(config_hash: &str) -> String {
     let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let compact: String = now.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
     format!("{compact}-{}", &config_hash[..8.min(config_hash.len())])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config;
+
+    fn model(extra: &str) -> ModelSettings {
+        let text = format!(
+            "[api]\nbase_url = \"http://x\"\n[sampling]\nn = 4\ntemperature = 0.6\ntop_p = 0.9\n{extra}\n[[models]]\nname = \"m\"\nmodel_id = \"vendor/\\\"q\\\"\"\n[evaluation]\ndataset = \"d\"\n"
+        );
+        config::load_str(&text, std::path::Path::new("c.toml"))
+            .unwrap()
+            .models
+            .remove(0)
+    }
+
+    #[test]
+    fn request_bodies_are_valid_json_with_every_field() {
+        let m = model("max_tokens = 64\ntop_k = 20\nstop = [\"</s>\", \"\\n\\n\"]");
+        let messages = serde_json::to_string(
+            &serde_json::json!([{"role": "user", "content": "What is \"1\"+1?\n"}]),
+        )
+        .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&compose_body(
+            &messages,
+            &fixed_body_fields(&m, false),
+            7,
+            3,
+        ))
+        .unwrap();
+        assert_eq!(body["model"], "vendor/\"q\"");
+        assert_eq!(body["messages"][0]["content"], "What is \"1\"+1?\n");
+        assert_eq!(
+            (body["temperature"].as_f64(), body["top_p"].as_f64()),
+            (Some(0.6), Some(0.9))
+        );
+        assert_eq!(
+            (body["seed"].as_u64(), body["n"].as_u64()),
+            (Some(7), Some(3))
+        );
+        assert_eq!(
+            (body["max_tokens"].as_u64(), body["top_k"].as_u64()),
+            (Some(64), Some(20))
+        );
+        assert_eq!(body["stop"], serde_json::json!(["</s>", "\n\n"]));
+        let greedy: serde_json::Value = serde_json::from_slice(&compose_body(
+            &messages,
+            &fixed_body_fields(&m, true),
+            42,
+            1,
+        ))
+        .unwrap();
+        assert_eq!(
+            (greedy["temperature"].as_f64(), greedy["top_p"].as_f64()),
+            (Some(0.0), Some(1.0))
+        );
+        assert!(greedy.get("n").is_none() && greedy.get("top_k").is_none());
+        let plain: serde_json::Value = serde_json::from_slice(&compose_body(
+            &messages,
+            &fixed_body_fields(&model(""), false),
+            1,
+            1,
+        ))
+        .unwrap();
+        assert!(plain.get("max_tokens").is_none() && plain.get("stop").is_none());
+    }
 }

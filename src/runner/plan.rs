@@ -10,22 +10,23 @@ use std::collections::HashSet;
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub id: String,
-    pub messages: Vec<ChatMessage>,
     pub prompt_hash: String,
+    /// The messages as JSON, serialized once and spliced into every request body.
+    pub messages_json: String,
     /// Rough prompt size for tpm pacing and dry-run estimates (4 characters per token).
     pub prompt_tokens_estimate: u64,
 }
 
 impl Prepared {
     pub fn new(id: String, messages: Vec<ChatMessage>) -> Prepared {
-        let json = serde_json::to_vec(&messages).unwrap_or_default();
-        let hash = Sha256::digest(&json);
+        let json = serde_json::to_string(&messages).unwrap_or_else(|_| "[]".into());
+        let hash = Sha256::digest(json.as_bytes());
         let prompt_hash = crate::config::hex(&hash[..8]);
         let chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();
         Prepared {
             id,
-            messages,
             prompt_hash,
+            messages_json: json,
             prompt_tokens_estimate: (chars as u64).div_ceil(4) + 8,
         }
     }
