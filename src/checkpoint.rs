@@ -287,6 +287,11 @@ pub struct ReadStats {
     pub torn_tail: bool,
 }
 
+/// Where a model's checkpoint lives inside a run directory.
+pub fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
+    run_dir.join("checkpoints").join(format!("{model}.jsonl"))
+}
+
 /// Writes bytes to `path` atomically: a temporary file in the same folder, then a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path

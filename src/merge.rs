@@ -4,10 +4,10 @@
 //! Inputs must agree on the config hash, the dataset sha256 and limit, and the prompt hash; a unit
 //! (model, problem, sample index) may come from one input only. Records are copied verbatim.
 
+use crate::checkpoint::checkpoint_path;
 use crate::checkpoint::{read_records, CheckpointWriter, SampleIndex};
 use crate::cli::BadInput;
 use crate::manifest::{now_rfc3339, Manifest};
-use crate::score::checkpoint_path;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::collections::{BTreeSet, HashMap};

@@ -1,5 +1,6 @@
 //! `gpassk run`: resolve the config, dataset and run directory, sample, then grade and report.
 
+use crate::checkpoint::checkpoint_path;
 use crate::cli::{BadInput, EXIT_INTERRUPTED};
 use crate::client::ApiKey;
 use crate::config::{self, FewShot, Settings};
@@ -10,7 +11,7 @@ use crate::manifest::{git_commit, now_rfc3339, DatasetInfo, Manifest};
 use crate::prompt;
 use crate::report::{self, Format};
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, Prepared, SamplingJob};
-use crate::score::{checkpoint_path, judge_model, score_model, RunResults, ScoreInputs};
+use crate::score::{judge_model, score_model, RunResults, ScoreInputs};
 use crate::shard::Shard;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -545,7 +546,8 @@ fn check_resume(old: &Manifest, plan: &Plan, force: bool) -> Result<()> {
     .into())
 }
 
-fn short(h: &str) -> &str {
+/// A hash abbreviated for messages.
+pub(crate) fn short(h: &str) -> &str {
     &h[..12.min(h.len())]
 }
 

@@ -276,11 +276,6 @@ pub fn score_model(
     })
 }
 
-/// A model's checkpoint file inside a run directory.
-pub fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
-    run_dir.join("checkpoints").join(format!("{model}.jsonl"))
-}
-
 /// Re-grades a run directory offline: the config, dataset, limit and shard come from its manifest.
 pub fn load_run(run_dir: &Path) -> Result<RunResults> {
     let manifest = Manifest::read(run_dir)?;
@@ -310,17 +305,13 @@ pub fn load_run(run_dir: &Path) -> Result<RunResults> {
              scoring it would grade against different answers",
             where_.display(),
             plan.dataset.name,
-            short(&manifest.dataset.sha256),
-            short(&plan.dataset.sha256)
+            crate::run::short(&manifest.dataset.sha256),
+            crate::run::short(&plan.dataset.sha256)
         ))
         .into());
     }
     // Offline: stored judge verdicts are used, the judge is never called.
     crate::run::score_run(&plan, run_dir, Some(manifest), None)
-}
-
-fn short(h: &str) -> String {
-    h.chars().take(12).collect()
 }
 
 /// `gpassk score <run dir>`: re-grade and rewrite every output file.

@@ -8,7 +8,7 @@ mod steps;
 
 pub use steps::split;
 
-use crate::checkpoint::{read_records, write_atomic};
+use crate::checkpoint::{checkpoint_path, read_records, write_atomic};
 use crate::cli::{BadInput, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::dataset::Problem;
 use crate::grade::{grade, GradeConfig, Outcome};
@@ -340,9 +340,7 @@ pub fn run(args: LabelArgs) -> Result<u8> {
     };
     let mut done = vec![0u32; items.len()];
     let mut correct = vec![0u32; items.len()];
-    let ck = out
-        .join("checkpoints")
-        .join(format!("{}.jsonl", model.name));
+    let ck = checkpoint_path(&out, &model.name);
     for_each_unit(&ck, &pseudo, args.k, false, |i, _slot, r| {
         done[i] += 1;
         let verdict = grade(

@@ -12,7 +12,7 @@ pub use plan::{derive_seed, missing_work, DoneSet, Prepared, WorkItem};
 pub use retry::RetryPolicy;
 
 use crate::checkpoint::{
-    read_lines, CheckpointWriter, Record, RecordHead, SampleIndex, UnitOutcome,
+    checkpoint_path, read_lines, CheckpointWriter, Record, RecordHead, SampleIndex, UnitOutcome,
 };
 use crate::cli::{BadInput, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
@@ -396,10 +396,7 @@ async fn sample_all_async(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> 
     let mut handles = Vec::new();
     let mut bars = Vec::new();
     for m in &job.settings.models {
-        let path = job
-            .run_dir
-            .join("checkpoints")
-            .join(format!("{}.jsonl", m.name));
+        let path = checkpoint_path(&job.run_dir, &m.name);
         let done = load_done(&path, &index)?;
         let writer = CheckpointWriter::open(&path)?;
         let key = job.keys.get(&m.name).cloned().flatten();
