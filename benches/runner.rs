@@ -1,11 +1,19 @@
-//! Runner throughput: `gpassk run` (checkpointing on, grading and metrics included) against an
-//! in-process fake server that answers instantly. Reports units/s and peak RSS.
+//! Runner throughput: the library path of `gpassk run` (plan, sampling with checkpoints, grading,
+//! metrics, reports) against an in-process fake server that answers instantly. Reports units/s
+//! and peak RSS.
 //!
 //! `cargo bench --bench runner` (200,000 units), `-- --units 1000000`, or `-- --quick`.
 
 use gpassk::fake_server::FakeServer;
-use gpassk::run::{run, RunArgs};
+use gpassk::plan;
+use gpassk::report::write_all;
+use gpassk::runner::{self, ModelEnd, SamplingJob};
+use gpassk::scoring::score_run;
+use gpassk::util::Shutdown;
+use std::collections::HashMap;
 use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
 use std::time::Instant;
 
 fn peak_rss_mb() -> f64 {
@@ -60,27 +68,15 @@ fn main() {
         ),
     )
     .expect("config");
-    let args = |resume: Option<String>| RunArgs {
-        config: cfg.clone(),
-        resume,
-        force: false,
-        dry_run: false,
-        limit: None,
-        models: vec![],
-        shard: None,
-        quiet: true,
-        progress_interval: 5.0,
-    };
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(run_dir.join("checkpoints")).expect("run dir");
     let start = Instant::now();
-    let code = run(args(None)).expect("run");
-    let secs = start.elapsed().as_secs_f64();
-    assert_eq!(code, 0, "run failed");
-    // A resume with nothing missing only grades and reports: the difference is the sampling time.
+    sample(&cfg, &run_dir);
+    let sampling = start.elapsed().as_secs_f64();
     let again = Instant::now();
-    let code = run(args(Some("latest".into()))).expect("resume");
-    assert_eq!(code, 0, "resume failed");
+    grade_and_report(&cfg, &run_dir);
     let scoring = again.elapsed().as_secs_f64();
-    let sampling = (secs - scoring).max(1e-9);
+    let secs = sampling + scoring;
     let total = (problems * n) as f64;
     println!(
         "gpassk run: {} units ({problems} problems × n={n}), concurrency {concurrency}: sampling {:.0} requests/s \
@@ -92,4 +88,28 @@ fn main() {
         total / secs,
         peak_rss_mb()
     );
+}
+
+fn sample(cfg: &Path, run_dir: &Path) {
+    let plan = plan::load(cfg, &[], None, None).expect("plan");
+    let job = SamplingJob {
+        settings: plan.settings.clone(),
+        run_dir: run_dir.to_path_buf(),
+        run_id: "bench".into(),
+        prepared: plan.prepared.clone(),
+        keys: HashMap::new(),
+        quiet: true,
+        progress_interval: Duration::from_secs(5),
+    };
+    let ends = runner::sample_all(&job, &Shutdown::new()).expect("sample");
+    assert!(
+        ends.iter().all(|(_, e)| *e == ModelEnd::Complete),
+        "{ends:?}"
+    );
+}
+
+fn grade_and_report(cfg: &Path, run_dir: &Path) {
+    let plan = plan::load(cfg, &[], None, None).expect("plan");
+    let results = score_run(&plan, run_dir, None, None).expect("score");
+    write_all(run_dir, &results).expect("reports");
 }

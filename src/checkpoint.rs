@@ -1,6 +1,7 @@
 //! Per-model append-only JSONL checkpoints, torn-line recovery, and the run manifest.
 
 use crate::client::Usage;
+use crate::error::BadInput;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
@@ -14,11 +15,12 @@ pub enum CheckpointError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}:{line}: corrupt checkpoint line: {message}")]
+    /// Bad input (exit 2): its source is the [`BadInput`] that says so.
+    #[error("{path}:{line}: corrupt checkpoint line: {source}")]
     Corrupt {
         path: PathBuf,
         line: usize,
-        message: String,
+        source: BadInput,
     },
 }
 
@@ -273,7 +275,7 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(
         let rec: T = serde_json::from_slice(line).map_err(|e| CheckpointError::Corrupt {
             path: path.to_path_buf(),
             line: line_no,
-            message: e.to_string(),
+            source: BadInput::new(e.to_string()),
         })?;
         stats.records += 1;
         each(rec)?;
@@ -292,26 +294,10 @@ pub fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
     run_dir.join("checkpoints").join(format!("{model}.jsonl"))
 }
 
-/// Writes bytes to `path` atomically: a temporary file in the same folder, then a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_data()?;
-    }
-    std::fs::rename(&tmp, path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::write_atomic;
 
     pub(crate) fn record(problem: &str, idx: SampleIndex, outcome: UnitOutcome) -> Record {
         Record {

@@ -1,41 +1,42 @@
 //! gpassk: exact, resumable G-Pass@k evaluation of language models.
 //!
-//! Module map (data flows top to bottom):
-//! - `cli`: clap definitions and exit codes; `calc`: the one-problem calculator command.
-//! - `config`: config.toml → validated `Settings`.
-//! - `dataset`: shipped benchmarks, JSONL loading, answer post-processing, few-shot sources.
-//! - `prompt`: templates rendered into chat messages.
-//! - `grade`: answer extraction, normalisation and math equivalence.
-//! - `client`: one OpenAI-compatible request and its error classes.
-//! - `checkpoint`: per-model JSONL checkpoints and atomic writes.
-//! - `runner`: sampling units with retries, pacing and checkpoints; `run`: the `gpassk run` command.
-//! - `score`: grading stored samples into counts and loading run directories (`gpassk score`);
-//!   `report`: exporters (`gpassk report`).
-//! - `stats`: bootstrap intervals over problems, paired differences, majority voting.
-//! - `compare`, `audit`, `merge`: the commands of the same names; `shard`: `--shard I/N`.
-//! - `manifest`: the run manifest; `label`: Math-Shepherd step labels built on the runner.
-//! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
-//! - `fake_server`: fake OpenAI-compatible HTTP server for tests and benchmarks; `serve_fake`: the
-//!   hidden `gpassk serve-fake` command that runs it in the foreground.
-pub mod audit;
-pub mod calc;
-pub mod checkpoint;
-pub mod cli;
-pub mod client;
-pub mod compare;
-pub mod config;
+//! Layers, each importing only from the ones above it in this list (checked by
+//! `scripts/check-layers.py` in CI):
+//! 1. `error` (bad input, exit statuses), `util` (hashes, id index, atomic writes, shutdown).
+//! 2. Pure engines: `metrics`, `stats`, `grade`, `dataset`, `prompt`, `shard`, `steps`.
+//! 3. `config` (config.toml → validated settings), `client` (one request, the retry policy and
+//!    its loop), `checkpoint` (per-model JSONL), `manifest`.
+//! 4. `runner` (sampling units), `judge` (LLM judge), `plan` (config + dataset → prompts),
+//!    `scoring` (checkpoints → graded counts, metrics and intervals), `label` (step labels).
+//! 5. `report`: one exporter per output format.
+//! 6. `commands`: one file per subcommand, its clap arguments and `run`; `cli`: the parser.
+pub mod error;
+pub mod util;
+
 pub mod dataset;
-pub mod fake_server;
 pub mod grade;
-pub mod label;
-pub mod manifest;
-pub mod merge;
 pub mod metrics;
 pub mod prompt;
-pub mod report;
-pub mod run;
-pub mod runner;
-pub mod score;
-pub mod serve_fake;
 pub mod shard;
 pub mod stats;
+pub mod steps;
+
+pub mod checkpoint;
+pub mod client;
+pub mod config;
+pub mod manifest;
+
+pub mod judge;
+pub mod label;
+pub mod plan;
+pub mod runner;
+pub mod scoring;
+
+pub mod report;
+
+pub mod cli;
+pub mod commands;
+
+// Removed when the fake server moves to crates/fake-openai.
+pub mod fake_server;
+pub mod serve_fake;

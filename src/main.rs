@@ -1,7 +1,9 @@
-//! The `gpassk` binary: parse arguments, dispatch, map errors to exit codes.
+//! The `gpassk` binary: parse arguments, dispatch to a command, turn its status into an exit code.
 
 use clap::Parser;
-use gpassk::cli::{exit_code, one_line_clap_error, Cli, Command, EXIT_BAD_INPUT};
+use gpassk::cli::{one_line_clap_error, Cli, Command};
+use gpassk::commands;
+use gpassk::error::{render, ExitStatus};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -9,30 +11,28 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             eprintln!("error: {}", one_line_clap_error(&e));
-            return ExitCode::from(EXIT_BAD_INPUT);
+            return ExitStatus::BadInput.into();
         }
         Err(e) => e.exit(),
     };
     let result = match cli.command {
-        Command::Calc(args) => gpassk::calc::run(args),
-        Command::Run(args) => gpassk::run::run(args),
-        Command::Label(args) => gpassk::label::run(args),
-        Command::Grade(args) => gpassk::grade::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1)),
-        Command::ServeFake(args) => gpassk::serve_fake::run(args),
-        Command::Datasets(args) => {
-            gpassk::dataset::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1))
-        }
-        Command::Score(args) => gpassk::score::run_score(args),
-        Command::Report(args) => gpassk::report::run(args),
-        Command::Compare(args) => gpassk::compare::run(args),
-        Command::Audit(args) => gpassk::audit::run(args),
-        Command::Merge(args) => gpassk::merge::run(args),
+        Command::Calc(args) => commands::calc::run(args),
+        Command::Run(args) => commands::run::run(args),
+        Command::Label(args) => commands::label::run(args),
+        Command::Grade(args) => commands::grade::run(args),
+        Command::Datasets(args) => commands::datasets::run(args),
+        Command::Score(args) => commands::score::run(args),
+        Command::Report(args) => commands::report::run(args),
+        Command::Compare(args) => commands::compare::run(args),
+        Command::Audit(args) => commands::audit::run(args),
+        Command::Merge(args) => commands::merge::run(args),
+        Command::ServeFake(args) => gpassk::serve_fake::run(args).map(|_| ExitStatus::Success),
     };
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(status) => status.into(),
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(exit_code(&e))
+            eprintln!("error: {}", render(&e));
+            ExitStatus::of_error(&e).into()
         }
     }
 }

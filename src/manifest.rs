@@ -1,7 +1,8 @@
 //! The run manifest: what ran, with which settings, against which data, and how it ended.
 
-use crate::checkpoint::write_atomic;
-use crate::config::SamplingSettings;
+use crate::config::{ModelSettings, SamplingSettings};
+use crate::error::BadInput;
+use crate::util::write_atomic;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -34,7 +35,7 @@ pub struct Manifest {
     pub merged_from: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DatasetInfo {
     pub name: String,
     pub files: Vec<String>,
@@ -61,20 +62,50 @@ pub struct ModelManifest {
     pub system_fingerprints: Vec<String>,
 }
 
+impl ModelManifest {
+    /// A model's entry before any unit is sampled.
+    pub fn planned(m: &ModelSettings, problems: usize) -> ModelManifest {
+        ModelManifest {
+            model_id: m.model_id.clone(),
+            base_url: m.api.base_url.clone(),
+            sampling: m.sampling.clone(),
+            status: "pending".into(),
+            error: None,
+            units_planned: problems as u64 * (m.sampling.n as u64 + m.sampling.greedy as u64),
+            ok: 0,
+            truncated: 0,
+            api_error: 0,
+            served_models: BTreeMap::new(),
+            system_fingerprints: Vec::new(),
+        }
+    }
+}
+
 impl Manifest {
+    /// How the run was graded, from its stored config: the grader mode and the judge's model id.
+    pub fn grading(&self) -> (String, Option<String>) {
+        let mode = self.config["evaluation"]["grader"]
+            .as_str()
+            .unwrap_or("rule")
+            .to_string();
+        let judge = self.config["judge"]["model_id"]
+            .as_str()
+            .map(str::to_string);
+        (mode, judge)
+    }
+
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
         write_atomic(&dir.join("manifest.json"), &bytes)
     }
 
-    pub fn read(dir: &Path) -> Result<Manifest, crate::cli::BadInput> {
+    pub fn read(dir: &Path) -> Result<Manifest, BadInput> {
         let path = dir.join("manifest.json");
         let text = std::fs::read_to_string(&path)
-            .map_err(|e| crate::cli::BadInput(format!("{}: cannot read: {e}", path.display())))?;
-        serde_json::from_str(&text).map_err(|e| {
-            crate::cli::BadInput(format!("{}: not a gpassk manifest: {e}", path.display()))
-        })
+            .map_err(|e| BadInput(format!("{}: cannot read: {e}", path.display())))?;
+        serde_json::from_str(&text)
+            .map_err(|e| BadInput(format!("{}: not a gpassk manifest: {e}", path.display())))
     }
 }
 
@@ -87,9 +118,4 @@ pub fn git_commit() -> Option<String> {
         .ok()?;
     let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
     (out.status.success() && s.len() == 40).then_some(s)
-}
-
-/// Now as RFC 3339 UTC with milliseconds.
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }

@@ -4,14 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::Problem;
-
-/// Default prompt for English datasets.
-pub const DEFAULT_TEMPLATE_EN: &str = "Solve the following math problem step by step. \
-Put your final answer within \\boxed{{}}.\n\n{question}";
-
-/// Default prompt for Chinese datasets.
-pub const DEFAULT_TEMPLATE_ZH: &str =
-    "请一步一步地推理并解答下面的数学题，并把最终答案写在 \\boxed{{}} 中。\n\n{question}";
+#[cfg(test)]
+use crate::dataset::{DEFAULT_TEMPLATE_EN, DEFAULT_TEMPLATE_ZH};
 
 /// One chat turn as sent to an OpenAI-compatible API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

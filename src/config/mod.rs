@@ -3,14 +3,16 @@
 //! Two stages: [`raw`] mirrors the file (unknown keys rejected), [`settings`] is the validated value
 //! the rest of the program uses. Errors name the file, the line and the key.
 
+mod judge;
 pub mod raw;
 mod settings;
 
+pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 pub use settings::{
-    hex, parse_metric, ApiSettings, EvalSettings, FewShot, ModelSettings, SamplingSettings,
-    Settings,
+    parse_metric, ApiSettings, EvalSettings, ModelSettings, SamplingSettings, Settings,
 };
 
+pub(crate) use crate::util::closest;
 use std::path::{Path, PathBuf};
 
 /// A config problem the user must fix.
@@ -107,19 +109,6 @@ fn parse_error(e: &toml::de::Error, text: &str, path: &Path) -> ConfigError {
 }
 
 /// The closest of several names, for "did you mean" hints.
-pub fn closest_name<'a>(bad: &str, names: &'a [String]) -> Option<&'a str> {
-    closest(bad, names.iter().map(String::as_str))
-}
-
-/// The closest candidate by edit distance, when it is close enough to be a likely typo.
-pub(crate) fn closest<'a>(bad: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .map(|c| (strsim::damerau_levenshtein(bad, c), c))
-        .filter(|(d, c)| *d <= 3.max(c.len() / 3) && *d < c.len().max(bad.len()))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
 pub(crate) fn line_of(text: &str, byte: usize) -> usize {
     text.as_bytes()[..byte.min(text.len())]
         .iter()

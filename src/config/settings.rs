@@ -1,9 +1,11 @@
 //! The resolved, validated configuration: defaults applied, per-model overrides merged.
 
-use super::raw::{RawConfig, RawModel, RawTau, API_KEYS};
+use super::judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
+use super::raw::{RawApi, RawConfig, RawModel, RawSampling, RawTau, API_KEYS};
 use super::{closest, locate, ConfigError};
-use crate::grade::judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
+use crate::dataset::FewShot;
 use crate::metrics::{MetricKind, Tau};
+use crate::util::hex;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,6 +57,15 @@ impl ApiSettings {
             format!("{base}/v1/chat/completions")
         }
     }
+
+    /// The retry policy these settings ask for.
+    pub fn retry_policy(&self) -> crate::client::retry::RetryPolicy {
+        crate::client::retry::RetryPolicy {
+            max_retries: self.max_retries,
+            base: self.backoff_base,
+            max: self.backoff_max,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -69,17 +80,6 @@ pub struct SamplingSettings {
     pub use_n_param: bool,
     pub n_per_request: u32,
     pub stop: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum FewShot {
-    None,
-    /// The first `count` problems of a dataset (excluding ids being evaluated).
-    FromDataset {
-        count: usize,
-        dataset: String,
-    },
-    Inline(Vec<(String, String)>),
 }
 
 #[derive(Debug, Clone)]
@@ -279,8 +279,68 @@ fn resolve_judge(
     })
 }
 
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Where a model's keys are checked: errors point at the model's own line when it overrides the
+/// key, else at `[api]`/`[sampling]`.
+struct ModelCx<'a> {
+    cx: &'a Ctx<'a>,
+    m: &'a RawModel,
+    i: usize,
+}
+
+impl ModelCx<'_> {
+    fn err(&self, key: &str, msg: String) -> ConfigError {
+        if locate_exact(self.cx.text, "models", Some(self.i), key) {
+            return self.cx.err("models", Some(self.i), key, msg);
+        }
+        let sec = if API_KEYS.contains(&key) {
+            "api"
+        } else {
+            "sampling"
+        };
+        let name = self.m.name.as_deref().unwrap_or("?");
+        self.cx
+            .err(sec, None, key, format!("{msg} (for model {name})"))
+    }
+
+    fn secs(&self, key: &str, v: Option<f64>, default: f64) -> Result<Duration, ConfigError> {
+        let v = v.unwrap_or(default);
+        if !(v.is_finite() && v > 0.0 && v < 1e7) {
+            return Err(self.err(key, format!("{v} must be a positive number of seconds")));
+        }
+        Ok(Duration::from_secs_f64(v))
+    }
+
+    fn int(
+        &self,
+        key: &str,
+        v: Option<i64>,
+        default: i64,
+        min: i64,
+        max: i64,
+    ) -> Result<i64, ConfigError> {
+        let v = v.unwrap_or(default);
+        if v < min || v > max {
+            return Err(self.err(key, format!("{v} must be between {min} and {max}")));
+        }
+        Ok(v)
+    }
+
+    fn rate(&self, key: &str, v: Option<f64>) -> Result<Option<f64>, ConfigError> {
+        match v {
+            Some(x) if !(x.is_finite() && x > 0.0) => {
+                Err(self.err(key, format!("{x} must be a positive number")))
+            }
+            other => Ok(other),
+        }
+    }
+
+    fn optional_u32(&self, key: &str, v: Option<i64>) -> Result<Option<u32>, ConfigError> {
+        v.map(|v| {
+            self.int(key, Some(v), 0, 1, u32::MAX as i64)
+                .map(|v| v as u32)
+        })
+        .transpose()
+    }
 }
 
 fn resolve_model(
@@ -289,24 +349,19 @@ fn resolve_model(
     m: &RawModel,
     i: usize,
 ) -> Result<ModelSettings, ConfigError> {
-    let e = |key: &str, msg: String| {
-        // Point at the model's own line when it overrides the key, else at [api]/[sampling].
-        if locate_exact(cx.text, "models", Some(i), key) {
-            cx.err("models", Some(i), key, msg)
-        } else {
-            let sec = if API_KEYS.contains(&key) {
-                "api"
-            } else {
-                "sampling"
-            };
-            cx.err(
-                sec,
-                None,
-                key,
-                format!("{msg} (for model {})", m.name.as_deref().unwrap_or("?")),
-            )
-        }
-    };
+    let name = model_name(cx, m, i)?;
+    let mc = ModelCx { cx, m, i };
+    let api = resolve_api(&mc, &raw.api, &name)?;
+    let sampling = resolve_sampling(&mc, &raw.sampling)?;
+    Ok(ModelSettings {
+        model_id: m.model_id.clone().unwrap_or_else(|| name.clone()),
+        name,
+        api,
+        sampling,
+    })
+}
+
+fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
     let name = m
         .name
         .clone()
@@ -330,15 +385,17 @@ fn resolve_model(
             format!("{name:?} may hold only letters, digits, '.', '_' and '-' (it names the checkpoint file); put the provider's name in `model_id`"),
         ));
     }
-    let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
-    let a = &raw.api;
-    let s = &raw.sampling;
+    Ok(name)
+}
+
+fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, ConfigError> {
+    let m = mc.m;
     let base_url = m
         .base_url
         .clone()
         .or_else(|| a.base_url.clone())
         .ok_or_else(|| {
-            cx.err(
+            mc.cx.err(
                 "api",
                 None,
                 "base_url",
@@ -346,85 +403,57 @@ fn resolve_model(
             )
         })?;
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(e(
+        return Err(mc.err(
             "base_url",
             format!("{base_url:?} must start with http:// or https://"),
         ));
     }
-    let api_key_env = m
-        .api_key_env
-        .clone()
-        .or_else(|| a.api_key_env.clone())
-        .filter(|v| !v.is_empty());
-    let secs = |key: &str, v: Option<f64>, default: f64| -> Result<Duration, ConfigError> {
-        let v = v.unwrap_or(default);
-        if !(v.is_finite() && v > 0.0 && v < 1e7) {
-            return Err(e(key, format!("{v} must be a positive number of seconds")));
-        }
-        Ok(Duration::from_secs_f64(v))
-    };
-    let int =
-        |key: &str, v: Option<i64>, default: i64, min: i64, max: i64| -> Result<i64, ConfigError> {
-            let v = v.unwrap_or(default);
-            if v < min || v > max {
-                return Err(e(key, format!("{v} must be between {min} and {max}")));
-            }
-            Ok(v)
-        };
-    let rate = |key: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
-        match v {
-            Some(x) if !(x.is_finite() && x > 0.0) => {
-                Err(e(key, format!("{x} must be a positive number")))
-            }
-            other => Ok(other),
-        }
-    };
-    let api = ApiSettings {
+    Ok(ApiSettings {
         base_url,
-        api_key_env,
-        timeout: secs("timeout", m.timeout.or(a.timeout), 120.0)?,
-        max_retries: int("max_retries", m.max_retries.or(a.max_retries), 3, 0, 100)? as u32,
-        concurrency: int(
+        api_key_env: m
+            .api_key_env
+            .clone()
+            .or_else(|| a.api_key_env.clone())
+            .filter(|v| !v.is_empty()),
+        timeout: mc.secs("timeout", m.timeout.or(a.timeout), 120.0)?,
+        max_retries: mc.int("max_retries", m.max_retries.or(a.max_retries), 3, 0, 100)? as u32,
+        concurrency: mc.int(
             "concurrency",
             m.concurrency.or(a.concurrency),
             8,
             1,
             100_000,
         )? as usize,
-        rpm: rate("rpm", m.rpm.or(a.rpm))?,
-        tpm: rate("tpm", m.tpm.or(a.tpm))?,
-        backoff_base: secs("backoff_base", m.backoff_base.or(a.backoff_base), 0.5)?,
-        backoff_max: secs("backoff_max", m.backoff_max.or(a.backoff_max), 30.0)?,
-    };
+        rpm: mc.rate("rpm", m.rpm.or(a.rpm))?,
+        tpm: mc.rate("tpm", m.tpm.or(a.tpm))?,
+        backoff_base: mc.secs("backoff_base", m.backoff_base.or(a.backoff_base), 0.5)?,
+        backoff_max: mc.secs("backoff_max", m.backoff_max.or(a.backoff_max), 30.0)?,
+    })
+}
+
+fn resolve_sampling(mc: &ModelCx, s: &RawSampling) -> Result<SamplingSettings, ConfigError> {
+    let m = mc.m;
     let temperature = m.temperature.or(s.temperature).unwrap_or(0.7);
     if !(0.0..=2.0).contains(&temperature) {
-        return Err(e(
+        return Err(mc.err(
             "temperature",
             format!("{temperature} must be between 0 and 2"),
         ));
     }
     let top_p = m.top_p.or(s.top_p).unwrap_or(1.0);
     if !(top_p > 0.0 && top_p <= 1.0) {
-        return Err(e("top_p", format!("{top_p} must be in (0, 1]")));
+        return Err(mc.err("top_p", format!("{top_p} must be in (0, 1]")));
     }
-    let max_tokens = match m.max_tokens.or(s.max_tokens) {
-        None => None,
-        Some(v) => Some(int("max_tokens", Some(v), 0, 1, u32::MAX as i64)? as u32),
-    };
-    let top_k = match m.top_k.or(s.top_k) {
-        None => None,
-        Some(v) => Some(int("top_k", Some(v), 0, 1, u32::MAX as i64)? as u32),
-    };
-    let sampling = SamplingSettings {
-        n: int("n", m.n.or(s.n), 16, 1, 1_000_000)? as u32,
+    Ok(SamplingSettings {
+        n: mc.int("n", m.n.or(s.n), 16, 1, 1_000_000)? as u32,
         temperature,
         top_p,
-        top_k,
-        seed: int("seed", m.seed.or(s.seed), 42, 0, i64::MAX)? as u64,
-        max_tokens,
+        top_k: mc.optional_u32("top_k", m.top_k.or(s.top_k))?,
+        seed: mc.int("seed", m.seed.or(s.seed), 42, 0, i64::MAX)? as u64,
+        max_tokens: mc.optional_u32("max_tokens", m.max_tokens.or(s.max_tokens))?,
         greedy: m.greedy.or(s.greedy).unwrap_or(true),
         use_n_param: m.use_n_param.or(s.use_n_param).unwrap_or(false),
-        n_per_request: int(
+        n_per_request: mc.int(
             "n_per_request",
             m.n_per_request.or(s.n_per_request),
             16,
@@ -436,12 +465,6 @@ fn resolve_model(
             .clone()
             .or_else(|| s.stop.clone())
             .unwrap_or_default(),
-    };
-    Ok(ModelSettings {
-        name,
-        model_id,
-        api,
-        sampling,
     })
 }
 
@@ -613,7 +636,8 @@ fn resolve_eval(
             ),
             (None, Some(c), Some(d)) if c >= 0 => FewShot::FromDataset {
                 count: c as usize,
-                dataset: d.clone(),
+                source: d.clone(),
+                fields: None,
             },
             _ => return Err(cx.err(
                 "evaluation.few_shot",

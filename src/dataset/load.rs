@@ -1,5 +1,6 @@
 //! Reading JSONL files into problems: field mapping, answer post-processing, checks and sha256.
 
+use crate::util::hex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -375,14 +376,6 @@ fn json_error_kind(error: &serde_json::Error) -> String {
         Some(cut) => message[..cut].to_string(),
         None => message,
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(64), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
 }
 
 /// GSM8K: `(final answer, reasoning)` from `reasoning\n#### 1,234`; `None` without `####`.

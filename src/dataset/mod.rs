@@ -5,7 +5,6 @@
 //! file read through a [`FieldMap`]. Problems keep stable ids, so checkpoints from one run can be
 //! resumed by the next.
 
-pub mod cli;
 mod error;
 mod few_shot;
 mod load;
@@ -18,6 +17,14 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+/// Default prompt for English datasets.
+pub const DEFAULT_TEMPLATE_EN: &str = "Solve the following math problem step by step. \
+Put your final answer within \\boxed{{}}.\n\n{question}";
+
+/// Default prompt for Chinese datasets.
+pub const DEFAULT_TEMPLATE_ZH: &str =
+    "请一步一步地推理并解答下面的数学题，并把最终答案写在 \\boxed{{}} 中。\n\n{question}";
 
 pub use error::DatasetError;
 pub use few_shot::FewShot;
@@ -73,8 +80,8 @@ impl Language {
     /// The default prompt template for questions in this language.
     pub fn default_template(self) -> &'static str {
         match self {
-            Language::English => crate::prompt::DEFAULT_TEMPLATE_EN,
-            Language::Chinese => crate::prompt::DEFAULT_TEMPLATE_ZH,
+            Language::English => DEFAULT_TEMPLATE_EN,
+            Language::Chinese => DEFAULT_TEMPLATE_ZH,
         }
     }
 }

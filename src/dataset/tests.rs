@@ -171,7 +171,10 @@ fn gsm8k_answer_after_hashes() {
 fn cmath_is_chinese_with_chinese_prompt() {
     let dataset = shipped_dataset("cmath");
     assert_eq!(dataset.language, Language::Chinese);
-    assert_eq!(dataset.default_template, crate::prompt::DEFAULT_TEMPLATE_ZH);
+    assert_eq!(
+        dataset.default_template,
+        crate::dataset::DEFAULT_TEMPLATE_ZH
+    );
     assert_eq!(dataset.problems[0].answer, "9");
     assert_eq!(dataset.problems[0].fields.get("grade").unwrap(), "1");
 }

@@ -2,17 +2,15 @@
 //!
 //! Pipeline: `extract` pulls the answer text out of a response; `normalize` rewrites it into one
 //! LaTeX spelling; `expr` parses it into a tree; `equiv` compares trees (`eval` supplies exact
-//! rationals and complex values at fixed pseudo-random points). `cli` is `gpassk grade`.
+//! rationals and complex values at fixed pseudo-random points).
 //!
 //! Every entry point is total: any input returns a verdict quickly (input, recursion and
 //! exponent sizes are bounded inside the submodules).
 
-pub mod cli;
 mod equiv;
 mod eval;
 mod expr;
 mod extract;
-pub mod judge;
 mod normalize;
 
 use serde::{Deserialize, Serialize};

@@ -217,66 +217,78 @@ pub fn aggregate(
     let groups =
         std::iter::once((None, &overall)).chain(subsets.iter().map(|(k, g)| (Some(k.clone()), g)));
     for (subset, g) in groups {
-        values.push(MetricValue {
-            metric: MetricKind::Greedy,
-            subset: subset.clone(),
-            value: (g.greedy_scored > 0).then(|| {
-                ratio(
-                    BigInt::from(g.greedy_correct),
-                    BigInt::from(g.greedy_scored),
-                )
-            }),
-            problems: g.greedy_scored,
-            excluded: g.problems - g.greedy_scored,
-            short: g.short,
-        });
-        for (ki, &k) in ks.iter().enumerate() {
-            let by_n = &g.by_k[ki];
-            let scored: u64 = by_n.values().map(|a| a.count).sum();
-            let mean = |pick: &dyn Fn(&Acc) -> BigUint, mg: bool| -> Option<BigRational> {
-                if scored == 0 {
-                    return None;
-                }
-                let mut total = BigRational::zero();
-                for (&n, acc) in by_n {
-                    let table = &tables[&(n, k)];
-                    let mut den = table.denominator().clone();
-                    if mg {
-                        den *= k;
-                    }
-                    total += ratio(BigInt::from(pick(acc)), BigInt::from(den));
-                }
-                Some(total / BigRational::from_integer(BigInt::from(scored)))
-            };
-            let excluded = g.excluded_by_k[ki];
-            let mk = |metric: MetricKind, value: Option<BigRational>| MetricValue {
-                metric,
-                subset: subset.clone(),
-                value,
-                problems: scored as usize,
-                excluded,
-                short: g.short,
-            };
-            values.push(mk(
-                MetricKind::PassAtK { k },
-                mean(&|a| a.pass.total(), false),
-            ));
-            for (ti, tau) in taus.iter().enumerate() {
-                values.push(mk(
-                    MetricKind::GPassAtK {
-                        k,
-                        tau: tau.clone(),
-                    },
-                    mean(&|a| a.g[ti].total(), false),
-                ));
-            }
-            values.push(mk(
-                MetricKind::MGPassAtK { k },
-                mean(&|a| a.mg.total(), true),
-            ));
-        }
+        group_values(&mut values, subset, g, ks, taus, &tables);
     }
     Ok(Aggregate { run_n, values })
+}
+
+/// Appends one group's (overall or a subset's) means: greedy, then per k pass@k, G-Pass@k_τ, mG.
+fn group_values(
+    values: &mut Vec<MetricValue>,
+    subset: Option<String>,
+    g: &Group,
+    ks: &[u64],
+    taus: &[Tau],
+    tables: &HashMap<(u64, u64), MetricTable>,
+) {
+    values.push(MetricValue {
+        metric: MetricKind::Greedy,
+        subset: subset.clone(),
+        value: (g.greedy_scored > 0).then(|| {
+            ratio(
+                BigInt::from(g.greedy_correct),
+                BigInt::from(g.greedy_scored),
+            )
+        }),
+        problems: g.greedy_scored,
+        excluded: g.problems - g.greedy_scored,
+        short: g.short,
+    });
+    for (ki, &k) in ks.iter().enumerate() {
+        let by_n = &g.by_k[ki];
+        let scored: u64 = by_n.values().map(|a| a.count).sum();
+        let mean = |pick: &dyn Fn(&Acc) -> BigUint, mg: bool| -> Option<BigRational> {
+            if scored == 0 {
+                return None;
+            }
+            let mut total = BigRational::zero();
+            for (&n, acc) in by_n {
+                let table = &tables[&(n, k)];
+                let mut den = table.denominator().clone();
+                if mg {
+                    den *= k;
+                }
+                total += ratio(BigInt::from(pick(acc)), BigInt::from(den));
+            }
+            Some(total / BigRational::from_integer(BigInt::from(scored)))
+        };
+        let excluded = g.excluded_by_k[ki];
+        let mk = |metric: MetricKind, value: Option<BigRational>| MetricValue {
+            metric,
+            subset: subset.clone(),
+            value,
+            problems: scored as usize,
+            excluded,
+            short: g.short,
+        };
+        values.push(mk(
+            MetricKind::PassAtK { k },
+            mean(&|a| a.pass.total(), false),
+        ));
+        for (ti, tau) in taus.iter().enumerate() {
+            values.push(mk(
+                MetricKind::GPassAtK {
+                    k,
+                    tau: tau.clone(),
+                },
+                mean(&|a| a.g[ti].total(), false),
+            ));
+        }
+        values.push(mk(
+            MetricKind::MGPassAtK { k },
+            mean(&|a| a.mg.total(), true),
+        ));
+    }
 }
 
 fn new_group(nk: usize) -> Group {

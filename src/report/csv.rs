@@ -1,7 +1,7 @@
 //! `metrics.csv`: the tidy table, one row per model × dataset × subset × metric × k × τ.
 
 use super::{rows, Exporter, METRIC_COLUMNS};
-use crate::score::RunResults;
+use crate::scoring::RunResults;
 
 pub struct MetricsCsv;
 

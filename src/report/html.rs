@@ -5,7 +5,7 @@
 use super::markup::{notes, pct, subset_grid, summaries, Grid};
 use super::Exporter;
 use crate::metrics::MetricKind;
-use crate::score::{ModelScore, RunResults};
+use crate::scoring::{ModelScore, RunResults};
 use std::fmt::Write;
 
 pub struct HtmlReport;

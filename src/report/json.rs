@@ -4,7 +4,7 @@
 use super::{rows, Exporter, MetricRow};
 use crate::manifest::Manifest;
 use crate::metrics::exact_text;
-use crate::score::RunResults;
+use crate::scoring::RunResults;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

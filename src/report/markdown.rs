@@ -3,7 +3,7 @@
 
 use super::markup::{notes, subset_grid, summaries, Grid};
 use super::Exporter;
-use crate::score::RunResults;
+use crate::scoring::RunResults;
 
 pub struct MarkdownReport;
 

@@ -2,7 +2,7 @@
 //! text cells; the table, Markdown and HTML exporters only lay them out.
 
 use crate::metrics::MetricKind;
-use crate::score::{ModelScore, RunResults};
+use crate::scoring::{ModelScore, RunResults};
 use crate::stats::Estimate;
 
 /// A titled grid of text cells.
@@ -160,7 +160,7 @@ pub(super) fn notes(results: &RunResults) -> Vec<String> {
             .to_string(),
     ];
     if let Some(m) = &results.manifest {
-        notes.push(match crate::audit::grading(m) {
+        notes.push(match m.grading() {
             (mode, _) if mode == "rule" => "Grading: gpassk's rule-based grader.".to_string(),
             (mode, judge) => format!(
                 "Grading: `{mode}` with the LLM judge {}.",

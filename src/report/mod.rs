@@ -19,10 +19,9 @@ pub use self::markdown::MarkdownReport;
 pub use self::per_problem::PerProblemCsv;
 pub use self::table::SummaryTable;
 
-use crate::checkpoint::write_atomic;
-use crate::cli::BadInput;
-use crate::score::{ModelScore, RunResults};
+use crate::scoring::{ModelScore, RunResults};
 use crate::stats::Estimate;
+use crate::util::write_atomic;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -35,7 +34,7 @@ pub trait Exporter {
 }
 
 /// The formats `gpassk report --format` offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Terminal table: per k, a row per model, percentages with 95% CIs.
     Table,
@@ -150,30 +149,4 @@ pub fn rows(results: &RunResults) -> Vec<(MetricRow, &Estimate)> {
                 .map(move |e| (MetricRow::new(results, m, e), e))
         })
         .collect()
-}
-
-/// `gpassk report <run dir> [--format F] [--out FILE]`.
-#[derive(Debug, clap::Args)]
-pub struct ReportArgs {
-    /// The run directory (holding manifest.json and checkpoints/).
-    pub run_dir: PathBuf,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
-    /// Write to this file instead of standard output.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
-
-pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
-    let results = crate::score::load_run(&args.run_dir)?;
-    let bytes = args.format.exporter().export(&results)?;
-    match &args.out {
-        Some(path) => write_atomic(path, &bytes)
-            .map_err(|e| BadInput(format!("--out {}: cannot write: {e}", path.display())))?,
-        None => {
-            use std::io::Write;
-            std::io::stdout().write_all(&bytes)?;
-        }
-    }
-    Ok(0)
 }

@@ -3,7 +3,7 @@
 
 use super::Exporter;
 use crate::metrics::{to_f64, MetricKind};
-use crate::score::RunResults;
+use crate::scoring::RunResults;
 
 pub struct PerProblemCsv;
 

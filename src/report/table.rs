@@ -3,7 +3,7 @@
 
 use super::markup::summaries;
 use super::Exporter;
-use crate::score::RunResults;
+use crate::scoring::RunResults;
 
 pub struct SummaryTable;
 

@@ -1,23 +1,23 @@
-//! `gpassk run`: units of work, seeds, concurrency and rate control, retries, progress, shutdown.
+//! Sampling: units of work, seeds, concurrency and rate control, retries, progress, shutdown.
 //!
 //! Every (model, problem, sample index | greedy) is one unit. Each finished unit is appended to the
 //! model's checkpoint as it arrives, so a killed run resumes with only the missing units.
 
 mod pace;
-mod plan;
 mod progress;
-mod retry;
+mod units;
 
-pub use plan::{derive_seed, missing_work, DoneSet, Prepared, WorkItem};
-pub use retry::RetryPolicy;
+pub use units::{derive_seed, missing_work, DoneSet, Prepared, WorkItem};
 
 use crate::checkpoint::{
     checkpoint_path, read_lines, CheckpointWriter, Record, RecordHead, SampleIndex, UnitOutcome,
 };
-use crate::cli::{BadInput, EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::client::retry::{Next, RetryPolicy};
 use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
 use crate::config::{ModelSettings, Settings};
-use crate::manifest::{now_rfc3339, Manifest, ModelManifest};
+use crate::error::{BadInput, ExitStatus};
+use crate::manifest::{Manifest, ModelManifest};
+use crate::util::{id_index, now_rfc3339, Shutdown};
 use anyhow::{Context, Result};
 use pace::{AdaptiveLimit, Pace, Permit};
 use progress::{Counters, Mode, Reporter};
@@ -26,7 +26,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::watch;
 
 /// What one model's sampling session ended with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,17 +54,17 @@ struct ModelCtx {
     prepared: Arc<Vec<Prepared>>,
     fatal: Mutex<Option<String>>,
     stopped: AtomicBool,
-    shutdown: watch::Receiver<bool>,
+    shutdown: Shutdown,
     quiet: bool,
 }
 
 impl ModelCtx {
-    fn fail(&self, err: &ApiError) {
+    fn fail(&self, reason: &dyn std::fmt::Display) {
         let mut f = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
         if f.is_none() {
             let msg = format!(
-                "model {} ({}) stopped: {}",
-                self.settings.name, self.settings.model_id, err
+                "model {} ({}) stopped: {reason}",
+                self.settings.name, self.settings.model_id
             );
             if !self.quiet {
                 eprintln!("error: {msg}");
@@ -76,7 +75,7 @@ impl ModelCtx {
     }
 
     fn shutting_down(&self) -> bool {
-        *self.shutdown.borrow()
+        self.shutdown.is_triggered()
     }
 
     /// The request body as JSON bytes; the messages are spliced in pre-serialized.
@@ -163,12 +162,7 @@ impl ModelCtx {
     fn write(&self, r: &Record) {
         if let Err(e) = self.writer.append(r) {
             // A checkpoint that cannot be written would lose work silently: stop this model.
-            self.fail(&ApiError {
-                class: ErrorClass::Connection,
-                status: None,
-                message: format!("cannot write checkpoint: {e}"),
-                retry_after: None,
-            });
+            self.fail(&format!("disk error: {e}"));
         }
     }
 }
@@ -216,55 +210,27 @@ fn compose_body(messages_json: &str, fixed: &str, seed: u64, choices: usize) -> 
 async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
     let prep = &ctx.prepared[item.problem];
     let mut pending = item.slots;
-    let mut attempts = 0u32;
     let started_at = now_rfc3339();
     let started = Instant::now();
     let estimate =
         prep.prompt_tokens_estimate + ctx.settings.sampling.max_tokens.unwrap_or(1024) as u64;
-    while !pending.is_empty() {
-        if ctx.stopped.load(Ordering::SeqCst) || ctx.shutting_down() {
+    let mut tries = ctx.policy.tries(&ctx.shutdown);
+    while let Some(attempts) = tries.start() {
+        if ctx.stopped.load(Ordering::SeqCst) {
             return;
         }
-        attempts += 1;
         let seed = ctx.seed_for(prep, &pending);
         let body = ctx.request_body(prep, &pending, seed);
         if !ctx.pace.is_unlimited() {
             ctx.pace.wait(estimate * pending.len() as u64).await;
         }
         ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
-        let result = ctx.client.chat_bytes(body).await;
-        let err = match result {
-            Ok(resp) => {
-                ctx.limit.on_success();
-                let tokens = resp
-                    .usage
-                    .as_ref()
-                    .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
-                ctx.counters.tokens.fetch_add(tokens, Ordering::Relaxed);
-                let got = resp.choices.len().min(pending.len());
-                for (i, slot) in pending.drain(..got).enumerate() {
-                    let r = ctx.record(
-                        prep,
-                        slot,
-                        seed,
-                        &started_at,
-                        started,
-                        attempts,
-                        Ok((&resp, i)),
-                    );
-                    ctx.write(&r);
-                    ctx.counters.done.fetch_add(1, Ordering::Relaxed);
-                }
-                if pending.is_empty() {
-                    return;
-                }
-                ApiError {
-                    class: ErrorClass::EmptyChoices,
-                    status: None,
-                    message: format!("asked for {} choices, got {got}", got + pending.len()),
-                    retry_after: None,
-                }
-            }
+        let times = (started_at.as_str(), started, attempts);
+        let err = match ctx.client.chat_bytes(body).await {
+            Ok(resp) => match ctx.take_choices(prep, &resp, &mut pending, seed, times) {
+                None => return,
+                Some(err) => err,
+            },
             Err(e) => e,
         };
         if err.class == ErrorClass::RateLimited {
@@ -273,22 +239,60 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
         if !err.class.retryable() {
             ctx.fail(&err);
         }
-        if !ctx.policy.should_retry(&err, attempts) {
-            for slot in pending.drain(..) {
-                let r = ctx.record(prep, slot, seed, &started_at, started, attempts, Err(&err));
-                ctx.write(&r);
-                ctx.counters.done.fetch_add(1, Ordering::Relaxed);
+        match tries.failed(err).await {
+            Next::Retry => {
+                ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
             }
-            ctx.counters.errors.fetch_add(1, Ordering::Relaxed);
-            return;
+            Next::Stopped => return,
+            Next::GaveUp { err, attempts } => {
+                for slot in pending.drain(..) {
+                    let r = ctx.record(prep, slot, seed, &started_at, started, attempts, Err(&err));
+                    ctx.write(&r);
+                    ctx.counters.done.fetch_add(1, Ordering::Relaxed);
+                }
+                ctx.counters.errors.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
         }
-        ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
-        let delay = ctx.policy.delay(&err, attempts);
-        let mut shutdown = ctx.shutdown.clone();
-        tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
-            _ = shutdown.wait_for(|s| *s) => return,
+    }
+}
+
+impl ModelCtx {
+    /// Records the choices a reply holds; the error for any slots it left without one.
+    fn take_choices(
+        &self,
+        prep: &Prepared,
+        resp: &ChatResponse,
+        pending: &mut Vec<SampleIndex>,
+        seed: u64,
+        (started_at, started, attempts): (&str, Instant, u32),
+    ) -> Option<ApiError> {
+        self.limit.on_success();
+        let tokens = resp
+            .usage
+            .as_ref()
+            .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+        self.counters.tokens.fetch_add(tokens, Ordering::Relaxed);
+        let got = resp.choices.len().min(pending.len());
+        for (i, slot) in pending.drain(..got).enumerate() {
+            let r = self.record(
+                prep,
+                slot,
+                seed,
+                started_at,
+                started,
+                attempts,
+                Ok((resp, i)),
+            );
+            self.write(&r);
+            self.counters.done.fetch_add(1, Ordering::Relaxed);
         }
+        (!pending.is_empty()).then(|| ApiError {
+            class: ErrorClass::EmptyChoices,
+            status: None,
+            message: format!("asked for {} choices, got {got}", got + pending.len()),
+            retry_after: None,
+        })
     }
 }
 
@@ -300,7 +304,6 @@ async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelE
         .sum();
     ctx.counters.total.store(total, Ordering::Relaxed);
     let mut tasks = tokio::task::JoinSet::new();
-    let mut shutdown = ctx.shutdown.clone();
     let mut first = true;
     for item in missing_work(ctx.prepared.len(), &sampling, &done) {
         if ctx.stopped.load(Ordering::SeqCst) || ctx.shutting_down() {
@@ -308,7 +311,7 @@ async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelE
         }
         let permit = tokio::select! {
             p = ctx.limit.acquire() => p,
-            _ = shutdown.wait_for(|s| *s) => break,
+            _ = ctx.shutdown.triggered() => break,
         };
         if first {
             // The first request goes alone: a bad key or unknown model then costs one request, not a burst.
@@ -364,67 +367,28 @@ pub struct SamplingJob {
     pub progress_interval: Duration,
 }
 
-/// Samples all models concurrently; returns each model's end state, in settings order.
-pub fn sample_all(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> {
+/// Samples all models concurrently until done or `shutdown` fires; returns each model's end
+/// state, in settings order.
+pub fn sample_all(job: &SamplingJob, shutdown: &Shutdown) -> Result<Vec<(String, ModelEnd)>> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(sample_all_async(job))
+    rt.block_on(sample_all_async(job, shutdown))
 }
 
-async fn sample_all_async(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> {
-    let (tx, rx) = watch::channel(false);
-    let quiet = job.quiet;
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            if !quiet {
-                eprintln!("interrupted: finishing requests in flight, then saving (Ctrl-C again to quit now)");
-            }
-            let _ = tx.send(true);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(EXIT_INTERRUPTED as i32);
-            }
-        }
-    });
-    let index: HashMap<&str, usize> = job
-        .prepared
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
+async fn sample_all_async(
+    job: &SamplingJob,
+    shutdown: &Shutdown,
+) -> Result<Vec<(String, ModelEnd)>> {
+    let index = id_index(job.prepared.iter(), |p| p.id.as_str());
     let mut handles = Vec::new();
     let mut bars = Vec::new();
     for m in &job.settings.models {
         let path = checkpoint_path(&job.run_dir, &m.name);
         let done = load_done(&path, &index)?;
-        let writer = CheckpointWriter::open(&path)?;
-        let key = job.keys.get(&m.name).cloned().flatten();
-        let client = Client::new(m.api.chat_url(), key, m.api.timeout, m.api.concurrency)
-            .map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
-        let counters = Arc::new(Counters::default());
-        bars.push((m.name.clone(), counters.clone()));
-        let ctx = Arc::new(ModelCtx {
-            body_sample: fixed_body_fields(m, false),
-            body_greedy: fixed_body_fields(m, true),
-            settings: m.clone(),
-            run_id: job.run_id.clone(),
-            client,
-            limit: Arc::new(AdaptiveLimit::new(m.api.concurrency)),
-            pace: Pace::new(m.api.rpm, m.api.tpm),
-            policy: RetryPolicy {
-                max_retries: m.api.max_retries,
-                base: m.api.backoff_base,
-                max: m.api.backoff_max,
-            },
-            writer,
-            counters,
-            prepared: job.prepared.clone(),
-            fatal: Mutex::new(None),
-            stopped: AtomicBool::new(false),
-            shutdown: rx.clone(),
-            quiet: job.quiet,
-        });
+        let ctx = Arc::new(model_ctx(job, m, &path, shutdown)?);
+        bars.push((m.name.clone(), ctx.counters.clone()));
         let grace = m.api.timeout.min(Duration::from_secs(10));
         handles.push((m.name.clone(), tokio::spawn(run_model(ctx, done, grace))));
     }
@@ -437,8 +401,35 @@ async fn sample_all_async(job: &SamplingJob) -> Result<Vec<(String, ModelEnd)>> 
         ends.push((name, end));
     }
     reporter.finish().await;
-    ctrl_c.abort();
     Ok(ends)
+}
+
+fn model_ctx(
+    job: &SamplingJob,
+    m: &ModelSettings,
+    path: &Path,
+    shutdown: &Shutdown,
+) -> Result<ModelCtx> {
+    let key = job.keys.get(&m.name).cloned().flatten();
+    let client = Client::new(m.api.chat_url(), key, m.api.timeout, m.api.concurrency)
+        .map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
+    Ok(ModelCtx {
+        body_sample: fixed_body_fields(m, false),
+        body_greedy: fixed_body_fields(m, true),
+        settings: m.clone(),
+        run_id: job.run_id.clone(),
+        client,
+        limit: Arc::new(AdaptiveLimit::new(m.api.concurrency)),
+        pace: Pace::new(m.api.rpm, m.api.tpm),
+        policy: m.api.retry_policy(),
+        writer: CheckpointWriter::open(path)?,
+        counters: Arc::new(Counters::default()),
+        prepared: job.prepared.clone(),
+        fatal: Mutex::new(None),
+        stopped: AtomicBool::new(false),
+        shutdown: shutdown.clone(),
+        quiet: job.quiet,
+    })
 }
 
 /// Per-model totals read back from a checkpoint, for the manifest.
@@ -496,47 +487,42 @@ pub fn count_checkpoint(
     Ok(c)
 }
 
-/// Updates the manifest's per-model section from the checkpoint and the model's end state.
+/// The manifest's per-model section from the checkpoint counts and the model's end state.
 pub fn model_manifest(
     m: &ModelSettings,
     end: Option<&ModelEnd>,
     counts: &CheckpointCounts,
     problems: usize,
 ) -> ModelManifest {
-    let units_planned = problems as u64 * (m.sampling.n as u64 + m.sampling.greedy as u64);
+    let mut mm = ModelManifest::planned(m, problems);
     let finished = counts.ok + counts.truncated;
     let (status, error) = match end {
         Some(ModelEnd::Failed(msg)) => ("failed", Some(msg.clone())),
         Some(ModelEnd::Interrupted) => ("interrupted", None),
-        Some(_) if finished == units_planned => ("complete", None),
+        Some(_) if finished == mm.units_planned => ("complete", None),
         Some(_) => ("incomplete", None),
         None => ("pending", None),
     };
-    ModelManifest {
-        model_id: m.model_id.clone(),
-        base_url: m.api.base_url.clone(),
-        sampling: m.sampling.clone(),
-        status: status.into(),
-        error,
-        units_planned,
-        ok: counts.ok,
-        truncated: counts.truncated,
-        api_error: counts.api_error,
-        served_models: counts.served_models.clone(),
-        system_fingerprints: counts.system_fingerprints.iter().cloned().collect(),
-    }
+    mm.status = status.into();
+    mm.error = error;
+    mm.ok = counts.ok;
+    mm.truncated = counts.truncated;
+    mm.api_error = counts.api_error;
+    mm.served_models = counts.served_models.clone();
+    mm.system_fingerprints = counts.system_fingerprints.iter().cloned().collect();
+    mm
 }
 
-/// The exit code for a finished sampling session.
-pub fn exit_code_for(ends: &[(String, ModelEnd)], manifest: &Manifest) -> u8 {
+/// How a finished sampling session ends the command.
+pub fn exit_status_for(ends: &[(String, ModelEnd)], manifest: &Manifest) -> ExitStatus {
     if ends.iter().any(|(_, e)| *e == ModelEnd::Interrupted) {
-        return EXIT_INTERRUPTED;
+        return ExitStatus::Interrupted;
     }
     let all_complete = manifest.models.values().all(|m| m.status == "complete");
     if all_complete {
-        0
+        ExitStatus::Success
     } else {
-        EXIT_FAILED
+        ExitStatus::Failure
     }
 }
 
@@ -555,7 +541,7 @@ pub fn read_key(var: Option<&str>, who: &str) -> Result<Option<ApiKey>, BadInput
     let Some(var) = var else { return Ok(None) };
     match std::env::var(var) {
         Ok(v) if !v.trim().is_empty() => Ok(Some(ApiKey::new(v.trim().to_string()))),
-        _ => Err(BadInput(format!(
+        _ => Err(BadInput::new(format!(
             "environment variable {var} is not set (api_key_env of {who}); export it or run with a config that names another variable"
         ))),
     }

@@ -6,8 +6,9 @@
 
 use crate::checkpoint::checkpoint_path;
 use crate::checkpoint::{read_records, CheckpointWriter, SampleIndex};
-use crate::cli::BadInput;
-use crate::manifest::{now_rfc3339, Manifest};
+use crate::error::{BadInput, ExitStatus};
+use crate::manifest::Manifest;
+use crate::util::now_rfc3339;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::collections::{BTreeSet, HashMap};
@@ -211,7 +212,7 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
     Ok(manifest)
 }
 
-pub fn run(args: MergeArgs) -> Result<u8> {
+pub fn run(args: MergeArgs) -> Result<ExitStatus> {
     let m = merge(&args.runs, &args.out)?;
     let shards: Vec<String> = args
         .runs
@@ -235,5 +236,5 @@ pub fn run(args: MergeArgs) -> Result<u8> {
         m.models.len(),
         args.out.display()
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

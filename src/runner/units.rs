@@ -21,7 +21,7 @@ impl Prepared {
     pub fn new(id: String, messages: Vec<ChatMessage>) -> Prepared {
         let json = serde_json::to_string(&messages).unwrap_or_else(|_| "[]".into());
         let hash = Sha256::digest(json.as_bytes());
-        let prompt_hash = crate::config::hex(&hash[..8]);
+        let prompt_hash = crate::util::hex(&hash[..8]);
         let chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();
         Prepared {
             id,

@@ -1,9 +1,9 @@
 //! `gpassk compare <run A> <run B>`: per model (matched by name) and metric, B − A over the problems
 //! both runs scored (matched by id), with a paired bootstrap interval and a flag when it excludes 0.
 
-use crate::cli::BadInput;
+use crate::error::BadInput;
 use crate::metrics::to_f64;
-use crate::score::{load_run, ModelScore, RunResults};
+use crate::scoring::{load_run, ModelScore, RunResults};
 use crate::stats::{paired_difference, Difference};
 use anyhow::Result;
 use clap::Args;
@@ -81,7 +81,14 @@ pub fn regressed(c: &Comparison, pct: f64) -> bool {
     c.diff.significant() && c.diff.delta < 0.0 && -100.0 * c.diff.delta > pct
 }
 
-pub fn run(args: CompareArgs) -> Result<u8> {
+pub fn run(args: CompareArgs) -> Result<crate::error::ExitStatus> {
+    Ok(match run_code(args)? {
+        0 => crate::error::ExitStatus::Success,
+        _ => crate::error::ExitStatus::Failure,
+    })
+}
+
+fn run_code(args: CompareArgs) -> Result<u8> {
     if let Some(p) = args.fail_on_regression {
         if !(p.is_finite() && p >= 0.0) {
             return Err(BadInput(format!(
@@ -156,7 +163,7 @@ pub fn run(args: CompareArgs) -> Result<u8> {
             args.fail_on_regression.unwrap_or_default(),
             failed.join("; ")
         );
-        return Ok(crate::cli::EXIT_FAILED);
+        return Ok(1);
     }
     Ok(0)
 }

@@ -1,7 +1,8 @@
 //! `gpassk calc`: the metrics of one problem from n, c and k, as a table or one JSON object.
 
-use crate::cli::BadInput;
+use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::metrics::{exact_text, problem_metrics, to_f64, Tau};
+use crate::util::coarse_k_note;
 use anyhow::Result;
 use clap::Args;
 use num_rational::BigRational;
@@ -59,7 +60,7 @@ struct CalcOutput {
     mg_pass_at_k: Value,
 }
 
-pub fn run(args: CalcArgs) -> Result<u8> {
+pub fn run(args: CalcArgs) -> Result<ExitStatus> {
     let taus: Vec<Tau> = if args.taus.is_empty() {
         Tau::default_grid()
     } else {
@@ -71,7 +72,7 @@ pub fn run(args: CalcArgs) -> Result<u8> {
             })
             .collect::<Result<_, _>>()?
     };
-    let m = problem_metrics(args.n, args.c, args.k, &taus)?;
+    let m = problem_metrics(args.n, args.c, args.k, &taus).map_err(bad_input)?;
     let out = CalcOutput {
         n: args.n,
         c: args.c,
@@ -89,12 +90,8 @@ pub fn run(args: CalcArgs) -> Result<u8> {
             .collect(),
         mg_pass_at_k: (&m.mg_pass_at_k).into(),
     };
-    if 2 * args.k > args.n {
-        eprintln!(
-            "note: k = {} > n/2 = {}: G-Pass@k is coarse here; the paper uses n = 48 for k = 16 (n ≥ 3k)",
-            args.k,
-            args.n as f64 / 2.0
-        );
+    if let Some(note) = coarse_k_note(args.k, &[("this n", args.n)]) {
+        eprintln!("{note}");
     }
     if args.k % 2 == 1 && args.k > 1 {
         eprintln!("note: k is odd: mG-Pass@k is the paper's (2/k)·Σ over integer thresholds, not the integral over τ");
@@ -104,7 +101,7 @@ pub fn run(args: CalcArgs) -> Result<u8> {
     } else {
         print!("{}", table(&out));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 fn table(out: &CalcOutput) -> String {

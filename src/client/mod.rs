@@ -1,6 +1,8 @@
 //! One OpenAI-compatible chat-completion request: URL, auth, timeout, and error classification.
 //!
-//! Retries and scheduling live in the runner; this module only says whether a failure is retryable.
+//! [`retry`] holds the one retry policy and loop; scheduling and pacing live in the runner.
+
+pub mod retry;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -1,6 +1,7 @@
 //! `gpassk grade`: grade one pair or a JSONL file of cases and report agreement with labels.
 
-use super::{equivalent, extract, gold_answer, normal_form, GradeConfig};
+use crate::error::ExitStatus;
+use crate::grade::{equivalent, extract, gold_answer, normal_form, GradeConfig};
 use anyhow::Context;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -56,8 +57,16 @@ fn json_line(g: &Graded) -> String {
         .to_string()
 }
 
-/// Runs the subcommand; returns the process exit code.
-pub fn run(args: Args) -> anyhow::Result<i32> {
+/// Runs the subcommand.
+pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
+    Ok(match run_code(args)? {
+        0 => ExitStatus::Success,
+        EXIT_BAD_INPUT => ExitStatus::BadInput,
+        _ => ExitStatus::Failure,
+    })
+}
+
+fn run_code(args: Args) -> anyhow::Result<i32> {
     let mut cfg = GradeConfig {
         rel_tol: args.rel_tol,
         ..GradeConfig::default()

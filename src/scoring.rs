@@ -1,22 +1,22 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
-use crate::checkpoint::{read_records, Record, SampleIndex, UnitOutcome};
-use crate::cli::BadInput;
+use crate::checkpoint::{checkpoint_path, read_records, Record, SampleIndex, UnitOutcome};
 use crate::client::ApiKey;
+use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings};
 use crate::dataset::Problem;
-use crate::grade::judge::{
-    judge_pending, render, response_hash, GraderMode, JudgeInput, JudgeJob, JudgeSettings,
-    JudgeStats, JudgeVerdicts,
-};
+use crate::error::BadInput;
 use crate::grade::{canonical_key, grade, grade_against, Gold, GradeConfig, Outcome};
+use crate::judge::{judge_pending, render, response_hash, JudgeJob, JudgeStats, JudgeVerdicts};
 use crate::manifest::Manifest;
 use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
+use crate::plan::Plan;
 use crate::stats::{estimates, problem_values, Estimate, ProblemValues, Vote};
+use crate::util::{id_index, short, Shutdown};
 use anyhow::{Context, Result};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 // Per-unit states, kept as one byte per (problem, slot) so a million units cost a megabyte.
 const MISSING: u8 = 0;
@@ -80,7 +80,7 @@ pub struct ScoreInputs<'a> {
     pub taus: &'a [Tau],
     pub grade: &'a GradeConfig,
     /// Stored LLM-judge verdicts, when the config uses the judge.
-    pub judge: Option<&'a crate::grade::judge::JudgeVerdicts>,
+    pub judge: Option<&'a JudgeVerdicts>,
 }
 
 /// Calls `each(problem position, slot, record)` for the first usable record of every planned unit
@@ -92,11 +92,7 @@ pub fn for_each_unit(
     greedy: bool,
     mut each: impl FnMut(usize, usize, Record) -> Result<()>,
 ) -> Result<()> {
-    let index: HashMap<&str, usize> = problems
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
+    let index = id_index(problems, |p| p.id.as_str());
     let width = n as usize + 1;
     let mut seen = vec![false; problems.len() * width];
     let mut failure: Option<anyhow::Error> = None;
@@ -123,52 +119,65 @@ pub fn for_each_unit(
     failure.map_or(Ok(()), Err)
 }
 
+/// One model's stored units: its checkpoint and what was planned.
+pub struct ModelUnits<'a> {
+    pub checkpoint: &'a Path,
+    pub problems: &'a [Problem],
+    pub n: u32,
+    pub greedy: bool,
+}
+
 /// Sends every sample the judge must see and has not yet judged to the judge; verdicts are appended
 /// to `grades_path` so that scoring (and any later re-scoring) reads them without asking again.
-#[allow(clippy::too_many_arguments)]
 pub fn judge_model(
-    path: &Path,
+    units: &ModelUnits,
     grades_path: &Path,
-    problems: &[Problem],
-    n: u32,
-    greedy: bool,
     grade_cfg: &GradeConfig,
     judge: &JudgeSettings,
     mode: GraderMode,
-    key: Option<ApiKey>,
+    call: &JudgeCall,
 ) -> Result<JudgeStats> {
     let done = JudgeVerdicts::load(grades_path, mode)?;
+    let problems = units.problems;
     let mut jobs = Vec::new();
-    for_each_unit(path, problems, n, greedy, |p, _slot, r| {
-        let response = r.response.as_deref().unwrap_or("");
-        let problem = &problems[p];
-        let verdict = grade(&problem.answer, response, grade_cfg);
-        if !mode.needs_judge(verdict.outcome) || done.has(&r.problem_id, r.sample_index, response) {
-            return Ok(());
-        }
-        let answer = match judge.input {
-            JudgeInput::Extracted => match &verdict.extracted {
-                Some(a) => a.clone(),
-                // Nothing to show the judge: the rule grader's "no answer" stands.
-                None => return Ok(()),
-            },
-            JudgeInput::Response => response.to_string(),
-        };
-        jobs.push(JudgeJob {
-            problem_id: r.problem_id.clone(),
-            sample_index: r.sample_index,
-            response_hash: response_hash(response),
-            prompt: render(
-                &judge.prompt,
-                &problem.question,
-                &problem.answer,
-                &answer,
-                response,
-            ),
-        });
-        Ok(())
-    })?;
-    judge_pending(judge, key, jobs, grades_path)
+    for_each_unit(
+        units.checkpoint,
+        problems,
+        units.n,
+        units.greedy,
+        |p, _slot, r| {
+            let response = r.response.as_deref().unwrap_or("");
+            let problem = &problems[p];
+            let verdict = grade(&problem.answer, response, grade_cfg);
+            if !mode.needs_judge(verdict.outcome)
+                || done.has(&r.problem_id, r.sample_index, response)
+            {
+                return Ok(());
+            }
+            let answer = match judge.input {
+                JudgeInput::Extracted => match &verdict.extracted {
+                    Some(a) => a.clone(),
+                    // Nothing to show the judge: the rule grader's "no answer" stands.
+                    None => return Ok(()),
+                },
+                JudgeInput::Response => response.to_string(),
+            };
+            jobs.push(JudgeJob {
+                problem_id: r.problem_id.clone(),
+                sample_index: r.sample_index,
+                response_hash: response_hash(response),
+                prompt: render(
+                    &judge.prompt,
+                    &problem.question,
+                    &problem.answer,
+                    &answer,
+                    response,
+                ),
+            });
+            Ok(())
+        },
+    )?;
+    judge_pending(judge, call.key.clone(), jobs, grades_path, call.shutdown)
 }
 
 /// Grades one model's checkpoint (the first usable record of each unit counts) and aggregates.
@@ -297,7 +306,7 @@ pub fn load_run(run_dir: &Path) -> Result<RunResults> {
         ))
         .into());
     }
-    let plan = crate::run::build_plan(settings, manifest.dataset.limit, manifest.shard)
+    let plan = crate::plan::build(settings, manifest.dataset.limit, manifest.shard)
         .with_context(|| format!("re-loading the plan of {}", run_dir.display()))?;
     if plan.dataset.sha256 != manifest.dataset.sha256 {
         return Err(BadInput(format!(
@@ -305,34 +314,108 @@ pub fn load_run(run_dir: &Path) -> Result<RunResults> {
              scoring it would grade against different answers",
             where_.display(),
             plan.dataset.name,
-            crate::run::short(&manifest.dataset.sha256),
-            crate::run::short(&plan.dataset.sha256)
+            short(&manifest.dataset.sha256),
+            short(&plan.dataset.sha256)
         ))
         .into());
     }
     // Offline: stored judge verdicts are used, the judge is never called.
-    crate::run::score_run(&plan, run_dir, Some(manifest), None)
+    score_run(&plan, run_dir, Some(manifest), None)
 }
 
-/// `gpassk score <run dir>`: re-grade and rewrite every output file.
-#[derive(Debug, clap::Args)]
-pub struct ScoreArgs {
-    /// The run directory (holding manifest.json and checkpoints/).
-    pub run_dir: PathBuf,
-    /// Do not print the summary table.
-    #[arg(long)]
-    pub quiet: bool,
+/// Permission to call the LLM judge during scoring: its key and the shutdown that stops it.
+pub struct JudgeCall<'a> {
+    pub key: Option<ApiKey>,
+    pub shutdown: &'a Shutdown,
 }
 
-pub fn run_score(args: ScoreArgs) -> Result<u8> {
-    let results = load_run(&args.run_dir)?;
-    let written = crate::report::write_all(&args.run_dir, &results)?;
-    if !args.quiet {
-        let table = crate::report::Format::Table.exporter().export(&results)?;
-        print!("{}", String::from_utf8_lossy(&table));
-        for path in written {
-            println!("wrote {}", path.display());
+/// Grades and aggregates every model; with `judge` the judge is asked about samples it has not
+/// seen (a run); without, only stored verdicts are used (offline re-scoring).
+pub fn score_run(
+    plan: &Plan,
+    run_dir: &Path,
+    manifest: Option<Manifest>,
+    judge: Option<&JudgeCall>,
+) -> Result<RunResults> {
+    let ev = &plan.settings.evaluation;
+    let grade = GradeConfig {
+        extract_regex: ev.answer_extract_regex.clone(),
+        rel_tol: ev.rel_tol,
+    };
+    let mut models = Vec::new();
+    for m in &plan.settings.models {
+        let verdicts = verdicts_for(plan, run_dir, m, &grade, judge)?;
+        let inputs = ScoreInputs {
+            problems: &plan.problems,
+            ks: &ev.ks,
+            taus: &ev.taus,
+            grade: &grade,
+            judge: verdicts.as_ref(),
+        };
+        models.push(score_model(
+            &checkpoint_path(run_dir, &m.name),
+            &m.name,
+            &m.model_id,
+            m.sampling.n,
+            m.sampling.greedy,
+            &inputs,
+        )?);
+    }
+    let run_id = manifest.as_ref().map_or_else(
+        || {
+            run_dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        },
+        |m| m.run_id.clone(),
+    );
+    Ok(RunResults {
+        run_id,
+        dataset: plan.dataset.name.clone(),
+        dataset_sha256: plan.dataset.sha256.clone(),
+        shown: ev.metrics.clone(),
+        ks: ev.ks.clone(),
+        taus: ev.taus.clone(),
+        manifest,
+        models,
+    })
+}
+
+/// The judge verdicts one model's scoring uses (None when the rule grader decides alone), after
+/// asking the judge about new samples when `call` allows it.
+fn verdicts_for(
+    plan: &Plan,
+    run_dir: &Path,
+    m: &ModelSettings,
+    grade: &GradeConfig,
+    call: Option<&JudgeCall>,
+) -> Result<Option<JudgeVerdicts>> {
+    let mode = plan.settings.evaluation.grader;
+    let Some(judge) = plan
+        .settings
+        .judge
+        .as_ref()
+        .filter(|_| mode != GraderMode::Rule)
+    else {
+        return Ok(None);
+    };
+    let grades_path = run_dir.join("grades").join(format!("{}.jsonl", m.name));
+    if let Some(call) = call {
+        let unit = ModelUnits {
+            checkpoint: &checkpoint_path(run_dir, &m.name),
+            problems: &plan.problems,
+            n: m.sampling.n,
+            greedy: m.sampling.greedy,
+        };
+        let stats = judge_model(&unit, &grades_path, grade, judge, mode, call)
+            .with_context(|| format!("judging the samples of model {}", m.name))?;
+        if stats.judged + stats.unparsed + stats.failed > 0 {
+            eprintln!(
+                "judge {}: {} verdicts for {}, {} unreadable replies, {} failed (the rule verdict stands for those)",
+                judge.model_id, stats.judged, m.name, stats.unparsed, stats.failed
+            );
         }
     }
-    Ok(0)
+    Ok(Some(JudgeVerdicts::load(&grades_path, mode)?))
 }

@@ -3,10 +3,10 @@
 //! differs from the paper's (REFERENCE.md: n = 48 for k = 16, temperature 1.0, top-p 0.8, 8,192
 //! max tokens, both languages of LiveMathBench, an LLM judge).
 
-use crate::cli::BadInput;
 use crate::config::SamplingSettings;
+use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::metrics::{MetricKind, Tau};
-use crate::score::{load_run, ModelScore, RunResults};
+use crate::scoring::{load_run, ModelScore, RunResults};
 use anyhow::Result;
 use clap::Args;
 use std::collections::BTreeSet;
@@ -161,18 +161,6 @@ pub fn expected_problems(benchmark: &str) -> Option<usize> {
     }
 }
 
-/// How a run was graded, from its stored config: the grader mode and the judge's model id.
-pub fn grading(manifest: &crate::manifest::Manifest) -> (String, Option<String>) {
-    let mode = manifest.config["evaluation"]["grader"]
-        .as_str()
-        .unwrap_or("rule")
-        .to_string();
-    let judge = manifest.config["judge"]["model_id"]
-        .as_str()
-        .map(str::to_string);
-    (mode, judge)
-}
-
 /// Ways a model's run differs from the paper's protocol; `grader` is (mode, judge model id).
 pub fn protocol_warnings(
     s: &SamplingSettings,
@@ -321,10 +309,38 @@ pub fn audit(
     out
 }
 
-pub fn run(args: AuditArgs) -> Result<u8> {
+pub fn run(args: AuditArgs) -> Result<ExitStatus> {
     let published = read_published(&args.published)?;
+    let map = parse_model_map(&args.model_map)?;
+    let results = load_run(&args.run_dir).map_err(bad_input)?;
+    let benchmark = pick_benchmark(&args, &published, &results)?;
+    check_model_map(&args, &published, &results, &benchmark, &map)?;
+    let rows = audit(&results, &published, &benchmark, &map);
+    if rows.is_empty() {
+        return Err(BadInput(format!(
+            "no model of the run matches a published {benchmark} model by name; map them with --model-map run=published"
+        ))
+        .into());
+    }
+    println!(
+        "audit of {} against {} ({benchmark}); measured with 95% bootstrap CI, in %",
+        args.run_dir.display(),
+        args.published.display()
+    );
+    println!("{}", table(&rows));
+    print_warnings(&results, &benchmark, &rows);
+    let outside = rows.iter().filter(|r| r.verdict == "outside").count();
+    println!(
+        "{} within, {outside} outside, {} not measured",
+        rows.iter().filter(|r| r.verdict == "within").count(),
+        rows.iter().filter(|r| r.verdict == "not measured").count()
+    );
+    Ok(ExitStatus::Success)
+}
+
+fn parse_model_map(entries: &[String]) -> Result<Vec<(String, String)>> {
     let mut map = Vec::new();
-    for entry in &args.model_map {
+    for entry in entries {
         let (r, p) = entry.split_once('=').ok_or_else(|| {
             BadInput(format!(
                 "--model-map {entry:?}: expected RUN=PUBLISHED, e.g. qwen7b=Qwen2.5-7B-Instruct"
@@ -332,7 +348,14 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         })?;
         map.push((r.trim().to_string(), p.trim().to_string()));
     }
-    let results = load_run(&args.run_dir)?;
+    Ok(map)
+}
+
+fn pick_benchmark(
+    args: &AuditArgs,
+    published: &[Published],
+    results: &RunResults,
+) -> Result<String> {
     let benchmarks: BTreeSet<&str> = published.iter().map(|p| p.benchmark.as_str()).collect();
     let benchmark = match &args.benchmark {
         Some(b) => b.clone(),
@@ -355,12 +378,22 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         ))
         .into());
     }
+    Ok(benchmark)
+}
+
+fn check_model_map(
+    args: &AuditArgs,
+    published: &[Published],
+    results: &RunResults,
+    benchmark: &str,
+    map: &[(String, String)],
+) -> Result<()> {
     let published_models: BTreeSet<&str> = published
         .iter()
         .filter(|p| p.benchmark == benchmark)
         .map(|p| p.model.as_str())
         .collect();
-    for (r, p) in &map {
+    for (r, p) in map {
         if !results.models.iter().any(|m| &m.name == r) {
             return Err(BadInput(format!(
                 "--model-map {r}={p}: the run has no model {r:?} (it has: {})",
@@ -381,18 +414,10 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             .into());
         }
     }
-    let rows = audit(&results, &published, &benchmark, &map);
-    if rows.is_empty() {
-        return Err(BadInput(format!(
-            "no model of the run matches a published {benchmark} model by name; map them with --model-map run=published"
-        ))
-        .into());
-    }
-    println!(
-        "audit of {} against {} ({benchmark}); measured with 95% bootstrap CI, in %",
-        args.run_dir.display(),
-        args.published.display()
-    );
+    Ok(())
+}
+
+fn table(rows: &[AuditRow]) -> comfy_table::Table {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
     t.set_header([
@@ -404,7 +429,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         "difference",
         "verdict",
     ]);
-    for r in &rows {
+    for r in rows {
         let (measured, diff) = match r.measured {
             Some((v, lo, hi)) => (
                 format!("{v:.1} [{lo:.1}, {hi:.1}]"),
@@ -422,10 +447,14 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             r.verdict.to_string(),
         ]);
     }
-    println!("{t}");
+    t
+}
+
+/// Warns once per audited model where the run's size or protocol differs from the paper's.
+fn print_warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) {
     let manifest = results.manifest.as_ref();
     let problems = results.models.first().map_or(0, |m| m.problems.len());
-    if let Some(expected) = expected_problems(&benchmark).filter(|&e| e != problems) {
+    if let Some(expected) = expected_problems(benchmark).filter(|&e| e != problems) {
         println!(
             "warning: the run scored {problems} problems; {benchmark} has {expected}{}",
             manifest
@@ -443,25 +472,20 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         let Some(mm) = manifest.and_then(|x| x.models.get(&m.name)) else {
             continue;
         };
-        let (mode, judge) = manifest.map(grading).unwrap_or(("rule".into(), None));
+        let (mode, judge) = manifest
+            .map(crate::manifest::Manifest::grading)
+            .unwrap_or(("rule".into(), None));
         let grader = (mode.as_str(), judge.as_deref());
         for w in protocol_warnings(
             &mm.sampling,
             &results.ks,
             &results.dataset,
-            &benchmark,
+            benchmark,
             grader,
         ) {
             println!("warning: {}: {w}", m.name);
         }
     }
-    let outside = rows.iter().filter(|r| r.verdict == "outside").count();
-    println!(
-        "{} within, {outside} outside, {} not measured",
-        rows.iter().filter(|r| r.verdict == "within").count(),
-        rows.iter().filter(|r| r.verdict == "not measured").count()
-    );
-    Ok(0)
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@ use std::io::Write;
 use anyhow::Context;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 
-use super::registry::{self, REGISTRY};
-use super::{load, registry::Entry, FewShot};
+use crate::dataset::registry::{self, Entry, REGISTRY};
+use crate::dataset::{load, FewShot};
+use crate::error::{bad_input, ExitStatus};
 use crate::prompt;
 
 /// Arguments of `gpassk datasets`.
@@ -49,17 +50,18 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
-/// Run `gpassk datasets`; returns the process exit code (1 when a dataset fails to load).
-pub fn run(args: DatasetsArgs) -> anyhow::Result<i32> {
+/// Runs `gpassk datasets`: a failure when a shipped dataset fails to load; a dataset, subset or
+/// template that `show` cannot use is bad input.
+pub fn run(args: DatasetsArgs) -> anyhow::Result<ExitStatus> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.command {
         None => list(&mut out),
-        Some(DatasetsCommand::Show(show_args)) => show(&show_args, &mut out),
+        Some(DatasetsCommand::Show(show_args)) => show(&show_args, &mut out).map_err(bad_input),
     }
 }
 
-fn list(out: &mut impl Write) -> anyhow::Result<i32> {
+fn list(out: &mut impl Write) -> anyhow::Result<ExitStatus> {
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
     table.set_header(vec![
@@ -93,18 +95,26 @@ fn list(out: &mut impl Write) -> anyhow::Result<i32> {
         }
     }
     writeln!(out, "{table}")?;
-    writeln!(out, "datasets folder: {}", super::datasets_dir().display())?;
+    writeln!(
+        out,
+        "datasets folder: {}",
+        crate::dataset::datasets_dir().display()
+    )?;
     for error in &failures {
         eprintln!("error: {error}");
     }
-    Ok(if failures.is_empty() { 0 } else { 1 })
+    Ok(if failures.is_empty() {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
 }
 
 fn note(entry: &Entry) -> &'static str {
     entry.description
 }
 
-fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<i32> {
+fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<ExitStatus> {
     let dataset = load(&args.name, None)?;
     let template = args
         .template
@@ -152,7 +162,7 @@ fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<i32> {
             });
             writeln!(out, "{line}")?;
         }
-        return Ok(0);
+        return Ok(ExitStatus::Success);
     }
     writeln!(
         out,
@@ -183,5 +193,5 @@ fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<i32> {
             writeln!(out, "{}", message.content)?;
         }
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

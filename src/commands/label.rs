@@ -1,0 +1,230 @@
+//! `gpassk label`: Math-Shepherd step labels from rollouts (see [`crate::label`]).
+
+use crate::checkpoint::checkpoint_path;
+use crate::config::ModelSettings;
+use crate::error::{bad_input, BadInput, ExitStatus};
+use crate::grade::GradeConfig;
+use crate::label::{self, Rollouts, Solution, StepLabel};
+use crate::plan::{self, Plan};
+use crate::runner::{self, ModelEnd, SamplingJob};
+use crate::util::{hex, write_atomic};
+use anyhow::{Context, Result};
+use clap::Args;
+use regex::Regex;
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// The run configuration (model, dataset, sampling, grading).
+    #[arg(long, default_value = "configs/config.toml")]
+    pub config: PathBuf,
+    /// Solutions to label: JSONL lines {"problem_id","solution_id","solution"}.
+    #[arg(
+        long,
+        conflicts_with = "from_run",
+        required_unless_present = "from_run"
+    )]
+    pub solutions: Option<PathBuf>,
+    /// Label the stored samples of an earlier `gpassk run`.
+    #[arg(long)]
+    pub from_run: Option<PathBuf>,
+    /// Rollouts per step prefix.
+    #[arg(long, default_value_t = 8)]
+    pub k: u32,
+    /// Output folder (rerunning with the same folder resumes). Default: <output_dir>/label-<inputs hash>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The model that writes rollouts (default: the first enabled model).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// A regex whose matches start steps (overrides `Step N:` / paragraph / line splitting).
+    #[arg(long)]
+    pub step_regex: Option<String>,
+    /// At most this many steps per solution; the rest joins the last step.
+    #[arg(long, default_value_t = 20)]
+    pub max_steps: usize,
+    /// Only the first N solutions.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Print how many rollouts (and tokens) it would spend, and send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub fn run(args: LabelArgs) -> Result<ExitStatus> {
+    let (plan, solutions, work) = prepare(&args).map_err(bad_input)?;
+    let model = plan.settings.models[0].clone();
+    if args.dry_run {
+        print_plan(&args, &model, &solutions, &work);
+        return Ok(ExitStatus::Success);
+    }
+    let keys = runner::read_keys(&plan.settings)?;
+    let out = out_dir(&args, &plan, &model, &solutions);
+    std::fs::create_dir_all(out.join("checkpoints"))
+        .with_context(|| format!("cannot create {}", out.display()))?;
+    if !args.quiet {
+        eprintln!("label directory: {}", out.display());
+    }
+    let mut settings = plan.settings.clone();
+    let mut rollout_model = model.clone();
+    rollout_model.sampling.n = args.k;
+    rollout_model.sampling.greedy = false;
+    settings.models = vec![rollout_model];
+    let job = SamplingJob {
+        settings,
+        run_dir: out.clone(),
+        run_id: out
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("label")
+            .to_string(),
+        prepared: Arc::new(work.prepared.clone()),
+        keys,
+        quiet: args.quiet,
+        progress_interval: Duration::from_secs(5),
+    };
+    let (shutdown, _signals) = super::shutdown_on_signals(args.quiet)?;
+    let ends = runner::sample_all(&job, &shutdown)?;
+    let again = format!(
+        "rerun the same command{} to continue",
+        if args.out.is_none() {
+            ""
+        } else {
+            " (same --out)"
+        }
+    );
+    if ends.iter().any(|(_, e)| *e == ModelEnd::Interrupted) {
+        eprintln!("interrupted: rollouts saved in {}; {again}", out.display());
+        return Ok(ExitStatus::Interrupted);
+    }
+    let labels = write_labels(&args, &plan, &work, &solutions, &out, &model)?;
+    let missing = labels.iter().filter(|l| l.rollouts < args.k).count();
+    let failed = ends
+        .iter()
+        .any(|(_, e)| matches!(e, ModelEnd::Failed(_) | ModelEnd::Incomplete));
+    if missing > 0 || failed {
+        for (_, e) in &ends {
+            if let ModelEnd::Failed(msg) = e {
+                eprintln!("error: {msg}");
+            }
+        }
+        eprintln!(
+            "{missing} steps have fewer than {} rollouts; {again}",
+            args.k
+        );
+        return Ok(ExitStatus::Failure);
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The plan, the solutions and their rollout work: everything that depends on input alone.
+fn prepare(args: &LabelArgs) -> Result<(Plan, Vec<Solution>, Rollouts)> {
+    if args.k == 0 {
+        return Err(BadInput("--k must be at least 1".into()).into());
+    }
+    let models: Vec<String> = args.model.iter().cloned().collect();
+    let plan = plan::load(&args.config, &models, None, None)?;
+    let custom = match &args.step_regex {
+        None => None,
+        Some(r) => Some(Regex::new(r).map_err(|e| BadInput(format!("--step-regex: {e}")))?),
+    };
+    let mut solutions = match (&args.solutions, &args.from_run) {
+        (Some(p), _) => label::read_solutions(p)?,
+        (None, Some(d)) => label::solutions_from_run(d)?,
+        (None, None) => {
+            return Err(BadInput("give --solutions FILE.jsonl or --from-run DIR".into()).into())
+        }
+    };
+    if let Some(l) = args.limit {
+        solutions.truncate(l);
+    }
+    label::check_problems(&plan, &solutions)?;
+    let work = label::rollouts(&plan, &solutions, custom.as_ref(), args.max_steps)?;
+    Ok((plan, solutions, work))
+}
+
+fn print_plan(args: &LabelArgs, model: &ModelSettings, solutions: &[Solution], work: &Rollouts) {
+    let k = u64::from(args.k);
+    let rollouts = work.items.len() as u64 * k;
+    let prompt: u64 = work
+        .prepared
+        .iter()
+        .map(|p| p.prompt_tokens_estimate)
+        .sum::<u64>()
+        * k;
+    let completion = match model.sampling.max_tokens {
+        Some(t) => format!("≤ {} completion tokens", rollouts * t as u64),
+        None => "completion tokens unbounded (no max_tokens)".into(),
+    };
+    println!(
+        "plan (dry run, nothing is sent): {} solutions, {} steps × K = {} → {rollouts} rollouts with model {}; ~{prompt} prompt tokens, {completion}",
+        solutions.len(),
+        work.items.len(),
+        args.k,
+        model.name
+    );
+}
+
+/// `--out`, or `<output_dir>/label-<hash of the inputs>` so that rerunning resumes.
+fn out_dir(
+    args: &LabelArgs,
+    plan: &Plan,
+    model: &ModelSettings,
+    solutions: &[Solution],
+) -> PathBuf {
+    if let Some(o) = &args.out {
+        return o.clone();
+    }
+    let mut h = Sha256::new();
+    for s in solutions {
+        h.update(s.solution_id.as_bytes());
+        h.update([0]);
+        h.update(s.solution.as_bytes());
+    }
+    h.update(format!("{}:{}:{}", model.name, args.k, plan.prompt_hash).as_bytes());
+    plan.settings
+        .evaluation
+        .output_dir
+        .join(format!("label-{}", hex(&h.finalize()[..6])))
+}
+
+/// Grades the rollouts, writes labels.jsonl and solutions.csv, prints the summary.
+fn write_labels(
+    args: &LabelArgs,
+    plan: &Plan,
+    work: &Rollouts,
+    solutions: &[Solution],
+    out: &std::path::Path,
+    model: &ModelSettings,
+) -> Result<Vec<StepLabel>> {
+    let ev = &plan.settings.evaluation;
+    let grade_cfg = GradeConfig {
+        extract_regex: ev.answer_extract_regex.clone(),
+        rel_tol: ev.rel_tol,
+    };
+    let ck = checkpoint_path(out, &model.name);
+    let labels = label::labels(&ck, work, solutions, args.k, &grade_cfg)?;
+    let mut jsonl = Vec::new();
+    for l in &labels {
+        serde_json::to_writer(&mut jsonl, l)?;
+        jsonl.push(b'\n');
+    }
+    write_atomic(&out.join("labels.jsonl"), &jsonl)?;
+    let rows = label::solution_rows(plan, work, solutions, &labels, &grade_cfg);
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in &rows {
+        w.serialize(r)?;
+    }
+    write_atomic(
+        &out.join("solutions.csv"),
+        &w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?,
+    )?;
+    print!("{}", label::summary(&labels, &rows));
+    println!("labels: {}", out.join("labels.jsonl").display());
+    Ok(labels)
+}

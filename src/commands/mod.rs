@@ -1,0 +1,58 @@
+//! The command layer: one file per subcommand, each holding its clap arguments and a
+//! `run(args) -> Result<ExitStatus>`. Only this layer prints final results and picks exit statuses.
+
+pub mod audit;
+pub mod calc;
+pub mod compare;
+pub mod datasets;
+pub mod grade;
+pub mod label;
+pub mod merge;
+pub mod report;
+pub mod run;
+pub mod score;
+
+use crate::util::Shutdown;
+
+/// A [`Shutdown`] that fires on the first Ctrl-C, SIGTERM or SIGHUP (what cron, systemd and
+/// schedulers send); a second signal exits at once with status 130. Keep the returned runtime
+/// alive while the work runs: it is the thread that listens.
+pub fn shutdown_on_signals(quiet: bool) -> anyhow::Result<(Shutdown, tokio::runtime::Runtime)> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("signals")
+        .enable_all()
+        .build()?;
+    let shutdown = Shutdown::new();
+    let trigger = shutdown.clone();
+    rt.spawn(async move {
+        let _ = next_signal().await;
+        if !quiet {
+            eprintln!(
+                "interrupted: finishing requests in flight, then saving (Ctrl-C again to quit now)"
+            );
+        }
+        trigger.trigger();
+        if next_signal().await.is_ok() {
+            std::process::exit(i32::from(crate::error::ExitStatus::Interrupted.code()));
+        }
+    });
+    Ok((shutdown, rt))
+}
+
+#[cfg(unix)]
+async fn next_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r,
+        _ = term.recv() => Ok(()),
+        _ = hup.recv() => Ok(()),
+    }
+}
+
+#[cfg(not(unix))]
+async fn next_signal() -> std::io::Result<()> {
+    tokio::signal::ctrl_c().await
+}

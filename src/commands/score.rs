@@ -1,0 +1,29 @@
+//! `gpassk score <run dir>`: re-grade every stored sample offline and rewrite all output files.
+
+use crate::error::{bad_input, ExitStatus};
+use crate::report::{self, Format};
+use crate::scoring::load_run;
+use anyhow::Result;
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct ScoreArgs {
+    /// The run directory (holding manifest.json and checkpoints/).
+    pub run_dir: PathBuf,
+    /// Do not print the summary table.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub fn run(args: ScoreArgs) -> Result<ExitStatus> {
+    let results = load_run(&args.run_dir).map_err(bad_input)?;
+    let written = report::write_all(&args.run_dir, &results)?;
+    if !args.quiet {
+        let table = Format::Table.exporter().export(&results)?;
+        print!("{}", String::from_utf8_lossy(&table));
+        for path in written {
+            println!("wrote {}", path.display());
+        }
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,71 @@
+//! The `[judge]` table's resolved form: which grader decides, what the judge sees, its prompt.
+
+use crate::config::ApiSettings;
+use crate::grade::Outcome;
+use serde::{Deserialize, Serialize};
+
+/// Which grader decides correctness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraderMode {
+    /// The rule-based grader alone.
+    Rule,
+    /// The judge decides every sample.
+    Judge,
+    /// The rule grader first; the judge looks only at samples the rules did not accept.
+    RuleThenJudge,
+}
+
+impl GraderMode {
+    pub fn parse(s: &str) -> Option<GraderMode> {
+        match s {
+            "rule" => Some(GraderMode::Rule),
+            "judge" => Some(GraderMode::Judge),
+            "rule_then_judge" => Some(GraderMode::RuleThenJudge),
+            _ => None,
+        }
+    }
+
+    /// Whether a sample with this rule outcome goes to the judge.
+    pub fn needs_judge(self, rule: Outcome) -> bool {
+        match self {
+            GraderMode::Rule => false,
+            GraderMode::Judge => true,
+            GraderMode::RuleThenJudge => rule != Outcome::Correct,
+        }
+    }
+}
+
+/// What the judge is shown as the candidate's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgeInput {
+    /// The answer the extractor pulled out of the response.
+    Extracted,
+    /// The whole response.
+    Response,
+}
+
+/// The resolved `[judge]` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgeSettings {
+    pub model_id: String,
+    pub api: ApiSettings,
+    pub prompt: String,
+    /// `default` or the prompt file's path, for the manifest.
+    pub prompt_source: String,
+    pub input: JudgeInput,
+    pub max_tokens: u32,
+}
+
+/// gpassk's own judge prompt. Placeholders: {question}, {gold}, {answer}, {response}.
+pub const DEFAULT_PROMPT: &str = "You are checking the final answer to a math problem against the reference answer.\n\n\
+Problem:\n{question}\n\n\
+Reference answer:\n{gold}\n\n\
+Candidate answer:\n{answer}\n\n\
+Treat answers as equal when they are mathematically equivalent (for example 1/2 and 0.5, or the same set \
+written in another order), and ignore formatting and units. Is the candidate answer correct? Reply with \
+one word: yes or no.";
+
+/// Placeholders a judge prompt may use.
+pub const PLACEHOLDERS: [&str; 4] = ["{question}", "{gold}", "{answer}", "{response}"];

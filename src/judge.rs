@@ -1,0 +1,307 @@
+//! The optional LLM judge: its prompt, reply parsing, verdicts stored beside the samples, and the
+//! async pass that asks it about samples it has not judged yet.
+
+use crate::checkpoint::{read_lines, CheckpointError, CheckpointWriter, Record, SampleIndex};
+use crate::client::retry::{Next, RetryPolicy};
+use crate::client::{ApiError, ApiKey, Client, ErrorClass};
+use crate::config::{GraderMode, JudgeSettings};
+use crate::grade::Outcome;
+use crate::util::{hex, now_rfc3339, Shutdown};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Fills a judge prompt; other braces are left alone, since prompts often hold LaTeX.
+pub fn render(template: &str, question: &str, gold: &str, answer: &str, response: &str) -> String {
+    template
+        .replace("{question}", question)
+        .replace("{gold}", gold)
+        .replace("{answer}", answer)
+        .replace("{response}", response)
+}
+
+/// Reads a yes/no verdict: the first word that is yes/no (or correct/incorrect, true/false).
+pub fn parse_reply(text: &str) -> Option<bool> {
+    // Reasoning judges may think aloud first; look at the text after any closing think tag.
+    let tail = text.rsplit("</think>").next().unwrap_or(text);
+    for word in tail
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        match word.to_lowercase().as_str() {
+            "yes" | "correct" | "true" | "是" => return Some(true),
+            "no" | "incorrect" | "false" | "wrong" | "否" => return Some(false),
+            _ => {}
+        }
+    }
+    None
+}
+
+pub fn response_hash(response: &str) -> String {
+    hex(&Sha256::digest(response.as_bytes())[..8])
+}
+
+/// One verdict, as stored in `grades/<model>.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredVerdict {
+    pub problem_id: String,
+    pub sample_index: SampleIndex,
+    /// The verdict is reused only while the response it judged is unchanged.
+    pub response_hash: String,
+    pub judge_model: String,
+    /// None when the reply held neither yes nor no (the rule verdict stands).
+    pub correct: Option<bool>,
+    pub reply: String,
+    pub judged_at: String,
+}
+
+/// Verdicts loaded for scoring: re-scoring never calls the judge again.
+#[derive(Debug, Clone)]
+pub struct JudgeVerdicts {
+    mode: GraderMode,
+    map: HashMap<(String, i64), (String, Option<bool>)>,
+}
+
+impl JudgeVerdicts {
+    pub fn load(path: &Path, mode: GraderMode) -> Result<JudgeVerdicts, CheckpointError> {
+        let mut map = HashMap::new();
+        read_lines(path, |v: StoredVerdict| {
+            map.insert(
+                (v.problem_id, v.sample_index.key()),
+                (v.response_hash, v.correct),
+            );
+            Ok(())
+        })?;
+        Ok(JudgeVerdicts { mode, map })
+    }
+
+    pub fn has(&self, problem_id: &str, slot: SampleIndex, response: &str) -> bool {
+        self.lookup(problem_id, slot, response).is_some()
+    }
+
+    fn lookup(&self, problem_id: &str, slot: SampleIndex, response: &str) -> Option<Option<bool>> {
+        let (hash, v) = self.map.get(&(problem_id.to_string(), slot.key()))?;
+        (*hash == response_hash(response)).then_some(*v)
+    }
+
+    /// The final outcome of a sample given the rule grader's outcome and any stored verdict.
+    pub fn decide(&self, r: &Record, response: &str, rule: Outcome) -> Outcome {
+        if !self.mode.needs_judge(rule) {
+            return rule;
+        }
+        match self.lookup(&r.problem_id, r.sample_index, response) {
+            Some(Some(true)) => Outcome::Correct,
+            Some(Some(false)) if rule == Outcome::NoAnswer => Outcome::NoAnswer,
+            Some(Some(false)) => Outcome::Wrong,
+            // No usable verdict (judge failed or unparseable): the rule grader's outcome stands.
+            _ => rule,
+        }
+    }
+}
+
+/// A sample waiting for the judge.
+#[derive(Debug, Clone)]
+pub struct JudgeJob {
+    pub problem_id: String,
+    pub sample_index: SampleIndex,
+    pub response_hash: String,
+    pub prompt: String,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct JudgeStats {
+    pub judged: u64,
+    pub unparsed: u64,
+    pub failed: u64,
+}
+
+/// Asks the judge about every job (bounded concurrency, the one retry policy) and appends each
+/// verdict to `out` as it arrives. A rejected key or unknown judge model stops the pass at once;
+/// `shutdown` stops queueing jobs and abandons retries.
+pub fn judge_pending(
+    settings: &JudgeSettings,
+    key: Option<ApiKey>,
+    jobs: Vec<JudgeJob>,
+    out: &Path,
+    shutdown: &Shutdown,
+) -> anyhow::Result<JudgeStats> {
+    if jobs.is_empty() {
+        return Ok(JudgeStats::default());
+    }
+    let pass = Arc::new(Pass {
+        writer: CheckpointWriter::open(out)?,
+        client: Client::new(
+            settings.api.chat_url(),
+            key,
+            settings.api.timeout,
+            settings.api.concurrency,
+        )?,
+        policy: settings.api.retry_policy(),
+        model: settings.model_id.clone(),
+        max_tokens: settings.max_tokens,
+        stats: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+        fatal: std::sync::Mutex::new(None),
+        shutdown: shutdown.clone(),
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(run_jobs(pass.clone(), jobs, settings.api.concurrency));
+    let _ = pass.writer.sync();
+    if let Some(e) = pass.fatal() {
+        let class = if e.class == ErrorClass::Auth {
+            "rejected the key"
+        } else {
+            "refused the request"
+        };
+        anyhow::bail!("judge model {} {class}: {e}", settings.model_id);
+    }
+    let count = |i: usize| pass.stats[i].load(Ordering::Relaxed);
+    Ok(JudgeStats {
+        judged: count(0),
+        unparsed: count(1),
+        failed: count(2),
+    })
+}
+
+/// What every judge request of one pass shares.
+struct Pass {
+    writer: CheckpointWriter,
+    client: Client,
+    policy: RetryPolicy,
+    model: String,
+    max_tokens: u32,
+    /// Judged, unparseable replies, failed requests.
+    stats: [AtomicU64; 3],
+    fatal: std::sync::Mutex<Option<ApiError>>,
+    shutdown: Shutdown,
+}
+
+impl Pass {
+    fn fatal(&self) -> Option<ApiError> {
+        self.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn count(&self, i: usize) {
+        self.stats[i].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+async fn run_jobs(pass: Arc<Pass>, jobs: Vec<JudgeJob>, concurrency: usize) {
+    let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
+    let mut tasks = tokio::task::JoinSet::new();
+    for job in jobs {
+        if pass.fatal().is_some() || pass.shutdown.is_triggered() {
+            break;
+        }
+        let permit = tokio::select! {
+            p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
+            _ = pass.shutdown.triggered() => break,
+        };
+        let pass = pass.clone();
+        tasks.spawn(async move {
+            let _permit = permit;
+            judge_one(&pass, job).await;
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+async fn judge_one(pass: &Pass, job: JudgeJob) {
+    let body = serde_json::json!({
+        "model": pass.model,
+        "messages": [{"role": "user", "content": job.prompt}],
+        "temperature": 0.0,
+        "max_tokens": pass.max_tokens,
+    });
+    let mut tries = pass.policy.tries(&pass.shutdown);
+    let resp = loop {
+        if tries.start().is_none() || pass.fatal().is_some() {
+            return;
+        }
+        let err = match pass.client.chat(&body).await {
+            Ok(resp) => break resp,
+            Err(e) => e,
+        };
+        match tries.failed(err).await {
+            Next::Retry => {}
+            Next::Stopped => return,
+            Next::GaveUp { err, .. } => {
+                pass.count(2);
+                if !err.class.retryable() {
+                    pass.fatal
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(err);
+                }
+                return;
+            }
+        }
+    };
+    let reply = resp
+        .choices
+        .first()
+        .map(|c| c.content.clone())
+        .unwrap_or_default();
+    let correct = parse_reply(&reply);
+    pass.count(if correct.is_some() { 0 } else { 1 });
+    let v = StoredVerdict {
+        problem_id: job.problem_id,
+        sample_index: job.sample_index,
+        response_hash: job.response_hash,
+        judge_model: resp.served_model.unwrap_or_else(|| pass.model.clone()),
+        correct,
+        reply: reply.chars().take(2000).collect(),
+        judged_at: now_rfc3339(),
+    };
+    if pass.writer.append_value(&v).is_err() {
+        pass.count(2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_parse_to_verdicts() {
+        assert_eq!(parse_reply("Yes"), Some(true));
+        assert_eq!(parse_reply("yes."), Some(true));
+        assert_eq!(parse_reply("No, the candidate is off by one."), Some(false));
+        assert_eq!(
+            parse_reply("<think>is 0.5 = 1/2? no wait... yes</think>\nYES"),
+            Some(true)
+        );
+        assert_eq!(parse_reply("The answer is correct"), Some(true));
+        assert_eq!(parse_reply("Incorrect."), Some(false));
+        assert_eq!(parse_reply("I cannot tell"), None);
+        assert_eq!(parse_reply(""), None);
+    }
+
+    #[test]
+    fn render_fills_known_placeholders_and_keeps_latex_braces() {
+        let t = "Q: {question} G: {gold} A: {answer} R: {response} \\boxed{x}";
+        assert_eq!(
+            render(t, "q", "g", "a", "r"),
+            "Q: q G: g A: a R: r \\boxed{x}"
+        );
+    }
+
+    #[test]
+    fn modes_choose_which_samples_the_judge_sees() {
+        assert!(!GraderMode::Rule.needs_judge(Outcome::Wrong));
+        assert!(GraderMode::Judge.needs_judge(Outcome::Correct));
+        assert!(!GraderMode::RuleThenJudge.needs_judge(Outcome::Correct));
+        assert!(GraderMode::RuleThenJudge.needs_judge(Outcome::Wrong));
+        assert!(GraderMode::RuleThenJudge.needs_judge(Outcome::NoAnswer));
+        assert_eq!(
+            GraderMode::parse("rule_then_judge"),
+            Some(GraderMode::RuleThenJudge)
+        );
+        assert_eq!(GraderMode::parse("llm"), None);
+    }
+}

@@ -1,0 +1,256 @@
+//! The plan of a run: config + dataset → the problems, rendered prompts and prompt hash, and the
+//! manifest fields that record them; also whether an existing run may be resumed under this plan.
+
+use crate::config::{self, Settings};
+use crate::dataset::{self, FieldMap};
+use crate::error::BadInput;
+use crate::manifest::{git_commit, DatasetInfo, Manifest, ModelManifest};
+use crate::prompt;
+use crate::runner::Prepared;
+use crate::shard::Shard;
+use crate::util::{closest, hex, id_index, now_rfc3339, short};
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Everything resolved before any request is sent.
+pub struct Plan {
+    pub settings: Settings,
+    pub dataset: dataset::Dataset,
+    pub prepared: Arc<Vec<Prepared>>,
+    /// The problems under evaluation (the dataset's own list is moved here).
+    pub problems: Vec<dataset::Problem>,
+    pub template: String,
+    pub prompt_hash: String,
+    pub few_shot_examples: usize,
+    pub limit: Option<usize>,
+    pub shard: Option<Shard>,
+}
+
+impl Plan {
+    /// Problem id → position, for reading checkpoints.
+    pub fn id_index(&self) -> HashMap<&str, usize> {
+        id_index(self.prepared.iter(), |p| p.id.as_str())
+    }
+}
+
+/// Loads a config, keeps only `models` (all enabled ones when empty), and builds the plan.
+pub fn load(
+    config_path: &Path,
+    models: &[String],
+    limit: Option<usize>,
+    shard: Option<Shard>,
+) -> Result<Plan> {
+    let mut settings = config::load(config_path)?;
+    if !models.is_empty() {
+        let known: Vec<&str> = settings.models.iter().map(|m| m.name.as_str()).collect();
+        for want in models {
+            if !known.contains(&want.as_str()) {
+                let hint = closest(want, known.iter().copied())
+                    .map(|s| format!("; did you mean {s}?"))
+                    .unwrap_or_default();
+                return Err(BadInput(format!(
+                    "--models: no enabled model named {want:?} in {} (enabled: {}){hint}",
+                    config_path.display(),
+                    known.join(", ")
+                ))
+                .into());
+            }
+        }
+        settings.models.retain(|m| models.contains(&m.name));
+    }
+    build(settings, limit, shard)
+}
+
+/// Loads the dataset and renders the prompts for resolved settings; `limit` overrides the config's.
+/// `gpassk score` rebuilds a finished run's plan through this from its manifest.
+pub fn build(settings: Settings, limit: Option<usize>, shard: Option<Shard>) -> Result<Plan> {
+    let ev = &settings.evaluation;
+    let fields = ev.fields.as_ref().map(|f| FieldMap {
+        id: f.id.clone(),
+        question: f.question.clone().unwrap_or_else(|| "question".into()),
+        answer: f.answer.clone().unwrap_or_else(|| "answer".into()),
+        subset: f.subset.clone(),
+    });
+    let mut ds = dataset::load(&ev.dataset, fields.as_ref())
+        .with_context(|| format!("dataset of {}", settings.config_path.display()))?;
+    let limit = limit.or(ev.limit);
+    if limit == Some(0) {
+        return Err(BadInput("--limit must be at least 1".into()).into());
+    }
+    if let Some(l) = limit {
+        ds.problems.truncate(l);
+    }
+    // Few-shot examples never include a problem under evaluation.
+    let evaluated: BTreeSet<String> = ds.problems.iter().map(|p| p.id.clone()).collect();
+    let examples = ev.few_shot.examples(&ds.name, &evaluated)?;
+    let template = ev
+        .prompt_template
+        .clone()
+        .unwrap_or_else(|| ds.default_template.clone());
+    // Sharding comes after the few-shot choice so every shard renders the same prompts.
+    let mut problems = std::mem::take(&mut ds.problems);
+    if let Some(s) = shard {
+        problems.retain(|p| s.contains(&p.id));
+    }
+    let mut prepared = Vec::with_capacity(problems.len());
+    for p in &problems {
+        let messages = prompt::messages(&template, p, &examples)
+            .with_context(|| format!("prompt for problem {} of {}", p.id, ds.name))?;
+        prepared.push(Prepared::new(p.id.clone(), messages));
+    }
+    let mut h = Sha256::new();
+    h.update(template.as_bytes());
+    for (q, a) in &examples {
+        h.update([0]);
+        h.update(q.as_bytes());
+        h.update([0]);
+        h.update(a.as_bytes());
+    }
+    let prompt_hash = hex(&h.finalize()[..8]);
+    Ok(Plan {
+        settings,
+        dataset: ds,
+        prepared: Arc::new(prepared),
+        problems,
+        template,
+        prompt_hash,
+        few_shot_examples: examples.len(),
+        limit,
+        shard,
+    })
+}
+
+impl Plan {
+    /// A new run's manifest.
+    pub fn new_manifest(&self, run_id: &str) -> Manifest {
+        let now = now_rfc3339();
+        let mut m = Manifest {
+            harness: format!("gpassk {}", env!("CARGO_PKG_VERSION")),
+            git_commit: git_commit(),
+            run_id: run_id.to_string(),
+            created_at: now.clone(),
+            updated_at: now,
+            finished_at: None,
+            status: "running".into(),
+            config_path: String::new(),
+            config: serde_json::Value::Null,
+            config_hash: String::new(),
+            dataset: DatasetInfo::default(),
+            prompt_template: String::new(),
+            prompt_hash: String::new(),
+            few_shot_examples: 0,
+            models: Default::default(),
+            shard: None,
+            merged_from: Vec::new(),
+        };
+        self.fill_manifest(&mut m);
+        m
+    }
+
+    /// A resumed run's manifest, brought up to this plan.
+    pub fn update_manifest(&self, mut m: Manifest) -> Manifest {
+        m.finished_at = None;
+        m.git_commit = git_commit().or(m.git_commit);
+        self.fill_manifest(&mut m);
+        m
+    }
+
+    fn fill_manifest(&self, m: &mut Manifest) {
+        let s = &self.settings;
+        m.config_path = s.config_path.display().to_string();
+        m.config = s.config_json.clone();
+        m.config_hash = s.config_hash.clone();
+        m.dataset = DatasetInfo {
+            name: self.dataset.name.clone(),
+            files: self
+                .dataset
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            sha256: self.dataset.sha256.clone(),
+            problems: self.prepared.len(),
+            limit: self.limit,
+        };
+        m.prompt_template = self.template.clone();
+        m.prompt_hash = self.prompt_hash.clone();
+        m.few_shot_examples = self.few_shot_examples;
+        m.shard = self.shard;
+        for model in &s.models {
+            let entry = ModelManifest::planned(model, self.prepared.len());
+            let e = m.models.entry(model.name.clone()).or_insert(entry.clone());
+            e.sampling = entry.sampling;
+            e.model_id = entry.model_id;
+            e.base_url = entry.base_url;
+            e.units_planned = entry.units_planned;
+        }
+    }
+
+    /// Refuses to resume when what was sampled would no longer match what is asked for.
+    pub fn check_resume(&self, old: &Manifest, force: bool) -> Result<()> {
+        let changes = self.changes_since(old);
+        if changes.is_empty() || force {
+            if !changes.is_empty() {
+                eprintln!(
+                    "warning: resuming with --force despite: {}",
+                    changes.join("; ")
+                );
+            }
+            return Ok(());
+        }
+        Err(BadInput(format!(
+            "refusing to resume {}: {} changed since it started (pass --force to resume anyway)",
+            old.run_id,
+            changes.join("; ")
+        ))
+        .into())
+    }
+
+    fn changes_since(&self, old: &Manifest) -> Vec<String> {
+        let mut changes = Vec::new();
+        if old.dataset.sha256 != self.dataset.sha256 {
+            changes.push(format!(
+                "dataset sha256 {} → {}",
+                short(&old.dataset.sha256),
+                short(&self.dataset.sha256)
+            ));
+        }
+        if old.shard != self.shard {
+            let show = |s: Option<Shard>| s.map_or("none".to_string(), |s| s.to_string());
+            changes.push(format!("shard {} → {}", show(old.shard), show(self.shard)));
+        }
+        if old.prompt_hash != self.prompt_hash {
+            changes.push("prompt template or few-shot examples".to_string());
+        }
+        for m in &self.settings.models {
+            let Some(o) = old.models.get(&m.name) else {
+                continue;
+            };
+            let (a, b) = (&o.sampling, &m.sampling);
+            let mut diff = |what: &str, x: String, y: String| {
+                if x != y {
+                    changes.push(format!("model {}: {what} {x} → {y}", m.name));
+                }
+            };
+            diff("model_id", o.model_id.clone(), m.model_id.clone());
+            diff(
+                "temperature",
+                a.temperature.to_string(),
+                b.temperature.to_string(),
+            );
+            diff("top_p", a.top_p.to_string(), b.top_p.to_string());
+            diff("top_k", format!("{:?}", a.top_k), format!("{:?}", b.top_k));
+            diff("seed", a.seed.to_string(), b.seed.to_string());
+            diff(
+                "max_tokens",
+                format!("{:?}", a.max_tokens),
+                format!("{:?}", b.max_tokens),
+            );
+            diff("stop", format!("{:?}", a.stop), format!("{:?}", b.stop));
+        }
+        changes
+    }
+}

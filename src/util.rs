@@ -1,0 +1,160 @@
+//! Small helpers every layer may use: hex and short hashes, the problem-id index, atomic writes,
+//! timestamps, names' nearest match, and the [`Shutdown`] signal passed down to long-running work.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Lower-case hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+}
+
+/// A hash abbreviated for messages: its first 12 characters (never splits a character).
+pub fn short(hash: &str) -> &str {
+    match hash.char_indices().nth(12) {
+        Some((i, _)) => &hash[..i],
+        None => hash,
+    }
+}
+
+/// Position of each id in a list: problem id → index, built once per list.
+pub fn id_index<'a, T: 'a>(
+    items: impl IntoIterator<Item = &'a T>,
+    id: impl Fn(&'a T) -> &'a str,
+) -> HashMap<&'a str, usize> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (id(t), i))
+        .collect()
+}
+
+/// Writes bytes to `path` atomically: a temporary file in the same folder, then a rename. The
+/// temporary file is removed when anything fails (a full disk leaves no `.tmp` behind).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let written = File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_data()
+    });
+    let result = written.and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Now as RFC 3339 UTC with milliseconds.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// The candidate closest to a misspelt name by edit distance, when it is close enough to be a typo.
+pub fn closest<'a>(bad: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (strsim::damerau_levenshtein(bad, c), c))
+        .filter(|(d, c)| *d <= 3.max(c.len() / 3) && *d < c.len().max(bad.len()))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// The note printed once when the largest k is more than half of some model's n.
+pub fn coarse_k_note(k: u64, models: &[(&str, u64)]) -> Option<String> {
+    let coarse: Vec<&str> = models
+        .iter()
+        .filter(|(_, n)| 2 * k > *n)
+        .map(|(name, _)| *name)
+        .collect();
+    (!coarse.is_empty()).then(|| {
+        format!(
+            "note: k = {k} > n/2 for {}: G-Pass@k is coarse there; the paper uses n = 48 for k = 16 (n ≥ 3k)",
+            coarse.join(", ")
+        )
+    })
+}
+
+/// A stop request passed into long-running work (mini-redis style): the command layer triggers it on
+/// a signal; samplers and the judge stop queueing work and wind down when it fires.
+#[derive(Debug, Clone)]
+pub struct Shutdown {
+    tx: Arc<watch::Sender<bool>>,
+    rx: watch::Receiver<bool>,
+}
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Shutdown::new()
+    }
+}
+
+impl Shutdown {
+    pub fn new() -> Shutdown {
+        let (tx, rx) = watch::channel(false);
+        Shutdown {
+            tx: Arc::new(tx),
+            rx,
+        }
+    }
+
+    /// Asks everything holding a clone to stop.
+    pub fn trigger(&self) {
+        let _ = self.tx.send(true);
+    }
+
+    pub fn is_triggered(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// Completes once the stop is requested.
+    pub async fn triggered(&self) {
+        let mut rx = self.rx.clone();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_never_splits_a_character() {
+        assert_eq!(short("0123456789abcdef"), "0123456789ab");
+        assert_eq!(short("ééééééééééééééé"), "éééééééééééé");
+        assert_eq!(short("abc"), "abc");
+        assert_eq!(hex(&[0, 15, 255]), "000fff");
+    }
+
+    #[test]
+    fn coarse_note_names_every_model_once() {
+        let note = coarse_k_note(16, &[("a", 16), ("b", 48), ("c", 20)]).unwrap();
+        assert!(note.contains("a, c"), "{note}");
+        assert!(coarse_k_note(4, &[("a", 16)]).is_none());
+    }
+
+    #[test]
+    fn atomic_write_leaves_no_temporary_file_on_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("sub");
+        std::fs::create_dir(&target).unwrap();
+        // Renaming a file over a directory fails after the temporary file was written.
+        assert!(write_atomic(&target, b"x").is_err());
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+    }
+}
