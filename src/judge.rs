@@ -1,7 +1,7 @@
 //! The optional LLM judge: its prompt, reply parsing, verdicts stored beside the samples, and the
 //! async pass that asks it about samples it has not judged yet.
 
-use crate::checkpoint::{read_lines, CheckpointError, CheckpointWriter, Record, SampleIndex};
+use crate::checkpoint::{read_lines, CheckpointError, CheckpointWriter, SampleIndex};
 use crate::client::retry::{Next, RetryPolicy};
 use crate::client::{ApiError, ApiKey, Client, ErrorClass};
 use crate::config::{GraderMode, JudgeSettings};
@@ -88,11 +88,17 @@ impl JudgeVerdicts {
     }
 
     /// The final outcome of a sample given the rule grader's outcome and any stored verdict.
-    pub fn decide(&self, r: &Record, response: &str, rule: Outcome) -> Outcome {
+    pub fn decide(
+        &self,
+        problem_id: &str,
+        slot: SampleIndex,
+        response: &str,
+        rule: Outcome,
+    ) -> Outcome {
         if !self.mode.needs_judge(rule) {
             return rule;
         }
-        match self.lookup(&r.problem_id, r.sample_index, response) {
+        match self.lookup(problem_id, slot, response) {
             Some(Some(true)) => Outcome::Correct,
             Some(Some(false)) if rule == Outcome::NoAnswer => Outcome::NoAnswer,
             Some(Some(false)) => Outcome::Wrong,

@@ -1,7 +1,7 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
-use crate::checkpoint::{checkpoint_path, read_records, Record, SampleIndex, UnitOutcome};
+use crate::checkpoint::{checkpoint_path, read_lines, read_records, Record, SampleIndex, UnitOutcome};
 use crate::client::ApiKey;
 use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings};
 use crate::dataset::Problem;
@@ -17,6 +17,7 @@ use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
+use std::sync::{mpsc, Mutex, OnceLock};
 
 // Per-unit states, kept as one byte per (problem, slot) so a million units cost a megabyte.
 const MISSING: u8 = 0;
@@ -193,29 +194,24 @@ pub fn score_model(
     let mut state = vec![MISSING; inputs.problems.len() * width];
     let mut truncated = 0u64;
     let mut served: BTreeMap<String, u64> = BTreeMap::new();
-    // Each gold answer is parsed once, when its problem's first sample arrives.
-    let mut golds: Vec<Option<Gold>> = (0..inputs.problems.len()).map(|_| None).collect();
     // Per problem: the answer classes of its samples as (key hash, members, members correct).
     // Keys are hashed so memory stays a few bytes per distinct answer, never the responses.
     let mut classes: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); inputs.problems.len()];
-    for_each_unit(path, inputs.problems, n, greedy, |p, slot, r| {
-        let response = r.response.as_deref().unwrap_or("");
-        let gold = golds[p].get_or_insert_with(|| Gold::new(&inputs.problems[p].answer));
-        let verdict = grade_against(gold, response, inputs.grade);
-        let outcome = match inputs.judge {
-            Some(j) => j.decide(&r, response, verdict.outcome),
-            None => verdict.outcome,
-        };
-        state[p * width + slot] = match outcome {
+    let units = ModelUnits {
+        checkpoint: path,
+        problems: inputs.problems,
+        n,
+        greedy,
+    };
+    grade_units(&units, inputs, |g| {
+        let (p, slot) = (g.problem as usize, g.slot as usize);
+        state[p * width + slot] = match g.outcome {
             Outcome::Correct => CORRECT,
             Outcome::Wrong => WRONG,
             Outcome::NoAnswer => NO_ANSWER,
         };
-        if let (Some(answer), true) = (&verdict.extracted, slot < n as usize) {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            canonical_key(answer).hash(&mut h);
-            let key = h.finish();
-            let ok = (outcome == Outcome::Correct) as u32;
+        if let (Some(key), true) = (g.class, slot < n as usize) {
+            let ok = (g.outcome == Outcome::Correct) as u32;
             match classes[p].iter_mut().find(|c| c.0 == key) {
                 Some(c) => {
                     c.1 += 1;
@@ -224,14 +220,28 @@ pub fn score_model(
                 None => classes[p].push((key, 1, ok)),
             }
         }
-        if r.outcome == UnitOutcome::Truncated && slot < n as usize {
-            truncated += 1;
-        }
-        if let Some(s) = r.served_model {
+        truncated += (g.truncated && slot < n as usize) as u64;
+        if let Some(s) = g.served {
             *served.entry(s).or_default() += 1;
         }
-        Ok(())
     })?;
+    tally(name, model_id, n, greedy, inputs, &state, classes, truncated, served)
+}
+
+/// Per-problem counts, votes, metrics and intervals from the graded unit states.
+#[allow(clippy::too_many_arguments)]
+fn tally(
+    name: &str,
+    model_id: &str,
+    n: u32,
+    greedy: bool,
+    inputs: &ScoreInputs,
+    state: &[u8],
+    classes: Vec<Vec<(u64, u32, u32)>>,
+    truncated: u64,
+    served: BTreeMap<String, u64>,
+) -> Result<ModelScore> {
+    let width = n as usize + 1;
     let (mut correct, mut wrong, mut no_answer, mut missing) = (0, 0, 0, 0);
     let mut problems = Vec::with_capacity(inputs.problems.len());
     for (p, prob) in inputs.problems.iter().enumerate() {
@@ -283,6 +293,162 @@ pub fn score_model(
         values,
         estimates,
     })
+}
+
+/// A usable unit as scoring reads it; the rest of the record is skipped unparsed.
+#[derive(serde::Deserialize)]
+struct ScoredRecord {
+    problem_id: String,
+    sample_index: SampleIndex,
+    response: Option<String>,
+    outcome: UnitOutcome,
+    served_model: Option<String>,
+}
+
+/// One unit waiting for its grade.
+struct Pending {
+    problem: u32,
+    slot: u32,
+    record: ScoredRecord,
+}
+
+/// One unit's grade, as the tally needs it.
+struct Graded {
+    problem: u32,
+    slot: u32,
+    outcome: Outcome,
+    /// Hash of the extracted answer's canonical key (its majority-vote class).
+    class: Option<u64>,
+    truncated: bool,
+    served: Option<String>,
+}
+
+/// Units per batch handed to a grading thread: large enough to amortise the hand-off.
+const BATCH: usize = 2048;
+
+/// Reads the first usable record of every planned unit (in file order) and grades them on every
+/// core; `apply` sees the grades in file order, so results never depend on thread timing.
+fn grade_units(
+    units: &ModelUnits,
+    inputs: &ScoreInputs,
+    mut apply: impl FnMut(Graded),
+) -> Result<()> {
+    let golds: Vec<OnceLock<Gold>> = (0..inputs.problems.len()).map(|_| OnceLock::new()).collect();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<Pending>)>(workers * 2);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Graded>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let (work_rx, done_tx, golds) = (&work_rx, done_tx.clone(), &golds);
+            scope.spawn(move || loop {
+                let job = work_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                let Ok((i, batch)) = job else { break };
+                let graded = batch.into_iter().map(|u| grade_one(u, inputs, golds)).collect();
+                if done_tx.send((i, graded)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(done_tx);
+        let mut order = InOrder::default();
+        let read = read_units(units, |batch_no, batch| {
+            // A send fails only when every worker is gone, which the receive loop below reports.
+            let _ = work_tx.send((batch_no, batch));
+            while let Ok((i, graded)) = done_rx.try_recv() {
+                order.push(i, graded, &mut apply);
+            }
+        });
+        drop(work_tx);
+        for (i, graded) in done_rx {
+            order.push(i, graded, &mut apply);
+        }
+        let batches = read?;
+        anyhow::ensure!(order.next == batches, "a grading thread stopped early");
+        Ok(())
+    })
+}
+
+/// Reads the units of a checkpoint into numbered batches; returns how many batches there were.
+fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> Result<usize> {
+    let index = id_index(units.problems, |p| p.id.as_str());
+    let width = units.n as usize + 1;
+    let mut seen = vec![false; units.problems.len() * width];
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut batches = 0;
+    read_lines(units.checkpoint, |r: ScoredRecord| {
+        if r.outcome == UnitOutcome::ApiError {
+            return Ok(());
+        }
+        let Some(&p) = index.get(r.problem_id.as_str()) else {
+            return Ok(());
+        };
+        let slot = match r.sample_index {
+            SampleIndex::Sample(i) if i < units.n => i as usize,
+            SampleIndex::Greedy if units.greedy => units.n as usize,
+            _ => return Ok(()),
+        };
+        if std::mem::replace(&mut seen[p * width + slot], true) {
+            return Ok(());
+        }
+        batch.push(Pending {
+            problem: p as u32,
+            slot: slot as u32,
+            record: r,
+        });
+        if batch.len() == BATCH {
+            send(batches, std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+            batches += 1;
+        }
+        Ok(())
+    })?;
+    if !batch.is_empty() {
+        send(batches, batch);
+        batches += 1;
+    }
+    Ok(batches)
+}
+
+fn grade_one(u: Pending, inputs: &ScoreInputs, golds: &[OnceLock<Gold>]) -> Graded {
+    let r = u.record;
+    let response = r.response.as_deref().unwrap_or("");
+    let p = u.problem as usize;
+    let gold = golds[p].get_or_init(|| Gold::new(&inputs.problems[p].answer));
+    let verdict = grade_against(gold, response, inputs.grade);
+    let outcome = match inputs.judge {
+        Some(j) => j.decide(&r.problem_id, r.sample_index, response, verdict.outcome),
+        None => verdict.outcome,
+    };
+    let class = verdict.extracted.as_deref().map(|answer| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        canonical_key(answer).hash(&mut h);
+        h.finish()
+    });
+    Graded {
+        problem: u.problem,
+        slot: u.slot,
+        outcome,
+        class,
+        truncated: r.outcome == UnitOutcome::Truncated,
+        served: r.served_model,
+    }
+}
+
+/// Re-orders numbered batches of grades so they are applied in file order.
+#[derive(Default)]
+struct InOrder {
+    next: usize,
+    waiting: BTreeMap<usize, Vec<Graded>>,
+}
+
+impl InOrder {
+    fn push(&mut self, i: usize, graded: Vec<Graded>, apply: &mut impl FnMut(Graded)) {
+        self.waiting.insert(i, graded);
+        while let Some(batch) = self.waiting.remove(&self.next) {
+            batch.into_iter().for_each(&mut *apply);
+            self.next += 1;
+        }
+    }
 }
 
 /// Re-grades a run directory offline: the config, dataset, limit and shard come from its manifest.
