@@ -3,7 +3,7 @@
 //!
 //! `cargo bench --bench runner` (200,000 units), `-- --units 1000000`, or `-- --quick`.
 
-use gpassk::fake_server::FakeServer;
+use fake_openai::FakeServer;
 use gpassk::run::{run, RunArgs};
 use std::io::Write;
 use std::time::Instant;

@@ -42,9 +42,6 @@ pub enum Command {
     Audit(crate::audit::AuditArgs),
     /// Join the checkpoints of shard runs into one run directory.
     Merge(crate::merge::MergeArgs),
-    /// Serve the fake OpenAI-compatible API in the foreground (benchmarks).
-    #[command(hide = true)]
-    ServeFake(crate::serve_fake::ServeFakeArgs),
 }
 
 /// A user-caused error that has no richer type: it maps to exit code 2.

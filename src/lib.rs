@@ -15,8 +15,6 @@
 //! - `compare`, `audit`, `merge`: the commands of the same names; `shard`: `--shard I/N`.
 //! - `manifest`: the run manifest; `label`: Math-Shepherd step labels built on the runner.
 //! - `metrics`: exact combinatorics, per-problem metrics and aggregation.
-//! - `fake_server`: fake OpenAI-compatible HTTP server for tests and benchmarks; `serve_fake`: the
-//!   hidden `gpassk serve-fake` command that runs it in the foreground.
 pub mod audit;
 pub mod calc;
 pub mod checkpoint;
@@ -25,7 +23,6 @@ pub mod client;
 pub mod compare;
 pub mod config;
 pub mod dataset;
-pub mod fake_server;
 pub mod grade;
 pub mod label;
 pub mod manifest;
@@ -36,6 +33,5 @@ pub mod report;
 pub mod run;
 pub mod runner;
 pub mod score;
-pub mod serve_fake;
 pub mod shard;
 pub mod stats;

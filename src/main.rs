@@ -18,7 +18,6 @@ fn main() -> ExitCode {
         Command::Run(args) => gpassk::run::run(args),
         Command::Label(args) => gpassk::label::run(args),
         Command::Grade(args) => gpassk::grade::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1)),
-        Command::ServeFake(args) => gpassk::serve_fake::run(args),
         Command::Datasets(args) => {
             gpassk::dataset::cli::run(args).map(|c| u8::try_from(c).unwrap_or(1))
         }

@@ -1,7 +1,7 @@
 //! `gpassk label` against the fake server, scripted so that continuations from a prefix holding the
 //! wrong step ("add 3, 2x = 14") never reach the gold answer.
 
-use gpassk::fake_server::{ChoiceReply, FakeServer, Recorded, Reply};
+use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

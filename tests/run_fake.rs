@@ -1,6 +1,6 @@
 //! `gpassk run` end to end against the fake OpenAI-compatible server: faults, stops, resume, secrets.
 
-use gpassk::fake_server::{ChoiceReply, FakeServer, Fault, Recorded, Reply};
+use fake_openai::{ChoiceReply, FakeServer, Fault, Recorded, Reply};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

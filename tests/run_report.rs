@@ -1,7 +1,7 @@
 //! `gpassk run` against the fake server writes every report, `gpassk score` reproduces them from the
 //! manifest alone, and a run split with `--shard` and joined with `gpassk merge` scores the same.
 
-use gpassk::fake_server::{ChoiceReply, FakeServer, Recorded, Reply};
+use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
