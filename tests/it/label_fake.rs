@@ -1,9 +1,10 @@
 //! `gpassk label` against the fake server, scripted so that continuations from a prefix holding the
 //! wrong step ("add 3, 2x = 14") never reach the gold answer.
 
-use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use crate::common::{both, Fixture, Toml};
+use fake_openai::{ChoiceReply, FakeServer, FakeServerBuilder, Recorded, Reply};
+use std::path::Path;
+use std::process::Output;
 
 fn rollout_reply(r: &Recorded) -> Reply {
     let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
@@ -33,68 +34,43 @@ fn rollout_reply(r: &Recorded) -> Reply {
     )
 }
 
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new(base_url: &str) -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        std::fs::write(
-            d.join("data.jsonl"),
-            "{\"id\":\"p0\",\"question\":\"Solve 2x + 3 = 11.\",\"answer\":\"4\"}\n",
-        )
-        .unwrap();
-        std::fs::write(
-            d.join("config.toml"),
+/// One problem (2x + 3 = 11), three solutions to label, and a config pointing at `server`.
+fn label_fixture(server: Option<FakeServerBuilder>) -> Fixture {
+    let mut env =
+        Fixture::new("{\"id\":\"p0\",\"question\":\"Solve 2x + 3 = 11.\",\"answer\":\"4\"}\n");
+    if let Some(server) = server {
+        env = env.with_server(server);
+    }
+    env.config(Toml {
+        api: "backoff_base = 0.01",
+        sampling: "n = 2\nseed = 1",
+        models: "[[models]]\nname = \"m\"",
+        evaluation: "k = [1]",
+        ..Toml::default()
+    });
+    let sols = [
+        ("good", "Step 1: subtract 3, 2x = 8\nStep 2: divide by 2, x = 4\nStep 3: The answer is \\\\boxed{4}"),
+        ("bad", "Step 1: add 3, 2x = 14\nStep 2: divide by 2, x = 7\nStep 3: The answer is \\\\boxed{7}"),
+        ("late", "Step 1: subtract 3, 2x = 8\nStep 2: add 3, 2x = 14\nStep 3: so \\\\boxed{7}"),
+    ];
+    let lines: String = sols
+        .iter()
+        .map(|(id, s)| {
             format!(
-                "[api]\nbase_url = \"{base_url}\"\nbackoff_base = 0.01\n[sampling]\nn = 2\nseed = 1\n\
-                 [[models]]\nname = \"m\"\n[evaluation]\ndataset = \"{}\"\nk = [1]\noutput_dir = \"{}\"\n",
-                d.join("data.jsonl").display(),
-                d.join("results").display()
-            ),
-        )
-        .unwrap();
-        let sols = [
-            ("good", "Step 1: subtract 3, 2x = 8\nStep 2: divide by 2, x = 4\nStep 3: The answer is \\\\boxed{4}"),
-            ("bad", "Step 1: add 3, 2x = 14\nStep 2: divide by 2, x = 7\nStep 3: The answer is \\\\boxed{7}"),
-            ("late", "Step 1: subtract 3, 2x = 8\nStep 2: add 3, 2x = 14\nStep 3: so \\\\boxed{7}"),
-        ];
-        let lines: String = sols
-            .iter()
-            .map(|(id, s)| {
-                format!(
-                    "{{\"problem_id\":\"p0\",\"solution_id\":\"{id}\",\"solution\":\"{}\"}}\n",
-                    s.replace('\n', "\\n")
-                )
-            })
-            .collect();
-        std::fs::write(d.join("solutions.jsonl"), lines).unwrap();
-        Env { dir }
-    }
-
-    fn p(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn gpassk(&self, args: &[&str]) -> Output {
-        let cfg = self.p("config.toml");
-        let mut all: Vec<&str> = vec![args[0], "--config", cfg.to_str().unwrap(), "--quiet"];
-        all.extend_from_slice(&args[1..]);
-        Command::new(env!("CARGO_BIN_EXE_gpassk"))
-            .args(&all)
-            .output()
-            .unwrap()
-    }
+                "{{\"problem_id\":\"p0\",\"solution_id\":\"{id}\",\"solution\":\"{}\"}}\n",
+                s.replace('\n', "\\n")
+            )
+        })
+        .collect();
+    env.write("solutions.jsonl", &lines);
+    env
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+/// `gpassk SUBCOMMAND --config <config.toml> --quiet REST…`.
+fn gpassk(env: &Fixture, args: &[&str]) -> Output {
+    let mut all = vec![args[0], "--quiet"];
+    all.extend_from_slice(&args[1..]);
+    env.command(&all).output().unwrap()
 }
 
 fn labels(out: &Path) -> Vec<serde_json::Value> {
@@ -115,22 +91,24 @@ fn he_of(labels: &[serde_json::Value], solution: &str) -> Vec<u64> {
 
 #[test]
 fn labels_are_one_before_the_wrong_step_and_zero_from_it_on() {
-    let server = FakeServer::builder()
-        .responder(rollout_reply)
-        .start_blocking();
-    let env = Env::new(&server.base_url());
-    let out_dir = env.p("labels");
-    let sols = env.p("solutions.jsonl");
-    let o = env.gpassk(&[
-        "label",
-        "--solutions",
-        sols.to_str().unwrap(),
-        "--k",
-        "4",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let server = FakeServer::builder().responder(rollout_reply);
+    let env = label_fixture(Some(server));
+    let server = env.server();
+    let out_dir = env.file("labels");
+    let sols = env.file("solutions.jsonl");
+    let o = gpassk(
+        &env,
+        &[
+            "label",
+            "--solutions",
+            sols.to_str().unwrap(),
+            "--k",
+            "4",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
     let l = labels(&out_dir);
     assert_eq!(l.len(), 9);
     assert_eq!(he_of(&l, "good"), [1, 1, 1]);
@@ -171,55 +149,63 @@ fn labels_are_one_before_the_wrong_step_and_zero_from_it_on() {
         rows[3]
     );
     assert!(
-        text(&o).contains("wrong final answers that have an HE-0 step: 2/2"),
+        both(&o).contains("wrong final answers that have an HE-0 step: 2/2"),
         "{}",
-        text(&o)
+        both(&o)
     );
     assert_eq!(server.request_count(), 9 * 4);
 }
 
 #[test]
 fn rerun_requests_only_missing_rollouts_and_dry_run_counts_them() {
-    let server = FakeServer::builder()
-        .responder(rollout_reply)
-        .start_blocking();
-    let env = Env::new(&server.base_url());
-    let out_dir = env.p("labels");
-    let sols = env.p("solutions.jsonl");
-    let dry = env.gpassk(&[
-        "label",
-        "--solutions",
-        sols.to_str().unwrap(),
-        "--k",
-        "4",
-        "--dry-run",
-    ]);
+    let server = FakeServer::builder().responder(rollout_reply);
+    let env = label_fixture(Some(server));
+    let server = env.server();
+    let out_dir = env.file("labels");
+    let sols = env.file("solutions.jsonl");
+    let dry = gpassk(
+        &env,
+        &[
+            "label",
+            "--solutions",
+            sols.to_str().unwrap(),
+            "--k",
+            "4",
+            "--dry-run",
+        ],
+    );
     assert_eq!(dry.status.code(), Some(0));
-    assert!(text(&dry).contains("36 rollouts"), "{}", text(&dry));
+    assert!(both(&dry).contains("36 rollouts"), "{}", both(&dry));
     assert_eq!(server.request_count(), 0);
-    let first = env.gpassk(&[
-        "label",
-        "--solutions",
-        sols.to_str().unwrap(),
-        "--k",
-        "4",
-        "--limit",
-        "1",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let first = gpassk(
+        &env,
+        &[
+            "label",
+            "--solutions",
+            sols.to_str().unwrap(),
+            "--k",
+            "4",
+            "--limit",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
     assert_eq!(server.request_count(), 3 * 4);
-    let all = env.gpassk(&[
-        "label",
-        "--solutions",
-        sols.to_str().unwrap(),
-        "--k",
-        "4",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert_eq!(all.status.code(), Some(0), "{}", text(&all));
+    let all = gpassk(
+        &env,
+        &[
+            "label",
+            "--solutions",
+            sols.to_str().unwrap(),
+            "--k",
+            "4",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(all.status.code(), Some(0), "{}", both(&all));
     assert_eq!(
         server.request_count(),
         9 * 4,
@@ -230,29 +216,30 @@ fn rerun_requests_only_missing_rollouts_and_dry_run_counts_them() {
 
 #[test]
 fn from_run_labels_the_stored_samples() {
-    let server = FakeServer::builder()
-        .responder(rollout_reply)
-        .start_blocking();
-    let env = Env::new(&server.base_url());
-    let o = env.gpassk(&["run"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let run_dir = std::fs::read_dir(env.p("results"))
+    let server = FakeServer::builder().responder(rollout_reply);
+    let env = label_fixture(Some(server));
+    let o = gpassk(&env, &["run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    let run_dir = std::fs::read_dir(env.file("results"))
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
-    let out_dir = env.p("from-run");
-    let o = env.gpassk(&[
-        "label",
-        "--from-run",
-        run_dir.to_str().unwrap(),
-        "--k",
-        "2",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out_dir = env.file("from-run");
+    let o = gpassk(
+        &env,
+        &[
+            "label",
+            "--from-run",
+            run_dir.to_str().unwrap(),
+            "--k",
+            "2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
     let l = labels(&out_dir);
     assert_eq!(l.len(), 3 * 3, "2 samples + greedy, 3 steps each");
     assert!(l.iter().all(|x| x["he"] == 1));
@@ -261,22 +248,22 @@ fn from_run_labels_the_stored_samples() {
 
 #[test]
 fn bad_solutions_file_names_the_line() {
-    let env = Env::new("http://127.0.0.1:9");
+    let env = label_fixture(None);
     std::fs::write(
-        env.p("bad.jsonl"),
+        env.file("bad.jsonl"),
         "{\"problem_id\":\"p0\",\"solution_id\":\"a\",\"solution\":\"x\"}\n{oops\n",
     )
     .unwrap();
-    let bad = env.p("bad.jsonl");
-    let o = env.gpassk(&["label", "--solutions", bad.to_str().unwrap()]);
+    let bad = env.file("bad.jsonl");
+    let o = gpassk(&env, &["label", "--solutions", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("bad.jsonl:2:"), "{}", text(&o));
+    assert!(both(&o).contains("bad.jsonl:2:"), "{}", both(&o));
     std::fs::write(
-        env.p("bad.jsonl"),
+        env.file("bad.jsonl"),
         "{\"problem_id\":\"p9\",\"solution_id\":\"a\",\"solution\":\"x\"}\n",
     )
     .unwrap();
-    let o = env.gpassk(&["label", "--solutions", bad.to_str().unwrap()]);
+    let o = gpassk(&env, &["label", "--solutions", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("p9"), "{}", text(&o));
+    assert!(both(&o).contains("p9"), "{}", both(&o));
 }

@@ -1,8 +1,11 @@
 //! The one integration-test binary (one link instead of one per file): each former `tests/*.rs`
-//! is a module here.
+//! is a module here, sharing the helpers of `common`.
+
+mod common;
 
 mod audit_cli;
 mod calc_cli;
+mod cli;
 mod config;
 mod datasets_cli;
 mod grade_cases;
