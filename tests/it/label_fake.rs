@@ -66,6 +66,14 @@ fn label_fixture(server: Option<FakeServerBuilder>) -> Fixture {
     env
 }
 
+/// `gpassk label --solutions solutions.jsonl --k 4 EXTRA…` on the fixture.
+fn label_k4(env: &Fixture, extra: &[&str]) -> Output {
+    let sols = env.file("solutions.jsonl");
+    let mut args = vec!["label", "--solutions", sols.to_str().unwrap(), "--k", "4"];
+    args.extend_from_slice(extra);
+    gpassk(env, &args)
+}
+
 /// `gpassk SUBCOMMAND --config <config.toml> --quiet REST…`.
 fn gpassk(env: &Fixture, args: &[&str]) -> Output {
     let mut all = vec![args[0], "--quiet"];
@@ -95,19 +103,7 @@ fn labels_are_one_before_the_wrong_step_and_zero_from_it_on() {
     let env = label_fixture(Some(server));
     let server = env.server();
     let out_dir = env.file("labels");
-    let sols = env.file("solutions.jsonl");
-    let o = gpassk(
-        &env,
-        &[
-            "label",
-            "--solutions",
-            sols.to_str().unwrap(),
-            "--k",
-            "4",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-    );
+    let o = label_k4(&env, &["--out", out_dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", both(&o));
     let l = labels(&out_dir);
     assert_eq!(l.len(), 9);
@@ -162,49 +158,14 @@ fn rerun_requests_only_missing_rollouts_and_dry_run_counts_them() {
     let env = label_fixture(Some(server));
     let server = env.server();
     let out_dir = env.file("labels");
-    let sols = env.file("solutions.jsonl");
-    let dry = gpassk(
-        &env,
-        &[
-            "label",
-            "--solutions",
-            sols.to_str().unwrap(),
-            "--k",
-            "4",
-            "--dry-run",
-        ],
-    );
+    let dry = label_k4(&env, &["--dry-run"]);
     assert_eq!(dry.status.code(), Some(0));
     assert!(both(&dry).contains("36 rollouts"), "{}", both(&dry));
     assert_eq!(server.request_count(), 0);
-    let first = gpassk(
-        &env,
-        &[
-            "label",
-            "--solutions",
-            sols.to_str().unwrap(),
-            "--k",
-            "4",
-            "--limit",
-            "1",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-    );
+    let first = label_k4(&env, &["--limit", "1", "--out", out_dir.to_str().unwrap()]);
     assert_eq!(first.status.code(), Some(0), "{}", both(&first));
     assert_eq!(server.request_count(), 3 * 4);
-    let all = gpassk(
-        &env,
-        &[
-            "label",
-            "--solutions",
-            sols.to_str().unwrap(),
-            "--k",
-            "4",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-    );
+    let all = label_k4(&env, &["--out", out_dir.to_str().unwrap()]);
     assert_eq!(all.status.code(), Some(0), "{}", both(&all));
     assert_eq!(
         server.request_count(),
@@ -220,12 +181,7 @@ fn from_run_labels_the_stored_samples() {
     let env = label_fixture(Some(server));
     let o = gpassk(&env, &["run"]);
     assert_eq!(o.status.code(), Some(0), "{}", both(&o));
-    let run_dir = std::fs::read_dir(env.file("results"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run_dir = env.run_dir();
     let out_dir = env.file("from-run");
     let o = gpassk(
         &env,

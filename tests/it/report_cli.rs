@@ -1,7 +1,7 @@
 //! `gpassk score`, `report`, `compare` and `merge` on the fixture run in tests/fixtures/report_run
 //! (two models, eight problems in two subsets, n = 8, k ∈ {1, 4}; see its make.py).
 
-use crate::common::{ok, repo, run as gpassk, stderr};
+use crate::common::{ok, repo, run as gpassk, stderr, RUN_FILES};
 use gpassk::metrics::{g_pass_at_k, mg_pass_at_k, pass_at_k, to_f64, Tau};
 use num_rational::BigRational;
 use std::path::{Path, PathBuf};
@@ -227,14 +227,7 @@ fn score_twice_gives_byte_identical_files() {
     copy_fixture(&run);
     let run_s = run.to_str().unwrap();
     ok(&gpassk(&["score", run_s, "--quiet"]));
-    let files = [
-        "metrics.csv",
-        "per_problem.csv",
-        "metrics.json",
-        "report.md",
-        "report.html",
-        "summary.txt",
-    ];
+    let files = RUN_FILES;
     let first: Vec<Vec<u8>> = files
         .iter()
         .map(|f| std::fs::read(run.join(f)).unwrap())

@@ -1,18 +1,9 @@
 //! `gpassk run` against the fake server writes every report, `gpassk score` reproduces them from the
 //! manifest alone, and a run split with `--shard` and joined with `gpassk merge` scores the same.
 
-use crate::common::{ok, read, run as gpassk, run_dirs, stderr, Fixture, Toml};
+use crate::common::{ok, read, run as gpassk, run_dirs, stderr, Fixture, Toml, RUN_FILES};
 use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
-
-const FILES: [&str; 6] = [
-    "metrics.csv",
-    "per_problem.csv",
-    "metrics.json",
-    "report.md",
-    "report.html",
-    "summary.txt",
-];
 
 /// Right or wrong as a pure function of the question and the sample's seed.
 fn reply(r: &Recorded) -> Reply {
@@ -78,11 +69,11 @@ fn run_writes_every_report_and_score_reproduces_them() {
     ]));
     assert!(out.contains("mG-Pass@3"), "{out}");
     let run = run_dirs(&env.results()).pop().unwrap();
-    let written: Vec<String> = FILES.iter().map(|f| read(&run.join(f))).collect();
+    let written: Vec<String> = RUN_FILES.iter().map(|f| read(&run.join(f))).collect();
     assert!(written[4].contains("<polyline class=\"curve\" data-model=\"m2\""));
     // Re-grading offline gives the very same bytes: nothing in them depends on when they were made.
     ok(&gpassk(&["score", run.to_str().unwrap(), "--quiet"]));
-    for (f, before) in FILES.iter().zip(&written) {
+    for (f, before) in RUN_FILES.iter().zip(&written) {
         assert_eq!(&read(&run.join(f)), before, "{f}");
     }
     // Offline: the server may be gone.

@@ -5,6 +5,16 @@ use fake_openai::{BlockingFakeServer, FakeServer, FakeServerBuilder};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// The files every scored run directory holds.
+pub const RUN_FILES: [&str; 6] = [
+    "metrics.csv",
+    "per_problem.csv",
+    "metrics.json",
+    "report.md",
+    "report.html",
+    "summary.txt",
+];
+
 /// Where nothing listens: runs against it fail fast, dry runs never call it.
 pub const NO_SERVER: &str = "http://127.0.0.1:9";
 
