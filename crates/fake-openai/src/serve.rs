@@ -21,20 +21,13 @@ pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// Request bodies larger than this are refused (413) so hostile input cannot exhaust memory.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
-type Reply200 = Response<Full<Bytes>>;
+type HttpReply = Response<Full<Bytes>>;
 
 /// The service error that makes hyper close the connection without writing a response:
 /// how [`Fault::Drop`] is expressed without a raw socket path.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("connection dropped by fault injection")]
 struct DropConnection;
-
-impl std::fmt::Display for DropConnection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("connection dropped by fault injection")
-    }
-}
-
-impl std::error::Error for DropConnection {}
 
 pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     // Connections live in this set so aborting this task closes them all.
@@ -65,7 +58,7 @@ async fn serve_conn(stream: TcpStream, shared: Arc<Shared>) {
         .await;
 }
 
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply200, DropConnection> {
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<HttpReply, DropConnection> {
     let chat = req.method() == Method::POST
         && matches!(
             req.uri().path(),
@@ -81,7 +74,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply200,
     })
 }
 
-async fn chat_request(shared: &Shared, req: Request<Incoming>) -> Result<Reply200, DropConnection> {
+async fn chat_request(
+    shared: &Shared,
+    req: Request<Incoming>,
+) -> Result<HttpReply, DropConnection> {
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
@@ -146,7 +142,7 @@ async fn chat_request(shared: &Shared, req: Request<Incoming>) -> Result<Reply20
     })
 }
 
-fn json_response(status: u16, body: String) -> Reply200 {
+fn json_response(status: u16, body: String) -> HttpReply {
     let mut resp = Response::new(Full::new(Bytes::from(body)));
     // Fault codes come from test code; an impossible one is a 500 rather than a panic.
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -155,13 +151,13 @@ fn json_response(status: u16, body: String) -> Reply200 {
     resp
 }
 
-fn error_response(status: u16, message: &str) -> Reply200 {
+fn error_response(status: u16, message: &str) -> HttpReply {
     let body = json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}});
     json_response(status, body.to_string())
 }
 
 /// Marks a reply as the connection's last: the request body may be left unread.
-fn closing(mut resp: Reply200) -> Reply200 {
+fn closing(mut resp: HttpReply) -> HttpReply {
     resp.headers_mut()
         .insert(CONNECTION, HeaderValue::from_static("close"));
     resp
