@@ -23,9 +23,15 @@ fn sums(problems: usize) -> String {
         .collect()
 }
 
-/// Writes config.toml with fast retries and the key from `GPASSK_TEST_KEY`; `sampling`,
-/// `models` and `extra_api` are spliced in as TOML text over the defaults.
-fn configure(
+/// Writes config.toml for the fixture's server with fast retries and the key from
+/// `GPASSK_TEST_KEY`; `sampling`, `models` and `extra_api` are spliced in as TOML text over the
+/// defaults.
+fn configure(env: &Fixture, sampling: &str, models: &str, extra_api: &str) -> PathBuf {
+    configure_at(env, &env.base_url(), sampling, models, extra_api)
+}
+
+/// [`configure`] with another base URL than the fixture's server.
+fn configure_at(
     env: &Fixture,
     base_url: &str,
     sampling: &str,
@@ -172,8 +178,7 @@ fn all_files(dir: &Path) -> Vec<PathBuf> {
 fn faulty_server_gives_every_unit_once_and_the_same_metrics() {
     let clean = FakeServer::builder().responder(smart_reply);
     let a = Fixture::new(&sums(6)).with_server(clean);
-    let clean = a.server();
-    configure(&a, &clean.base_url(), "n = 8", ONE_MODEL, "");
+    configure(&a, "n = 8", ONE_MODEL, "");
     let out = run(&a, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
 
@@ -196,7 +201,7 @@ fn faulty_server_gives_every_unit_once_and_the_same_metrics() {
         });
     let b = Fixture::new(&sums(6)).with_server(faulty);
     let faulty = b.server();
-    configure(&b, &faulty.base_url(), "n = 8", ONE_MODEL, "timeout = 1");
+    configure(&b, "n = 8", ONE_MODEL, "timeout = 1");
     let out = run(&b, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     let retried = faulty.requests().iter().filter(|r| r.attempt > 0).count();
@@ -223,7 +228,7 @@ fn auth_and_unknown_model_stop_that_model_only() {
     let models = "[[models]]\nname = \"good\"\nmodel_id = \"fake-1\"\n\
                   [[models]]\nname = \"bad-key\"\nmodel_id = \"locked\"\n\
                   [[models]]\nname = \"no-such\"\nmodel_id = \"ghost\"\n";
-    configure(&env, &server.base_url(), "n = 4", models, "concurrency = 8");
+    configure(&env, "n = 4", models, "concurrency = 8");
     let out = run(&env, &["--quiet"]);
     let text = out_text(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
@@ -266,14 +271,7 @@ fn retry_after_is_honoured() {
             (r.attempt == 0).then(|| Fault::rate_limited(1))
         });
     let env = Fixture::new(&sums(2)).with_server(server);
-    let server = env.server();
-    configure(
-        &env,
-        &server.base_url(),
-        "n = 1\ngreedy = false",
-        ONE_MODEL,
-        "",
-    );
+    configure(&env, "n = 1\ngreedy = false", ONE_MODEL, "");
     let out = run(&env, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     let seen = seen.lock().unwrap();
@@ -300,13 +298,7 @@ fn resume_after_kill_matches_uninterrupted_run_and_torn_line_is_redone() {
     });
     let env = Fixture::new(&sums(8)).with_server(slow);
     let slow = env.server();
-    configure(
-        &env,
-        &slow.base_url(),
-        "n = 6",
-        ONE_MODEL,
-        "concurrency = 2",
-    );
+    configure(&env, "n = 6", ONE_MODEL, "concurrency = 2");
     let cfg = env.path().join("config.toml");
     let mut child = gpassk()
         .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
@@ -364,8 +356,7 @@ fn resume_after_kill_matches_uninterrupted_run_and_torn_line_is_redone() {
 
     let reference = FakeServer::builder().responder(smart_reply);
     let whole = Fixture::new(&sums(8)).with_server(reference);
-    let reference = whole.server();
-    configure(&whole, &reference.base_url(), "n = 6", ONE_MODEL, "");
+    configure(&whole, "n = 6", ONE_MODEL, "");
     assert_eq!(run(&whole, &["--quiet"]).status.code(), Some(0));
     assert_eq!(metrics(&run_dir), metrics(&whole.run_dir()));
 }
@@ -384,22 +375,16 @@ fn raising_n_requests_only_the_new_samples() {
     let server = FakeServer::builder().responder(smart_reply);
     let env = Fixture::new(&sums(3)).with_server(server);
     let server = env.server();
-    configure(&env, &server.base_url(), "n = 4", ONE_MODEL, "");
+    configure(&env, "n = 4", ONE_MODEL, "");
     assert_eq!(run(&env, &["--quiet"]).status.code(), Some(0));
     assert_eq!(server.request_count(), 3 * 5);
-    configure(&env, &server.base_url(), "n = 8", ONE_MODEL, "");
+    configure(&env, "n = 8", ONE_MODEL, "");
     let out = run(&env, &["--quiet", "--resume", "latest"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     assert_eq!(server.request_count(), 3 * 5 + 3 * 4);
     assert_eq!(usable_units(&env.run_dir(), "m1").len(), 3 * 9);
     // A changed temperature is refused unless forced.
-    configure(
-        &env,
-        &server.base_url(),
-        "n = 8\ntemperature = 1.0",
-        ONE_MODEL,
-        "",
-    );
+    configure(&env, "n = 8\ntemperature = 1.0", ONE_MODEL, "");
     let out = run(&env, &["--quiet", "--resume", "latest"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -423,7 +408,7 @@ fn api_key_never_lands_in_files_or_output() {
     let env = Fixture::new(&sums(2)).with_server(server);
     let server = env.server();
     let models = "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"\n[[models]]\nname = \"m2\"\nmodel_id = \"echo\"\n";
-    configure(&env, &server.base_url(), "n = 2", models, "");
+    configure(&env, "n = 2", models, "");
     let out = run(&env, &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(server
@@ -447,7 +432,7 @@ fn missing_key_variable_fails_before_any_request() {
     let server = FakeServer::builder().responder(smart_reply);
     let env = Fixture::new(&sums(2)).with_server(server);
     let server = env.server();
-    let cfg = configure(&env, &server.base_url(), "n = 2", ONE_MODEL, "");
+    let cfg = configure(&env, "n = 2", ONE_MODEL, "");
     let out = gpassk()
         .args(["run", "--config", cfg.to_str().unwrap()])
         .env_remove("GPASSK_TEST_KEY")
@@ -467,7 +452,7 @@ fn checkpoint_lines_carry_the_documented_fields_and_distinct_seeds() {
     let server = FakeServer::builder().responder(smart_reply);
     let env = Fixture::new(&sums(2)).with_server(server);
     let server = env.server();
-    configure(
+    configure_at(
         &env,
         &format!("{}/v1", server.base_url()),
         "n = 4\nmax_tokens = 64",
@@ -534,7 +519,6 @@ fn n_param_batches_and_asks_again_for_missing_choices() {
     let server = env.server();
     configure(
         &env,
-        &server.base_url(),
         "n = 5\nuse_n_param = true\nn_per_request = 3\ngreedy = false",
         ONE_MODEL,
         "",
@@ -552,13 +536,7 @@ fn dry_run_sends_nothing_and_prints_the_plan() {
     let server = FakeServer::builder().responder(smart_reply);
     let env = Fixture::new(&sums(5)).with_server(server);
     let server = env.server();
-    configure(
-        &env,
-        &server.base_url(),
-        "n = 4\nmax_tokens = 100",
-        ONE_MODEL,
-        "",
-    );
+    configure(&env, "n = 4\nmax_tokens = 100", ONE_MODEL, "");
     let out = run(&env, &["--dry-run", "--limit", "3"]);
     assert_eq!(out.status.code(), Some(0));
     let text = out_text(&out);
@@ -570,25 +548,13 @@ fn dry_run_sends_nothing_and_prints_the_plan() {
 #[test]
 fn bad_config_exits_2_naming_file_line_and_suggestion() {
     let env = Fixture::new(&sums(1));
-    let cfg = configure(
-        &env,
-        "http://127.0.0.1:9",
-        "n = 4\ntemprature = 0.5",
-        ONE_MODEL,
-        "",
-    );
+    let cfg = configure(&env, "n = 4\ntemprature = 0.5", ONE_MODEL, "");
     let out = run(&env, &[]);
     assert_eq!(out.status.code(), Some(2));
     let text = out_text(&out);
     assert!(text.contains(&format!("{}:", cfg.display())), "{text}");
     assert!(text.contains("did you mean `temperature`"), "{text}");
-    configure(
-        &env,
-        "http://127.0.0.1:9",
-        "n = 4\ntop_p = 3",
-        ONE_MODEL,
-        "",
-    );
+    configure(&env, "n = 4\ntop_p = 3", ONE_MODEL, "");
     let out = run(&env, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out_text(&out).contains("top_p"), "{}", out_text(&out));
@@ -604,13 +570,7 @@ fn ctrl_c_saves_and_exits_130_with_the_resume_command() {
     });
     let env = Fixture::new(&sums(10)).with_server(slow);
     let slow = env.server();
-    let cfg = configure(
-        &env,
-        &slow.base_url(),
-        "n = 8",
-        ONE_MODEL,
-        "concurrency = 2",
-    );
+    let cfg = configure(&env, "n = 8", ONE_MODEL, "concurrency = 2");
     let child = gpassk()
         .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
         .env("GPASSK_TEST_KEY", KEY)
@@ -659,7 +619,7 @@ fn judge_rescues_rule_rejections_and_is_asked_only_once() {
     });
     let env = Fixture::new(&sums(3)).with_server(server);
     let server = env.server();
-    let cfg = configure(&env, &server.base_url(), "n = 4", ONE_MODEL, "");
+    let cfg = configure(&env, "n = 4", ONE_MODEL, "");
     let mut text = std::fs::read_to_string(&cfg).unwrap();
     text = text.replace(
         "[evaluation]\n",
