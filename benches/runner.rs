@@ -4,7 +4,7 @@
 //!
 //! `cargo bench --bench runner` (200,000 units), `-- --units 1000000`, or `-- --quick`.
 
-use gpassk::fake_server::FakeServer;
+use fake_openai::FakeServer;
 use gpassk::plan;
 use gpassk::report::write_all;
 use gpassk::runner::{self, ModelEnd, SamplingJob};

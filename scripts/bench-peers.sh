@@ -4,7 +4,7 @@
 #   scripts/bench-peers.sh            # full mode: installs the peers, 3-6 minutes on 2 cores
 #   scripts/bench-peers.sh --quick    # smoke mode for CI: small sizes, skips peers that are not installed
 #
-# 1. runner:     gpassk serve-fake (instant OpenAI-compatible server) driven at one concurrency by
+# 1. runner:     fake-openai (instant OpenAI-compatible server, crates/fake-openai) driven at one concurrency by
 #                wrk/oha (ceiling), the OpenAI Python SDK (AsyncOpenAI + semaphore) and `gpassk run`
 # 2. grading:    Math-Verify parse+verify vs `gpassk grade --cases` on the Math-Verify test cases
 # 3. metrics:    SciPy hypergeom.sf per problem and threshold vs gpassk's exact values, 100,000 problems
@@ -36,6 +36,7 @@ fi
 CACHE=${GPASSK_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpassk-bench}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN=$TARGET/release/gpassk
+FAKE=$TARGET/release/fake-openai
 HELP=$ROOT/benches/peers
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpassk-bench.XXXXXX")
 PARTS=$WORK/parts
@@ -95,6 +96,7 @@ fi
 # ---------------------------------------------------------------- build
 say "release build"
 cargo build --release --quiet
+cargo build --release --quiet -p fake-openai
 cargo bench --bench peer_metrics --no-run --quiet 2>/dev/null || cargo bench --bench peer_metrics --no-run
 
 CASES=$ROOT/tests/fixtures/grading/mathverify_0.9.0_cases.jsonl
@@ -103,11 +105,11 @@ CASES=$ROOT/tests/fixtures/grading/mathverify_0.9.0_cases.jsonl
 
 # ---------------------------------------------------------------- 1. runner
 say "1. runner throughput at concurrency $CONC"
-"$BIN" serve-fake --port 0 >"$WORK/server.out" 2>"$WORK/server.err" &
+"$FAKE" --port 0 >"$WORK/server.out" 2>"$WORK/server.err" &
 SERVER_PID=$!
 for _ in $(seq 100); do grep -q listening "$WORK/server.out" 2>/dev/null && break; sleep 0.05; done
 BASE=$(sed -n 's/^listening on //p' "$WORK/server.out")
-[[ -n $BASE ]] || { echo "error: gpassk serve-fake did not start: $(cat "$WORK/server.err")" >&2; exit 1; }
+[[ -n $BASE ]] || { echo "error: fake-openai did not start: $(cat "$WORK/server.err")" >&2; exit 1; }
 PORT=${BASE##*:}
 URL=$BASE/v1/chat/completions
 

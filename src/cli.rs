@@ -35,9 +35,6 @@ pub enum Command {
     Audit(crate::commands::audit::AuditArgs),
     /// Join the checkpoints of shard runs into one run directory.
     Merge(crate::commands::merge::MergeArgs),
-    /// Serve the fake OpenAI-compatible API in the foreground (benchmarks).
-    #[command(hide = true)]
-    ServeFake(crate::serve_fake::ServeFakeArgs),
 }
 
 /// Renders a clap usage error as one line: the message plus any tip.

@@ -36,7 +36,3 @@ pub mod report;
 
 pub mod cli;
 pub mod commands;
-
-// Removed when the fake server moves to crates/fake-openai.
-pub mod fake_server;
-pub mod serve_fake;

@@ -26,7 +26,6 @@ fn main() -> ExitCode {
         Command::Compare(args) => commands::compare::run(args),
         Command::Audit(args) => commands::audit::run(args),
         Command::Merge(args) => commands::merge::run(args),
-        Command::ServeFake(args) => gpassk::serve_fake::run(args).map(|_| ExitStatus::Success),
     };
     match result {
         Ok(status) => status.into(),

@@ -5,19 +5,11 @@
 //! 30 problems at n = 48: four always right (greedy right), three with c = 3, two with c = 6, one
 //! with c = 10, twenty never right. That gives 13.3, 29.9, 15.4, 13.3, 13.3, 13.3, 13.3.
 
+use crate::common::{run as gpassk, stderr, stdout};
 use serde_json::json;
 use std::path::Path;
-use std::process::{Command, Output};
 
 const PUBLISHED: &str = "datasets/published/gpassk_paper_v5.csv";
-
-fn gpassk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpassk"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
 
 /// Writes a run of one model named `mine` with the given correct counts per problem.
 fn build_run(dir: &Path, n: u32, temperature: f64, counts: &[(u32, bool)]) {
@@ -111,13 +103,8 @@ fn audit_of_counts_built_to_match_a_published_row_is_within() {
         "--model-map",
         "mine=Qwen2.5-Math-72B-Instruct",
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", stderr(&out));
     let rows: Vec<&str> = stdout
         .lines()
         .filter(|l| l.contains("Qwen2.5-Math-72B-Instruct"))
@@ -154,7 +141,7 @@ fn audit_flags_far_values_and_protocol_differences() {
         "--model-map",
         "mine=Qwen2.5-Math-72B-Instruct",
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout(&out);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout.contains("0 within, 7 outside"), "{stdout}");
     assert!(stdout.contains("warning: mine: n = 16 samples per problem; the paper uses n = 48"));
@@ -177,10 +164,10 @@ fn audit_bad_input_names_the_problem() {
         "mine=Nobody",
     ]);
     assert_eq!(unknown.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("has no model \"Nobody\""));
+    assert!(stderr(&unknown).contains("has no model \"Nobody\""));
     let no_bench = gpassk(&["audit", run, "--published", PUBLISHED]);
     assert_eq!(no_bench.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&no_bench.stderr).contains("pass --benchmark"));
+    assert!(stderr(&no_bench).contains("pass --benchmark"));
     let small = gpassk(&[
         "audit",
         run,
@@ -192,8 +179,7 @@ fn audit_bad_input_names_the_problem() {
         "mine=Qwen2.5-Math-72B-Instruct",
     ]);
     assert_eq!(small.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&small.stdout)
-        .contains("warning: the run scored 3 problems; AIME2025 has 30"));
+    assert!(stdout(&small).contains("warning: the run scored 3 problems; AIME2025 has 30"));
     let bad_csv = dir.path().join("bad.csv");
     std::fs::write(
         &bad_csv,
@@ -202,7 +188,7 @@ fn audit_bad_input_names_the_problem() {
     .unwrap();
     let out = gpassk(&["audit", run, "--published", bad_csv.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(
         err.contains("bad.csv:2:") && err.contains("`value`"),
         "{err}"

@@ -1,35 +1,48 @@
-//! `gpassk serve-fake` (hidden): the fake OpenAI-compatible server of [`crate::fake_server`] in the
-//! foreground, answering every chat request at once with a canned reply until it is killed.
+//! `fake-openai`: the fake OpenAI-compatible server in the foreground, answering every chat request
+//! at once with a canned reply until it is killed.
 //!
 //! It is the instant server that `scripts/bench-peers.sh` drives with a load generator, the OpenAI
 //! Python SDK and `gpassk run`. Requests are not kept, so memory stays flat over long runs.
 
-use crate::fake_server::{FakeServer, Reply, DEFAULT_ANSWER};
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::Parser;
+use fake_openai::{FakeServer, Reply, DEFAULT_ANSWER, MAX_N};
 use std::io::Write as _;
 use std::net::SocketAddr;
+use std::process::ExitCode;
 
-/// Upper bound on `n` honoured per request, as in the fake server's default responder.
-const MAX_N: u64 = 4096;
-
-#[derive(Debug, Args)]
-pub struct ServeFakeArgs {
+#[derive(Debug, Parser)]
+#[command(
+    name = "fake-openai",
+    version,
+    about = "Fake OpenAI-compatible chat server (benchmarks)"
+)]
+struct Args {
     /// Port on 127.0.0.1; 0 (the default) picks a free one. The address is printed on stdout.
     #[arg(long, default_value_t = 0)]
-    pub port: u16,
+    port: u16,
     /// Content of every choice.
     #[arg(long, default_value = DEFAULT_ANSWER)]
-    pub answer: String,
+    answer: String,
     /// Worker threads of the server's runtime.
     #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    threads: usize,
 }
 
-pub fn run(args: ServeFakeArgs) -> Result<u8> {
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads.max(1))
-        .thread_name("serve-fake")
+        .thread_name("fake-openai")
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
@@ -50,6 +63,6 @@ pub fn run(args: ServeFakeArgs) -> Result<u8> {
             .await
             .context("cannot wait for Ctrl-C")?;
         server.shutdown();
-        Ok(0)
+        Ok(())
     })
 }

@@ -1,7 +1,7 @@
 //! Integration tests for the grader: Math-Verify agreement, input limits, fuzzing and the CLI.
 
+use crate::common::{run, stderr, stdout};
 use gpassk::grade::{canonical_key, equivalent, extract, grade, normal_form, GradeConfig, Outcome};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const CASES: &str = concat!(
@@ -288,15 +288,8 @@ fn fuzz_no_panics_reflexive_symmetric() {
 }
 
 fn gpassk(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpassk"))
-        .args(args)
-        .output()
-        .expect("run gpassk");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = run(args);
+    (out.status.code().unwrap_or(-1), stdout(&out), stderr(&out))
 }
 
 #[test]

@@ -1,37 +1,23 @@
 //! End-to-end tests of `gpassk datasets` and `gpassk datasets show`.
 
+use crate::common::{gpassk as command, repo, run as gpassk, stderr, stdout};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn gpassk(args: &[&str]) -> Output {
-    gpassk_with_env(args, None)
-}
+use std::process::Output;
 
 fn gpassk_with_env(args: &[&str], datasets_dir: Option<&Path>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gpassk"));
-    command
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("GPASSK_DATASETS_DIR");
+    let mut command = command();
+    command.args(args);
     if let Some(dir) = datasets_dir {
         command.env("GPASSK_DATASETS_DIR", dir);
     }
     command.output().expect("run gpassk")
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[test]
 fn lists_every_dataset_with_counts_subsets_and_sha256() {
     let output = gpassk(&["datasets"]);
-    let stdout = text(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        text(&output.stderr)
-    );
+    let stdout = stdout(&output);
+    assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
     for (name, count) in [
         ("livemathbench_202412", "119"),
         ("livemathbench_202412_hard", "21"),
@@ -60,8 +46,8 @@ fn lists_every_dataset_with_counts_subsets_and_sha256() {
 #[test]
 fn show_prints_rendered_prompts() {
     let output = gpassk(&["datasets", "show", "gsm8k", "--limit", "2"]);
-    let stdout = text(&output.stdout);
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout.matches("=== ").count(), 2, "{stdout}");
     assert!(stdout.contains("=== 0 (reference answer: 18)"));
     assert!(stdout.contains("step by step"));
@@ -73,13 +59,13 @@ fn show_prints_rendered_prompts() {
 fn show_defaults_to_three_problems() {
     let output = gpassk(&["datasets", "show", "aime24"]);
     assert!(output.status.success());
-    assert_eq!(text(&output.stdout).matches("=== ").count(), 3);
+    assert_eq!(stdout(&output).matches("=== ").count(), 3);
 }
 
 #[test]
 fn show_chinese_dataset_uses_chinese_prompt() {
     let output = gpassk(&["datasets", "show", "cmath", "--limit", "1"]);
-    let stdout = text(&output.stdout);
+    let stdout = stdout(&output);
     assert!(output.status.success());
     assert!(stdout.contains("请一步一步地推理"), "{stdout}");
 }
@@ -97,8 +83,8 @@ fn show_subset_and_template() {
         "--template",
         "[{subset}, level {level}] {question} \\boxed{{}}",
     ]);
-    let stdout = text(&output.stdout);
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout.contains("[Geometry, level "), "{stdout}");
     assert!(stdout.contains(" \\boxed{}"), "{stdout}");
 }
@@ -114,8 +100,8 @@ fn show_few_shot_turns_before_the_question() {
         "--few-shot",
         "2",
     ]);
-    let stdout = text(&output.stdout);
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
     let roles: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("--- "))
@@ -135,14 +121,14 @@ fn unknown_placeholder_fails_naming_it() {
         "{question} {nope}",
     ]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(text(&output.stderr).contains("{nope}"));
+    assert!(stderr(&output).contains("{nope}"));
 }
 
 #[test]
 fn unknown_dataset_suggests_the_closest() {
     let output = gpassk(&["datasets", "show", "math5000"]);
     assert_eq!(output.status.code(), Some(2));
-    let stderr = text(&output.stderr);
+    let stderr = stderr(&output);
     assert!(stderr.contains("unknown dataset `math5000`"), "{stderr}");
     assert!(stderr.contains("did you mean `math500`?"), "{stderr}");
 }
@@ -157,8 +143,8 @@ fn show_a_custom_jsonl_file() {
     )
     .unwrap();
     let output = gpassk(&["datasets", "show", path.to_str().unwrap()]);
-    let stdout = text(&output.stdout);
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout.contains("=== 0 (reference answer: 10)"), "{stdout}");
 }
 
@@ -169,7 +155,7 @@ fn bad_custom_file_reports_file_and_line() {
     std::fs::write(&path, "{\"question\": \"q\", \"answer\": \"1\"}\n{oops\n").unwrap();
     let output = gpassk(&["datasets", "show", path.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
-    let stderr = text(&output.stderr);
+    let stderr = stderr(&output);
     assert!(
         stderr.contains(&format!("{}:2: invalid JSON", path.display())),
         "{stderr}"
@@ -179,20 +165,20 @@ fn bad_custom_file_reports_file_and_line() {
 #[test]
 fn datasets_dir_from_environment() {
     let dir = tempfile::tempdir().unwrap();
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets");
+    let shipped = repo().join("datasets");
     std::fs::copy(shipped.join("amc23.jsonl"), dir.path().join("amc23.jsonl")).unwrap();
     let output = gpassk_with_env(
         &["datasets", "show", "amc23", "--limit", "1"],
         Some(dir.path()),
     );
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    assert!(text(&output.stdout).contains("(reference answer: 27)"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("(reference answer: 27)"));
     // Listing with files missing still prints the table, then fails naming the missing files.
     let output = gpassk_with_env(&["datasets"], Some(dir.path()));
     assert_eq!(output.status.code(), Some(1));
-    let stdout = text(&output.stdout);
+    let stdout = stdout(&output);
     assert!(stdout.contains("amc23"));
-    let stderr = text(&output.stderr);
+    let stderr = stderr(&output);
     assert!(stderr.contains("gsm8k_test.jsonl: cannot read"), "{stderr}");
 }
 
@@ -208,8 +194,8 @@ fn show_json_prints_chat_messages() {
         "2",
         "--json",
     ]);
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = stdout(&output);
     let lines: Vec<serde_json::Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

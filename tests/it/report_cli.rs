@@ -1,33 +1,15 @@
 //! `gpassk score`, `report`, `compare` and `merge` on the fixture run in tests/fixtures/report_run
 //! (two models, eight problems in two subsets, n = 8, k ∈ {1, 4}; see its make.py).
 
+use crate::common::{ok, repo, run as gpassk, stderr, RUN_FILES};
 use gpassk::metrics::{g_pass_at_k, mg_pass_at_k, pass_at_k, to_f64, Tau};
 use num_rational::BigRational;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const FIXTURE: &str = "tests/fixtures/report_run";
 
-fn gpassk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpassk"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE)
+    repo().join(FIXTURE)
 }
 
 /// Copies the fixture's manifest and checkpoints (not its dataset, which stays where the config
@@ -245,14 +227,7 @@ fn score_twice_gives_byte_identical_files() {
     copy_fixture(&run);
     let run_s = run.to_str().unwrap();
     ok(&gpassk(&["score", run_s, "--quiet"]));
-    let files = [
-        "metrics.csv",
-        "per_problem.csv",
-        "metrics.json",
-        "report.md",
-        "report.html",
-        "summary.txt",
-    ];
+    let files = RUN_FILES;
     let first: Vec<Vec<u8>> = files
         .iter()
         .map(|f| std::fs::read(run.join(f)).unwrap())
@@ -272,7 +247,7 @@ fn score_twice_gives_byte_identical_files() {
 fn score_of_a_missing_run_is_bad_input() {
     let out = gpassk(&["score", "tests/fixtures/no-such-run"]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(err.contains("no-such-run/manifest.json"), "{err}");
 }
 
@@ -288,7 +263,7 @@ fn score_names_a_corrupt_checkpoint_line() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let out = gpassk(&["score", run.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(
         err.contains("beta.jsonl:3: corrupt checkpoint line"),
         "{err}"
@@ -307,7 +282,7 @@ fn score_refuses_a_changed_dataset() {
     std::fs::write(&path, m.to_string()).unwrap();
     let out = gpassk(&["score", run.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(err.contains("dataset.sha256"), "{err}");
 }
 
@@ -362,7 +337,7 @@ fn compare_with_a_worse_copy_flags_the_drop() {
         .any(|l| l.contains("beta") && l.contains("REGRESSED")));
     let fail = gpassk(&["compare", FIXTURE, worse_s, "--fail-on-regression", "10"]);
     assert_eq!(fail.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&fail.stderr).contains("alpha pass@4 -78.4 points"));
+    assert!(stderr(&fail).contains("alpha pass@4 -78.4 points"));
     // A threshold larger than any drop passes.
     ok(&gpassk(&[
         "compare",
@@ -469,7 +444,7 @@ fn merge_refuses_duplicate_units_and_mismatched_configs() {
         dir.path().join("dup").to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(
         err.contains("refusing to merge overlapping runs") && err.contains("is in both"),
         "{err}"
@@ -489,7 +464,7 @@ fn merge_refuses_duplicate_units_and_mismatched_configs() {
         dir.path().join("bad").to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(err.contains("config_hash"), "{err}");
 }
 

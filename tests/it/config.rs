@@ -1,5 +1,6 @@
 //! Loading config files: the shipped shape, overrides, defaults and error messages.
 
+use crate::common::repo;
 use gpassk::config::{self, ConfigError};
 use gpassk::metrics::{MetricKind, Tau};
 use std::path::Path;
@@ -23,8 +24,7 @@ dataset = "gsm8k"
 
 #[test]
 fn shipped_config_loads_as_is() {
-    let s =
-        config::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/config.toml")).unwrap();
+    let s = config::load(&repo().join("configs/config.toml")).unwrap();
     assert_eq!(s.models.len(), 2);
     let m = &s.models[0];
     assert_eq!((m.name.as_str(), m.model_id.as_str()), ("gpt-4o", "gpt-4o"));
@@ -69,7 +69,7 @@ fn shipped_config_loads_as_is() {
 
 #[test]
 fn every_shipped_example_config_loads() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    let dir = repo().join("configs");
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();

@@ -1,13 +1,6 @@
 //! `gpassk calc` as users call it: table, JSON schema, and bad input.
 
-use std::process::{Command, Output};
-
-fn gpassk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpassk"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use crate::common::run as gpassk;
 
 #[test]
 fn json_is_one_object_with_exact_fractions() {

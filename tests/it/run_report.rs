@@ -1,37 +1,9 @@
 //! `gpassk run` against the fake server writes every report, `gpassk score` reproduces them from the
 //! manifest alone, and a run split with `--shard` and joined with `gpassk merge` scores the same.
 
-use gpassk::fake_server::{ChoiceReply, FakeServer, Recorded, Reply};
+use crate::common::{ok, read, run as gpassk, run_dirs, stderr, Fixture, Toml, RUN_FILES};
+use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-const FILES: [&str; 6] = [
-    "metrics.csv",
-    "per_problem.csv",
-    "metrics.json",
-    "report.md",
-    "report.html",
-    "summary.txt",
-];
-
-fn gpassk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpassk"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn ok(o: &Output) -> String {
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// Right or wrong as a pure function of the question and the sample's seed.
 fn reply(r: &Recorded) -> Reply {
@@ -60,9 +32,9 @@ fn reply(r: &Recorded) -> Reply {
     }
 }
 
-/// A dataset of `problems` sums in two subsets and a config pointing at `base_url`.
-fn setup(dir: &Path, base_url: &str, problems: usize) -> PathBuf {
-    let data: String = (0..problems)
+/// `problems` sums "What is i+(2i+1)?" in two subsets, "even" and "odd", as JSONL.
+fn dataset(problems: usize) -> String {
+    (0..problems)
         .map(|i| {
             format!(
                 "{{\"id\":\"p{i}\",\"question\":\"What is {i}+{}?\",\"answer\":\"{}\",\"part\":\"{}\"}}\n",
@@ -71,64 +43,24 @@ fn setup(dir: &Path, base_url: &str, problems: usize) -> PathBuf {
                 if i % 2 == 0 { "even" } else { "odd" }
             )
         })
-        .collect();
-    std::fs::write(dir.join("data.jsonl"), data).unwrap();
-    let d = dir.display();
-    let text = format!(
-        r#"[api]
-base_url = "{base_url}"
-timeout = 5
-concurrency = 4
-max_retries = 2
-
-[sampling]
-n = 6
-temperature = 0.7
-seed = 7
-greedy = true
-
-[[models]]
-name = "m1"
-model_id = "fake-1"
-
-[[models]]
-name = "m2"
-model_id = "fake-2"
-seed = 8
-
-[evaluation]
-dataset = "{d}/data.jsonl"
-fields = {{ id = "id", subset = "part" }}
-output_dir = "{d}/results"
-k = [1, 3]
-metrics = ["greedy_acc", "pass@3", "g_pass@3_t1.0", "mg_pass@3"]
-"#
-    );
-    let cfg = dir.join("config.toml");
-    std::fs::write(&cfg, text).unwrap();
-    cfg
+        .collect()
 }
 
-fn run_dirs(results: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(results)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
-}
-
-fn read(dir: &Path, f: &str) -> String {
-    std::fs::read_to_string(dir.join(f))
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.join(f).display()))
+/// Two models, n = 6 with greedy, subsets from `part`; `base_url` `None` is the fixture's server.
+fn setup(env: &Fixture, base_url: Option<&str>) -> PathBuf {
+    env.config(Toml {
+        base_url,
+        api: "timeout = 5\nconcurrency = 4\nmax_retries = 2",
+        sampling: "n = 6\ntemperature = 0.7\nseed = 7\ngreedy = true",
+        models: "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"\n\n[[models]]\nname = \"m2\"\nmodel_id = \"fake-2\"\nseed = 8",
+        evaluation: "fields = { id = \"id\", subset = \"part\" }\nk = [1, 3]\nmetrics = [\"greedy_acc\", \"pass@3\", \"g_pass@3_t1.0\", \"mg_pass@3\"]",
+    })
 }
 
 #[test]
 fn run_writes_every_report_and_score_reproduces_them() {
-    let server = FakeServer::builder().responder(reply).start_blocking();
-    let tmp = tempfile::tempdir().unwrap();
-    let cfg = setup(tmp.path(), &server.base_url(), 10);
+    let mut env = Fixture::new(&dataset(10)).with_server(FakeServer::builder().responder(reply));
+    let cfg = setup(&env, None);
     let out = ok(&gpassk(&[
         "run",
         "--config",
@@ -136,59 +68,60 @@ fn run_writes_every_report_and_score_reproduces_them() {
         "--quiet",
     ]));
     assert!(out.contains("mG-Pass@3"), "{out}");
-    let run = run_dirs(&tmp.path().join("results")).pop().unwrap();
-    let written: Vec<String> = FILES.iter().map(|f| read(&run, f)).collect();
+    let run = run_dirs(&env.results()).pop().unwrap();
+    let written: Vec<String> = RUN_FILES.iter().map(|f| read(&run.join(f))).collect();
     assert!(written[4].contains("<polyline class=\"curve\" data-model=\"m2\""));
     // Re-grading offline gives the very same bytes: nothing in them depends on when they were made.
     ok(&gpassk(&["score", run.to_str().unwrap(), "--quiet"]));
-    for (f, before) in FILES.iter().zip(&written) {
-        assert_eq!(&read(&run, f), before, "{f}");
+    for (f, before) in RUN_FILES.iter().zip(&written) {
+        assert_eq!(&read(&run.join(f)), before, "{f}");
     }
     // Offline: the server may be gone.
-    drop(server);
+    env.stop_server();
     ok(&gpassk(&["score", run.to_str().unwrap(), "--quiet"]));
-    assert_eq!(read(&run, "metrics.csv"), written[0]);
+    assert_eq!(read(&run.join("metrics.csv")), written[0]);
 }
 
 #[test]
 fn sharded_runs_merged_score_like_one_run() {
-    let server = FakeServer::builder().responder(reply).start_blocking();
-    let whole = tempfile::tempdir().unwrap();
-    let cfg = setup(whole.path(), &server.base_url(), 12);
+    let whole = Fixture::new(&dataset(12)).with_server(FakeServer::builder().responder(reply));
+    let cfg = setup(&whole, None);
     ok(&gpassk(&[
         "run",
         "--config",
         cfg.to_str().unwrap(),
         "--quiet",
     ]));
-    let whole_run = run_dirs(&whole.path().join("results")).pop().unwrap();
+    let whole_run = run_dirs(&whole.results()).pop().unwrap();
 
-    let split = tempfile::tempdir().unwrap();
-    let cfg = setup(split.path(), &server.base_url(), 12);
+    let split = Fixture::new(&dataset(12));
+    let cfg = setup(&split, Some(&whole.base_url()));
     let cfg = cfg.to_str().unwrap();
     let mut shard_dirs = Vec::new();
     for shard in ["0/3", "1/3", "2/3"] {
         ok(&gpassk(&[
             "run", "--config", cfg, "--shard", shard, "--quiet",
         ]));
-        let dirs: Vec<PathBuf> = run_dirs(&split.path().join("results"))
+        let dirs: Vec<PathBuf> = run_dirs(&split.results())
             .into_iter()
             .filter(|d| !shard_dirs.contains(d))
             .collect();
         assert_eq!(dirs.len(), 1, "{dirs:?}");
-        let m: serde_json::Value = serde_json::from_str(&read(&dirs[0], "manifest.json")).unwrap();
+        let m: serde_json::Value =
+            serde_json::from_str(&read(&dirs[0].join("manifest.json"))).unwrap();
         assert_eq!(m["shard"]["count"], 3);
         shard_dirs.push(dirs[0].clone());
     }
     let problems: u64 = shard_dirs
         .iter()
         .map(|d| {
-            let m: serde_json::Value = serde_json::from_str(&read(d, "manifest.json")).unwrap();
+            let m: serde_json::Value =
+                serde_json::from_str(&read(&d.join("manifest.json"))).unwrap();
             m["dataset"]["problems"].as_u64().unwrap()
         })
         .sum();
     assert_eq!(problems, 12);
-    let merged = split.path().join("merged");
+    let merged = split.file("merged");
     let mut args = vec!["merge"];
     args.extend(shard_dirs.iter().map(|d| d.to_str().unwrap()));
     args.extend(["--out", merged.to_str().unwrap()]);
@@ -198,12 +131,12 @@ fn sharded_runs_merged_score_like_one_run() {
     let strip = |text: String, dir: &Path| text.replace(&dir.display().to_string(), "<DIR>");
     for f in ["metrics.csv", "per_problem.csv", "summary.txt"] {
         assert_eq!(
-            strip(read(&merged, f), split.path()),
-            strip(read(&whole_run, f), whole.path()),
+            strip(read(&merged.join(f)), split.path()),
+            strip(read(&whole_run.join(f)), whole.path()),
             "{f}"
         );
     }
-    let m: serde_json::Value = serde_json::from_str(&read(&merged, "manifest.json")).unwrap();
+    let m: serde_json::Value = serde_json::from_str(&read(&merged.join("manifest.json"))).unwrap();
     assert_eq!(m["status"], "complete");
     assert_eq!(m["models"]["m1"]["ok"], 12 * 7);
     // Resuming a shard run as another shard is refused.
@@ -218,5 +151,5 @@ fn sharded_runs_merged_score_like_one_run() {
         "--quiet",
     ]);
     assert_eq!(resume.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&resume.stderr).contains("shard 0/3 → 1/3"));
+    assert!(stderr(&resume).contains("shard 0/3 → 1/3"));
 }

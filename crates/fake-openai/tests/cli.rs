@@ -1,4 +1,4 @@
-//! `gpassk serve-fake`: the hidden benchmark server starts, prints its address and answers a chat request.
+//! The `fake-openai` binary: starts, prints its address and answers a chat request.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -6,13 +6,13 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[test]
-fn serve_fake_answers_a_chat_request_with_the_given_answer() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpassk"))
-        .args(["serve-fake", "--port", "0", "--answer", "\\boxed{7}"])
+fn fake_openai_answers_a_chat_request_with_the_given_answer() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fake-openai"))
+        .args(["--port", "0", "--answer", "\\boxed{7}"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start gpassk serve-fake");
+        .expect("start fake-openai");
     let mut line = String::new();
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut line)
@@ -44,11 +44,12 @@ fn serve_fake_answers_a_chat_request_with_the_given_answer() {
 }
 
 #[test]
-fn serve_fake_is_hidden_from_help() {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpassk"))
-        .arg("--help")
+fn fake_openai_bad_flag_is_a_usage_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_fake-openai"))
+        .args(["--port", "not-a-port"])
         .output()
-        .expect("run gpassk --help");
-    let help = String::from_utf8_lossy(&out.stdout);
-    assert!(!help.contains("serve-fake"), "{help}");
+        .expect("run fake-openai");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--port"), "{err}");
 }

@@ -1,6 +1,7 @@
 //! `gpassk run` end to end against the fake OpenAI-compatible server: faults, stops, resume, secrets.
 
-use gpassk::fake_server::{ChoiceReply, FakeServer, Fault, Recorded, Reply};
+use crate::common::{both as out_text, gpassk, Fixture, Toml};
+use fake_openai::{ChoiceReply, FakeServer, Fault, Recorded, Reply};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -9,77 +10,56 @@ use std::time::{Duration, Instant};
 
 const KEY: &str = "sk-fake-SECRET-7f3a9c";
 
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new(problems: usize) -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let mut data = String::new();
-        for i in 0..problems {
+/// `problems` sums "What is a+b?" with a = i + 2, b = 3i + 1, as JSONL.
+fn sums(problems: usize) -> String {
+    (0..problems)
+        .map(|i| {
             let (a, b) = (i + 2, 3 * i + 1);
-            data.push_str(&format!(
+            format!(
                 "{{\"id\":\"p{i}\",\"question\":\"What is {a}+{b}?\",\"answer\":\"{}\"}}\n",
                 a + b
-            ));
-        }
-        std::fs::write(dir.path().join("data.jsonl"), data).unwrap();
-        Env { dir }
-    }
+            )
+        })
+        .collect()
+}
 
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
+/// Writes config.toml for the fixture's server with fast retries and the key from
+/// `GPASSK_TEST_KEY`; `sampling`, `models` and `extra_api` are spliced in as TOML text over the
+/// defaults.
+fn configure(env: &Fixture, sampling: &str, models: &str, extra_api: &str) -> PathBuf {
+    configure_at(env, &env.base_url(), sampling, models, extra_api)
+}
 
-    /// Writes config.toml; `models` and `extra` are spliced in as TOML text.
-    fn config(&self, base_url: &str, sampling: &str, models: &str, extra_api: &str) -> PathBuf {
-        let d = self.path().display();
-        let extra_api = with_defaults(extra_api, &[("timeout", "5"), ("concurrency", "4")]);
-        let sampling = with_defaults(sampling, &[("temperature", "0.7"), ("seed", "42")]);
-        let text = format!(
-            r#"[api]
-base_url = "{base_url}"
-api_key_env = "GPASSK_TEST_KEY"
-max_retries = 4
-backoff_base = 0.01
-backoff_max = 0.05
-{extra_api}
-[sampling]
-{sampling}
-{models}
-[evaluation]
-dataset = "{d}/data.jsonl"
-output_dir = "{d}/results"
-"#
-        );
-        let p = self.path().join("config.toml");
-        std::fs::write(&p, text).unwrap();
-        p
-    }
+/// [`configure`] with another base URL than the fixture's server.
+fn configure_at(
+    env: &Fixture,
+    base_url: &str,
+    sampling: &str,
+    models: &str,
+    extra_api: &str,
+) -> PathBuf {
+    let extra_api = with_defaults(extra_api, &[("timeout", "5"), ("concurrency", "4")]);
+    let api = format!(
+        "api_key_env = \"GPASSK_TEST_KEY\"\nmax_retries = 4\nbackoff_base = 0.01\nbackoff_max = 0.05\n{extra_api}"
+    );
+    let sampling = with_defaults(sampling, &[("temperature", "0.7"), ("seed", "42")]);
+    env.config(Toml {
+        base_url: Some(base_url),
+        api: &api,
+        sampling: &sampling,
+        models,
+        evaluation: "",
+    })
+}
 
-    fn run(&self, args: &[&str]) -> Output {
-        let mut all = vec!["run", "--config"];
-        let cfg = self.path().join("config.toml");
-        all.push(cfg.to_str().unwrap());
-        all.extend_from_slice(args);
-        Command::new(env!("CARGO_BIN_EXE_gpassk"))
-            .args(&all)
-            .env("GPASSK_TEST_KEY", KEY)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn run_dir(&self) -> PathBuf {
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(self.path().join("results"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.is_dir())
-            .collect();
-        assert_eq!(dirs.len(), 1, "{dirs:?}");
-        dirs.pop().unwrap()
-    }
+/// `gpassk run --config <config.toml> ARGS` with the test key set.
+fn run(env: &Fixture, args: &[&str]) -> Output {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    env.command(&all)
+        .env("GPASSK_TEST_KEY", KEY)
+        .output()
+        .unwrap()
 }
 
 /// Adds `key = value` lines for keys the caller's TOML text does not set.
@@ -131,14 +111,6 @@ fn smart_reply(r: &Recorded) -> Reply {
         system_fingerprint: Some("fp_1".into()),
         usage: None,
     }
-}
-
-fn out_text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// (subset, metric, k, tau) → value, from metrics.csv.
@@ -204,12 +176,10 @@ fn all_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn faulty_server_gives_every_unit_once_and_the_same_metrics() {
-    let clean = FakeServer::builder()
-        .responder(smart_reply)
-        .start_blocking();
-    let a = Env::new(6);
-    a.config(&clean.base_url(), "n = 8", ONE_MODEL, "");
-    let out = a.run(&["--quiet"]);
+    let clean = FakeServer::builder().responder(smart_reply);
+    let a = Fixture::new(&sums(6)).with_server(clean);
+    configure(&a, "n = 8", ONE_MODEL, "");
+    let out = run(&a, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
 
     // A quarter of request bodies fail on their first attempt, cycling through every fault.
@@ -228,11 +198,11 @@ fn faulty_server_gives_every_unit_once_and_the_same_metrics() {
                 4 => Fault::rate_limited(0),
                 _ => Fault::Hang(Duration::from_secs(3)),
             })
-        })
-        .start_blocking();
-    let b = Env::new(6);
-    b.config(&faulty.base_url(), "n = 8", ONE_MODEL, "timeout = 1");
-    let out = b.run(&["--quiet"]);
+        });
+    let b = Fixture::new(&sums(6)).with_server(faulty);
+    let faulty = b.server();
+    configure(&b, "n = 8", ONE_MODEL, "timeout = 1");
+    let out = run(&b, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     let retried = faulty.requests().iter().filter(|r| r.attempt > 0).count();
     assert!(retried >= 6, "faults were injected and retried: {retried}");
@@ -252,14 +222,14 @@ fn auth_and_unknown_model_stop_that_model_only() {
             Some("locked") => Some(Fault::unauthorized()),
             Some("ghost") => Some(Fault::unknown_model("ghost")),
             _ => None,
-        })
-        .start_blocking();
-    let env = Env::new(4);
+        });
+    let env = Fixture::new(&sums(4)).with_server(server);
+    let server = env.server();
     let models = "[[models]]\nname = \"good\"\nmodel_id = \"fake-1\"\n\
                   [[models]]\nname = \"bad-key\"\nmodel_id = \"locked\"\n\
                   [[models]]\nname = \"no-such\"\nmodel_id = \"ghost\"\n";
-    env.config(&server.base_url(), "n = 4", models, "concurrency = 8");
-    let out = env.run(&["--quiet"]);
+    configure(&env, "n = 4", models, "concurrency = 8");
+    let out = run(&env, &["--quiet"]);
     let text = out_text(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let reqs = server.requests();
@@ -299,11 +269,10 @@ fn retry_after_is_honoured() {
                 Instant::now(),
             ));
             (r.attempt == 0).then(|| Fault::rate_limited(1))
-        })
-        .start_blocking();
-    let env = Env::new(2);
-    env.config(&server.base_url(), "n = 1\ngreedy = false", ONE_MODEL, "");
-    let out = env.run(&["--quiet"]);
+        });
+    let env = Fixture::new(&sums(2)).with_server(server);
+    configure(&env, "n = 1\ngreedy = false", ONE_MODEL, "");
+    let out = run(&env, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     let seen = seen.lock().unwrap();
     for &(seed, attempt, at) in seen.iter().filter(|s| s.1 == 1) {
@@ -323,16 +292,15 @@ fn retry_after_is_honoured() {
 
 #[test]
 fn resume_after_kill_matches_uninterrupted_run_and_torn_line_is_redone() {
-    let slow = FakeServer::builder()
-        .responder(|r: &Recorded| {
-            std::thread::sleep(Duration::from_millis(15));
-            smart_reply(r)
-        })
-        .start_blocking();
-    let env = Env::new(8);
-    env.config(&slow.base_url(), "n = 6", ONE_MODEL, "concurrency = 2");
+    let slow = FakeServer::builder().responder(|r: &Recorded| {
+        std::thread::sleep(Duration::from_millis(15));
+        smart_reply(r)
+    });
+    let env = Fixture::new(&sums(8)).with_server(slow);
+    let slow = env.server();
+    configure(&env, "n = 6", ONE_MODEL, "concurrency = 2");
     let cfg = env.path().join("config.toml");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpassk"))
+    let mut child = gpassk()
         .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
         .env("GPASSK_TEST_KEY", KEY)
         .stdout(Stdio::null())
@@ -375,7 +343,7 @@ fn resume_after_kill_matches_uninterrupted_run_and_torn_line_is_redone() {
         }
         requests_before = now;
     }
-    let out = env.run(&["--quiet", "--resume", run_dir.to_str().unwrap()]);
+    let out = run(&env, &["--quiet", "--resume", run_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     let units = usable_units(&run_dir, "m1");
     assert_eq!(units.len(), 8 * 7);
@@ -386,12 +354,10 @@ fn resume_after_kill_matches_uninterrupted_run_and_torn_line_is_redone() {
         "only missing units are requested"
     );
 
-    let reference = FakeServer::builder()
-        .responder(smart_reply)
-        .start_blocking();
-    let whole = Env::new(8);
-    whole.config(&reference.base_url(), "n = 6", ONE_MODEL, "");
-    assert_eq!(whole.run(&["--quiet"]).status.code(), Some(0));
+    let reference = FakeServer::builder().responder(smart_reply);
+    let whole = Fixture::new(&sums(8)).with_server(reference);
+    configure(&whole, "n = 6", ONE_MODEL, "");
+    assert_eq!(run(&whole, &["--quiet"]).status.code(), Some(0));
     assert_eq!(metrics(&run_dir), metrics(&whole.run_dir()));
 }
 
@@ -406,26 +372,20 @@ fn usable_units_lenient(path: &Path) -> usize {
 
 #[test]
 fn raising_n_requests_only_the_new_samples() {
-    let server = FakeServer::builder()
-        .responder(smart_reply)
-        .start_blocking();
-    let env = Env::new(3);
-    env.config(&server.base_url(), "n = 4", ONE_MODEL, "");
-    assert_eq!(env.run(&["--quiet"]).status.code(), Some(0));
+    let server = FakeServer::builder().responder(smart_reply);
+    let env = Fixture::new(&sums(3)).with_server(server);
+    let server = env.server();
+    configure(&env, "n = 4", ONE_MODEL, "");
+    assert_eq!(run(&env, &["--quiet"]).status.code(), Some(0));
     assert_eq!(server.request_count(), 3 * 5);
-    env.config(&server.base_url(), "n = 8", ONE_MODEL, "");
-    let out = env.run(&["--quiet", "--resume", "latest"]);
+    configure(&env, "n = 8", ONE_MODEL, "");
+    let out = run(&env, &["--quiet", "--resume", "latest"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     assert_eq!(server.request_count(), 3 * 5 + 3 * 4);
     assert_eq!(usable_units(&env.run_dir(), "m1").len(), 3 * 9);
     // A changed temperature is refused unless forced.
-    env.config(
-        &server.base_url(),
-        "n = 8\ntemperature = 1.0",
-        ONE_MODEL,
-        "",
-    );
-    let out = env.run(&["--quiet", "--resume", "latest"]);
+    configure(&env, "n = 8\ntemperature = 1.0", ONE_MODEL, "");
+    let out = run(&env, &["--quiet", "--resume", "latest"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         out_text(&out).contains("temperature 0.7 → 1"),
@@ -444,12 +404,12 @@ fn api_key_never_lands_in_files_or_output() {
                 body: format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}"}}}}"#),
                 retry_after: None,
             })
-        })
-        .start_blocking();
-    let env = Env::new(2);
+        });
+    let env = Fixture::new(&sums(2)).with_server(server);
+    let server = env.server();
     let models = "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"\n[[models]]\nname = \"m2\"\nmodel_id = \"echo\"\n";
-    env.config(&server.base_url(), "n = 2", models, "");
-    let out = env.run(&[]);
+    configure(&env, "n = 2", models, "");
+    let out = run(&env, &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(server
         .requests()
@@ -469,12 +429,11 @@ fn api_key_never_lands_in_files_or_output() {
 
 #[test]
 fn missing_key_variable_fails_before_any_request() {
-    let server = FakeServer::builder()
-        .responder(smart_reply)
-        .start_blocking();
-    let env = Env::new(2);
-    let cfg = env.config(&server.base_url(), "n = 2", ONE_MODEL, "");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpassk"))
+    let server = FakeServer::builder().responder(smart_reply);
+    let env = Fixture::new(&sums(2)).with_server(server);
+    let server = env.server();
+    let cfg = configure(&env, "n = 2", ONE_MODEL, "");
+    let out = gpassk()
         .args(["run", "--config", cfg.to_str().unwrap()])
         .env_remove("GPASSK_TEST_KEY")
         .output()
@@ -490,17 +449,17 @@ fn missing_key_variable_fails_before_any_request() {
 
 #[test]
 fn checkpoint_lines_carry_the_documented_fields_and_distinct_seeds() {
-    let server = FakeServer::builder()
-        .responder(smart_reply)
-        .start_blocking();
-    let env = Env::new(2);
-    env.config(
+    let server = FakeServer::builder().responder(smart_reply);
+    let env = Fixture::new(&sums(2)).with_server(server);
+    let server = env.server();
+    configure_at(
+        &env,
         &format!("{}/v1", server.base_url()),
         "n = 4\nmax_tokens = 64",
         ONE_MODEL,
         "",
     );
-    assert_eq!(env.run(&["--quiet"]).status.code(), Some(0));
+    assert_eq!(run(&env, &["--quiet"]).status.code(), Some(0));
     assert!(server
         .requests()
         .iter()
@@ -549,23 +508,22 @@ fn checkpoint_lines_carry_the_documented_fields_and_distinct_seeds() {
 #[test]
 fn n_param_batches_and_asks_again_for_missing_choices() {
     // The server returns one choice fewer than asked on each body's first attempt.
-    let server = FakeServer::builder()
-        .responder(|r: &Recorded| {
-            let mut reply = smart_reply(r);
-            if r.attempt == 0 && reply.choices.len() > 1 {
-                reply.choices.pop();
-            }
-            reply
-        })
-        .start_blocking();
-    let env = Env::new(2);
-    env.config(
-        &server.base_url(),
+    let server = FakeServer::builder().responder(|r: &Recorded| {
+        let mut reply = smart_reply(r);
+        if r.attempt == 0 && reply.choices.len() > 1 {
+            reply.choices.pop();
+        }
+        reply
+    });
+    let env = Fixture::new(&sums(2)).with_server(server);
+    let server = env.server();
+    configure(
+        &env,
         "n = 5\nuse_n_param = true\nn_per_request = 3\ngreedy = false",
         ONE_MODEL,
         "",
     );
-    let out = env.run(&["--quiet"]);
+    let out = run(&env, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     let units = usable_units(&env.run_dir(), "m1");
     assert_eq!(units.len(), 2 * 5);
@@ -575,12 +533,11 @@ fn n_param_batches_and_asks_again_for_missing_choices() {
 
 #[test]
 fn dry_run_sends_nothing_and_prints_the_plan() {
-    let server = FakeServer::builder()
-        .responder(smart_reply)
-        .start_blocking();
-    let env = Env::new(5);
-    env.config(&server.base_url(), "n = 4\nmax_tokens = 100", ONE_MODEL, "");
-    let out = env.run(&["--dry-run", "--limit", "3"]);
+    let server = FakeServer::builder().responder(smart_reply);
+    let env = Fixture::new(&sums(5)).with_server(server);
+    let server = env.server();
+    configure(&env, "n = 4\nmax_tokens = 100", ONE_MODEL, "");
+    let out = run(&env, &["--dry-run", "--limit", "3"]);
     assert_eq!(out.status.code(), Some(0));
     let text = out_text(&out);
     assert!(text.contains("15 units"), "{text}");
@@ -590,37 +547,31 @@ fn dry_run_sends_nothing_and_prints_the_plan() {
 
 #[test]
 fn bad_config_exits_2_naming_file_line_and_suggestion() {
-    let env = Env::new(1);
-    let cfg = env.config(
-        "http://127.0.0.1:9",
-        "n = 4\ntemprature = 0.5",
-        ONE_MODEL,
-        "",
-    );
-    let out = env.run(&[]);
+    let env = Fixture::new(&sums(1));
+    let cfg = configure(&env, "n = 4\ntemprature = 0.5", ONE_MODEL, "");
+    let out = run(&env, &[]);
     assert_eq!(out.status.code(), Some(2));
     let text = out_text(&out);
     assert!(text.contains(&format!("{}:", cfg.display())), "{text}");
     assert!(text.contains("did you mean `temperature`"), "{text}");
-    env.config("http://127.0.0.1:9", "n = 4\ntop_p = 3", ONE_MODEL, "");
-    let out = env.run(&[]);
+    configure(&env, "n = 4\ntop_p = 3", ONE_MODEL, "");
+    let out = run(&env, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out_text(&out).contains("top_p"), "{}", out_text(&out));
-    let out = env.run(&["--models", "m2"]);
+    let out = run(&env, &["--models", "m2"]);
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn ctrl_c_saves_and_exits_130_with_the_resume_command() {
-    let slow = FakeServer::builder()
-        .responder(|r: &Recorded| {
-            std::thread::sleep(Duration::from_millis(20));
-            smart_reply(r)
-        })
-        .start_blocking();
-    let env = Env::new(10);
-    let cfg = env.config(&slow.base_url(), "n = 8", ONE_MODEL, "concurrency = 2");
-    let child = Command::new(env!("CARGO_BIN_EXE_gpassk"))
+    let slow = FakeServer::builder().responder(|r: &Recorded| {
+        std::thread::sleep(Duration::from_millis(20));
+        smart_reply(r)
+    });
+    let env = Fixture::new(&sums(10)).with_server(slow);
+    let slow = env.server();
+    let cfg = configure(&env, "n = 8", ONE_MODEL, "concurrency = 2");
+    let child = gpassk()
         .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
         .env("GPASSK_TEST_KEY", KEY)
         .stdout(Stdio::piped())
@@ -647,29 +598,28 @@ fn ctrl_c_saves_and_exits_130_with_the_resume_command() {
     assert_eq!(manifest["status"], "interrupted");
     let saved = usable_units(&run_dir, "m1").len();
     assert!(saved > 0 && saved < 10 * 9, "{saved}");
-    let out = env.run(&["--quiet", "--resume", run_dir.to_str().unwrap()]);
+    let out = run(&env, &["--quiet", "--resume", run_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     assert_eq!(usable_units(&run_dir, "m1").len(), 10 * 9);
 }
 
 #[test]
 fn judge_rescues_rule_rejections_and_is_asked_only_once() {
-    let server = FakeServer::builder()
-        .responder(|r: &Recorded| {
-            if r.model() == Some("judge-1") {
-                let text = r.user_text().unwrap_or_default();
-                assert!(
-                    text.contains("Reference answer:") && text.contains("Candidate answer:"),
-                    "{text}"
-                );
-                Reply::with_choices(vec![ChoiceReply::stop("Yes.")])
-            } else {
-                smart_reply(r)
-            }
-        })
-        .start_blocking();
-    let env = Env::new(3);
-    let cfg = env.config(&server.base_url(), "n = 4", ONE_MODEL, "");
+    let server = FakeServer::builder().responder(|r: &Recorded| {
+        if r.model() == Some("judge-1") {
+            let text = r.user_text().unwrap_or_default();
+            assert!(
+                text.contains("Reference answer:") && text.contains("Candidate answer:"),
+                "{text}"
+            );
+            Reply::with_choices(vec![ChoiceReply::stop("Yes.")])
+        } else {
+            smart_reply(r)
+        }
+    });
+    let env = Fixture::new(&sums(3)).with_server(server);
+    let server = env.server();
+    let cfg = configure(&env, "n = 4", ONE_MODEL, "");
     let mut text = std::fs::read_to_string(&cfg).unwrap();
     text = text.replace(
         "[evaluation]\n",
@@ -677,7 +627,7 @@ fn judge_rescues_rule_rejections_and_is_asked_only_once() {
     );
     text.push_str("[judge]\nmodel_id = \"judge-1\"\n");
     std::fs::write(&cfg, text).unwrap();
-    let out = env.run(&["--quiet"]);
+    let out = run(&env, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     let judged = server
         .requests()
@@ -699,7 +649,7 @@ fn judge_rescues_rule_rejections_and_is_asked_only_once() {
         .1;
     assert_eq!(greedy, "1.0", "every answer accepted by the judge");
     // Scoring again reads the stored verdicts; the judge is not asked twice.
-    let out = env.run(&["--quiet", "--resume", "latest"]);
+    let out = run(&env, &["--quiet", "--resume", "latest"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     assert_eq!(
         server

@@ -1,0 +1,428 @@
+//! `fake_openai`: a fake OpenAI-compatible HTTP/1.1 server for gpassk's tests and benchmarks.
+//!
+//! It records every chat request, answers through a pluggable responder and injects faults
+//! chosen by a fault policy (statuses with `Retry-After`, hangs, dropped connections,
+//! malformed JSON, empty choices). HTTP framing is hyper's; malformed input gets a 4xx,
+//! never a panic. The `fake-openai` binary serves it in the foreground for load generators.
+//!
+//! A plain `#[test]` uses [`FakeServer::start_blocking`], which runs the server on its own
+//! background runtime, so the test thread is free to run the `gpassk` binary against
+//! [`FakeServer::base_url`] and then inspect [`FakeServer::requests`].
+
+mod serve;
+#[cfg(test)]
+mod tests;
+
+use serde_json::{json, Value};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// Content of every choice from [`default_responder`].
+pub const DEFAULT_ANSWER: &str = "The answer is \\boxed{42}.";
+
+/// Upper bound on `n` honoured by the default responder (and the binary): bounds memory.
+pub const MAX_N: u64 = 4096;
+
+/// One chat request as the server saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// Global sequence number over all chat requests, from 0.
+    pub seq: u64,
+    /// How many times an identical body was seen before this one, from 0.
+    pub attempt: u32,
+    /// Request path without the query string.
+    pub path: String,
+    /// The `Authorization` header value, if any.
+    pub authorization: Option<String>,
+    /// The parsed JSON body.
+    pub body: Value,
+}
+
+impl Recorded {
+    /// The request's `model` field.
+    pub fn model(&self) -> Option<&str> {
+        self.body.get("model").and_then(Value::as_str)
+    }
+
+    /// The request's `n` field, 1 when absent or not a number.
+    pub fn n(&self) -> u64 {
+        self.body.get("n").and_then(Value::as_u64).unwrap_or(1)
+    }
+
+    /// Text content of the last `user` message, if any.
+    pub fn user_text(&self) -> Option<&str> {
+        self.body
+            .get("messages")?
+            .as_array()?
+            .iter()
+            .rev()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?
+            .get("content")?
+            .as_str()
+    }
+}
+
+/// One choice of a normal reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChoiceReply {
+    pub content: String,
+    pub reasoning_content: Option<String>,
+    pub finish_reason: String,
+}
+
+impl ChoiceReply {
+    /// A choice with `finish_reason: "stop"` and no reasoning.
+    pub fn stop(content: impl Into<String>) -> Self {
+        ChoiceReply {
+            content: content.into(),
+            reasoning_content: None,
+            finish_reason: "stop".to_string(),
+        }
+    }
+}
+
+/// The normal reply to a chat request, decided by the responder.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reply {
+    pub choices: Vec<ChoiceReply>,
+    /// Model named in the response; `None` echoes the request's model.
+    pub served_model: Option<String>,
+    pub system_fingerprint: Option<String>,
+    /// (prompt, completion) tokens; `None` estimates them from text lengths.
+    pub usage: Option<(u64, u64)>,
+}
+
+impl Reply {
+    /// A reply with these choices and defaults for everything else.
+    pub fn with_choices(choices: Vec<ChoiceReply>) -> Self {
+        Reply {
+            choices,
+            ..Reply::default()
+        }
+    }
+
+    /// `n` identical `stop` choices with this content.
+    pub fn repeated(n: u64, content: &str) -> Self {
+        Reply::with_choices((0..n).map(|_| ChoiceReply::stop(content)).collect())
+    }
+}
+
+/// A fault injected instead of (or before) the normal reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Answer with this status and body; `retry_after` becomes the `Retry-After` header
+    /// (seconds or an HTTP date).
+    Status {
+        code: u16,
+        body: String,
+        retry_after: Option<String>,
+    },
+    /// Sleep, then answer normally: lets client timeouts fire.
+    Hang(Duration),
+    /// Close the connection without any response.
+    Drop,
+    /// 200 with a body that is not JSON.
+    MalformedJson,
+    /// 200 with `"choices": []`.
+    EmptyChoices,
+}
+
+impl Fault {
+    fn openai_error(code: u16, message: &str, kind: &str, err_code: Option<&str>) -> Fault {
+        let body =
+            json!({"error": {"message": message, "type": kind, "param": null, "code": err_code}});
+        Fault::Status {
+            code,
+            body: body.to_string(),
+            retry_after: None,
+        }
+    }
+
+    /// 401 with OpenAI's invalid-key body.
+    pub fn unauthorized() -> Fault {
+        Fault::openai_error(
+            401,
+            "Incorrect API key provided",
+            "invalid_request_error",
+            Some("invalid_api_key"),
+        )
+    }
+
+    /// 404 with OpenAI's `model_not_found` body.
+    pub fn unknown_model(name: &str) -> Fault {
+        let message = format!("The model `{name}` does not exist or you do not have access to it.");
+        Fault::openai_error(
+            404,
+            &message,
+            "invalid_request_error",
+            Some("model_not_found"),
+        )
+    }
+
+    /// 429 with `Retry-After: <retry_after_secs>`.
+    pub fn rate_limited(retry_after_secs: u64) -> Fault {
+        match Fault::openai_error(
+            429,
+            "Rate limit reached for requests",
+            "requests",
+            Some("rate_limit_exceeded"),
+        ) {
+            Fault::Status { code, body, .. } => Fault::Status {
+                code,
+                body,
+                retry_after: Some(retry_after_secs.to_string()),
+            },
+            other => other,
+        }
+    }
+
+    /// 500 with OpenAI's generic server-error body.
+    pub fn server_error() -> Fault {
+        Fault::openai_error(
+            500,
+            "The server had an error while processing your request. Sorry about that!",
+            "server_error",
+            None,
+        )
+    }
+}
+
+/// Decides the normal reply to a chat request.
+pub type Responder = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+/// Decides whether a chat request gets a fault; runs before the responder.
+pub type FaultPolicy = Arc<dyn Fn(&Recorded) -> Option<Fault> + Send + Sync>;
+
+/// Answers `n` choices of [`DEFAULT_ANSWER`] with `finish_reason: "stop"`.
+pub fn default_responder() -> Responder {
+    Arc::new(|r: &Recorded| Reply::repeated(r.n().clamp(1, MAX_N), DEFAULT_ANSWER))
+}
+
+/// A fault policy that injects `make()` on the first `k` attempts of every distinct body
+/// and lets later attempts through: the usual shape of a retry test.
+pub fn fail_first_attempts(
+    k: u32,
+    make: impl Fn() -> Fault + Send + Sync + 'static,
+) -> impl Fn(&Recorded) -> Option<Fault> + Send + Sync + 'static {
+    move |r: &Recorded| (r.attempt < k).then(&make)
+}
+
+/// Configures a [`FakeServer`] before it starts.
+pub struct FakeServerBuilder {
+    responder: Responder,
+    faults: FaultPolicy,
+    models: Vec<String>,
+    keep_requests: bool,
+}
+
+impl FakeServerBuilder {
+    /// Replaces the default responder.
+    pub fn responder(mut self, f: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
+        self.responder = Arc::new(f);
+        self
+    }
+
+    /// Sets the fault policy (default: never fault).
+    pub fn faults(
+        mut self,
+        f: impl Fn(&Recorded) -> Option<Fault> + Send + Sync + 'static,
+    ) -> Self {
+        self.faults = Arc::new(f);
+        self
+    }
+
+    /// Model ids listed by `GET /v1/models` (default `["fake-model"]`).
+    pub fn models(mut self, models: Vec<String>) -> Self {
+        self.models = models;
+        self
+    }
+
+    /// Whether to keep every [`Recorded`] for [`FakeServer::requests`] (default true).
+    /// Benchmarks turn it off so memory stays flat; counts and attempts still work.
+    pub fn keep_requests(mut self, keep: bool) -> Self {
+        self.keep_requests = keep;
+        self
+    }
+
+    /// Binds `127.0.0.1:0` and starts serving on the current tokio runtime.
+    pub async fn try_start(self) -> std::io::Result<FakeServer> {
+        self.try_start_on(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+    }
+
+    /// Like [`FakeServerBuilder::try_start`] on a given address (`fake-openai --port`).
+    pub async fn try_start_on(self, addr: SocketAddr) -> std::io::Result<FakeServer> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let models = json!({
+            "object": "list",
+            "data": self.models.iter().map(|id| json!({
+                "id": id, "object": "model", "created": 0, "owned_by": "gpassk-fake"
+            })).collect::<Vec<_>>(),
+        })
+        .to_string();
+        let shared = Arc::new(Shared {
+            log: Mutex::new(Log::default()),
+            responder: self.responder,
+            faults: self.faults,
+            models_body: models,
+            keep_requests: self.keep_requests,
+        });
+        let task = tokio::spawn(serve::accept_loop(listener, shared.clone()));
+        Ok(FakeServer { addr, shared, task })
+    }
+
+    /// [`FakeServer::start_blocking`] for this builder.
+    pub fn start_blocking(self) -> BlockingFakeServer {
+        FakeServer::start_blocking(self)
+    }
+
+    /// Like [`FakeServerBuilder::try_start`]; panics if loopback cannot be bound (test setup).
+    pub async fn start(self) -> FakeServer {
+        self.try_start()
+            .await
+            .expect("fake server: bind 127.0.0.1:0")
+    }
+}
+
+/// A running fake server; dropping it stops the server and closes its connections.
+pub struct FakeServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl FakeServer {
+    /// A builder with the default responder and no faults.
+    pub fn builder() -> FakeServerBuilder {
+        FakeServerBuilder {
+            responder: default_responder(),
+            faults: Arc::new(|_: &Recorded| None),
+            models: vec!["fake-model".to_string()],
+            keep_requests: true,
+        }
+    }
+
+    /// Starts `builder` on its own background runtime, for plain `#[test]`s (e.g. ones that
+    /// run the `gpassk` binary as a subprocess). The server lives as long as the guard.
+    pub fn start_blocking(builder: FakeServerBuilder) -> BlockingFakeServer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("fake-server")
+            .enable_all()
+            .build()
+            .expect("fake server: build tokio runtime");
+        let server = runtime.block_on(builder.start());
+        BlockingFakeServer { server, runtime }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash or `/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every chat request recorded so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared
+            .log()
+            .requests
+            .iter()
+            .map(|r| Recorded::clone(r))
+            .collect()
+    }
+
+    /// Number of chat requests received (including faulted ones).
+    pub fn request_count(&self) -> usize {
+        self.shared.log().seq as usize
+    }
+
+    /// Stops accepting and closes every open connection (also done on drop).
+    pub fn shutdown(&self) {
+        self.task.abort();
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A [`FakeServer`] that owns the runtime it runs on; derefs to the server.
+/// Owning both (instead of returning a tuple) means `let (s, _) = ...` cannot kill it early.
+pub struct BlockingFakeServer {
+    // Field order matters: the server is dropped before its runtime.
+    server: FakeServer,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl BlockingFakeServer {
+    /// The runtime the server runs on, e.g. to drive an async client from a plain test.
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self.runtime
+    }
+}
+
+impl std::ops::Deref for BlockingFakeServer {
+    type Target = FakeServer;
+
+    fn deref(&self) -> &FakeServer {
+        &self.server
+    }
+}
+
+struct Shared {
+    log: Mutex<Log>,
+    responder: Responder,
+    faults: FaultPolicy,
+    models_body: String,
+    keep_requests: bool,
+}
+
+#[derive(Default)]
+struct Log {
+    seq: u64,
+    /// Hash of the canonical body text -> times seen; a hash keeps memory small.
+    attempts: HashMap<u64, u32>,
+    requests: Vec<Arc<Recorded>>,
+}
+
+impl Shared {
+    fn log(&self) -> MutexGuard<'_, Log> {
+        // A panicking user closure never holds this lock, but stay usable regardless.
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record(&self, path: &str, authorization: Option<String>, body: Value) -> Arc<Recorded> {
+        // serde_json's default map is sorted, so equal JSON gives equal text.
+        let mut h = DefaultHasher::new();
+        body.to_string().hash(&mut h);
+        let key = h.finish();
+        let mut log = self.log();
+        let seq = log.seq;
+        log.seq += 1;
+        let seen = log.attempts.entry(key).or_insert(0);
+        let attempt = *seen;
+        *seen += 1;
+        let rec = Arc::new(Recorded {
+            seq,
+            attempt,
+            path: path.to_string(),
+            authorization,
+            body,
+        });
+        if self.keep_requests {
+            log.requests.push(rec.clone());
+        }
+        rec
+    }
+}

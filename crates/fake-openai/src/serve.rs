@@ -1,0 +1,226 @@
+//! HTTP side of the fake server: hyper connections, routing, faults and OpenAI-shaped replies.
+
+use crate::{Fault, Recorded, Reply, Shared};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{
+    HeaderValue, AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER,
+};
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+/// Request heads larger than this are refused (431): no real client sends them.
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
+/// Request bodies larger than this are refused (413) so hostile input cannot exhaust memory.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+type HttpReply = Response<Full<Bytes>>;
+
+/// The service error that makes hyper close the connection without writing a response:
+/// how [`Fault::Drop`] is expressed without a raw socket path.
+#[derive(Debug, thiserror::Error)]
+#[error("connection dropped by fault injection")]
+struct DropConnection;
+
+pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    // Connections live in this set so aborting this task closes them all.
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    conns.spawn(serve_conn(stream, shared.clone()));
+                }
+                // E.g. out of file descriptors: back off instead of spinning or dying.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+async fn serve_conn(stream: TcpStream, shared: Arc<Shared>) {
+    // Replies are written in one call; Nagle would only add latency.
+    let _ = stream.set_nodelay(true);
+    let service = service_fn(move |req| handle(shared.clone(), req));
+    // Errors (client gone, malformed request already answered by hyper, a dropped fault) only
+    // end this connection.
+    let _ = hyper::server::conn::http1::Builder::new()
+        .max_buf_size(MAX_HEAD)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<HttpReply, DropConnection> {
+    let chat = req.method() == Method::POST
+        && matches!(
+            req.uri().path(),
+            "/v1/chat/completions" | "/chat/completions"
+        );
+    if chat {
+        return chat_request(&shared, req).await;
+    }
+    Ok(match (req.method(), req.uri().path()) {
+        (&Method::GET, "/v1/models") => json_response(200, shared.models_body.clone()),
+        (&Method::GET, "/health") => json_response(200, r#"{"status":"ok"}"#.into()),
+        _ => error_response(404, "not found"),
+    })
+}
+
+async fn chat_request(
+    shared: &Shared,
+    req: Request<Incoming>,
+) -> Result<HttpReply, DropConnection> {
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > MAX_BODY as u64) {
+        return Ok(closing(error_response(413, "request body too large")));
+    }
+    let path = req.uri().path().to_string();
+    let authorization = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        // Either the client went away mid-body or a chunked body went over the limit.
+        Err(_) => return Ok(closing(error_response(413, "request body too large"))),
+    };
+    let json: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Ok(error_response(
+                400,
+                &format!("request body is not valid JSON: {e}"),
+            ));
+        }
+    };
+    let rec = shared.record(&path, authorization, json);
+    let normal = |rec: &Recorded| {
+        let reply = (shared.responder)(rec);
+        json_response(200, render(rec, &reply).to_string())
+    };
+    Ok(match (shared.faults)(&rec) {
+        None => normal(&rec),
+        Some(Fault::Status {
+            code,
+            body,
+            retry_after,
+        }) => {
+            let mut resp = json_response(code, body);
+            if let Some(v) = retry_after.and_then(|v| HeaderValue::try_from(v).ok()) {
+                resp.headers_mut().insert(RETRY_AFTER, v);
+            }
+            resp
+        }
+        Some(Fault::Hang(d)) => {
+            tokio::time::sleep(d).await;
+            normal(&rec)
+        }
+        Some(Fault::Drop) => return Err(DropConnection),
+        Some(Fault::MalformedJson) => json_response(
+            200,
+            format!(
+                r#"{{"id":"chatcmpl-{}","object":"chat.completion","choices":[{{"index":0,"#,
+                rec.seq
+            ),
+        ),
+        Some(Fault::EmptyChoices) => {
+            json_response(200, render(&rec, &Reply::default()).to_string())
+        }
+    })
+}
+
+fn json_response(status: u16, body: String) -> HttpReply {
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    // Fault codes come from test code; an impossible one is a 500 rather than a panic.
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+fn error_response(status: u16, message: &str) -> HttpReply {
+    let body = json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}});
+    json_response(status, body.to_string())
+}
+
+/// Marks a reply as the connection's last: the request body may be left unread.
+fn closing(mut resp: HttpReply) -> HttpReply {
+    resp.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    resp
+}
+/// Rough token estimate (~4 characters per token) for usage when the responder gives none.
+fn estimate_tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4).max(1)
+}
+
+fn prompt_chars(body: &Value) -> usize {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return 0;
+    };
+    messages
+        .iter()
+        .filter_map(|m| m.get("content").and_then(Value::as_str))
+        .map(str::len)
+        .sum()
+}
+
+fn render(rec: &Recorded, reply: &Reply) -> Value {
+    let choices: Vec<Value> = reply
+        .choices
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut message = json!({"role": "assistant", "content": c.content});
+            if let Some(r) = &c.reasoning_content {
+                message["reasoning_content"] = json!(r);
+            }
+            json!({"index": i, "message": message, "finish_reason": c.finish_reason})
+        })
+        .collect();
+    let (prompt, completion) = reply.usage.unwrap_or_else(|| {
+        let completion: u64 = reply
+            .choices
+            .iter()
+            .map(|c| {
+                let reasoning = c.reasoning_content.as_deref().map_or(0, str::len);
+                estimate_tokens(c.content.len() + reasoning)
+            })
+            .sum();
+        (estimate_tokens(prompt_chars(&rec.body)), completion)
+    });
+    let model = reply
+        .served_model
+        .as_deref()
+        .or(rec.model())
+        .unwrap_or("fake-model");
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    json!({
+        "id": format!("chatcmpl-{}", rec.seq),
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "system_fingerprint": reply.system_fingerprint,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    })
+}

@@ -1,0 +1,16 @@
+//! The one integration-test binary (one link instead of one per file): each former `tests/*.rs`
+//! is a module here, sharing the helpers of `common`.
+
+mod common;
+
+mod audit_cli;
+mod calc_cli;
+mod cli;
+mod config;
+mod datasets_cli;
+mod grade_cases;
+mod label_fake;
+mod metrics_reference;
+mod report_cli;
+mod run_fake;
+mod run_report;
