@@ -10,8 +10,9 @@
 # 3. metrics:    SciPy hypergeom.sf per problem and threshold vs gpassk's exact values, 100,000 problems
 # 4. re-scoring: a stored run of 1,000,000 samples graded and scored again
 #
-# Prints one table and writes results/bench/<timestamp>.json. Environment: GPASSK_BENCH_CACHE (venv and
-# tools; default ~/.cache/gpassk-bench), CARGO_TARGET_DIR, BENCH_CONCURRENCY, BENCH_KEEP=1 (keep the work dir).
+# Prints one table, writes results/bench/<timestamp>.json and, in full mode, the latest-run section of
+# BENCHMARKS.md. Environment: GPASSK_BENCH_CACHE (venv and tools; default ~/.cache/gpassk-bench),
+# CARGO_TARGET_DIR, BENCH_CONCURRENCY, BENCH_KEEP=1 (keep the work dir).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -20,7 +21,7 @@ MODE=full
 for arg in "$@"; do
     case $arg in
         --quick) MODE=quick ;;
-        -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "error: unknown argument $arg (use --quick)" >&2; exit 2 ;;
     esac
 done
@@ -219,4 +220,5 @@ fi
 # ---------------------------------------------------------------- report
 note "load average (1, 5, 15 min) at start $LOAD_START, at end $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown) on $(nproc) cores: the cores may be shared, so absolute figures vary between runs; each pair runs back to back, so ratios vary less"
 mkdir -p "$ROOT/results/bench"
-"$PY" "$HELP/report.py" "$PARTS" --mode "$MODE" --out "$ROOT/results/bench/$(date -u +%Y%m%dT%H%M%SZ).json"
+"$PY" "$HELP/report.py" "$PARTS" --mode "$MODE" --out "$ROOT/results/bench/$(date -u +%Y%m%dT%H%M%SZ).json" \
+    --benchmarks-md "$ROOT/BENCHMARKS.md"

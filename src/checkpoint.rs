@@ -123,6 +123,38 @@ fn one() -> u32 {
     1
 }
 
+/// A [`Record`] borrowed from the runner's state: the same JSON line, without copying every field.
+#[derive(Debug, Serialize)]
+pub struct RecordRef<'a> {
+    pub run_id: &'a str,
+    pub model: &'a str,
+    pub model_id: &'a str,
+    pub served_model: Option<&'a str>,
+    pub system_fingerprint: Option<&'a str>,
+    pub problem_id: &'a str,
+    pub sample_index: SampleIndex,
+    pub seed: Option<u64>,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub max_tokens: Option<u32>,
+    pub prompt_hash: &'a str,
+    pub response: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<&'a str>,
+    pub finish_reason: Option<&'a str>,
+    pub usage: Option<&'a Usage>,
+    pub choices_in_request: u32,
+    pub latency_ms: u64,
+    pub started_at: &'a str,
+    pub finished_at: &'a str,
+    pub attempts: u32,
+    pub outcome: UnitOutcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_class: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+}
+
 impl Record {
     /// A sample that can be graded (an API error cannot).
     pub fn usable(&self) -> bool {
@@ -130,10 +162,13 @@ impl Record {
     }
 }
 
-/// Appends records, one `write` per line so a crash tears at most the last line.
+/// Appends records as JSON lines. Lines that arrive while another thread is writing are queued
+/// and written by that thread right after its own (group commit): one `write` per batch of lines,
+/// each line whole, so a crash tears at most the last line.
 pub struct CheckpointWriter {
     path: PathBuf,
     file: Mutex<File>,
+    queued: Mutex<Vec<u8>>,
 }
 
 impl CheckpointWriter {
@@ -160,6 +195,7 @@ impl CheckpointWriter {
         Ok(CheckpointWriter {
             path: path.to_path_buf(),
             file: Mutex::new(file),
+            queued: Mutex::new(Vec::new()),
         })
     }
 
@@ -168,26 +204,60 @@ impl CheckpointWriter {
     }
 
     /// Appends any serializable value as one JSON line.
-    pub fn append_value<T: Serialize>(&self, value: &T) -> Result<(), CheckpointError> {
-        let mut line = serde_json::to_vec(value).map_err(|e| CheckpointError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::other(e),
-        })?;
-        line.push(b'\n');
-        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        f.write_all(&line).map_err(|source| CheckpointError::Io {
-            path: self.path.clone(),
-            source,
-        })
+    pub fn append_value<T: Serialize + ?Sized>(&self, value: &T) -> Result<(), CheckpointError> {
+        {
+            let mut q = self.queued.lock().unwrap_or_else(|p| p.into_inner());
+            let start = q.len();
+            if let Err(e) = serde_json::to_writer(&mut *q, value) {
+                q.truncate(start);
+                return Err(self.io(std::io::Error::other(e)));
+            }
+            q.push(b'\n');
+        }
+        self.drain(false)
     }
 
-    /// Forces the data to disk (at the end of a run or on shutdown).
-    pub fn sync(&self) -> Result<(), CheckpointError> {
-        let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        f.sync_data().map_err(|source| CheckpointError::Io {
+    /// Writes queued lines unless another thread is writing (it will write them). With `wait`, waits
+    /// for the file instead, so everything queued so far is written when it returns.
+    fn drain(&self, wait: bool) -> Result<(), CheckpointError> {
+        loop {
+            let mut f = match self.file.try_lock() {
+                Ok(f) => f,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if !wait => return Ok(()),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    self.file.lock().unwrap_or_else(|p| p.into_inner())
+                }
+            };
+            let batch = std::mem::take(&mut *self.queued.lock().unwrap_or_else(|p| p.into_inner()));
+            if !batch.is_empty() {
+                f.write_all(&batch).map_err(|e| self.io(e))?;
+            }
+            drop(f);
+            // A line queued while the file was held, after the take, is ours to write now.
+            if self
+                .queued
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    fn io(&self, source: std::io::Error) -> CheckpointError {
+        CheckpointError::Io {
             path: self.path.clone(),
             source,
-        })
+        }
+    }
+
+    /// Writes everything queued and forces the data to disk (at the end of a run or on shutdown).
+    pub fn sync(&self) -> Result<(), CheckpointError> {
+        self.drain(true)?;
+        let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        f.sync_data().map_err(|e| self.io(e))
     }
 }
 
@@ -326,6 +396,81 @@ mod tests {
             error_class: None,
             error: None,
         }
+    }
+
+    fn borrowed(r: &Record) -> RecordRef<'_> {
+        RecordRef {
+            run_id: &r.run_id,
+            model: &r.model,
+            model_id: &r.model_id,
+            served_model: r.served_model.as_deref(),
+            system_fingerprint: r.system_fingerprint.as_deref(),
+            problem_id: &r.problem_id,
+            sample_index: r.sample_index,
+            seed: r.seed,
+            temperature: r.temperature,
+            top_p: r.top_p,
+            max_tokens: r.max_tokens,
+            prompt_hash: &r.prompt_hash,
+            response: r.response.as_deref(),
+            reasoning_content: r.reasoning_content.as_deref(),
+            finish_reason: r.finish_reason.as_deref(),
+            usage: r.usage.as_ref(),
+            choices_in_request: r.choices_in_request,
+            latency_ms: r.latency_ms,
+            started_at: &r.started_at,
+            finished_at: &r.finished_at,
+            attempts: r.attempts,
+            outcome: r.outcome,
+            error_class: r.error_class.as_deref(),
+            error: r.error.as_deref(),
+        }
+    }
+
+    #[test]
+    fn borrowed_records_write_the_same_line_as_owned_ones() {
+        let plain = record("p1", SampleIndex::Greedy, UnitOutcome::Ok);
+        let mut full = record("p\"2", SampleIndex::Sample(3), UnitOutcome::ApiError);
+        full.reasoning_content = Some("think".into());
+        full.usage = Some(Usage {
+            prompt_tokens: 5,
+            completion_tokens: 7,
+        });
+        full.error_class = Some("server".into());
+        full.error = Some("server (HTTP 500): boom".into());
+        full.max_tokens = Some(64);
+        for r in [plain, full] {
+            let owned = serde_json::to_string(&r).unwrap();
+            assert_eq!(serde_json::to_string(&borrowed(&r)).unwrap(), owned);
+            assert_eq!(serde_json::from_str::<Record>(&owned).unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn concurrent_appends_write_every_line_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.jsonl");
+        let w = CheckpointWriter::open(&path).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let w = &w;
+                s.spawn(move || {
+                    for i in 0..500 {
+                        let id = format!("t{t}-{i}");
+                        w.append(&record(&id, SampleIndex::Sample(i), UnitOutcome::Ok))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        w.sync().unwrap();
+        let mut ids = std::collections::HashSet::new();
+        read_records(&path, |r| {
+            ids.insert(r.problem_id);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(ids.len(), 2000);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
-use crate::checkpoint::{checkpoint_path, read_lines, read_records, Record, SampleIndex, UnitOutcome};
+use crate::checkpoint::{
+    checkpoint_path, read_lines, read_records, Record, SampleIndex, UnitOutcome,
+};
 use crate::client::ApiKey;
 use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings};
 use crate::dataset::Problem;
@@ -225,7 +227,9 @@ pub fn score_model(
             *served.entry(s).or_default() += 1;
         }
     })?;
-    tally(name, model_id, n, greedy, inputs, &state, classes, truncated, served)
+    tally(
+        name, model_id, n, greedy, inputs, &state, classes, truncated, served,
+    )
 }
 
 /// Per-problem counts, votes, metrics and intervals from the graded unit states.
@@ -333,7 +337,9 @@ fn grade_units(
     inputs: &ScoreInputs,
     mut apply: impl FnMut(Graded),
 ) -> Result<()> {
-    let golds: Vec<OnceLock<Gold>> = (0..inputs.problems.len()).map(|_| OnceLock::new()).collect();
+    let golds: Vec<OnceLock<Gold>> = (0..inputs.problems.len())
+        .map(|_| OnceLock::new())
+        .collect();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<Pending>)>(workers * 2);
     let work_rx = Mutex::new(work_rx);
@@ -344,7 +350,10 @@ fn grade_units(
             scope.spawn(move || loop {
                 let job = work_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 let Ok((i, batch)) = job else { break };
-                let graded = batch.into_iter().map(|u| grade_one(u, inputs, golds)).collect();
+                let graded = batch
+                    .into_iter()
+                    .map(|u| grade_one(u, inputs, golds))
+                    .collect();
                 if done_tx.send((i, graded)).is_err() {
                     break;
                 }
@@ -397,7 +406,10 @@ fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> 
             record: r,
         });
         if batch.len() == BATCH {
-            send(batches, std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+            send(
+                batches,
+                std::mem::replace(&mut batch, Vec::with_capacity(BATCH)),
+            );
             batches += 1;
         }
         Ok(())

@@ -43,6 +43,7 @@ def main():
     p.add_argument("parts")
     p.add_argument("--mode", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--benchmarks-md", help="full mode: rewrite this file's latest-run section")
     a = p.parse_args()
     P = lambda name: load(a.parts, name)  # noqa: E731
     notes_path = os.path.join(a.parts, "notes.txt")
@@ -129,7 +130,7 @@ def main():
             f"{rsi['samples']} stored samples; {fmt(rs.get('cpu_s'))} CPU s (user + system); exit {rs['exit']}")
     big = bool(rsi and rsi["samples"] >= 1_000_000)
     why = f"quick mode: {rsi and rsi['samples']} samples only"
-    check("re-scoring: wall s, 1,000,000 samples", rs and rs["wall_s"], "<", 30, applies=big, why=why)
+    check("re-scoring: wall s, 1,000,000 samples", rs and rs["wall_s"], "<", 10, applies=big, why=why)
     check("re-scoring: peak RSS MB", rs and rs["peak_rss_mb"], "<", 500, applies=big, why=why)
 
     # Print.
@@ -177,7 +178,40 @@ def main():
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
     print(f"\nwritten: {a.out}")
+    if full and a.benchmarks_md:
+        update_markdown(a.benchmarks_md, doc, os.path.relpath(a.out, os.path.dirname(a.benchmarks_md) or "."))
+        print(f"updated: {a.benchmarks_md}")
     return 0
+
+
+START, END = "<!-- bench-peers:latest:start -->", "<!-- bench-peers:latest:end -->"
+
+
+def update_markdown(path, doc, json_rel):
+    """Replaces the text between the markers of BENCHMARKS.md with this run's tables."""
+    def cell(x):
+        return fmt(x) if isinstance(x, (int, float)) else (x or "")
+    lines = [START, "",
+             f"Full run {doc['date']} (commit {doc['git_commit'] or '?'}, {doc['machine']['cores']} cores, "
+             f"Python {doc['machine']['python']}; `{json_rel}`):", "",
+             "| benchmark | tool | figure | unit | peak RSS MB | detail |", "|---|---|---|---|---|---|"]
+    for r in doc["rows"]:
+        lines.append("| " + " | ".join(str(cell(r[k])).replace("|", "\\|") for k in
+                                       ("benchmark", "tool", "figure", "unit", "peak_rss_mb", "detail")) + " |")
+    lines += ["", "| target | value | goal | met |", "|---|---|---|---|"]
+    for c in doc["targets"]:
+        met = {True: "✓", False: "✗", None: "not judged"}[c["met"]]
+        lines.append(f"| {c['target']} | {cell(c['value'])} | {c['op']} {cell(c['goal'])} | {met} |")
+    if doc["notes"]:
+        lines += [""] + [f"- {n}" for n in doc["notes"]]
+    lines += ["", END]
+    text = open(path, encoding="utf-8").read() if os.path.exists(path) else f"# Benchmarks\n\n{START}\n{END}\n"
+    if START not in text or END not in text:
+        text = text.rstrip("\n") + f"\n\n{START}\n{END}\n"
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + "\n".join(lines) + tail)
 
 
 if __name__ == "__main__":

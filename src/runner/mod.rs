@@ -10,7 +10,7 @@ mod units;
 pub use units::{derive_seed, missing_work, DoneSet, Prepared, WorkItem};
 
 use crate::checkpoint::{
-    checkpoint_path, read_lines, CheckpointWriter, Record, RecordHead, SampleIndex, UnitOutcome,
+    checkpoint_path, read_lines, CheckpointWriter, RecordHead, RecordRef, SampleIndex, UnitOutcome,
 };
 use crate::client::retry::{Next, RetryPolicy};
 use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
@@ -96,6 +96,7 @@ impl ModelCtx {
         }
     }
 
+    /// Writes one unit's record to the checkpoint, serialised straight from borrowed fields.
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
@@ -106,44 +107,46 @@ impl ModelCtx {
         started: Instant,
         attempts: u32,
         outcome: Result<(&ChatResponse, usize), &ApiError>,
-    ) -> Record {
+    ) {
         let s = &self.settings.sampling;
         let greedy = slot == SampleIndex::Greedy;
-        let mut r = Record {
-            run_id: self.run_id.clone(),
-            model: self.settings.name.clone(),
-            model_id: self.settings.model_id.clone(),
+        let finished_at = now_rfc3339();
+        let error = outcome.err().map(|e| e.to_string());
+        let mut r = RecordRef {
+            run_id: &self.run_id,
+            model: &self.settings.name,
+            model_id: &self.settings.model_id,
             served_model: None,
             system_fingerprint: None,
-            problem_id: prep.id.clone(),
+            problem_id: &prep.id,
             sample_index: slot,
             seed: Some(seed),
             temperature: if greedy { 0.0 } else { s.temperature },
             top_p: if greedy { 1.0 } else { s.top_p },
             max_tokens: s.max_tokens,
-            prompt_hash: prep.prompt_hash.clone(),
+            prompt_hash: &prep.prompt_hash,
             response: None,
             reasoning_content: None,
             finish_reason: None,
             usage: None,
             choices_in_request: 1,
             latency_ms: started.elapsed().as_millis() as u64,
-            started_at: started_at.to_string(),
-            finished_at: now_rfc3339(),
+            started_at,
+            finished_at: &finished_at,
             attempts,
             outcome: UnitOutcome::ApiError,
             error_class: None,
-            error: None,
+            error: error.as_deref(),
         };
         match outcome {
             Ok((resp, i)) => {
                 let c = &resp.choices[i];
-                r.served_model = resp.served_model.clone();
-                r.system_fingerprint = resp.system_fingerprint.clone();
-                r.response = Some(c.content.clone());
-                r.reasoning_content = c.reasoning_content.clone();
-                r.finish_reason = c.finish_reason.clone();
-                r.usage = resp.usage.clone();
+                r.served_model = resp.served_model.as_deref();
+                r.system_fingerprint = resp.system_fingerprint.as_deref();
+                r.response = Some(&c.content);
+                r.reasoning_content = c.reasoning_content.as_deref();
+                r.finish_reason = c.finish_reason.as_deref();
+                r.usage = resp.usage.as_ref();
                 r.choices_in_request = resp.choices.len() as u32;
                 r.outcome = if c.finish_reason.as_deref() == Some("length") {
                     UnitOutcome::Truncated
@@ -151,16 +154,9 @@ impl ModelCtx {
                     UnitOutcome::Ok
                 };
             }
-            Err(e) => {
-                r.error_class = Some(e.class.as_str().to_string());
-                r.error = Some(e.to_string());
-            }
+            Err(e) => r.error_class = Some(e.class.as_str()),
         }
-        r
-    }
-
-    fn write(&self, r: &Record) {
-        if let Err(e) = self.writer.append(r) {
+        if let Err(e) = self.writer.append_value(&r) {
             // A checkpoint that cannot be written would lose work silently: stop this model.
             self.fail(&format!("disk error: {e}"));
         }
@@ -246,8 +242,7 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
             Next::Stopped => return,
             Next::GaveUp { err, attempts } => {
                 for slot in pending.drain(..) {
-                    let r = ctx.record(prep, slot, seed, &started_at, started, attempts, Err(&err));
-                    ctx.write(&r);
+                    ctx.record(prep, slot, seed, &started_at, started, attempts, Err(&err));
                     ctx.counters.done.fetch_add(1, Ordering::Relaxed);
                 }
                 ctx.counters.errors.fetch_add(1, Ordering::Relaxed);
@@ -275,7 +270,7 @@ impl ModelCtx {
         self.counters.tokens.fetch_add(tokens, Ordering::Relaxed);
         let got = resp.choices.len().min(pending.len());
         for (i, slot) in pending.drain(..got).enumerate() {
-            let r = self.record(
+            self.record(
                 prep,
                 slot,
                 seed,
@@ -284,7 +279,6 @@ impl ModelCtx {
                 attempts,
                 Ok((resp, i)),
             );
-            self.write(&r);
             self.counters.done.fetch_add(1, Ordering::Relaxed);
         }
         (!pending.is_empty()).then(|| ApiError {

@@ -512,3 +512,35 @@ fn report_writes_to_out_file() {
     assert!(out.is_empty());
     assert_eq!(std::fs::read_to_string(&out_path).unwrap(), report("md"));
 }
+
+#[test]
+fn score_never_panics_on_odd_manifest_values() {
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture().join("manifest.json")).unwrap())
+            .unwrap();
+    let edits: [(&str, serde_json::Value); 6] = [
+        ("/dataset/sha256", "ééééééééééééééééé".into()),
+        ("/dataset/sha256", "".into()),
+        ("/config_hash", "ü".into()),
+        ("/prompt_hash", serde_json::Value::Null),
+        ("/dataset/limit", 0.into()),
+        ("/models", serde_json::json!({"ghost": {}})),
+    ];
+    for (pointer, value) in edits {
+        let dir = tempfile::tempdir().unwrap();
+        copy_fixture(dir.path());
+        let mut m = base.clone();
+        *m.pointer_mut(pointer).unwrap() = value.clone();
+        std::fs::write(dir.path().join("manifest.json"), m.to_string()).unwrap();
+        let out = gpassk(&["score", dir.path().to_str().unwrap(), "--quiet"]);
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0) | Some(2)),
+            "{pointer} = {value}: exit {code:?}: {}",
+            stderr(&out)
+        );
+        if code == Some(2) {
+            assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+        }
+    }
+}

@@ -661,3 +661,27 @@ fn judge_rescues_rule_rejections_and_is_asked_only_once() {
     );
     assert_eq!(metrics(&env.run_dir()), m);
 }
+
+#[test]
+fn a_checkpoint_that_cannot_be_written_is_a_disk_error() {
+    let server = FakeServer::builder().responder(smart_reply);
+    let env = Fixture::new(&sums(20)).with_server(server);
+    let cfg = configure(&env, "n = 4", ONE_MODEL, "");
+    // A 16 KiB file-size limit (SIGXFSZ ignored, so writes past it fail with EFBIG) lets the
+    // manifest through and stops the checkpoint after a few dozen lines.
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 32; exec '{}' run --config '{}' --quiet",
+        env!("CARGO_BIN_EXE_gpassk"),
+        cfg.display()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .env("GPASSK_TEST_KEY", KEY)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = out_text(&out);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("disk error"), "{text}");
+    assert!(!text.contains("connection"), "{text}");
+}
