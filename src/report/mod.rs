@@ -60,6 +60,15 @@ impl Format {
         Format::Html,
     ];
 
+    /// The names `--format` takes, in [`Format::ALL`] order.
+    pub const NAMES: [&'static str; 6] = ["table", "csv", "per-problem", "json", "md", "html"];
+
+    /// The format of a name in [`Format::NAMES`].
+    pub fn from_name(name: &str) -> Option<Format> {
+        let i = Format::NAMES.iter().position(|n| *n == name)?;
+        Some(Format::ALL[i])
+    }
+
     pub fn exporter(self) -> &'static dyn Exporter {
         match self {
             Format::Table => &SummaryTable,
