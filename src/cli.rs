@@ -2,11 +2,26 @@
 
 use clap::{Parser, Subcommand};
 
+/// Shown under `gpassk --help`.
+const EXAMPLES: &str = "\
+Examples:
+  gpassk run --config configs/local.toml --dry-run    the plan: units, requests, tokens
+  gpassk run --config configs/config.toml             sample, grade, report
+  gpassk run --config configs/config.toml --resume latest
+  gpassk score results/<run>                          re-grade offline, rewrite every file
+  gpassk report results/<run> --format html --out report.html
+  gpassk compare results/<last week> results/<this week> --fail-on-regression 5
+  gpassk calc --n 48 --c 30 --k 16
+
+More: gpassk <command> --help; shell completions: gpassk completions bash|zsh|fish";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "gpassk",
     version,
-    about = "Exact, resumable G-Pass@k evaluation of language models"
+    about = "Exact, resumable G-Pass@k evaluation of language models",
+    arg_required_else_help = true,
+    after_help = EXAMPLES
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -35,20 +50,8 @@ pub enum Command {
     Audit(crate::commands::audit::AuditArgs),
     /// Join the checkpoints of shard runs into one run directory.
     Merge(crate::commands::merge::MergeArgs),
-}
-
-/// Renders a clap usage error as one line: the message plus any tip.
-pub fn one_line_clap_error(err: &clap::Error) -> String {
-    let text = err.render().to_string();
-    let mut parts: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
-        })
-        .collect();
-    if let Some(first) = parts.first_mut() {
-        *first = first.strip_prefix("error: ").unwrap_or(first);
-    }
-    parts.join("; ")
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(crate::commands::completions::CompletionsArgs),
+    /// Print the man page, or write all pages into a folder.
+    Man(crate::commands::completions::ManArgs),
 }

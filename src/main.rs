@@ -1,7 +1,7 @@
 //! The `gpassk` binary: parse arguments, dispatch to a command, turn its status into an exit code.
 
-use clap::Parser;
-use gpassk::cli::{one_line_clap_error, Cli, Command};
+use clap::{CommandFactory, Parser};
+use gpassk::cli::{Cli, Command};
 use gpassk::commands;
 use gpassk::error::{render, ExitStatus};
 use std::process::ExitCode;
@@ -9,8 +9,9 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        // clap's own layout: the error, the usage line and a hint (or the help for a bare `gpassk`).
         Err(e) if e.use_stderr() => {
-            eprintln!("error: {}", one_line_clap_error(&e));
+            let _ = e.print();
             return ExitStatus::BadInput.into();
         }
         Err(e) => e.exit(),
@@ -26,6 +27,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => commands::compare::run(args),
         Command::Audit(args) => commands::audit::run(args),
         Command::Merge(args) => commands::merge::run(args),
+        Command::Completions(args) => commands::completions::completions(args, Cli::command()),
+        Command::Man(args) => commands::completions::man(args, Cli::command()),
     };
     match result {
         Ok(status) => status.into(),

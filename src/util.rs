@@ -89,6 +89,16 @@ pub fn coarse_k_note(k: u64, models: &[(&str, u64)]) -> Option<String> {
     })
 }
 
+/// The width human tables must fit: `COLUMNS` when set, else the terminal's, else 80.
+pub fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c >= 20)
+        .or_else(|| terminal_size::terminal_size().map(|(w, _)| usize::from(w.0)))
+        .unwrap_or(80)
+}
+
 /// A stop request passed into long-running work (mini-redis style): the command layer triggers it on
 /// a signal; samplers and the judge stop queueing work and wind down when it fires.
 #[derive(Debug, Clone)]

@@ -13,6 +13,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  gpassk audit results/<run> --published datasets/published/gpassk_paper_v5.csv\n  gpassk audit results/<run> --published table.csv --benchmark LiveMathBench-202412 --model-map qwen7b=Qwen2.5-7B-Instruct"
+)]
 pub struct AuditArgs {
     /// The run directory to audit.
     pub run_dir: PathBuf,

@@ -9,6 +9,9 @@ use num_rational::BigRational;
 use serde::Serialize;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  gpassk calc --n 48 --c 30 --k 16\n  gpassk calc --n 16 --c 9 --k 8 --tau 0.5 --tau 1/3 --json"
+)]
 pub struct CalcArgs {
     /// Samples drawn for the problem.
     #[arg(long)]

@@ -13,9 +13,15 @@ use crate::prompt;
 
 /// Arguments of `gpassk datasets`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpassk datasets\n  gpassk datasets show math500 --limit 2\n  gpassk datasets show cmath --few-shot 2 --json"
+)]
 pub struct DatasetsArgs {
     #[command(subcommand)]
     pub command: Option<DatasetsCommand>,
+    /// One JSON object per dataset (full sha256, files, subsets) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Subcommands of `gpassk datasets` (none lists the datasets).
@@ -56,16 +62,48 @@ pub fn run(args: DatasetsArgs) -> anyhow::Result<ExitStatus> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.command {
+        None if args.json => list_json(&mut out),
         None => list(&mut out),
         Some(DatasetsCommand::Show(show_args)) => show(&show_args, &mut out).map_err(bad_input),
     }
 }
 
+fn list_json(out: &mut impl Write) -> anyhow::Result<ExitStatus> {
+    let mut status = ExitStatus::Success;
+    for entry in REGISTRY {
+        let line = match load(entry.name, None) {
+            Ok(d) => serde_json::json!({
+                "dataset": entry.name,
+                "problems": d.problems.len(),
+                "language": d.language.code(),
+                "subsets": d.subsets(),
+                "sha256": d.sha256,
+                "files": d.files,
+                "note": note(entry),
+            }),
+            Err(e) => {
+                status = ExitStatus::Failure;
+                serde_json::json!({"dataset": entry.name, "error": e.to_string()})
+            }
+        };
+        writeln!(out, "{line}")?;
+    }
+    Ok(status)
+}
+
 fn list(out: &mut impl Write) -> anyhow::Result<ExitStatus> {
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
+    // Fit the terminal: long subset lists and notes wrap inside their cells.
+    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    table.set_width(u16::try_from(crate::util::terminal_width()).unwrap_or(u16::MAX));
     table.set_header(vec![
-        "dataset", "problems", "lang", "subsets", "sha256", "note",
+        "dataset",
+        "problems",
+        "lang",
+        "subsets",
+        "sha256 (--json: full)",
+        "note",
     ]);
     let mut failures = Vec::new();
     for entry in REGISTRY {
@@ -77,7 +115,7 @@ fn list(out: &mut impl Write) -> anyhow::Result<ExitStatus> {
                     Cell::new(dataset.problems.len()).set_alignment(CellAlignment::Right),
                     Cell::new(dataset.language.code()),
                     Cell::new(if subsets.is_empty() { "-" } else { &subsets }),
-                    Cell::new(&dataset.sha256),
+                    Cell::new(crate::util::short(&dataset.sha256)),
                     Cell::new(note(entry)),
                 ]);
             }

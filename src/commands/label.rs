@@ -17,6 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  gpassk label --config configs/local.toml --from-run results/<run> --k 4 --dry-run\n  gpassk label --config configs/config.toml --solutions solutions.jsonl --k 8 --out labels/"
+)]
 pub struct LabelArgs {
     /// The run configuration (model, dataset, sampling, grading).
     #[arg(long, default_value = "configs/config.toml")]

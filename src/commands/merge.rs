@@ -15,6 +15,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  gpassk run --config c.toml --shard 0/2   # on one machine\n  gpassk run --config c.toml --shard 1/2   # on another\n  gpassk merge results/<shard 0> results/<shard 1> --out results/merged && gpassk score results/merged"
+)]
 pub struct MergeArgs {
     /// The run directories to join (at least two).
     #[arg(required = true, num_args = 2..)]

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod calc;
 pub mod compare;
+pub mod completions;
 pub mod datasets;
 pub mod grade;
 pub mod label;

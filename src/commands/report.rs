@@ -8,6 +8,9 @@ use clap::builder::TypedValueParser;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpassk report results/<run>\n  gpassk report results/<run> --format html --out report.html\n  gpassk report results/<run> --format csv > metrics.csv"
+)]
 pub struct ReportArgs {
     /// The run directory (holding manifest.json and checkpoints/).
     pub run_dir: PathBuf,

@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  gpassk run --config configs/config.toml --dry-run\n  gpassk run --config configs/config.toml --models gpt-4o --limit 20\n  gpassk run --config configs/config.toml --resume latest\n  gpassk run --config configs/config.toml --shard 0/4"
+)]
 pub struct RunArgs {
     /// The run configuration.
     #[arg(long, default_value = "configs/config.toml")]

@@ -7,6 +7,9 @@ use anyhow::Result;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpassk score results/<run>\n  gpassk score results/<run> --quiet"
+)]
 pub struct ScoreArgs {
     /// The run directory (holding manifest.json and checkpoints/).
     pub run_dir: PathBuf,

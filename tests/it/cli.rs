@@ -1,4 +1,5 @@
-//! The top-level command line: the fake server is not part of the product.
+//! The top-level command line: usage, help with examples, completions, man pages; the fake
+//! server is not part of the product.
 
 use crate::common::{run, stderr, stdout};
 
@@ -8,7 +9,7 @@ fn serve_fake_is_not_a_subcommand() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("serve-fake"), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: "), "{err}");
 }
 
 #[test]
@@ -18,4 +19,49 @@ fn help_does_not_mention_serve_fake() {
     let help = stdout(&out);
     assert!(help.contains("calc"), "{help}");
     assert!(!help.contains("serve-fake"), "{help}");
+}
+
+#[test]
+fn bare_gpassk_prints_usage_and_exits_2() {
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("Usage: gpassk <COMMAND>"), "{err}");
+    assert!(err.contains("Examples:"), "{err}");
+    assert!(err.lines().count() > 10, "help must keep its layout: {err}");
+}
+
+#[test]
+fn every_subcommand_help_has_examples() {
+    for sub in [
+        "run", "score", "report", "audit", "calc", "label", "datasets", "merge",
+    ] {
+        let out = run(&[sub, "--help"]);
+        assert_eq!(out.status.code(), Some(0), "{sub}");
+        let help = stdout(&out);
+        assert!(help.contains("Examples:\n  gpassk "), "{sub}: {help}");
+    }
+}
+
+#[test]
+fn completions_and_man_pages_are_generated() {
+    for (shell, marker) in [
+        ("bash", "_gpassk()"),
+        ("zsh", "#compdef gpassk"),
+        ("fish", "complete -c gpassk"),
+    ] {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        assert!(script.contains(marker), "{shell}: {script}");
+        assert!(script.contains("score"), "{shell}");
+    }
+    let man = stdout(&run(&["man"]));
+    assert!(man.contains(".TH gpassk 1"), "{man}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["man", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for page in ["gpassk.1", "gpassk-run.1", "gpassk-score.1"] {
+        assert!(dir.path().join(page).is_file(), "{page}");
+    }
 }

@@ -1,0 +1,65 @@
+//! `gpassk completions SHELL` and `gpassk man`: shell completion scripts and roff man pages,
+//! generated from the same clap definitions the parser uses.
+
+use crate::error::{BadInput, ExitStatus};
+use anyhow::{Context, Result};
+use clap_complete::Shell;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    gpassk completions bash > ~/.local/share/bash-completion/completions/gpassk\n  \
+    gpassk completions zsh > \"${fpath[1]}/_gpassk\"\n  \
+    gpassk completions fish > ~/.config/fish/completions/gpassk.fish")]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpassk man | man -l -\n  gpassk man --out ~/.local/share/man/man1"
+)]
+pub struct ManArgs {
+    /// Write gpassk.1 and one gpassk-<command>.1 per subcommand into this folder instead of
+    /// printing the main page.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Prints the completion script of `cmd` (the whole command line) for one shell.
+pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> Result<ExitStatus> {
+    let name = cmd.get_name().to_string();
+    let mut out = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, name, &mut out);
+    std::io::stdout().write_all(&out)?;
+    Ok(ExitStatus::Success)
+}
+
+/// Prints the main man page, or writes every page into `--out`.
+pub fn man(args: ManArgs, cmd: clap::Command) -> Result<ExitStatus> {
+    let Some(dir) = args.out else {
+        let mut out = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut out)?;
+        std::io::stdout().write_all(&out)?;
+        return Ok(ExitStatus::Success);
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| BadInput(format!("--out {}: cannot create: {e}", dir.display())))?;
+    let mut pages = vec![("gpassk.1".to_string(), cmd.clone())];
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let page = sub.clone().name(format!("gpassk-{}", sub.get_name()));
+        pages.push((format!("gpassk-{}.1", sub.get_name()), page));
+    }
+    for (file, page) in pages {
+        let mut bytes = Vec::new();
+        clap_mangen::Man::new(page).render(&mut bytes)?;
+        let path = dir.join(&file);
+        crate::util::write_atomic(&path, &bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(ExitStatus::Success)
+}
