@@ -15,9 +15,13 @@ fn gpassk_with_env(args: &[&str], datasets_dir: Option<&Path>) -> Output {
 
 #[test]
 fn lists_every_dataset_with_counts_subsets_and_sha256() {
-    let output = gpassk(&["datasets"]);
-    let stdout = stdout(&output);
-    assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
+    let output = command()
+        .args(["datasets"])
+        .env("COLUMNS", "400")
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}\n{}", stderr(&output));
     for (name, count) in [
         ("livemathbench_202412", "119"),
         ("livemathbench_202412_hard", "21"),
@@ -28,19 +32,41 @@ fn lists_every_dataset_with_counts_subsets_and_sha256() {
         ("cmath", "600"),
         ("arith_demo", "50"),
     ] {
-        let row = stdout
+        let row = text
             .lines()
             .find(|l| l.split_whitespace().nth(1) == Some(name))
-            .unwrap_or_else(|| panic!("no row for {name} in\n{stdout}"));
+            .unwrap_or_else(|| panic!("no row for {name} in\n{text}"));
         assert!(row.contains(count), "{row}");
         let has_sha = row
             .split_whitespace()
-            .any(|cell| cell.len() == 64 && cell.chars().all(|c| c.is_ascii_hexdigit()));
+            .any(|cell| cell.len() == 12 && cell.chars().all(|c| c.is_ascii_hexdigit()));
         assert!(has_sha, "{row}");
     }
-    assert!(stdout.contains("CNMO, CCEE, AMC, WLPMC"));
-    assert!(stdout.contains("Counting & Probability"));
-    assert!(stdout.contains("DEMO SET"));
+    let json = stdout(&gpassk(&["datasets", "--json"]));
+    let first: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(first["sha256"].as_str().unwrap().len(), 64, "{first}");
+    assert!(text.contains("CNMO, CCEE, AMC, WLPMC"));
+    assert!(text.contains("Counting & Probability"));
+    assert!(text.contains("DEMO SET"));
+}
+
+#[test]
+fn the_list_fits_an_80_column_terminal() {
+    let output = command()
+        .args(["datasets"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(text.contains("727fb04fc64b"), "{text}");
 }
 
 #[test]
