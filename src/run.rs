@@ -315,7 +315,7 @@ pub fn score_run(
     let ev = &plan.settings.evaluation;
     let grade = GradeConfig {
         extract_regex: ev.answer_extract_regex.clone(),
-        rel_tol: ev.rel_tol,
+        policy: ev.grading,
     };
     let problems = &plan.problems;
     let inputs = ScoreInputs {

@@ -31,6 +31,8 @@ const FUNCS: &[&str] = &[
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tok {
     Num(String),
+    /// Mixed number `7 3/4` (whole, numerator, denominator), written with a space.
+    Mixed(String, String, String),
     Ident(String),
     Cmd(String),
     Op(char),
@@ -112,8 +114,19 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
         if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
             let (tok, next) = scan_number(&chars, i, group_depth > 0);
-            out.push(Tok::Num(tok));
-            i = next;
+            let after_op = out
+                .last()
+                .is_some_and(|t| matches!(t, Tok::Op('/' | '^' | '.')));
+            match mixed_fraction(&chars, next, &tok) {
+                Some((a, b, end)) if !after_op => {
+                    out.push(Tok::Mixed(tok, a, b));
+                    i = end;
+                }
+                _ => {
+                    out.push(Tok::Num(tok));
+                    i = next;
+                }
+            }
             continue;
         }
         if c.is_ascii_alphabetic() {
@@ -178,6 +191,45 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
         i += 2;
     }
     Some(out)
+}
+
+/// ` 3/4` after a whole number: a proper fraction separated by spaces makes a mixed number.
+fn mixed_fraction(chars: &[char], at: usize, whole: &str) -> Option<(String, String, usize)> {
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut i = at;
+    while chars.get(i) == Some(&' ') {
+        i += 1;
+    }
+    if i == at {
+        return None;
+    }
+    let digits = |from: usize| {
+        let mut j = from;
+        while chars.get(j).is_some_and(char::is_ascii_digit) {
+            j += 1;
+        }
+        j
+    };
+    let a_end = digits(i);
+    if a_end == i || chars.get(a_end) != Some(&'/') {
+        return None;
+    }
+    let b_end = digits(a_end + 1);
+    if b_end == a_end + 1 || b_end - i > 18 {
+        return None;
+    }
+    if chars
+        .get(b_end)
+        .is_some_and(|c| c.is_ascii_digit() || matches!(c, '.' | '/' | '^' | '_'))
+    {
+        return None;
+    }
+    let a: String = chars[i..a_end].iter().collect();
+    let b: String = chars[a_end + 1..b_end].iter().collect();
+    let (x, y) = (a.parse::<u64>().ok()?, b.parse::<u64>().ok()?);
+    (x < y).then_some((a, b, b_end))
 }
 
 /// Scans a number; inside brackets a single `,ddd` group is a list separator (`(12,102)`).
@@ -321,6 +373,7 @@ fn push_cmd(out: &mut Vec<Tok>, name: &str) {
         "infty" | "infin" => Tok::Cmd("infty".into()),
         "dfrac" | "tfrac" | "cfrac" => Tok::Cmd("frac".into()),
         "land" | "wedge" => Tok::Op(','),
+        "mod" | "bmod" => Tok::Cmd("bmod".into()),
         _ => Tok::Cmd(name.to_string()),
     };
     out.push(tok);
@@ -360,6 +413,8 @@ struct Parser {
     pos: usize,
     depth: usize,
     abs_depth: usize,
+    /// Inside a trigonometric function's argument, where `^\circ` means π/180.
+    trig_depth: usize,
 }
 
 type PResult = Result<Node, ()>;
@@ -375,6 +430,7 @@ pub fn parse(s: &str) -> Option<Node> {
         pos: 0,
         depth: 0,
         abs_depth: 0,
+        trig_depth: 0,
     };
     let node = p.parse_top().ok()?;
     (p.pos == p.toks.len()).then_some(node)
@@ -571,10 +627,13 @@ impl Parser {
 
     fn starts_primary(&self) -> bool {
         match self.peek() {
-            Some(Tok::Num(_) | Tok::Ident(_) | Tok::LSet) => true,
+            Some(Tok::Num(_) | Tok::Mixed(..) | Tok::Ident(_) | Tok::LSet) => true,
             Some(Tok::Op('(')) => true,
             Some(Tok::Op('|')) => self.abs_depth == 0,
-            Some(Tok::Cmd(c)) => !matches!(c.as_str(), "cup" | "in" | "end" | "rfloor" | "rceil"),
+            Some(Tok::Cmd(c)) => !matches!(
+                c.as_str(),
+                "cup" | "in" | "end" | "rfloor" | "rceil" | "degree" | "bmod"
+            ),
             _ => false,
         }
     }
@@ -596,7 +655,16 @@ impl Parser {
                 }
                 let d = self.parse_unary()?;
                 acc = Node::Div(Box::new(acc), Box::new(d));
+            } else if matches!(self.peek(), Some(Tok::Cmd(c)) if c == "bmod") {
+                self.pos += 1;
+                let m = self.parse_unary()?;
+                acc = Node::Call("mod".into(), vec![acc, m]);
             } else if self.starts_primary() {
+                // `1 2` is two numbers, not the product 2 (and never 12).
+                if matches!(self.peek(), Some(Tok::Num(_) | Tok::Mixed(..))) && ends_in_number(&acc)
+                {
+                    return Err(());
+                }
                 let f = self.parse_power()?;
                 acc = mul(acc, f);
             } else {
@@ -685,6 +753,13 @@ impl Parser {
                     Node::Call(name, args) => Node::Call(format!("{name}_{sub}"), args),
                     other => other,
                 };
+            } else if matches!(self.peek(), Some(Tok::Cmd(c)) if c == "degree") {
+                self.pos += 1;
+                // Degrees are a unit, except inside a trigonometric function.
+                if self.trig_depth > 0 {
+                    let rad = Node::Div(Box::new(Node::Pi), Box::new(int(180)));
+                    p = mul(p, rad);
+                }
             } else if self.is_op('\'') {
                 self.pos += 1;
                 p = match p {
@@ -777,6 +852,11 @@ impl Parser {
                     }
                 }
                 Ok(n)
+            }
+            Tok::Mixed(w, a, b) => {
+                let (w, a, b) = (parse_number(&w), parse_number(&a), parse_number(&b));
+                let (w, a, b) = (w.ok_or(())?, a.ok_or(())?, b.ok_or(())?);
+                Ok(Node::Add(vec![w, Node::Div(Box::new(a), Box::new(b))]))
             }
             Tok::Ident(s) => Ok(match s.as_str() {
                 "e" => Node::E,
@@ -871,6 +951,7 @@ impl Parser {
                 Ok(Node::Call("sqrt".into(), vec![a]))
             }
             "pi" => Ok(Node::Pi),
+            "emptyset" | "varnothing" => Ok(Node::Set(Vec::new())),
             "infty" => Ok(Node::Inf),
             "dots" | "ldots" | "cdots" | "dotsm" | "dotsb" => Ok(Node::Sym("...".into())),
             "lfloor" | "lceil" => {
@@ -908,11 +989,15 @@ impl Parser {
                         base = Some(self.arg()?);
                     }
                 }
+                let trig = matches!(f, "sin" | "cos" | "tan" | "sec" | "csc" | "cot");
+                self.trig_depth += usize::from(trig);
                 let a = if self.is_op('(') || self.is_op('{') {
-                    self.parse_postfix()?
+                    self.parse_postfix()
                 } else {
-                    self.parse_power()?
+                    self.parse_power()
                 };
+                self.trig_depth -= usize::from(trig);
+                let a = a?;
                 let mut node = match (f, base) {
                     ("log", Some(b)) => Node::Div(
                         Box::new(Node::Call("ln".into(), vec![a])),
@@ -986,6 +1071,10 @@ impl Parser {
         if rows.is_empty() {
             return Err(());
         }
+        // `vmatrix` is a determinant, a number.
+        if env.starts_with(['v', 'V']) {
+            return Ok(Node::Call("det".into(), vec![Node::Matrix(rows)]));
+        }
         Ok(Node::Matrix(rows))
     }
 }
@@ -993,6 +1082,7 @@ impl Parser {
 fn tok_text(t: &Tok) -> String {
     match t {
         Tok::Num(s) | Tok::Ident(s) => s.clone(),
+        Tok::Mixed(w, a, b) => format!("{w} {a}/{b}"),
         Tok::Cmd(c) => format!("\\{c}"),
         Tok::Op(c) => c.to_string(),
         Tok::Le => "<=".into(),
@@ -1004,6 +1094,15 @@ fn tok_text(t: &Tok) -> String {
         Tok::LSet => "{".into(),
         Tok::RSet => "}".into(),
         Tok::RowSep => ";".into(),
+    }
+}
+
+/// True when the last factor of `n` is a plain number.
+fn ends_in_number(n: &Node) -> bool {
+    match n {
+        Node::Num(..) => true,
+        Node::Mul(v) => v.last().is_some_and(ends_in_number),
+        _ => false,
     }
 }
 

@@ -8,20 +8,33 @@ use std::sync::LazyLock;
 
 /// Only the tail of very long responses is searched; answers live at the end.
 const MAX_SCAN_BYTES: usize = 300_000;
-/// Longest extracted answer kept; longer spans are almost never a final answer.
-const MAX_ANSWER_BYTES: usize = 4_000;
+/// Longest extracted answer kept: the whole scanned tail, so a long answer is never cut short
+/// (equivalence compares over-long answers as text).
+const MAX_ANSWER_BYTES: usize = MAX_SCAN_BYTES;
 /// Widest gap (bytes) across which adjacent boxes or math spans are joined into one set answer.
 const MAX_JOIN_GAP: usize = 80;
 const MAX_JOINED: usize = 32;
 
 static DOUBLE_BACKSLASH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(^|[^\\])\\\\([a-zA-Z])").expect("static regex"));
+/// A number in prose: mixed number `2 3/4`, clock time or ratio `10:45`, grouped thousands,
+/// decimal (point or comma), fraction.
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:/\d+)?")
+    Regex::new(r"-?(?:\d+ \d+/\d+\b|\d+:\d\d(?::\d\d)?\b|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:/\d+)?")
         .expect("static regex")
 });
+/// Phrases that announce the final answer (English, French, Chinese); they override a box.
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:final answer is|the answer is|final answer\s*:|answer\s*:|答案是|答案\s*:|####)\s*:?\s*")
+    Regex::new(concat!(
+        r"(?i)(?:final answer is|answer is|final answer\s*:|(?:correct|right) (?:option|choice) is|",
+        r"is (?:option|choice)\b|réponse (?:finale )?est|答案(?:是|为|應為|应为)|答案\s*:|",
+        r"(?:故|所以|因此|则|应)选(?:择)?|####)\s*:?\s*"
+    ))
+    .expect("static regex")
+});
+/// Weaker cues ("answer:", 所以, 因此, 故, 即 …): used only when nothing stronger follows.
+static CUE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:answer\s*:|réponse\s*:|答\s*:|所以|因此|故|即|则|解得)\s*,?\s*")
         .expect("static regex")
 });
 
@@ -56,16 +69,84 @@ pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
             return Some(found);
         }
     }
-    extract_structured(&text).or_else(|| fallback(&text, NumberRule::LaterSentence))
+    extract_structured(&text)
+        .or_else(|| whole_short_answer(&text))
+        .or_else(|| fallback(&text, NumberRule::LaterSentence))
 }
 
 /// Short, prose-free responses (`\\frac{10}{9}`) are the answer as a whole.
 fn whole_if_math(text: &str) -> Option<String> {
     let t = text.trim();
-    if t.is_empty() || t.len() > 200 || has_word(t, 2) || t.contains('\n') {
+    if t.is_empty() || t.len() > 200 || has_word(t, 2) || t.contains('\n') || has_cjk(t) {
         return None;
     }
     parse(&normalize_latex(t)).map(|_| t.to_string())
+}
+
+/// A one-line response that is a single word (`odd`, `\text{Evelyn}`) or starts with an option
+/// label (`C. x = 42`) is the answer as a whole.
+fn whole_short_answer(text: &str) -> Option<String> {
+    let t = text.trim();
+    if t.is_empty() || t.len() > 80 || t.contains('\n') {
+        return None;
+    }
+    if choice_at_start(t).is_some() && t.len() > 1 {
+        return Some(t.to_string());
+    }
+    let bare = normalize_latex(t);
+    let word =
+        !bare.is_empty() && bare.len() <= 24 && bare.chars().all(|c| c.is_ascii_alphabetic());
+    word.then(|| t.to_string())
+}
+
+/// The option letter a phrase starts with: `D`, `(B),`, `C.` — not the article in "A total".
+fn choice_at_start(seg: &str) -> Option<char> {
+    let b = seg.as_bytes();
+    let paren = b.first() == Some(&b'(');
+    let at = usize::from(paren);
+    let letter = *b.get(at)?;
+    if !matches!(letter, b'A'..=b'E') {
+        return None;
+    }
+    let mut next = at + 1;
+    if paren {
+        if b.get(next) != Some(&b')') {
+            return None;
+        }
+        next += 1;
+    }
+    match b.get(next) {
+        None => Some(letter as char),
+        Some(b'.' | b',' | b';' | b':' | b')' | b'!') => Some(letter as char),
+        Some(b' ') if paren || letter != b'A' => Some(letter as char),
+        Some(b' ') => {
+            // "A" then a lower-case word is the article.
+            let rest = seg[next..].trim_start();
+            (!rest.starts_with(|c: char| c.is_ascii_lowercase())).then_some('A')
+        }
+        _ => None,
+    }
+}
+
+fn has_cjk(s: &str) -> bool {
+    !s.is_ascii() && s.chars().any(is_cjk)
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}')
+}
+
+/// In a Chinese phrase (`共有 6 种方法`, `交点坐标为(1,2)`), the last run of non-CJK text that holds
+/// a value.
+fn cjk_value(seg: &str) -> Option<String> {
+    let run = seg
+        .split(is_cjk)
+        .map(|r| r.trim_matches(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':')))
+        .filter(|r| r.bytes().any(|b| b.is_ascii_alphanumeric()))
+        .last()?;
+    parse(&normalize_latex(run))
+        .map(|_| run.to_string())
+        .or_else(|| last_number(run).map(|(_, _, n)| n))
 }
 
 /// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
@@ -250,8 +331,19 @@ fn gap_joins_math(gap: &str) -> bool {
 
 /// The last answer phrase: start offset, whether it is a final-answer phrase, answer text.
 fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
-    let m = PHRASE.find_iter(text).last()?;
-    let strong = !m.as_str().to_lowercase().starts_with("answer");
+    let strong = PHRASE.find_iter(text).last();
+    let weak = CUE.find_iter(text).last();
+    match (strong, weak) {
+        (Some(s), Some(w)) if w.start() > s.start() => {
+            phrase_answer(text, w, false).or_else(|| phrase_answer(text, s, true))
+        }
+        (Some(s), _) => phrase_answer(text, s, true),
+        (None, Some(w)) => phrase_answer(text, w, false),
+        (None, None) => None,
+    }
+}
+
+fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<(usize, bool, String)> {
     let after = &text[m.end()..];
     let mut end = after.len().min(600);
     while !after.is_char_boundary(end) {
@@ -271,9 +363,15 @@ fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
     if seg.is_empty() {
         return None;
     }
+    if let Some(letter) = choice_at_start(seg) {
+        return Some((m.start(), strong, letter.to_string()));
+    }
     let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
     if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
         return extract_structured_inner(seg).map(|a| (m.start(), strong, a));
+    }
+    if has_cjk(seg) {
+        return cjk_value(seg).map(|a| (m.start(), strong, a));
     }
     // Prose after the phrase means the answer is its last number.
     if is_prose(seg) {
@@ -300,7 +398,9 @@ fn has_word(s: &str, min: usize) -> bool {
                 i += 1;
             }
             let word = &s[start..i];
-            let command = start > 0 && b[start - 1] == b'\\';
+            let head = &s[..start];
+            let command =
+                head.ends_with('\\') || head.ends_with("\\begin{") || head.ends_with("\\end{");
             let mathy = matches!(
                 word,
                 "and" | "or" | "sqrt" | "frac" | "pi" | "cdot" | "times"
@@ -447,6 +547,12 @@ fn find_math(text: &str) -> Vec<Span> {
                 continue;
             }
             if let Some(ce) = closing_dollar(text, i + 1) {
+                // `$15 and then $20`: dollar amounts in prose, not a math span.
+                let inner = &text[i + 1..ce];
+                if inner.starts_with(|c: char| c.is_ascii_digit()) && is_prose(inner) {
+                    i += 1;
+                    continue;
+                }
                 push_env(&mut out, text, i, ce + 1, i + 1, ce);
                 i = ce + 1;
                 continue;
@@ -496,7 +602,16 @@ fn last_number(text: &str) -> Option<(usize, usize, String)> {
         // A match near the window edge may be the tail of a longer number.
         let safe = found.as_ref().is_some_and(|(s, _)| *s > start + 64);
         if start == 0 || safe {
-            return found.map(|(s, e)| (s, e, text[s..e].replace(' ', "")));
+            // Spaces group thousands (`1 000`), except in a mixed number (`2 3/4`).
+            return found.map(|(s, e)| {
+                let n = &text[s..e];
+                let n = if n.contains('/') {
+                    n.to_string()
+                } else {
+                    n.replace(' ', "")
+                };
+                (s, e, n)
+            });
         }
         window = window.saturating_mul(8);
     }

@@ -22,6 +22,8 @@ pub fn normalize_unicode(s: &str) -> String {
             '\u{200B}' | '\u{FEFF}' => {}
             '−' | '‐' | '‑' | '﹣' => out.push('-'),
             '。' => out.push_str(". "),
+            '、' => out.push(','),
+            '∅' => out.push_str("\\emptyset "),
             '×' => out.push_str("\\times "),
             '÷' => out.push_str("\\div "),
             '·' | '⋅' => out.push_str("\\cdot "),
@@ -156,11 +158,13 @@ pub fn normalize_latex(s: &str) -> String {
             .into_owned();
     }
     if t.contains("circ") || t.contains("degree") {
+        // Inside sin/cos/… a degree sign changes the value, so it is kept as a token there.
+        let mark = if has_trig(&t) { " \\degree " } else { " " };
         t = t
-            .replace("^{\\circ}", " ")
-            .replace("^\\circ", " ")
-            .replace("\\circ", " ")
-            .replace("\\degree", " ");
+            .replace("^{\\circ}", mark)
+            .replace("^\\circ", mark)
+            .replace("\\circ", mark)
+            .replace("\\degree", mark);
     }
     if t.contains('%') {
         t = t.replace("\\%", " ").replace('%', " ");
@@ -186,6 +190,21 @@ pub fn normalize_latex(s: &str) -> String {
         }
     }
     trimmed.to_string()
+}
+
+fn has_trig(s: &str) -> bool {
+    ["sin", "cos", "tan", "sec", "csc", "cot"]
+        .iter()
+        .any(|f| s.contains(f))
+}
+
+static STYLED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\\(?:mathcal|mathbb|mathscr|mathfrak)\s*\{").expect("static regex")
+});
+
+/// `\mathcal{B}` → `B` (and `\mathbb`, `\mathscr`, `\mathfrak`), for the `styled_letters = "same"` policy.
+pub fn strip_styled_letters(s: &str) -> Option<String> {
+    STYLED.is_match(s).then(|| unwrap_text_commands(s, &STYLED))
 }
 
 /// Replaces `\text{X}`-style wrappers by ` X ` (brace-matched), keeping the inner text.
@@ -237,11 +256,20 @@ pub fn matching_brace(s: &str) -> Option<usize> {
 
 /// Lower-cased text form used for textual and multiple-choice comparison.
 pub fn text_form(s: &str) -> String {
-    let mut t: String = s
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .flat_map(|c| c.to_lowercase())
-        .collect();
+    let mut t = String::with_capacity(s.len());
+    let mut gap = false;
+    for c in s.chars() {
+        if c.is_whitespace() {
+            gap = true;
+            continue;
+        }
+        // `1 2` is two numbers: the space between digits is kept, so it never reads as `12`.
+        if gap && c.is_ascii_digit() && t.ends_with(|p: char| p.is_ascii_digit()) {
+            t.push(' ');
+        }
+        gap = false;
+        t.extend(c.to_lowercase());
+    }
     // `(C)` and `C` are the same choice.
     while t.len() >= 2
         && t.starts_with('(')

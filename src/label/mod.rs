@@ -336,7 +336,7 @@ pub fn run(args: LabelArgs) -> Result<u8> {
     let ev = &plan.settings.evaluation;
     let grade_cfg = GradeConfig {
         extract_regex: ev.answer_extract_regex.clone(),
-        rel_tol: ev.rel_tol,
+        policy: ev.grading,
     };
     let mut done = vec![0u32; items.len()];
     let mut correct = vec![0u32; items.len()];
