@@ -659,6 +659,15 @@ impl Parser {
                 self.pos += 1;
                 let m = self.parse_unary()?;
                 acc = Node::Call("mod".into(), vec![acc, m]);
+            } else if self.is_op('(') && is_function_name(&acc) {
+                // `f(x)` is a function's value, not the product f·x.
+                let Node::Sym(name) = acc else {
+                    return Err(());
+                };
+                acc = match self.parse_primary()? {
+                    Node::Tuple(args) if !args.is_empty() => Node::Call(name, args),
+                    arg => Node::Call(name, vec![arg]),
+                };
             } else if self.starts_primary() {
                 // `1 2` is two numbers, not the product 2 (and never 12).
                 if matches!(self.peek(), Some(Tok::Num(_) | Tok::Mixed(..))) && ends_in_number(&acc)
@@ -1095,6 +1104,11 @@ fn tok_text(t: &Tok) -> String {
         Tok::RSet => "}".into(),
         Tok::RowSep => ";".into(),
     }
+}
+
+/// `f`, `g`, `h` (and `f'`): the usual names of functions.
+fn is_function_name(n: &Node) -> bool {
+    matches!(n, Node::Sym(s) if matches!(s.trim_end_matches('\''), "f" | "g" | "h"))
 }
 
 /// True when the last factor of `n` is a plain number.

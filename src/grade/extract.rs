@@ -11,6 +11,10 @@ const MAX_SCAN_BYTES: usize = 300_000;
 /// Longest extracted answer kept: the whole scanned tail, so a long answer is never cut short
 /// (equivalence compares over-long answers as text).
 const MAX_ANSWER_BYTES: usize = MAX_SCAN_BYTES;
+/// Longest prose-free response taken whole as the answer.
+const MAX_WHOLE_BYTES: usize = 20_000;
+/// Longer prose-free responses that do not parse are still taken whole.
+const MAX_PARSED_WHOLE: usize = 200;
 /// Widest gap (bytes) across which adjacent boxes or math spans are joined into one set answer.
 const MAX_JOIN_GAP: usize = 80;
 const MAX_JOINED: usize = 32;
@@ -74,13 +78,22 @@ pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
         .or_else(|| fallback(&text, NumberRule::LaterSentence))
 }
 
-/// Short, prose-free responses (`\\frac{10}{9}`) are the answer as a whole.
+/// Prose-free one-line responses (`\\frac{10}{9}`) are the answer as a whole.
 fn whole_if_math(text: &str) -> Option<String> {
     let t = text.trim();
-    if t.is_empty() || t.len() > 200 || has_word(t, 2) || t.contains('\n') || has_cjk(t) {
+    if t.is_empty() || t.len() > MAX_WHOLE_BYTES || t.contains('\n') || has_cjk(t) {
         return None;
     }
-    parse(&normalize_latex(t)).map(|_| t.to_string())
+    if has_word(t, 2) {
+        return None;
+    }
+    let norm = normalize_latex(t);
+    // Too long or deep for the parser (a 2,000-element set, a chain of fractions): still one
+    // answer, compared as text; a line of working (`a = b = c`) is not.
+    let big = norm.len() > MAX_PARSED_WHOLE;
+    let whole =
+        (big && norm.len() > 2_000) || parse(&norm).is_some() || (big && !norm.contains('='));
+    whole.then(|| t.to_string())
 }
 
 /// A one-line response that is a single word (`odd`, `\text{Evelyn}`) or starts with an option
@@ -674,7 +687,7 @@ mod tests {
             ex("The answer is $\\frac{1}{2}$ because 2 halves.").as_deref(),
             Some("\\frac{1}{2}")
         );
-        assert_eq!(ex("The answer is (B).").as_deref(), Some("(B)"));
+        assert_eq!(ex("The answer is (B).").as_deref(), Some("B"));
         // A later bare "answer:" does not override the box.
         assert_eq!(
             ex("so \\boxed{44}. Check our answer: $17 \\cdot 44 = 748$.").as_deref(),
