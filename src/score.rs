@@ -191,7 +191,10 @@ pub fn score_model(
     let mut classes: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); inputs.problems.len()];
     for_each_unit(path, inputs.problems, n, greedy, |p, slot, r| {
         let response = r.response.as_deref().unwrap_or("");
-        let gold = golds[p].get_or_insert_with(|| Gold::new(&inputs.problems[p].answer));
+        let gold = golds[p].get_or_insert_with(|| {
+            let problem = &inputs.problems[p];
+            Gold::with_options(&problem.answer, &problem.choice_options())
+        });
         let verdict = grade_against(gold, response, inputs.grade);
         let outcome = match inputs.judge {
             Some(j) => j.decide(&r, response, verdict.outcome),

@@ -155,8 +155,7 @@ fn cjk_value(seg: &str) -> Option<String> {
     let run = seg
         .split(is_cjk)
         .map(|r| r.trim_matches(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':')))
-        .filter(|r| r.bytes().any(|b| b.is_ascii_alphanumeric()))
-        .last()?;
+        .rfind(|r| r.bytes().any(|b| b.is_ascii_alphanumeric()))?;
     parse(&normalize_latex(run))
         .map(|_| run.to_string())
         .or_else(|| last_number(run).map(|(_, _, n)| n))
