@@ -31,9 +31,17 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?i)(?:final answer is|answer is|final answer\s*:|(?:correct|right) (?:option|choice) is|",
-        r"is (?:option|choice)\b|réponse (?:finale )?est|答案(?:是|为|應為|应为)|答案\s*:|",
+        r"is (?:option|choice)\b|réponse (?:finale |correcte |exacte )?est|",
+        r"答案(?:是|为|應為|应为|选)|答案\s*:|",
         r"(?:故|所以|因此|则|应)选(?:择)?|####)\s*:?\s*"
     ))
+    .expect("static regex")
+});
+/// "Option B is correct": the letter comes before the verdict.
+static LETTER_IS_CORRECT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:option|choice|answer)\s*\(?([A-E])\)?\s+is\s+(?:the\s+)?(?:correct|right)\b",
+    )
     .expect("static regex")
 });
 /// Weaker cues ("answer:", 所以, 因此, 故, 即 …): used only when nothing stronger follows.
@@ -345,6 +353,16 @@ fn gap_joins_math(gap: &str) -> bool {
 fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
     let strong = PHRASE.find_iter(text).last();
     let weak = CUE.find_iter(text).last();
+    let verdict_word = text.contains("orrect") || text.contains("ight");
+    let letter_first = verdict_word
+        .then(|| LETTER_IS_CORRECT.captures_iter(text).last())
+        .flatten();
+    if let Some(c) = letter_first {
+        let (at, letter) = (c.get(0).map_or(0, |m| m.start()), &c[1]);
+        if strong.is_none_or(|s| s.start() < at) {
+            return Some((at, true, letter.to_ascii_uppercase()));
+        }
+    }
     match (strong, weak) {
         (Some(s), Some(w)) if w.start() > s.start() => {
             phrase_answer(text, w, false).or_else(|| phrase_answer(text, s, true))
