@@ -31,8 +31,6 @@ pub struct Prepared {
 /// `3,5`: two integers joined by a bare comma, which may be a decimal comma.
 static COMMA_PAIR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(-?\d+),(\d+)$").expect("static regex"));
-static PERCENT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)%|\bpercent|\bpct\b").expect("static regex"));
 
 pub fn prepare(raw: &str) -> Prepared {
     if raw.len() > MAX_NORMALIZE_BYTES {
@@ -46,7 +44,7 @@ pub fn prepare(raw: &str) -> Prepared {
             percent: false,
         };
     }
-    let percent = raw.contains(['%', 'p', 'P']) && PERCENT.is_match(raw);
+    let percent = raw.contains('%') || raw.contains("ercent") || raw.contains("pct");
     let norm = normalize_latex(raw);
     let text = text_form(&norm);
     let node = if norm.len() > MAX_PARSE_BYTES {
@@ -107,6 +105,9 @@ pub fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> boo
     }
     // `3,5` against a single number: a decimal comma (a list or grouping would not match anyway).
     for (one, pair) in [(a, b), (b, a)] {
+        if !pair.norm.contains(',') {
+            continue;
+        }
         if let (Some(n), Some(c)) = (&one.node, COMMA_PAIR.captures(&pair.norm)) {
             if is_scalar(n) {
                 if let Some(dec) = prepare(&format!("{}.{}", &c[1], &c[2])).node {

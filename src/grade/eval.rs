@@ -50,8 +50,14 @@ impl C {
     /// A product that underflowed to (nearly) zero is unknown, not zero.
     fn mul_checked(self, o: C) -> Option<C> {
         let r = self.mul(o);
-        let lost = r.abs() < UNDERFLOW && self.abs() != 0.0 && o.abs() != 0.0;
+        let lost = r.tiny() && !self.is_zero() && !o.is_zero();
         (!lost).then_some(r)
+    }
+    fn tiny(self) -> bool {
+        self.re.abs() < UNDERFLOW && self.im.abs() < UNDERFLOW
+    }
+    fn is_zero(self) -> bool {
+        self.re == 0.0 && self.im == 0.0
     }
     pub fn div(self, o: C) -> Option<C> {
         let d = o.re * o.re + o.im * o.im;
@@ -360,7 +366,7 @@ fn eval_inner(n: &Node, pt: u64, depth: usize) -> Option<C> {
             }
             let n = ev(a)?;
             let q = n.div(d)?;
-            if q.abs() < UNDERFLOW && n.abs() != 0.0 {
+            if q.tiny() && !n.is_zero() {
                 return None;
             }
             q

@@ -452,7 +452,11 @@ impl Parser {
     }
 
     fn is_op(&self, c: char) -> bool {
-        self.peek() == Some(&Tok::Op(c))
+        matches!(self.peek(), Some(Tok::Op(x)) if *x == c)
+    }
+
+    fn is_cmd(&self, name: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Cmd(c)) if c == name)
     }
 
     fn expect_op(&mut self, c: char) -> Result<(), ()> {
@@ -569,7 +573,7 @@ impl Parser {
 
     fn parse_union(&mut self) -> PResult {
         let mut parts = vec![self.parse_ratio()?];
-        while self.peek() == Some(&Tok::Cmd("cup".into())) {
+        while self.is_cmd("cup") {
             self.pos += 1;
             parts.push(self.parse_ratio()?);
         }
@@ -655,11 +659,11 @@ impl Parser {
                 }
                 let d = self.parse_unary()?;
                 acc = Node::Div(Box::new(acc), Box::new(d));
-            } else if matches!(self.peek(), Some(Tok::Cmd(c)) if c == "bmod") {
+            } else if self.is_cmd("bmod") {
                 self.pos += 1;
                 let m = self.parse_unary()?;
                 acc = Node::Call("mod".into(), vec![acc, m]);
-            } else if self.is_op('(') && is_function_name(&acc) {
+            } else if is_function_name(&acc) && self.is_op('(') {
                 // `f(x)` is a function's value, not the product f·x.
                 let Node::Sym(name) = acc else {
                     return Err(());
@@ -762,7 +766,7 @@ impl Parser {
                     Node::Call(name, args) => Node::Call(format!("{name}_{sub}"), args),
                     other => other,
                 };
-            } else if matches!(self.peek(), Some(Tok::Cmd(c)) if c == "degree") {
+            } else if self.is_cmd("degree") {
                 self.pos += 1;
                 // Degrees are a unit, except inside a trigonometric function.
                 if self.trig_depth > 0 {
@@ -836,7 +840,7 @@ impl Parser {
             Tok::Num(s) => {
                 let n = parse_number(&s).ok_or(())?;
                 // Mixed number `3\frac12` means 3 + 1/2.
-                if !s.contains(['.', 'e']) && self.peek() == Some(&Tok::Cmd("frac".into())) {
+                if !s.contains(['.', 'e']) && self.is_cmd("frac") {
                     if let (
                         Some(Tok::Op('{')),
                         Some(Tok::Num(a)),
@@ -966,7 +970,7 @@ impl Parser {
             "lfloor" | "lceil" => {
                 let inner = self.parse_sum()?;
                 let close = if name == "lfloor" { "rfloor" } else { "rceil" };
-                if self.bump() != Some(Tok::Cmd(close.into())) {
+                if !matches!(self.bump(), Some(Tok::Cmd(c)) if c == close) {
                     return Err(());
                 }
                 Ok(Node::Call(name[1..].to_string(), vec![inner]))

@@ -24,14 +24,14 @@ static DOUBLE_BACKSLASH: LazyLock<Regex> =
 /// A number in prose: mixed number `2 3/4`, clock time or ratio `10:45`, grouped thousands,
 /// decimal (point or comma), fraction.
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"-?(?:\d+ \d+/\d+\b|\d+:\d\d(?::\d\d)?\b|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:/\d+)?")
+    Regex::new(r"-?(?:\d+ \d+/\d+(?-u:\b)|\d+:\d\d(?::\d\d)?(?-u:\b)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:/\d+)?")
         .expect("static regex")
 });
 /// Phrases that announce the final answer (English, French, Chinese); they override a box.
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"(?i)(?:final answer is|answer is|final answer\s*:|(?:correct|right) (?:option|choice) is|",
-        r"is (?:option|choice)\b|réponse (?:finale |correcte |exacte )?est|",
+        r"(?i)(?:final answer is|answer is|final answer\s*:|answer\s*:|(?:correct|right) (?:option|choice) is|",
+        r"is (?:option|choice)(?-u:\b)|réponse (?:finale |correcte |exacte )?est|",
         r"答案(?:是|为|應為|应为|选)|答案\s*:|",
         r"(?:故|所以|因此|则|应)选(?:择)?|####)\s*:?\s*"
     ))
@@ -40,14 +40,14 @@ static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
 /// "Option B is correct": the letter comes before the verdict.
 static LETTER_IS_CORRECT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:option|choice|answer)\s*\(?([A-E])\)?\s+is\s+(?:the\s+)?(?:correct|right)\b",
+        r"(?i)(?-u:\b)(?:option|choice|answer)\s*\(?([A-E])\)?\s+is\s+(?:the\s+)?(?:correct|right)(?-u:\b)",
     )
     .expect("static regex")
 });
-/// Weaker cues ("answer:", 所以, 因此, 故, 即 …): used only when nothing stronger follows.
+/// Weaker non-English cues ("Réponse :", 所以, 因此, 故, 即 …); like a bare "answer:", they never
+/// override a box.
 static CUE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:answer\s*:|réponse\s*:|答\s*:|所以|因此|故|即|则|解得)\s*,?\s*")
-        .expect("static regex")
+    Regex::new(r"(?i)(?:réponse\s*:|答\s*:|所以|因此|故|即|则|解得)\s*,?\s*").expect("static regex")
 });
 
 /// One candidate span in the (normalised) response.
@@ -351,8 +351,21 @@ fn gap_joins_math(gap: &str) -> bool {
 
 /// The last answer phrase: start offset, whether it is a final-answer phrase, answer text.
 fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
-    let strong = PHRASE.find_iter(text).last();
-    let weak = CUE.find_iter(text).last();
+    let phrase = PHRASE.find_iter(text).last();
+    // A bare "answer:" is a weak cue ("check our answer: …").
+    let bare = phrase.is_some_and(|m| {
+        m.as_str()
+            .get(..6)
+            .is_some_and(|w| w.eq_ignore_ascii_case("answer"))
+    });
+    let (strong, mut weak) = if bare { (None, phrase) } else { (phrase, None) };
+    if !text.is_ascii() {
+        if let Some(cue) = CUE.find_iter(text).last() {
+            if weak.is_none_or(|w| cue.start() > w.start()) {
+                weak = Some(cue);
+            }
+        }
+    }
     let verdict_word = text.contains("orrect") || text.contains("ight");
     let letter_first = verdict_word
         .then(|| LETTER_IS_CORRECT.captures_iter(text).last())

@@ -257,18 +257,25 @@ pub fn matching_brace(s: &str) -> Option<usize> {
 /// Lower-cased text form used for textual and multiple-choice comparison.
 pub fn text_form(s: &str) -> String {
     let mut t = String::with_capacity(s.len());
-    let mut gap = false;
+    // `1 2` is two numbers: the space between digits is kept, so it never reads as `12`.
+    let mut digit_gap = false;
+    let mut last_digit = false;
     for c in s.chars() {
         if c.is_whitespace() {
-            gap = true;
+            digit_gap |= last_digit;
             continue;
         }
-        // `1 2` is two numbers: the space between digits is kept, so it never reads as `12`.
-        if gap && c.is_ascii_digit() && t.ends_with(|p: char| p.is_ascii_digit()) {
+        let digit = c.is_ascii_digit();
+        if digit && digit_gap {
             t.push(' ');
         }
-        gap = false;
-        t.extend(c.to_lowercase());
+        digit_gap = false;
+        last_digit = digit;
+        if c.is_ascii() {
+            t.push(c.to_ascii_lowercase());
+        } else {
+            t.extend(c.to_lowercase());
+        }
     }
     // `(C)` and `C` are the same choice.
     while t.len() >= 2
