@@ -114,6 +114,9 @@ fn whole_short_answer(text: &str) -> Option<String> {
     if choice_at_start(t).is_some() && t.len() > 1 {
         return Some(t.to_string());
     }
+    if t.contains(char::is_whitespace) {
+        return None;
+    }
     let bare = normalize_latex(t);
     let word =
         !bare.is_empty() && bare.len() <= 24 && bare.chars().all(|c| c.is_ascii_alphabetic());
@@ -442,8 +445,9 @@ fn has_word(s: &str, min: usize) -> bool {
             }
             let word = &s[start..i];
             let head = &s[..start];
-            let command =
-                head.ends_with('\\') || head.ends_with("\\begin{") || head.ends_with("\\end{");
+            let command = head.ends_with('\\')
+                || (head.ends_with('{')
+                    && (head.ends_with("\\begin{") || head.ends_with("\\end{")));
             let mathy = matches!(
                 word,
                 "and" | "or" | "sqrt" | "frac" | "pi" | "cdot" | "times"
