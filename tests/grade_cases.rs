@@ -675,6 +675,8 @@ fn choice_letters_in_prose_are_the_answer() {
     assert!(correct("B", "答案是 B。不是 A"));
     assert!(correct("D", "选项 A 错误，故选 D。"));
     assert!(correct("B", "The correct option is (B) since 15 is odd."));
+    assert!(correct("C", "So the answer should be C."));
+    assert!(correct("B", "After checking, option B is correct."));
     assert!(!correct(
         "B",
         "The correct option is (D) since 21 is divisible by 7."
@@ -858,6 +860,10 @@ fn cli_cases_agreement_per_source_and_policy_flags() {
         "--option",
         "15",
     ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("verdict:    correct"), "{out}");
+    // Negative numbers are values, not flags.
+    let (code, out, _) = gpassk(&["grade", "--gold", "-1.25", "--pred", "-1 1/4"]);
     assert_eq!(code, 0);
     assert!(out.contains("verdict:    correct"), "{out}");
     for bad in [

@@ -15,16 +15,21 @@ const EXIT_BAD_INPUT: i32 = 2;
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Gold answer (clean, or wrapped in `$…$` / `\boxed{}`).
-    #[arg(long, requires = "pred", conflicts_with = "cases")]
+    #[arg(
+        long,
+        requires = "pred",
+        conflicts_with = "cases",
+        allow_hyphen_values = true
+    )]
     pub gold: Option<String>,
     /// Model response to grade against --gold.
-    #[arg(long, requires = "gold")]
+    #[arg(long, requires = "gold", allow_hyphen_values = true)]
     pub pred: Option<String>,
     /// JSONL file of {"gold","pred"[,"expected","source","options"]} cases.
     #[arg(long)]
     pub cases: Option<PathBuf>,
     /// Options of a multiple-choice problem, in order A, B, … (repeatable; with --gold).
-    #[arg(long = "option")]
+    #[arg(long = "option", allow_hyphen_values = true)]
     pub options: Vec<String>,
     /// One JSON object per case instead of the human-readable report.
     #[arg(long)]
