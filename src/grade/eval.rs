@@ -252,24 +252,7 @@ pub fn exact(n: &Node) -> Option<BigRational> {
             }
             BigRational::from_integer(acc)
         }
-        Node::Call(name, args) if name == "mod" && args.len() == 2 => {
-            let (a, m) = (exact(&args[0])?, exact(&args[1])?);
-            if !a.is_integer() || !m.is_integer() || m.is_zero() {
-                return None;
-            }
-            let (a, m) = (a.to_integer(), m.to_integer());
-            BigRational::from_integer(((a % &m) + &m) % &m)
-        }
-        Node::Call(name, args) if name == "det" && args.len() == 1 => {
-            let Node::Matrix(rows) = &args[0] else {
-                return None;
-            };
-            let mut m = Vec::with_capacity(rows.len());
-            for r in rows {
-                m.push(r.iter().map(exact).collect::<Option<Vec<_>>>()?);
-            }
-            det(&m, BigRational::zero(), |a, b| a * b, |a, b| a + b, |a| -a)?
-        }
+        Node::Call(name, args) if matches!(name.as_str(), "mod" | "det") => exact_call(name, args)?,
         Node::Call(name, args) if name == "sqrt" && args.len() == 1 => {
             let v = exact(&args[0])?;
             if v.is_negative() {
@@ -310,6 +293,28 @@ fn det<T: Clone>(
         acc = add(acc, if j % 2 == 0 { term } else { neg(term) });
     }
     Some(acc)
+}
+
+/// Exact `a mod m` of integers and determinants of rational matrices.
+fn exact_call(name: &str, args: &[Node]) -> Option<BigRational> {
+    match (name, args) {
+        ("mod", [a, m]) => {
+            let (a, m) = (exact(a)?, exact(m)?);
+            if !a.is_integer() || !m.is_integer() || m.is_zero() {
+                return None;
+            }
+            let (a, m) = (a.to_integer(), m.to_integer());
+            Some(BigRational::from_integer(((a % &m) + &m) % &m))
+        }
+        ("det", [Node::Matrix(rows)]) => {
+            let mut m = Vec::with_capacity(rows.len());
+            for r in rows {
+                m.push(r.iter().map(exact).collect::<Option<Vec<_>>>()?);
+            }
+            det(&m, BigRational::zero(), |a, b| a * b, |a, b| a + b, |a| -a)
+        }
+        _ => None,
+    }
 }
 
 fn bounded(q: &BigRational) -> Option<()> {

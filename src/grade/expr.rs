@@ -113,20 +113,7 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
         }
         if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
-            let (tok, next) = scan_number(&chars, i, group_depth > 0);
-            let after_op = out
-                .last()
-                .is_some_and(|t| matches!(t, Tok::Op('/' | '^' | '.')));
-            match mixed_fraction(&chars, next, &tok) {
-                Some((a, b, end)) if !after_op => {
-                    out.push(Tok::Mixed(tok, a, b));
-                    i = end;
-                }
-                _ => {
-                    out.push(Tok::Num(tok));
-                    i = next;
-                }
-            }
+            i = push_number(&mut out, &chars, i, group_depth > 0);
             continue;
         }
         if c.is_ascii_alphabetic() {
@@ -191,6 +178,24 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
         i += 2;
     }
     Some(out)
+}
+
+/// Pushes the number at `i` (a mixed number when one follows); returns where scanning resumes.
+fn push_number(out: &mut Vec<Tok>, chars: &[char], i: usize, in_group: bool) -> usize {
+    let (tok, next) = scan_number(chars, i, in_group);
+    let after_op = out
+        .last()
+        .is_some_and(|t| matches!(t, Tok::Op('/' | '^' | '.')));
+    match mixed_fraction(chars, next, &tok) {
+        Some((a, b, end)) if !after_op => {
+            out.push(Tok::Mixed(tok, a, b));
+            end
+        }
+        _ => {
+            out.push(Tok::Num(tok));
+            next
+        }
+    }
 }
 
 /// ` 3/4` after a whole number: a proper fraction separated by spaces makes a mixed number.
@@ -991,37 +996,7 @@ impl Parser {
                 Ok(Node::Call(full, vec![body]))
             }
             f if FUNCS.contains(&f) || matches!(f, "arccot" | "arcsec" | "arccsc" | "lg") => {
-                let mut power = None;
-                let mut base = None;
-                for _ in 0..2 {
-                    if self.is_op('^') {
-                        self.pos += 1;
-                        power = Some(self.parse_exponent()?);
-                    } else if self.is_op('_') {
-                        self.pos += 1;
-                        base = Some(self.arg()?);
-                    }
-                }
-                let trig = matches!(f, "sin" | "cos" | "tan" | "sec" | "csc" | "cot");
-                self.trig_depth += usize::from(trig);
-                let a = if self.is_op('(') || self.is_op('{') {
-                    self.parse_postfix()
-                } else {
-                    self.parse_power()
-                };
-                self.trig_depth -= usize::from(trig);
-                let a = a?;
-                let mut node = match (f, base) {
-                    ("log", Some(b)) => Node::Div(
-                        Box::new(Node::Call("ln".into(), vec![a])),
-                        Box::new(Node::Call("ln".into(), vec![b])),
-                    ),
-                    _ => Node::Call(f.to_string(), vec![a]),
-                };
-                if let Some(p) = power {
-                    node = Node::Pow(Box::new(node), Box::new(p));
-                }
-                Ok(node)
+                self.parse_function(f)
             }
             "cup" | "in" | "end" | "rfloor" | "rceil" => Err(()),
             other => {
@@ -1034,6 +1009,41 @@ impl Parser {
                 }
             }
         }
+    }
+
+    /// `\sin^2(x)`, `\log_2 8`: a named function with optional power and base.
+    fn parse_function(&mut self, f: &str) -> PResult {
+        let mut power = None;
+        let mut base = None;
+        for _ in 0..2 {
+            if self.is_op('^') {
+                self.pos += 1;
+                power = Some(self.parse_exponent()?);
+            } else if self.is_op('_') {
+                self.pos += 1;
+                base = Some(self.arg()?);
+            }
+        }
+        let trig = matches!(f, "sin" | "cos" | "tan" | "sec" | "csc" | "cot");
+        self.trig_depth += usize::from(trig);
+        let a = if self.is_op('(') || self.is_op('{') {
+            self.parse_postfix()
+        } else {
+            self.parse_power()
+        };
+        self.trig_depth -= usize::from(trig);
+        let a = a?;
+        let mut node = match (f, base) {
+            ("log", Some(b)) => Node::Div(
+                Box::new(Node::Call("ln".into(), vec![a])),
+                Box::new(Node::Call("ln".into(), vec![b])),
+            ),
+            _ => Node::Call(f.to_string(), vec![a]),
+        };
+        if let Some(p) = power {
+            node = Node::Pow(Box::new(node), Box::new(p));
+        }
+        Ok(node)
     }
 
     fn parse_env(&mut self) -> PResult {
