@@ -648,6 +648,7 @@ fn degrees_inside_trig_functions_are_degrees() {
     assert!(correct("\\frac12", "\\boxed{\\cos(60^\\circ)}"));
     assert!(correct("\\cos x", "\\boxed{\\sin(90^{\\circ}-x)}"));
     assert!(correct("1", "\\boxed{\\sin 90°}"));
+    assert!(correct("1", "\\boxed{\\tan 45 \\text{ degrees}}"));
     assert!(!correct("0", "\\boxed{\\sin(90^\\circ)}"));
     // Outside a trigonometric function the degree sign is a unit.
     assert!(correct("90", "\\boxed{90^\\circ}"));
@@ -676,6 +677,7 @@ fn choice_letters_in_prose_are_the_answer() {
     assert!(correct("D", "选项 A 错误，故选 D。"));
     assert!(correct("B", "The correct option is (B) since 15 is odd."));
     assert!(correct("C", "So the answer should be C."));
+    assert!(correct("C", "The answer is option (C)."));
     assert!(correct("B", "After checking, option B is correct."));
     assert!(!correct(
         "B",
@@ -713,6 +715,7 @@ fn chinese_cues_and_full_width_punctuation() {
     assert!(correct("2.5", "故所求的值为２．５。"));
     assert!(correct("x>3", "解得 x＞3。"));
     assert!(correct("7", "Réponse : 7"));
+    assert!(correct("7", "最后结果是 7"));
 }
 
 #[test]
@@ -722,6 +725,8 @@ fn final_value_after_an_unparsed_left_side() {
         "$\\begin{vmatrix} 3 & 1 \\\\ 2 & 3 \\end{vmatrix} = 7$"
     ));
     assert!(correct("2", "\\boxed{17 \\bmod 5 = 2}"));
+    assert!(correct("6", "\\boxed{\\gcd(12, 18) = 6}"));
+    assert!(!correct("0", "\\boxed{a + 3z = 0}"));
     assert!(correct("y = 2x + 3", "\\boxed{f(x) = 2x + 3}"));
     assert!(!correct("x = 3", "\\boxed{y = 3}"));
     assert!(correct("answer is 7", "\\boxed{7}"));

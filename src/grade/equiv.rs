@@ -496,6 +496,21 @@ fn is_constant(n: &Node) -> bool {
     }
 }
 
+/// `\gcd(12, 18)`: built of numbers and named operations, no unknowns.
+fn no_variables(n: &Node) -> bool {
+    match n {
+        Node::Num(..) | Node::Pi | Node::E | Node::I => true,
+        Node::Sym(s) => s.starts_with('\\'),
+        Node::Neg(a) | Node::Fact(a) => no_variables(a),
+        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) | Node::Tuple(v) | Node::List(v) => {
+            v.iter().all(no_variables)
+        }
+        Node::Div(a, b) | Node::Pow(a, b) => no_variables(a) && no_variables(b),
+        Node::Matrix(rows) => rows.iter().flatten().all(no_variables),
+        _ => false,
+    }
+}
+
 /// `y` or `f(x)`: a name for a function's value, so `y = 2x+3` and `f(x) = 2x+3` agree.
 fn is_dependent_name(n: &Node) -> bool {
     match n {
@@ -510,7 +525,8 @@ fn stated_value(n: &Node) -> Option<&Node> {
     if let Node::Rel(parts, ops) = n {
         if ops.len() == 1 && ops[0] == RelOp::Eq {
             let (l, r) = (&parts[0], &parts[1]);
-            if is_label(l) || (is_constant(l) && is_constant(r)) {
+            let known = is_constant(r) && (is_constant(l) || no_variables(l));
+            if is_label(l) || known {
                 return Some(r);
             }
         }

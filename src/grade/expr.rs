@@ -306,6 +306,7 @@ fn push_word(out: &mut Vec<Tok>, word: &str, chars: &[char], i: &mut usize) {
     let lower = word.to_ascii_lowercase();
     match lower.as_str() {
         "and" | "or" | "und" => out.push(Tok::Op(',')),
+        "gcd" | "lcm" => out.push(Tok::Cmd(lower.clone())),
         "pi" => out.push(Tok::Cmd("pi".into())),
         "inf" | "infty" | "infinity" => out.push(Tok::Cmd("infty".into())),
         w if FUNCS.contains(&w) => out.push(Tok::Cmd(w.to_string())),

@@ -47,7 +47,10 @@ static LETTER_IS_CORRECT: LazyLock<Regex> = LazyLock::new(|| {
 /// Weaker non-English cues ("Réponse :", 所以, 因此, 故, 即 …); like a bare "answer:", they never
 /// override a box.
 static CUE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:réponse\s*:|答\s*:|所以|因此|故|即|则|解得)\s*,?\s*").expect("static regex")
+    Regex::new(
+        r"(?i)(?:réponse\s*:|答\s*:|所以|因此|故|即|则|解得|综上(?:所述)?|结果(?:是|为))\s*,?\s*",
+    )
+    .expect("static regex")
 });
 
 /// One candidate span in the (normalised) response.
@@ -409,7 +412,13 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<(usize, bo
     if seg.is_empty() {
         return None;
     }
-    if let Some(letter) = choice_at_start(seg) {
+    // "the answer is option (C)": the word before the letter is not part of it.
+    let lead = seg.get(..7).map(str::to_ascii_lowercase);
+    let bare = match lead.as_deref() {
+        Some("option " | "choice ") => seg[7..].trim_start(),
+        _ => seg,
+    };
+    if let Some(letter) = choice_at_start(bare) {
         return Some((m.start(), strong, letter.to_string()));
     }
     let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");

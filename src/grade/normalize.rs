@@ -159,12 +159,17 @@ pub fn normalize_latex(s: &str) -> String {
     }
     if t.contains("circ") || t.contains("degree") {
         // Inside sin/cos/… a degree sign changes the value, so it is kept as a token there.
-        let mark = if has_trig(&t) { " \\degree " } else { " " };
+        let trig = has_trig(&t);
+        let mark = if trig { " \\degree " } else { " " };
         t = t
             .replace("^{\\circ}", mark)
             .replace("^\\circ", mark)
             .replace("\\circ", mark)
             .replace("\\degree", mark);
+        if trig && t.contains("degree") {
+            // `\tan 45 degrees` as well; the marker itself is left as it is.
+            t = DEGREE_WORD.replace_all(&t, " \\degree ").into_owned();
+        }
     }
     if t.contains('%') {
         t = t.replace("\\%", " ").replace('%', " ");
@@ -197,6 +202,9 @@ fn has_trig(s: &str) -> bool {
         .iter()
         .any(|f| s.contains(f))
 }
+
+static DEGREE_WORD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\\?degrees?").expect("static regex"));
 
 static STYLED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\\(?:mathcal|mathbb|mathscr|mathfrak)\s*\{").expect("static regex")
