@@ -719,6 +719,23 @@ fn chinese_cues_and_full_width_punctuation() {
 }
 
 #[test]
+fn text_and_unit_answers_after_a_phrase() {
+    assert!(correct(
+        "\\text{Evelyn}",
+        "The final answer is \\text{Evelyn}"
+    ));
+    assert!(correct(
+        "sampling survey",
+        "The final answer is sampling survey."
+    ));
+    assert!(correct(
+        "\\frac{270}{7}",
+        "The final answer is \\frac{270}7\\text{ degrees}"
+    ));
+    assert!(correct("120", "The final answer is The volume is 120."));
+}
+
+#[test]
 fn final_value_after_an_unparsed_left_side() {
     assert!(correct(
         "7",

@@ -428,10 +428,18 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<(usize, bo
     if has_cjk(seg) {
         return cjk_value(seg).map(|a| (m.start(), strong, a));
     }
-    // Prose after the phrase means the answer is its last number.
     if is_prose(seg) {
-        let (_, _, n) = last_number(seg)?;
-        return Some((m.start(), strong, n));
+        // A value with a unit after it (`\frac{270}7\text{ degrees}`, `120 square units`).
+        let mathy = seg.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '(' | '\\'));
+        if mathy && !seg.starts_with("\\text") && parse(&normalize_latex(seg)).is_some() {
+            return Some((m.start(), strong, clip(seg)));
+        }
+        // Otherwise the answer is the last number, or a short text answer ("sampling survey").
+        return match last_number(seg) {
+            Some((_, _, n)) => Some((m.start(), strong, n)),
+            None if seg.len() <= 60 => Some((m.start(), strong, clip(seg.trim_end_matches('.')))),
+            None => None,
+        };
     }
     let s = seg.trim_end_matches('.').trim();
     (!s.is_empty()).then(|| (m.start(), strong, clip(s)))
