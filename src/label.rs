@@ -8,7 +8,7 @@
 use crate::checkpoint::read_records;
 use crate::dataset::Problem;
 use crate::error::BadInput;
-use crate::grade::{grade, GradeConfig, Outcome};
+use crate::grade::{grade_with_options, GradeConfig, Outcome};
 use crate::plan::Plan;
 use crate::prompt::ChatMessage;
 use crate::runner::Prepared;
@@ -172,7 +172,8 @@ pub fn rollouts(
                 question: String::new(),
                 answer: plan.problems[p].answer.clone(),
                 subset: None,
-                fields: Default::default(),
+                // Kept for the problem's choice options, which the grader reads from its fields.
+                fields: plan.problems[p].fields.clone(),
             });
             out.items.push(Item {
                 solution: si,
@@ -216,7 +217,13 @@ pub fn labels(
     for_each_unit(checkpoint, &work.pseudo, k, false, |i, _slot, r| {
         done[i] += 1;
         let response = r.response.as_deref().unwrap_or("");
-        let verdict = grade(&work.pseudo[i].answer, response, grade_cfg);
+        let problem = &work.pseudo[i];
+        let verdict = grade_with_options(
+            &problem.answer,
+            response,
+            &problem.choice_options(),
+            grade_cfg,
+        );
         correct[i] += (verdict.outcome == Outcome::Correct) as u32;
         Ok(())
     })?;
@@ -256,9 +263,15 @@ pub fn solution_rows(
     }
     let mut rows = Vec::new();
     for (s, steps) in solutions.iter().zip(&by_solution) {
-        let p = index[s.problem_id.as_str()];
-        let final_correct =
-            grade(&plan.problems[p].answer, &s.solution, grade_cfg).outcome == Outcome::Correct;
+        let problem = &plan.problems[index[s.problem_id.as_str()]];
+        let final_correct = grade_with_options(
+            &problem.answer,
+            &s.solution,
+            &problem.choice_options(),
+            grade_cfg,
+        )
+        .outcome
+            == Outcome::Correct;
         let scored: Vec<&&StepLabel> = steps.iter().filter(|l| l.rollouts > 0).collect();
         rows.push(SolutionRow {
             problem_id: s.problem_id.clone(),

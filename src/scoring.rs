@@ -8,7 +8,7 @@ use crate::client::ApiKey;
 use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings};
 use crate::dataset::Problem;
 use crate::error::BadInput;
-use crate::grade::{canonical_key, grade, grade_against, Gold, GradeConfig, Outcome};
+use crate::grade::{canonical_key, grade_against, grade_with_options, Gold, GradeConfig, Outcome};
 use crate::judge::{judge_pending, render, response_hash, JudgeJob, JudgeStats, JudgeVerdicts};
 use crate::manifest::Manifest;
 use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
@@ -151,7 +151,12 @@ pub fn judge_model(
         |p, _slot, r| {
             let response = r.response.as_deref().unwrap_or("");
             let problem = &problems[p];
-            let verdict = grade(&problem.answer, response, grade_cfg);
+            let verdict = grade_with_options(
+                &problem.answer,
+                response,
+                &problem.choice_options(),
+                grade_cfg,
+            );
             if !mode.needs_judge(verdict.outcome)
                 || done.has(&r.problem_id, r.sample_index, response)
             {
@@ -421,11 +426,16 @@ fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> 
     Ok(batches)
 }
 
+/// A problem's gold answer, with its multiple-choice options when the dataset gives them.
+fn gold_of(problem: &Problem) -> Gold {
+    Gold::with_options(&problem.answer, &problem.choice_options())
+}
+
 fn grade_one(u: Pending, inputs: &ScoreInputs, golds: &[OnceLock<Gold>]) -> Graded {
     let r = u.record;
     let response = r.response.as_deref().unwrap_or("");
     let p = u.problem as usize;
-    let gold = golds[p].get_or_init(|| Gold::new(&inputs.problems[p].answer));
+    let gold = golds[p].get_or_init(|| gold_of(&inputs.problems[p]));
     let verdict = grade_against(gold, response, inputs.grade);
     let outcome = match inputs.judge {
         Some(j) => j.decide(&r.problem_id, r.sample_index, response, verdict.outcome),
@@ -516,10 +526,7 @@ pub fn score_run(
     judge: Option<&JudgeCall>,
 ) -> Result<RunResults> {
     let ev = &plan.settings.evaluation;
-    let grade = GradeConfig {
-        extract_regex: ev.answer_extract_regex.clone(),
-        rel_tol: ev.rel_tol,
-    };
+    let grade = ev.grade_config();
     let mut models = Vec::new();
     for m in &plan.settings.models {
         let verdicts = verdicts_for(plan, run_dir, m, &grade, judge)?;

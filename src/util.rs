@@ -89,6 +89,26 @@ pub fn coarse_k_note(k: u64, models: &[(&str, u64)]) -> Option<String> {
     })
 }
 
+/// `f` over `items` on every core, results in input order (so output never depends on timing).
+pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if workers < 2 || items.len() < 64 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(workers);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// The width human tables must fit: `COLUMNS` when set, else the terminal's, else 80.
 pub fn terminal_width() -> usize {
     std::env::var("COLUMNS")
@@ -148,6 +168,15 @@ mod tests {
         assert_eq!(short("ééééééééééééééé"), "éééééééééééé");
         assert_eq!(short("abc"), "abc");
         assert_eq!(hex(&[0, 15, 255]), "000fff");
+    }
+
+    #[test]
+    fn par_map_keeps_input_order() {
+        let items: Vec<u64> = (0..1000).collect();
+        assert_eq!(
+            par_map(&items, |x| x * 2),
+            items.iter().map(|x| x * 2).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -1,9 +1,14 @@
 //! `gpassk grade`: grade one pair or a JSONL file of cases and report agreement with labels.
 
 use crate::error::ExitStatus;
-use crate::grade::{equivalent, extract, gold_answer, normal_form, GradeConfig};
+use crate::grade::{
+    gold_answer, grade_with_options, normal_form, GradeConfig, ListOrder, Outcome, Percent, Policy,
+    StyledLetters, Tolerance, MAX_DECIMALS,
+};
+use crate::util::par_map;
 use anyhow::Context;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Exit code for unusable input (missing file, malformed line).
@@ -12,20 +17,40 @@ const EXIT_BAD_INPUT: i32 = 2;
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Gold answer (clean, or wrapped in `$…$` / `\boxed{}`).
-    #[arg(long, requires = "pred", conflicts_with = "cases")]
+    #[arg(
+        long,
+        requires = "pred",
+        conflicts_with = "cases",
+        allow_hyphen_values = true
+    )]
     pub gold: Option<String>,
     /// Model response to grade against --gold.
-    #[arg(long, requires = "gold")]
+    #[arg(long, requires = "gold", allow_hyphen_values = true)]
     pub pred: Option<String>,
-    /// JSONL file of {"gold","pred"[,"expected"]} cases.
+    /// JSONL file of {"gold","pred"[,"expected","source","options"]} cases.
     #[arg(long)]
     pub cases: Option<PathBuf>,
+    /// Options of a multiple-choice problem, in order A, B, … (repeatable; with --gold).
+    #[arg(long = "option", allow_hyphen_values = true)]
+    pub options: Vec<String>,
     /// One JSON object per case instead of the human-readable report.
     #[arg(long)]
     pub json: bool,
-    /// Relative tolerance for decimals.
-    #[arg(long, default_value_t = 1e-6)]
-    pub rel_tol: f64,
+    /// Decimals agree when equal after rounding to this many places (default 6, as Math-Verify).
+    #[arg(long, conflicts_with = "rel_tol")]
+    pub precision: Option<u32>,
+    /// Compare decimals by relative difference instead of rounding.
+    #[arg(long)]
+    pub rel_tol: Option<f64>,
+    /// Unbracketed lists `1, 2`: "any" order (default) or "as_written".
+    #[arg(long, default_value = "any")]
+    pub list_order: String,
+    /// A value written with %: "either" (28% matches 28 and 0.28; default) or "strip" (28 only).
+    #[arg(long, default_value = "either")]
+    pub percent: String,
+    /// `\mathcal{B}` vs `B`: "distinct" (default) or "same".
+    #[arg(long, default_value = "distinct")]
+    pub styled_letters: String,
     /// Extraction regex tried before the built-in rules (repeatable).
     #[arg(long = "extract-regex")]
     pub extract_regex: Vec<String>,
@@ -39,17 +64,46 @@ struct Graded {
     equivalent: bool,
 }
 
-fn grade_pair(gold: &str, pred: &str, cfg: &GradeConfig) -> Graded {
-    let extracted = extract(pred, cfg);
-    let ok = extracted
-        .as_deref()
-        .is_some_and(|e| equivalent(&gold_answer(gold), e, cfg));
+fn grade_pair(gold: &str, pred: &str, options: &[String], cfg: &GradeConfig) -> Graded {
+    let v = grade_with_options(gold, pred, options, cfg);
     Graded {
         gold: gold.to_string(),
         pred: pred.to_string(),
-        extracted,
-        equivalent: ok,
+        extracted: v.extracted,
+        equivalent: v.outcome == Outcome::Correct,
     }
+}
+
+/// The grading policy from the flags, or a one-line error.
+fn policy(args: &Args) -> Result<Policy, String> {
+    let tolerance = match (args.precision, args.rel_tol) {
+        (Some(d), _) if d > MAX_DECIMALS => {
+            return Err(format!(
+                "--precision {d}: at most {MAX_DECIMALS} decimal places"
+            ))
+        }
+        (Some(d), _) => Tolerance::Decimals(d),
+        (None, Some(t)) if !(t.is_finite() && t >= 0.0) => {
+            return Err(format!("--rel-tol {t}: must be a non-negative number"))
+        }
+        (None, Some(t)) => Tolerance::Relative(t),
+        (None, None) => Tolerance::default(),
+    };
+    let bad = |flag: &str, v: &str, ok: &str| format!("--{flag} {v:?}: use {ok}");
+    Ok(Policy {
+        tolerance,
+        list_order: ListOrder::parse(&args.list_order)
+            .ok_or_else(|| bad("list-order", &args.list_order, "\"any\" or \"as_written\""))?,
+        percent: Percent::parse(&args.percent)
+            .ok_or_else(|| bad("percent", &args.percent, "\"either\" or \"strip\""))?,
+        styled_letters: StyledLetters::parse(&args.styled_letters).ok_or_else(|| {
+            bad(
+                "styled-letters",
+                &args.styled_letters,
+                "\"distinct\" or \"same\"",
+            )
+        })?,
+    })
 }
 
 fn json_line(g: &Graded) -> String {
@@ -67,9 +121,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
 }
 
 fn run_code(args: Args) -> anyhow::Result<i32> {
-    let mut cfg = GradeConfig {
-        rel_tol: args.rel_tol,
-        ..GradeConfig::default()
+    let mut cfg = match policy(&args) {
+        Ok(policy) => GradeConfig {
+            policy,
+            ..GradeConfig::default()
+        },
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            return Ok(EXIT_BAD_INPUT);
+        }
     };
     for (i, r) in args.extract_regex.iter().enumerate() {
         match regex::Regex::new(r) {
@@ -87,7 +147,7 @@ fn run_code(args: Args) -> anyhow::Result<i32> {
         eprintln!("error: give --gold and --pred, or --cases FILE.jsonl");
         return Ok(EXIT_BAD_INPUT);
     };
-    let g = grade_pair(gold, pred, &cfg);
+    let g = grade_pair(gold, pred, &args.options, &cfg);
     if args.json {
         println!("{}", json_line(&g));
         return Ok(0);
@@ -121,6 +181,8 @@ struct Case {
     gold: String,
     pred: String,
     expected: Option<bool>,
+    source: Option<String>,
+    options: Vec<String>,
 }
 
 fn read_cases(path: &PathBuf) -> Result<Vec<Case>, String> {
@@ -145,11 +207,31 @@ fn read_cases(path: &PathBuf) -> Result<Vec<Case>, String> {
             Some(Value::Bool(b)) => Some(*b),
             Some(_) => return Err(format!("{shown}:{n}: \"expected\" must be true or false")),
         };
+        let source = match v.get("source") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(format!("{shown}:{n}: \"source\" must be a string")),
+        };
+        let options = match v.get("options") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|o| o.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("{shown}:{n}: \"options\" must be a list of strings"))?,
+            Some(_) => {
+                return Err(format!(
+                    "{shown}:{n}: \"options\" must be a list of strings"
+                ))
+            }
+        };
         cases.push(Case {
             line: n,
             gold: field("gold")?,
             pred: field("pred")?,
             expected,
+            source,
+            options,
         });
     }
     Ok(cases)
@@ -184,8 +266,15 @@ fn run_cases(path: &PathBuf, as_json: bool, cfg: &GradeConfig) -> anyhow::Result
     let mut correct = 0usize;
     let mut disagreements = Vec::new();
     let mut out = String::new();
-    for c in &cases {
-        let g = grade_pair(&c.gold, &c.pred, cfg);
+    // Per source: (labelled, agreeing).
+    let mut by_source: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let graded = par_map(&cases, |c| grade_pair(&c.gold, &c.pred, &c.options, cfg));
+    for (c, g) in cases.iter().zip(graded) {
+        if let (Some(src), Some(exp)) = (&c.source, c.expected) {
+            let e = by_source.entry(src.as_str()).or_default();
+            e.0 += 1;
+            e.1 += usize::from(exp == g.equivalent);
+        }
         if g.equivalent {
             correct += 1;
         }
@@ -219,6 +308,10 @@ fn run_cases(path: &PathBuf, as_json: bool, cfg: &GradeConfig) -> anyhow::Result
         report.push_str(&format!(
             "agreement with expected: {agree}/{labelled} ({pct:.1}%)\n"
         ));
+        for (src, (n, ok)) in &by_source {
+            let pct = 100.0 * *ok as f64 / *n as f64;
+            report.push_str(&format!("  source {src}: {ok}/{n} ({pct:.1}%)\n"));
+        }
         for (line, exp, extracted) in &disagreements {
             let c = cases.iter().find(|c| c.line == *line);
             let (gold, pred) = c.map_or((String::new(), String::new()), |c| {

@@ -3,7 +3,6 @@
 use crate::checkpoint::checkpoint_path;
 use crate::config::ModelSettings;
 use crate::error::{bad_input, BadInput, ExitStatus};
-use crate::grade::GradeConfig;
 use crate::label::{self, Rollouts, Solution, StepLabel};
 use crate::plan::{self, Plan};
 use crate::runner::{self, ModelEnd, SamplingJob};
@@ -206,10 +205,7 @@ fn write_labels(
     model: &ModelSettings,
 ) -> Result<Vec<StepLabel>> {
     let ev = &plan.settings.evaluation;
-    let grade_cfg = GradeConfig {
-        extract_regex: ev.answer_extract_regex.clone(),
-        rel_tol: ev.rel_tol,
-    };
+    let grade_cfg = ev.grade_config();
     let ck = checkpoint_path(out, &model.name);
     let labels = label::labels(&ck, work, solutions, args.k, &grade_cfg)?;
     let mut jsonl = Vec::new();

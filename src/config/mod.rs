@@ -204,4 +204,32 @@ mod tests {
         assert_eq!(closest("sed", keys.iter().copied()), Some("seed"));
         assert_eq!(closest("banana", keys.iter().copied()), None);
     }
+
+    #[test]
+    fn grading_policy_keys() {
+        use crate::grade::{ListOrder, Percent, Policy, StyledLetters, Tolerance};
+        let base = "[api]\nbase_url = \"http://127.0.0.1:1\"\n[[models]]\nname = \"a\"\n[evaluation]\ndataset = \"gsm8k\"\n";
+        let load = |extra: &str| load_str(&format!("{base}{extra}"), Path::new("cfg.toml"));
+        let policy = |extra: &str| load(extra).unwrap().evaluation.grading;
+        assert_eq!(policy(""), Policy::default());
+        assert_eq!(policy("").tolerance, Tolerance::Decimals(6));
+        let p = policy("precision = 3\nlist_order = \"as_written\"\npercent = \"strip\"\nstyled_letters = \"same\"\n");
+        assert_eq!(p.tolerance, Tolerance::Decimals(3));
+        assert_eq!(p.list_order, ListOrder::AsWritten);
+        assert_eq!(p.percent, Percent::Strip);
+        assert_eq!(p.styled_letters, StyledLetters::Same);
+        assert_eq!(
+            policy("rel_tol = 1e-4\n").tolerance,
+            Tolerance::Relative(1e-4)
+        );
+        for (bad, key) in [
+            ("precision = 2\nrel_tol = 1e-3\n", "rel_tol"),
+            ("precision = 40\n", "precision"),
+            ("percent = \"half\"\n", "percent"),
+            ("list_order = \"sorted\"\n", "list_order"),
+        ] {
+            let msg = load(bad).unwrap_err().to_string();
+            assert!(msg.contains(key) && msg.contains("cfg.toml"), "{msg}");
+        }
+    }
 }

@@ -116,6 +116,14 @@ pub struct RawEvaluation {
     pub fields: Option<RawFields>,
     pub few_shot: Option<RawFewShot>,
     pub rel_tol: Option<f64>,
+    /// Decimal places two decimals must agree to (default 6); excludes `rel_tol`.
+    pub precision: Option<i64>,
+    /// `any` (default) or `as_written`.
+    pub list_order: Option<String>,
+    /// `either` (default) or `strip`.
+    pub percent: Option<String>,
+    /// `distinct` (default) or `same`.
+    pub styled_letters: Option<String>,
     /// `rule` (default), `judge` or `rule_then_judge`.
     pub grader: Option<String>,
 }

@@ -97,8 +97,19 @@ pub struct EvalSettings {
     pub answer_extract_regex: Vec<regex::Regex>,
     pub limit: Option<usize>,
     pub few_shot: FewShot,
-    pub rel_tol: f64,
+    /// Grading policy (tolerance, list order, percent, styled letters).
+    pub grading: crate::grade::Policy,
     pub grader: GraderMode,
+}
+
+impl EvalSettings {
+    /// The rule grader's settings: the extraction regexes and the grading policy.
+    pub fn grade_config(&self) -> crate::grade::GradeConfig {
+        crate::grade::GradeConfig {
+            extract_regex: self.answer_extract_regex.clone(),
+            policy: self.grading,
+        }
+    }
 }
 
 struct Ctx<'a> {
@@ -647,13 +658,7 @@ fn resolve_eval(
             )),
         },
     };
-    let rel_tol = ev.rel_tol.unwrap_or(1e-6);
-    if !(rel_tol.is_finite() && rel_tol >= 0.0) {
-        return Err(err(
-            "rel_tol",
-            format!("{rel_tol} must be a non-negative number"),
-        ));
-    }
+    let grading = grading_policy(ev).map_err(|(field, msg)| err(field, msg))?;
     if let Some(t) = &ev.prompt_template {
         if !t.contains("{question}") {
             return Err(err("prompt_template", "must contain {question}".into()));
@@ -680,7 +685,61 @@ fn resolve_eval(
         answer_extract_regex,
         limit,
         few_shot,
-        rel_tol,
+        grading,
+    })
+}
+
+/// `[evaluation]` grading choices: `precision` or `rel_tol`, `list_order`, `percent`, `styled_letters`.
+fn grading_policy(
+    ev: &super::raw::RawEvaluation,
+) -> Result<crate::grade::Policy, (&'static str, String)> {
+    use crate::grade::{ListOrder, Percent, Policy, StyledLetters, Tolerance, MAX_DECIMALS};
+    let tolerance = match (ev.precision, ev.rel_tol) {
+        (Some(_), Some(_)) => {
+            return Err((
+                "rel_tol",
+                "give either `precision` or `rel_tol`, not both".into(),
+            ))
+        }
+        (Some(d), None) => match u32::try_from(d) {
+            Ok(d) if d <= MAX_DECIMALS => Tolerance::Decimals(d),
+            _ => return Err(("precision", format!("{d} must be 0 to {MAX_DECIMALS}"))),
+        },
+        (None, Some(t)) if t.is_finite() && t >= 0.0 => Tolerance::Relative(t),
+        (None, Some(t)) => return Err(("rel_tol", format!("{t} must be a non-negative number"))),
+        (None, None) => Tolerance::default(),
+    };
+    fn pick<T: Default>(
+        v: &Option<String>,
+        field: &'static str,
+        parse: fn(&str) -> Option<T>,
+        ok: &str,
+    ) -> Result<T, (&'static str, String)> {
+        match v {
+            None => Ok(T::default()),
+            Some(s) => parse(s).ok_or_else(|| (field, format!("{s:?}: use {ok}"))),
+        }
+    }
+    Ok(Policy {
+        tolerance,
+        list_order: pick(
+            &ev.list_order,
+            "list_order",
+            ListOrder::parse,
+            "\"any\" or \"as_written\"",
+        )?,
+        percent: pick(
+            &ev.percent,
+            "percent",
+            Percent::parse,
+            "\"either\" or \"strip\"",
+        )?,
+        styled_letters: pick(
+            &ev.styled_letters,
+            "styled_letters",
+            StyledLetters::parse,
+            "\"distinct\" or \"same\"",
+        )?,
     })
 }
 

@@ -48,6 +48,14 @@ pub struct Problem {
 }
 
 impl Problem {
+    /// A multiple-choice problem's options in order (A, B, …): the `options` field, one a line;
+    /// empty for other problems.
+    pub fn choice_options(&self) -> Vec<&str> {
+        self.fields.get("options").map_or_else(Vec::new, |o| {
+            o.lines().map(str::trim).filter(|l| !l.is_empty()).collect()
+        })
+    }
+
     /// The text an assistant turn shows when this problem serves as a few-shot example: the worked
     /// solution when there is one, ending with the answer in `\boxed{}`.
     pub fn worked_answer(&self) -> String {

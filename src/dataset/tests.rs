@@ -595,3 +595,26 @@ fn few_shot_unknown_source_is_an_error() {
     let err = source.examples("math500", &BTreeSet::new()).unwrap_err();
     assert!(err.to_string().contains("did you mean `aime24`?"));
 }
+
+#[test]
+fn choice_options_are_read_one_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "mc.jsonl",
+        "{\"question\": \"1+1?\", \"answer\": \"B\", \"options\": [\"A. 1\", \"B. 2\", \"C. 3\"]}\n\
+         {\"question\": \"2+2?\", \"answer\": \"4\", \"options\": []}\n"
+            .as_bytes(),
+    );
+    let dataset = load_path(&path, None).unwrap();
+    assert_eq!(
+        dataset.problems[0].choice_options(),
+        ["A. 1", "B. 2", "C. 3"]
+    );
+    assert!(dataset.problems[1].choice_options().is_empty());
+    // The grader maps the letter to its option's value.
+    let gold = crate::grade::Gold::with_options("B", &dataset.problems[0].choice_options());
+    let cfg = crate::grade::GradeConfig::default();
+    let v = crate::grade::grade_against(&gold, "so the sum is \\boxed{2}", &cfg);
+    assert_eq!(v.outcome, crate::grade::Outcome::Correct);
+}

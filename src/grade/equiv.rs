@@ -2,9 +2,13 @@
 
 use super::eval::{eval, exact, has_decimal, to_f64, C, POINTS};
 use super::expr::{parse, Node, RelOp};
-use super::normalize::{normalize_latex, text_form};
-use super::GradeConfig;
+use super::normalize::{normalize_latex, strip_styled_letters, text_form};
+use super::{GradeConfig, ListOrder, Percent, StyledLetters, Tolerance};
+use num_bigint::BigInt;
+use num_rational::BigRational;
 use num_traits::Signed;
+use regex::Regex;
+use std::sync::LazyLock;
 
 /// At most this many `±` expansions per answer (2^3 sign choices).
 const MAX_PM: usize = 3;
@@ -20,7 +24,13 @@ pub struct Prepared {
     pub norm: String,
     pub text: String,
     pub node: Option<Node>,
+    /// Written with `%` (or "percent"), which normalisation drops.
+    pub percent: bool,
 }
+
+/// `3,5`: two integers joined by a bare comma, which may be a decimal comma.
+static COMMA_PAIR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(-?\d+),(\d+)$").expect("static regex"));
 
 pub fn prepare(raw: &str) -> Prepared {
     if raw.len() > MAX_NORMALIZE_BYTES {
@@ -31,19 +41,132 @@ pub fn prepare(raw: &str) -> Prepared {
             norm,
             text,
             node: None,
+            percent: false,
         };
     }
+    let percent = raw.contains('%') || raw.contains("ercent") || raw.contains("pct");
     let norm = normalize_latex(raw);
     let text = text_form(&norm);
     let node = if norm.len() > MAX_PARSE_BYTES {
         None
     } else {
-        parse(&norm).map(simplify)
+        parse(&norm).or_else(|| final_value(&norm)).map(simplify)
     };
-    Prepared { norm, text, node }
+    Prepared {
+        norm,
+        text,
+        node,
+        percent,
+    }
+}
+
+/// `\begin{…}…\end{…} = 3`, `17 \bmod 5 = 2`: when the whole does not parse, a constant after
+/// the last top-level `=` is the answer.
+fn final_value(norm: &str) -> Option<Node> {
+    let b = norm.as_bytes();
+    let mut depth = 0i32;
+    let mut at = None;
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'{' | b'(' | b'[' => depth += 1,
+            b'}' | b')' | b']' => depth -= 1,
+            b'=' if depth == 0 && (i == 0 || !matches!(b[i - 1], b'<' | b'>' | b'!' | b'\\')) => {
+                at = Some(i)
+            }
+            _ => {}
+        }
+    }
+    let rhs = parse(&norm[at? + 1..])?;
+    is_constant(&rhs).then_some(rhs)
 }
 
 pub fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> bool {
+    if plain_equivalent(a, b, cfg) {
+        return true;
+    }
+    let policy = &cfg.policy;
+    if policy.percent == Percent::Either && a.percent != b.percent {
+        // `28\%` is also the number 0.28.
+        let (pct, other) = if a.percent { (a, b) } else { (b, a) };
+        if let (Some(x), Some(y)) = (&pct.node, &other.node) {
+            let hundredth = Node::Div(Box::new(x.clone()), Box::new(super::expr::int(100)));
+            if is_scalar(x) && same(&hundredth, y, cfg) {
+                return true;
+            }
+        }
+    }
+    if policy.styled_letters == StyledLetters::Same {
+        let (x, y) = (strip_styled_letters(&a.norm), strip_styled_letters(&b.norm));
+        if x.is_some() || y.is_some() {
+            let x = prepare(x.as_deref().unwrap_or(&a.norm));
+            let y = prepare(y.as_deref().unwrap_or(&b.norm));
+            return plain_equivalent(&x, &y, cfg);
+        }
+    }
+    // `3,5` against a single number: a decimal comma (a list or grouping would not match anyway).
+    for (one, pair) in [(a, b), (b, a)] {
+        if !pair.norm.contains(',') {
+            continue;
+        }
+        if let (Some(n), Some(c)) = (&one.node, COMMA_PAIR.captures(&pair.norm)) {
+            if is_scalar(n) {
+                if let Some(dec) = prepare(&format!("{}.{}", &c[1], &c[2])).node {
+                    return same(n, &dec, cfg);
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The options' letter a prepared answer names: its letter, or the option whose value it is.
+fn option_index(p: &Prepared, options: &[Prepared], cfg: &GradeConfig) -> Option<usize> {
+    if let Some(c) = choice_letter(&p.text) {
+        let i = (c as u8 - b'a') as usize;
+        return (i < options.len()).then_some(i);
+    }
+    options.iter().position(|o| plain_equivalent(p, o, cfg))
+}
+
+/// Multiple choice with known options: `Some(same)` when both answers name an option.
+pub fn same_option(
+    gold: &Prepared,
+    pred: &Prepared,
+    options: &[Prepared],
+    cfg: &GradeConfig,
+) -> Option<bool> {
+    if options.is_empty() {
+        return None;
+    }
+    let g = option_index(gold, options, cfg)?;
+    let p = option_index(pred, options, cfg)?;
+    Some(g == p)
+}
+
+/// An option without its leading label: `A. 12`, `(B) 15`, `C) 18`, `D: 21` → the value.
+pub fn strip_option_label(o: &str) -> &str {
+    let t = o.trim();
+    let b = t.as_bytes();
+    let (open, at) = if b.first() == Some(&b'(') {
+        (true, 1)
+    } else {
+        (false, 0)
+    };
+    if b.get(at).is_some_and(u8::is_ascii_uppercase) {
+        let next = b.get(at + 1).copied();
+        let labelled = match next {
+            Some(b')') => true,
+            Some(b'.' | b':') => !open,
+            _ => false,
+        };
+        if labelled {
+            return t[at + 2..].trim();
+        }
+    }
+    t
+}
+
+fn plain_equivalent(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> bool {
     if !a.text.is_empty() && a.text == b.text {
         return true;
     }
@@ -199,12 +322,17 @@ fn expand_pm(n: &Node) -> Vec<Node> {
 fn reduce(n: Node) -> Node {
     match n {
         Node::Rel(mut parts, mut ops) => {
-            // `= … ≈ 11`: the last exact value is the answer; `x ≈ 11` alone is an equation.
-            if ops.contains(&RelOp::Eq) {
-                while ops.last() == Some(&RelOp::Approx) {
-                    ops.pop();
-                    parts.pop();
-                }
+            // `= … ≈ 11` and `\frac{\sqrt3}{3} ≈ 0.577`: the exact value is the answer;
+            // `x ≈ 11` alone is an equation.
+            while ops.last() == Some(&RelOp::Approx)
+                && (ops.contains(&RelOp::Eq)
+                    || parts.len() == 2 && is_constant(&parts[0]) && !is_label(&parts[0]))
+            {
+                ops.pop();
+                parts.pop();
+            }
+            if ops.is_empty() {
+                return parts.pop().map(reduce).unwrap_or(Node::List(vec![]));
             }
             for op in ops.iter_mut() {
                 if *op == RelOp::Approx {
@@ -362,6 +490,32 @@ fn is_constant(n: &Node) -> bool {
         Node::Neg(a) | Node::Fact(a) => is_constant(a),
         Node::Add(v) | Node::Mul(v) | Node::Call(_, v) => v.iter().all(is_constant),
         Node::Div(a, b) | Node::Pow(a, b) => is_constant(a) && is_constant(b),
+        // Only as a determinant's argument, the one place a matrix sits inside a scalar.
+        Node::Matrix(rows) => rows.iter().flatten().all(is_constant),
+        _ => false,
+    }
+}
+
+/// `\gcd(12, 18)`: built of numbers and named operations, no unknowns.
+fn no_variables(n: &Node) -> bool {
+    match n {
+        Node::Num(..) | Node::Pi | Node::E | Node::I => true,
+        Node::Sym(s) => s.starts_with('\\'),
+        Node::Neg(a) | Node::Fact(a) => no_variables(a),
+        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) | Node::Tuple(v) | Node::List(v) => {
+            v.iter().all(no_variables)
+        }
+        Node::Div(a, b) | Node::Pow(a, b) => no_variables(a) && no_variables(b),
+        Node::Matrix(rows) => rows.iter().flatten().all(no_variables),
+        _ => false,
+    }
+}
+
+/// `y` or `f(x)`: a name for a function's value, so `y = 2x+3` and `f(x) = 2x+3` agree.
+fn is_dependent_name(n: &Node) -> bool {
+    match n {
+        Node::Sym(_) => true,
+        Node::Call(_, v) => v.len() == 1 && matches!(v[0], Node::Sym(_)),
         _ => false,
     }
 }
@@ -371,7 +525,8 @@ fn stated_value(n: &Node) -> Option<&Node> {
     if let Node::Rel(parts, ops) = n {
         if ops.len() == 1 && ops[0] == RelOp::Eq {
             let (l, r) = (&parts[0], &parts[1]);
-            if is_label(l) || (is_constant(l) && is_constant(r)) {
+            let known = is_constant(r) && (is_constant(l) || no_variables(l));
+            if is_label(l) || known {
                 return Some(r);
             }
         }
@@ -432,7 +587,8 @@ pub fn same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
 
 fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
     if depth > 40 {
-        return false;
+        // Too deep to compare by meaning: identical structure is still the same answer.
+        return a == b;
     }
     let eq = |x: &Node, y: &Node| same_depth(x, y, cfg, depth + 1);
     let ordered =
@@ -444,8 +600,15 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
             }
             match (stated_value(a), stated_value(b)) {
                 (Some(x), Some(y)) => {
-                    matches!((a, b), (Node::Rel(p, _), Node::Rel(q, _)) if text_key(&p[0]) == text_key(&q[0]))
-                        && eq(x, y)
+                    let (Node::Rel(p, _), Node::Rel(q, _)) = (a, b) else {
+                        return false;
+                    };
+                    let same_name = text_key(&p[0]) == text_key(&q[0]);
+                    let both_functions = is_dependent_name(&p[0])
+                        && is_dependent_name(&q[0])
+                        && !is_constant(x)
+                        && !is_constant(y);
+                    (same_name || both_functions) && eq(x, y)
                 }
                 _ => false,
             }
@@ -459,6 +622,9 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
                 || (is_range(a) && rel_interval(b).is_some_and(|y| eq(a, &y)))
         }
         (Node::List(x), Node::Tuple(y)) | (Node::Tuple(x), Node::List(y)) => ordered(x, y),
+        (Node::List(x), Node::List(y)) if cfg.policy.list_order == ListOrder::AsWritten => {
+            ordered(x, y)
+        }
         _ if elems(a).is_some() || elems(b).is_some() => {
             let x = elems(a).unwrap_or(std::slice::from_ref(a));
             let y = elems(b).unwrap_or(std::slice::from_ref(b));
@@ -469,7 +635,13 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
             x.iter().all(|p| y.iter().any(|q| eq(p, q)))
                 && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
         }
-        (Node::Tuple(x), Node::Tuple(y)) | (Node::Ratio(x), Node::Ratio(y)) => ordered(x, y),
+        (Node::Tuple(x), Node::Tuple(y)) => ordered(x, y),
+        (Node::Ratio(x), Node::Ratio(y)) => ordered(x, y) || same_clock_time(x, y),
+        // `3:4` is the number 3/4.
+        (Node::Ratio(r), s) | (s, Node::Ratio(r)) if r.len() == 2 && is_scalar(s) => {
+            let q = Node::Div(Box::new(r[0].clone()), Box::new(r[1].clone()));
+            eq(&q, s)
+        }
         (Node::Tuple(t), Node::Interval(lc, lo, hi, hc))
         | (Node::Interval(lc, lo, hi, hc), Node::Tuple(t)) => {
             !*lc && !*hc && t.len() == 2 && eq(&t[0], lo) && eq(&t[1], hi)
@@ -487,6 +659,19 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
         _ if is_scalar(a) && is_scalar(b) => scalar_same(a, b, cfg),
         _ => false,
     }
+}
+
+/// `20:34` and `20:34:00` are the same clock time.
+fn same_clock_time(x: &[Node], y: &[Node]) -> bool {
+    let (short, long) = if x.len() < y.len() { (x, y) } else { (y, x) };
+    let value = |n: &Node| exact(n).filter(|q| q.is_integer() && !q.is_negative());
+    short.len() == 2
+        && long.len() == 3
+        && value(&long[2]).is_some_and(|q| q == BigRational::from_integer(BigInt::from(0)))
+        && short
+            .iter()
+            .zip(long)
+            .all(|(p, q)| value(p).is_some() && value(p) == value(q))
 }
 
 fn is_scalar(n: &Node) -> bool {
@@ -526,25 +711,34 @@ fn scalar_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
         return x == y;
     }
     let decimal = has_decimal(a) || has_decimal(b);
+    let tolerance = cfg.policy.tolerance;
     if let (Some(x), Some(y)) = (exact(a), exact(b)) {
-        if !decimal {
+        if !decimal || x == y {
             return x == y;
         }
-        return match (to_f64(&x), to_f64(&y)) {
-            (Some(p), Some(q)) => close(C::real(p), C::real(q), cfg.rel_tol),
-            _ => x == y,
+        return match tolerance {
+            Tolerance::Decimals(d) => round_exact(&x, d) == round_exact(&y, d),
+            Tolerance::Relative(t) => match (to_f64(&x), to_f64(&y)) {
+                (Some(p), Some(q)) => close(C::real(p), C::real(q), t),
+                _ => false,
+            },
         };
     }
-    let tol = if decimal {
-        cfg.rel_tol.max(FLOAT_TOL)
-    } else {
-        FLOAT_TOL.max(cfg.rel_tol.min(FLOAT_TOL))
+    let matches = |x: C, y: C| match tolerance {
+        _ if close(x, y, FLOAT_TOL) && !decimal => true,
+        Tolerance::Decimals(d) if decimal => {
+            let scale = 10f64.powi(d as i32);
+            let r = |v: f64| (v * scale).round();
+            (r(x.re) == r(y.re) && r(x.im) == r(y.im)) || close(x, y, 1e-13)
+        }
+        Tolerance::Relative(t) if decimal => close(x, y, t.max(FLOAT_TOL)),
+        _ => false,
     };
     let mut compared = 0;
     for pt in 0..POINTS {
         match (eval(a, pt), eval(b, pt)) {
             (Some(x), Some(y)) => {
-                if !close(x, y, tol) {
+                if !matches(x, y) {
                     return false;
                 }
                 compared += 1;
@@ -554,6 +748,12 @@ fn scalar_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
         }
     }
     compared > 0
+}
+
+/// `q` rounded half away from zero to `d` decimal places, as an integer count of 10^-d.
+fn round_exact(q: &BigRational, d: u32) -> BigInt {
+    let scaled = q * BigRational::from_integer(num_traits::pow(BigInt::from(10), d as usize));
+    scaled.round().to_integer()
 }
 
 fn canon_op(op: RelOp) -> (RelOp, bool) {
@@ -616,7 +816,7 @@ fn rel_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
         match ratio {
             None => ratio = Some(r),
             Some(r0) => {
-                if !close(r, r0, cfg.rel_tol.max(FLOAT_TOL)) {
+                if !close(r, r0, FLOAT_TOL) {
                     return false;
                 }
             }

@@ -5,8 +5,12 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, ToPrimitive, Zero};
 
-/// Largest integer exponent evaluated exactly; bigger powers go to floats.
-const MAX_EXACT_EXP: u64 = 512;
+/// Largest integer exponent evaluated exactly (the bit cap below bounds the cost).
+const MAX_EXACT_EXP: u64 = 8_192;
+/// Largest determinant expanded by cofactors.
+const MAX_DET: usize = 4;
+/// Float results smaller than this (from non-zero inputs) have lost their value to underflow.
+const UNDERFLOW: f64 = 1e-280;
 /// Cap on the bit size of exact intermediate results (keeps `10^{10^{10}}` cheap).
 const MAX_EXACT_BITS: u64 = 8_192;
 /// Number of deterministic sample points used for symbolic comparison.
@@ -43,6 +47,18 @@ impl C {
             im: self.re * o.im + self.im * o.re,
         }
     }
+    /// A product that underflowed to (nearly) zero is unknown, not zero.
+    fn mul_checked(self, o: C) -> Option<C> {
+        let r = self.mul(o);
+        let lost = r.tiny() && !self.is_zero() && !o.is_zero();
+        (!lost).then_some(r)
+    }
+    fn tiny(self) -> bool {
+        self.re.abs() < UNDERFLOW && self.im.abs() < UNDERFLOW
+    }
+    fn is_zero(self) -> bool {
+        self.re == 0.0 && self.im == 0.0
+    }
     pub fn div(self, o: C) -> Option<C> {
         let d = o.re * o.re + o.im * o.im;
         if d == 0.0 || !d.is_finite() {
@@ -60,7 +76,12 @@ impl C {
         }
     }
     fn exp(self) -> C {
-        let m = self.re.exp();
+        // Underflow gives NaN here, which makes the value unknown.
+        let m = if self.re < -640.0 {
+            f64::NAN
+        } else {
+            self.re.exp()
+        };
         C {
             re: m * self.im.cos(),
             im: m * self.im.sin(),
@@ -90,10 +111,12 @@ impl C {
         let mut acc = C::real(1.0);
         while e > 0 {
             if e & 1 == 1 {
-                acc = acc.mul(base);
+                acc = acc.mul_checked(base)?;
             }
-            base = base.mul(base);
             e >>= 1;
+            if e > 0 {
+                base = base.mul_checked(base)?;
+            }
         }
         Some(acc)
     }
@@ -102,7 +125,8 @@ impl C {
             return self.powi(e.re as i64);
         }
         if self.im == 0.0 && self.re > 0.0 && e.im == 0.0 {
-            return Some(C::real(self.re.powf(e.re)));
+            let r = self.re.powf(e.re);
+            return (r >= UNDERFLOW).then_some(C::real(r));
         }
         if self.im == 0.0 && self.re < 0.0 && e.im == 0.0 {
             // Real odd roots of negatives (`\sqrt[3]{-8}`) stay real.
@@ -228,6 +252,7 @@ pub fn exact(n: &Node) -> Option<BigRational> {
             }
             BigRational::from_integer(acc)
         }
+        Node::Call(name, args) if matches!(name.as_str(), "mod" | "det") => exact_call(name, args)?,
         Node::Call(name, args) if name == "sqrt" && args.len() == 1 => {
             let v = exact(&args[0])?;
             if v.is_negative() {
@@ -241,6 +266,55 @@ pub fn exact(n: &Node) -> Option<BigRational> {
         }
         _ => return None,
     })
+}
+
+/// Determinant of a small square matrix by cofactor expansion (exact or float entries).
+fn det<T: Clone>(
+    m: &[Vec<T>],
+    zero: T,
+    mul: impl Fn(T, T) -> T + Copy,
+    add: impl Fn(T, T) -> T + Copy,
+    neg: impl Fn(T) -> T + Copy,
+) -> Option<T> {
+    let n = m.len();
+    if n == 0 || n > MAX_DET || m.iter().any(|r| r.len() != n) {
+        return None;
+    }
+    if n == 1 {
+        return Some(m[0][0].clone());
+    }
+    let mut acc = zero.clone();
+    for j in 0..n {
+        let minor: Vec<Vec<T>> = m[1..]
+            .iter()
+            .map(|r| [&r[..j], &r[j + 1..]].concat())
+            .collect();
+        let term = mul(m[0][j].clone(), det(&minor, zero.clone(), mul, add, neg)?);
+        acc = add(acc, if j % 2 == 0 { term } else { neg(term) });
+    }
+    Some(acc)
+}
+
+/// Exact `a mod m` of integers and determinants of rational matrices.
+fn exact_call(name: &str, args: &[Node]) -> Option<BigRational> {
+    match (name, args) {
+        ("mod", [a, m]) => {
+            let (a, m) = (exact(a)?, exact(m)?);
+            if !a.is_integer() || !m.is_integer() || m.is_zero() {
+                return None;
+            }
+            let (a, m) = (a.to_integer(), m.to_integer());
+            Some(BigRational::from_integer(((a % &m) + &m) % &m))
+        }
+        ("det", [Node::Matrix(rows)]) => {
+            let mut m = Vec::with_capacity(rows.len());
+            for r in rows {
+                m.push(r.iter().map(exact).collect::<Option<Vec<_>>>()?);
+            }
+            det(&m, BigRational::zero(), |a, b| a * b, |a, b| a + b, |a| -a)
+        }
+        _ => None,
+    }
 }
 
 fn bounded(q: &BigRational) -> Option<()> {
@@ -286,7 +360,7 @@ fn eval_inner(n: &Node, pt: u64, depth: usize) -> Option<C> {
         Node::Mul(v) => {
             let mut acc = C::real(1.0);
             for x in v {
-                acc = acc.mul(ev(x)?);
+                acc = acc.mul_checked(ev(x)?)?;
             }
             acc
         }
@@ -295,7 +369,12 @@ fn eval_inner(n: &Node, pt: u64, depth: usize) -> Option<C> {
             if d.abs() < 1e-300 {
                 return None;
             }
-            ev(a)?.div(d)?
+            let n = ev(a)?;
+            let q = n.div(d)?;
+            if q.tiny() && !n.is_zero() {
+                return None;
+            }
+            q
         }
         Node::Pow(a, b) => ev(a)?.pow(ev(b)?)?,
         Node::Fact(a) => {
@@ -313,6 +392,23 @@ fn eval_inner(n: &Node, pt: u64, depth: usize) -> Option<C> {
 
 fn call(name: &str, args: &[Node], pt: u64, depth: usize) -> Option<C> {
     let ev = |x: &Node| eval_inner(x, pt, depth + 1);
+    if name == "mod" && args.len() == 2 {
+        let (a, m) = (ev(&args[0])?, ev(&args[1])?);
+        if a.im != 0.0 || m.im != 0.0 || m.re == 0.0 {
+            return None;
+        }
+        return Some(C::real(a.re - m.re * (a.re / m.re).floor()));
+    }
+    if name == "det" && args.len() == 1 {
+        let Node::Matrix(rows) = &args[0] else {
+            return None;
+        };
+        let mut m = Vec::with_capacity(rows.len());
+        for r in rows {
+            m.push(r.iter().map(ev).collect::<Option<Vec<_>>>()?);
+        }
+        return det(&m, C::real(0.0), C::mul, C::add, C::neg);
+    }
     if name == "binom" && args.len() == 2 {
         let n = ev(&args[0])?;
         let k = ev(&args[1])?;

@@ -31,6 +31,8 @@ const FUNCS: &[&str] = &[
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tok {
     Num(String),
+    /// Mixed number `7 3/4` (whole, numerator, denominator), written with a space.
+    Mixed(String, String, String),
     Ident(String),
     Cmd(String),
     Op(char),
@@ -111,9 +113,7 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
         }
         if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
-            let (tok, next) = scan_number(&chars, i, group_depth > 0);
-            out.push(Tok::Num(tok));
-            i = next;
+            i = push_number(&mut out, &chars, i, group_depth > 0);
             continue;
         }
         if c.is_ascii_alphabetic() {
@@ -178,6 +178,63 @@ pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
         i += 2;
     }
     Some(out)
+}
+
+/// Pushes the number at `i` (a mixed number when one follows); returns where scanning resumes.
+fn push_number(out: &mut Vec<Tok>, chars: &[char], i: usize, in_group: bool) -> usize {
+    let (tok, next) = scan_number(chars, i, in_group);
+    let after_op = out
+        .last()
+        .is_some_and(|t| matches!(t, Tok::Op('/' | '^' | '.')));
+    match mixed_fraction(chars, next, &tok) {
+        Some((a, b, end)) if !after_op => {
+            out.push(Tok::Mixed(tok, a, b));
+            end
+        }
+        _ => {
+            out.push(Tok::Num(tok));
+            next
+        }
+    }
+}
+
+/// ` 3/4` after a whole number: a proper fraction separated by spaces makes a mixed number.
+fn mixed_fraction(chars: &[char], at: usize, whole: &str) -> Option<(String, String, usize)> {
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut i = at;
+    while chars.get(i) == Some(&' ') {
+        i += 1;
+    }
+    if i == at {
+        return None;
+    }
+    let digits = |from: usize| {
+        let mut j = from;
+        while chars.get(j).is_some_and(char::is_ascii_digit) {
+            j += 1;
+        }
+        j
+    };
+    let a_end = digits(i);
+    if a_end == i || chars.get(a_end) != Some(&'/') {
+        return None;
+    }
+    let b_end = digits(a_end + 1);
+    if b_end == a_end + 1 || b_end - i > 18 {
+        return None;
+    }
+    if chars
+        .get(b_end)
+        .is_some_and(|c| c.is_ascii_digit() || matches!(c, '.' | '/' | '^' | '_'))
+    {
+        return None;
+    }
+    let a: String = chars[i..a_end].iter().collect();
+    let b: String = chars[a_end + 1..b_end].iter().collect();
+    let (x, y) = (a.parse::<u64>().ok()?, b.parse::<u64>().ok()?);
+    (x < y).then_some((a, b, b_end))
 }
 
 /// Scans a number; inside brackets a single `,ddd` group is a list separator (`(12,102)`).
@@ -249,6 +306,7 @@ fn push_word(out: &mut Vec<Tok>, word: &str, chars: &[char], i: &mut usize) {
     let lower = word.to_ascii_lowercase();
     match lower.as_str() {
         "and" | "or" | "und" => out.push(Tok::Op(',')),
+        "gcd" | "lcm" => out.push(Tok::Cmd(lower.clone())),
         "pi" => out.push(Tok::Cmd("pi".into())),
         "inf" | "infty" | "infinity" => out.push(Tok::Cmd("infty".into())),
         w if FUNCS.contains(&w) => out.push(Tok::Cmd(w.to_string())),
@@ -321,6 +379,7 @@ fn push_cmd(out: &mut Vec<Tok>, name: &str) {
         "infty" | "infin" => Tok::Cmd("infty".into()),
         "dfrac" | "tfrac" | "cfrac" => Tok::Cmd("frac".into()),
         "land" | "wedge" => Tok::Op(','),
+        "mod" | "bmod" => Tok::Cmd("bmod".into()),
         _ => Tok::Cmd(name.to_string()),
     };
     out.push(tok);
@@ -360,6 +419,8 @@ struct Parser {
     pos: usize,
     depth: usize,
     abs_depth: usize,
+    /// Inside a trigonometric function's argument, where `^\circ` means π/180.
+    trig_depth: usize,
 }
 
 type PResult = Result<Node, ()>;
@@ -375,6 +436,7 @@ pub fn parse(s: &str) -> Option<Node> {
         pos: 0,
         depth: 0,
         abs_depth: 0,
+        trig_depth: 0,
     };
     let node = p.parse_top().ok()?;
     (p.pos == p.toks.len()).then_some(node)
@@ -396,7 +458,11 @@ impl Parser {
     }
 
     fn is_op(&self, c: char) -> bool {
-        self.peek() == Some(&Tok::Op(c))
+        matches!(self.peek(), Some(Tok::Op(x)) if *x == c)
+    }
+
+    fn is_cmd(&self, name: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Cmd(c)) if c == name)
     }
 
     fn expect_op(&mut self, c: char) -> Result<(), ()> {
@@ -513,7 +579,7 @@ impl Parser {
 
     fn parse_union(&mut self) -> PResult {
         let mut parts = vec![self.parse_ratio()?];
-        while self.peek() == Some(&Tok::Cmd("cup".into())) {
+        while self.is_cmd("cup") {
             self.pos += 1;
             parts.push(self.parse_ratio()?);
         }
@@ -571,10 +637,13 @@ impl Parser {
 
     fn starts_primary(&self) -> bool {
         match self.peek() {
-            Some(Tok::Num(_) | Tok::Ident(_) | Tok::LSet) => true,
+            Some(Tok::Num(_) | Tok::Mixed(..) | Tok::Ident(_) | Tok::LSet) => true,
             Some(Tok::Op('(')) => true,
             Some(Tok::Op('|')) => self.abs_depth == 0,
-            Some(Tok::Cmd(c)) => !matches!(c.as_str(), "cup" | "in" | "end" | "rfloor" | "rceil"),
+            Some(Tok::Cmd(c)) => !matches!(
+                c.as_str(),
+                "cup" | "in" | "end" | "rfloor" | "rceil" | "degree" | "bmod"
+            ),
             _ => false,
         }
     }
@@ -596,7 +665,25 @@ impl Parser {
                 }
                 let d = self.parse_unary()?;
                 acc = Node::Div(Box::new(acc), Box::new(d));
+            } else if self.is_cmd("bmod") {
+                self.pos += 1;
+                let m = self.parse_unary()?;
+                acc = Node::Call("mod".into(), vec![acc, m]);
+            } else if is_function_name(&acc) && self.is_op('(') {
+                // `f(x)` is a function's value, not the product f·x.
+                let Node::Sym(name) = acc else {
+                    return Err(());
+                };
+                acc = match self.parse_primary()? {
+                    Node::Tuple(args) if !args.is_empty() => Node::Call(name, args),
+                    arg => Node::Call(name, vec![arg]),
+                };
             } else if self.starts_primary() {
+                // `1 2` is two numbers, not the product 2 (and never 12).
+                if matches!(self.peek(), Some(Tok::Num(_) | Tok::Mixed(..))) && ends_in_number(&acc)
+                {
+                    return Err(());
+                }
                 let f = self.parse_power()?;
                 acc = mul(acc, f);
             } else {
@@ -685,6 +772,13 @@ impl Parser {
                     Node::Call(name, args) => Node::Call(format!("{name}_{sub}"), args),
                     other => other,
                 };
+            } else if self.is_cmd("degree") {
+                self.pos += 1;
+                // Degrees are a unit, except inside a trigonometric function.
+                if self.trig_depth > 0 {
+                    let rad = Node::Div(Box::new(Node::Pi), Box::new(int(180)));
+                    p = mul(p, rad);
+                }
             } else if self.is_op('\'') {
                 self.pos += 1;
                 p = match p {
@@ -752,7 +846,7 @@ impl Parser {
             Tok::Num(s) => {
                 let n = parse_number(&s).ok_or(())?;
                 // Mixed number `3\frac12` means 3 + 1/2.
-                if !s.contains(['.', 'e']) && self.peek() == Some(&Tok::Cmd("frac".into())) {
+                if !s.contains(['.', 'e']) && self.is_cmd("frac") {
                     if let (
                         Some(Tok::Op('{')),
                         Some(Tok::Num(a)),
@@ -777,6 +871,11 @@ impl Parser {
                     }
                 }
                 Ok(n)
+            }
+            Tok::Mixed(w, a, b) => {
+                let (w, a, b) = (parse_number(&w), parse_number(&a), parse_number(&b));
+                let (w, a, b) = (w.ok_or(())?, a.ok_or(())?, b.ok_or(())?);
+                Ok(Node::Add(vec![w, Node::Div(Box::new(a), Box::new(b))]))
             }
             Tok::Ident(s) => Ok(match s.as_str() {
                 "e" => Node::E,
@@ -871,12 +970,13 @@ impl Parser {
                 Ok(Node::Call("sqrt".into(), vec![a]))
             }
             "pi" => Ok(Node::Pi),
+            "emptyset" | "varnothing" => Ok(Node::Set(Vec::new())),
             "infty" => Ok(Node::Inf),
             "dots" | "ldots" | "cdots" | "dotsm" | "dotsb" => Ok(Node::Sym("...".into())),
             "lfloor" | "lceil" => {
                 let inner = self.parse_sum()?;
                 let close = if name == "lfloor" { "rfloor" } else { "rceil" };
-                if self.bump() != Some(Tok::Cmd(close.into())) {
+                if !matches!(self.bump(), Some(Tok::Cmd(c)) if c == close) {
                     return Err(());
                 }
                 Ok(Node::Call(name[1..].to_string(), vec![inner]))
@@ -897,33 +997,7 @@ impl Parser {
                 Ok(Node::Call(full, vec![body]))
             }
             f if FUNCS.contains(&f) || matches!(f, "arccot" | "arcsec" | "arccsc" | "lg") => {
-                let mut power = None;
-                let mut base = None;
-                for _ in 0..2 {
-                    if self.is_op('^') {
-                        self.pos += 1;
-                        power = Some(self.parse_exponent()?);
-                    } else if self.is_op('_') {
-                        self.pos += 1;
-                        base = Some(self.arg()?);
-                    }
-                }
-                let a = if self.is_op('(') || self.is_op('{') {
-                    self.parse_postfix()?
-                } else {
-                    self.parse_power()?
-                };
-                let mut node = match (f, base) {
-                    ("log", Some(b)) => Node::Div(
-                        Box::new(Node::Call("ln".into(), vec![a])),
-                        Box::new(Node::Call("ln".into(), vec![b])),
-                    ),
-                    _ => Node::Call(f.to_string(), vec![a]),
-                };
-                if let Some(p) = power {
-                    node = Node::Pow(Box::new(node), Box::new(p));
-                }
-                Ok(node)
+                self.parse_function(f)
             }
             "cup" | "in" | "end" | "rfloor" | "rceil" => Err(()),
             other => {
@@ -936,6 +1010,41 @@ impl Parser {
                 }
             }
         }
+    }
+
+    /// `\sin^2(x)`, `\log_2 8`: a named function with optional power and base.
+    fn parse_function(&mut self, f: &str) -> PResult {
+        let mut power = None;
+        let mut base = None;
+        for _ in 0..2 {
+            if self.is_op('^') {
+                self.pos += 1;
+                power = Some(self.parse_exponent()?);
+            } else if self.is_op('_') {
+                self.pos += 1;
+                base = Some(self.arg()?);
+            }
+        }
+        let trig = matches!(f, "sin" | "cos" | "tan" | "sec" | "csc" | "cot");
+        self.trig_depth += usize::from(trig);
+        let a = if self.is_op('(') || self.is_op('{') {
+            self.parse_postfix()
+        } else {
+            self.parse_power()
+        };
+        self.trig_depth -= usize::from(trig);
+        let a = a?;
+        let mut node = match (f, base) {
+            ("log", Some(b)) => Node::Div(
+                Box::new(Node::Call("ln".into(), vec![a])),
+                Box::new(Node::Call("ln".into(), vec![b])),
+            ),
+            _ => Node::Call(f.to_string(), vec![a]),
+        };
+        if let Some(p) = power {
+            node = Node::Pow(Box::new(node), Box::new(p));
+        }
+        Ok(node)
     }
 
     fn parse_env(&mut self) -> PResult {
@@ -986,6 +1095,10 @@ impl Parser {
         if rows.is_empty() {
             return Err(());
         }
+        // `vmatrix` is a determinant, a number.
+        if env.starts_with(['v', 'V']) {
+            return Ok(Node::Call("det".into(), vec![Node::Matrix(rows)]));
+        }
         Ok(Node::Matrix(rows))
     }
 }
@@ -993,6 +1106,7 @@ impl Parser {
 fn tok_text(t: &Tok) -> String {
     match t {
         Tok::Num(s) | Tok::Ident(s) => s.clone(),
+        Tok::Mixed(w, a, b) => format!("{w} {a}/{b}"),
         Tok::Cmd(c) => format!("\\{c}"),
         Tok::Op(c) => c.to_string(),
         Tok::Le => "<=".into(),
@@ -1004,6 +1118,20 @@ fn tok_text(t: &Tok) -> String {
         Tok::LSet => "{".into(),
         Tok::RSet => "}".into(),
         Tok::RowSep => ";".into(),
+    }
+}
+
+/// `f`, `g`, `h` (and `f'`): the usual names of functions.
+fn is_function_name(n: &Node) -> bool {
+    matches!(n, Node::Sym(s) if matches!(s.trim_end_matches('\''), "f" | "g" | "h"))
+}
+
+/// True when the last factor of `n` is a plain number.
+fn ends_in_number(n: &Node) -> bool {
+    match n {
+        Node::Num(..) => true,
+        Node::Mul(v) => v.last().is_some_and(ends_in_number),
+        _ => false,
     }
 }
 

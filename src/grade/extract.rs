@@ -8,21 +8,49 @@ use std::sync::LazyLock;
 
 /// Only the tail of very long responses is searched; answers live at the end.
 const MAX_SCAN_BYTES: usize = 300_000;
-/// Longest extracted answer kept; longer spans are almost never a final answer.
-const MAX_ANSWER_BYTES: usize = 4_000;
+/// Longest extracted answer kept: the whole scanned tail, so a long answer is never cut short
+/// (equivalence compares over-long answers as text).
+const MAX_ANSWER_BYTES: usize = MAX_SCAN_BYTES;
+/// Longest prose-free response taken whole as the answer.
+const MAX_WHOLE_BYTES: usize = 20_000;
+/// Longer prose-free responses that do not parse are still taken whole.
+const MAX_PARSED_WHOLE: usize = 200;
 /// Widest gap (bytes) across which adjacent boxes or math spans are joined into one set answer.
 const MAX_JOIN_GAP: usize = 80;
 const MAX_JOINED: usize = 32;
 
 static DOUBLE_BACKSLASH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(^|[^\\])\\\\([a-zA-Z])").expect("static regex"));
+/// A number in prose: mixed number `2 3/4`, clock time or ratio `10:45`, grouped thousands,
+/// decimal (point or comma), fraction.
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:/\d+)?")
+    Regex::new(r"-?(?:\d+ \d+/\d+(?-u:\b)|\d+:\d\d(?::\d\d)?(?-u:\b)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:/\d+)?")
         .expect("static regex")
 });
+/// Phrases that announce the final answer (English, French, Chinese); they override a box.
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:final answer is|the answer is|final answer\s*:|answer\s*:|答案是|答案\s*:|####)\s*:?\s*")
-        .expect("static regex")
+    Regex::new(concat!(
+        r"(?i)(?:final answer is|answer is|answer (?:should|would|must|will) be|final answer\s*:|answer\s*:|(?:correct|right) (?:option|choice) is|",
+        r"is (?:option|choice)(?-u:\b)|réponse (?:finale |correcte |exacte )?est|",
+        r"答案(?:是|为|應為|应为|选)|答案\s*:|",
+        r"(?:故|所以|因此|则|应)选(?:择)?|####)\s*:?\s*"
+    ))
+    .expect("static regex")
+});
+/// "Option B is correct": the letter comes before the verdict.
+static LETTER_IS_CORRECT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?-u:\b)(?:option|choice|answer)\s*\(?([A-E])\)?\s+is\s+(?:the\s+)?(?:correct|right)(?-u:\b)",
+    )
+    .expect("static regex")
+});
+/// Weaker non-English cues ("Réponse :", 所以, 因此, 故, 即 …); like a bare "answer:", they never
+/// override a box.
+static CUE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:réponse\s*:|答\s*:|所以|因此|故|即|则|解得|综上(?:所述)?|结果(?:是|为))\s*,?\s*",
+    )
+    .expect("static regex")
 });
 
 /// One candidate span in the (normalised) response.
@@ -56,16 +84,95 @@ pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
             return Some(found);
         }
     }
-    extract_structured(&text).or_else(|| fallback(&text, NumberRule::LaterSentence))
+    extract_structured(&text)
+        .or_else(|| whole_short_answer(&text))
+        .or_else(|| fallback(&text, NumberRule::LaterSentence))
 }
 
-/// Short, prose-free responses (`\\frac{10}{9}`) are the answer as a whole.
+/// Prose-free one-line responses (`\\frac{10}{9}`) are the answer as a whole.
 fn whole_if_math(text: &str) -> Option<String> {
     let t = text.trim();
-    if t.is_empty() || t.len() > 200 || has_word(t, 2) || t.contains('\n') {
+    if t.is_empty() || t.len() > MAX_WHOLE_BYTES || t.contains('\n') || has_cjk(t) {
         return None;
     }
-    parse(&normalize_latex(t)).map(|_| t.to_string())
+    if has_word(t, 2) {
+        return None;
+    }
+    let norm = normalize_latex(t);
+    // Too long or deep for the parser (a 2,000-element set, a chain of fractions): still one
+    // answer, compared as text; a line of working (`a = b = c`) is not.
+    let big = norm.len() > MAX_PARSED_WHOLE;
+    let whole =
+        (big && norm.len() > 2_000) || parse(&norm).is_some() || (big && !norm.contains('='));
+    whole.then(|| t.to_string())
+}
+
+/// A one-line response that is a single word (`odd`, `\text{Evelyn}`) or starts with an option
+/// label (`C. x = 42`) is the answer as a whole.
+fn whole_short_answer(text: &str) -> Option<String> {
+    let t = text.trim();
+    if t.is_empty() || t.len() > 80 || t.contains('\n') {
+        return None;
+    }
+    if choice_at_start(t).is_some() && t.len() > 1 {
+        return Some(t.to_string());
+    }
+    if t.contains(char::is_whitespace) {
+        return None;
+    }
+    let bare = normalize_latex(t);
+    let word =
+        !bare.is_empty() && bare.len() <= 24 && bare.chars().all(|c| c.is_ascii_alphabetic());
+    word.then(|| t.to_string())
+}
+
+/// The option letter a phrase starts with: `D`, `(B),`, `C.` — not the article in "A total".
+fn choice_at_start(seg: &str) -> Option<char> {
+    let b = seg.as_bytes();
+    let paren = b.first() == Some(&b'(');
+    let at = usize::from(paren);
+    let letter = *b.get(at)?;
+    if !matches!(letter, b'A'..=b'E') {
+        return None;
+    }
+    let mut next = at + 1;
+    if paren {
+        if b.get(next) != Some(&b')') {
+            return None;
+        }
+        next += 1;
+    }
+    match b.get(next) {
+        None => Some(letter as char),
+        Some(b'.' | b',' | b';' | b':' | b')' | b'!') => Some(letter as char),
+        Some(b' ') if paren || letter != b'A' => Some(letter as char),
+        Some(b' ') => {
+            // "A" then a lower-case word is the article.
+            let rest = seg[next..].trim_start();
+            (!rest.starts_with(|c: char| c.is_ascii_lowercase())).then_some('A')
+        }
+        _ => None,
+    }
+}
+
+fn has_cjk(s: &str) -> bool {
+    !s.is_ascii() && s.chars().any(is_cjk)
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}')
+}
+
+/// In a Chinese phrase (`共有 6 种方法`, `交点坐标为(1,2)`), the last run of non-CJK text that holds
+/// a value.
+fn cjk_value(seg: &str) -> Option<String> {
+    let run = seg
+        .split(is_cjk)
+        .map(|r| r.trim_matches(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':')))
+        .rfind(|r| r.bytes().any(|b| b.is_ascii_alphanumeric()))?;
+    parse(&normalize_latex(run))
+        .map(|_| run.to_string())
+        .or_else(|| last_number(run).map(|(_, _, n)| n))
 }
 
 /// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
@@ -250,8 +357,42 @@ fn gap_joins_math(gap: &str) -> bool {
 
 /// The last answer phrase: start offset, whether it is a final-answer phrase, answer text.
 fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
-    let m = PHRASE.find_iter(text).last()?;
-    let strong = !m.as_str().to_lowercase().starts_with("answer");
+    let phrase = PHRASE.find_iter(text).last();
+    // A bare "answer:" is a weak cue ("check our answer: …").
+    let bare = phrase.is_some_and(|m| {
+        m.as_str()
+            .get(..6)
+            .is_some_and(|w| w.eq_ignore_ascii_case("answer"))
+    });
+    let (strong, mut weak) = if bare { (None, phrase) } else { (phrase, None) };
+    if !text.is_ascii() {
+        if let Some(cue) = CUE.find_iter(text).last() {
+            if weak.is_none_or(|w| cue.start() > w.start()) {
+                weak = Some(cue);
+            }
+        }
+    }
+    let verdict_word = text.contains("orrect") || text.contains("ight");
+    let letter_first = verdict_word
+        .then(|| LETTER_IS_CORRECT.captures_iter(text).last())
+        .flatten();
+    if let Some(c) = letter_first {
+        let (at, letter) = (c.get(0).map_or(0, |m| m.start()), &c[1]);
+        if strong.is_none_or(|s| s.start() < at) {
+            return Some((at, true, letter.to_ascii_uppercase()));
+        }
+    }
+    match (strong, weak) {
+        (Some(s), Some(w)) if w.start() > s.start() => {
+            phrase_answer(text, w, false).or_else(|| phrase_answer(text, s, true))
+        }
+        (Some(s), _) => phrase_answer(text, s, true),
+        (None, Some(w)) => phrase_answer(text, w, false),
+        (None, None) => None,
+    }
+}
+
+fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<(usize, bool, String)> {
     let after = &text[m.end()..];
     let mut end = after.len().min(600);
     while !after.is_char_boundary(end) {
@@ -271,14 +412,34 @@ fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
     if seg.is_empty() {
         return None;
     }
+    // "the answer is option (C)": the word before the letter is not part of it.
+    let lead = seg.get(..7).map(str::to_ascii_lowercase);
+    let bare = match lead.as_deref() {
+        Some("option " | "choice ") => seg[7..].trim_start(),
+        _ => seg,
+    };
+    if let Some(letter) = choice_at_start(bare) {
+        return Some((m.start(), strong, letter.to_string()));
+    }
     let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
     if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
         return extract_structured_inner(seg).map(|a| (m.start(), strong, a));
     }
-    // Prose after the phrase means the answer is its last number.
+    if has_cjk(seg) {
+        return cjk_value(seg).map(|a| (m.start(), strong, a));
+    }
     if is_prose(seg) {
-        let (_, _, n) = last_number(seg)?;
-        return Some((m.start(), strong, n));
+        // A value with a unit after it (`\frac{270}7\text{ degrees}`, `120 square units`).
+        let mathy = seg.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '(' | '\\'));
+        if mathy && !seg.starts_with("\\text") && parse(&normalize_latex(seg)).is_some() {
+            return Some((m.start(), strong, clip(seg)));
+        }
+        // Otherwise the answer is the last number, or a short text answer ("sampling survey").
+        return match last_number(seg) {
+            Some((_, _, n)) => Some((m.start(), strong, n)),
+            None if seg.len() <= 60 => Some((m.start(), strong, clip(seg.trim_end_matches('.')))),
+            None => None,
+        };
     }
     let s = seg.trim_end_matches('.').trim();
     (!s.is_empty()).then(|| (m.start(), strong, clip(s)))
@@ -300,7 +461,10 @@ fn has_word(s: &str, min: usize) -> bool {
                 i += 1;
             }
             let word = &s[start..i];
-            let command = start > 0 && b[start - 1] == b'\\';
+            let head = &s[..start];
+            let command = head.ends_with('\\')
+                || (head.ends_with('{')
+                    && (head.ends_with("\\begin{") || head.ends_with("\\end{")));
             let mathy = matches!(
                 word,
                 "and" | "or" | "sqrt" | "frac" | "pi" | "cdot" | "times"
@@ -447,6 +611,12 @@ fn find_math(text: &str) -> Vec<Span> {
                 continue;
             }
             if let Some(ce) = closing_dollar(text, i + 1) {
+                // `$15 and then $20`: dollar amounts in prose, not a math span.
+                let inner = &text[i + 1..ce];
+                if inner.starts_with(|c: char| c.is_ascii_digit()) && is_prose(inner) {
+                    i += 1;
+                    continue;
+                }
                 push_env(&mut out, text, i, ce + 1, i + 1, ce);
                 i = ce + 1;
                 continue;
@@ -496,7 +666,16 @@ fn last_number(text: &str) -> Option<(usize, usize, String)> {
         // A match near the window edge may be the tail of a longer number.
         let safe = found.as_ref().is_some_and(|(s, _)| *s > start + 64);
         if start == 0 || safe {
-            return found.map(|(s, e)| (s, e, text[s..e].replace(' ', "")));
+            // Spaces group thousands (`1 000`), except in a mixed number (`2 3/4`).
+            return found.map(|(s, e)| {
+                let n = &text[s..e];
+                let n = if n.contains('/') {
+                    n.to_string()
+                } else {
+                    n.replace(' ', "")
+                };
+                (s, e, n)
+            });
         }
         window = window.saturating_mul(8);
     }
@@ -559,7 +738,7 @@ mod tests {
             ex("The answer is $\\frac{1}{2}$ because 2 halves.").as_deref(),
             Some("\\frac{1}{2}")
         );
-        assert_eq!(ex("The answer is (B).").as_deref(), Some("(B)"));
+        assert_eq!(ex("The answer is (B).").as_deref(), Some("B"));
         // A later bare "answer:" does not override the box.
         assert_eq!(
             ex("so \\boxed{44}. Check our answer: $17 \\cdot 44 = 748$.").as_deref(),

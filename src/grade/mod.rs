@@ -18,19 +18,97 @@ use serde::{Deserialize, Serialize};
 pub use extract::extract;
 
 /// Grader settings.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct GradeConfig {
     /// Tried first, in order; capture group 1 (or the whole match) is the answer.
     pub extract_regex: Vec<regex::Regex>,
-    /// Relative tolerance when a decimal is compared with another value.
-    pub rel_tol: f64,
+    /// Choices where answer checkers disagree (README, "Grading policy").
+    pub policy: Policy,
 }
 
-impl Default for GradeConfig {
+/// The grading choices users differ on; the defaults follow Math-Verify where it decides.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Policy {
+    pub tolerance: Tolerance,
+    pub list_order: ListOrder,
+    pub percent: Percent,
+    pub styled_letters: StyledLetters,
+}
+
+/// How a decimal is compared with another value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tolerance {
+    /// Both values rounded to this many decimal places must agree (Math-Verify's default: 6).
+    Decimals(u32),
+    /// Relative difference at most this.
+    Relative(f64),
+}
+
+impl Default for Tolerance {
     fn default() -> Self {
-        GradeConfig {
-            extract_regex: Vec::new(),
-            rel_tol: 1e-6,
+        Tolerance::Decimals(DEFAULT_DECIMALS)
+    }
+}
+
+/// Decimal places of the default tolerance (Math-Verify's `float_rounding`).
+pub const DEFAULT_DECIMALS: u32 = 6;
+/// More decimal places than this are refused (f64 carries about 15 significant digits).
+pub const MAX_DECIMALS: u32 = 15;
+
+/// Whether an unbracketed list `1, 2` must match in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ListOrder {
+    /// `1, 2` = `2, 1` (Math-Verify: a set).
+    #[default]
+    Any,
+    /// `1, 2` ≠ `2, 1` (hendrycks MATH, OpenCompass: string equality).
+    AsWritten,
+}
+
+/// What a value written with `%` matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Percent {
+    /// `28\%` matches `28` and `0.28`.
+    #[default]
+    Either,
+    /// `28\%` matches `28` only (the sign is dropped).
+    Strip,
+}
+
+/// Whether `\mathcal{B}` (and `\mathbb`, `\mathscr`, `\mathfrak`) is the letter `B`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum StyledLetters {
+    #[default]
+    Distinct,
+    Same,
+}
+
+impl ListOrder {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "any" => Some(ListOrder::Any),
+            "as_written" => Some(ListOrder::AsWritten),
+            _ => None,
+        }
+    }
+}
+
+impl Percent {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "either" => Some(Percent::Either),
+            "strip" => Some(Percent::Strip),
+            _ => None,
+        }
+    }
+}
+
+impl StyledLetters {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "distinct" => Some(StyledLetters::Distinct),
+            "same" => Some(StyledLetters::Same),
+            _ => None,
         }
     }
 }
@@ -70,12 +148,24 @@ pub fn grade(gold: &str, response: &str, cfg: &GradeConfig) -> Verdict {
 /// A gold answer unwrapped and parsed once, for grading many responses to the same problem.
 pub struct Gold {
     prepared: equiv::Prepared,
+    /// A multiple-choice problem's options in order (A, B, …), parsed; empty otherwise.
+    options: Vec<equiv::Prepared>,
 }
 
 impl Gold {
     pub fn new(gold: &str) -> Gold {
+        Gold::with_options::<&str>(gold, &[])
+    }
+
+    /// A gold answer of a multiple-choice problem: a letter then also matches its option's
+    /// text, and an option's text its letter. Options may carry their labels (`A. 12`, `(B) 15`).
+    pub fn with_options<S: AsRef<str>>(gold: &str, options: &[S]) -> Gold {
         Gold {
             prepared: equiv::prepare(&extract::extract_gold(gold)),
+            options: options
+                .iter()
+                .map(|o| equiv::prepare(equiv::strip_option_label(o.as_ref())))
+                .collect(),
         }
     }
 }
@@ -85,12 +175,30 @@ pub fn grade_against(gold: &Gold, response: &str, cfg: &GradeConfig) -> Verdict 
     let extracted = extract(response, cfg);
     let outcome = match &extracted {
         None => Outcome::NoAnswer,
-        Some(pred) if equiv::equivalent_prepared(&gold.prepared, &equiv::prepare(pred), cfg) => {
-            Outcome::Correct
+        Some(pred) => {
+            let pred = equiv::prepare(pred);
+            let same = match equiv::same_option(&gold.prepared, &pred, &gold.options, cfg) {
+                Some(same) => same,
+                None => equiv::equivalent_prepared(&gold.prepared, &pred, cfg),
+            };
+            if same {
+                Outcome::Correct
+            } else {
+                Outcome::Wrong
+            }
         }
-        Some(_) => Outcome::Wrong,
     };
     Verdict { outcome, extracted }
+}
+
+/// [`grade`] for a multiple-choice problem whose options are known.
+pub fn grade_with_options<S: AsRef<str>>(
+    gold: &str,
+    response: &str,
+    options: &[S],
+    cfg: &GradeConfig,
+) -> Verdict {
+    grade_against(&Gold::with_options(gold, options), response, cfg)
 }
 
 /// Equivalence of two already-extracted answers.
@@ -161,11 +269,28 @@ mod tests {
     fn decimal_tolerance_is_configurable() {
         assert!(eq("\\frac{1}{3}", "0.3333333"));
         assert!(!eq("\\frac{1}{3}", "0.3333"));
-        let loose = GradeConfig {
-            rel_tol: 1e-3,
+        let loose = |tolerance| GradeConfig {
+            policy: Policy {
+                tolerance,
+                ..Policy::default()
+            },
             ..GradeConfig::default()
         };
-        assert!(equivalent("\\frac{1}{3}", "0.3333", &loose));
+        assert!(equivalent(
+            "\\frac{1}{3}",
+            "0.3333",
+            &loose(Tolerance::Relative(1e-3))
+        ));
+        assert!(equivalent(
+            "\\frac{1}{3}",
+            "0.3333",
+            &loose(Tolerance::Decimals(4))
+        ));
+        assert!(!equivalent(
+            "\\frac{1}{3}",
+            "0.3333",
+            &loose(Tolerance::Decimals(5))
+        ));
         assert!(eq("4.123105625617661", "\\sqrt{17}"));
     }
 

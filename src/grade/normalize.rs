@@ -22,6 +22,8 @@ pub fn normalize_unicode(s: &str) -> String {
             '\u{200B}' | '\u{FEFF}' => {}
             '−' | '‐' | '‑' | '﹣' => out.push('-'),
             '。' => out.push_str(". "),
+            '、' => out.push(','),
+            '∅' => out.push_str("\\emptyset "),
             '×' => out.push_str("\\times "),
             '÷' => out.push_str("\\div "),
             '·' | '⋅' => out.push_str("\\cdot "),
@@ -156,11 +158,18 @@ pub fn normalize_latex(s: &str) -> String {
             .into_owned();
     }
     if t.contains("circ") || t.contains("degree") {
+        // Inside sin/cos/… a degree sign changes the value, so it is kept as a token there.
+        let trig = has_trig(&t);
+        let mark = if trig { " \\degree " } else { " " };
         t = t
-            .replace("^{\\circ}", " ")
-            .replace("^\\circ", " ")
-            .replace("\\circ", " ")
-            .replace("\\degree", " ");
+            .replace("^{\\circ}", mark)
+            .replace("^\\circ", mark)
+            .replace("\\circ", mark)
+            .replace("\\degree", mark);
+        if trig && t.contains("degree") {
+            // `\tan 45 degrees` as well; the marker itself is left as it is.
+            t = DEGREE_WORD.replace_all(&t, " \\degree ").into_owned();
+        }
     }
     if t.contains('%') {
         t = t.replace("\\%", " ").replace('%', " ");
@@ -186,6 +195,24 @@ pub fn normalize_latex(s: &str) -> String {
         }
     }
     trimmed.to_string()
+}
+
+fn has_trig(s: &str) -> bool {
+    ["sin", "cos", "tan", "sec", "csc", "cot"]
+        .iter()
+        .any(|f| s.contains(f))
+}
+
+static DEGREE_WORD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\\?degrees?").expect("static regex"));
+
+static STYLED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\\(?:mathcal|mathbb|mathscr|mathfrak)\s*\{").expect("static regex")
+});
+
+/// `\mathcal{B}` → `B` (and `\mathbb`, `\mathscr`, `\mathfrak`), for the `styled_letters = "same"` policy.
+pub fn strip_styled_letters(s: &str) -> Option<String> {
+    STYLED.is_match(s).then(|| unwrap_text_commands(s, &STYLED))
 }
 
 /// Replaces `\text{X}`-style wrappers by ` X ` (brace-matched), keeping the inner text.
@@ -237,11 +264,27 @@ pub fn matching_brace(s: &str) -> Option<usize> {
 
 /// Lower-cased text form used for textual and multiple-choice comparison.
 pub fn text_form(s: &str) -> String {
-    let mut t: String = s
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .flat_map(|c| c.to_lowercase())
-        .collect();
+    let mut t = String::with_capacity(s.len());
+    // `1 2` is two numbers: the space between digits is kept, so it never reads as `12`.
+    let mut digit_gap = false;
+    let mut last_digit = false;
+    for c in s.chars() {
+        if c.is_whitespace() {
+            digit_gap |= last_digit;
+            continue;
+        }
+        let digit = c.is_ascii_digit();
+        if digit && digit_gap {
+            t.push(' ');
+        }
+        digit_gap = false;
+        last_digit = digit;
+        if c.is_ascii() {
+            t.push(c.to_ascii_lowercase());
+        } else {
+            t.extend(c.to_lowercase());
+        }
+    }
     // `(C)` and `C` are the same choice.
     while t.len() >= 2
         && t.starts_with('(')
