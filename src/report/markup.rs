@@ -85,7 +85,7 @@ pub(super) fn summaries(results: &RunResults) -> Vec<Grid> {
                 .collect();
             Grid {
                 title: format!(
-                    "{} ({problems} problems), k = {k}: % with 95% bootstrap CI over problems",
+                    "{} ({problems} problems), k = {k}: % with 95% CI over problems",
                     results.dataset
                 ),
                 header,
@@ -147,11 +147,10 @@ pub(super) fn subset_grid(results: &RunResults) -> Option<Grid> {
 /// Notes every human report carries.
 pub(super) fn notes(results: &RunResults) -> Vec<String> {
     let mut notes = vec![
-        format!(
-            "Intervals: 95% percentile bootstrap over problems ({} resamples, fixed seed), so they \
-             are reproducible; point estimates are exact means over problems.",
-            crate::stats::RESAMPLES
-        ),
+        "Intervals: 95% Clopper–Pearson bounds on the sum of per-problem values (exact for 0/1 \
+         values, conservative for fractional ones; never zero width); point estimates are exact \
+         means over problems."
+            .to_string(),
         "Problems with fewer usable samples than n are scored with their own n (coverage shows \
          how many planned samples were usable); problems with n < k are left out of that k."
             .to_string(),
