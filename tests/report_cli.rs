@@ -238,7 +238,7 @@ fn snapshot(name: &str, actual: &str) {
 fn table_and_markdown_snapshots() {
     snapshot("summary.txt", &report("table"));
     let md = report("md");
-    assert!(md.contains("| alpha | 62.5 [24.5, 91.5] |"));
+    assert!(md.contains("| alpha | 62.5 [24.4, 91.5] |"));
     snapshot("report.md", &md);
 }
 
