@@ -16,7 +16,7 @@ fn main() {
         .iter()
         .position(|a| a == "--reps")
         .and_then(|i| args.get(i + 1)?.parse().ok())
-        .unwrap_or(if quick { 200 } else { 1000 });
+        .unwrap_or(if quick { 1000 } else { 2000 });
     let ns: &[u64] = if quick { &[16] } else { &[16, 48] };
     let taus = vec![
         Tau::from_fraction(1, 2).unwrap(),
