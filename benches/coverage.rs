@@ -2,8 +2,10 @@
 //! benchmarks with known truths (see `gpassk::stats::coverage`).
 //!
 //! `cargo bench --bench coverage` runs the full grid: 5, 10, 30, 100 and 300 problems; easy, mixed
-//! and hard difficulty; n = 16 and 48; k = 1, 4, 16; τ = 0.5 and 1.0. `-- --quick` runs fewer
-//! repetitions and skips n = 48 for CI. `-- --reps R` sets the repetitions.
+//! and hard difficulty; n = 16 and 48; k = 1, 4, 16; τ = 0.5 and 1.0; 2,000 repetitions each (about
+//! 5 CPU-minutes), then compare's power against 5- and 10-point drops. `-- --quick` (for CI, about
+//! 10 s) runs 1,000 repetitions of n = 16 only and skips the power rows. `-- --reps R` sets the
+//! repetitions.
 
 use gpassk::metrics::Tau;
 use gpassk::stats::coverage::{simulate, Setup, DIFFICULTIES};
@@ -36,6 +38,7 @@ fn main() {
                     ks: vec![1, 4, 16],
                     taus: taus.clone(),
                     paired: true,
+                    drop: 0.0,
                 };
                 let seed = 0xC0DE ^ ((problems as u64) << 16 | n << 4 | i as u64);
                 let out = simulate(&setup, reps, seed);
@@ -92,5 +95,44 @@ fn main() {
         };
         println!("{problems:>8}  {cover:>17.1}  {level:>32}  {fpr:>43}");
     }
+    if !quick {
+        power(reps, &taus);
+    }
     println!("({:.1} s)", start.elapsed().as_secs_f64());
+}
+
+/// How often compare flags a real drop: B's solve rate lower by 5 or 10 points on every problem of
+/// a mixed benchmark, n = 16.
+fn power(reps: usize, taus: &[Tau]) {
+    println!("\npower: % of comparisons where compare flags B (solve rate lower on every problem), mixed, n = 16");
+    for drop in [0.05, 0.10] {
+        for problems in [30usize, 100, 300] {
+            let setup = Setup {
+                problems,
+                difficulty: DIFFICULTIES[1],
+                n: 16,
+                ks: vec![1, 4, 16],
+                taus: taus.to_vec(),
+                paired: true,
+                drop,
+            };
+            let out = simulate(&setup, reps, 0xD0 ^ problems as u64);
+            let cells: Vec<String> = out
+                .metrics
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{} {:.0}",
+                        m.metric,
+                        100.0 * m.flagged_adjusted as f64 / reps as f64
+                    )
+                })
+                .collect();
+            println!(
+                "drop {:>2} points, m={problems:<3}: {}",
+                (100.0 * drop) as u32,
+                cells.join(", ")
+            );
+        }
+    }
 }

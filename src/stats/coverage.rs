@@ -54,8 +54,11 @@ pub struct Setup {
     pub n: u64,
     pub ks: Vec<u64>,
     pub taus: Vec<Tau>,
-    /// Also score a second, independent run of the same model and test B − A.
+    /// Also score a second, independent run and test B − A.
     pub paired: bool,
+    /// How much lower the second run's solve rate is on every problem (0: the same model, so
+    /// every flag is a false positive; above 0: flags measure power).
+    pub drop: f64,
 }
 
 /// What one metric did over the repetitions of a setup.
@@ -67,13 +70,13 @@ pub struct MetricOutcome {
     pub covered: usize,
     /// Sum of interval widths (for the mean width).
     pub width: f64,
-    /// Repetitions where the paired test flagged the same model at [`ALPHA`] before correction.
+    /// Repetitions where the paired test flagged B − A at [`ALPHA`] before correction.
     pub flagged: usize,
-    /// Repetitions where `compare` would flag it: Holm-adjusted p below [`ALPHA`].
+    /// Repetitions where `compare` would flag B − A: Holm-adjusted p below [`ALPHA`].
     pub flagged_adjusted: usize,
 }
 
-/// The result of one setup.
+/// The result of one setup (truths and coverage are those of the first run).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub reps: usize,
@@ -174,12 +177,12 @@ impl Model {
     }
 
     /// One run over the given problems (solve-rate levels): per problem, every column's value.
-    fn run(&self, levels: &[usize], n: u64, rng: &mut SplitMix64) -> Vec<Vec<f64>> {
+    fn run(&self, levels: &[usize], n: u64, drop: f64, rng: &mut SplitMix64) -> Vec<Vec<f64>> {
         let unit = |rng: &mut SplitMix64| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
         levels
             .iter()
             .map(|&j| {
-                let p = self.rates[j];
+                let p = (self.rates[j] - drop).max(0.0);
                 let (mut c, mut popular) = (0usize, 0usize);
                 for _ in 0..n {
                     let u = unit(rng);
@@ -224,7 +227,7 @@ pub fn simulate(setup: &Setup, reps: usize, seed: u64) -> Outcome {
     let mut familywise = 0;
     for _ in 0..reps {
         let levels: Vec<usize> = (0..setup.problems).map(|_| rng.below(LEVELS)).collect();
-        let a = model.run(&levels, setup.n, &mut rng);
+        let a = model.run(&levels, setup.n, 0.0, &mut rng);
         for (col, out) in metrics.iter_mut().enumerate() {
             let sum: f64 = a.iter().map(|r| r[col]).sum();
             let (lo, hi) = mean_interval(sum, a.len(), LEVEL).expect("problems ≥ 1");
@@ -234,7 +237,7 @@ pub fn simulate(setup: &Setup, reps: usize, seed: u64) -> Outcome {
         if !setup.paired {
             continue;
         }
-        let b = model.run(&levels, setup.n, &mut rng);
+        let b = model.run(&levels, setup.n, setup.drop, &mut rng);
         let p: Vec<f64> = (0..metrics.len())
             .map(|col| {
                 let pairs: Vec<(f64, f64)> =
