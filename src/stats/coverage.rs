@@ -274,7 +274,23 @@ mod tests {
                 Tau::from_fraction(1, 1).unwrap(),
             ],
             paired,
+            drop: 0.0,
         }
+    }
+
+    /// The other side of the level: a 15-point drop on 30 mixed problems is flagged on pass@1.
+    #[test]
+    fn compare_flags_a_real_drop() {
+        const REPS: usize = 100;
+        let s = Setup {
+            drop: 0.15,
+            ..setup(30, DIFFICULTIES[1], 16, true)
+        };
+        let out = simulate(&s, REPS, 0xD0);
+        let pass1 = &out.metrics[1];
+        assert_eq!(pass1.metric, MetricKind::PassAtK { k: 1 });
+        assert!(pass1.flagged_adjusted >= 80, "{pass1:?}");
+        assert!(out.familywise >= pass1.flagged_adjusted);
     }
 
     #[test]
