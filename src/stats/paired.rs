@@ -53,7 +53,8 @@ pub fn paired_test(pairs: &[(f64, f64)]) -> Option<PairedTest> {
     Some(PairedTest {
         a,
         b,
-        delta: diffs.iter().sum::<f64>() / len,
+        // fold from +0.0: an empty f64 sum is -0.0, which would print as "-0.0".
+        delta: diffs.iter().fold(0.0, |s, d| s + d) / len,
         p,
         problems: pairs.len(),
     })
@@ -175,6 +176,11 @@ mod tests {
         assert_eq!(paired_test(&nine).unwrap().p, None);
         let ten: Vec<(f64, f64)> = vec![(1.0, 0.0); MIN_SHARED];
         assert!(paired_test(&ten).unwrap().p.unwrap() < 0.01);
+        let same = paired_test(&[(0.5, 0.5); 12]).unwrap();
+        assert_eq!(
+            (same.p, format!("{:+.1}", same.delta)),
+            (Some(1.0), "+0.0".into())
+        );
     }
 
     #[test]
