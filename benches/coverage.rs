@@ -4,8 +4,8 @@
 //! `cargo bench --bench coverage` runs the full grid: 5, 10, 30, 100 and 300 problems; easy, mixed
 //! and hard difficulty; n = 16 and 48; k = 1, 4, 16; τ = 0.5 and 1.0; 2,000 repetitions each (about
 //! 5 CPU-minutes), then compare's power against 5- and 10-point drops. `-- --quick` (for CI, about
-//! 10 s) runs 1,000 repetitions of n = 16 only and skips the power rows. `-- --reps R` sets the
-//! repetitions.
+//! 10 CPU-seconds) runs 1,000 repetitions of n = 16 only and skips the power rows. `-- --reps R`
+//! sets the repetitions.
 
 use gpassk::metrics::Tau;
 use gpassk::stats::coverage::{simulate, Setup, DIFFICULTIES};
