@@ -44,7 +44,7 @@ pub enum Command {
     Score(crate::commands::score::ScoreArgs),
     /// Print or write one report format of a run (table, csv, per-problem, json, md, html).
     Report(crate::commands::report::ReportArgs),
-    /// Compare two runs per model and metric with paired bootstrap intervals (B − A).
+    /// Compare two runs per model and metric (B − A) with exact paired tests, Holm-corrected.
     Compare(crate::commands::compare::CompareArgs),
     /// Set a run's measurements beside published numbers and flag protocol differences.
     Audit(crate::commands::audit::AuditArgs),

@@ -47,7 +47,7 @@ pub struct ModelScore {
     pub votes: Vec<Vote>,
     /// Every metric of every problem, aligned with `problems`.
     pub values: ProblemValues,
-    /// Every metric overall and per subset, with its bootstrap interval.
+    /// Every metric overall and per subset, with its 95% interval.
     pub estimates: Vec<Estimate>,
 }
 

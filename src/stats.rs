@@ -1,11 +1,17 @@
-//! Statistics over problems: per-problem metric values, majority voting, bootstrap confidence
-//! intervals and paired differences.
+//! Statistics over problems: per-problem metric values, majority voting, confidence intervals
+//! ([`interval`]), paired tests ([`paired`]) and the simulation that checks both ([`coverage`]).
 //!
-//! Intervals are percentile bootstraps that resample *problems* (never samples) with a fixed seed,
-//! so the same run always gives the same interval. Each resample draws as many problems as the
-//! group has; a metric's resampled mean is taken over the drawn problems that metric scores (a
-//! problem with n < k does not enter pass@k, one without a greedy answer does not enter greedy
-//! accuracy). Floating point appears here only to summarise resamples; point estimates stay exact.
+//! Intervals treat *problems* (never samples) as the units: a metric's interval is computed from
+//! the problems that metric scores (a problem with n < k does not enter pass@k, one without a
+//! greedy answer does not enter greedy accuracy). They involve no randomness, so the same run
+//! always gives the same bytes. Point estimates stay exact; floating point starts at the bounds.
+
+pub mod coverage;
+pub mod interval;
+pub mod paired;
+
+pub use interval::mean_interval;
+pub use paired::{holm, paired_test, PairedTest};
 
 use crate::metrics::{
     to_f64, Aggregate, MetricKind, MetricTable, MetricsError, ProblemCounts, Tau,
@@ -15,14 +21,13 @@ use num_rational::BigRational;
 use num_traits::Zero;
 use std::collections::{BTreeMap, HashMap};
 
-/// Bootstrap resamples per interval.
-pub const RESAMPLES: usize = 2000;
-/// The fixed seed of every bootstrap ("gpassk" in ASCII, then a version byte).
-pub const SEED: u64 = 0x6770_6173_736b_0001;
+/// How every interval is computed, as metrics.json and the human reports name it.
+pub const INTERVAL_METHOD: &str = "Clopper-Pearson on the sum of per-problem values";
 /// Confidence level of every interval.
 pub const LEVEL: f64 = 0.95;
 
-/// SplitMix64: small and fixed here, so intervals never move with a dependency upgrade.
+/// SplitMix64: small and fixed here, so p-values and simulations never move with a dependency
+/// upgrade.
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 
@@ -175,7 +180,7 @@ pub struct Estimate {
     /// The exact mean over scored problems; None when none was scored.
     pub exact: Option<BigRational>,
     pub value: Option<f64>,
-    /// The 95% bootstrap interval, widened by at most rounding error to contain `value`.
+    /// The 95% interval ([`mean_interval`]), widened by at most rounding error to contain `value`.
     pub ci: Option<(f64, f64)>,
     /// Problems that entered the mean.
     pub problems: usize,
@@ -198,7 +203,6 @@ pub fn estimates(
     aggregate: &Aggregate,
     run_n: u64,
 ) -> Vec<Estimate> {
-    let floats = values.to_f64();
     let mut groups: Vec<(Option<String>, Vec<usize>)> = vec![(None, (0..problems.len()).collect())];
     let mut subsets: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, p) in problems.iter().enumerate() {
@@ -209,7 +213,6 @@ pub fn estimates(
     groups.extend(subsets.into_iter().map(|(s, v)| (Some(s.to_string()), v)));
     let mut out = Vec::new();
     for (subset, members) in groups {
-        let intervals = bootstrap_means(&floats, &members, values.metrics.len(), SEED);
         let planned = run_n.max(1) as f64 * members.len().max(1) as f64;
         let sample_coverage = members
             .iter()
@@ -236,10 +239,14 @@ pub fn estimates(
                 }
             };
             let value = exact.as_ref().map(to_f64);
-            let ci = match (value, intervals[col]) {
-                (Some(v), Some((lo, hi))) => Some((lo.min(v), hi.max(v))),
-                _ => None,
-            };
+            let ci = value
+                .and_then(|v| {
+                    Some((
+                        v,
+                        mean_interval(v * scored.len() as f64, scored.len(), LEVEL)?,
+                    ))
+                })
+                .map(|(v, (lo, hi))| (lo.min(v), hi.max(v)));
             out.push(Estimate {
                 metric: metric.clone(),
                 subset: subset.clone(),
@@ -258,105 +265,6 @@ pub fn estimates(
         }
     }
     out
-}
-
-/// Percentile bootstrap of the mean of each column over the `members` rows.
-fn bootstrap_means(
-    rows: &[Vec<Option<f64>>],
-    members: &[usize],
-    columns: usize,
-    seed: u64,
-) -> Vec<Option<(f64, f64)>> {
-    if members.is_empty() {
-        return vec![None; columns];
-    }
-    let mut rng = SplitMix64::new(seed);
-    let mut means: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); columns];
-    let mut sums = vec![0f64; columns];
-    let mut counts = vec![0u32; columns];
-    for _ in 0..RESAMPLES {
-        sums.iter_mut().for_each(|s| *s = 0.0);
-        counts.iter_mut().for_each(|c| *c = 0);
-        for _ in 0..members.len() {
-            let row = &rows[members[rng.below(members.len())]];
-            for (c, v) in row.iter().enumerate() {
-                if let Some(v) = v {
-                    sums[c] += v;
-                    counts[c] += 1;
-                }
-            }
-        }
-        for c in 0..columns {
-            if counts[c] > 0 {
-                means[c].push(sums[c] / counts[c] as f64);
-            }
-        }
-    }
-    means
-        .into_iter()
-        .map(|mut m| {
-            if m.is_empty() {
-                return None;
-            }
-            m.sort_by(f64::total_cmp);
-            let tail = (1.0 - LEVEL) / 2.0;
-            Some((quantile(&m, tail), quantile(&m, 1.0 - tail)))
-        })
-        .collect()
-}
-
-/// Linear-interpolated quantile of sorted data.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    let frac = pos - lo as f64;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * frac
-}
-
-/// B − A over paired problems with its bootstrap interval.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Difference {
-    pub a: f64,
-    pub b: f64,
-    /// Mean of B − A over the pairs.
-    pub delta: f64,
-    pub ci: (f64, f64),
-    pub problems: usize,
-}
-
-impl Difference {
-    /// True when the interval excludes zero.
-    pub fn significant(&self) -> bool {
-        self.ci.0 > 0.0 || self.ci.1 < 0.0
-    }
-}
-
-/// The paired bootstrap of B − A: the same problems are drawn for both runs in every resample.
-pub fn paired_difference(pairs: &[(f64, f64)]) -> Option<Difference> {
-    if pairs.is_empty() {
-        return None;
-    }
-    let len = pairs.len() as f64;
-    let a = pairs.iter().map(|p| p.0).sum::<f64>() / len;
-    let b = pairs.iter().map(|p| p.1).sum::<f64>() / len;
-    let diffs: Vec<Vec<Option<f64>>> = pairs.iter().map(|p| vec![Some(p.1 - p.0)]).collect();
-    let delta = diffs.iter().filter_map(|d| d[0]).sum::<f64>() / len;
-    let members: Vec<usize> = (0..pairs.len()).collect();
-    let (lo, hi) = bootstrap_means(&diffs, &members, 1, SEED)[0]?;
-    // Identical runs give differences of exactly zero: keep the interval exactly [0, 0].
-    let ci = if diffs.iter().all(|d| d[0] == Some(0.0)) {
-        (0.0, 0.0)
-    } else {
-        (lo.min(delta), hi.max(delta))
-    };
-    Some(Difference {
-        a,
-        b,
-        delta,
-        ci,
-        problems: pairs.len(),
-    })
 }
 
 #[cfg(test)]
@@ -398,7 +306,7 @@ mod tests {
     }
 
     #[test]
-    fn bootstrap_is_reproducible_and_contains_the_estimate() {
+    fn intervals_are_reproducible_and_contain_the_estimate() {
         let taus = Tau::default_grid();
         let probs = counts(&[
             (8, 8, Some(true)),
@@ -436,17 +344,28 @@ mod tests {
     }
 
     #[test]
-    fn paired_difference_of_identical_runs_is_exactly_zero() {
-        let pairs: Vec<(f64, f64)> = (0..20)
-            .map(|i| (i as f64 / 20.0, i as f64 / 20.0))
-            .collect();
-        let d = paired_difference(&pairs).unwrap();
-        assert_eq!((d.delta, d.ci), (0.0, (0.0, 0.0)));
-        assert!(!d.significant());
-        let worse: Vec<(f64, f64)> = (0..20)
-            .map(|i| (1.0, if i < 15 { 0.0 } else { 1.0 }))
-            .collect();
-        let d = paired_difference(&worse).unwrap();
-        assert!(d.significant() && d.delta < -0.7 && d.ci.1 < 0.0, "{d:?}");
+    fn twelve_of_twelve_is_not_reported_as_certain() {
+        let taus = Tau::default_grid();
+        let probs = counts(&[(4, 4, Some(true)); 12]);
+        let votes = vec![Vote::from_classes(&[(4, 4)]); probs.len()];
+        let agg = aggregate(&probs, 4, &[4], &taus).unwrap();
+        let values = problem_values(&probs, &votes, &[4], &taus).unwrap();
+        for e in estimates(&probs, &values, &agg, 4) {
+            let (lo, hi) = e.ci.unwrap();
+            assert_eq!((e.value, hi), (Some(1.0), 1.0), "{e:?}");
+            // The exact binomial bound of 12 of 12 is 73.5%; of 6 of 6 (a subset) 54.1%.
+            let want = if e.subset.is_none() { 0.7354 } else { 0.5407 };
+            assert!((lo - want).abs() < 1e-3, "{e:?}");
+        }
+        let one = counts(&[(4, 2, Some(true))]);
+        let agg = aggregate(&one, 4, &[4], &taus).unwrap();
+        let values = problem_values(&one, &votes[..1], &[4], &taus).unwrap();
+        for e in estimates(&one, &values, &agg, 4) {
+            let (lo, hi) = e.ci.unwrap();
+            assert!(
+                hi - lo > 0.9,
+                "one problem gives almost no information: {e:?}"
+            );
+        }
     }
 }

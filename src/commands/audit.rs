@@ -326,7 +326,7 @@ pub fn run(args: AuditArgs) -> Result<ExitStatus> {
         .into());
     }
     println!(
-        "audit of {} against {} ({benchmark}); measured with 95% bootstrap CI, in %",
+        "audit of {} against {} ({benchmark}); measured with 95% CI (Clopper–Pearson), in %",
         args.run_dir.display(),
         args.published.display()
     );

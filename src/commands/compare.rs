@@ -1,10 +1,12 @@
 //! `gpassk compare <run A> <run B>`: per model (matched by name) and metric, B − A over the problems
-//! both runs scored (matched by id), with a paired bootstrap interval and a flag when it excludes 0.
+//! both runs scored (matched by id), an exact paired test per row, Holm's correction over the rows,
+//! and the checks that the two runs measured the same thing.
 
-use crate::error::BadInput;
-use crate::metrics::to_f64;
+use crate::error::{bad_input, BadInput, ExitStatus};
+use crate::metrics::{to_f64, MetricKind};
 use crate::scoring::{load_run, ModelScore, RunResults};
-use crate::stats::{paired_difference, Difference};
+use crate::stats::paired::{ALPHA, MIN_SHARED};
+use crate::stats::{holm, paired_test, PairedTest};
 use anyhow::Result;
 use clap::Args;
 use std::collections::HashMap;
@@ -27,33 +29,63 @@ pub struct Comparison {
     pub model: String,
     /// The metric as named in config files (`pass@16`, `g_pass@16_t0.5`, `maj@n`, …).
     pub metric: String,
-    pub diff: Difference,
+    pub test: PairedTest,
+    /// Holm-adjusted p-value over every tested row of the comparison; `None` when untested.
+    pub adjusted: Option<f64>,
 }
 
-/// Pairs every metric of every model present in both runs.
-pub fn compare(a: &RunResults, b: &RunResults) -> Vec<Comparison> {
-    let mut out = Vec::new();
+impl Comparison {
+    /// True when the difference is significant at [`ALPHA`] after Holm's correction.
+    pub fn flagged(&self) -> bool {
+        self.adjusted.is_some_and(|p| p < ALPHA)
+    }
+}
+
+/// Rows of a comparison, and the rows left out with the reason.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Compared {
+    pub rows: Vec<Comparison>,
+    pub skipped: Vec<String>,
+}
+
+/// Pairs every metric of every model present in both runs, then applies Holm's correction.
+pub fn compare(a: &RunResults, b: &RunResults) -> Compared {
+    let mut out = Compared::default();
     for mb in &b.models {
         let Some(ma) = a.models.iter().find(|m| m.name == mb.name) else {
             continue;
         };
-        out.extend(compare_model(ma, mb));
+        compare_model(ma, mb, &mut out);
+    }
+    let tested: Vec<usize> = (0..out.rows.len())
+        .filter(|&i| out.rows[i].test.p.is_some())
+        .collect();
+    let raw: Vec<f64> = tested.iter().filter_map(|&i| out.rows[i].test.p).collect();
+    for (&i, p) in tested.iter().zip(holm(&raw)) {
+        out.rows[i].adjusted = Some(p);
     }
     out
 }
 
-fn compare_model(ma: &ModelScore, mb: &ModelScore) -> Vec<Comparison> {
+fn compare_model(ma: &ModelScore, mb: &ModelScore, out: &mut Compared) {
     let index: HashMap<&str, usize> = ma
         .problems
         .iter()
         .enumerate()
         .map(|(i, p)| (p.id.as_str(), i))
         .collect();
-    let mut out = Vec::new();
     for (cb, metric) in mb.values.metrics.iter().enumerate() {
         let Some(ca) = ma.values.column(metric) else {
             continue;
         };
+        if *metric == MetricKind::Majority && ma.n != mb.n {
+            out.skipped.push(format!(
+                "{} maj@n: not compared, n = {} in A and {} in B (a majority of more votes is \
+                 a different metric)",
+                mb.name, ma.n, mb.n
+            ));
+            continue;
+        }
         let pairs: Vec<(f64, f64)> = mb
             .problems
             .iter()
@@ -65,30 +97,96 @@ fn compare_model(ma: &ModelScore, mb: &ModelScore) -> Vec<Comparison> {
                 Some((to_f64(va), to_f64(vb)))
             })
             .collect();
-        if let Some(diff) = paired_difference(&pairs) {
-            out.push(Comparison {
+        if let Some(test) = paired_test(&pairs) {
+            out.rows.push(Comparison {
                 model: mb.name.clone(),
                 metric: metric.to_string(),
-                diff,
+                test,
+                adjusted: None,
             });
         }
     }
-    out
 }
 
 /// True when a flagged drop is larger than `pct` percentage points.
 pub fn regressed(c: &Comparison, pct: f64) -> bool {
-    c.diff.significant() && c.diff.delta < 0.0 && -100.0 * c.diff.delta > pct
+    c.flagged() && c.test.delta < 0.0 && -100.0 * c.test.delta > pct
 }
 
-pub fn run(args: CompareArgs) -> Result<crate::error::ExitStatus> {
-    Ok(match run_code(args)? {
-        0 => crate::error::ExitStatus::Success,
-        _ => crate::error::ExitStatus::Failure,
-    })
+/// Refuses two runs on different datasets (by content: the same file may be named by another
+/// path): their problem ids may coincide by accident.
+fn check_dataset(a: &RunResults, b: &RunResults) -> Result<(), BadInput> {
+    if a.dataset_sha256 == b.dataset_sha256 {
+        return Ok(());
+    }
+    let short = |h: &str| h.chars().take(12).collect::<String>();
+    Err(BadInput(format!(
+        "different datasets: A ran on {} (sha256 {}), B on {} (sha256 {}); compare needs the \
+         same dataset",
+        a.dataset,
+        short(&a.dataset_sha256),
+        b.dataset,
+        short(&b.dataset_sha256)
+    )))
 }
 
-fn run_code(args: CompareArgs) -> Result<u8> {
+/// Every setting that differs between the two runs for the models both hold, named.
+pub fn setting_differences(a: &RunResults, b: &RunResults) -> Vec<String> {
+    let (Some(ma), Some(mb)) = (&a.manifest, &b.manifest) else {
+        return vec!["a run has no manifest: its settings cannot be checked".into()];
+    };
+    let mut out = Vec::new();
+    let mut differ = |what: &str, x: String, y: String| {
+        if x != y {
+            out.push(format!("{what}: {x} in A, {y} in B"));
+        }
+    };
+    differ(
+        "prompt template",
+        format!("{:?}", ma.prompt_template),
+        format!("{:?}", mb.prompt_template),
+    );
+    differ(
+        "prompt hash (template and few-shot turns)",
+        ma.prompt_hash.clone(),
+        mb.prompt_hash.clone(),
+    );
+    let grading = |m: &crate::manifest::Manifest| {
+        let (mode, judge) = m.grading();
+        judge.map_or(mode.clone(), |j| format!("{mode} (judge {j})"))
+    };
+    differ("grader", grading(ma), grading(mb));
+    for (name, xa) in &ma.models {
+        let Some(xb) = mb.models.get(name) else {
+            continue;
+        };
+        let (sa, sb) = (&xa.sampling, &xb.sampling);
+        let mut model = |what: &str, x: String, y: String| {
+            differ(&format!("{name} {what}"), x, y);
+        };
+        model("model id", xa.model_id.clone(), xb.model_id.clone());
+        model("n", sa.n.to_string(), sb.n.to_string());
+        model(
+            "temperature",
+            sa.temperature.to_string(),
+            sb.temperature.to_string(),
+        );
+        model("top-p", sa.top_p.to_string(), sb.top_p.to_string());
+        model(
+            "top-k",
+            format!("{:?}", sa.top_k),
+            format!("{:?}", sb.top_k),
+        );
+        model(
+            "max tokens",
+            format!("{:?}", sa.max_tokens),
+            format!("{:?}", sb.max_tokens),
+        );
+    }
+    out
+}
+
+pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     if let Some(p) = args.fail_on_regression {
         if !(p.is_finite() && p >= 0.0) {
             return Err(BadInput(format!(
@@ -97,73 +195,127 @@ fn run_code(args: CompareArgs) -> Result<u8> {
             .into());
         }
     }
-    let a = load_run(&args.run_a)?;
-    let b = load_run(&args.run_b)?;
-    let rows = compare(&a, &b);
-    for m in &b.models {
-        if !a.models.iter().any(|x| x.name == m.name) {
-            eprintln!("note: model {} is only in {}", m.name, args.run_b.display());
+    let a = load_run(&args.run_a).map_err(bad_input)?;
+    let b = load_run(&args.run_b).map_err(bad_input)?;
+    check_dataset(&a, &b)?;
+    let names =
+        |r: &RunResults| -> Vec<String> { r.models.iter().map(|m| m.name.clone()).collect() };
+    for (run, here, there) in [(&args.run_b, &b, &a), (&args.run_a, &a, &b)] {
+        for m in &here.models {
+            if !there.models.iter().any(|x| x.name == m.name) {
+                eprintln!("note: model {} is only in {}", m.name, run.display());
+            }
         }
     }
-    for m in &a.models {
-        if !b.models.iter().any(|x| x.name == m.name) {
-            eprintln!("note: model {} is only in {}", m.name, args.run_a.display());
-        }
-    }
-    if rows.is_empty() {
+    let compared = compare(&a, &b);
+    if compared.rows.is_empty() {
+        let why = if names(&a).iter().any(|n| names(&b).contains(n)) {
+            "share no scored problem (problems are matched by id)".to_string()
+        } else {
+            format!(
+                "share no model (models are matched by name): A has {}, B has {}",
+                names(&a).join(", "),
+                names(&b).join(", ")
+            )
+        };
         return Err(BadInput(format!(
-            "{} and {} share no model with scored problems (models are matched by name)",
+            "{} and {} {why}",
             args.run_a.display(),
             args.run_b.display()
         ))
         .into());
     }
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t.set_header([
-        "model", "metric", "A %", "B %", "B − A", "95% CI", "problems", "flag",
-    ]);
-    let mut failed = Vec::new();
-    for c in &rows {
-        let d = &c.diff;
-        let flag = match (d.significant(), d.delta > 0.0) {
-            (false, _) => "",
-            (true, true) => "improved",
-            (true, false) => "REGRESSED",
-        };
-        if args.fail_on_regression.is_some_and(|p| regressed(c, p)) {
-            failed.push(format!(
-                "{} {} {:+.1} points",
-                c.model,
-                c.metric,
-                100.0 * d.delta
-            ));
-        }
-        t.add_row([
-            c.model.clone(),
-            c.metric.clone(),
-            format!("{:.1}", 100.0 * d.a),
-            format!("{:.1}", 100.0 * d.b),
-            format!("{:+.1}", 100.0 * d.delta),
-            format!("[{:+.1}, {:+.1}]", 100.0 * d.ci.0, 100.0 * d.ci.1),
-            d.problems.to_string(),
-            flag.to_string(),
-        ]);
+    let differences = setting_differences(&a, &b);
+    for d in &differences {
+        eprintln!("WARNING: the runs differ: {d}");
     }
-    println!(
-        "B − A in percentage points, paired bootstrap over shared problems\nA: {}\nB: {}\n{t}",
-        args.run_a.display(),
-        args.run_b.display()
-    );
-    let flagged = rows.iter().filter(|c| c.diff.significant()).count();
-    println!("{flagged} of {} differences exclude zero", rows.len());
+    print_table(&args, &compared, &differences);
+    let failed: Vec<String> = match args.fail_on_regression {
+        Some(p) => compared
+            .rows
+            .iter()
+            .filter(|c| regressed(c, p))
+            .map(|c| {
+                format!(
+                    "{} {} {:+.1} points",
+                    c.model,
+                    c.metric,
+                    100.0 * c.test.delta
+                )
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     if !failed.is_empty() {
         eprintln!(
             "regression beyond {} points: {}",
             args.fail_on_regression.unwrap_or_default(),
             failed.join("; ")
         );
-        return Ok(1);
+        return Ok(ExitStatus::Failure);
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
+}
+
+/// A p-value for the table: four decimals, `-` when untested.
+fn p_text(p: Option<f64>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) if p < 1e-4 => "<0.0001".into(),
+        Some(p) => format!("{p:.4}"),
+    }
+}
+
+fn print_table(args: &CompareArgs, compared: &Compared, differences: &[String]) {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header([
+        "model", "metric", "A %", "B %", "B − A", "p", "p (Holm)", "problems", "flag",
+    ]);
+    for c in &compared.rows {
+        let d = &c.test;
+        let flag = match (d.p, c.flagged(), d.delta > 0.0) {
+            (None, _, _) => format!("not tested (< {MIN_SHARED} problems)"),
+            (Some(_), false, _) => String::new(),
+            (Some(_), true, true) => "improved".into(),
+            (Some(_), true, false) => "REGRESSED".into(),
+        };
+        t.add_row([
+            c.model.clone(),
+            c.metric.clone(),
+            format!("{:.1}", 100.0 * d.a),
+            format!("{:.1}", 100.0 * d.b),
+            format!("{:+.1}", 100.0 * d.delta),
+            p_text(d.p),
+            p_text(c.adjusted),
+            d.problems.to_string(),
+            flag,
+        ]);
+    }
+    println!(
+        "B − A in percentage points over shared problems; exact paired sign-flip test (McNemar for \
+         0/1 values), Holm-corrected over the tested rows\nA: {}\nB: {}",
+        args.run_a.display(),
+        args.run_b.display()
+    );
+    for d in differences {
+        println!("WARNING: the runs differ: {d}; differences may come from the settings");
+    }
+    println!("{t}");
+    for s in &compared.skipped {
+        println!("{s}");
+    }
+    let tested = compared.rows.iter().filter(|c| c.test.p.is_some()).count();
+    let flagged = compared.rows.iter().filter(|c| c.flagged()).count();
+    println!(
+        "{flagged} of {tested} tested differences significant at {}% family-wise (Holm over {tested} tests)",
+        100.0 * ALPHA
+    );
+    let untested = compared.rows.len() - tested;
+    if untested > 0 {
+        println!(
+            "{untested} differences not tested: fewer than {MIN_SHARED} shared problems cannot \
+             support a flag"
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! `metrics.json`: the tidy rows plus exact fractions, per-model counts, the bootstrap settings
+//! `metrics.json`: the tidy rows plus exact fractions, per-model counts, the interval method
 //! and the run's manifest (timestamps, model IDs, served model names).
 
 use super::{rows, Exporter, MetricRow};
@@ -35,9 +35,8 @@ struct JsonModel<'a> {
 }
 
 #[derive(Serialize)]
-struct Bootstrap {
-    resamples: usize,
-    seed: u64,
+struct Intervals {
+    method: &'static str,
     level: f64,
     over: &'static str,
 }
@@ -47,7 +46,7 @@ struct JsonReport<'a> {
     run_id: &'a str,
     dataset: &'a str,
     dataset_sha256: &'a str,
-    bootstrap: Bootstrap,
+    intervals: Intervals,
     models: Vec<JsonModel<'a>>,
     metrics: Vec<JsonRow>,
     manifest: Option<&'a Manifest>,
@@ -63,9 +62,8 @@ impl Exporter for MetricsJson {
             run_id: &results.run_id,
             dataset: &results.dataset,
             dataset_sha256: &results.dataset_sha256,
-            bootstrap: Bootstrap {
-                resamples: crate::stats::RESAMPLES,
-                seed: crate::stats::SEED,
+            intervals: Intervals {
+                method: crate::stats::INTERVAL_METHOD,
                 level: crate::stats::LEVEL,
                 over: "problems",
             },

@@ -2,7 +2,7 @@
 //!
 //! Machine formats (`metrics.csv`, `per_problem.csv`, `metrics.json`) keep raw fractions in [0, 1];
 //! the human formats (terminal table, Markdown, HTML) show percentages rounded to one decimal with
-//! their 95% bootstrap intervals. CSV and JSON rows are both [`MetricRow`]s.
+//! their 95% intervals. CSV and JSON rows are both [`MetricRow`]s.
 
 mod csv;
 mod html;

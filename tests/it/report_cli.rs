@@ -5,6 +5,7 @@ use crate::common::{ok, repo, run as gpassk, stderr, RUN_FILES};
 use gpassk::metrics::{g_pass_at_k, mg_pass_at_k, pass_at_k, to_f64, Tau};
 use num_rational::BigRational;
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 const FIXTURE: &str = "tests/fixtures/report_run";
 
@@ -110,12 +111,12 @@ fn metrics_csv_reads_back_column_by_column() {
         ("0.42857142857142855", "7")
     );
     assert_eq!(&beta_greedy[12], "0.875");
-    // Subsets are means over their own problems.
+    // Subsets are means over their own problems; 4 of 4 correct is not certainty: the exact
+    // binomial lower bound is 0.025^(1/4).
     let easy = find("alpha", "easy", "greedy_acc", "", "");
-    assert_eq!(
-        (&easy[7], &easy[8], &easy[9], &easy[10]),
-        ("1.0", "1.0", "1.0", "4")
-    );
+    assert_eq!((&easy[7], &easy[9], &easy[10]), ("1.0", "1.0", "4"));
+    let low: f64 = easy[8].parse().unwrap();
+    assert!((low - 0.025f64.powf(0.25)).abs() < 1e-6, "{low}");
 }
 
 #[test]
@@ -163,7 +164,11 @@ fn json_has_rows_exact_fractions_and_manifest() {
     assert_eq!(v["run_id"], "fixture-run");
     assert_eq!(v["manifest"]["run_id"], "fixture-run");
     assert_eq!(v["manifest"]["models"]["beta"]["model_id"], "beta-7b");
-    assert_eq!(v["bootstrap"]["over"], "problems");
+    assert_eq!(v["intervals"]["over"], "problems");
+    assert_eq!(
+        v["intervals"]["method"],
+        "Clopper-Pearson on the sum of per-problem values"
+    );
     let metrics = v["metrics"].as_array().unwrap();
     assert_eq!(metrics.len(), 84);
     let greedy = metrics
@@ -216,7 +221,7 @@ fn snapshot(name: &str, actual: &str) {
 fn table_and_markdown_snapshots() {
     snapshot("summary.txt", &report("table"));
     let md = report("md");
-    assert!(md.contains("| alpha | 62.5 [25.0, 87.5] |"));
+    assert!(md.contains("| alpha | 62.5 [24.4, 91.5] |"));
     snapshot("report.md", &md);
 }
 
@@ -286,19 +291,6 @@ fn score_refuses_a_changed_dataset() {
     assert!(err.contains("dataset.sha256"), "{err}");
 }
 
-#[test]
-fn compare_of_a_run_with_itself_flags_nothing() {
-    let out = ok(&gpassk(&[
-        "compare",
-        FIXTURE,
-        FIXTURE,
-        "--fail-on-regression",
-        "0",
-    ]));
-    assert!(out.contains("0 of 28 differences exclude zero"), "{out}");
-    assert!(!out.contains("REGRESSED") && !out.contains("improved"));
-}
-
 /// A copy of the fixture where alpha answers every sample and greedy question with 0.
 fn worse_copy(to: &Path) {
     copy_fixture(to);
@@ -317,35 +309,174 @@ fn worse_copy(to: &Path) {
     std::fs::write(&path, worse).unwrap();
 }
 
+/// Settings of a synthetic one-model run (model `alpha`, answer "1" for every problem).
+struct Synthetic {
+    problems: usize,
+    n: u32,
+    temperature: f64,
+    /// Different datasets get different question texts.
+    dataset: &'static str,
+}
+
+impl Synthetic {
+    fn new(problems: usize) -> Synthetic {
+        Synthetic {
+            problems,
+            n: 8,
+            temperature: 1.0,
+            dataset: "same",
+        }
+    }
+
+    /// Writes the run into `root/<name>` (its dataset into `root/<dataset>.jsonl`); sample s of
+    /// problem i (s = n is the greedy answer) is correct when `correct(i, s)`.
+    fn write(&self, root: &Path, name: &str, correct: impl Fn(usize, u32) -> bool) -> PathBuf {
+        use sha2::{Digest, Sha256};
+        let data = root.join(format!("{}.jsonl", self.dataset));
+        let lines: String = (0..self.problems)
+            .map(|i| {
+                let q = format!("{} question {i}", self.dataset);
+                format!("{{\"id\": \"p{i}\", \"subset\": \"all\", \"question\": \"{q}\", \"answer\": \"1\"}}\n")
+            })
+            .collect();
+        std::fs::write(&data, &lines).unwrap();
+        let sha: String = Sha256::digest(lines.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let run = root.join(name);
+        std::fs::create_dir_all(run.join("checkpoints")).unwrap();
+        let text = std::fs::read_to_string(fixture().join("manifest.json")).unwrap();
+        let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let path = data.to_str().unwrap();
+        m["config"]["evaluation"]["dataset"] = path.into();
+        m["config"]["models"] = serde_json::json!([{"name": "alpha", "model_id": "alpha-7b"}]);
+        m["config"]["sampling"]["n"] = self.n.into();
+        m["config"]["sampling"]["temperature"] = self.temperature.into();
+        m["dataset"] = serde_json::json!({"name": path, "files": [path], "sha256": sha,
+            "problems": self.problems, "limit": null});
+        m["models"].as_object_mut().unwrap().remove("beta");
+        m["models"]["alpha"]["sampling"]["n"] = self.n.into();
+        m["models"]["alpha"]["sampling"]["temperature"] = self.temperature.into();
+        std::fs::write(run.join("manifest.json"), m.to_string()).unwrap();
+        let template = std::fs::read_to_string(fixture().join("checkpoints/alpha.jsonl")).unwrap();
+        let mut r: serde_json::Value =
+            serde_json::from_str(template.lines().next().unwrap()).unwrap();
+        let mut out = String::new();
+        for i in 0..self.problems {
+            for s in 0..=self.n {
+                r["problem_id"] = format!("p{i}").into();
+                r["sample_index"] = if s == self.n {
+                    "greedy".into()
+                } else {
+                    s.into()
+                };
+                let answer = if correct(i, s) { 1 } else { 2 };
+                r["response"] = format!("The final answer is $\\boxed{{{answer}}}$.").into();
+                r["temperature"] = self.temperature.into();
+                out.push_str(&format!("{r}\n"));
+            }
+        }
+        std::fs::write(run.join("checkpoints/alpha.jsonl"), out).unwrap();
+        run
+    }
+}
+
+fn compare(a: &Path, b: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["compare", a.to_str().unwrap(), b.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    gpassk(&args)
+}
+
 #[test]
-fn compare_with_a_worse_copy_flags_the_drop() {
+fn compare_of_a_run_with_itself_flags_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let worse = dir.path().join("worse");
-    worse_copy(&worse);
-    let worse_s = worse.to_str().unwrap();
-    let out = ok(&gpassk(&["compare", FIXTURE, worse_s]));
-    let pass4 = out
-        .lines()
-        .find(|l| l.contains("alpha") && l.contains("pass@4 "))
-        .unwrap();
+    let run = Synthetic::new(12).write(dir.path(), "a", |i, s| (i + s as usize) % 3 != 0);
+    let out = ok(&compare(&run, &run, &["--fail-on-regression", "0"]));
     assert!(
-        pass4.contains("REGRESSED") && pass4.contains("-78.4"),
+        out.contains("0 of 14 tested differences significant at 5% family-wise"),
+        "{out}"
+    );
+    assert!(!out.contains("REGRESSED") && !out.contains("improved") && !out.contains("WARNING"));
+}
+
+#[test]
+fn compare_flags_a_drop_on_enough_problems_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = |i: usize, s: u32| (i + s as usize) % 4 != 0;
+    let a = Synthetic::new(20).write(dir.path(), "a", good);
+    let b = Synthetic::new(20).write(dir.path(), "b", |_, _| false);
+    let out = ok(&compare(&a, &b, &[]));
+    let pass4 = out.lines().find(|l| l.contains("pass@4 ")).unwrap();
+    assert!(
+        pass4.contains("REGRESSED") && pass4.contains("-100.0"),
         "{pass4}"
     );
-    assert!(!out
-        .lines()
-        .any(|l| l.contains("beta") && l.contains("REGRESSED")));
-    let fail = gpassk(&["compare", FIXTURE, worse_s, "--fail-on-regression", "10"]);
+    let fail = compare(&a, &b, &["--fail-on-regression", "10"]);
     assert_eq!(fail.status.code(), Some(1));
-    assert!(stderr(&fail).contains("alpha pass@4 -78.4 points"));
-    // A threshold larger than any drop passes.
-    ok(&gpassk(&[
-        "compare",
-        FIXTURE,
-        worse_s,
-        "--fail-on-regression",
-        "99",
-    ]));
+    assert!(String::from_utf8_lossy(&fail.stderr).contains("alpha pass@4 -100.0 points"));
+    ok(&compare(&a, &b, &["--fail-on-regression", "100"]));
+    // The fixture's 8 problems are too few to flag even a total collapse.
+    let worse = dir.path().join("worse");
+    worse_copy(&worse);
+    let out = ok(&compare(
+        &fixture(),
+        &worse,
+        &["--fail-on-regression", "10"],
+    ));
+    assert!(out.contains("not tested (< 10 problems)") && !out.contains("REGRESSED"));
+    assert!(
+        out.contains("28 differences not tested: fewer than 10 shared problems"),
+        "{out}"
+    );
+}
+
+#[test]
+fn compare_never_fails_on_one_shared_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Synthetic::new(1).write(dir.path(), "a", |_, _| true);
+    let b = Synthetic::new(1).write(dir.path(), "b", |_, _| false);
+    let out = ok(&compare(&a, &b, &["--fail-on-regression", "5"]));
+    assert!(out.contains("0 of 0 tested differences"), "{out}");
+    assert!(!out.contains("REGRESSED"));
+}
+
+#[test]
+fn compare_refuses_different_datasets_and_names_setting_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Synthetic::new(12).write(dir.path(), "a", |_, _| true);
+    let other = Synthetic {
+        dataset: "other",
+        ..Synthetic::new(12)
+    };
+    let b = other.write(dir.path(), "b", |_, _| true);
+    let out = compare(&a, &b, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("different datasets: A ran on") && err.contains("other.jsonl"),
+        "{err}"
+    );
+    let changed = Synthetic {
+        n: 4,
+        temperature: 0.7,
+        ..Synthetic::new(12)
+    };
+    let c = changed.write(dir.path(), "c", |_, _| true);
+    let out = compare(&a, &c, &[]);
+    let (stdout, stderr) = (ok(&out), String::from_utf8_lossy(&out.stderr));
+    for text in [&stdout, &stderr.to_string()] {
+        assert!(
+            text.contains("WARNING: the runs differ: alpha n: 8 in A, 4 in B"),
+            "{text}"
+        );
+        assert!(
+            text.contains("alpha temperature: 1 in A, 0.7 in B"),
+            "{text}"
+        );
+    }
+    assert!(stdout.contains("alpha maj@n: not compared, n = 8 in A and 4 in B"));
+    assert!(!stdout.lines().any(|l| l.contains("│ maj@n")), "{stdout}");
 }
 
 /// Splits the fixture into two shard runs by problem id hash.

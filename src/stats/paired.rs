@@ -1,0 +1,196 @@
+//! Paired tests of B − A over shared problems: the exact sign-flip (permutation) test, which is the
+//! exact McNemar test when every value is 0 or 1, and Holm's step-down correction across tests.
+//!
+//! Under "A and B are the same model", each problem's pair is exchangeable, so the sign of each
+//! difference is a fair coin given its size (Fisher 1935; Good 2005, ch. 3). The p-value is exact:
+//! by enumeration or the binomial tail when that is cheap, otherwise a sequential Monte Carlo
+//! p-value with a fixed seed (Besag and Clifford 1991), which keeps the test's level: it never
+//! reports a p-value of zero (Phipson and Smyth 2010).
+
+use super::SplitMix64;
+use statrs::function::factorial::ln_binomial;
+
+/// Below this many shared problems, no difference is tested or flagged.
+pub const MIN_SHARED: usize = 10;
+/// Family-wise level of `compare`'s flags.
+pub const ALPHA: f64 = 0.05;
+/// Sign-flip draws when the differences are too many to enumerate.
+pub const DRAWS: usize = 9999;
+/// Monte Carlo draws stop once this many are at least as extreme as the data: a large p-value
+/// is then known well enough, and the p-value stays valid (Besag and Clifford 1991).
+const STOP_HITS: usize = 40;
+/// Enumerate all 2^m sign patterns up to this many non-zero differences.
+const ENUMERATE_MAX: usize = 14;
+/// Seed of the Monte Carlo sign flips ("gpassk" in ASCII, then a version byte).
+pub const SEED: u64 = 0x6770_6173_736b_0101;
+
+/// B − A over paired problems with its two-sided p-value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairedTest {
+    pub a: f64,
+    pub b: f64,
+    /// Mean of B − A over the pairs.
+    pub delta: f64,
+    /// Two-sided p-value of "no difference"; `None` below [`MIN_SHARED`] problems.
+    pub p: Option<f64>,
+    pub problems: usize,
+}
+
+/// Tests B − A over `(a, b)` pairs of per-problem values; `None` when there is no pair.
+pub fn paired_test(pairs: &[(f64, f64)]) -> Option<PairedTest> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let len = pairs.len() as f64;
+    let a = pairs.iter().map(|p| p.0).sum::<f64>() / len;
+    let b = pairs.iter().map(|p| p.1).sum::<f64>() / len;
+    let diffs: Vec<f64> = pairs
+        .iter()
+        .map(|p| p.1 - p.0)
+        .filter(|d| *d != 0.0)
+        .collect();
+    let p = (pairs.len() >= MIN_SHARED).then(|| sign_flip_p(&diffs));
+    Some(PairedTest {
+        a,
+        b,
+        // fold from +0.0: an empty f64 sum is -0.0, which would print as "-0.0".
+        delta: diffs.iter().fold(0.0, |s, d| s + d) / len,
+        p,
+        problems: pairs.len(),
+    })
+}
+
+/// Two-sided p-value of the sign-flip test on the non-zero differences.
+pub fn sign_flip_p(diffs: &[f64]) -> f64 {
+    if diffs.is_empty() {
+        return 1.0;
+    }
+    if diffs.iter().all(|d| d.abs() == 1.0) {
+        let up = diffs.iter().filter(|d| **d > 0.0).count() as u64;
+        return mcnemar_p(up, diffs.len() as u64 - up);
+    }
+    let sizes: Vec<f64> = diffs.iter().map(|d| d.abs()).collect();
+    let observed = diffs.iter().sum::<f64>().abs();
+    // Sums of the same signs may differ in the last bits: count near-ties as at least as extreme.
+    let bar = observed - 1e-9 * sizes.iter().sum::<f64>();
+    let signed = |bits: &mut dyn FnMut() -> u64| {
+        let mut total = 0.0;
+        let mut word = 0u64;
+        for (i, s) in sizes.iter().enumerate() {
+            if i % 64 == 0 {
+                word = bits();
+            }
+            total += if word >> (i % 64) & 1 == 1 { *s } else { -*s };
+        }
+        total.abs()
+    };
+    if sizes.len() <= ENUMERATE_MAX {
+        let patterns = 1u64 << sizes.len();
+        let hits = (0..patterns)
+            .filter(|&mask| signed(&mut || mask) >= bar)
+            .count();
+        return hits as f64 / patterns as f64;
+    }
+    // Besag–Clifford sequential sampling: stop after STOP_HITS draws at least as extreme.
+    let mut rng = SplitMix64::new(SEED);
+    let mut hits = 0;
+    for draw in 1..=DRAWS {
+        hits += (signed(&mut || rng.next_u64()) >= bar) as usize;
+        if hits == STOP_HITS {
+            return hits as f64 / draw as f64;
+        }
+    }
+    (1 + hits) as f64 / (1 + DRAWS) as f64
+}
+
+/// Exact two-sided McNemar p-value from the discordant pairs (`up` B-only, `down` A-only).
+pub fn mcnemar_p(up: u64, down: u64) -> f64 {
+    let n = up + down;
+    if n == 0 {
+        return 1.0;
+    }
+    let ln_half = n as f64 * std::f64::consts::LN_2;
+    let tail: f64 = (0..=up.min(down))
+        .map(|i| (ln_binomial(n, i) - ln_half).exp())
+        .sum();
+    (2.0 * tail).min(1.0)
+}
+
+/// Holm's step-down adjusted p-values (Holm 1979), in the input order.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..p.len()).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]).then(i.cmp(&j)));
+    let mut adjusted = vec![0.0; p.len()];
+    let mut running = 0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max(((p.len() - rank) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcnemar_matches_the_binomial_tail() {
+        // 0 of 6 discordant pairs going up: 2 · (1/2)^6.
+        assert!((mcnemar_p(0, 6) - 2.0 / 64.0).abs() < 1e-12);
+        assert!((mcnemar_p(1, 9) - 2.0 * 11.0 / 1024.0).abs() < 1e-12);
+        assert_eq!(mcnemar_p(3, 3), 1.0);
+        assert_eq!(mcnemar_p(0, 0), 1.0);
+        // The sign-flip test on ±1 differences is the same test.
+        let d = [-1.0; 6];
+        assert_eq!(sign_flip_p(&d), mcnemar_p(0, 6));
+    }
+
+    #[test]
+    fn enumeration_counts_every_sign_pattern() {
+        // The four patterns give |sums| 0.75, 0.25, 0.25, 0.75: two reach the observed 0.75.
+        assert_eq!(sign_flip_p(&[0.5, 0.25]), 0.5);
+        assert_eq!(sign_flip_p(&[]), 1.0);
+        let d: Vec<f64> = (0..8).map(|i| -0.1 - i as f64 / 100.0).collect();
+        assert_eq!(sign_flip_p(&d), 2.0 / 256.0);
+    }
+
+    #[test]
+    fn monte_carlo_is_reproducible_and_valid() {
+        let d: Vec<f64> = (0..40)
+            .map(|i| if i % 5 == 0 { 0.4 } else { -0.3 })
+            .collect();
+        let p = sign_flip_p(&d);
+        assert_eq!(p, sign_flip_p(&d));
+        assert!(p > 1.0 / (1 + DRAWS) as f64 && p < 0.05, "{p}");
+        let balanced: Vec<f64> = (0..40)
+            .map(|i| if i % 2 == 0 { 0.3 } else { -0.3 })
+            .collect();
+        assert!(sign_flip_p(&balanced) > 0.9);
+    }
+
+    #[test]
+    fn too_few_problems_are_never_tested() {
+        let one = paired_test(&[(1.0, 0.0)]).unwrap();
+        assert_eq!((one.p, one.delta, one.problems), (None, -1.0, 1));
+        let nine: Vec<(f64, f64)> = vec![(1.0, 0.0); MIN_SHARED - 1];
+        assert_eq!(paired_test(&nine).unwrap().p, None);
+        let ten: Vec<(f64, f64)> = vec![(1.0, 0.0); MIN_SHARED];
+        assert!(paired_test(&ten).unwrap().p.unwrap() < 0.01);
+        let same = paired_test(&[(0.5, 0.5); 12]).unwrap();
+        assert_eq!(
+            (same.p, format!("{:+.1}", same.delta)),
+            (Some(1.0), "+0.0".into())
+        );
+    }
+
+    #[test]
+    fn holm_steps_down_and_stays_monotone() {
+        let adj = holm(&[0.01, 0.04, 0.03, 0.5]);
+        let want = [0.04, 0.09, 0.09, 0.5];
+        assert!(
+            adj.iter().zip(want).all(|(a, w)| (a - w).abs() < 1e-12),
+            "{adj:?}"
+        );
+        assert_eq!(holm(&[]), Vec::<f64>::new());
+    }
+}
