@@ -419,6 +419,8 @@ mod tests {
             max_tokens: r.max_tokens,
             prompt_hash: &r.prompt_hash,
             response: r.response.as_deref(),
+            extracted: None,
+            response_sha256: None,
             reasoning_content: r.reasoning_content.as_deref(),
             finish_reason: r.finish_reason.as_deref(),
             usage: r.usage.as_ref(),

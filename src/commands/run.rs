@@ -60,8 +60,8 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         settings: args.settings.clone(),
         overrides: args.set.clone(),
     };
-    let (plans, notes) = plan::load_tasks(&sources, &args.models, args.limit, args.shard)
-        .map_err(bad_input)?;
+    let (plans, notes) =
+        plan::load_tasks(&sources, &args.models, args.limit, args.shard).map_err(bad_input)?;
     if !args.quiet {
         notes.iter().for_each(|n| eprintln!("note: {n}"));
     }
@@ -401,7 +401,11 @@ fn print_sources(plan: &Plan, resume: Option<&Path>) {
     let s = &plan.settings;
     if let Some(t) = &s.task_file {
         let name = s.evaluation.task_name.as_deref().unwrap_or("(unnamed)");
-        println!("  task {name} from {} (sha256 {})", t.path, short(&t.sha256));
+        println!(
+            "  task {name} from {} (sha256 {})",
+            t.path,
+            short(&t.sha256)
+        );
     }
     for o in &s.overrides {
         println!("  override: --set {o}");

@@ -29,9 +29,10 @@ pub fn run(args: ScoreArgs) -> Result<ExitStatus> {
         }
     }
     let results = load_run_with(&args.run_dir, &args.set).map_err(bad_input)?;
-    let raw_kept = results.manifest.as_ref().is_none_or(|m| {
-        m.config["evaluation"]["save_raw_responses"].as_bool() != Some(false)
-    });
+    let raw_kept = results
+        .manifest
+        .as_ref()
+        .is_none_or(|m| m.config["evaluation"]["save_raw_responses"].as_bool() != Some(false));
     if !raw_kept && !args.quiet {
         eprintln!(
             "note: this run kept no raw responses (save_raw_responses = false): score grades the answers extracted during the run and cannot re-extract them with other regexes"

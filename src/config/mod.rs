@@ -350,6 +350,23 @@ mod tests {
     }
 
     #[test]
+    fn dollar_anchored_answer_regex_works_on_multi_line_responses() {
+        let re = compile_answer_regex("答案：(.+)$").unwrap();
+        let cfg = crate::grade::GradeConfig {
+            extract_regex: vec![re],
+            rel_tol: 1e-6,
+        };
+        let response = "先算 3 步。\n答案：42\n（检查完毕，用时 5 分钟）\n";
+        assert_eq!(crate::grade::extract(response, &cfg).as_deref(), Some("42"));
+        let crlf = "思考\r\n答案：17\r\n";
+        assert_eq!(crate::grade::extract(crlf, &cfg).as_deref(), Some("17"));
+        // Full-width punctuation that is a regex metacharacter once folded stays literal.
+        let paren = compile_answer_regex("结果（(\\d+)）").unwrap();
+        assert!(paren.is_match("结果(12)"));
+        assert!(!paren.is_match("结果12"));
+    }
+
+    #[test]
     fn suggests_close_keys_only() {
         let keys = ["temperature", "top_p", "seed"];
         assert_eq!(

@@ -35,7 +35,9 @@ impl Override {
         let key = key.trim();
         let parts: Vec<&str> = key.split('.').collect();
         if parts.iter().any(|p| p.is_empty()) {
-            return Err(format!("--set {arg}: `{key}` is not a dotted key like api.base_url"));
+            return Err(format!(
+                "--set {arg}: `{key}` is not a dotted key like api.base_url"
+            ));
         }
         let value = toml::from_str::<Table>(&format!("v = {value}"))
             .ok()
@@ -95,7 +97,9 @@ impl Override {
                     )
                 })?;
                 let models = doc.get_mut("models").and_then(Value::as_array_mut);
-                let entry = models.and_then(|m| m.get_mut(i)).and_then(Value::as_table_mut);
+                let entry = models
+                    .and_then(|m| m.get_mut(i))
+                    .and_then(Value::as_table_mut);
                 entry.ok_or("[[models]] is not a list of tables")?
             }
         };
@@ -152,7 +156,12 @@ fn shape_message(msg: &str, key: &str) -> String {
 /// When the resolver rejects a key some `--set` wrote, the error names that `--set` instead of
 /// a line of the file.
 pub fn blame(err: ConfigError, doc: &Table, overrides: &[Override]) -> ConfigError {
-    let ConfigError::Invalid { path, message, line } = err else {
+    let ConfigError::Invalid {
+        path,
+        message,
+        line,
+    } = err
+    else {
         return err;
     };
     for o in overrides.iter().rev() {
@@ -165,7 +174,11 @@ pub fn blame(err: ConfigError, doc: &Table, overrides: &[Override]) -> ConfigErr
             };
         }
     }
-    ConfigError::Invalid { path, message, line }
+    ConfigError::Invalid {
+        path,
+        message,
+        line,
+    }
 }
 
 #[cfg(test)]
@@ -181,7 +194,10 @@ mod tests {
         assert_eq!(o.value, Value::String("http://127.0.0.1:8000/v1".into()));
         let o = Override::parse("models.deepseek-v2.5.enabled=false").unwrap();
         assert_eq!(o.target, Target::Model("deepseek-v2.5".into()));
-        assert_eq!((o.key.as_str(), o.value), ("enabled", Value::Boolean(false)));
+        assert_eq!(
+            (o.key.as_str(), o.value),
+            ("enabled", Value::Boolean(false))
+        );
         assert!(Override::parse("sampling.n").is_err());
         assert!(Override::parse("sampling..n=1").is_err());
     }

@@ -169,7 +169,10 @@ impl TaskList {
                 return Err(err("task_name", "must not be empty".into()));
             }
         }
-        let regexes = t.answer_extract_regex.iter().map(|r| ("answer_extract_regex", r));
+        let regexes = t
+            .answer_extract_regex
+            .iter()
+            .map(|r| ("answer_extract_regex", r));
         let list = t.answer_extract_regex_list.iter().flatten();
         for (key, pat) in regexes.chain(list.map(|r| ("answer_extract_regex_list", r))) {
             super::compile_answer_regex(pat)
@@ -187,12 +190,18 @@ impl TaskList {
         }
         if let Some(c) = t.concurrency {
             if !(1..=100_000).contains(&c) {
-                return Err(err("concurrency", format!("{c} must be between 1 and 100000")));
+                return Err(err(
+                    "concurrency",
+                    format!("{c} must be between 1 and 100000"),
+                ));
             }
         }
         if let Some(c) = t.checkpoint_interval {
             if c < 1 {
-                return Err(err("checkpoint_interval", format!("{c} must be at least 1")));
+                return Err(err(
+                    "checkpoint_interval",
+                    format!("{c} must be at least 1"),
+                ));
             }
         }
         if let Some(d) = &t.dataset_path {
@@ -221,7 +230,9 @@ impl TaskList {
             .and_then(|s| s.to_str())
             .unwrap_or_default();
         let hint = match crate::dataset::registry::lookup(stem) {
-            Some(_) => format!("; a shipped dataset has the same name: use \"dataset_path\": \"{stem}\""),
+            Some(_) => {
+                format!("; a shipped dataset has the same name: use \"dataset_path\": \"{stem}\"")
+            }
             None => crate::dataset::registry::closest(stem)
                 .map(|s| format!("; did you mean the shipped dataset \"{s}\"?"))
                 .unwrap_or_default(),
@@ -244,7 +255,11 @@ impl TaskList {
             }
             ev.insert(key.to_string(), v);
         };
-        put("task_name", "task_name", t.task_name.clone().map(Value::String));
+        put(
+            "task_name",
+            "task_name",
+            t.task_name.clone().map(Value::String),
+        );
         let dataset = t.dataset_path.as_deref().and_then(|d| self.dataset(d).ok());
         put("dataset", "dataset_path", dataset.map(Value::String));
         put(
@@ -261,12 +276,17 @@ impl TaskList {
         let regexes = (!regexes.is_empty())
             .then(|| Value::Array(regexes.into_iter().map(Value::String).collect()));
         put("answer_extract_regex", "answer_extract_regex", regexes);
-        let taus = t.g_pass_thresholds.as_ref().map(|ts| {
-            Value::Array(ts.iter().map(|&x| Value::Float(x)).collect())
-        });
+        let taus = t
+            .g_pass_thresholds
+            .as_ref()
+            .map(|ts| Value::Array(ts.iter().map(|&x| Value::Float(x)).collect()));
         put("g_pass_thresholds", "g_pass_thresholds", taus);
         let flag = |b: Option<bool>| b.map(Value::Boolean);
-        put("save_raw_responses", "save_raw_responses", flag(t.save_raw_responses));
+        put(
+            "save_raw_responses",
+            "save_raw_responses",
+            flag(t.save_raw_responses),
+        );
         put(
             "resume_from_checkpoint",
             "resume_from_checkpoint",
@@ -307,7 +327,11 @@ pub(super) fn table_mut<'a>(doc: &'a mut Table, key: &str) -> &'a mut Table {
 fn object_spans(text: &str) -> Vec<(usize, usize)> {
     let (mut spans, mut depth, mut start) = (Vec::new(), 0usize, 0usize);
     let (mut in_str, mut escaped) = (false, false);
-    let top = if text.trim_start().starts_with('[') { 1 } else { 0 };
+    let top = if text.trim_start().starts_with('[') {
+        1
+    } else {
+        0
+    };
     for (i, c) in text.char_indices() {
         if in_str {
             match c {
@@ -362,9 +386,12 @@ mod tests {
 
     #[test]
     fn unknown_key_names_line_column_and_suggestion() {
-        let e = parse("{\n  \"task_name\": \"x\",\n  \"concurency\": 8\n}", Path::new("s.json"))
-            .unwrap_err()
-            .to_string();
+        let e = parse(
+            "{\n  \"task_name\": \"x\",\n  \"concurency\": 8\n}",
+            Path::new("s.json"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("s.json:3:"), "{e}");
         assert!(e.contains("did you mean `concurrency`?"), "{e}");
     }
@@ -373,6 +400,9 @@ mod tests {
     fn bad_value_points_at_its_key_in_the_right_task() {
         let text = "[{\"task_name\": \"a\", \"concurrency\": 2},\n {\"task_name\": \"b\", \"concurrency\": 0}]";
         let e = parse(text, Path::new("s.json")).unwrap_err().to_string();
-        assert!(e.starts_with("s.json:2:22: `concurrency`: 0 must be"), "{e}");
+        assert!(
+            e.starts_with("s.json:2:21: `concurrency`: 0 must be"),
+            "{e}"
+        );
     }
 }

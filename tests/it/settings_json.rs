@@ -22,7 +22,10 @@ fn sum_server() -> fake_openai::FakeServerBuilder {
             .iter()
             .position(|q| text.contains(q))
             .map_or(0, |i| 2 * (i + 2));
-        Reply::repeated(r.n(), &format!("推理。\n最终答案为 {answer}\n（用时 3 分钟）\n"))
+        Reply::repeated(
+            r.n(),
+            &format!("推理。\n最终答案为 {answer}\n（用时 3 分钟）\n"),
+        )
     })
 }
 
@@ -64,9 +67,10 @@ fn bad(o: &Output, needles: &[&str]) {
 
 #[test]
 fn shipped_pair_runs_against_the_fake_server_and_a_second_invocation_resumes() {
-    let env = Fixture::new("").with_server(FakeServer::builder().responder(|r: &Recorded| {
-        Reply::repeated(r.n(), "推理过程。\n答案：7\n")
-    }));
+    let env = Fixture::new("").with_server(
+        FakeServer::builder()
+            .responder(|r: &Recorded| Reply::repeated(r.n(), "推理过程。\n答案：7\n")),
+    );
     let results = env.file("results");
     let set_url = format!("api.base_url={}", env.base_url());
     let set_out = format!("evaluation.output_dir={}", results.display());
@@ -93,13 +97,19 @@ fn shipped_pair_runs_against_the_fake_server_and_a_second_invocation_resumes() {
     assert_eq!(dirs.len(), 1);
     let m = manifest(&dirs[0]);
     assert_eq!(m["task_name"], "math_stability_eval");
-    assert_eq!(m["settings"]["path"], repo().join("configs/settings.json").display().to_string());
+    assert_eq!(
+        m["settings"]["path"],
+        repo().join("configs/settings.json").display().to_string()
+    );
     assert_eq!(m["settings"]["content"]["checkpoint_interval"], 50);
     assert_eq!(m["settings"]["sha256"].as_str().unwrap().len(), 64);
     let ev = &m["config"]["evaluation"];
     assert_eq!(ev["g_pass_thresholds"], serde_json::json!([0.1, 0.5, 1.0]));
     assert_eq!(ev["answer_extract_regex"].as_array().unwrap().len(), 3);
-    assert!(m["prompt_template"].as_str().unwrap().starts_with("请逐步推理"));
+    assert!(m["prompt_template"]
+        .as_str()
+        .unwrap()
+        .starts_with("请逐步推理"));
     assert_eq!(m["overrides"], serde_json::json!([set_url, set_out]));
     let csv = read(&dirs[0].join("metrics.csv"));
     assert!(csv.contains(",all,g_pass@k,16,0.1,"), "{csv}");
@@ -112,8 +122,16 @@ fn shipped_pair_runs_against_the_fake_server_and_a_second_invocation_resumes() {
         .output()
         .unwrap();
     ok(&second);
-    assert_eq!(run_dirs(&results), dirs, "the second invocation resumes the first run");
-    assert_eq!(env.server().request_count(), sent, "nothing is sampled twice");
+    assert_eq!(
+        run_dirs(&results),
+        dirs,
+        "the second invocation resumes the first run"
+    );
+    assert_eq!(
+        env.server().request_count(),
+        sent,
+        "nothing is sampled twice"
+    );
 }
 
 #[test]
@@ -131,7 +149,11 @@ fn settings_beside_the_config_is_announced_once_and_its_keys_reach_manifest_and_
     let o = go(&env, &["run"]);
     ok(&o);
     let err = stderr(&o);
-    assert_eq!(err.matches("reading task settings from").count(), 1, "{err}");
+    assert_eq!(
+        err.matches("reading task settings from").count(),
+        1,
+        "{err}"
+    );
     let differ: Vec<&str> = err.lines().filter(|l| l.contains("both set")).collect();
     assert_eq!(differ.len(), 1, "{err}");
     assert!(differ[0].contains("`prompt_template`") && differ[0].contains("`g_pass_thresholds`"));
@@ -159,7 +181,10 @@ fn regex_list_is_tried_in_order_before_the_built_in_rules() {
     settings(&env, r#"{"task_name": "none"}"#);
     ok(&go(&env, &["run", "--quiet"]));
     let worse = read(&env.run_dir().join("per_problem.csv"));
-    assert_ne!(good, worse, "without the regexes the built-in rules take the trailing 3");
+    assert_ne!(
+        good, worse,
+        "without the regexes the built-in rules take the trailing 3"
+    );
     let m = manifest(&env.run_dir());
     assert!(m["config"]["evaluation"]["answer_extract_regex"].is_null());
 }
@@ -168,35 +193,133 @@ fn regex_list_is_tried_in_order_before_the_built_in_rules() {
 fn dataset_path_is_relative_to_the_settings_file_and_a_missing_one_suggests_a_shipped_dataset() {
     let env = fixture("");
     std::fs::create_dir_all(env.file("tasks/data")).unwrap();
-    std::fs::write(env.file("tasks/data/two.jsonl"), &DATA[..DATA.find("\n{\"id\":\"c\"").unwrap() + 1]).unwrap();
+    std::fs::write(
+        env.file("tasks/data/two.jsonl"),
+        &DATA[..DATA.find("\n{\"id\":\"c\"").unwrap() + 1],
+    )
+    .unwrap();
     env.write("tasks/s.json", r#"{"dataset_path": "./data/two.jsonl"}"#);
-    let o = go(&env, &["run", "--settings", env.file("tasks/s.json").to_str().unwrap(), "--dry-run"]);
+    let o = go(
+        &env,
+        &[
+            "run",
+            "--settings",
+            env.file("tasks/s.json").to_str().unwrap(),
+            "--dry-run",
+        ],
+    );
     assert!(ok(&o).contains("— 2 problems"), "{}", both(&o));
 
-    env.write("tasks/s.json", "{\n  \"dataset_path\": \"./data/livemathbench_202412.jsonl\"\n}");
-    let o = go(&env, &["run", "--settings", env.file("tasks/s.json").to_str().unwrap(), "--dry-run"]);
-    bad(&o, &["s.json:2:3", "`dataset_path`", "./data/livemathbench_202412.jsonl", "\"dataset_path\": \"livemathbench_202412\""]);
+    env.write(
+        "tasks/s.json",
+        "{\n  \"dataset_path\": \"./data/livemathbench_202412.jsonl\"\n}",
+    );
+    let o = go(
+        &env,
+        &[
+            "run",
+            "--settings",
+            env.file("tasks/s.json").to_str().unwrap(),
+            "--dry-run",
+        ],
+    );
+    bad(
+        &o,
+        &[
+            "s.json:2:3",
+            "`dataset_path`",
+            "./data/livemathbench_202412.jsonl",
+            "\"dataset_path\": \"livemathbench_202412\"",
+        ],
+    );
 }
 
 #[test]
 fn bad_json_unknown_keys_and_bad_values_exit_2_with_line_and_column() {
     let env = fixture("");
     let cases: &[(&str, &[&str])] = &[
-        ("{\n  \"task_name\": \"x\",\n}", &["settings.json:3:1", "trailing comma"]),
-        ("{\n  \"task_name\": \"x\",\n  \"concurency\": 4\n}", &["settings.json:3:", "unknown key `concurency`", "did you mean `concurrency`?"]),
-        ("{\n  \"concurrency\": \"8\"\n}", &["settings.json:2:", "`concurrency`", "invalid type"]),
-        ("{\n  \"concurrency\": 0\n}", &["settings.json:2:3", "`concurrency`: 0 must be between 1 and 100000"]),
-        ("{\n  \"g_pass_thresholds\": [0.5, 1.5]\n}", &["settings.json:2:3", "`g_pass_thresholds`"]),
-        ("{\n  \"g_pass_thresholds\": []\n}", &["settings.json:2:3", "at least one"]),
-        ("{\n  \"prompt_template\": \"no placeholder\"\n}", &["settings.json:2:3", "`prompt_template`: must contain {question}"]),
-        ("{\n  \"answer_extract_regex\": \"(unclosed\"\n}", &["settings.json:2:3", "`answer_extract_regex`", "does not compile"]),
+        (
+            "{\n  \"task_name\": \"x\",\n}",
+            &["settings.json:3:1", "trailing comma"],
+        ),
+        (
+            "{\n  \"task_name\": \"x\",\n  \"concurency\": 4\n}",
+            &[
+                "settings.json:3:",
+                "unknown key `concurency`",
+                "did you mean `concurrency`?",
+            ],
+        ),
+        (
+            "{\n  \"concurrency\": \"8\"\n}",
+            &["settings.json:2:", "`concurrency`", "invalid type"],
+        ),
+        (
+            "{\n  \"concurrency\": 0\n}",
+            &[
+                "settings.json:2:3",
+                "`concurrency`: 0 must be between 1 and 100000",
+            ],
+        ),
+        (
+            "{\n  \"g_pass_thresholds\": [0.5, 1.5]\n}",
+            &["settings.json:2:3", "`g_pass_thresholds`"],
+        ),
+        (
+            "{\n  \"g_pass_thresholds\": []\n}",
+            &["settings.json:2:3", "at least one"],
+        ),
+        (
+            "{\n  \"prompt_template\": \"no placeholder\"\n}",
+            &[
+                "settings.json:2:3",
+                "`prompt_template`: must contain {question}",
+            ],
+        ),
+        (
+            "{\n  \"answer_extract_regex\": \"(unclosed\"\n}",
+            &[
+                "settings.json:2:3",
+                "`answer_extract_regex`",
+                "does not compile",
+            ],
+        ),
         ("{\"task_name\": \"a\"}\n", &[]),
-        ("{\n  \"answer_extract_regex_list\": [\"ok (.+)\", \"[bad\"]\n}", &["settings.json:2:3", "`answer_extract_regex_list`", "[bad"]),
-        ("{\n  \"save_raw_responses\": \"no\"\n}", &["settings.json:2:", "`save_raw_responses`", "expected a boolean"]),
-        ("{\n  \"resume_from_checkpoint\": 1\n}", &["settings.json:2:", "`resume_from_checkpoint`", "expected a boolean"]),
-        ("{\n  \"checkpoint_interval\": 0\n}", &["settings.json:2:3", "`checkpoint_interval`: 0 must be at least 1"]),
-        ("{\n  \"task_name\": \" \"\n}", &["settings.json:2:3", "`task_name`"]),
-        ("[{\"task_name\": \"a\"},\n {\"task_name\": \"a\"}]", &["settings.json:2:3", "\"a\" names two tasks"]),
+        (
+            "{\n  \"answer_extract_regex_list\": [\"ok (.+)\", \"[bad\"]\n}",
+            &["settings.json:2:3", "`answer_extract_regex_list`", "[bad"],
+        ),
+        (
+            "{\n  \"save_raw_responses\": \"no\"\n}",
+            &[
+                "settings.json:2:",
+                "`save_raw_responses`",
+                "expected a boolean",
+            ],
+        ),
+        (
+            "{\n  \"resume_from_checkpoint\": 1\n}",
+            &[
+                "settings.json:2:",
+                "`resume_from_checkpoint`",
+                "expected a boolean",
+            ],
+        ),
+        (
+            "{\n  \"checkpoint_interval\": 0\n}",
+            &[
+                "settings.json:2:3",
+                "`checkpoint_interval`: 0 must be at least 1",
+            ],
+        ),
+        (
+            "{\n  \"task_name\": \" \"\n}",
+            &["settings.json:2:3", "`task_name`"],
+        ),
+        (
+            "[{\"task_name\": \"a\"},\n {\"task_name\": \"a\"}]",
+            &["settings.json:2:3", "\"a\" names two tasks"],
+        ),
     ];
     for (json, needles) in cases {
         settings(&env, json);
@@ -223,16 +346,27 @@ fn concurrency_becomes_each_models_own_over_api() {
 #[test]
 fn checkpoint_interval_is_accepted_and_said_once() {
     let env = fixture("");
-    settings(&env, r#"[{"task_name": "a", "checkpoint_interval": 50}, {"task_name": "b", "checkpoint_interval": 50}]"#);
+    settings(
+        &env,
+        r#"[{"task_name": "a", "checkpoint_interval": 50}, {"task_name": "b", "checkpoint_interval": 50}]"#,
+    );
     let o = go(&env, &["run", "--dry-run"]);
     ok(&o);
-    assert_eq!(stderr(&o).matches("checkpoint_interval").count(), 1, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).matches("checkpoint_interval").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn without_raw_responses_checkpoints_keep_the_answer_and_a_hash_and_score_cannot_re_extract() {
     let env = fixture("");
-    settings(&env, r#"{"answer_extract_regex": "最终答案为 (.+)$", "save_raw_responses": false}"#);
+    settings(
+        &env,
+        r#"{"answer_extract_regex": "最终答案为 (.+)$", "save_raw_responses": false}"#,
+    );
     let o = go(&env, &["run", "--quiet"]);
     ok(&o);
     let dir = env.run_dir();
@@ -242,18 +376,39 @@ fn without_raw_responses_checkpoints_keep_the_answer_and_a_hash_and_score_cannot
         assert!(r["response"].is_null(), "{line}");
         assert!(!line.contains("用时"), "{line}");
         assert_eq!(r["response_sha256"].as_str().unwrap().len(), 64);
-        assert!(["4", "6", "8", "10"].contains(&r["extracted"].as_str().unwrap()), "{line}");
+        assert!(
+            ["4", "6", "8", "10"].contains(&r["extracted"].as_str().unwrap()),
+            "{line}"
+        );
     }
     let metrics = read(&dir.join("metrics.csv"));
-    let s = gpassk().args(["score", dir.to_str().unwrap()]).output().unwrap();
-    ok(&s);
-    assert!(stderr(&s).contains("cannot re-extract"), "{}", both(&s));
-    assert_eq!(read(&dir.join("metrics.csv")), metrics, "the stored answers grade the same");
-    let again = gpassk()
-        .args(["score", dir.to_str().unwrap(), "--set", "evaluation.answer_extract_regex=[\"x(.+)\"]"])
+    let s = gpassk()
+        .args(["score", dir.to_str().unwrap()])
         .output()
         .unwrap();
-    bad(&again, &["--set evaluation.answer_extract_regex", "cannot be re-extracted"]);
+    ok(&s);
+    assert!(stderr(&s).contains("cannot re-extract"), "{}", both(&s));
+    assert_eq!(
+        read(&dir.join("metrics.csv")),
+        metrics,
+        "the stored answers grade the same"
+    );
+    let again = gpassk()
+        .args([
+            "score",
+            dir.to_str().unwrap(),
+            "--set",
+            "evaluation.answer_extract_regex=[\"x(.+)\"]",
+        ])
+        .output()
+        .unwrap();
+    bad(
+        &again,
+        &[
+            "--set evaluation.answer_extract_regex",
+            "cannot be re-extracted",
+        ],
+    );
 }
 
 #[test]
@@ -286,17 +441,30 @@ fn an_array_of_tasks_runs_each_into_its_own_directory_and_the_summary_names_them
     );
     let o = go(&env, &["run"]);
     let out = ok(&o);
-    assert!(out.contains("== task all ==") && out.contains("== task first =="), "{out}");
+    assert!(
+        out.contains("== task all ==") && out.contains("== task first =="),
+        "{out}"
+    );
     let dirs = run_dirs(&env.results());
     assert_eq!(dirs.len(), 2);
-    let names: Vec<String> = dirs.iter().map(|d| manifest(d)["task_name"].as_str().unwrap().to_string()).collect();
+    let names: Vec<String> = dirs
+        .iter()
+        .map(|d| manifest(d)["task_name"].as_str().unwrap().to_string())
+        .collect();
     assert!(names.contains(&"all".to_string()) && names.contains(&"first".to_string()));
     for d in &dirs {
         let m = manifest(d);
         let want = if m["task_name"] == "all" { 4 } else { 1 };
         assert_eq!(m["dataset"]["problems"], want);
         assert_eq!(m["settings"]["index"], if want == 4 { 0 } else { 1 });
-        assert!(out.contains(&format!("{}: {}", m["task_name"].as_str().unwrap(), d.display())), "{out}");
+        assert!(
+            out.contains(&format!(
+                "{}: {}",
+                m["task_name"].as_str().unwrap(),
+                d.display()
+            )),
+            "{out}"
+        );
     }
     let r = go(&env, &["run", "--resume", "latest"]);
     bad(&r, &["--resume", "2 tasks"]);
@@ -310,25 +478,65 @@ fn set_overrides_are_validated_like_the_file_recorded_and_shown_in_the_dry_run()
         models: "[[models]]\nname = \"m\"\n[[models]]\nname = \"deepseek-v2.5\"",
         ..Toml::default()
     });
-    let o = go(&env, &["run", "--dry-run", "--set", "sampling.n=2", "--set", "models.deepseek-v2.5.enabled=false"]);
+    let o = go(
+        &env,
+        &[
+            "run",
+            "--dry-run",
+            "--set",
+            "sampling.n=2",
+            "--set",
+            "models.deepseek-v2.5.enabled=false",
+        ],
+    );
     let out = ok(&o);
     assert!(out.contains("m: 4 problems × (2 samples)"), "{out}");
     assert!(!out.contains("deepseek-v2.5:"), "{out}");
     assert!(out.contains("override: --set sampling.n=2"), "{out}");
     let cases: &[(&str, &[&str])] = &[
-        ("sampling.nn=2", &["--set sampling.nn=2", "unknown key `nn`", "did you mean `n`?"]),
+        (
+            "sampling.nn=2",
+            &[
+                "--set sampling.nn=2",
+                "unknown key `nn`",
+                "did you mean `n`?",
+            ],
+        ),
         ("sampling.n=two", &["--set sampling.n=two", "invalid type"]),
         ("sampling.n=0", &["--set sampling.n=0", "must be between 1"]),
-        ("models.m2.enabled=false", &["--set models.m2.enabled=false", "no [[models]] entry named \"m2\"", "did you mean m?"]),
-        ("api.base_url=ftp://x", &["--set api.base_url=ftp://x", "must start with http://"]),
+        (
+            "models.m2.enabled=false",
+            &[
+                "--set models.m2.enabled=false",
+                "no [[models]] entry named \"m2\"",
+                "did you mean m?",
+            ],
+        ),
+        (
+            "api.base_url=ftp://x",
+            &["--set api.base_url=ftp://x", "must start with http://"],
+        ),
         ("sampling.n", &["--set sampling.n", "KEY=VALUE"]),
     ];
     for (set, needles) in cases {
         bad(&go(&env, &["run", "--dry-run", "--set", set]), needles);
     }
-    ok(&go(&env, &["run", "--quiet", "--set", "sampling.n=2", "--set", "models.deepseek-v2.5.enabled=false"]));
+    ok(&go(
+        &env,
+        &[
+            "run",
+            "--quiet",
+            "--set",
+            "sampling.n=2",
+            "--set",
+            "models.deepseek-v2.5.enabled=false",
+        ],
+    ));
     let m = manifest(&env.run_dir());
-    assert_eq!(m["overrides"], serde_json::json!(["sampling.n=2", "models.deepseek-v2.5.enabled=false"]));
+    assert_eq!(
+        m["overrides"],
+        serde_json::json!(["sampling.n=2", "models.deepseek-v2.5.enabled=false"])
+    );
     assert_eq!(m["models"]["m"]["sampling"]["n"], 2);
 }
 
@@ -338,13 +546,57 @@ fn set_reaches_label_and_score_where_it_makes_sense() {
     ok(&go(&env, &["run", "--quiet"]));
     let dir = env.run_dir();
     let d = dir.to_str().unwrap();
-    bad(&gpassk().args(["score", d, "--set", "sampling.n=8"]).output().unwrap(), &["--set sampling.n=8", "only evaluation.* keys"]);
-    let s = gpassk().args(["score", d, "--quiet", "--set", "evaluation.answer_extract_regex=[\"最终答案为 (.+)$\"]"]).output().unwrap();
+    bad(
+        &gpassk()
+            .args(["score", d, "--set", "sampling.n=8"])
+            .output()
+            .unwrap(),
+        &["--set sampling.n=8", "only evaluation.* keys"],
+    );
+    let s = gpassk()
+        .args([
+            "score",
+            d,
+            "--quiet",
+            "--set",
+            "evaluation.answer_extract_regex=[\"最终答案为 (.+)$\"]",
+        ])
+        .output()
+        .unwrap();
     ok(&s);
     let rescored = read(&dir.join("per_problem.csv"));
     ok(&gpassk().args(["score", d, "--quiet"]).output().unwrap());
-    assert_ne!(read(&dir.join("per_problem.csv")), rescored, "the override changed the grading");
-    let l = go(&env, &["label", "--from-run", d, "--k", "2", "--dry-run", "--set", "models.m.max_tokens=50"]);
+    assert_ne!(
+        read(&dir.join("per_problem.csv")),
+        rescored,
+        "the override changed the grading"
+    );
+    let l = go(
+        &env,
+        &[
+            "label",
+            "--from-run",
+            d,
+            "--k",
+            "2",
+            "--dry-run",
+            "--set",
+            "models.m.max_tokens=50",
+        ],
+    );
     assert!(ok(&l).contains("≤"), "{}", both(&l));
-    bad(&go(&env, &["label", "--from-run", d, "--dry-run", "--set", "models.x.n=2"]), &["--set models.x.n=2"]);
+    bad(
+        &go(
+            &env,
+            &[
+                "label",
+                "--from-run",
+                d,
+                "--dry-run",
+                "--set",
+                "models.x.n=2",
+            ],
+        ),
+        &["--set models.x.n=2"],
+    );
 }
