@@ -166,7 +166,16 @@ pub fn blame(err: ConfigError, doc: &Table, overrides: &[Override]) -> ConfigErr
     };
     for o in overrides.iter().rev() {
         let needle = format!("`{}`:", o.resolver_name(doc));
-        if let Some(rest) = message.strip_prefix(&needle) {
+        let mut rest = message.strip_prefix(&needle);
+        if let (None, Target::Model(name)) = (rest, &o.target) {
+            // A model's key not written in the file is reported against [api] or [sampling].
+            let tail = format!(" (for model {name})");
+            rest = ["api", "sampling"]
+                .iter()
+                .find_map(|t| message.strip_prefix(&format!("`{t}.{}`:", o.key)))
+                .and_then(|r| r.strip_suffix(&tail));
+        }
+        if let Some(rest) = rest {
             return ConfigError::Invalid {
                 path,
                 line: None,

@@ -468,6 +468,8 @@ fn an_array_of_tasks_runs_each_into_its_own_directory_and_the_summary_names_them
     }
     let r = go(&env, &["run", "--resume", "latest"]);
     bad(&r, &["--resume", "2 tasks"]);
+    let missing = go(&env, &["run", "--settings", "no-such.json", "--dry-run"]);
+    bad(&missing, &["no-such.json", "cannot read the settings file"]);
 }
 
 #[test]
@@ -517,6 +519,14 @@ fn set_overrides_are_validated_like_the_file_recorded_and_shown_in_the_dry_run()
             &["--set api.base_url=ftp://x", "must start with http://"],
         ),
         ("sampling.n", &["--set sampling.n", "KEY=VALUE"]),
+        (
+            "models.m.temperature=5",
+            &["--set models.m.temperature=5: 5 must be between 0 and 2"],
+        ),
+        (
+            "evaluation.grader=judge",
+            &["--set evaluation.grader=judge: needs a [judge] table"],
+        ),
     ];
     for (set, needles) in cases {
         bad(&go(&env, &["run", "--dry-run", "--set", set]), needles);
