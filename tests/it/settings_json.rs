@@ -409,6 +409,14 @@ fn without_raw_responses_checkpoints_keep_the_answer_and_a_hash_and_score_cannot
             "cannot be re-extracted",
         ],
     );
+    let label = go(
+        &env,
+        &["label", "--from-run", dir.to_str().unwrap(), "--dry-run"],
+    );
+    bad(
+        &label,
+        &["no stored responses", "save_raw_responses = false"],
+    );
 }
 
 #[test]
