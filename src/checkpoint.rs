@@ -139,6 +139,12 @@ pub struct RecordRef<'a> {
     pub max_tokens: Option<u32>,
     pub prompt_hash: &'a str,
     pub response: Option<&'a str>,
+    /// With `save_raw_responses = false`: the answer extracted at run time instead of the response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extracted: Option<&'a str>,
+    /// With `save_raw_responses = false`: sha256 of the response, hex.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_sha256: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<&'a str>,
     pub finish_reason: Option<&'a str>,
@@ -413,6 +419,8 @@ mod tests {
             max_tokens: r.max_tokens,
             prompt_hash: &r.prompt_hash,
             response: r.response.as_deref(),
+            extracted: None,
+            response_sha256: None,
             reasoning_content: r.reasoning_content.as_deref(),
             finish_reason: r.finish_reason.as_deref(),
             usage: r.usage.as_ref(),

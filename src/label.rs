@@ -104,7 +104,8 @@ pub fn solutions_from_run(dir: &Path) -> Result<Vec<Solution>> {
     let mut out = Vec::new();
     for f in files {
         read_records(&f, |r| {
-            if r.usable() {
+            // A run with save_raw_responses = false stored no response to label.
+            if r.usable() && r.response.is_some() {
                 out.push(Solution {
                     solution_id: format!("{}:{}:{}", r.model, r.problem_id, r.sample_index),
                     problem_id: r.problem_id,
@@ -118,7 +119,11 @@ pub fn solutions_from_run(dir: &Path) -> Result<Vec<Solution>> {
     let mut seen = std::collections::HashSet::new();
     out.retain(|s| seen.insert(s.solution_id.clone()));
     if out.is_empty() {
-        return Err(BadInput(format!("--from-run {}: no stored samples", dir.display())).into());
+        return Err(BadInput(format!(
+            "--from-run {}: no stored responses (a run with save_raw_responses = false keeps none)",
+            dir.display()
+        ))
+        .into());
     }
     Ok(out)
 }

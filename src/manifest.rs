@@ -21,6 +21,15 @@ pub struct Manifest {
     /// The config as parsed; it holds environment variable names, never keys.
     pub config: serde_json::Value,
     pub config_hash: String,
+    /// The settings.json this run's task came from: its path, content and sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<crate::config::TaskFile>,
+    /// The `--set KEY=VALUE` overrides of the invocation that last ran it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
+    /// The run's label (settings.json `task_name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_name: Option<String>,
     pub dataset: DatasetInfo,
     pub prompt_template: String,
     /// Hash of the template and the few-shot turns: resume refuses when it changes.
@@ -82,6 +91,13 @@ impl ModelManifest {
 }
 
 impl Manifest {
+    /// Whether this run was started from the same config file, settings file and task: the
+    /// identity `resume_from_checkpoint` resumes by.
+    pub fn same_task(&self, config_hash: &str, task: Option<&crate::config::TaskFile>) -> bool {
+        let key = |t: Option<&crate::config::TaskFile>| t.map(|t| (t.sha256.clone(), t.index));
+        self.config_hash == config_hash && key(self.settings.as_ref()) == key(task)
+    }
+
     /// How the run was graded, from its stored config: the grader mode and the judge's model id.
     pub fn grading(&self) -> (String, Option<String>) {
         let mode = self.config["evaluation"]["grader"]

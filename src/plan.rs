@@ -43,7 +43,28 @@ pub fn load(
     limit: Option<usize>,
     shard: Option<Shard>,
 ) -> Result<Plan> {
-    let mut settings = config::load(config_path)?;
+    let settings = config::load(config_path)?;
+    build(only_models(settings, models, config_path)?, limit, shard)
+}
+
+/// One plan per task of a config + settings.json pair (with `--set` overrides), and the notes
+/// to print once.
+pub fn load_tasks(
+    sources: &config::Sources,
+    models: &[String],
+    limit: Option<usize>,
+    shard: Option<Shard>,
+) -> Result<(Vec<Plan>, Vec<String>)> {
+    let loaded = config::load_sources(sources)?;
+    let mut plans = Vec::with_capacity(loaded.tasks.len());
+    for settings in loaded.tasks {
+        let settings = only_models(settings, models, &sources.config)?;
+        plans.push(build(settings, limit, shard)?);
+    }
+    Ok((plans, loaded.notes))
+}
+
+fn only_models(mut settings: Settings, models: &[String], config_path: &Path) -> Result<Settings> {
     if !models.is_empty() {
         let known: Vec<&str> = settings.models.iter().map(|m| m.name.as_str()).collect();
         for want in models {
@@ -61,7 +82,7 @@ pub fn load(
         }
         settings.models.retain(|m| models.contains(&m.name));
     }
-    build(settings, limit, shard)
+    Ok(settings)
 }
 
 /// Loads the dataset and renders the prompts for resolved settings; `limit` overrides the config's.
@@ -138,6 +159,9 @@ impl Plan {
             config_path: String::new(),
             config: serde_json::Value::Null,
             config_hash: String::new(),
+            settings: None,
+            overrides: Vec::new(),
+            task_name: None,
             dataset: DatasetInfo::default(),
             prompt_template: String::new(),
             prompt_hash: String::new(),
@@ -163,6 +187,9 @@ impl Plan {
         m.config_path = s.config_path.display().to_string();
         m.config = s.config_json.clone();
         m.config_hash = s.config_hash.clone();
+        m.settings = s.task_file.clone();
+        m.overrides = s.overrides.clone();
+        m.task_name = s.evaluation.task_name.clone();
         m.dataset = DatasetInfo {
             name: self.dataset.name.clone(),
             files: self

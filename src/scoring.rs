@@ -310,6 +310,10 @@ struct ScoredRecord {
     problem_id: String,
     sample_index: SampleIndex,
     response: Option<String>,
+    /// The answer extracted at run time, kept instead of the response when
+    /// `save_raw_responses = false`.
+    #[serde(default)]
+    extracted: Option<String>,
     outcome: UnitOutcome,
     served_model: Option<String>,
 }
@@ -433,7 +437,12 @@ fn gold_of(problem: &Problem) -> Gold {
 
 fn grade_one(u: Pending, inputs: &ScoreInputs, golds: &[OnceLock<Gold>]) -> Graded {
     let r = u.record;
-    let response = r.response.as_deref().unwrap_or("");
+    // Without the response, the answer extracted at run time is graded as the whole reply.
+    let response = r
+        .response
+        .as_deref()
+        .or(r.extracted.as_deref())
+        .unwrap_or("");
     let p = u.problem as usize;
     let gold = golds[p].get_or_init(|| gold_of(&inputs.problems[p]));
     let verdict = grade_against(gold, response, inputs.grade);
@@ -475,12 +484,27 @@ impl InOrder {
 
 /// Re-grades a run directory offline: the config, dataset, limit and shard come from its manifest.
 pub fn load_run(run_dir: &Path) -> Result<RunResults> {
+    load_run_with(run_dir, &[])
+}
+
+/// [`load_run`] with `--set` overrides applied to the stored config.
+pub fn load_run_with(run_dir: &Path, set: &[String]) -> Result<RunResults> {
     let manifest = Manifest::read(run_dir)?;
     let where_ = run_dir.join("manifest.json");
+    let raw_kept = manifest.config["evaluation"]["save_raw_responses"].as_bool() != Some(false);
+    if let Some(o) = set
+        .iter()
+        .find(|o| !raw_kept && o.starts_with("evaluation.answer_extract_regex"))
+    {
+        return Err(BadInput(format!(
+            "--set {o}: this run kept no raw responses (save_raw_responses = false), so its answers cannot be re-extracted"
+        ))
+        .into());
+    }
     let mut settings = if manifest.config.is_null() {
         crate::config::load(Path::new(&manifest.config_path))
     } else {
-        crate::config::load_json(&manifest.config, Path::new(&manifest.config_path))
+        crate::config::load_json_with(&manifest.config, Path::new(&manifest.config_path), set)
     }
     .map_err(|e| BadInput(format!("{}: field `config`: {e}", where_.display())))?;
     settings.config_hash = manifest.config_hash.clone();

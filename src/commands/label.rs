@@ -23,6 +23,12 @@ pub struct LabelArgs {
     /// The run configuration (model, dataset, sampling, grading).
     #[arg(long, default_value = "configs/config.toml")]
     pub config: PathBuf,
+    /// The task file (settings.json); default: a settings.json beside the config, when present.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Override one config key, e.g. --set sampling.max_tokens=512 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Solutions to label: JSONL lines {"problem_id","solution_id","solution"}.
     #[arg(
         long,
@@ -130,7 +136,23 @@ fn prepare(args: &LabelArgs) -> Result<(Plan, Vec<Solution>, Rollouts)> {
         return Err(BadInput("--k must be at least 1".into()).into());
     }
     let models: Vec<String> = args.model.iter().cloned().collect();
-    let plan = plan::load(&args.config, &models, None, None)?;
+    let sources = crate::config::Sources {
+        config: args.config.clone(),
+        settings: args.settings.clone(),
+        overrides: args.set.clone(),
+    };
+    let (mut plans, notes) = plan::load_tasks(&sources, &models, None, None)?;
+    if plans.len() != 1 {
+        return Err(BadInput(format!(
+            "label works on one task, but the settings file holds {}; pass --settings with a single task object",
+            plans.len()
+        ))
+        .into());
+    }
+    if !args.quiet {
+        notes.iter().for_each(|n| eprintln!("note: {n}"));
+    }
+    let plan = plans.remove(0);
     let custom = match &args.step_regex {
         None => None,
         Some(r) => Some(Regex::new(r).map_err(|e| BadInput(format!("--step-regex: {e}")))?),

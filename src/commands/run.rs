@@ -2,7 +2,7 @@
 
 use crate::checkpoint::checkpoint_path;
 use crate::client::ApiKey;
-use crate::config::GraderMode;
+use crate::config::{self, GraderMode};
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::manifest::Manifest;
 use crate::plan::{self, Plan};
@@ -10,7 +10,7 @@ use crate::report::{self, Format};
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::{score_run, JudgeCall};
 use crate::shard::Shard;
-use crate::util::{coarse_k_note, now_rfc3339};
+use crate::util::{coarse_k_note, now_rfc3339, short};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -24,6 +24,13 @@ pub struct RunArgs {
     /// The run configuration.
     #[arg(long, default_value = "configs/config.toml")]
     pub config: PathBuf,
+    /// The task file (settings.json); default: a settings.json beside the config, when present.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Override one config key, e.g. --set api.base_url=http://host/v1 or
+    /// --set models.NAME.enabled=false (repeatable; applied after the files).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Continue a run: its directory, or `latest` for the newest under output_dir.
     #[arg(long)]
     pub resume: Option<String>,
@@ -51,22 +58,73 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitStatus> {
-    let plan = plan::load(&args.config, &args.models, args.limit, args.shard).map_err(bad_input)?;
-    let output_dir = plan.settings.evaluation.output_dir.clone();
-    let resume_dir = match &args.resume {
-        None => None,
-        Some(r) => Some(resolve_resume(r, &output_dir)?),
+    let sources = config::Sources {
+        config: args.config.clone(),
+        settings: args.settings.clone(),
+        overrides: args.set.clone(),
     };
+    let (plans, notes) =
+        plan::load_tasks(&sources, &args.models, args.limit, args.shard).map_err(bad_input)?;
+    if !args.quiet {
+        notes.iter().for_each(|n| eprintln!("note: {n}"));
+    }
+    if args.resume.is_some() && plans.len() > 1 {
+        return Err(BadInput::new(format!(
+            "--resume continues one run, but the settings file holds {} tasks; set \"resume_from_checkpoint\": true so each task resumes its own run",
+            plans.len()
+        ))
+        .into());
+    }
     if args.dry_run {
-        print_plan(&plan, resume_dir.as_deref()).map_err(bad_input)?;
+        for plan in &plans {
+            let resume_dir = resume_dir_for(&args, plan)?;
+            print_plan(plan, resume_dir.as_deref()).map_err(bad_input)?;
+        }
         return Ok(ExitStatus::Success);
     }
-    let keys = runner::read_keys(&plan.settings)?;
-    let judge_key = judge_key(&plan)?;
-    if !args.quiet {
-        warn_coarse_k(&plan);
+    let mut ran = Vec::new();
+    let mut worst = ExitStatus::Success;
+    for plan in &plans {
+        if plans.len() > 1 {
+            println!("== task {} ==", task_label(plan));
+        }
+        let (dir, status) = run_task(&args, plan)?;
+        ran.push((task_label(plan), dir));
+        if status == ExitStatus::Interrupted {
+            return Ok(status);
+        }
+        if worst == ExitStatus::Success {
+            worst = status;
+        }
     }
-    let (run_dir, mut manifest) = open_run_dir(&plan, resume_dir, args.force)?;
+    if ran.len() > 1 {
+        println!("tasks:");
+        for (name, dir) in &ran {
+            println!("  {name}: {}", dir.display());
+        }
+    }
+    Ok(worst)
+}
+
+/// A task's name for summaries: its `task_name`, else its position in the settings file.
+fn task_label(plan: &Plan) -> String {
+    let s = &plan.settings;
+    let index = s.task_file.as_ref().and_then(|t| t.index);
+    s.evaluation
+        .task_name
+        .clone()
+        .unwrap_or_else(|| format!("task{}", index.map_or(1, |i| i + 1)))
+}
+
+/// Samples, grades and reports one task; returns its run directory and how it ended.
+fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
+    let resume_dir = resume_dir_for(args, plan)?;
+    let keys = runner::read_keys(&plan.settings)?;
+    let judge_key = judge_key(plan)?;
+    if !args.quiet {
+        warn_coarse_k(plan);
+    }
+    let (run_dir, mut manifest) = open_run_dir(plan, resume_dir, args.force)?;
     if !args.quiet {
         eprintln!("run directory: {}", run_dir.display());
     }
@@ -81,21 +139,17 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         progress_interval: Duration::from_secs_f64(args.progress_interval.max(0.05)),
     };
     let ends = runner::sample_all(&job, &shutdown)?;
-    let interrupted = record_ends(&plan, &run_dir, &mut manifest, &ends)?;
-    let resume_cmd = format!(
-        "gpassk run --config {} --resume {}",
-        args.config.display(),
-        run_dir.display()
-    );
+    let interrupted = record_ends(plan, &run_dir, &mut manifest, &ends)?;
+    let resume_cmd = resume_command(args, &run_dir);
     if interrupted {
         eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
-        return Ok(ExitStatus::Interrupted);
+        return Ok((run_dir, ExitStatus::Interrupted));
     }
     let call = judge_key.map(|key| JudgeCall {
         key,
         shutdown: &shutdown,
     });
-    let results = score_run(&plan, &run_dir, Some(manifest.clone()), call.as_ref())?;
+    let results = score_run(plan, &run_dir, Some(manifest.clone()), call.as_ref())?;
     report::write_all(&run_dir, &results)?;
     let table = Format::Table.exporter().export(&results)?;
     print!("{}", String::from_utf8_lossy(&table));
@@ -104,7 +158,54 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     if status != ExitStatus::Success {
         explain_failures(&manifest, &resume_cmd);
     }
-    Ok(status)
+    Ok((run_dir, status))
+}
+
+/// The command that continues `run_dir`, with the same files and overrides.
+fn resume_command(args: &RunArgs, run_dir: &Path) -> String {
+    let mut cmd = format!("gpassk run --config {}", args.config.display());
+    if let Some(s) = &args.settings {
+        cmd.push_str(&format!(" --settings {}", s.display()));
+    }
+    for o in &args.set {
+        cmd.push_str(&format!(" --set '{o}'"));
+    }
+    cmd + &format!(" --resume {}", run_dir.display())
+}
+
+/// The run to continue: `--resume`; else, with `resume_from_checkpoint = true`, the latest run
+/// of this config, settings file and task under output_dir; else none (a new run).
+fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<PathBuf>> {
+    let ev = &plan.settings.evaluation;
+    if let Some(r) = &args.resume {
+        return resolve_resume(r, &ev.output_dir).map(Some);
+    }
+    if ev.resume_from_checkpoint != Some(true) {
+        return Ok(None);
+    }
+    let latest = latest_of_task(plan, &ev.output_dir);
+    if let (Some(dir), false) = (&latest, args.quiet) {
+        eprintln!(
+            "resuming {} (resume_from_checkpoint = true: the latest run of this config and task)",
+            dir.display()
+        );
+    }
+    Ok(latest)
+}
+
+/// The newest run directory whose manifest has this plan's config hash and settings task.
+fn latest_of_task(plan: &Plan, output_dir: &Path) -> Option<PathBuf> {
+    let s = &plan.settings;
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(output_dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            Manifest::read(p).is_ok_and(|m| m.same_task(&s.config_hash, s.task_file.as_ref()))
+        })
+        .collect();
+    runs.sort();
+    runs.pop()
 }
 
 /// The judge's key when the config's grader calls the judge: `Some(key)` (the key itself may be
@@ -294,5 +395,25 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
         all_requests += requests;
     }
     println!("  total: {all_units} units, {all_requests} requests (prompt ~{prompt_tokens} tokens per pass over the problems)");
+    print_sources(plan, resume);
     Ok(())
+}
+
+/// The dry run's account of where the configuration came from.
+fn print_sources(plan: &Plan, resume: Option<&Path>) {
+    let s = &plan.settings;
+    if let Some(t) = &s.task_file {
+        let name = s.evaluation.task_name.as_deref().unwrap_or("(unnamed)");
+        println!(
+            "  task {name} from {} (sha256 {})",
+            t.path,
+            short(&t.sha256)
+        );
+    }
+    for o in &s.overrides {
+        println!("  override: --set {o}");
+    }
+    if let Some(dir) = resume {
+        println!("  resumes: {}", dir.display());
+    }
 }

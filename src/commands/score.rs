@@ -1,8 +1,8 @@
 //! `gpassk score <run dir>`: re-grade every stored sample offline and rewrite all output files.
 
-use crate::error::{bad_input, ExitStatus};
+use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::report::{self, Format};
-use crate::scoring::load_run;
+use crate::scoring::load_run_with;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -13,13 +13,34 @@ use std::path::PathBuf;
 pub struct ScoreArgs {
     /// The run directory (holding manifest.json and checkpoints/).
     pub run_dir: PathBuf,
+    /// Re-grade with a changed grading key, e.g. --set evaluation.rel_tol=1e-4 (repeatable; only
+    /// `evaluation.*` keys, since the samples are already drawn).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Do not print the summary table.
     #[arg(long)]
     pub quiet: bool,
 }
 
 pub fn run(args: ScoreArgs) -> Result<ExitStatus> {
-    let results = load_run(&args.run_dir).map_err(bad_input)?;
+    for o in &args.set {
+        if !o.starts_with("evaluation.") {
+            return Err(BadInput::new(format!(
+                "--set {o}: score re-grades the stored samples, so only evaluation.* keys apply"
+            ))
+            .into());
+        }
+    }
+    let results = load_run_with(&args.run_dir, &args.set).map_err(bad_input)?;
+    let raw_kept = results
+        .manifest
+        .as_ref()
+        .is_none_or(|m| m.config["evaluation"]["save_raw_responses"].as_bool() != Some(false));
+    if !raw_kept && !args.quiet {
+        eprintln!(
+            "note: this run kept no raw responses (save_raw_responses = false): score grades the answers extracted during the run and cannot re-extract them with other regexes"
+        );
+    }
     let written = report::write_all(&args.run_dir, &results)?;
     if !args.quiet {
         let table = Format::Table.exporter().export(&results)?;

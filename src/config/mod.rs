@@ -4,16 +4,22 @@
 //! the rest of the program uses. Errors name the file, the line and the key.
 
 mod judge;
+pub mod overrides;
 pub mod raw;
 mod settings;
+pub mod settings_json;
 
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 pub use settings::{
     parse_metric, ApiSettings, EvalSettings, ModelSettings, SamplingSettings, Settings,
 };
 
+pub use settings_json::TaskFile;
+
 pub(crate) use crate::util::closest;
+use overrides::Override;
 use std::path::{Path, PathBuf};
+use toml::{Table, Value};
 
 /// A config problem the user must fix.
 #[derive(Debug, thiserror::Error)]
@@ -29,10 +35,143 @@ pub enum ConfigError {
         line: Option<usize>,
         message: String,
     },
+    /// A settings.json problem: serde_json gives line and column.
+    #[error("{path}:{line}:{column}: {message}", path = .path.display())]
+    Json {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
 }
 
 fn line_suffix(line: Option<usize>) -> String {
     line.map(|l| format!(":{l}")).unwrap_or_default()
+}
+
+/// Where `run`, `label` and `score` read their configuration from.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    pub config: PathBuf,
+    /// `--settings FILE`; without it a `settings.json` beside the config is read when present.
+    pub settings: Option<PathBuf>,
+    /// `--set KEY=VALUE` arguments, in order.
+    pub overrides: Vec<String>,
+}
+
+/// The resolved configuration of every task (one when there is no settings file, one per object
+/// of a settings.json array), and notes the command prints once on stderr.
+#[derive(Debug)]
+pub struct Loaded {
+    pub tasks: Vec<Settings>,
+    pub notes: Vec<String>,
+}
+
+/// Reads config.toml, merges each settings.json task into it (the JSON wins for its keys), applies
+/// the `--set` overrides last, and resolves each result like a plain config file.
+pub fn load_sources(src: &Sources) -> Result<Loaded, ConfigError> {
+    let path = src.config.as_path();
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let overrides = parse_overrides(&src.overrides, path)?;
+    // Parsed once as the typed config so errors in the file keep their line and suggestion.
+    let _: raw::RawConfig = toml::from_str(&text).map_err(|e| parse_error(&e, &text, path))?;
+    let doc: Table = toml::from_str(&text).map_err(|e| parse_error(&e, &text, path))?;
+    let mut notes = Vec::new();
+    let file = match settings_json::discover(path, src.settings.as_deref()) {
+        None => None,
+        Some((p, found)) => {
+            if found {
+                notes.push(format!(
+                    "reading task settings from {} (found beside the config; --settings picks another file)",
+                    p.display()
+                ));
+            }
+            Some(settings_json::read(&p)?)
+        }
+    };
+    let count = file.as_ref().map_or(1, |f| f.tasks.len());
+    let (mut tasks, mut differ) = (Vec::with_capacity(count), Vec::<String>::new());
+    for i in 0..count {
+        let mut doc = doc.clone();
+        if let Some(f) = &file {
+            for d in f.merge_into(i, &mut doc) {
+                if !differ.contains(&d) {
+                    differ.push(d);
+                }
+            }
+        }
+        let mut s = resolve_doc(doc, &overrides, &text, path)?;
+        s.task_file = file.as_ref().map(|f| f.tasks[i].1.clone());
+        s.overrides = src.overrides.clone();
+        tasks.push(s);
+    }
+    if !differ.is_empty() {
+        notes.push(format!(
+            "settings.json and config.toml both set {}; the settings.json value is used",
+            differ.join(", ")
+        ));
+    }
+    let intervals = file.iter().flat_map(|f| &f.tasks);
+    if let Some(n) = intervals.filter_map(|t| t.0.checkpoint_interval).next() {
+        notes.push(format!(
+            "settings.json `checkpoint_interval` = {n} is accepted but changes nothing: gpassk appends every sample to its checkpoint as it arrives"
+        ));
+    }
+    Ok(Loaded { tasks, notes })
+}
+
+fn parse_overrides(args: &[String], path: &Path) -> Result<Vec<Override>, ConfigError> {
+    args.iter()
+        .map(|a| {
+            Override::parse(a).map_err(|message| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: None,
+                message,
+            })
+        })
+        .collect()
+}
+
+/// Applies the overrides to a document and resolves it; `text` (the file as written) gives the
+/// lines of errors and the config hash.
+fn resolve_doc(
+    mut doc: Table,
+    overrides: &[Override],
+    text: &str,
+    path: &Path,
+) -> Result<Settings, ConfigError> {
+    overrides::apply(&mut doc, overrides, path)?;
+    let raw: raw::RawConfig =
+        Value::Table(doc.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: None,
+                message: e.message().trim().to_string(),
+            })?;
+    settings::resolve(raw, text, path).map_err(|e| overrides::blame(e, &doc, overrides))
+}
+
+/// A user's answer regex, compiled so that it meets responses as the grader sees them: full-width
+/// characters folded like the response text (`答案：` matches `答案:`), and `^`/`$` matching at line
+/// ends, so an answer on the last line matches even when text or a newline follows.
+pub(crate) fn compile_answer_regex(pat: &str) -> Result<regex::Regex, regex::Error> {
+    let mut folded = String::with_capacity(pat.len());
+    for c in pat.chars() {
+        if c.is_ascii() {
+            folded.push(c);
+        } else {
+            let one = crate::grade::normalize_unicode(c.encode_utf8(&mut [0; 4]));
+            folded.push_str(&regex::escape(&one));
+        }
+    }
+    regex::RegexBuilder::new(&folded)
+        .multi_line(true)
+        .crlf(true)
+        .build()
 }
 
 /// Reads and resolves a config file.
@@ -53,6 +192,15 @@ pub fn load_str(text: &str, path: &Path) -> Result<Settings, ConfigError> {
 /// Resolves a config stored as JSON (a run manifest's `config`): it is turned back into TOML text
 /// and resolved like a file, so the same validation applies. The config hash is of that text.
 pub fn load_json(value: &serde_json::Value, path: &Path) -> Result<Settings, ConfigError> {
+    load_json_with(value, path, &[])
+}
+
+/// [`load_json`] with `--set` overrides applied to the stored config (`gpassk score --set`).
+pub fn load_json_with(
+    value: &serde_json::Value,
+    path: &Path,
+    set: &[String],
+) -> Result<Settings, ConfigError> {
     let invalid = |message: String| ConfigError::Invalid {
         path: path.to_path_buf(),
         line: None,
@@ -62,7 +210,14 @@ pub fn load_json(value: &serde_json::Value, path: &Path) -> Result<Settings, Con
         .map_err(|e| invalid(format!("stored config is not a gpassk config: {e}")))?;
     let text = toml::to_string(&raw)
         .map_err(|e| invalid(format!("stored config cannot be written as TOML: {e}")))?;
-    load_str(&text, path)
+    if set.is_empty() {
+        return load_str(&text, path);
+    }
+    let overrides = parse_overrides(set, path)?;
+    let doc: Table = toml::from_str(&text).map_err(|e| parse_error(&e, &text, path))?;
+    let mut s = resolve_doc(doc, &overrides, &text, path)?;
+    s.overrides = set.to_vec();
+    Ok(s)
 }
 
 /// Turns a toml/serde error into one line with the location and, for unknown keys, a suggestion.
@@ -192,6 +347,23 @@ mod tests {
         assert_eq!(locate(text, "models", Some(0), "name"), Some(4));
         assert_eq!(locate(text, "models", Some(0), "temperature"), Some(3));
         assert_eq!(section_at(text, 7), "models");
+    }
+
+    #[test]
+    fn dollar_anchored_answer_regex_works_on_multi_line_responses() {
+        let re = compile_answer_regex("答案：(.+)$").unwrap();
+        let cfg = crate::grade::GradeConfig {
+            extract_regex: vec![re],
+            ..Default::default()
+        };
+        let response = "先算 3 步。\n答案：42\n（检查完毕，用时 5 分钟）\n";
+        assert_eq!(crate::grade::extract(response, &cfg).as_deref(), Some("42"));
+        let crlf = "思考\r\n答案：17\r\n";
+        assert_eq!(crate::grade::extract(crlf, &cfg).as_deref(), Some("17"));
+        // Full-width punctuation that is a regex metacharacter once folded stays literal.
+        let paren = compile_answer_regex("结果（(\\d+)）").unwrap();
+        assert!(paren.is_match("结果(12)"));
+        assert!(!paren.is_match("结果12"));
     }
 
     #[test]

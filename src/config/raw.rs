@@ -126,6 +126,13 @@ pub struct RawEvaluation {
     pub styled_letters: Option<String>,
     /// `rule` (default), `judge` or `rule_then_judge`.
     pub grader: Option<String>,
+    /// The run's label; settings.json keys of the same names land here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_raw_responses: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_from_checkpoint: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

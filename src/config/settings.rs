@@ -23,6 +23,10 @@ pub struct Settings {
     pub evaluation: EvalSettings,
     /// The LLM judge, when `[judge]` is present.
     pub judge: Option<JudgeSettings>,
+    /// The settings.json task this run came from (two-file configuration), if any.
+    pub task_file: Option<super::settings_json::TaskFile>,
+    /// The `--set KEY=VALUE` overrides applied, as given.
+    pub overrides: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +104,12 @@ pub struct EvalSettings {
     /// Grading policy (tolerance, list order, percent, styled letters).
     pub grading: crate::grade::Policy,
     pub grader: GraderMode,
+    /// The run's label (settings.json `task_name`).
+    pub task_name: Option<String>,
+    /// False: checkpoints keep the extracted answer and a response hash, not the response.
+    pub save_raw_responses: bool,
+    /// Some(true): resume the latest run of this config and task; Some(false): always a new run.
+    pub resume_from_checkpoint: Option<bool>,
 }
 
 impl EvalSettings {
@@ -192,6 +202,8 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<Setting
         models,
         evaluation,
         judge,
+        task_file: None,
+        overrides: Vec::new(),
     })
 }
 
@@ -624,7 +636,7 @@ fn resolve_eval(
 
     let mut answer_extract_regex = Vec::new();
     for (i, pat) in ev.answer_extract_regex.iter().flatten().enumerate() {
-        let re = regex::Regex::new(pat).map_err(|e| {
+        let re = super::compile_answer_regex(pat).map_err(|e| {
             err(
                 "answer_extract_regex",
                 format!("pattern {i} does not compile: {e}"),
@@ -686,6 +698,9 @@ fn resolve_eval(
         limit,
         few_shot,
         grading,
+        task_name: ev.task_name.clone(),
+        save_raw_responses: ev.save_raw_responses.unwrap_or(true),
+        resume_from_checkpoint: ev.resume_from_checkpoint,
     })
 }
 

@@ -16,6 +16,7 @@ mod normalize;
 use serde::{Deserialize, Serialize};
 
 pub use extract::extract;
+pub use normalize::normalize_unicode;
 
 /// Grader settings.
 #[derive(Clone, Debug, Default)]

@@ -17,10 +17,11 @@ use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
 use crate::config::{ModelSettings, Settings};
 use crate::error::{BadInput, ExitStatus};
 use crate::manifest::{Manifest, ModelManifest};
-use crate::util::{id_index, now_rfc3339, Shutdown};
+use crate::util::{hex, id_index, now_rfc3339, Shutdown};
 use anyhow::{Context, Result};
 use pace::{AdaptiveLimit, Pace, Permit};
 use progress::{Counters, Mode, Reporter};
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,6 +57,9 @@ struct ModelCtx {
     stopped: AtomicBool,
     shutdown: Shutdown,
     quiet: bool,
+    /// Set when `save_raw_responses = false`: responses are replaced by the answer this grader
+    /// configuration extracts, and a hash.
+    strip: Option<crate::grade::GradeConfig>,
 }
 
 impl ModelCtx {
@@ -112,6 +116,14 @@ impl ModelCtx {
         let greedy = slot == SampleIndex::Greedy;
         let finished_at = now_rfc3339();
         let error = outcome.err().map(|e| e.to_string());
+        let (extracted, response_sha256) = match (&self.strip, outcome) {
+            (Some(cfg), Ok((resp, i))) => {
+                let text = &resp.choices[i].content;
+                let hash = hex(&Sha256::digest(text.as_bytes()));
+                (crate::grade::extract(text, cfg), Some(hash))
+            }
+            _ => (None, None),
+        };
         let mut r = RecordRef {
             run_id: &self.run_id,
             model: &self.settings.name,
@@ -126,6 +138,8 @@ impl ModelCtx {
             max_tokens: s.max_tokens,
             prompt_hash: &prep.prompt_hash,
             response: None,
+            extracted: extracted.as_deref(),
+            response_sha256: response_sha256.as_deref(),
             reasoning_content: None,
             finish_reason: None,
             usage: None,
@@ -143,8 +157,10 @@ impl ModelCtx {
                 let c = &resp.choices[i];
                 r.served_model = resp.served_model.as_deref();
                 r.system_fingerprint = resp.system_fingerprint.as_deref();
-                r.response = Some(&c.content);
-                r.reasoning_content = c.reasoning_content.as_deref();
+                if self.strip.is_none() {
+                    r.response = Some(&c.content);
+                    r.reasoning_content = c.reasoning_content.as_deref();
+                }
                 r.finish_reason = c.finish_reason.as_deref();
                 r.usage = resp.usage.as_ref();
                 r.choices_in_request = resp.choices.len() as u32;
@@ -423,6 +439,8 @@ fn model_ctx(
         stopped: AtomicBool::new(false),
         shutdown: shutdown.clone(),
         quiet: job.quiet,
+        strip: (!job.settings.evaluation.save_raw_responses)
+            .then(|| job.settings.evaluation.grade_config()),
     })
 }
 
