@@ -142,7 +142,11 @@ fn is_default(m: &FieldMap) -> bool {
 /// The `[evaluation.fields]` and model names recorded in a manifest's config.
 fn recorded_fields(config: &serde_json::Value) -> Option<FieldMap> {
     let raw = config.pointer("/evaluation/fields")?;
-    field_map(serde_json::from_value::<RawFields>(raw.clone()).ok().as_ref())
+    field_map(
+        serde_json::from_value::<RawFields>(raw.clone())
+            .ok()
+            .as_ref(),
+    )
 }
 
 fn model_names(config: &serde_json::Value) -> BTreeSet<&str> {
@@ -274,7 +278,11 @@ impl Plan {
                     f.subset.as_deref().unwrap_or("none")
                 ),
             };
-            changes.push(format!("[evaluation.fields] {} → {}", show(&was), show(&now)));
+            changes.push(format!(
+                "[evaluation.fields] {} → {}",
+                show(&was),
+                show(&now)
+            ));
         }
         let names = model_names(&self.settings.config_json);
         for name in old.models.keys() {

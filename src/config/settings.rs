@@ -274,7 +274,10 @@ fn resolve_judge(
             backoff_base: Duration::from_secs_f64(raw.api.backoff_base.unwrap_or(0.5).max(0.001)),
             backoff_max: Duration::from_secs_f64(raw.api.backoff_max.unwrap_or(30.0).max(0.001)),
             shutdown_grace: Duration::from_secs_f64(
-                raw.api.shutdown_grace.unwrap_or(DEFAULT_GRACE).clamp(0.0, MAX_GRACE),
+                raw.api
+                    .shutdown_grace
+                    .unwrap_or(DEFAULT_GRACE)
+                    .clamp(0.0, MAX_GRACE),
             ),
         },
         prompt,

@@ -97,7 +97,7 @@ pub(crate) fn smart_reply(r: &Recorded) -> Reply {
             let right = if greedy {
                 a % 2 == 0
             } else {
-                (seed + i) % 3 != 0
+                !(seed + i).is_multiple_of(3)
             };
             let ans = if right { a + b } else { a + b + 1 };
             ChoiceReply::stop(format!(
@@ -187,7 +187,7 @@ fn faulty_server_gives_every_unit_once_and_the_same_metrics() {
         .responder(smart_reply)
         .faults(|r: &Recorded| {
             let seed = r.body["seed"].as_u64().unwrap_or(0);
-            if r.attempt > 0 || seed % 4 != 0 {
+            if r.attempt > 0 || !seed.is_multiple_of(4) {
                 return None;
             }
             Some(match (seed / 4) % 6 {

@@ -68,7 +68,10 @@ fn a_second_process_on_one_run_directory_exits_2_naming_the_holder() {
     let out = run(&env, &["--quiet", "--resume", run_dir.to_str().unwrap()]);
     let text = both(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
-    assert!(text.contains(&format!("pid {} started", first.id())), "{text}");
+    assert!(
+        text.contains(&format!("pid {} started", first.id())),
+        "{text}"
+    );
     assert!(text.contains("in use"), "{text}");
     // A killed holder leaves no stale lock: the OS drops it with the process.
     first.kill().unwrap();
@@ -223,7 +226,12 @@ fn ctrl_c_abandons_a_hung_request_after_the_grace_not_the_timeout() {
         .faults(|_: &Recorded| Some(Fault::Hang(Duration::from_secs(50))));
     let env = Fixture::new(&sums(2)).with_server(hang);
     let server = env.server();
-    configure(&env, "n = 2", ONE_MODEL, "timeout = 60\nshutdown_grace = 0.5");
+    configure(
+        &env,
+        "n = 2",
+        ONE_MODEL,
+        "timeout = 60\nshutdown_grace = 0.5",
+    );
     let child = spawn_run(&env, &["--quiet"]);
     wait_for(|| server.request_count() >= 1);
     let stopped = Instant::now();
