@@ -139,7 +139,7 @@ fn is_default(m: &FieldMap) -> bool {
         && m.subset.is_none()
 }
 
-/// The `[evaluation.fields]` and model names recorded in a manifest's config.
+/// The `[evaluation.fields]` recorded in a manifest's config.
 fn recorded_fields(config: &serde_json::Value) -> Option<FieldMap> {
     let raw = config.pointer("/evaluation/fields")?;
     field_map(
@@ -149,6 +149,7 @@ fn recorded_fields(config: &serde_json::Value) -> Option<FieldMap> {
     )
 }
 
+/// Every model a config names, enabled or not (`--models` narrows `settings.models` only).
 fn model_names(config: &serde_json::Value) -> BTreeSet<&str> {
     config
         .get("models")

@@ -45,7 +45,9 @@ fn check_compatible(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
                 &show(&m.config),
             ));
         }
-        if first.config.is_null() && m.config_hash != first.config_hash {
+        // Equal configs hash alike unless their output_dir differs: any other hash change is unexplained.
+        let out_dir = |m: &Manifest| m.config.pointer("/evaluation/output_dir").cloned();
+        if m.config_hash != first.config_hash && out_dir(m) == out_dir(first) {
             return Err(mismatch("config_hash", &first.config_hash, &m.config_hash));
         }
         if m.dataset.sha256 != first.dataset.sha256 {
@@ -75,6 +77,11 @@ fn check_compatible(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
             return Err(mismatch("shard count", &count(first), &count(m)));
         }
     }
+    Ok(())
+}
+
+/// Refuses one shard given twice (after [`check_units`], which names an overlapping unit).
+fn check_shards(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
     let mut shards = BTreeSet::new();
     for (dir, m) in runs {
         if let Some(s) = m.shard.filter(|s| !shards.insert(s.index)) {
@@ -271,6 +278,7 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
     }
     check_compatible(&loaded)?;
     let models = check_units(&loaded)?;
+    check_shards(&loaded)?;
     for model in &models {
         let target = checkpoint_path(out, model);
         if target.exists() {
