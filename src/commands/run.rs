@@ -94,6 +94,14 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         shutdown: &shutdown,
     });
     let results = score_run(&plan, &run_dir, Some(manifest.clone()), call.as_ref())?;
+    if shutdown.is_triggered() {
+        // Stopped while judging: the verdicts so far are saved; scores would be half-judged.
+        manifest.status = "interrupted".into();
+        manifest.finished_at = None;
+        manifest.write(&run_dir)?;
+        eprintln!("interrupted while judging: verdicts saved; continue with:\n  {resume_cmd}");
+        return Ok(ExitStatus::Interrupted);
+    }
     report::write_all(&run_dir, &results)?;
     let table = Format::Table.exporter().export(&results)?;
     print!("{}", String::from_utf8_lossy(&table));

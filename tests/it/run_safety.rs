@@ -3,9 +3,11 @@
 
 use crate::common::{both, gpassk, read, run as gpassk_run, run_dirs, Fixture};
 use crate::run_fake::{configure, run, smart_reply, sums, usable_units, KEY, ONE_MODEL};
-use fake_openai::{FakeServer, Fault, Recorded};
+use fake_openai::{ChoiceReply, FakeServer, Fault, Recorded, Reply};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A server answering correctly after `delay` per request.
@@ -376,4 +378,58 @@ fn merge_joins_shards_from_different_output_dirs_and_names_what_differs() {
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("config key `sampling.n` = 2 but"), "{text}");
     assert!(!text.contains("Some(") && !text.contains("None"), "{text}");
+}
+
+#[test]
+fn ctrl_c_while_judging_waits_only_the_grace() {
+    let hang = Arc::new(AtomicBool::new(true));
+    let hanging = hang.clone();
+    let server = FakeServer::builder()
+        .responder(|r: &Recorded| match r.model() {
+            Some("judge-1") => Reply::with_choices(vec![ChoiceReply::stop("No.")]),
+            _ => smart_reply(r),
+        })
+        .faults(move |r: &Recorded| {
+            (r.model() == Some("judge-1") && hanging.load(Ordering::SeqCst))
+                .then_some(Fault::Hang(Duration::from_secs(50)))
+        });
+    let env = Fixture::new(&sums(3)).with_server(server);
+    let server = env.server();
+    configure(
+        &env,
+        "n = 4",
+        ONE_MODEL,
+        "timeout = 60\nshutdown_grace = 0.5",
+    );
+    let config = env.file("config.toml");
+    let text = read(&config).replace(
+        "[evaluation]\n",
+        "[evaluation]\ngrader = \"rule_then_judge\"\n",
+    );
+    std::fs::write(&config, text + "[judge]\nmodel_id = \"judge-1\"\n").unwrap();
+    let child = spawn_run(&env, &["--quiet"]);
+    wait_for(|| {
+        server
+            .requests()
+            .iter()
+            .any(|r| r.model() == Some("judge-1"))
+    });
+    let stopped = Instant::now();
+    signal(&child, "INT");
+    let out = child.wait_with_output().unwrap();
+    let waited = stopped.elapsed();
+    assert!(
+        waited < Duration::from_secs(25),
+        "waited {waited:?}: {}",
+        both(&out)
+    );
+    let text = both(&out);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(text.contains("--resume"), "{text}");
+    assert_eq!(manifest(&env.run_dir())["status"], "interrupted");
+    // Resuming judges the rest and finishes.
+    hang.store(false, Ordering::SeqCst);
+    let out = run(&env, &["--quiet", "--resume", "latest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert_eq!(manifest(&env.run_dir())["status"], "complete");
 }
