@@ -433,3 +433,31 @@ fn ctrl_c_while_judging_waits_only_the_grace() {
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     assert_eq!(manifest(&env.run_dir())["status"], "complete");
 }
+
+#[test]
+fn a_manifest_that_cannot_be_written_leaves_no_run_directory() {
+    let env = Fixture::new(&sums(1)).with_server(FakeServer::builder().responder(smart_reply));
+    configure(&env, "n = 2", ONE_MODEL, "");
+    // An output_dir so deep that the run directory, its lock and checkpoints/ fit in PATH_MAX
+    // (4095 bytes) but the manifest's temporary file does not.
+    let run_id_len = "20261201T031201Z-0123abcd".len();
+    let want = 4080 - 1 - run_id_len;
+    let mut deep = env.path().to_path_buf();
+    while want - deep.as_os_str().len() > 250 {
+        deep.push("d".repeat(200));
+    }
+    deep.push("d".repeat(want - deep.as_os_str().len() - 1));
+    assert_eq!(deep.as_os_str().len(), want);
+    let config = env.file("config.toml");
+    let text = read(&config).replace(
+        &format!("output_dir = \"{}/results\"", env.path().display()),
+        &format!("output_dir = \"{}\"", deep.display()),
+    );
+    std::fs::write(&config, text).unwrap();
+    let out = run(&env, &["--quiet"]);
+    let text = both(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("cannot write manifest"), "{text}");
+    let left: Vec<_> = std::fs::read_dir(&deep).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
