@@ -197,6 +197,11 @@ impl CheckpointWriter {
         let keep = complete_prefix_len(&mut file, len).map_err(io)?;
         if keep < len {
             file.set_len(keep).map_err(io)?;
+            eprintln!(
+                "note: {}: dropped a torn last line ({} bytes) left by an interrupted write; its units are requested again",
+                path.display(),
+                len - keep
+            );
         }
         Ok(CheckpointWriter {
             path: path.to_path_buf(),

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Fills a judge prompt; other braces are left alone, since prompts often hold LaTeX.
 pub fn render(template: &str, question: &str, gold: &str, answer: &str, response: &str) -> String {
@@ -155,7 +156,12 @@ pub fn judge_pending(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run_jobs(pass.clone(), jobs, settings.api.concurrency));
+    rt.block_on(run_jobs(
+        pass.clone(),
+        jobs,
+        settings.api.concurrency,
+        settings.api.shutdown_grace,
+    ));
     let _ = pass.writer.sync();
     if let Some(e) = pass.fatal() {
         let class = if e.class == ErrorClass::Auth {
@@ -196,7 +202,7 @@ impl Pass {
     }
 }
 
-async fn run_jobs(pass: Arc<Pass>, jobs: Vec<JudgeJob>, concurrency: usize) {
+async fn run_jobs(pass: Arc<Pass>, jobs: Vec<JudgeJob>, concurrency: usize, grace: Duration) {
     let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let mut tasks = tokio::task::JoinSet::new();
     for job in jobs {
@@ -214,6 +220,19 @@ async fn run_jobs(pass: Arc<Pass>, jobs: Vec<JudgeJob>, concurrency: usize) {
         });
         while tasks.try_join_next().is_some() {}
     }
+    // As for sampling: after a stop, requests in flight get `grace`, then are dropped.
+    tokio::select! {
+        _ = join_all(&mut tasks) => {}
+        _ = pass.shutdown.triggered() => {}
+    }
+    if pass.shutdown.is_triggered() {
+        let _ = tokio::time::timeout(grace, join_all(&mut tasks)).await;
+        tasks.abort_all();
+        join_all(&mut tasks).await;
+    }
+}
+
+async fn join_all(tasks: &mut tokio::task::JoinSet<()>) {
     while tasks.join_next().await.is_some() {}
 }
 

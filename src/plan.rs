@@ -1,6 +1,7 @@
 //! The plan of a run: config + dataset → the problems, rendered prompts and prompt hash, and the
 //! manifest fields that record them; also whether an existing run may be resumed under this plan.
 
+use crate::config::raw::RawFields;
 use crate::config::{self, Settings};
 use crate::dataset::{self, FieldMap};
 use crate::error::BadInput;
@@ -89,12 +90,7 @@ fn only_models(mut settings: Settings, models: &[String], config_path: &Path) ->
 /// `gpassk score` rebuilds a finished run's plan through this from its manifest.
 pub fn build(settings: Settings, limit: Option<usize>, shard: Option<Shard>) -> Result<Plan> {
     let ev = &settings.evaluation;
-    let fields = ev.fields.as_ref().map(|f| FieldMap {
-        id: f.id.clone(),
-        question: f.question.clone().unwrap_or_else(|| "question".into()),
-        answer: f.answer.clone().unwrap_or_else(|| "answer".into()),
-        subset: f.subset.clone(),
-    });
+    let fields = field_map(ev.fields.as_ref());
     let mut ds = dataset::load(&ev.dataset, fields.as_ref())
         .with_context(|| format!("dataset of {}", settings.config_path.display()))?;
     let limit = limit.or(ev.limit);
@@ -142,6 +138,47 @@ pub fn build(settings: Settings, limit: Option<usize>, shard: Option<Shard>) -> 
         limit,
         shard,
     })
+}
+
+/// `[evaluation.fields]` with its defaults filled in; restating a default changes nothing.
+fn field_map(raw: Option<&RawFields>) -> Option<FieldMap> {
+    raw.map(|f| FieldMap {
+        id: f.id.clone(),
+        question: f.question.clone().unwrap_or_else(|| "question".into()),
+        answer: f.answer.clone().unwrap_or_else(|| "answer".into()),
+        subset: f.subset.clone(),
+    })
+    .filter(|m| m.id.is_some() || !is_default(m))
+}
+
+/// Fields that read a file exactly as no `[evaluation.fields]` would (`id = "id"` included, for
+/// comparing runs: both take ids from the `id` field).
+fn is_default(m: &FieldMap) -> bool {
+    matches!(m.id.as_deref(), None | Some("id"))
+        && m.question == "question"
+        && m.answer == "answer"
+        && m.subset.is_none()
+}
+
+/// The `[evaluation.fields]` recorded in a manifest's config.
+fn recorded_fields(config: &serde_json::Value) -> Option<FieldMap> {
+    let raw = config.pointer("/evaluation/fields")?;
+    field_map(
+        serde_json::from_value::<RawFields>(raw.clone())
+            .ok()
+            .as_ref(),
+    )
+}
+
+/// Every model a config names, enabled or not (`--models` narrows `settings.models` only).
+fn model_names(config: &serde_json::Value) -> BTreeSet<&str> {
+    config
+        .get("models")
+        .and_then(|m| m.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("name")?.as_str())
+        .collect()
 }
 
 impl Plan {
@@ -236,7 +273,9 @@ impl Plan {
         .into())
     }
 
-    fn changes_since(&self, old: &Manifest) -> Vec<String> {
+    /// What makes `old` a different evaluation: anything that changes the problems, their ids or
+    /// prompts, or drops one of its models (the one place resume decides identity).
+    pub fn identity_changes(&self, old: &Manifest) -> Vec<String> {
         let mut changes = Vec::new();
         if old.dataset.sha256 != self.dataset.sha256 {
             changes.push(format!(
@@ -252,6 +291,38 @@ impl Plan {
         if old.prompt_hash != self.prompt_hash {
             changes.push("prompt template or few-shot examples".to_string());
         }
+        let (was, now) = (
+            recorded_fields(&old.config).filter(|f| !is_default(f)),
+            field_map(self.settings.evaluation.fields.as_ref()).filter(|f| !is_default(f)),
+        );
+        if !old.config.is_null() && was != now {
+            let show = |f: &Option<FieldMap>| match f {
+                None => "defaults".to_string(),
+                Some(f) => format!(
+                    "id {}, question {}, answer {}, subset {}",
+                    f.id.as_deref().unwrap_or("(auto)"),
+                    f.question,
+                    f.answer,
+                    f.subset.as_deref().unwrap_or("none")
+                ),
+            };
+            changes.push(format!(
+                "[evaluation.fields] {} → {}",
+                show(&was),
+                show(&now)
+            ));
+        }
+        let names = model_names(&self.settings.config_json);
+        for name in old.models.keys() {
+            if !names.contains(name.as_str()) {
+                changes.push(format!("model {name} of the run is not in this config"));
+            }
+        }
+        changes
+    }
+
+    fn changes_since(&self, old: &Manifest) -> Vec<String> {
+        let mut changes = self.identity_changes(old);
         for m in &self.settings.models {
             let Some(o) = old.models.get(&m.name) else {
                 continue;
@@ -269,13 +340,10 @@ impl Plan {
                 b.temperature.to_string(),
             );
             diff("top_p", a.top_p.to_string(), b.top_p.to_string());
-            diff("top_k", format!("{:?}", a.top_k), format!("{:?}", b.top_k));
+            let show = |v: Option<u32>| v.map_or("none".to_string(), |v| v.to_string());
+            diff("top_k", show(a.top_k), show(b.top_k));
             diff("seed", a.seed.to_string(), b.seed.to_string());
-            diff(
-                "max_tokens",
-                format!("{:?}", a.max_tokens),
-                format!("{:?}", b.max_tokens),
-            );
+            diff("max_tokens", show(a.max_tokens), show(b.max_tokens));
             diff("stop", format!("{:?}", a.stop), format!("{:?}", b.stop));
         }
         changes

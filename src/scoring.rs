@@ -388,12 +388,13 @@ fn grade_units(
 }
 
 /// Reads the units of a checkpoint into numbered batches; returns how many batches there were.
+/// A unit recorded twice is scored once, with a warning naming the file and the count.
 fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> Result<usize> {
     let index = id_index(units.problems, |p| p.id.as_str());
     let width = units.n as usize + 1;
     let mut seen = vec![false; units.problems.len() * width];
     let mut batch = Vec::with_capacity(BATCH);
-    let mut batches = 0;
+    let (mut batches, mut duplicates) = (0, 0u64);
     read_lines(units.checkpoint, |r: ScoredRecord| {
         if r.outcome == UnitOutcome::ApiError {
             return Ok(());
@@ -407,6 +408,7 @@ fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> 
             _ => return Ok(()),
         };
         if std::mem::replace(&mut seen[p * width + slot], true) {
+            duplicates += 1;
             return Ok(());
         }
         batch.push(Pending {
@@ -426,6 +428,14 @@ fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> 
     if !batch.is_empty() {
         send(batches, batch);
         batches += 1;
+    }
+    if duplicates > 0 {
+        // Only two processes writing one run leave a unit twice; say so rather than pick quietly.
+        eprintln!(
+            "warning: {}: {duplicates} duplicate records of units already recorded (two processes \
+             wrote this run at once?); each unit's first record is scored, the later ones ignored",
+            units.checkpoint.display()
+        );
     }
     Ok(batches)
 }

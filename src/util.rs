@@ -1,5 +1,6 @@
 //! Small helpers every layer may use: hex and short hashes, the problem-id index, atomic writes,
-//! timestamps, names' nearest match, and the [`Shutdown`] signal passed down to long-running work.
+//! shell quoting, timestamps, names' nearest match, and the [`Shutdown`] signal passed down to
+//! long-running work.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -58,6 +59,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// `s` as one POSIX shell word: bare when it holds only safe characters, else single-quoted, so a
+/// printed command can be pasted without `$(…)`, backticks or spaces doing anything.
+pub fn shell_quote(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// Now as RFC 3339 UTC with milliseconds.
@@ -177,6 +188,14 @@ mod tests {
             par_map(&items, |x| x * 2),
             items.iter().map(|x| x * 2).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn shell_quote_neutralises_substitutions_and_quotes() {
+        assert_eq!(shell_quote("results/2026-x"), "results/2026-x");
+        assert_eq!(shell_quote("a $(rm -rf ~)"), "'a $(rm -rf ~)'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! `gpassk merge <run dir>... --out DIR`: join the checkpoints of runs of the same evaluation (the
 //! shards of `gpassk run --shard I/N`, typically) into one run directory with its own manifest.
 //!
-//! Inputs must agree on the config hash, the dataset sha256 and limit, and the prompt hash; a unit
-//! (model, problem, sample index) may come from one input only. Records are copied verbatim.
+//! Inputs must agree on the config (its `output_dir` aside), the dataset sha256 and limit, the prompt
+//! hash, the models and the shard count; a unit (model, problem, sample index) may come from one input
+//! only. Records are copied verbatim.
 
 use crate::checkpoint::checkpoint_path;
 use crate::checkpoint::{read_records, CheckpointWriter, SampleIndex};
@@ -27,7 +28,8 @@ pub struct MergeArgs {
     pub out: PathBuf,
 }
 
-/// Checks that the inputs describe the same evaluation.
+/// Checks that the inputs describe the same evaluation: the same config (its `output_dir` aside:
+/// shards may be written to different places), data, prompts, models and shard count.
 fn check_compatible(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
     let (first_dir, first) = &runs[0];
     for (dir, m) in &runs[1..] {
@@ -38,7 +40,17 @@ fn check_compatible(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
                 dir.join("manifest.json").display()
             ))
         };
-        if m.config_hash != first.config_hash {
+        if let Some(key) = config_difference(&first.config, &m.config) {
+            let show = |c: &serde_json::Value| value_at(c, &key);
+            return Err(mismatch(
+                &format!("config key `{key}` ="),
+                &show(&first.config),
+                &show(&m.config),
+            ));
+        }
+        // Equal configs hash alike unless their output_dir differs: any other hash change is unexplained.
+        let out_dir = |m: &Manifest| m.config.pointer("/evaluation/output_dir").cloned();
+        if m.config_hash != first.config_hash && out_dir(m) == out_dir(first) {
             return Err(mismatch("config_hash", &first.config_hash, &m.config_hash));
         }
         if m.dataset.sha256 != first.dataset.sha256 {
@@ -49,17 +61,98 @@ fn check_compatible(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
             ));
         }
         if m.dataset.limit != first.dataset.limit {
+            let show = |l: Option<usize>| l.map_or("none".to_string(), |l| l.to_string());
             return Err(mismatch(
                 "dataset.limit",
-                &format!("{:?}", first.dataset.limit),
-                &format!("{:?}", m.dataset.limit),
+                &show(first.dataset.limit),
+                &show(m.dataset.limit),
             ));
         }
         if m.prompt_hash != first.prompt_hash {
             return Err(mismatch("prompt_hash", &first.prompt_hash, &m.prompt_hash));
         }
+        let names = |m: &Manifest| m.models.keys().cloned().collect::<Vec<_>>().join(", ");
+        if m.models.keys().ne(first.models.keys()) {
+            return Err(mismatch("models", &names(first), &names(m)));
+        }
+        let count = |m: &Manifest| m.shard.map_or("none".to_string(), |s| s.count.to_string());
+        if m.shard.map(|s| s.count) != first.shard.map(|s| s.count) {
+            return Err(mismatch("shard count", &count(first), &count(m)));
+        }
     }
     Ok(())
+}
+
+/// Refuses one shard given twice (after [`check_units`], which names an overlapping unit).
+fn check_shards(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
+    let mut shards = BTreeSet::new();
+    for (dir, m) in runs {
+        if let Some(s) = m.shard.filter(|s| !shards.insert(s.index)) {
+            return Err(BadInput(format!(
+                "refusing to merge: shard {s} is given twice (again in {})",
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The first config key (dotted path) whose value differs, `evaluation.output_dir` aside.
+fn config_difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
+    let strip = |c: &serde_json::Value| {
+        let mut c = c.clone();
+        if let Some(ev) = c.get_mut("evaluation").and_then(|e| e.as_object_mut()) {
+            ev.remove("output_dir");
+        }
+        c
+    };
+    first_difference(&strip(a), &strip(b), "")
+}
+
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Option<String> {
+    use serde_json::Value;
+    let join = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
+                (Some(u), Some(v)) => first_difference(u, v, &join(k)),
+                _ => Some(join(k)),
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (u, v))| first_difference(u, v, &format!("{at}[{i}]"))),
+        _ => (a != b).then(|| at.to_string()),
+    }
+}
+
+/// The value at a dotted config key as compact JSON (`unset` when absent), for messages.
+fn value_at(config: &serde_json::Value, key: &str) -> String {
+    let mut v = Some(config);
+    for part in key.split('.') {
+        let (name, index) = match part.split_once('[') {
+            Some((n, i)) => (n, i.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        v = v.and_then(|v| v.get(name));
+        if let Some(i) = index {
+            v = v.and_then(|v| v.get(i));
+        }
+    }
+    let text = v.map_or("unset".to_string(), |v| v.to_string());
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
 }
 
 /// Fails on a unit present in two inputs; returns the models in name order.
@@ -188,6 +281,7 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
     }
     check_compatible(&loaded)?;
     let models = check_units(&loaded)?;
+    check_shards(&loaded)?;
     for model in &models {
         let target = checkpoint_path(out, model);
         if target.exists() {

@@ -5,7 +5,7 @@ use crate::report::Format;
 use crate::scoring::load_run;
 use crate::util::write_atomic;
 use clap::builder::TypedValueParser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -29,6 +29,9 @@ fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
+    if let Some(out) = &args.out {
+        check_out(&args.run_dir, out)?;
+    }
     let results = load_run(&args.run_dir).map_err(bad_input)?;
     let bytes = args.format.exporter().export(&results)?;
     match &args.out {
@@ -40,4 +43,31 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Refuses an `--out` inside the run directory other than one of its report files: the manifest,
+/// checkpoints, judge verdicts and lock are the run's data, not output.
+fn check_out(run_dir: &Path, out: &Path) -> Result<(), BadInput> {
+    let Ok(run) = run_dir.canonicalize() else {
+        return Ok(()); // loading the run reports a missing directory
+    };
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+    let resolved = out.canonicalize().ok().or_else(|| {
+        let dir = parent.unwrap_or(Path::new(".")).canonicalize().ok()?;
+        Some(dir.join(out.file_name()?))
+    });
+    let Some(rel) = resolved.as_deref().and_then(|p| p.strip_prefix(&run).ok()) else {
+        return Ok(());
+    };
+    let report_file = Format::ALL
+        .iter()
+        .any(|f| rel == Path::new(f.exporter().file_name()));
+    if report_file {
+        return Ok(());
+    }
+    Err(BadInput::new(format!(
+        "--out {}: is inside run directory {} and would overwrite the run's own data; write the report elsewhere",
+        out.display(),
+        run_dir.display()
+    )))
 }

@@ -4,13 +4,14 @@ use crate::checkpoint::checkpoint_path;
 use crate::client::ApiKey;
 use crate::config::{self, GraderMode};
 use crate::error::{bad_input, BadInput, ExitStatus};
+use crate::lock::RunLock;
 use crate::manifest::Manifest;
 use crate::plan::{self, Plan};
 use crate::report::{self, Format};
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::{score_run, JudgeCall};
 use crate::shard::Shard;
-use crate::util::{coarse_k_note, now_rfc3339, short};
+use crate::util::{coarse_k_note, now_rfc3339, shell_quote, short};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -124,7 +125,8 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     if !args.quiet {
         warn_coarse_k(plan);
     }
-    let (run_dir, mut manifest) = open_run_dir(plan, resume_dir, args.force)?;
+    // Held until the process ends: no second process writes this run meanwhile.
+    let (run_dir, _lock, mut manifest) = open_run_dir(plan, resume_dir, args.force)?;
     if !args.quiet {
         eprintln!("run directory: {}", run_dir.display());
     }
@@ -150,6 +152,14 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         shutdown: &shutdown,
     });
     let results = score_run(plan, &run_dir, Some(manifest.clone()), call.as_ref())?;
+    if shutdown.is_triggered() {
+        // Stopped while judging: the verdicts so far are saved; scores would be half-judged.
+        manifest.status = "interrupted".into();
+        manifest.finished_at = None;
+        manifest.write(&run_dir)?;
+        eprintln!("interrupted while judging: verdicts saved; continue with:\n  {resume_cmd}");
+        return Ok((run_dir, ExitStatus::Interrupted));
+    }
     report::write_all(&run_dir, &results)?;
     let table = Format::Table.exporter().export(&results)?;
     print!("{}", String::from_utf8_lossy(&table));
@@ -163,14 +173,15 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
 
 /// The command that continues `run_dir`, with the same files and overrides.
 fn resume_command(args: &RunArgs, run_dir: &Path) -> String {
-    let mut cmd = format!("gpassk run --config {}", args.config.display());
+    let quote = |p: &Path| shell_quote(&p.display().to_string());
+    let mut cmd = format!("gpassk run --config {}", quote(&args.config));
     if let Some(s) = &args.settings {
-        cmd.push_str(&format!(" --settings {}", s.display()));
+        cmd.push_str(&format!(" --settings {}", quote(s)));
     }
     for o in &args.set {
-        cmd.push_str(&format!(" --set '{o}'"));
+        cmd.push_str(&format!(" --set {}", shell_quote(o)));
     }
-    cmd + &format!(" --resume {}", run_dir.display())
+    cmd + &format!(" --resume {}", quote(run_dir))
 }
 
 /// The run to continue: `--resume`; else, with `resume_from_checkpoint = true`, the latest run
@@ -178,7 +189,7 @@ fn resume_command(args: &RunArgs, run_dir: &Path) -> String {
 fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<PathBuf>> {
     let ev = &plan.settings.evaluation;
     if let Some(r) = &args.resume {
-        return resolve_resume(r, &ev.output_dir).map(Some);
+        return resolve_resume(r, plan).map(Some);
     }
     if ev.resume_from_checkpoint != Some(true) {
         return Ok(None);
@@ -240,47 +251,75 @@ fn warn_coarse_k(plan: &Plan) {
     }
 }
 
-/// The run directory and its manifest, marked `running`: resumed, or created fresh.
+/// The run directory, locked, and its manifest marked `running`: resumed, or created fresh. A new
+/// directory whose manifest cannot be written is removed again.
 fn open_run_dir(
     plan: &Plan,
     resume_dir: Option<PathBuf>,
     force: bool,
-) -> Result<(PathBuf, Manifest)> {
-    let (run_dir, mut manifest) = match resume_dir {
-        Some(dir) => {
-            let old = Manifest::read(&dir)?;
-            plan.check_resume(&old, force)?;
-            let m = plan.update_manifest(old);
-            (dir, m)
+) -> Result<(PathBuf, RunLock, Manifest)> {
+    let Some(dir) = resume_dir else {
+        let (dir, lock, mut manifest) = new_run_dir(plan)?;
+        if let Err(e) = mark_running(&dir, &mut manifest) {
+            drop(lock);
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
         }
-        None => new_run_dir(plan)?,
+        return Ok((dir, lock, manifest));
     };
+    // Lock before reading: the manifest checked is the one this process then updates.
+    let lock = RunLock::acquire(&dir)?;
+    let old = Manifest::read(&dir)?;
+    plan.check_resume(&old, force)?;
+    let mut manifest = plan.update_manifest(old);
+    mark_running(&dir, &mut manifest)?;
+    Ok((dir, lock, manifest))
+}
+
+fn mark_running(run_dir: &Path, manifest: &mut Manifest) -> Result<()> {
     manifest.status = "running".into();
     manifest.updated_at = now_rfc3339();
     manifest
-        .write(&run_dir)
-        .with_context(|| format!("cannot write manifest in {}", run_dir.display()))?;
-    Ok((run_dir, manifest))
+        .write(run_dir)
+        .with_context(|| format!("cannot write manifest in {}", run_dir.display()))
 }
 
-fn new_run_dir(plan: &Plan) -> Result<(PathBuf, Manifest)> {
+/// A fresh run directory, claimed with `create_dir` (two runs started in the same second never
+/// share one) and locked.
+fn new_run_dir(plan: &Plan) -> Result<(PathBuf, RunLock, Manifest)> {
     let output_dir = &plan.settings.evaluation.output_dir;
-    let run_id = runner::new_run_id(&plan.settings.config_hash);
-    let mut dir = output_dir.join(&run_id);
-    let mut i = 1;
-    while dir.exists() {
-        dir = output_dir.join(format!("{run_id}-{i}"));
-        i += 1;
+    std::fs::create_dir_all(output_dir)
+        .with_context(|| format!("cannot create output_dir {}", output_dir.display()))?;
+    let base = runner::new_run_id(&plan.settings.config_hash);
+    let (mut run_id, mut i) = (base.clone(), 0);
+    let dir = loop {
+        let dir = output_dir.join(&run_id);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => break dir,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                i += 1;
+                run_id = format!("{base}-{i}");
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot create run directory {}", dir.display()))
+            }
+        }
+    };
+    let claimed = RunLock::acquire(&dir)
+        .map_err(anyhow::Error::from)
+        .and_then(|lock| {
+            std::fs::create_dir(dir.join("checkpoints"))
+                .with_context(|| format!("cannot create run directory {}", dir.display()))?;
+            Ok(lock)
+        });
+    match claimed {
+        Ok(lock) => Ok((dir, lock, plan.new_manifest(&run_id))),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            Err(e)
+        }
     }
-    let run_id = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or(&run_id)
-        .to_string();
-    std::fs::create_dir_all(dir.join("checkpoints"))
-        .with_context(|| format!("cannot create run directory {}", dir.display()))?;
-    let manifest = plan.new_manifest(&run_id);
-    Ok((dir, manifest))
 }
 
 /// Counts each model's checkpoint into the manifest and writes it; true when interrupted.
@@ -330,7 +369,9 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
     eprintln!("some units failed; request them again with:\n  {resume_cmd}");
 }
 
-fn resolve_resume(r: &str, output_dir: &Path) -> Result<PathBuf> {
+/// `--resume DIR`, or for `latest` the newest run under output_dir of this config (same config
+/// hash, or else same config file): another config's run is never taken over.
+fn resolve_resume(r: &str, plan: &Plan) -> Result<PathBuf> {
     if r != "latest" {
         let p = PathBuf::from(r);
         if !p.join("manifest.json").is_file() {
@@ -341,22 +382,33 @@ fn resolve_resume(r: &str, output_dir: &Path) -> Result<PathBuf> {
         }
         return Ok(p);
     }
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(output_dir)
+    let s = &plan.settings;
+    let output_dir = &s.evaluation.output_dir;
+    let runs: Vec<(PathBuf, Manifest)> = std::fs::read_dir(output_dir)
         .map(|it| {
             it.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.join("manifest.json").is_file())
+                .filter_map(|e| Some((e.path(), Manifest::read(&e.path()).ok()?)))
                 .collect()
         })
         .unwrap_or_default();
-    runs.sort();
-    runs.pop().ok_or_else(|| {
-        BadInput::new(format!(
-            "--resume latest: no runs under {}",
-            output_dir.display()
-        ))
-        .into()
-    })
+    let path = s.config_path.display().to_string();
+    let newest = |same: &dyn Fn(&Manifest) -> bool| {
+        runs.iter()
+            .filter(|(_, m)| same(m))
+            .max_by(|(da, a), (db, b)| (&a.created_at, da).cmp(&(&b.created_at, db)))
+            .map(|(d, _)| d.clone())
+    };
+    newest(&|m| m.config_hash == s.config_hash)
+        .or_else(|| newest(&|m| m.config_path == path))
+        .ok_or_else(|| {
+            BadInput::new(format!(
+                "--resume latest: no run of {} under {} ({} runs of other configs there; name one with --resume DIR)",
+                path,
+                output_dir.display(),
+                runs.len()
+            ))
+            .into()
+        })
 }
 
 fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {

@@ -44,6 +44,7 @@ pub struct RawApi {
     pub tpm: Option<f64>,
     pub backoff_base: Option<f64>,
     pub backoff_max: Option<f64>,
+    pub shutdown_grace: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -171,4 +172,5 @@ pub const API_KEYS: &[&str] = &[
     "tpm",
     "backoff_base",
     "backoff_max",
+    "shutdown_grace",
 ];

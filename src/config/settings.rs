@@ -49,6 +49,8 @@ pub struct ApiSettings {
     pub tpm: Option<f64>,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
+    /// How long in-flight requests may still finish after Ctrl-C or SIGTERM; then they are dropped.
+    pub shutdown_grace: Duration,
 }
 
 impl ApiSettings {
@@ -294,6 +296,12 @@ fn resolve_judge(
             tpm: None,
             backoff_base: Duration::from_secs_f64(raw.api.backoff_base.unwrap_or(0.5).max(0.001)),
             backoff_max: Duration::from_secs_f64(raw.api.backoff_max.unwrap_or(30.0).max(0.001)),
+            shutdown_grace: Duration::from_secs_f64(
+                raw.api
+                    .shutdown_grace
+                    .unwrap_or(DEFAULT_GRACE)
+                    .clamp(0.0, MAX_GRACE),
+            ),
         },
         prompt,
         prompt_source,
@@ -301,6 +309,10 @@ fn resolve_judge(
         max_tokens: num("max_tokens", j.max_tokens, 32, u32::MAX as i64)? as u32,
     })
 }
+
+/// Seconds in-flight requests may finish after a stop signal, by default and at most.
+const DEFAULT_GRACE: f64 = 5.0;
+const MAX_GRACE: f64 = 600.0;
 
 /// Where a model's keys are checked: errors point at the model's own line when it overrides the
 /// key, else at `[api]`/`[sampling]`.
@@ -329,6 +341,18 @@ impl ModelCx<'_> {
         let v = v.unwrap_or(default);
         if !(v.is_finite() && v > 0.0 && v < 1e7) {
             return Err(self.err(key, format!("{v} must be a positive number of seconds")));
+        }
+        Ok(Duration::from_secs_f64(v))
+    }
+
+    /// `shutdown_grace`: 0 to [`MAX_GRACE`] seconds, default [`DEFAULT_GRACE`].
+    fn grace(&self, v: Option<f64>) -> Result<Duration, ConfigError> {
+        let v = v.unwrap_or(DEFAULT_GRACE);
+        if !(v.is_finite() && (0.0..=MAX_GRACE).contains(&v)) {
+            return Err(self.err(
+                "shutdown_grace",
+                format!("{v} must be between 0 and {MAX_GRACE} seconds"),
+            ));
         }
         Ok(Duration::from_secs_f64(v))
     }
@@ -451,6 +475,7 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
         tpm: mc.rate("tpm", m.tpm.or(a.tpm))?,
         backoff_base: mc.secs("backoff_base", m.backoff_base.or(a.backoff_base), 0.5)?,
         backoff_max: mc.secs("backoff_max", m.backoff_max.or(a.backoff_max), 30.0)?,
+        shutdown_grace: mc.grace(a.shutdown_grace)?,
     })
 }
 

@@ -11,8 +11,8 @@ use super::registry::{self, AnswerPost, Entry};
 use super::{datasets_dir, Dataset, DatasetError, FieldMap, Language, Problem};
 
 /// Load a registered dataset by name, or any `.jsonl` file by path (then `fields` applies; without
-/// it the fields are `id`, `question` and `answer`, and lines are numbered when the first line has
-/// no `id`). `fields` is ignored for registered names.
+/// it the fields are `id`, `question` and `answer`). Without an `id` field named, lines are numbered
+/// when the first line has no `id`. `fields` is ignored for registered names.
 pub fn load(name_or_path: &str, fields: Option<&FieldMap>) -> Result<Dataset, DatasetError> {
     if let Some(entry) = registry::lookup(name_or_path) {
         return load_entry(entry, &datasets_dir());
@@ -61,10 +61,11 @@ pub fn load_entry(entry: &Entry, dir: &Path) -> Result<Dataset, DatasetError> {
 pub fn load_path(path: &Path, fields: Option<&FieldMap>) -> Result<Dataset, DatasetError> {
     let default = FieldMap::default();
     let map = fields.unwrap_or(&default);
+    // Without an `id` field named, ids come from `id` when the file has one: restating the
+    // question or answer field must not turn ids into line numbers.
     let id = match (fields, map.id.as_deref()) {
-        (None, _) => IdRule::Auto,
         (Some(_), Some(field)) => IdRule::Field(field),
-        (Some(_), None) => IdRule::LineNumber,
+        _ => IdRule::Auto,
     };
     let mapping = Mapping {
         id,

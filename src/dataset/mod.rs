@@ -128,7 +128,8 @@ impl Dataset {
 /// How to read a custom JSONL file: which field holds what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldMap {
-    /// Field holding the id (required on every line); `None` numbers the lines instead.
+    /// Field holding the id (required on every line); `None`: `id` when the first line has one,
+    /// else line numbers.
     pub id: Option<String>,
     pub question: String,
     pub answer: String,

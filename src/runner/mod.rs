@@ -323,21 +323,29 @@ async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelE
             p = ctx.limit.acquire() => p,
             _ = ctx.shutdown.triggered() => break,
         };
+        tasks.spawn(run_item(ctx.clone(), item, permit));
         if first {
             // The first request goes alone: a bad key or unknown model then costs one request, not a burst.
             first = false;
-            run_item(ctx.clone(), item, permit).await;
+            tokio::select! {
+                _ = tasks.join_next() => {}
+                _ = ctx.shutdown.triggered() => break,
+            }
             continue;
         }
-        tasks.spawn(run_item(ctx.clone(), item, permit));
         while tasks.try_join_next().is_some() {}
     }
+    // After a stop, requests in flight get `grace` to finish whatever the request timeout is;
+    // then they are dropped and their units stay missing, for resume.
+    tokio::select! {
+        _ = join_all(&mut tasks) => {}
+        _ = ctx.shutdown.triggered() => {}
+    }
     if ctx.shutting_down() {
-        let _ =
-            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        let _ = tokio::time::timeout(grace, join_all(&mut tasks)).await;
         tasks.abort_all();
     }
-    while tasks.join_next().await.is_some() {}
+    join_all(&mut tasks).await;
     let _ = ctx.writer.sync();
     if let Some(msg) = ctx.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone() {
         return ModelEnd::Failed(msg);
@@ -350,6 +358,10 @@ async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelE
     } else {
         ModelEnd::Complete
     }
+}
+
+async fn join_all(tasks: &mut tokio::task::JoinSet<()>) {
+    while tasks.join_next().await.is_some() {}
 }
 
 /// The finished units of a checkpoint, keyed by problem position; also fixes a torn tail.
@@ -399,7 +411,7 @@ async fn sample_all_async(
         let done = load_done(&path, &index)?;
         let ctx = Arc::new(model_ctx(job, m, &path, shutdown)?);
         bars.push((m.name.clone(), ctx.counters.clone()));
-        let grace = m.api.timeout.min(Duration::from_secs(10));
+        let grace = m.api.shutdown_grace;
         handles.push((m.name.clone(), tokio::spawn(run_model(ctx, done, grace))));
     }
     let reporter = Reporter::start(Mode::detect(job.quiet), bars, job.progress_interval);

@@ -14,4 +14,5 @@ mod metrics_reference;
 mod report_cli;
 mod run_fake;
 mod run_report;
+mod run_safety;
 mod settings_json;

@@ -8,10 +8,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const KEY: &str = "sk-fake-SECRET-7f3a9c";
+pub(crate) const KEY: &str = "sk-fake-SECRET-7f3a9c";
 
 /// `problems` sums "What is a+b?" with a = i + 2, b = 3i + 1, as JSONL.
-fn sums(problems: usize) -> String {
+pub(crate) fn sums(problems: usize) -> String {
     (0..problems)
         .map(|i| {
             let (a, b) = (i + 2, 3 * i + 1);
@@ -26,7 +26,7 @@ fn sums(problems: usize) -> String {
 /// Writes config.toml for the fixture's server with fast retries and the key from
 /// `GPASSK_TEST_KEY`; `sampling`, `models` and `extra_api` are spliced in as TOML text over the
 /// defaults.
-fn configure(env: &Fixture, sampling: &str, models: &str, extra_api: &str) -> PathBuf {
+pub(crate) fn configure(env: &Fixture, sampling: &str, models: &str, extra_api: &str) -> PathBuf {
     configure_at(env, &env.base_url(), sampling, models, extra_api)
 }
 
@@ -53,7 +53,7 @@ fn configure_at(
 }
 
 /// `gpassk run --config <config.toml> ARGS` with the test key set.
-fn run(env: &Fixture, args: &[&str]) -> Output {
+pub(crate) fn run(env: &Fixture, args: &[&str]) -> Output {
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     env.command(&all)
@@ -76,10 +76,10 @@ fn with_defaults(text: &str, defaults: &[(&str, &str)]) -> String {
     out
 }
 
-const ONE_MODEL: &str = "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"\n";
+pub(crate) const ONE_MODEL: &str = "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"\n";
 
 /// Answers correctly or not as a pure function of the request, so faults cannot change results.
-fn smart_reply(r: &Recorded) -> Reply {
+pub(crate) fn smart_reply(r: &Recorded) -> Reply {
     let q = r.user_text().unwrap_or_default();
     let nums: Vec<u64> = q
         .split(|c: char| !c.is_ascii_digit())
@@ -97,7 +97,7 @@ fn smart_reply(r: &Recorded) -> Reply {
             let right = if greedy {
                 a % 2 == 0
             } else {
-                (seed + i) % 3 != 0
+                !(seed + i).is_multiple_of(3)
             };
             let ans = if right { a + b } else { a + b + 1 };
             ChoiceReply::stop(format!(
@@ -144,7 +144,7 @@ fn metrics(run_dir: &Path) -> BTreeMap<(String, String, String, String, String),
 }
 
 /// (problem, sample index) → number of usable records, per checkpoint.
-fn usable_units(run_dir: &Path, model: &str) -> HashMap<(String, String), usize> {
+pub(crate) fn usable_units(run_dir: &Path, model: &str) -> HashMap<(String, String), usize> {
     let text = std::fs::read_to_string(run_dir.join("checkpoints").join(format!("{model}.jsonl")))
         .unwrap();
     let mut m = HashMap::new();
@@ -187,7 +187,7 @@ fn faulty_server_gives_every_unit_once_and_the_same_metrics() {
         .responder(smart_reply)
         .faults(|r: &Recorded| {
             let seed = r.body["seed"].as_u64().unwrap_or(0);
-            if r.attempt > 0 || seed % 4 != 0 {
+            if r.attempt > 0 || !seed.is_multiple_of(4) {
                 return None;
             }
             Some(match (seed / 4) % 6 {

@@ -16,7 +16,7 @@ fn reply(r: &Recorded) -> Reply {
     let seed = r.body["seed"].as_u64().unwrap_or(0);
     let choices = (0..r.n())
         .map(|i| {
-            let ans = if (seed + i + sum) % 3 != 0 {
+            let ans = if !(seed + i + sum).is_multiple_of(3) {
                 sum
             } else {
                 sum + 1
