@@ -67,6 +67,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
 }
 
 fn run_code(args: Args) -> anyhow::Result<i32> {
+    if !(args.rel_tol.is_finite() && args.rel_tol >= 0.0) {
+        eprintln!(
+            "error: --rel-tol {}: must be a finite non-negative number",
+            args.rel_tol
+        );
+        return Ok(EXIT_BAD_INPUT);
+    }
     let mut cfg = GradeConfig {
         rel_tol: args.rel_tol,
         ..GradeConfig::default()
@@ -75,6 +82,7 @@ fn run_code(args: Args) -> anyhow::Result<i32> {
         match regex::Regex::new(r) {
             Ok(re) => cfg.extract_regex.push(re),
             Err(e) => {
+                let e = crate::config::regex_error(&e);
                 eprintln!("error: --extract-regex #{}: {e}", i + 1);
                 return Ok(EXIT_BAD_INPUT);
             }

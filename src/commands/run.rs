@@ -92,7 +92,18 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         key,
         shutdown: &shutdown,
     });
-    let results = score_run(&plan, &run_dir, Some(manifest.clone()), call.as_ref())?;
+    let results = match score_run(&plan, &run_dir, Some(manifest.clone()), call.as_ref()) {
+        Ok(r) => r,
+        Err(e) => {
+            // The samples are saved; say how to grade them again rather than only failing.
+            eprintln!("error: {}", crate::error::render(&e));
+            eprintln!(
+                "the samples are saved; grade them again with:
+  {resume_cmd}"
+            );
+            return Ok(ExitStatus::of_error(&e));
+        }
+    };
     report::write_all(&run_dir, &results)?;
     let table = Format::Table.exporter().export(&results)?;
     print!("{}", String::from_utf8_lossy(&table));
@@ -215,7 +226,7 @@ fn record_ends(
 fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
     for (name, m) in &manifest.models {
         if let Some(e) = &m.error {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::util::printable(e));
         } else if m.status != "complete" {
             eprintln!(
                 "error: model {name}: {} units still failed after retries",

@@ -44,6 +44,8 @@ pub struct RawApi {
     pub tpm: Option<f64>,
     pub backoff_base: Option<f64>,
     pub backoff_max: Option<f64>,
+    pub retry_after_max: Option<f64>,
+    pub max_response_bytes: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -81,6 +83,8 @@ pub struct RawModel {
     pub tpm: Option<f64>,
     pub backoff_base: Option<f64>,
     pub backoff_max: Option<f64>,
+    pub retry_after_max: Option<f64>,
+    pub max_response_bytes: Option<i64>,
     // [sampling] overrides
     pub n: Option<i64>,
     pub temperature: Option<f64>,
@@ -156,4 +160,6 @@ pub const API_KEYS: &[&str] = &[
     "tpm",
     "backoff_base",
     "backoff_max",
+    "retry_after_max",
+    "max_response_bytes",
 ];
