@@ -400,9 +400,11 @@ fn parse_reply(wire: WireResponse, clean: impl Fn(String) -> String) -> ChatResp
         .usage
         .filter(serde_json::Value::is_object)
         .and_then(|u| serde_json::from_value::<Usage>(u).ok());
+    // Names are metadata shown in reports: control characters in them are escaped as well.
+    let name = |v| text_of(v).map(|s| crate::util::printable(&clean(s)).into_owned());
     ChatResponse {
-        served_model: text_of(wire.model).map(&clean),
-        system_fingerprint: text_of(wire.system_fingerprint).map(&clean),
+        served_model: name(wire.model),
+        system_fingerprint: name(wire.system_fingerprint),
         choices: choices.into_iter().map(|(_, c)| c).collect(),
         usage,
     }
@@ -553,6 +555,8 @@ mod tests {
         );
         let all = format!("{:?}", r);
         assert!(!all.contains("sk-secret"), "{all}");
+        let esc = reply(r#"{"model":"m\u001b[2J","choices":[{"message":{"content":"a"}}]}"#);
+        assert_eq!(esc.served_model.as_deref(), Some("m\\u{1b}[2J"));
         assert_eq!(r.choices[0].content, "key [REDACTED]");
     }
 

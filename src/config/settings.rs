@@ -61,14 +61,25 @@ fn default_body_limit(max_tokens: Option<u32>, choices: u32) -> u64 {
     })
 }
 
-/// Whether a URL carries `user:password@` (or `user@`) in its authority.
-fn has_credentials(url: &str) -> bool {
+/// A base URL must be http(s) and carry no `user:password@`: a password there would replace the
+/// Bearer key and be written to the manifest. The URL is never echoed when it holds credentials.
+fn check_base_url(url: &str) -> Result<(), String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    authority.contains('@')
+    if authority.contains('@') {
+        return Err("holds credentials (user:password@…): remove them and put the key in the environment variable named by `api_key_env`".into());
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!("{url:?} must start with http:// or https://"));
+    }
+    Ok(())
 }
 
-const CREDENTIALS_IN_URL: &str = "holds credentials (user:password@…): remove them and put the key in the environment variable named by `api_key_env`";
+/// A duration in seconds from a key already checked elsewhere; `default` when unset or unusable.
+fn secs_or(v: Option<f64>, default: Duration) -> Duration {
+    v.filter(|s| s.is_finite() && *s > 0.0 && *s < 1e7)
+        .map_or(default, Duration::from_secs_f64)
+}
 
 impl ApiSettings {
     /// The URL rule: `{base}/v1/chat/completions`, or `{base}/chat/completions` when base ends in `/v1`.
@@ -228,15 +239,7 @@ fn resolve_judge(
         .clone()
         .or_else(|| raw.api.base_url.clone())
         .ok_or_else(|| err("base_url", "missing: set it in [judge] or [api]".into()))?;
-    if has_credentials(&base_url) {
-        return Err(err("base_url", CREDENTIALS_IN_URL.into()));
-    }
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(err(
-            "base_url",
-            format!("{base_url:?} must start with http:// or https://"),
-        ));
-    }
+    check_base_url(&base_url).map_err(|m| err("base_url", m))?;
     let num = |key: &str, v: Option<i64>, default: i64, max: i64| -> Result<i64, ConfigError> {
         let v = v.unwrap_or(default);
         if v < 1 || v > max {
@@ -281,6 +284,7 @@ fn resolve_judge(
             ))
         }
     };
+    let max_tokens = num("max_tokens", j.max_tokens, 32, u32::MAX as i64)? as u32;
     Ok(JudgeSettings {
         model_id,
         api: ApiSettings {
@@ -302,23 +306,13 @@ fn resolve_judge(
             tpm: None,
             backoff_base: Duration::from_secs_f64(raw.api.backoff_base.unwrap_or(0.5).max(0.001)),
             backoff_max: Duration::from_secs_f64(raw.api.backoff_max.unwrap_or(30.0).max(0.001)),
-            retry_after_max: Duration::from_secs_f64(
-                raw.api
-                    .retry_after_max
-                    .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e7)
-                    .unwrap_or(DEFAULT_RETRY_AFTER_MAX.as_secs_f64()),
-            ),
-            max_response_bytes: default_body_limit(
-                j.max_tokens
-                    .and_then(|t| u32::try_from(t).ok())
-                    .or(Some(32)),
-                1,
-            ),
+            retry_after_max: secs_or(raw.api.retry_after_max, DEFAULT_RETRY_AFTER_MAX),
+            max_response_bytes: default_body_limit(Some(max_tokens), 1),
         },
         prompt,
         prompt_source,
         input,
-        max_tokens: num("max_tokens", j.max_tokens, 32, u32::MAX as i64)? as u32,
+        max_tokens,
     })
 }
 
@@ -467,15 +461,7 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
                 format!("missing: set it in [api] or in model {name}"),
             )
         })?;
-    if has_credentials(&base_url) {
-        return Err(mc.err("base_url", CREDENTIALS_IN_URL.into()));
-    }
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(mc.err(
-            "base_url",
-            format!("{base_url:?} must start with http:// or https://"),
-        ));
-    }
+    check_base_url(&base_url).map_err(|m| mc.err("base_url", m))?;
     Ok(ApiSettings {
         base_url,
         api_key_env: m
@@ -683,28 +669,7 @@ fn resolve_eval(
     }
     ks.sort_unstable();
     ks.dedup();
-    if let Some(&k) = ks.iter().find(|&&k| k > MAX_N) {
-        let key = if ev.k.as_ref().is_some_and(|l| l.contains(&(k as i64))) {
-            "k"
-        } else {
-            "metrics"
-        };
-        return Err(err(
-            key,
-            format!("k = {k} is above {MAX_N}, the largest k the exact metrics are computed for in reasonable time"),
-        ));
-    }
-    if let Some(&k) = ks.iter().find(|&&k| k > min_n) {
-        let key = if ev.k.as_ref().is_some_and(|l| l.contains(&(k as i64))) {
-            "k"
-        } else {
-            "metrics"
-        };
-        return Err(err(
-            key,
-            format!("k = {k} exceeds n = {min_n} of model {min_n_model}; raise n or lower k"),
-        ));
-    }
+    check_ks(&ks, ev.k.as_deref(), (min_n, &min_n_model)).map_err(|(k, m)| err(k, m))?;
 
     let mut answer_extract_regex = Vec::new();
     for (i, pat) in ev.answer_extract_regex.iter().flatten().enumerate() {
@@ -777,6 +742,32 @@ fn resolve_eval(
         few_shot,
         rel_tol,
     })
+}
+
+/// Every k must be within the exact engine's limit and at most the smallest model's n; the error
+/// names the key (`k` when the list holds it, else `metrics`).
+fn check_ks(
+    ks: &[u64],
+    listed: Option<&[i64]>,
+    (min_n, min_n_model): (u64, &str),
+) -> Result<(), (&'static str, String)> {
+    let key = |k: u64| {
+        if listed.is_some_and(|l| l.contains(&(k as i64))) {
+            "k"
+        } else {
+            "metrics"
+        }
+    };
+    if let Some(&k) = ks.iter().find(|&&k| k > MAX_N) {
+        return Err((key(k), format!("k = {k} is above {MAX_N}, the largest k the exact metrics are computed for in reasonable time")));
+    }
+    if let Some(&k) = ks.iter().find(|&&k| k > min_n) {
+        return Err((
+            key(k),
+            format!("k = {k} exceeds n = {min_n} of model {min_n_model}; raise n or lower k"),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses `greedy_acc`, `pass@K`, `g_pass@K_tT`, `mg_pass@K`.
