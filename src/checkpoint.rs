@@ -446,8 +446,8 @@ mod tests {
         let mut full = record("p\"2", SampleIndex::Sample(3), UnitOutcome::ApiError);
         full.reasoning_content = Some("think".into());
         full.usage = Some(Usage {
-            prompt_tokens: 5,
-            completion_tokens: 7,
+            prompt_tokens: Some(5),
+            completion_tokens: Some(7),
         });
         full.error_class = Some("server".into());
         full.error = Some("server (HTTP 500): boom".into());

@@ -145,12 +145,14 @@ pub fn judge_pending(
             key,
             settings.api.timeout,
             settings.api.concurrency,
+            settings.api.max_response_bytes,
         )?,
         policy: settings.api.retry_policy(),
         model: settings.model_id.clone(),
         max_tokens: settings.max_tokens,
         stats: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
         fatal: std::sync::Mutex::new(None),
+        last_error: std::sync::Mutex::new(None),
         shutdown: shutdown.clone(),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -169,14 +171,30 @@ pub fn judge_pending(
         } else {
             "refused the request"
         };
-        anyhow::bail!("judge model {} {class}: {e}", settings.model_id);
+        anyhow::bail!(
+            "judge model {} {class}: {}",
+            settings.model_id,
+            crate::util::printable(&e.to_string())
+        );
     }
     let count = |i: usize| pass.stats[i].load(Ordering::Relaxed);
-    Ok(JudgeStats {
+    let stats = JudgeStats {
         judged: count(0),
         unparsed: count(1),
         failed: count(2),
-    })
+    };
+    if stats.failed > 0 && stats.judged + stats.unparsed == 0 {
+        // Not one verdict: the configured grader did not run, so the run must not look successful.
+        let last = lock(&pass.last_error).clone();
+        anyhow::bail!(
+            "judge model {} failed every request ({} after retries){}",
+            settings.model_id,
+            stats.failed,
+            last.map(|e| format!("; last error: {}", crate::util::printable(&e.to_string())))
+                .unwrap_or_default()
+        );
+    }
+    Ok(stats)
 }
 
 /// What every judge request of one pass shares.
@@ -189,7 +207,13 @@ struct Pass {
     /// Judged, unparseable replies, failed requests.
     stats: [AtomicU64; 3],
     fatal: std::sync::Mutex<Option<ApiError>>,
+    /// The last error a request gave up on, for the message when every request failed.
+    last_error: std::sync::Mutex<Option<ApiError>>,
     shutdown: Shutdown,
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Pass {
@@ -257,6 +281,7 @@ async fn judge_one(pass: &Pass, job: JudgeJob) {
             Next::Stopped => return,
             Next::GaveUp { err, .. } => {
                 pass.count(2);
+                *lock(&pass.last_error) = Some(err.clone());
                 if !err.class.retryable() {
                     pass.fatal
                         .lock()

@@ -1,7 +1,8 @@
 //! Small helpers every layer may use: hex and short hashes, the problem-id index, atomic writes,
-//! shell quoting, timestamps, names' nearest match, and the [`Shutdown`] signal passed down to
-//! long-running work.
+//! shell quoting, timestamps, names' nearest match, terminal-safe text, and the [`Shutdown`]
+//! signal passed down to long-running work.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
@@ -83,6 +84,26 @@ pub fn closest<'a>(bad: &str, candidates: impl Iterator<Item = &'a str>) -> Opti
         .filter(|(d, c)| *d <= 3.max(c.len() / 3) && *d < c.len().max(bad.len()))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
+}
+
+/// Text from outside (a server's error, a served model name) made safe to print on a terminal:
+/// control characters (ESC, CR, LF, C1, …) and bidi overrides become visible `\u{…}` escapes, so a
+/// server can neither move the cursor, clear the screen nor forge a line of output.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The note printed once when the largest k is more than half of some model's n.
@@ -196,6 +217,16 @@ mod tests {
         assert_eq!(shell_quote("a $(rm -rf ~)"), "'a $(rm -rf ~)'");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn printable_escapes_every_control_character() {
+        assert_eq!(printable("plain é text"), "plain é text");
+        assert_eq!(
+            printable("a\x1b[2Jb\r\nerror: forged\u{202e}"),
+            "a\\u{1b}[2Jb\\u{d}\\u{a}error: forged\\u{202e}"
+        );
+        assert_eq!(printable("\u{9b}31m"), "\\u{9b}31m");
     }
 
     #[test]

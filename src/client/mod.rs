@@ -46,6 +46,10 @@ pub enum ErrorClass {
     Auth,
     NotFound,
     BadRequest,
+    /// The reply body went over the size limit; it was dropped unread.
+    TooLarge,
+    /// Every choice had `content: null` (or no text part): nothing to grade.
+    NoContent,
 }
 
 impl ErrorClass {
@@ -68,6 +72,8 @@ impl ErrorClass {
             ErrorClass::Auth => "auth",
             ErrorClass::NotFound => "not_found",
             ErrorClass::BadRequest => "bad_request",
+            ErrorClass::TooLarge => "too_large",
+            ErrorClass::NoContent => "no_content",
         }
     }
 }
@@ -82,12 +88,54 @@ pub struct ApiError {
     pub retry_after: Option<Duration>,
 }
 
+/// Token counts as the server reported them; a count it left out or wrote oddly is unknown (None).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    #[serde(default)]
-    pub prompt_tokens: u64,
-    #[serde(default)]
-    pub completion_tokens: u64,
+    #[serde(
+        default,
+        deserialize_with = "lenient_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prompt_tokens: Option<u64>,
+    #[serde(
+        default,
+        deserialize_with = "lenient_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub completion_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// Prompt plus completion tokens, unknown counts as 0.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens.unwrap_or(0) + self.completion_tokens.unwrap_or(0)
+    }
+}
+
+/// Any JSON value a server may put in a token count.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WireCount {
+    Int(u64),
+    Float(f64),
+    Text(String),
+    Other(serde::de::IgnoredAny),
+}
+
+/// A token count as `5`, `5.0` or `"5"`; null, negative, fractional or other values are unknown.
+fn lenient_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let whole =
+        |x: f64| (x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x < 9e15).then_some(x as u64);
+    Ok(match WireCount::deserialize(d)? {
+        WireCount::Int(n) => Some(n),
+        WireCount::Float(x) => whole(x),
+        WireCount::Text(t) => t
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .or_else(|| t.trim().parse().ok().and_then(whole)),
+        WireCount::Other(_) => None,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -105,14 +153,18 @@ pub struct ChatResponse {
     pub usage: Option<Usage>,
 }
 
-// Reply shapes: unknown fields are ignored on purpose (servers add their own).
+// Reply shapes: unknown fields are ignored on purpose (servers add their own). Fields that are
+// only informative (`model`, `usage`, …) are read leniently: an odd value there never costs a sample.
 #[derive(Deserialize)]
 struct WireResponse {
-    model: Option<String>,
-    system_fingerprint: Option<String>,
+    #[serde(default)]
+    model: Option<serde_json::Value>,
+    #[serde(default)]
+    system_fingerprint: Option<serde_json::Value>,
     #[serde(default)]
     choices: Vec<WireChoice>,
-    usage: Option<Usage>,
+    #[serde(default)]
+    usage: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -120,14 +172,48 @@ struct WireChoice {
     #[serde(default)]
     index: Option<u64>,
     message: Option<WireMessage>,
-    finish_reason: Option<String>,
+    #[serde(default)]
+    finish_reason: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
 struct WireMessage {
-    content: Option<String>,
-    reasoning_content: Option<String>,
+    #[serde(default)]
+    content: Option<serde_json::Value>,
+    #[serde(default)]
+    reasoning_content: Option<serde_json::Value>,
 }
+
+/// A string field, or None when absent, null or not a string.
+fn text_of(v: Option<serde_json::Value>) -> Option<String> {
+    match v? {
+        serde_json::Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// Message content: a string, or an array of parts (`"…"` or `{"type":"text","text":"…"}`) joined;
+/// None for null or when no part holds text.
+fn content_of(v: Option<serde_json::Value>) -> Option<String> {
+    match v? {
+        serde_json::Value::String(s) => Some(s),
+        serde_json::Value::Array(parts) => {
+            let texts: Vec<String> = parts
+                .into_iter()
+                .filter_map(|p| match p {
+                    serde_json::Value::String(s) => Some(s),
+                    serde_json::Value::Object(mut o) => text_of(o.remove("text")),
+                    _ => None,
+                })
+                .collect();
+            (!texts.is_empty()).then(|| texts.concat())
+        }
+        _ => None,
+    }
+}
+
+/// The largest reply body accepted when no smaller limit is configured.
+pub const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A client for one model endpoint.
 #[derive(Clone)]
@@ -135,14 +221,17 @@ pub struct Client {
     http: reqwest::Client,
     url: String,
     key: Option<ApiKey>,
+    max_body: u64,
 }
 
 impl Client {
+    /// A client whose replies may be at most `max_body` bytes (anything larger is [`ErrorClass::TooLarge`]).
     pub fn new(
         url: String,
         key: Option<ApiKey>,
         timeout: Duration,
         pool: usize,
+        max_body: u64,
     ) -> Result<Client, ApiError> {
         let http = reqwest::Client::builder()
             .timeout(timeout)
@@ -155,7 +244,12 @@ impl Client {
                 message: format!("cannot build HTTP client: {e}"),
                 retry_after: None,
             })?;
-        Ok(Client { http, url, key })
+        Ok(Client {
+            http,
+            url,
+            key,
+            max_body,
+        })
     }
 
     pub fn url(&self) -> &str {
@@ -208,9 +302,13 @@ impl Client {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let bytes = match resp.bytes().await {
+        let bytes = match read_limited(resp, self.max_body).await {
             Ok(b) => b,
-            Err(e) => {
+            Err(BodyError::TooLarge) => {
+                let msg = format!("reply body is larger than {} bytes; dropped", self.max_body);
+                return Err(err(ErrorClass::TooLarge, Some(status), msg, None));
+            }
+            Err(BodyError::Transport(e)) => {
                 let class = if e.is_timeout() {
                     ErrorClass::Timeout
                 } else {
@@ -243,37 +341,72 @@ impl Client {
                 None,
             )
         })?;
-        let mut choices: Vec<(u64, Choice)> = wire
-            .choices
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                let m = c.message?;
-                Some((
-                    c.index.unwrap_or(i as u64),
-                    Choice {
-                        content: m.content.unwrap_or_default(),
-                        reasoning_content: m.reasoning_content,
-                        finish_reason: c.finish_reason,
-                    },
-                ))
-            })
-            .collect();
-        if choices.is_empty() {
-            return Err(err(
-                ErrorClass::EmptyChoices,
-                Some(status),
-                "reply has no choices".into(),
-                None,
-            ));
+        let any_choice = !wire.choices.is_empty();
+        let resp = parse_reply(wire, |s| self.redact(&s));
+        if resp.choices.is_empty() {
+            let (class, message) = if any_choice {
+                (ErrorClass::NoContent, "every choice has null content")
+            } else {
+                (ErrorClass::EmptyChoices, "reply has no choices")
+            };
+            return Err(err(class, Some(status), message.into(), None));
         }
-        choices.sort_by_key(|(i, _)| *i);
-        Ok(ChatResponse {
-            served_model: wire.model,
-            system_fingerprint: wire.system_fingerprint,
-            choices: choices.into_iter().map(|(_, c)| c).collect(),
-            usage: wire.usage,
+        Ok(resp)
+    }
+}
+
+/// Why a body was not read whole.
+enum BodyError {
+    TooLarge,
+    Transport(reqwest::Error),
+}
+
+/// Reads a body chunk by chunk, giving up as soon as it passes `limit` bytes.
+async fn read_limited(mut resp: reqwest::Response, limit: u64) -> Result<Vec<u8>, BodyError> {
+    if resp.content_length().is_some_and(|n| n > limit) {
+        return Err(BodyError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(BodyError::Transport)? {
+        if (body.len() + chunk.len()) as u64 > limit {
+            return Err(BodyError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The usable choices of a reply in index order, every server-sent text passed through `clean`
+/// (key redaction). Choices without a message or with null content are left out.
+fn parse_reply(wire: WireResponse, clean: impl Fn(String) -> String) -> ChatResponse {
+    let mut choices: Vec<(u64, Choice)> = wire
+        .choices
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let m = c.message?;
+            Some((
+                c.index.unwrap_or(i as u64),
+                Choice {
+                    content: clean(content_of(m.content)?),
+                    reasoning_content: content_of(m.reasoning_content).map(&clean),
+                    finish_reason: text_of(c.finish_reason).map(&clean),
+                },
+            ))
         })
+        .collect();
+    choices.sort_by_key(|(i, _)| *i);
+    let usage = wire
+        .usage
+        .filter(serde_json::Value::is_object)
+        .and_then(|u| serde_json::from_value::<Usage>(u).ok());
+    // Names are metadata shown in reports: control characters in them are escaped as well.
+    let name = |v| text_of(v).map(|s| crate::util::printable(&clean(s)).into_owned());
+    ChatResponse {
+        served_model: name(wire.model),
+        system_fingerprint: name(wire.system_fingerprint),
+        choices: choices.into_iter().map(|(_, c)| c).collect(),
+        usage,
     }
 }
 
@@ -332,18 +465,22 @@ fn server_error_text(bytes: &[u8]) -> String {
     }
 }
 
-/// `Retry-After` as seconds (`"3"`, `"1.5"`) or an HTTP date.
+/// The longest `Retry-After` ever read (a day); the retry policy caps it far lower.
+const RETRY_AFTER_CEILING: Duration = Duration::from_secs(86_400);
+
+/// `Retry-After` as seconds (`"3"`, `"1.5"`) or an HTTP date, at most a day: the retry policy's
+/// `retry_after_max` decides how much of it is honoured.
 pub fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
     if let Ok(secs) = v.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0)
-            .then(|| Duration::from_secs_f64(secs.min(3600.0)));
+            .then(|| Duration::from_secs_f64(secs.min(RETRY_AFTER_CEILING.as_secs_f64())));
     }
     let when = httpdate::parse_http_date(v).ok()?;
     Some(
         when.duration_since(SystemTime::now())
             .unwrap_or(Duration::ZERO)
-            .min(Duration::from_secs(3600)),
+            .min(RETRY_AFTER_CEILING),
     )
 }
 
@@ -385,6 +522,44 @@ mod tests {
         assert!(!format!("{k:?}").contains("sk-test"));
     }
 
+    fn reply(json: &str) -> ChatResponse {
+        parse_reply(serde_json::from_str(json).unwrap(), |s| {
+            ApiKey::new("sk-secret".into()).redact(&s)
+        })
+    }
+
+    #[test]
+    fn odd_usage_is_unknown_and_content_parts_are_joined() {
+        let r = reply(
+            r#"{"model":"m","usage":{"prompt_tokens":"5","completion_tokens":null},
+                "choices":[{"message":{"content":[{"type":"text","text":"a"},"b",{"type":"image"}]}}]}"#,
+        );
+        assert_eq!(r.choices[0].content, "ab");
+        let u = r.usage.unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (Some(5), None));
+        let odd = reply(
+            r#"{"usage":{"prompt_tokens":5.0,"completion_tokens":-1},"choices":[{"message":{"content":"x"}}]}"#,
+        );
+        let u = odd.usage.unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (Some(5), None));
+        let none = reply(r#"{"usage":"n/a","model":7,"choices":[{"message":{"content":null}}]}"#);
+        assert!(none.usage.is_none() && none.served_model.is_none());
+        assert!(none.choices.is_empty());
+    }
+
+    #[test]
+    fn server_text_is_redacted_when_parsed() {
+        let r = reply(
+            r#"{"model":"sk-secret","system_fingerprint":"fp-sk-secret",
+                "choices":[{"message":{"content":"key sk-secret","reasoning_content":"sk-secret"},"finish_reason":"stop"}]}"#,
+        );
+        let all = format!("{:?}", r);
+        assert!(!all.contains("sk-secret"), "{all}");
+        let esc = reply(r#"{"model":"m\u001b[2J","choices":[{"message":{"content":"a"}}]}"#);
+        assert_eq!(esc.served_model.as_deref(), Some("m\\u{1b}[2J"));
+        assert_eq!(r.choices[0].content, "key [REDACTED]");
+    }
+
     #[test]
     fn classes_that_must_not_be_retried() {
         assert!(!ErrorClass::Auth.retryable());
@@ -393,5 +568,7 @@ mod tests {
         assert!(ErrorClass::RateLimited.retryable());
         assert!(ErrorClass::MalformedJson.retryable());
         assert!(ErrorClass::EmptyChoices.retryable());
+        assert!(ErrorClass::TooLarge.retryable());
+        assert!(ErrorClass::NoContent.retryable());
     }
 }

@@ -55,7 +55,12 @@ pub struct RetryPolicy {
     pub max_retries: u32,
     pub base: Duration,
     pub max: Duration,
+    /// The most of a server's Retry-After that is honoured (`[api] retry_after_max`).
+    pub retry_after_max: Duration,
 }
+
+/// The default `retry_after_max`: two minutes.
+pub const DEFAULT_RETRY_AFTER_MAX: Duration = Duration::from_secs(120);
 
 impl RetryPolicy {
     /// Whether to try again after `attempts` tries ended in `err`.
@@ -63,12 +68,12 @@ impl RetryPolicy {
         err.class.retryable() && attempts <= self.max_retries
     }
 
-    /// The pause before the next try: the server's Retry-After when it gave one, else
-    /// base·2^(attempt−1) capped at max, with "equal jitter" (half fixed, half random).
+    /// The pause before the next try: the server's Retry-After (at most `retry_after_max`) when
+    /// it gave one, else base·2^(attempt−1) capped at max, with "equal jitter" (half fixed, half random).
     pub fn delay(&self, err: &ApiError, attempts: u32) -> Duration {
         if err.class == ErrorClass::RateLimited {
             if let Some(ra) = err.retry_after {
-                return ra;
+                return ra.min(self.retry_after_max);
             }
         }
         let exp = self
@@ -108,6 +113,7 @@ mod tests {
             max_retries: 3,
             base: Duration::from_millis(100),
             max: Duration::from_millis(350),
+            retry_after_max: Duration::from_secs(60),
         };
         let e = err(ErrorClass::Server, None);
         for (attempt, lo, hi) in [(1, 50, 100), (2, 100, 200), (3, 175, 350), (9, 175, 350)] {
@@ -116,6 +122,12 @@ mod tests {
         }
         let ra = err(ErrorClass::RateLimited, Some(Duration::from_secs(7)));
         assert_eq!(p.delay(&ra, 1), Duration::from_secs(7));
+        // A server asking for a day (or a date in 2099) waits retry_after_max at most.
+        for header in ["100000", "Thu, 01 Jan 2099 00:00:00 GMT"] {
+            let asked = crate::client::parse_retry_after(header);
+            let huge = err(ErrorClass::RateLimited, asked);
+            assert_eq!(p.delay(&huge, 1), Duration::from_secs(60), "{header}");
+        }
         assert!(p.should_retry(&e, 3));
         assert!(!p.should_retry(&e, 4));
         assert!(!p.should_retry(&err(ErrorClass::Auth, None), 1));
@@ -127,6 +139,7 @@ mod tests {
             max_retries: 2,
             base: Duration::from_millis(10),
             max: Duration::from_millis(10),
+            retry_after_max: DEFAULT_RETRY_AFTER_MAX,
         };
         let shutdown = Shutdown::new();
         let mut tries = p.tries(&shutdown);

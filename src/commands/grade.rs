@@ -135,6 +135,7 @@ fn run_code(args: Args) -> anyhow::Result<i32> {
         match regex::Regex::new(r) {
             Ok(re) => cfg.extract_regex.push(re),
             Err(e) => {
+                let e = crate::config::regex_error(&e);
                 eprintln!("error: --extract-regex #{}: {e}", i + 1);
                 return Ok(EXIT_BAD_INPUT);
             }

@@ -118,7 +118,7 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
     if missing > 0 || failed {
         for (_, e) in &ends {
             if let ModelEnd::Failed(msg) = e {
-                eprintln!("error: {msg}");
+                eprintln!("error: {}", crate::util::printable(msg));
             }
         }
         eprintln!(

@@ -151,7 +151,15 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         key,
         shutdown: &shutdown,
     });
-    let results = score_run(plan, &run_dir, Some(manifest.clone()), call.as_ref())?;
+    let results = match score_run(plan, &run_dir, Some(manifest.clone()), call.as_ref()) {
+        Ok(r) => r,
+        Err(e) => {
+            // The samples are saved; say how to grade them again rather than only failing.
+            eprintln!("error: {}", crate::error::render(&e));
+            eprintln!("the samples are saved; grade them again with:\n  {resume_cmd}");
+            return Ok((run_dir, ExitStatus::of_error(&e)));
+        }
+    };
     if shutdown.is_triggered() {
         // Stopped while judging: the verdicts so far are saved; scores would be half-judged.
         manifest.status = "interrupted".into();
@@ -358,7 +366,7 @@ fn record_ends(
 fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
     for (name, m) in &manifest.models {
         if let Some(e) = &m.error {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::util::printable(e));
         } else if m.status != "complete" {
             eprintln!(
                 "error: model {name}: {} units still failed after retries",

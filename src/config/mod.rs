@@ -220,10 +220,32 @@ pub fn load_json_with(
     Ok(s)
 }
 
+/// A regex error as one line: the `regex` crate draws the pattern with a caret under the fault
+/// over several lines; keep its last line (`error: …`) and the position it gives.
+pub fn regex_error(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    match lines.iter().rposition(|l| l.starts_with("error:")) {
+        Some(i) => lines[i].trim_start_matches("error:").trim().to_string(),
+        None => lines.join("; "),
+    }
+}
+
 /// Turns a toml/serde error into one line with the location and, for unknown keys, a suggestion.
 /// The offending line's text is never echoed: it could hold a value the user would not want printed.
 fn parse_error(e: &toml::de::Error, text: &str, path: &Path) -> ConfigError {
-    let msg = e.message().trim().to_string();
+    // toml's messages may span lines; the location is reported separately below.
+    let msg = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
     let line = e.span().map(|s| line_of(text, s.start));
     let section = line.map(|l| section_at(text, l)).unwrap_or_default();
     let table = if section.is_empty() {

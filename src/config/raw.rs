@@ -45,6 +45,8 @@ pub struct RawApi {
     pub backoff_base: Option<f64>,
     pub backoff_max: Option<f64>,
     pub shutdown_grace: Option<f64>,
+    pub retry_after_max: Option<f64>,
+    pub max_response_bytes: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -82,6 +84,8 @@ pub struct RawModel {
     pub tpm: Option<f64>,
     pub backoff_base: Option<f64>,
     pub backoff_max: Option<f64>,
+    pub retry_after_max: Option<f64>,
+    pub max_response_bytes: Option<i64>,
     // [sampling] overrides
     pub n: Option<i64>,
     pub temperature: Option<f64>,
@@ -173,4 +177,6 @@ pub const API_KEYS: &[&str] = &[
     "backoff_base",
     "backoff_max",
     "shutdown_grace",
+    "retry_after_max",
+    "max_response_bytes",
 ];

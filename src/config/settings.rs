@@ -3,8 +3,10 @@
 use super::judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 use super::raw::{RawApi, RawConfig, RawModel, RawSampling, RawTau, API_KEYS};
 use super::{closest, locate, ConfigError};
+use crate::client::retry::DEFAULT_RETRY_AFTER_MAX;
+use crate::client::MAX_RESPONSE_BYTES;
 use crate::dataset::FewShot;
-use crate::metrics::{MetricKind, Tau};
+use crate::metrics::{MetricKind, Tau, MAX_N};
 use crate::util::hex;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -51,6 +53,38 @@ pub struct ApiSettings {
     pub backoff_max: Duration,
     /// How long in-flight requests may still finish after Ctrl-C or SIGTERM; then they are dropped.
     pub shutdown_grace: Duration,
+    /// The most of a server's Retry-After honoured per retry.
+    pub retry_after_max: Duration,
+    /// Replies larger than this are dropped unread (an error, retried).
+    pub max_response_bytes: u64,
+}
+
+/// The default reply size limit: 64 bytes per token the request allows (JSON escapes included)
+/// plus 64 KiB of envelope, never above [`MAX_RESPONSE_BYTES`]; the hard cap without max_tokens.
+fn default_body_limit(max_tokens: Option<u32>, choices: u32) -> u64 {
+    max_tokens.map_or(MAX_RESPONSE_BYTES, |t| {
+        (64 * 1024 + 64 * u64::from(t) * u64::from(choices.max(1))).min(MAX_RESPONSE_BYTES)
+    })
+}
+
+/// A base URL must be http(s) and carry no `user:password@`: a password there would replace the
+/// Bearer key and be written to the manifest. The URL is never echoed when it holds credentials.
+fn check_base_url(url: &str) -> Result<(), String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return Err("holds credentials (user:password@…): remove them and put the key in the environment variable named by `api_key_env`".into());
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!("{url:?} must start with http:// or https://"));
+    }
+    Ok(())
+}
+
+/// A duration in seconds from a key already checked elsewhere; `default` when unset or unusable.
+fn secs_or(v: Option<f64>, default: Duration) -> Duration {
+    v.filter(|s| s.is_finite() && *s > 0.0 && *s < 1e7)
+        .map_or(default, Duration::from_secs_f64)
 }
 
 impl ApiSettings {
@@ -70,6 +104,7 @@ impl ApiSettings {
             max_retries: self.max_retries,
             base: self.backoff_base,
             max: self.backoff_max,
+            retry_after_max: self.retry_after_max,
         }
     }
 }
@@ -164,13 +199,17 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<Setting
     let mut names: Vec<String> = Vec::new();
     for (i, m) in raw.models.iter().enumerate() {
         let ms = resolve_model(&cx, &raw, m, i)?;
-        if names.contains(&ms.name) {
-            return Err(cx.err(
-                "models",
-                Some(i),
-                "name",
-                format!("duplicate model name {:?}", ms.name),
-            ));
+        // Checkpoint files are named after models: `alpha` and `ALPHA` collide on macOS and Windows.
+        if let Some(other) = names.iter().find(|n| n.eq_ignore_ascii_case(&ms.name)) {
+            let what = if *other == ms.name {
+                format!("duplicate model name {:?}", ms.name)
+            } else {
+                format!(
+                    "model name {:?} differs from {other:?} only in case; names must differ ignoring case (they name checkpoint files)",
+                    ms.name
+                )
+            };
+            return Err(cx.err("models", Some(i), "name", what));
         }
         names.push(ms.name.clone());
         if m.enabled.unwrap_or(true) {
@@ -225,12 +264,7 @@ fn resolve_judge(
         .clone()
         .or_else(|| raw.api.base_url.clone())
         .ok_or_else(|| err("base_url", "missing: set it in [judge] or [api]".into()))?;
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(err(
-            "base_url",
-            format!("{base_url:?} must start with http:// or https://"),
-        ));
-    }
+    check_base_url(&base_url).map_err(|m| err("base_url", m))?;
     let num = |key: &str, v: Option<i64>, default: i64, max: i64| -> Result<i64, ConfigError> {
         let v = v.unwrap_or(default);
         if v < 1 || v > max {
@@ -275,6 +309,7 @@ fn resolve_judge(
             ))
         }
     };
+    let max_tokens = num("max_tokens", j.max_tokens, 32, u32::MAX as i64)? as u32;
     Ok(JudgeSettings {
         model_id,
         api: ApiSettings {
@@ -302,11 +337,13 @@ fn resolve_judge(
                     .unwrap_or(DEFAULT_GRACE)
                     .clamp(0.0, MAX_GRACE),
             ),
+            retry_after_max: secs_or(raw.api.retry_after_max, DEFAULT_RETRY_AFTER_MAX),
+            max_response_bytes: default_body_limit(Some(max_tokens), 1),
         },
         prompt,
         prompt_source,
         input,
-        max_tokens: num("max_tokens", j.max_tokens, 32, u32::MAX as i64)? as u32,
+        max_tokens,
     })
 }
 
@@ -398,8 +435,19 @@ fn resolve_model(
 ) -> Result<ModelSettings, ConfigError> {
     let name = model_name(cx, m, i)?;
     let mc = ModelCx { cx, m, i };
-    let api = resolve_api(&mc, &raw.api, &name)?;
+    let mut api = resolve_api(&mc, &raw.api, &name)?;
     let sampling = resolve_sampling(&mc, &raw.sampling)?;
+    if m.max_response_bytes
+        .or(raw.api.max_response_bytes)
+        .is_none()
+    {
+        let choices = if sampling.use_n_param {
+            sampling.n_per_request.min(sampling.n)
+        } else {
+            1
+        };
+        api.max_response_bytes = default_body_limit(sampling.max_tokens, choices);
+    }
     Ok(ModelSettings {
         model_id: m.model_id.clone().unwrap_or_else(|| name.clone()),
         name,
@@ -407,6 +455,9 @@ fn resolve_model(
         sampling,
     })
 }
+
+/// The longest model name: it becomes a file name (`<name>.jsonl`, at most 255 bytes on most systems).
+const MAX_NAME: usize = 100;
 
 fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
     let name = m
@@ -432,6 +483,14 @@ fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
             format!("{name:?} may hold only letters, digits, '.', '_' and '-' (it names the checkpoint file); put the provider's name in `model_id`"),
         ));
     }
+    if name.len() > MAX_NAME {
+        return Err(cx.err(
+            "models",
+            Some(i),
+            "name",
+            format!("is {} characters long; at most {MAX_NAME} (it names the checkpoint file); put the provider's name in `model_id`", name.len()),
+        ));
+    }
     Ok(name)
 }
 
@@ -449,12 +508,7 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
                 format!("missing: set it in [api] or in model {name}"),
             )
         })?;
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(mc.err(
-            "base_url",
-            format!("{base_url:?} must start with http:// or https://"),
-        ));
-    }
+    check_base_url(&base_url).map_err(|m| mc.err("base_url", m))?;
     Ok(ApiSettings {
         base_url,
         api_key_env: m
@@ -476,6 +530,18 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
         backoff_base: mc.secs("backoff_base", m.backoff_base.or(a.backoff_base), 0.5)?,
         backoff_max: mc.secs("backoff_max", m.backoff_max.or(a.backoff_max), 30.0)?,
         shutdown_grace: mc.grace(a.shutdown_grace)?,
+        retry_after_max: mc.secs(
+            "retry_after_max",
+            m.retry_after_max.or(a.retry_after_max),
+            DEFAULT_RETRY_AFTER_MAX.as_secs_f64(),
+        )?,
+        max_response_bytes: mc.int(
+            "max_response_bytes",
+            m.max_response_bytes.or(a.max_response_bytes),
+            MAX_RESPONSE_BYTES as i64,
+            1024,
+            MAX_RESPONSE_BYTES as i64,
+        )? as u64,
     })
 }
 
@@ -492,8 +558,12 @@ fn resolve_sampling(mc: &ModelCx, s: &RawSampling) -> Result<SamplingSettings, C
     if !(top_p > 0.0 && top_p <= 1.0) {
         return Err(mc.err("top_p", format!("{top_p} must be in (0, 1]")));
     }
+    let n = m.n.or(s.n).unwrap_or(16);
+    if n > MAX_N as i64 {
+        return Err(mc.err("n", format!("{n} is above {MAX_N}, the largest n the exact metrics are computed for in reasonable time")));
+    }
     Ok(SamplingSettings {
-        n: mc.int("n", m.n.or(s.n), 16, 1, 1_000_000)? as u32,
+        n: mc.int("n", Some(n), 16, 1, MAX_N as i64)? as u32,
         temperature,
         top_p,
         top_k: mc.optional_u32("top_k", m.top_k.or(s.top_k))?,
@@ -647,24 +717,14 @@ fn resolve_eval(
     }
     ks.sort_unstable();
     ks.dedup();
-    if let Some(&k) = ks.iter().find(|&&k| k > min_n) {
-        let key = if ev.k.as_ref().is_some_and(|l| l.contains(&(k as i64))) {
-            "k"
-        } else {
-            "metrics"
-        };
-        return Err(err(
-            key,
-            format!("k = {k} exceeds n = {min_n} of model {min_n_model}; raise n or lower k"),
-        ));
-    }
+    check_ks(&ks, ev.k.as_deref(), (min_n, &min_n_model)).map_err(|(k, m)| err(k, m))?;
 
     let mut answer_extract_regex = Vec::new();
     for (i, pat) in ev.answer_extract_regex.iter().flatten().enumerate() {
         let re = super::compile_answer_regex(pat).map_err(|e| {
             err(
                 "answer_extract_regex",
-                format!("pattern {i} does not compile: {e}"),
+                format!("pattern {i} does not compile: {}", super::regex_error(&e)),
             )
         })?;
         answer_extract_regex.push(re);
@@ -781,6 +841,32 @@ fn grading_policy(
             "\"distinct\" or \"same\"",
         )?,
     })
+}
+
+/// Every k must be within the exact engine's limit and at most the smallest model's n; the error
+/// names the key (`k` when the list holds it, else `metrics`).
+fn check_ks(
+    ks: &[u64],
+    listed: Option<&[i64]>,
+    (min_n, min_n_model): (u64, &str),
+) -> Result<(), (&'static str, String)> {
+    let key = |k: u64| {
+        if listed.is_some_and(|l| l.contains(&(k as i64))) {
+            "k"
+        } else {
+            "metrics"
+        }
+    };
+    if let Some(&k) = ks.iter().find(|&&k| k > MAX_N) {
+        return Err((key(k), format!("k = {k} is above {MAX_N}, the largest k the exact metrics are computed for in reasonable time")));
+    }
+    if let Some(&k) = ks.iter().find(|&&k| k > min_n) {
+        return Err((
+            key(k),
+            format!("k = {k} exceeds n = {min_n} of model {min_n_model}; raise n or lower k"),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses `greedy_acc`, `pass@K`, `g_pass@K_tT`, `mg_pass@K`.

@@ -25,6 +25,8 @@ use num_traits::ToPrimitive;
 pub enum MetricsError {
     #[error("k must be at least 1")]
     ZeroK,
+    #[error("n = {n} is above {MAX_N}, the largest n the exact engine computes in reasonable time and memory")]
+    NTooLarge { n: u64 },
     #[error("k = {k} exceeds the number of samples n = {n}")]
     KExceedsN { k: u64, n: u64 },
     #[error("c = {c} correct samples exceeds the number of samples n = {n}")]
@@ -37,6 +39,10 @@ pub enum MetricsError {
     TauParse { text: String, reason: &'static str },
 }
 
+/// The largest n (and so k) the exact engine accepts: at n = 10,000 one problem takes about a
+/// second in a debug build; beyond it time and memory grow quadratically.
+pub const MAX_N: u64 = 10_000;
+
 /// Checks the (n, c, k) triple shared by every per-problem metric.
 pub fn check_nck(n: u64, c: u64, k: u64) -> Result<(), MetricsError> {
     if k == 0 {
@@ -44,6 +50,9 @@ pub fn check_nck(n: u64, c: u64, k: u64) -> Result<(), MetricsError> {
     }
     if k > n {
         return Err(MetricsError::KExceedsN { k, n });
+    }
+    if n > MAX_N {
+        return Err(MetricsError::NTooLarge { n });
     }
     if c > n {
         return Err(MetricsError::CExceedsN { c, n });

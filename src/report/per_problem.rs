@@ -53,7 +53,7 @@ impl Exporter for PerProblemCsv {
                         .unwrap_or_default();
                     rec.push(cell);
                 }
-                w.write_record(&rec)?;
+                w.write_record(rec.iter().map(|c| super::csv::safe_cell(c).into_owned()))?;
             }
         }
         w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))

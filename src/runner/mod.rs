@@ -17,7 +17,7 @@ use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
 use crate::config::{ModelSettings, Settings};
 use crate::error::{BadInput, ExitStatus};
 use crate::manifest::{Manifest, ModelManifest};
-use crate::util::{hex, id_index, now_rfc3339, Shutdown};
+use crate::util::{hex, id_index, now_rfc3339, printable, Shutdown};
 use anyhow::{Context, Result};
 use pace::{AdaptiveLimit, Pace, Permit};
 use progress::{Counters, Mode, Reporter};
@@ -71,7 +71,7 @@ impl ModelCtx {
                 self.settings.name, self.settings.model_id
             );
             if !self.quiet {
-                eprintln!("error: {msg}");
+                eprintln!("error: {}", printable(&msg));
             }
             *f = Some(msg);
         }
@@ -279,10 +279,7 @@ impl ModelCtx {
         (started_at, started, attempts): (&str, Instant, u32),
     ) -> Option<ApiError> {
         self.limit.on_success();
-        let tokens = resp
-            .usage
-            .as_ref()
-            .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+        let tokens = resp.usage.as_ref().map_or(0, crate::client::Usage::total);
         self.counters.tokens.fetch_add(tokens, Ordering::Relaxed);
         let got = resp.choices.len().min(pending.len());
         for (i, slot) in pending.drain(..got).enumerate() {
@@ -433,8 +430,14 @@ fn model_ctx(
     shutdown: &Shutdown,
 ) -> Result<ModelCtx> {
     let key = job.keys.get(&m.name).cloned().flatten();
-    let client = Client::new(m.api.chat_url(), key, m.api.timeout, m.api.concurrency)
-        .map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
+    let client = Client::new(
+        m.api.chat_url(),
+        key,
+        m.api.timeout,
+        m.api.concurrency,
+        m.api.max_response_bytes,
+    )
+    .map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
     Ok(ModelCtx {
         body_sample: fixed_body_fields(m, false),
         body_greedy: fixed_body_fields(m, true),
@@ -563,12 +566,17 @@ pub fn read_keys(settings: &Settings) -> Result<HashMap<String, Option<ApiKey>>,
 /// Reads one key; `who` names its user in the error.
 pub fn read_key(var: Option<&str>, who: &str) -> Result<Option<ApiKey>, BadInput> {
     let Some(var) = var else { return Ok(None) };
-    match std::env::var(var) {
-        Ok(v) if !v.trim().is_empty() => Ok(Some(ApiKey::new(v.trim().to_string()))),
-        _ => Err(BadInput::new(format!(
-            "environment variable {var} is not set (api_key_env of {who}); export it or run with a config that names another variable"
-        ))),
-    }
+    let state = match std::env::var_os(var) {
+        Some(v) => match v.to_str().map(str::trim) {
+            Some(k) if !k.is_empty() => return Ok(Some(ApiKey::new(k.to_string()))),
+            Some(_) => "is set but empty",
+            None => "is not valid UTF-8",
+        },
+        None => "is not set",
+    };
+    Err(BadInput::new(format!(
+        "environment variable {var} {state} (api_key_env of {who}); export the key in it or run with a config that names another variable"
+    )))
 }
 
 /// The run id: UTC time plus the config hash's first 8 hex digits.

@@ -9,6 +9,7 @@ mod cli;
 mod config;
 mod datasets_cli;
 mod grade_cases;
+mod hostile_server;
 mod label_fake;
 mod metrics_reference;
 mod report_cli;

@@ -2,7 +2,7 @@
 //!
 //! It records every chat request, answers through a pluggable responder and injects faults
 //! chosen by a fault policy (statuses with `Retry-After`, hangs, dropped connections,
-//! malformed JSON, empty choices). HTTP framing is hyper's; malformed input gets a 4xx,
+//! malformed JSON, empty choices, raw or oversized bodies). HTTP framing is hyper's; malformed input gets a 4xx,
 //! never a panic. The `fake-openai` binary serves it in the foreground for load generators.
 //!
 //! A plain `#[test]` uses [`FakeServer::start_blocking`], which runs the server on its own
@@ -177,6 +177,38 @@ impl Fault {
                 code,
                 body,
                 retry_after: Some(retry_after_secs.to_string()),
+            },
+            other => other,
+        }
+    }
+
+    /// 200 with exactly this body: replies no responder would send (odd `usage`, `content: null`,
+    /// content parts, reflected secrets).
+    pub fn reply_body(body: impl Into<String>) -> Fault {
+        Fault::Status {
+            code: 200,
+            body: body.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 200 with a well-formed chat completion whose one choice holds `bytes` bytes of text.
+    pub fn oversized(bytes: usize) -> Fault {
+        let content = "x".repeat(bytes);
+        let body = json!({
+            "id": "chatcmpl-big", "object": "chat.completion", "model": "fake-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        });
+        Fault::reply_body(body.to_string())
+    }
+
+    /// 429 with `Retry-After` set to this raw header text (seconds or an HTTP date).
+    pub fn retry_after(header: &str) -> Fault {
+        match Fault::rate_limited(0) {
+            Fault::Status { code, body, .. } => Fault::Status {
+                code,
+                body,
+                retry_after: Some(header.to_string()),
             },
             other => other,
         }
