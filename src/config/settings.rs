@@ -1,7 +1,7 @@
 //! The resolved, validated configuration: defaults applied, per-model overrides merged.
 
 use super::judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
-use super::raw::{RawApi, RawConfig, RawModel, RawSampling, RawTau, API_KEYS};
+use super::raw::{RawApi, RawConfig, RawEvaluation, RawModel, RawSampling, RawTau, API_KEYS};
 use super::{closest, locate, ConfigError};
 use crate::client::retry::DEFAULT_RETRY_AFTER_MAX;
 use crate::client::MAX_RESPONSE_BYTES;
@@ -600,174 +600,37 @@ fn resolve_eval(
     models: &[ModelSettings],
 ) -> Result<EvalSettings, ConfigError> {
     let ev = &raw.evaluation;
-    let err = |key: &str, msg: String| cx.err("evaluation", None, key, msg);
+    let err = |(key, msg): (&str, String)| cx.err("evaluation", None, key, msg);
     let dataset = ev
         .dataset
         .clone()
         .filter(|d| !d.trim().is_empty())
         .ok_or_else(|| {
-            err(
+            err((
                 "dataset",
                 "missing: name a shipped dataset or a path to a .jsonl file".into(),
-            )
+            ))
         })?;
-    let min_n = models
-        .iter()
-        .map(|m| m.sampling.n as u64)
-        .min()
-        .unwrap_or(1);
-    let min_n_model = models
-        .iter()
-        .min_by_key(|m| m.sampling.n)
-        .map(|m| m.name.clone())
-        .unwrap_or_default();
-
-    let mut taus: Vec<Tau> = Vec::new();
-    let push_tau = |taus: &mut Vec<Tau>, t: Tau| {
-        if !taus
-            .iter()
-            .any(|x| x.numer() == t.numer() && x.denom() == t.denom())
-        {
-            taus.push(t);
-        }
-    };
-    match &ev.g_pass_thresholds {
-        None => Tau::default_grid()
-            .into_iter()
-            .for_each(|t| push_tau(&mut taus, t)),
-        Some(list) => {
-            if list.is_empty() {
-                return Err(err("g_pass_thresholds", "must list at least one τ".into()));
-            }
-            for t in list {
-                let text = match t {
-                    // A TOML float like 1.0 prints as "1"; keep the decimal point users wrote.
-                    RawTau::Number(x) if x.fract() == 0.0 => format!("{x:.1}"),
-                    RawTau::Number(x) => format!("{x}"),
-                    RawTau::Text(s) => s.clone(),
-                };
-                let tau: Tau = text
-                    .parse()
-                    .map_err(|e| err("g_pass_thresholds", format!("{e}")))?;
-                push_tau(&mut taus, tau);
-            }
-        }
-    }
-
-    let mut metrics = Vec::new();
-    let mut ks: Vec<u64> = Vec::new();
-    if let Some(list) = &ev.k {
-        if list.is_empty() {
-            return Err(err("k", "must list at least one k".into()));
-        }
-        for &k in list {
-            if k < 1 {
-                return Err(err("k", format!("{k} must be at least 1")));
-            }
-            ks.push(k as u64);
-        }
-    }
-    let greedy_any = models.iter().any(|m| m.sampling.greedy);
-    match &ev.metrics {
-        Some(list) => {
-            for name in list {
-                let m = parse_metric(name).map_err(|msg| err("metrics", msg))?;
-                if m == MetricKind::Greedy && !greedy_any {
-                    return Err(err(
-                        "metrics",
-                        "greedy_acc needs `greedy = true` in [sampling]".into(),
-                    ));
-                }
-                if let Some(k) = m.k() {
-                    ks.push(k);
-                }
-                if let Some(t) = m.tau() {
-                    push_tau(&mut taus, t.clone());
-                }
-                metrics.push(m);
-            }
-        }
-        None => {
-            if ks.is_empty() {
-                let k = [16u64, 8, 4, 1]
-                    .into_iter()
-                    .find(|&k| k <= min_n)
-                    .unwrap_or(1);
-                ks.push(k);
-            }
-            if greedy_any {
-                metrics.push(MetricKind::Greedy);
-            }
-            for &k in &ks {
-                metrics.push(MetricKind::PassAtK { k });
-                for t in &taus {
-                    metrics.push(MetricKind::GPassAtK { k, tau: t.clone() });
-                }
-                metrics.push(MetricKind::MGPassAtK { k });
-            }
-        }
-    }
-    if ks.is_empty() {
-        ks.push(
-            [16u64, 8, 4, 1]
-                .into_iter()
-                .find(|&k| k <= min_n)
-                .unwrap_or(1),
-        );
-    }
-    ks.sort_unstable();
-    ks.dedup();
-    check_ks(&ks, ev.k.as_deref(), (min_n, &min_n_model)).map_err(|(k, m)| err(k, m))?;
-
-    let mut answer_extract_regex = Vec::new();
-    for (i, pat) in ev.answer_extract_regex.iter().flatten().enumerate() {
-        let re = super::compile_answer_regex(pat).map_err(|e| {
-            err(
-                "answer_extract_regex",
-                format!("pattern {i} does not compile: {}", super::regex_error(&e)),
-            )
-        })?;
-        answer_extract_regex.push(re);
-    }
+    let mut taus = thresholds(ev).map_err(err)?;
+    let (metrics, ks) = metrics_and_ks(ev, models, &mut taus).map_err(err)?;
     let limit = match ev.limit {
         None => None,
         Some(l) if l >= 1 => Some(l as usize),
-        Some(l) => return Err(err("limit", format!("{l} must be at least 1"))),
+        Some(l) => return Err(err(("limit", format!("{l} must be at least 1")))),
     };
-    let few_shot = match &ev.few_shot {
-        None => FewShot::None,
-        Some(f) => match (&f.examples, f.count, &f.dataset) {
-            (Some(ex), None, None) => FewShot::Inline(
-                ex.iter()
-                    .map(|e| (e.question.clone(), e.answer.clone()))
-                    .collect(),
-            ),
-            (None, Some(c), Some(d)) if c >= 0 => FewShot::FromDataset {
-                count: c as usize,
-                source: d.clone(),
-                fields: None,
-            },
-            _ => return Err(cx.err(
-                "evaluation.few_shot",
-                None,
-                "count",
-                "give either `examples = [{question, answer}, ...]` or both `count` and `dataset`",
-            )),
-        },
-    };
-    let grading = grading_policy(ev).map_err(|(field, msg)| err(field, msg))?;
+    let few_shot = few_shot(ev).map_err(|msg| cx.err("evaluation.few_shot", None, "count", msg))?;
     if let Some(t) = &ev.prompt_template {
         if !t.contains("{question}") {
-            return Err(err("prompt_template", "must contain {question}".into()));
+            return Err(err(("prompt_template", "must contain {question}".into())));
         }
     }
     let grader = match ev.grader.as_deref() {
         None => GraderMode::Rule,
         Some(g) => GraderMode::parse(g).ok_or_else(|| {
-            err(
+            err((
                 "grader",
                 format!("{g:?}: use \"rule\", \"judge\" or \"rule_then_judge\""),
-            )
+            ))
         })?,
     };
     Ok(EvalSettings {
@@ -779,20 +642,170 @@ fn resolve_eval(
         taus,
         output_dir: PathBuf::from(ev.output_dir.clone().unwrap_or_else(|| "./results".into())),
         prompt_template: ev.prompt_template.clone(),
-        answer_extract_regex,
+        answer_extract_regex: answer_regexes(ev).map_err(err)?,
         limit,
         few_shot,
-        grading,
+        grading: grading_policy(ev).map_err(err)?,
         task_name: ev.task_name.clone(),
         save_raw_responses: ev.save_raw_responses.unwrap_or(true),
         resume_from_checkpoint: ev.resume_from_checkpoint,
     })
 }
 
+/// An `[evaluation]` problem: the key and the message.
+type EvalError = (&'static str, String);
+
+/// Adds τ unless an equal fraction is already listed.
+fn push_tau(taus: &mut Vec<Tau>, t: Tau) {
+    if !taus
+        .iter()
+        .any(|x| x.numer() == t.numer() && x.denom() == t.denom())
+    {
+        taus.push(t);
+    }
+}
+
+/// `g_pass_thresholds`, or the default grid.
+fn thresholds(ev: &RawEvaluation) -> Result<Vec<Tau>, EvalError> {
+    let mut taus = Vec::new();
+    let Some(list) = &ev.g_pass_thresholds else {
+        Tau::default_grid()
+            .into_iter()
+            .for_each(|t| push_tau(&mut taus, t));
+        return Ok(taus);
+    };
+    if list.is_empty() {
+        return Err(("g_pass_thresholds", "must list at least one τ".into()));
+    }
+    for t in list {
+        let text = match t {
+            // A TOML float like 1.0 prints as "1"; keep the decimal point users wrote.
+            RawTau::Number(x) if x.fract() == 0.0 => format!("{x:.1}"),
+            RawTau::Number(x) => format!("{x}"),
+            RawTau::Text(s) => s.clone(),
+        };
+        let tau: Tau = text
+            .parse()
+            .map_err(|e| ("g_pass_thresholds", format!("{e}")))?;
+        push_tau(&mut taus, tau);
+    }
+    Ok(taus)
+}
+
+/// The metrics the summary shows and every k computed; metrics add their k and τ.
+fn metrics_and_ks(
+    ev: &RawEvaluation,
+    models: &[ModelSettings],
+    taus: &mut Vec<Tau>,
+) -> Result<(Vec<MetricKind>, Vec<u64>), EvalError> {
+    let min_model = models.iter().min_by_key(|m| m.sampling.n);
+    let min_n = min_model.map_or(1, |m| u64::from(m.sampling.n));
+    let min_n_model = min_model.map(|m| m.name.clone()).unwrap_or_default();
+    let largest_k_within_n = || {
+        [16u64, 8, 4, 1]
+            .into_iter()
+            .find(|&k| k <= min_n)
+            .unwrap_or(1)
+    };
+    let mut ks: Vec<u64> = Vec::new();
+    if let Some(list) = &ev.k {
+        if list.is_empty() {
+            return Err(("k", "must list at least one k".into()));
+        }
+        for &k in list {
+            if k < 1 {
+                return Err(("k", format!("{k} must be at least 1")));
+            }
+            ks.push(k as u64);
+        }
+    }
+    let greedy_any = models.iter().any(|m| m.sampling.greedy);
+    let mut metrics = Vec::new();
+    match &ev.metrics {
+        Some(list) => {
+            for name in list {
+                let m = parse_metric(name).map_err(|msg| ("metrics", msg))?;
+                if m == MetricKind::Greedy && !greedy_any {
+                    let msg = "greedy_acc needs `greedy = true` in [sampling]";
+                    return Err(("metrics", msg.into()));
+                }
+                ks.extend(m.k());
+                if let Some(t) = m.tau() {
+                    push_tau(taus, t.clone());
+                }
+                metrics.push(m);
+            }
+        }
+        None => {
+            if ks.is_empty() {
+                ks.push(largest_k_within_n());
+            }
+            metrics = default_metrics(&ks, taus, greedy_any);
+        }
+    }
+    if ks.is_empty() {
+        ks.push(largest_k_within_n());
+    }
+    ks.sort_unstable();
+    ks.dedup();
+    check_ks(&ks, ev.k.as_deref(), (min_n, &min_n_model))?;
+    Ok((metrics, ks))
+}
+
+/// Without `metrics`: greedy accuracy (when sampled), then per k pass@k, every G-Pass@k_τ, mG.
+fn default_metrics(ks: &[u64], taus: &[Tau], greedy: bool) -> Vec<MetricKind> {
+    let mut metrics = Vec::new();
+    if greedy {
+        metrics.push(MetricKind::Greedy);
+    }
+    for &k in ks {
+        metrics.push(MetricKind::PassAtK { k });
+        for t in taus {
+            metrics.push(MetricKind::GPassAtK { k, tau: t.clone() });
+        }
+        metrics.push(MetricKind::MGPassAtK { k });
+    }
+    metrics
+}
+
+fn answer_regexes(ev: &RawEvaluation) -> Result<Vec<regex::Regex>, EvalError> {
+    let mut out = Vec::new();
+    for (i, pat) in ev.answer_extract_regex.iter().flatten().enumerate() {
+        let re = super::compile_answer_regex(pat).map_err(|e| {
+            (
+                "answer_extract_regex",
+                format!("pattern {i} does not compile: {}", super::regex_error(&e)),
+            )
+        })?;
+        out.push(re);
+    }
+    Ok(out)
+}
+
+fn few_shot(ev: &RawEvaluation) -> Result<FewShot, String> {
+    let Some(f) = &ev.few_shot else {
+        return Ok(FewShot::None);
+    };
+    match (&f.examples, f.count, &f.dataset) {
+        (Some(ex), None, None) => Ok(FewShot::Inline(
+            ex.iter()
+                .map(|e| (e.question.clone(), e.answer.clone()))
+                .collect(),
+        )),
+        (None, Some(c), Some(d)) if c >= 0 => Ok(FewShot::FromDataset {
+            count: c as usize,
+            source: d.clone(),
+            fields: None,
+        }),
+        _ => Err(
+            "give either `examples = [{question, answer}, ...]` or both `count` and `dataset`"
+                .into(),
+        ),
+    }
+}
+
 /// `[evaluation]` grading choices: `precision` or `rel_tol`, `list_order`, `percent`, `styled_letters`.
-fn grading_policy(
-    ev: &super::raw::RawEvaluation,
-) -> Result<crate::grade::Policy, (&'static str, String)> {
+fn grading_policy(ev: &RawEvaluation) -> Result<crate::grade::Policy, EvalError> {
     use crate::grade::{ListOrder, Percent, Policy, StyledLetters, Tolerance, MAX_DECIMALS};
     let tolerance = match (ev.precision, ev.rel_tol) {
         (Some(_), Some(_)) => {
