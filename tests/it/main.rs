@@ -12,5 +12,6 @@ mod grade_cases;
 mod label_fake;
 mod metrics_reference;
 mod report_cli;
+mod report_html;
 mod run_fake;
 mod run_report;
