@@ -28,7 +28,7 @@ td:first-child,th:first-child{text-align:left;position:sticky;left:0;background:
 th,th:first-child{background:#f3f3f3}td.t{text-align:left}\
 td.reason{white-space:normal;min-width:14em;text-align:left}\
 pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:12px;max-height:40em}\
-figure{margin:0 0 1.5em;min-width:0}svg.plot{display:block;width:100%;height:auto;max-width:760px}\
+figure{margin:0 0 1.5em;min-width:0}svg.plot{display:block;width:100%;height:auto;max-width:680px}\
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:1em 2em}\
 .hists{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,260px),1fr));gap:1em 2em}\
 .hists svg.plot{max-width:420px}\
@@ -38,7 +38,7 @@ font-size:0.9em}.legend li{min-width:0;overflow-wrap:anywhere}\
 .banner{border:2px solid #D55E00;background:#fff3e8;padding:0.6em 1em;margin:1em 0}\
 .banner ul{margin:0.3em 0 0}.failed{color:#9b2c00}\
 .axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}\
-.label{font-size:11px;fill:#444}.title{font-size:12px;fill:#222}";
+.label{font-size:12.5px;fill:#444}.title{font-size:13px;fill:#222}";
 
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -487,8 +487,8 @@ fn curves(results: &RunResults, k: u64) -> String {
     format!("<figure>{svg}</svg>{legend}</ul></figure>\n")
 }
 
-/// Approximate width of 11px label text, generous so estimates err towards more room.
-const CHAR_W: f64 = 6.6;
+/// Approximate width of a 12.5px label character, generous so estimates err towards more room.
+const CHAR_W: f64 = 7.5;
 /// Longest model label under a bar group; longer names are cut and listed in full below.
 const LABEL_MAX: usize = 26;
 

@@ -331,7 +331,7 @@ fn names_are_escaped_and_long_labels_turn_without_clipping() {
         .split(' ')
         .map(|v| v.parse().unwrap())
         .collect();
-    assert!(view[3] > 12.0 + 230.0 + 26.0 * 6.6 * 0.7, "{view:?}");
+    assert!(view[3] > 12.0 + 230.0 + 26.0 * 7.5 * 0.7, "{view:?}");
 }
 
 /// Writes the six-model run to `$GPASSK_HTML_RUN` and its report there; scripts/html-screenshots.sh
