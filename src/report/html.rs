@@ -581,6 +581,11 @@ fn bars(results: &RunResults, k: u64) -> String {
             esc(&labels[i])
         );
     }
+    format!("<figure>{svg}</svg>{}</figure>\n", bars_legend(results, k))
+}
+
+/// The bar colours, and the models' full names when a chart label had to be cut.
+fn bars_legend(results: &RunResults, k: u64) -> String {
     let mut legend = format!(
         "<ul class=\"legend\"><li><svg viewBox=\"0 0 30 12\" aria-hidden=\"true\"><rect x=\"8\" y=\"1\" \
          width=\"14\" height=\"10\" fill=\"{GREEDY_FILL}\"/></svg>Greedy</li><li><svg viewBox=\"0 0 30 12\" \
@@ -598,7 +603,7 @@ fn bars(results: &RunResults, k: u64) -> String {
         }
         legend.push_str("</ul>");
     }
-    format!("<figure>{svg}</svg>{legend}</figure>\n")
+    legend
 }
 
 /// How many of a model's problems have c = 0, 1, …, n correct samples (problems without a usable
@@ -611,10 +616,8 @@ fn c_counts(m: &ModelScore) -> Vec<usize> {
     bins
 }
 
-/// The histogram of c for one model: one bar per value 0…n on the y-scale `top` shared by every
-/// model, counts printed over c = 0 (never solved) and c = n (always solved).
-fn histogram(results: &RunResults, m: &ModelScore, i: usize, top: usize) -> String {
-    let bins = c_counts(m);
+/// A histogram's caption: the full model name and what its bars count.
+fn hist_caption(m: &ModelScore, bins: &[usize]) -> String {
     let n = m.n as usize;
     let scored: usize = bins.iter().sum();
     let short = m
@@ -640,7 +643,16 @@ fn histogram(results: &RunResults, m: &ModelScore, i: usize, top: usize) -> Stri
             m.problems.len() - scored
         );
     }
-    let caption = format!("{}</figcaption>", caption.trim_end_matches(" · "));
+    format!("{}</figcaption>", caption.trim_end_matches(" · "))
+}
+
+/// The histogram of c for one model: one bar per value 0…n on the y-scale `top` shared by every
+/// model, counts printed over c = 0 (never solved) and c = n (always solved).
+fn histogram(results: &RunResults, m: &ModelScore, i: usize, top: usize) -> String {
+    let bins = c_counts(m);
+    let n = m.n as usize;
+    let scored: usize = bins.iter().sum();
+    let caption = hist_caption(m, &bins);
     if scored == 0 {
         return format!(
             "<figure class=\"hist\" data-model=\"{}\">{caption}<p class=\"failed\">No samples to \
@@ -764,7 +776,7 @@ impl HtmlReport {
     fn plots(results: &RunResults) -> String {
         let mut out = String::from("<h2>G-Pass@k versus τ</h2>\n<div class=\"plots\">\n");
         for &k in &results.ks {
-            let _ = write!(out, "<div><h3>k = {k}</h3>{}</div>\n", curves(results, k));
+            let _ = writeln!(out, "<div><h3>k = {k}</h3>{}</div>", curves(results, k));
         }
         out.push_str("</div>\n");
         if let Some(&k) = results.ks.iter().max() {
