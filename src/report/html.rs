@@ -25,7 +25,7 @@ color:#222;max-width:1600px}h1{font-size:1.5em}h2{font-size:1.25em}h1,h2,p,li,fi
 .scroll{overflow-x:auto;max-width:100%;margin:0.5em 0 1.5em}table{border-collapse:collapse}\
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}\
 td:first-child,th:first-child{text-align:left;position:sticky;left:0;background:#fff}\
-th,th:first-child{background:#f3f3f3}td.t{text-align:left}\
+th,th:first-child{background:#f3f3f3}.t{text-align:left}\
 td.reason{white-space:normal;min-width:14em;text-align:left}\
 pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:12px;max-height:40em}\
 figure{margin:0 0 1.5em;min-width:0}svg.plot{display:block;width:100%;height:auto;max-width:680px}\
@@ -124,18 +124,27 @@ fn key(i: usize) -> String {
 
 /// A grid as a table that scrolls inside its own box, never the page.
 fn table(grid: &Grid) -> String {
+    // Numbers align right; columns of names (after the first, sticky one) left.
+    let is_text = |c: &String| !c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-');
+    let text: Vec<bool> = (0..grid.header.len())
+        .map(|i| i > 0 && grid.rows.iter().any(|r| r.get(i).is_some_and(is_text)))
+        .collect();
+    let class = |i: usize| {
+        if text.get(i) == Some(&true) {
+            " class=\"t\""
+        } else {
+            ""
+        }
+    };
     let mut out = String::from("<div class=\"scroll\"><table>\n<tr>");
-    for h in &grid.header {
-        let _ = write!(out, "<th>{}</th>", esc(h));
+    for (i, h) in grid.header.iter().enumerate() {
+        let _ = write!(out, "<th{}>{}</th>", class(i), esc(h));
     }
     out.push_str("</tr>\n");
     for row in &grid.rows {
         out.push_str("<tr>");
         for (i, c) in row.iter().enumerate() {
-            // Numbers align right; names (after the first, sticky column) left.
-            let text = i > 0 && !c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-');
-            let class = if text { " class=\"t\"" } else { "" };
-            let _ = write!(out, "<td{class}>{}</td>", esc(c));
+            let _ = write!(out, "<td{}>{}</td>", class(i), esc(c));
         }
         out.push_str("</tr>\n");
     }
@@ -308,7 +317,7 @@ fn percent_grids(results: &RunResults, partial: bool) -> Vec<Grid> {
 /// Sample counts per model (never percentages), with each model's status and reason.
 fn counts_table(results: &RunResults) -> String {
     let mut out = String::from(
-        "<div class=\"scroll\"><table>\n<tr><th>model</th><th>status</th><th>model id</th><th>n</th>\
+        "<div class=\"scroll\"><table>\n<tr><th>model</th><th class=\"t\">status</th><th class=\"t\">model id</th><th>n</th>\
          <th>coverage</th><th>greedy answered</th><th>correct</th><th>wrong</th><th>no answer</th>\
          <th>truncated</th><th>missing</th></tr>\n",
     );
