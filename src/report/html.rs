@@ -1,8 +1,9 @@
-//! `report.html`: one self-contained page (inline CSS and SVG, no scripts, no external references):
-//! summary tables, G-Pass@k versus τ curves (one per model), greedy versus mG-Pass@k bars, a
-//! per-subset table, a histogram of c/n per model, and the manifest.
+//! `report.html`: one self-contained, responsive page (inline CSS and SVG, no scripts, no external
+//! references): an "incomplete" banner when the run is partial, percentage and count tables, a
+//! G-Pass@k versus τ plot per k, greedy versus mG-Pass@k bars, per-subset values, histograms of c
+//! per model on a shared scale, and the manifest folded away.
 
-use super::markup::{notes, pct, subset_grid, summaries, Grid};
+use super::markup::{columns, coverage, notes, pct_ci, subset_grid, Grid};
 use super::Exporter;
 use crate::metrics::MetricKind;
 use crate::scoring::{ModelScore, RunResults};
@@ -10,16 +11,34 @@ use std::fmt::Write;
 
 pub struct HtmlReport;
 
+/// Okabe–Ito: distinguishable with the common colour-vision deficiencies; yellow last, as it is
+/// faint on white. Markers and dashes vary too, so no series depends on colour alone.
 const PALETTE: [&str; 8] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
 ];
+const DASHES: [&str; 4] = ["none", "7 3", "2 3", "9 3 2 3"];
+const GREEDY_FILL: &str = "#E69F00";
+const MGPASS_FILL: &str = "#0072B2";
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}\
-table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;\
-text-align:right}td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}\
-pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:12px}svg{margin:0.5em 1em 1em 0}\
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1em auto;padding:0 1em;\
+color:#222;max-width:1600px}h1{font-size:1.5em}h2{font-size:1.25em}h1,h2,p,li,figcaption,summary{overflow-wrap:anywhere}\
+.scroll{overflow-x:auto;max-width:100%;margin:0.5em 0 1.5em}table{border-collapse:collapse}\
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}\
+td:first-child,th:first-child{text-align:left;position:sticky;left:0;background:#fff}\
+th,th:first-child{background:#f3f3f3}.t{text-align:left}\
+td.reason{white-space:normal;min-width:14em;text-align:left}\
+pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:12px;max-height:40em}\
+figure{margin:0 0 1.5em;min-width:0}svg.plot{display:block;width:100%;height:auto;max-width:680px}\
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:1em 2em}\
+.hists{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,260px),1fr));gap:1em 2em}\
+.hists svg.plot{max-width:420px}\
+.legend{list-style:none;padding:0;margin:0.3em 0;display:flex;flex-wrap:wrap;gap:0.2em 1.2em;\
+font-size:0.9em}.legend li{min-width:0;overflow-wrap:anywhere}\
+.legend svg{width:30px;height:12px;vertical-align:middle;margin-right:0.3em;flex:none}\
+.banner{border:2px solid #D55E00;background:#fff3e8;padding:0.6em 1em;margin:1em 0}\
+.banner ul{margin:0.3em 0 0}.failed{color:#9b2c00}\
 .axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}\
-.label{font-size:11px;fill:#444}.hist{display:inline-block}";
+.label{font-size:12.5px;fill:#444}.title{font-size:13px;fill:#222}";
 
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -40,265 +59,744 @@ fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
+/// At most `max` characters, with an ellipsis when cut (the full text is in a legend or table).
+fn abbreviate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(max.saturating_sub(1)).collect();
+        format!("{head}…")
+    }
+}
+
+/// Model i's marker centred on (x, y): eight shapes, so series differ without colour.
+fn marker(i: usize, x: f64, y: f64) -> String {
+    let c = color(i);
+    let r = 4.0;
+    let poly = |pts: &[(f64, f64)]| {
+        let p: Vec<String> = pts
+            .iter()
+            .map(|(dx, dy)| format!("{:.1},{:.1}", x + dx * r, y + dy * r))
+            .collect();
+        format!("<polygon points=\"{}\" fill=\"{c}\"/>", p.join(" "))
+    };
+    match (i + i / PALETTE.len()) % 8 {
+        0 => format!("<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\" fill=\"{c}\"/>"),
+        1 => poly(&[(-0.9, -0.9), (0.9, -0.9), (0.9, 0.9), (-0.9, 0.9)]),
+        2 => poly(&[(0.0, -1.1), (1.0, 0.8), (-1.0, 0.8)]),
+        3 => poly(&[(0.0, -1.2), (1.0, 0.0), (0.0, 1.2), (-1.0, 0.0)]),
+        4 => poly(&[(0.0, 1.1), (1.0, -0.8), (-1.0, -0.8)]),
+        5 => format!(
+            "<path d=\"M{:.1} {y:.1}h{:.1}M{x:.1} {:.1}v{:.1}\" stroke=\"{c}\" stroke-width=\"2.5\"/>",
+            x - r,
+            2.0 * r,
+            y - r,
+            2.0 * r
+        ),
+        6 => format!(
+            "<path d=\"M{:.1} {:.1}l{:.1} {:.1}M{:.1} {:.1}l{:.1} {:.1}\" stroke=\"{c}\" stroke-width=\"2.5\"/>",
+            x - r,
+            y - r,
+            2.0 * r,
+            2.0 * r,
+            x - r,
+            y + r,
+            2.0 * r,
+            -2.0 * r
+        ),
+        _ => format!(
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{:.1}\" fill=\"white\" stroke=\"{c}\" stroke-width=\"2\"/>",
+            r - 0.5
+        ),
+    }
+}
+
+/// A small inline key: model i's dash pattern and marker.
+fn key(i: usize) -> String {
+    format!(
+        "<svg viewBox=\"0 0 30 12\" aria-hidden=\"true\"><line x1=\"1\" y1=\"6\" x2=\"29\" y2=\"6\" \
+         stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"{}\"/>{}</svg>",
+        color(i),
+        DASHES[i % DASHES.len()],
+        marker(i, 15.0, 6.0)
+    )
+}
+
+/// A grid as a table that scrolls inside its own box, never the page.
 fn table(grid: &Grid) -> String {
-    let mut out = String::from("<table>\n<tr>");
-    for h in &grid.header {
-        let _ = write!(out, "<th>{}</th>", esc(h));
+    // Numbers align right; columns of names (after the first, sticky one) left.
+    let is_text = |c: &String| !c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-');
+    let text: Vec<bool> = (0..grid.header.len())
+        .map(|i| i > 0 && grid.rows.iter().any(|r| r.get(i).is_some_and(is_text)))
+        .collect();
+    let class = |i: usize| {
+        if text.get(i) == Some(&true) {
+            " class=\"t\""
+        } else {
+            ""
+        }
+    };
+    let mut out = String::from("<div class=\"scroll\"><table>\n<tr>");
+    for (i, h) in grid.header.iter().enumerate() {
+        let _ = write!(out, "<th{}>{}</th>", class(i), esc(h));
     }
     out.push_str("</tr>\n");
     for row in &grid.rows {
         out.push_str("<tr>");
-        for c in row {
-            let _ = write!(out, "<td>{}</td>", esc(c));
+        for (i, c) in row.iter().enumerate() {
+            let _ = write!(out, "<td{}>{}</td>", class(i), esc(c));
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</table>\n");
+    out.push_str("</table></div>\n");
     out
 }
 
-/// Plot area: x from 50 to 50+W, y from 20 to 20+H.
-const W: f64 = 480.0;
-const H: f64 = 240.0;
-const X0: f64 = 50.0;
-const Y0: f64 = 20.0;
-
-fn y_of(v: f64) -> f64 {
-    Y0 + H * (1.0 - v.clamp(0.0, 1.0))
+/// A model's status in the run's manifest.
+fn status(results: &RunResults, m: &ModelScore) -> String {
+    let entry = results
+        .manifest
+        .as_ref()
+        .and_then(|x| x.models.get(&m.name));
+    entry.map_or_else(|| "no manifest entry".to_string(), |e| e.status.clone())
 }
 
-/// Horizontal grid lines and labels for 0..100%.
-fn y_axis(out: &mut String) {
-    for i in 0..=4 {
-        let v = i as f64 / 4.0;
-        let y = y_of(v);
-        let _ = write!(
+/// Why a model has no values: its manifest status and error, when the run recorded them.
+fn reason(results: &RunResults, m: &ModelScore) -> String {
+    let entry = results
+        .manifest
+        .as_ref()
+        .and_then(|x| x.models.get(&m.name));
+    match entry.and_then(|e| e.error.as_ref()) {
+        Some(err) => format!("{}: {err}", status(results, m)),
+        None => status(results, m),
+    }
+}
+
+/// A model none of whose planned units gave a usable answer.
+fn no_data(m: &ModelScore) -> bool {
+    m.problems.iter().all(|p| p.n == 0 && p.greedy.is_none())
+}
+
+/// The k values the summaries show: the config's `metrics` pick them; all when it names none.
+fn headline_ks(results: &RunResults) -> Vec<u64> {
+    let headline: Vec<u64> = results.shown.iter().filter_map(|m| m.k()).collect();
+    results
+        .ks
+        .iter()
+        .copied()
+        .filter(|k| headline.is_empty() || headline.contains(k))
+        .collect()
+}
+
+fn dataset_size(results: &RunResults) -> usize {
+    results.models.first().map_or(0, |m| m.problems.len())
+}
+
+/// Why a run is partial, one line per cause; empty when it is complete.
+fn partial_causes(results: &RunResults) -> Vec<String> {
+    let mut causes = Vec::new();
+    if let Some(m) = &results.manifest {
+        if m.status != "complete" {
+            causes.push(format!("run status: {}", m.status));
+        }
+    }
+    for m in &results.models {
+        let entry = results
+            .manifest
+            .as_ref()
+            .and_then(|x| x.models.get(&m.name));
+        let status = entry.map_or("complete", |e| e.status.as_str());
+        if m.missing == 0 && status == "complete" {
+            continue;
+        }
+        let mut line = format!("{}: {}", m.name, reason(results, m));
+        if m.missing > 0 {
+            match entry {
+                Some(e) => write!(
+                    line,
+                    " — {} of {} units unusable",
+                    m.missing, e.units_planned
+                ),
+                None => write!(line, " — {} units unusable", m.missing),
+            }
+            .expect("writing to a String");
+        }
+        causes.push(line);
+    }
+    causes
+}
+
+fn banner(results: &RunResults, causes: &[String]) -> String {
+    let mut out = format!(
+        "<div class=\"banner\" role=\"status\"><strong>Incomplete run.</strong> Values below rest \
+         on fewer problems or samples than the dataset's {} problems; see \
+         <em>Problems behind each value</em>.<ul>",
+        dataset_size(results)
+    );
+    for c in causes {
+        let _ = write!(out, "<li>{}</li>", esc(c));
+    }
+    out.push_str("</ul></div>\n");
+    out
+}
+
+/// Every headline metric once, in report order (greedy and maj@n are shared by all k).
+fn headline_metrics(results: &RunResults) -> Vec<(MetricKind, String)> {
+    let mut all: Vec<(MetricKind, String)> = Vec::new();
+    for k in headline_ks(results) {
+        for c in columns(results, k) {
+            if !all.iter().any(|a| a.0 == c.0) {
+                all.push(c);
+            }
+        }
+    }
+    all
+}
+
+/// Per model and metric, how many problems entered the value, out of the dataset's.
+fn problem_counts(results: &RunResults) -> Grid {
+    let cols = headline_metrics(results);
+    let total = dataset_size(results);
+    let mut header = vec!["model".to_string()];
+    header.extend(cols.iter().map(|c| c.1.clone()));
+    let rows = results
+        .models
+        .iter()
+        .map(|m| {
+            let mut row = vec![m.name.clone()];
+            row.extend(cols.iter().map(|(metric, _)| {
+                let used = m.estimate(metric, None).map_or(0, |e| e.problems);
+                format!("{used}/{total}")
+            }));
+            row
+        })
+        .collect();
+    Grid {
+        title: format!("Problems behind each value (of {total})"),
+        header,
+        rows,
+    }
+}
+
+/// Per headline k: a row per model with every metric as "value [low, high]" (percentages only).
+fn percent_grids(results: &RunResults, partial: bool) -> Vec<Grid> {
+    let total = dataset_size(results);
+    headline_ks(results)
+        .into_iter()
+        .map(|k| {
+            let cols = columns(results, k);
+            let mut header = vec!["model".to_string()];
+            header.extend(cols.iter().map(|c| c.1.clone()));
+            let rows = results
+                .models
+                .iter()
+                .map(|m| {
+                    let mut row = vec![m.name.clone()];
+                    row.extend(
+                        cols.iter()
+                            .map(|(metric, _)| pct_ci(m.estimate(metric, None))),
+                    );
+                    row
+                })
+                .collect();
+            let scope = if partial {
+                format!("up to {total} problems; run incomplete")
+            } else {
+                format!("{total} problems")
+            };
+            Grid {
+                title: format!("k = {k}: % with 95% CI over problems ({scope})"),
+                header,
+                rows,
+            }
+        })
+        .collect()
+}
+
+/// Sample counts per model (never percentages), with each model's status and reason.
+fn counts_table(results: &RunResults) -> String {
+    let mut out = String::from(
+        "<div class=\"scroll\"><table>\n<tr><th>model</th><th class=\"t\">status</th><th class=\"t\">model id</th><th>n</th>\
+         <th>coverage</th><th>greedy answered</th><th>correct</th><th>wrong</th><th>no answer</th>\
+         <th>truncated</th><th>missing</th></tr>\n",
+    );
+    for m in &results.models {
+        let greedy = m.problems.iter().filter(|p| p.greedy.is_some()).count();
+        let status = reason(results, m);
+        let class = if no_data(m) {
+            "reason failed"
+        } else {
+            "reason"
+        };
+        let _ = writeln!(
             out,
-            "<line class=\"grid\" x1=\"{X0}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\"/>\
-             <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}%</text>",
-            X0 + W,
-            X0 - 6.0,
-            y + 4.0,
-            (v * 100.0) as u32
+            "<tr><td>{}</td><td class=\"{class}\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td>\
+             <td>{greedy}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&m.name),
+            esc(&status),
+            esc(&m.model_id),
+            m.n,
+            esc(&coverage(m)),
+            m.correct,
+            m.wrong,
+            m.no_answer,
+            m.truncated,
+            m.missing
         );
     }
-    let _ = write!(
-        out,
-        "<line class=\"axis\" x1=\"{X0}\" y1=\"{Y0}\" x2=\"{X0}\" y2=\"{:.1}\"/>\
-         <line class=\"axis\" x1=\"{X0}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\"/>",
-        Y0 + H,
-        Y0 + H,
-        X0 + W,
-        Y0 + H
-    );
+    out.push_str("</table></div>\n");
+    out
 }
 
-/// G-Pass@k versus τ for the largest k: one polyline per model; τ = 0 shows pass@k.
-fn curves(results: &RunResults, k: u64) -> String {
-    let width = X0 + W + 190.0;
-    let height = Y0 + H + 40.0;
-    let mut out = format!(
-        "<svg class=\"curves\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" \
-         role=\"img\" aria-label=\"G-Pass@{k} versus tau\">"
-    );
-    y_axis(&mut out);
-    let x_of = |t: f64| X0 + W * t;
-    for i in 0..=4 {
-        let t = i as f64 / 4.0;
+/// A plot frame: the plot area spans x0..x0+w and y0..y0+h inside the SVG's viewBox.
+struct Frame {
+    x0: f64,
+    y0: f64,
+    w: f64,
+    h: f64,
+}
+
+impl Frame {
+    /// A fraction in [0, 1] on the y axis.
+    fn y(&self, v: f64) -> f64 {
+        self.y0 + self.h * (1.0 - v.clamp(0.0, 1.0))
+    }
+
+    /// Grid lines at 0, 25, …, 100%, both axes and the rotated y-axis title.
+    fn percent_axis(&self, out: &mut String, title: &str) {
+        for i in 0..=4 {
+            let v = f64::from(i) / 4.0;
+            let y = self.y(v);
+            let _ = write!(
+                out,
+                "<line class=\"grid\" x1=\"{}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\"/>\
+                 <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}%</text>",
+                self.x0,
+                self.x0 + self.w,
+                self.x0 - 5.0,
+                y + 4.0,
+                25 * i
+            );
+        }
+        self.axes(out, title);
+    }
+
+    fn axes(&self, out: &mut String, y_title: &str) {
+        let (x0, y0, bottom) = (self.x0, self.y0, self.y0 + self.h);
+        let cy = y0 + self.h / 2.0;
         let _ = write!(
             out,
+            "<line class=\"axis\" x1=\"{x0}\" y1=\"{y0}\" x2=\"{x0}\" y2=\"{bottom:.1}\"/>\
+             <line class=\"axis\" x1=\"{x0}\" y1=\"{bottom:.1}\" x2=\"{:.1}\" y2=\"{bottom:.1}\"/>\
+             <text class=\"title\" transform=\"translate(13 {cy:.1}) rotate(-90)\" \
+             text-anchor=\"middle\">{}</text>",
+            x0 + self.w,
+            esc(y_title)
+        );
+    }
+}
+
+/// An SVG that scales to its box: `width` 100% with the viewBox keeping its proportions.
+fn svg_open(class: &str, width: f64, height: f64, label: &str) -> String {
+    format!(
+        "<svg class=\"plot {class}\" width=\"100%\" viewBox=\"0 0 {width:.0} {height:.0}\" \
+         preserveAspectRatio=\"xMinYMin meet\" role=\"img\" aria-label=\"{}\">",
+        esc(label)
+    )
+}
+
+/// A model's G-Pass@k points for τ = 0 (Pass@k) and every τ of the run.
+fn tau_points(results: &RunResults, m: &ModelScore, k: u64) -> Vec<(f64, f64)> {
+    let mut points = Vec::new();
+    if let Some(v) = m
+        .estimate(&MetricKind::PassAtK { k }, None)
+        .and_then(|e| e.value)
+    {
+        points.push((0.0, v));
+    }
+    for t in &results.taus {
+        let metric = MetricKind::GPassAtK { k, tau: t.clone() };
+        if let Some(v) = m.estimate(&metric, None).and_then(|e| e.value) {
+            points.push((t.to_f64(), v));
+        }
+    }
+    points
+}
+
+/// G-Pass@k versus τ for one k: a dashed, marked line per model and an HTML legend with full names
+/// (HTML wraps where SVG text would clip); models without values say why in the legend.
+fn curves(results: &RunResults, k: u64) -> String {
+    let f = Frame {
+        x0: 56.0,
+        y0: 12.0,
+        w: 470.0,
+        h: 230.0,
+    };
+    let x_of = |t: f64| f.x0 + f.w * t;
+    let mut svg = svg_open(
+        "curves",
+        f.x0 + f.w + 16.0,
+        f.y0 + f.h + 44.0,
+        &format!("G-Pass@{k} versus tau"),
+    );
+    f.percent_axis(&mut svg, &format!("G-Pass@{k} (%)"));
+    for i in 0..=4 {
+        let t = f64::from(i) / 4.0;
+        let _ = write!(
+            svg,
             "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{t}</text>",
             x_of(t),
-            Y0 + H + 16.0
+            f.y0 + f.h + 15.0
         );
     }
     let _ = write!(
-        out,
-        "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">τ (τ = 0: Pass@{k})</text>",
-        X0 + W / 2.0,
-        Y0 + H + 34.0
+        svg,
+        "<text class=\"title\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">threshold τ (τ = 0 shows Pass@{k})</text>",
+        f.x0 + f.w / 2.0,
+        f.y0 + f.h + 36.0
     );
+    let mut legend = String::from("<ul class=\"legend\">");
     for (i, m) in results.models.iter().enumerate() {
-        let mut points: Vec<(f64, f64)> = Vec::new();
-        if let Some(v) = m
-            .estimate(&MetricKind::PassAtK { k }, None)
-            .and_then(|e| e.value)
-        {
-            points.push((0.0, v));
-        }
-        for t in &results.taus {
-            let metric = MetricKind::GPassAtK { k, tau: t.clone() };
-            if let Some(v) = m.estimate(&metric, None).and_then(|e| e.value) {
-                points.push((t.to_f64(), v));
-            }
+        let points = tau_points(results, m, k);
+        if points.is_empty() {
+            let _ = write!(
+                legend,
+                "<li class=\"failed\">{}{}: no values ({})</li>",
+                key(i),
+                esc(&m.name),
+                esc(&reason(results, m))
+            );
+            continue;
         }
         let path: Vec<String> = points
             .iter()
-            .map(|&(t, v)| format!("{:.1},{:.1}", x_of(t), y_of(v)))
+            .map(|&(t, v)| format!("{:.1},{:.1}", x_of(t), f.y(v)))
             .collect();
         let _ = write!(
-            out,
-            "<polyline class=\"curve\" data-model=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>",
+            svg,
+            "<polyline class=\"curve\" data-model=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" \
+             stroke-dasharray=\"{}\" points=\"{}\"/>",
             esc(&m.name),
             color(i),
+            DASHES[i % DASHES.len()],
             path.join(" ")
         );
         for &(t, v) in &points {
             let _ = write!(
-                out,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"><title>{}: {:.1}%</title></circle>",
-                x_of(t),
-                y_of(v),
-                color(i),
+                svg,
+                "<g>{}<title>{}: {:.1}%</title></g>",
+                marker(i, x_of(t), f.y(v)),
                 esc(&m.name),
                 100.0 * v
             );
         }
-        let ly = Y0 + 14.0 * i as f64 + 6.0;
-        let _ = write!(
-            out,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"12\" height=\"4\" fill=\"{}\"/>\
-             <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-            X0 + W + 14.0,
-            ly - 4.0,
-            color(i),
-            X0 + W + 30.0,
-            ly + 1.0,
-            esc(&m.name)
-        );
+        let _ = write!(legend, "<li>{}{}</li>", key(i), esc(&m.name));
     }
-    out.push_str("</svg>\n");
-    out
+    format!("<figure>{svg}</svg>{legend}</ul></figure>\n")
 }
 
-/// Greedy accuracy versus mG-Pass@k per model, with 95% interval whiskers.
+/// Approximate width of a 12.5px label character, generous so estimates err towards more room.
+const CHAR_W: f64 = 7.5;
+/// Longest model label under a bar group; longer names are cut and listed in full below.
+const LABEL_MAX: usize = 26;
+
+/// Greedy accuracy versus mG-Pass@k per model, with 95% interval whiskers. Model labels stay
+/// horizontal when they fit their group, else turn 45° (with room reserved so none is clipped).
 fn bars(results: &RunResults, k: u64) -> String {
-    let n = results.models.len().max(1) as f64;
-    let group = W / n;
-    let bar = (group / 3.0).min(40.0);
-    let width = X0 + W + 20.0;
-    let height = Y0 + H + 50.0;
-    let mut out = format!(
-        "<svg class=\"bars\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" \
-         role=\"img\" aria-label=\"Greedy versus mG-Pass@{k}\">"
+    let count = results.models.len().max(1);
+    let (w, h) = (470.0, 230.0);
+    let group = w / count as f64;
+    let labels: Vec<String> = results
+        .models
+        .iter()
+        .map(|m| abbreviate(&m.name, LABEL_MAX))
+        .collect();
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64 * CHAR_W;
+    let rotate = longest > group - 8.0;
+    let reach = if rotate {
+        longest * std::f64::consts::FRAC_1_SQRT_2
+    } else {
+        0.0
+    };
+    let f = Frame {
+        x0: (reach - group / 2.0 + 8.0).max(56.0),
+        y0: 12.0,
+        w,
+        h,
+    };
+    let height = f.y0 + f.h + 24.0 + reach;
+    let mut svg = svg_open(
+        "bars",
+        f.x0 + f.w + 16.0,
+        height,
+        &format!("Greedy versus mG-Pass@{k}"),
     );
-    y_axis(&mut out);
+    f.percent_axis(&mut svg, "accuracy (%)");
+    let bar = (group / 3.0).min(40.0);
     let metrics = [
-        (MetricKind::Greedy, "#999999", "Greedy"),
-        (MetricKind::MGPassAtK { k }, "#1f77b4", "mG-Pass"),
+        (MetricKind::Greedy, GREEDY_FILL, "Greedy"),
+        (MetricKind::MGPassAtK { k }, MGPASS_FILL, "mG-Pass"),
     ];
     for (i, m) in results.models.iter().enumerate() {
-        let gx = X0 + group * i as f64 + group / 2.0 - bar;
+        let cx = f.x0 + group * (i as f64 + 0.5);
+        let mut drawn = false;
         for (j, (metric, fill, label)) in metrics.iter().enumerate() {
-            let x = gx + bar * j as f64;
             let Some(e) = m.estimate(metric, None) else {
                 continue;
             };
             let Some(v) = e.value else { continue };
+            drawn = true;
+            let x = cx - bar + bar * j as f64;
             let _ = write!(
-                out,
+                svg,
                 "<rect class=\"bar\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\">\
                  <title>{} {label}: {:.1}%</title></rect>",
-                y_of(v),
+                f.y(v),
                 bar - 2.0,
-                Y0 + H - y_of(v),
+                f.y0 + f.h - f.y(v),
                 esc(&m.name),
                 100.0 * v
             );
             if let Some((lo, hi)) = e.ci {
-                let cx = x + (bar - 2.0) / 2.0;
-                let _ = write!(
-                    out,
-                    "<line class=\"axis\" x1=\"{cx:.1}\" y1=\"{:.1}\" x2=\"{cx:.1}\" y2=\"{:.1}\"/>",
-                    y_of(lo),
-                    y_of(hi)
+                let wx = x + (bar - 2.0) / 2.0;
+                let _ =
+                    write!(
+                    svg,
+                    "<path class=\"axis\" d=\"M{:.1} {:.1}h6M{wx:.1} {:.1}V{:.1}M{:.1} {:.1}h6\"/>",
+                    wx - 3.0, f.y(lo), f.y(lo), f.y(hi), wx - 3.0, f.y(hi)
                 );
             }
         }
+        if !drawn {
+            let _ = write!(
+                svg,
+                "<text class=\"label no-data\" transform=\"translate({:.1} {:.1}) rotate(-90)\">no values ({})</text>",
+                cx + 4.0,
+                f.y0 + f.h - 6.0,
+                esc(&abbreviate(&status(results, m), 24))
+            );
+        }
+        let ly = f.y0 + f.h + 15.0;
+        let placement = if rotate {
+            format!("text-anchor=\"end\" transform=\"translate({cx:.1} {ly:.1}) rotate(-45)\"")
+        } else {
+            format!("text-anchor=\"middle\" x=\"{cx:.1}\" y=\"{ly:.1}\"")
+        };
         let _ = write!(
-            out,
-            "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            gx + bar,
-            Y0 + H + 16.0,
-            esc(&m.name)
+            svg,
+            "<text class=\"label model\" {placement}><title>{}</title>{}</text>",
+            esc(&m.name),
+            esc(&labels[i])
         );
     }
-    let _ = write!(
-        out,
-        "<rect x=\"{X0}\" y=\"{:.1}\" width=\"12\" height=\"8\" fill=\"#999999\"/>\
-         <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\">Greedy</text>\
-         <rect x=\"{:.1}\" y=\"{:.1}\" width=\"12\" height=\"8\" fill=\"#1f77b4\"/>\
-         <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\">mG-Pass@{k}</text>",
-        Y0 + H + 32.0,
-        X0 + 16.0,
-        Y0 + H + 40.0,
-        X0 + 90.0,
-        Y0 + H + 32.0,
-        X0 + 106.0,
-        Y0 + H + 40.0
+    format!("<figure>{svg}</svg>{}</figure>\n", bars_legend(results, k))
+}
+
+/// The bar colours, and the models' full names when a chart label had to be cut.
+fn bars_legend(results: &RunResults, k: u64) -> String {
+    let mut legend = format!(
+        "<ul class=\"legend\"><li><svg viewBox=\"0 0 30 12\" aria-hidden=\"true\"><rect x=\"8\" y=\"1\" \
+         width=\"14\" height=\"10\" fill=\"{GREEDY_FILL}\"/></svg>Greedy</li><li><svg viewBox=\"0 0 30 12\" \
+         aria-hidden=\"true\"><rect x=\"8\" y=\"1\" width=\"14\" height=\"10\" fill=\"{MGPASS_FILL}\"/></svg>\
+         mG-Pass@{k}</li><li>whiskers: 95% CI</li></ul>"
     );
-    out.push_str("</svg>\n");
+    if results
+        .models
+        .iter()
+        .any(|m| m.name.chars().count() > LABEL_MAX)
+    {
+        legend.push_str("<ul class=\"legend\">");
+        for m in &results.models {
+            let _ = write!(legend, "<li>{}</li>", esc(&m.name));
+        }
+        legend.push_str("</ul>");
+    }
+    legend
+}
+
+/// How many of a model's problems have c = 0, 1, …, n correct samples (problems without a usable
+/// sample are left out).
+fn c_counts(m: &ModelScore) -> Vec<usize> {
+    let mut bins = vec![0usize; m.n as usize + 1];
+    for p in m.problems.iter().filter(|p| p.n > 0) {
+        bins[(p.c as usize).min(m.n as usize)] += 1;
+    }
+    bins
+}
+
+/// A histogram's caption: the full model name and what its bars count.
+fn hist_caption(m: &ModelScore, bins: &[usize]) -> String {
+    let n = m.n as usize;
+    let scored: usize = bins.iter().sum();
+    let short = m
+        .problems
+        .iter()
+        .filter(|p| p.n > 0 && p.n < u64::from(m.n))
+        .count();
+    let mut caption = format!("<figcaption><strong>{}</strong><br>", esc(&m.name));
+    if scored > 0 {
+        let _ = write!(
+            caption,
+            "{scored} problems scored · never solved (c = 0): {} · always solved (c = n): {} · ",
+            bins[0], bins[n]
+        );
+    }
+    if short > 0 {
+        let _ = write!(caption, "{short} with fewer than n samples · ");
+    }
+    if scored < m.problems.len() {
+        let _ = write!(
+            caption,
+            "{} without a usable sample",
+            m.problems.len() - scored
+        );
+    }
+    format!("{}</figcaption>", caption.trim_end_matches(" · "))
+}
+
+/// The histogram of c for one model: one bar per value 0…n on the y-scale `top` shared by every
+/// model, counts printed over c = 0 (never solved) and c = n (always solved).
+fn histogram(results: &RunResults, m: &ModelScore, i: usize, top: usize) -> String {
+    let bins = c_counts(m);
+    let n = m.n as usize;
+    let scored: usize = bins.iter().sum();
+    let caption = hist_caption(m, &bins);
+    if scored == 0 {
+        return format!(
+            "<figure class=\"hist\" data-model=\"{}\">{caption}<p class=\"failed\">No samples to \
+             count: {}</p></figure>\n",
+            esc(&m.name),
+            esc(&reason(results, m))
+        );
+    }
+    let f = Frame {
+        x0: 44.0,
+        y0: 16.0,
+        w: 300.0,
+        h: 130.0,
+    };
+    let mut svg = svg_open(
+        "histogram",
+        f.x0 + f.w + 8.0,
+        f.y0 + f.h + 40.0,
+        &format!("histogram of c for {}", m.name),
+    );
+    let top = top.max(1) as f64;
+    let _ = write!(
+        svg,
+        "<line class=\"grid\" x1=\"{}\" y1=\"{}\" x2=\"{:.1}\" y2=\"{}\"/>\
+         <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\
+         <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">0</text>",
+        f.x0,
+        f.y0,
+        f.x0 + f.w,
+        f.y0,
+        f.x0 - 5.0,
+        f.y0 + 4.0,
+        top as usize,
+        f.x0 - 5.0,
+        f.y0 + f.h + 4.0
+    );
+    f.axes(&mut svg, "problems");
+    let bw = f.w / (n + 1) as f64;
+    let step = (n + 1).div_ceil(8).max(1);
+    for (c, &count) in bins.iter().enumerate() {
+        let bh = f.h * count as f64 / top;
+        let x = f.x0 + bw * c as f64;
+        let _ = write!(
+            svg,
+            "<rect class=\"cbar\" data-c=\"{c}\" x=\"{:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{bh:.2}\" \
+             fill=\"{}\"><title>c = {c}: {count} problems</title></rect>",
+            x + 0.5,
+            f.y0 + f.h - bh,
+            (bw - 1.0).max(0.5),
+            color(i)
+        );
+        let tick = c == 0 || c == n || (c % step == 0 && n - c >= step.div_ceil(2).max(1));
+        if tick {
+            let _ = write!(
+                svg,
+                "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{c}</text>",
+                x + bw / 2.0,
+                f.y0 + f.h + 14.0
+            );
+        }
+        if c == 0 || c == n {
+            let _ = write!(
+                svg,
+                "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{count}</text>",
+                x + bw / 2.0,
+                f.y0 + f.h - bh - 3.0
+            );
+        }
+    }
+    let _ = write!(
+        svg,
+        "<text class=\"title\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">c = correct samples of n = {n}</text>",
+        f.x0 + f.w / 2.0,
+        f.y0 + f.h + 32.0
+    );
+    format!(
+        "<figure class=\"hist\" data-model=\"{}\">{caption}{svg}</svg></figure>\n",
+        esc(&m.name)
+    )
+}
+
+fn histograms(results: &RunResults) -> String {
+    let top = results
+        .models
+        .iter()
+        .flat_map(|m| c_counts(m).into_iter())
+        .max()
+        .unwrap_or(0);
+    let mut out = format!(
+        "<h2>Correct samples per problem (c of n)</h2>\n<p>Problems per value of c; one y-scale \
+         (0–{top}) for every model. c = 0 and c = n are the never- and always-solved problems \
+         that drive G-Pass@k at τ = 1.</p>\n<div class=\"hists\">\n"
+    );
+    for (i, m) in results.models.iter().enumerate() {
+        out.push_str(&histogram(results, m, i, top));
+    }
+    out.push_str("</div>\n");
     out
 }
 
-/// A histogram of c/n over a model's problems (10 bins; c/n = 1 falls in the last one).
-fn histogram(m: &ModelScore, i: usize) -> String {
-    let mut bins = [0usize; 10];
-    for p in m.problems.iter().filter(|p| p.n > 0) {
-        let b = ((p.c as f64 / p.n as f64) * 10.0).floor() as usize;
-        bins[b.min(9)] += 1;
-    }
-    let max = bins.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let (w, h, x0, y0) = (300.0, 140.0, 34.0, 10.0);
-    let mut out = format!(
-        "<svg class=\"histogram\" data-model=\"{}\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" \
-         role=\"img\" aria-label=\"c/n histogram\">",
-        esc(&m.name),
-        w + x0 + 10.0,
-        h + y0 + 34.0,
-        w + x0 + 10.0,
-        h + y0 + 34.0
-    );
-    let bw = w / 10.0;
-    for (b, &count) in bins.iter().enumerate() {
-        let bh = h * count as f64 / max;
-        let _ = write!(
-            out,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{}\">\
-             <title>c/n in [{:.1}, {:.1}{}: {count} problems</title></rect>",
-            x0 + bw * b as f64,
-            y0 + h - bh,
-            bw - 2.0,
-            color(i),
-            b as f64 / 10.0,
-            (b + 1) as f64 / 10.0,
-            if b == 9 { "]" } else { ")" }
+impl HtmlReport {
+    fn head(results: &RunResults, partial: bool) -> String {
+        let title = format!(
+            "G-Pass@k report: {}{}",
+            results.dataset,
+            if partial { " (incomplete)" } else { "" }
         );
+        format!(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n\
+             <p>Run <code>{}</code> · dataset <code>{}</code> · sha256 <code>{}</code></p>\n",
+            esc(&title),
+            esc(&title),
+            esc(&results.run_id),
+            esc(&results.dataset),
+            esc(&results.dataset_sha256)
+        )
     }
-    let _ = write!(
-        out,
-        "<line class=\"axis\" x1=\"{x0}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\"/>\
-         <text class=\"label\" x=\"{x0}\" y=\"{:.1}\">0</text>\
-         <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">1</text>\
-         <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">c/n · {} ({} problems, max bin {})</text>\
-         <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-        y0 + h,
-        x0 + w,
-        y0 + h,
-        y0 + h + 14.0,
-        x0 + w,
-        y0 + h + 14.0,
-        x0 + w / 2.0,
-        y0 + h + 30.0,
-        esc(&m.name),
-        m.problems.len(),
-        max as usize,
-        x0 - 4.0,
-        y0 + 8.0,
-        max as usize
-    );
-    out.push_str("</svg>\n");
-    out
+
+    fn plots(results: &RunResults) -> String {
+        let mut out = String::from("<h2>G-Pass@k versus τ</h2>\n<div class=\"plots\">\n");
+        for &k in &results.ks {
+            let _ = writeln!(out, "<div><h3>k = {k}</h3>{}</div>", curves(results, k));
+        }
+        out.push_str("</div>\n");
+        if let Some(&k) = results.ks.iter().max() {
+            let _ = write!(
+                out,
+                "<h2>Greedy versus mG-Pass@{k}</h2>\n{}",
+                bars(results, k)
+            );
+        }
+        out
+    }
 }
 
 impl Exporter for HtmlReport {
@@ -307,65 +805,39 @@ impl Exporter for HtmlReport {
     }
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
-        let title = format!("G-Pass@k report: {}", results.dataset);
-        let mut out = format!(
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n\
-             <p>Run <code>{}</code> · dataset <code>{}</code> · sha256 <code>{}</code></p>\n",
-            esc(&title),
-            esc(&title),
-            esc(&results.run_id),
-            esc(&results.dataset),
-            esc(&results.dataset_sha256)
-        );
-        for grid in summaries(results) {
+        let causes = partial_causes(results);
+        let partial = !causes.is_empty();
+        let mut out = HtmlReport::head(results, partial);
+        if partial {
+            out.push_str(&banner(results, &causes));
+        }
+        for grid in percent_grids(results, partial) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }
-        if let Some(&k) = results.ks.iter().max() {
-            let _ = write!(
-                out,
-                "<h2>G-Pass@{k} versus τ</h2>\n{}<h2>Greedy versus mG-Pass@{k}</h2>\n{}",
-                curves(results, k),
-                bars(results, k)
-            );
+        if partial {
+            let grid = problem_counts(results);
+            let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }
+        let _ = write!(
+            out,
+            "<h2>Samples per model (counts)</h2>\n{}",
+            counts_table(results)
+        );
+        out.push_str(&HtmlReport::plots(results));
         if let Some(grid) = subset_grid(results) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }
-        out.push_str("<h2>Correct samples per problem (c/n)</h2>\n");
-        for (i, m) in results.models.iter().enumerate() {
-            let _ = writeln!(out, "<div class=\"hist\">{}</div>", histogram(m, i));
-        }
+        out.push_str(&histograms(results));
         out.push_str("<h2>Notes</h2>\n<ul>\n");
         for n in notes(results) {
             let _ = writeln!(out, "<li>{}</li>", esc(&n));
         }
         out.push_str("</ul>\n");
-        let counts: Vec<String> = results
-            .models
-            .iter()
-            .map(|m| {
-                format!(
-                    "{}: greedy {}%, {} correct, {} wrong, {} no answer, {} missing",
-                    m.name,
-                    pct(m.estimate(&MetricKind::Greedy, None).and_then(|e| e.value)),
-                    m.correct,
-                    m.wrong,
-                    m.no_answer,
-                    m.missing
-                )
-            })
-            .collect();
-        let _ = write!(
-            out,
-            "<h2>Samples</h2>\n<pre>{}</pre>\n",
-            esc(&counts.join("\n"))
-        );
         if let Some(m) = &results.manifest {
             let text = serde_json::to_string_pretty(m)?;
             let _ = write!(
                 out,
-                "<h2>Manifest</h2>\n<pre id=\"manifest\">{}</pre>\n",
+                "<details>\n<summary>Manifest (manifest.json)</summary>\n<pre id=\"manifest\">{}</pre>\n</details>\n",
                 esc(&text)
             );
         }

@@ -13,6 +13,7 @@ mod hostile_server;
 mod label_fake;
 mod metrics_reference;
 mod report_cli;
+mod report_html;
 mod run_fake;
 mod run_report;
 mod run_safety;

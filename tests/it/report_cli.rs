@@ -184,13 +184,14 @@ fn json_has_rows_exact_fractions_and_manifest() {
 }
 
 #[test]
-fn html_is_self_contained_with_one_curve_per_model() {
+fn html_is_self_contained_with_one_curve_per_model_and_k() {
     let html = report("html");
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert_eq!(html.matches("<polyline class=\"curve\"").count(), 2);
+    // k ∈ {1, 4}: a τ-plot each, with a line per model.
+    assert_eq!(html.matches("<polyline class=\"curve\"").count(), 4);
     assert!(html.contains("data-model=\"alpha\"") && html.contains("data-model=\"beta\""));
-    assert_eq!(html.matches("<svg class=\"histogram\"").count(), 2);
-    assert_eq!(html.matches("<svg class=\"bars\"").count(), 1);
+    assert_eq!(html.matches("<svg class=\"plot histogram\"").count(), 2);
+    assert_eq!(html.matches("<svg class=\"plot bars\"").count(), 1);
     assert!(html.contains("Per subset, k = 4"));
     for bad in [
         "src=", "href=", "url(", "@import", "<script", "<link", "<iframe", "xlink",

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Renders the six-model HTML report (long model names, one interrupted and one failed model) in
+# headless Chromium at 1400 and 420 px wide, as a user would open it, and checks what a reader
+# would notice: horizontal page scroll, and text in a plot that overlaps other text or leaves the
+# SVG. Installs Debian's chromium when it is missing. PNGs go to target/html-screenshots/
+# (git-ignored); look at them. Exit 1 when a check fails.
+#
+# Usage: scripts/html-screenshots.sh [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-target/html-screenshots}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+
+if ! command -v chromium >/dev/null; then
+    sudo_=""
+    [ "$(id -u)" -ne 0 ] && sudo_="sudo"
+    $sudo_ apt-get update -qq
+    $sudo_ apt-get install -y -qq chromium
+fi
+
+rm -rf "$out/run"
+GPASSK_HTML_RUN="$out/run" cargo test --quiet --test it -- --ignored --exact \
+    report_html::write_screenshot_run >/dev/null
+report="$out/run/six-models/report.html"
+
+profile="$(mktemp -d)"
+trap 'rm -rf "$profile"' EXIT
+chrome() {
+    chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+        --disable-component-update --no-first-run --hide-scrollbars \
+        --user-data-dir="$profile" "$@" 2>/dev/null
+}
+
+# A copy of the report that measures itself and posts the result to its parent: the page width
+# against its frame, and per plot the text boxes that overlap or leave the SVG (labels turned 45°
+# are not compared with each other: their bounding boxes overlap by geometry, the text does not).
+cp "$report" "$out/measured.html"
+cat >>"$out/measured.html" <<'JS'
+<script>
+const res = {page: document.documentElement.scrollWidth, frame: innerWidth, overlaps: [], clipped: []};
+const meet = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+for (const svg of document.querySelectorAll("svg.plot")) {
+  const box = svg.getBoundingClientRect();
+  const ts = [...svg.querySelectorAll(":scope > text")].map(t => [t, t.getBoundingClientRect()]);
+  for (const [t, r] of ts)
+    if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+      res.clipped.push(t.textContent);
+  for (let i = 0; i < ts.length; i++) for (let j = i + 1; j < ts.length; j++) {
+    const turned = ts[i][0].classList.contains("model") && ts[j][0].classList.contains("model");
+    if (!turned && meet(ts[i][1], ts[j][1])) res.overlaps.push(ts[i][0].textContent + " / " + ts[j][0].textContent);
+  }
+}
+parent.postMessage(JSON.stringify(res), "*");
+</script>
+JS
+
+# Headless Chromium will not make a window narrower than 500 px, so each width is measured in a
+# frame of exactly that width inside a wider window.
+frame() { # WIDTH PAGE -> a wrapper page showing PAGE in a WIDTH-px frame
+    local file="$out/frame-$1-$(basename "$2")"
+    printf '%s\n' "<!DOCTYPE html><body style=\"margin:0\"><pre id=\"result\"></pre>" \
+        "<iframe src=\"$(basename "$2")\" style=\"border:0;display:block;width:$1px;height:5600px\"></iframe>" \
+        "<script>addEventListener('message', e => document.getElementById('result').textContent = e.data)</script>" \
+        >"$file"
+    echo "$file"
+}
+
+status=0
+for width in 1400 420; do
+    result="$(chrome --dump-dom --virtual-time-budget=3000 --window-size="$(( width < 500 ? 500 : width )),900" \
+        "file://$(frame "$width" "$out/measured.html")" | sed -n 's|.*<pre id="result">\(.*\)</pre>.*|\1|p')"
+    echo "$width px: $result"
+    python3 - "$result" <<'PY' || { echo "  FAIL at $width px" >&2; status=1; }
+import html, json, sys
+r = json.loads(html.unescape(sys.argv[1]))
+sys.exit(0 if r["page"] <= r["frame"] and not r["overlaps"] and not r["clipped"] else 1)
+PY
+done
+
+# Screenshots: frames are not painted in headless screenshots, so below 500 px the copy's root
+# element is held to the width instead (the strip right of it stays blank).
+for width in 1400 420; do
+    page="$out/report-$width.html"
+    sed "s|</head>|<style>html{width:${width}px}</style></head>|" "$report" >"$page"
+    chrome --screenshot="$out/report-$width.png" --window-size="$(( width < 500 ? 500 : width )),5600" \
+        "file://$page"
+    echo "$out/report-$width.png"
+done
+exit "$status"
