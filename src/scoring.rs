@@ -75,6 +75,16 @@ pub struct RunResults {
     pub models: Vec<ModelScore>,
 }
 
+impl RunResults {
+    /// What reports are titled with: the settings' `task_name` and the dataset, or the dataset.
+    pub fn label(&self) -> String {
+        match self.manifest.as_ref().and_then(|m| m.task_name.as_deref()) {
+            Some(task) if !task.is_empty() => format!("{task} ({})", self.dataset),
+            _ => self.dataset.clone(),
+        }
+    }
+}
+
 /// Inputs shared by every model's scoring.
 #[derive(Clone, Copy)]
 pub struct ScoreInputs<'a> {

@@ -766,7 +766,7 @@ impl HtmlReport {
     fn head(results: &RunResults, partial: bool) -> String {
         let title = format!(
             "G-Pass@k report: {}{}",
-            results.dataset,
+            results.label(),
             if partial { " (incomplete)" } else { "" }
         );
         format!(
