@@ -88,6 +88,9 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         run_dir.display()
     );
     if interrupted {
+        for (name, m) in manifest.models.iter().filter(|(_, m)| m.api_error > 0) {
+            eprintln!("model {name}: {} failed{}", units(m.api_error), causes(m));
+        }
         eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
         return Ok(ExitStatus::Interrupted);
     }
@@ -219,14 +222,34 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
     for (name, m) in &manifest.models {
         if let Some(e) = &m.error {
             eprintln!("error: {e}");
+            if m.api_error > 0 {
+                eprintln!("  {} failed{}", units(m.api_error), causes(m));
+            }
         } else if m.status != "complete" {
             eprintln!(
-                "error: model {name}: {} units still failed after retries",
-                m.api_error
+                "error: model {name}: {} still failed after retries{}",
+                units(m.api_error),
+                causes(m)
             );
         }
     }
     eprintln!("some units failed; request them again with:\n  {resume_cmd}");
+}
+
+/// The failure causes of a model, one indented line each (`  connection: … refused ×25`), after
+/// a colon; nothing when no cause is known.
+fn causes(m: &crate::manifest::ModelManifest) -> String {
+    let width = crate::util::terminal_width().saturating_sub(2);
+    runner::describe_causes(&m.failure_causes, width)
+        .iter()
+        .fold(String::new(), |acc, line| {
+            let lead = if acc.is_empty() { ":" } else { "" };
+            format!("{acc}{lead}\n  {line}")
+        })
+}
+
+fn units(n: u64) -> String {
+    format!("{n} unit{}", if n == 1 { "" } else { "s" })
 }
 
 fn resolve_resume(r: &str, output_dir: &Path) -> Result<PathBuf> {

@@ -14,3 +14,4 @@ mod metrics_reference;
 mod report_cli;
 mod run_fake;
 mod run_report;
+mod terminal;
