@@ -6,7 +6,7 @@ use crate::config::GraderMode;
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::manifest::Manifest;
 use crate::plan::{self, Plan};
-use crate::report::{self, Format};
+use crate::report;
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::{score_run, JudgeCall};
 use crate::shard::Shard;
@@ -45,6 +45,9 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+    /// Print every metric with its exact interval bounds instead of the table that fits the terminal.
+    #[arg(long)]
+    pub wide: bool,
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, default_value_t = 5.0, hide = true)]
     pub progress_interval: f64,
@@ -100,8 +103,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     });
     let results = score_run(&plan, &run_dir, Some(manifest.clone()), call.as_ref())?;
     report::write_all(&run_dir, &results)?;
-    let table = Format::Table.exporter().export(&results)?;
-    print!("{}", String::from_utf8_lossy(&table));
+    print!("{}", report::terminal_table(&results, args.wide));
     println!("results: {}", run_dir.display());
     let status = runner::exit_status_for(&ends, &manifest);
     if status != ExitStatus::Success {

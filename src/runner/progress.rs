@@ -3,7 +3,7 @@
 //! Every figure comes from counters bumped right after a checkpoint record is written, so what is
 //! shown never runs ahead of the checkpoints; the last frame is drawn from the final counts.
 
-use crate::util::{terminal_width, Shutdown};
+use crate::util::{abbreviate, terminal_width, Shutdown};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -201,20 +201,6 @@ async fn bars(w: Watch) {
 
 /// The longest model name shown as is; longer ones keep their head and tail around an ellipsis.
 pub const NAME_WIDTH: usize = 16;
-
-/// `DeepSeek-R1-Distill-Qwen-32B` → `DeepSee…Qwen-32B`: the same name always gives the same text.
-pub fn abbreviate(name: &str, width: usize) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    if chars.len() <= width {
-        return name.to_string();
-    }
-    let head = (width - 1) / 2;
-    let tail = width - 1 - head;
-    let mut s: String = chars[..head].iter().collect();
-    s.push('…');
-    s.extend(&chars[chars.len() - tail..]);
-    s
-}
 
 /// `1 retry`, `2 retries`.
 pub fn plural(n: u64, one: &str, many: &str) -> String {

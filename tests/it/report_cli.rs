@@ -219,7 +219,14 @@ fn snapshot(name: &str, actual: &str) {
 
 #[test]
 fn table_and_markdown_snapshots() {
-    snapshot("summary.txt", &report("table"));
+    // summary.txt and --wide: every column; the default table fits the terminal.
+    snapshot("summary.txt", &ok(&gpassk(&["report", FIXTURE, "--wide"])));
+    let narrow = crate::common::gpassk()
+        .args(["report", FIXTURE])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    snapshot("table-80.txt", &ok(&narrow));
     let md = report("md");
     assert!(md.contains("| alpha | 62.5 [24.4, 91.5] |"));
     snapshot("report.md", &md);

@@ -165,3 +165,135 @@ fn progress_after_ctrl_c_and_on_resume_matches_the_checkpoints() {
     assert_eq!(records(&env, "m1"), 90);
     let _ = gpassk;
 }
+
+const SIX: [&str; 6] = [
+    "DeepSeek-R1-Distill-Qwen-32B",
+    "Llama-3.1-8B-Instruct",
+    "Qwen2.5-Math-72B-Instruct",
+    "Mistral-Large-Instruct-2411",
+    "gemma-2-27b-it-long-name",
+    "Phi-3.5-mini-instruct-x",
+];
+
+/// A finished run of six long-named models on the fake server; returns its directory.
+fn six_model_run(env: &Fixture) -> std::path::PathBuf {
+    let models: String = SIX
+        .iter()
+        .map(|m| format!("[[models]]\nname = \"{m}\"\nmodel_id = \"{m}\"\n"))
+        .collect();
+    config(env, None, "n = 4\ngreedy = true", &models);
+    let out = env
+        .command(&["run", "--quiet"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    for line in crate::common::stdout(&out).lines() {
+        if !line.starts_with("results: ") {
+            assert!(
+                line.chars().count() <= 80,
+                "run printed a {}-column line:\n{line}",
+                line.chars().count()
+            );
+        }
+    }
+    env.run_dir()
+}
+
+#[test]
+fn the_summary_table_fits_80_columns_with_six_long_names_unless_wide() {
+    let env = Fixture::new(&problems(4)).with_server(FakeServer::builder().responder(reply));
+    let run_dir = six_model_run(&env);
+    let dir = run_dir.to_str().unwrap();
+    for args in [vec!["report", dir], vec!["score", dir]] {
+        let out = gpassk().args(&args).env("COLUMNS", "80").output().unwrap();
+        let text = crate::common::ok(&out);
+        for line in text.lines().filter(|l| !l.starts_with("wrote ")) {
+            assert!(line.chars().count() <= 80, "{args:?}: {line}");
+        }
+        for name in SIX {
+            let short = gpassk_abbrev(name);
+            assert!(
+                text.contains(name) || text.contains(&short),
+                "{name} missing:\n{text}"
+            );
+        }
+        assert!(text.contains("G-Pass@4_") && text.contains("±"), "{text}");
+        assert!(!text.contains("INCOMPLETE"), "{text}");
+    }
+    let wide = gpassk()
+        .args(["report", dir, "--wide"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let wide = crate::common::ok(&wide);
+    assert!(
+        wide.lines().any(|l| l.chars().count() > 80),
+        "--wide keeps every column"
+    );
+    for name in SIX {
+        assert!(wide.contains(name), "{wide}");
+    }
+    // At 200 columns the full names fit and are printed as they are.
+    let roomy = gpassk()
+        .args(["report", dir])
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let roomy = crate::common::ok(&roomy);
+    for name in SIX {
+        assert!(roomy.contains(name), "{roomy}");
+    }
+}
+
+/// The head…tail form at 12 characters (what the narrow table falls back to).
+fn gpassk_abbrev(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= 12 {
+        return name.into();
+    }
+    let head: String = chars[..5].iter().collect();
+    let tail: String = chars[chars.len() - 6..].iter().collect();
+    format!("{head}…{tail}")
+}
+
+#[test]
+fn a_partial_run_says_so_with_problem_counts_in_the_table_and_report_md() {
+    // The server answers only the first problems, then refuses everything after a few requests.
+    let server = FakeServer::builder().responder(|r: &Recorded| {
+        if r.user_text().unwrap_or_default().contains("What is 3+1") {
+            Reply::with_choices(Vec::new())
+        } else {
+            reply(r)
+        }
+    });
+    let env = Fixture::new(&problems(5)).with_server(server);
+    config(
+        &env,
+        None,
+        "n = 2",
+        "[[models]]\nname = \"m1\"\nmodel_id = \"x\"\n",
+    );
+    let out = env
+        .command(&["run", "--quiet"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let text = crate::common::stdout(&out);
+    assert!(
+        text.contains("INCOMPLETE RUN (incomplete): 12 of 15 planned units are usable."),
+        "{text}"
+    );
+    assert!(
+        text.contains("Metrics rest on fewer problems than the dataset's 5:"),
+        "{text}"
+    );
+    assert!(text.contains("  Pass@1: 4 problems per model"), "{text}");
+    let md = std::fs::read_to_string(env.run_dir().join("report.md")).unwrap();
+    assert!(
+        md.contains("> **INCOMPLETE RUN (incomplete): 12 of 15 planned units are usable.**"),
+        "{md}"
+    );
+    assert!(md.contains("> - Pass@1: 4 problems per model"), "{md}");
+}
