@@ -73,7 +73,10 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     if !args.quiet {
         eprintln!("run directory: {}", run_dir.display());
     }
-    let (shutdown, _signals) = super::shutdown_on_signals(args.quiet)?;
+    // With live bars the progress reporter announces the interrupt (a print from the signal
+    // thread would tear the bars).
+    let bars = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (shutdown, _signals) = super::shutdown_on_signals(args.quiet || bars)?;
     let job = SamplingJob {
         settings: plan.settings.clone(),
         run_dir: run_dir.clone(),

@@ -103,7 +103,7 @@ impl Reporter {
             models,
             stop: stop.clone(),
             shutdown: shutdown.clone(),
-            width: terminal_width().min(120),
+            width: terminal_width().clamp(40, 120),
         };
         let task = match mode {
             Mode::Quiet => None,
@@ -125,7 +125,9 @@ impl Watch {
     fn describe(&self, i: usize, elapsed: f64, bar: bool) -> String {
         let (name, c) = &self.models[i];
         let stopping = self.shutdown.is_triggered();
-        describe(name, c.snapshot(), elapsed, stopping, bar, self.width)
+        // Live bars leave room for the terminal's `^C` echo: a wrapped line would stay on screen.
+        let width = if bar { self.width - 3 } else { self.width };
+        describe(name, c.snapshot(), elapsed, stopping, bar, width)
     }
 
     fn notes(&self) -> Vec<String> {
@@ -173,7 +175,15 @@ async fn bars(w: Watch) {
         })
         .collect();
     let start = Instant::now();
+    let mut told = false;
     loop {
+        if w.shutdown.is_triggered() && !told {
+            // Printed here, not by the signal handler, so it cannot tear the bars.
+            told = true;
+            let _ = multi.println(
+                "interrupted: saving after the requests in flight (Ctrl-C again: quit now)",
+            );
+        }
         for note in w.notes() {
             let _ = multi.println(note);
         }
