@@ -414,14 +414,14 @@ fn compare_flags_a_drop_on_enough_problems_only() {
     let a = Synthetic::new(20).write(dir.path(), "a", good);
     let b = Synthetic::new(20).write(dir.path(), "b", |_, _| false);
     let out = ok(&compare(&a, &b, &[]));
-    let pass4 = out.lines().find(|l| l.contains("pass@4 ")).unwrap();
+    let pass4 = out.lines().find(|l| l.contains("Pass@4 ")).unwrap();
     assert!(
         pass4.contains("REGRESSED") && pass4.contains("-100.0"),
         "{pass4}"
     );
     let fail = compare(&a, &b, &["--fail-on-regression", "10"]);
     assert_eq!(fail.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&fail.stderr).contains("alpha pass@4 -100.0 points"));
+    assert!(String::from_utf8_lossy(&fail.stderr).contains("  alpha Pass@4: -100.0 points"));
     ok(&compare(&a, &b, &["--fail-on-regression", "100"]));
     // The fixture's 8 problems are too few to flag even a total collapse.
     let worse = dir.path().join("worse");
@@ -431,7 +431,7 @@ fn compare_flags_a_drop_on_enough_problems_only() {
         &worse,
         &["--fail-on-regression", "10"],
     ));
-    assert!(out.contains("not tested (< 10 problems)") && !out.contains("REGRESSED"));
+    assert!(out.contains("untested") && !out.contains("REGRESSED"));
     assert!(
         out.contains("28 differences not tested: fewer than 10 shared problems"),
         "{out}"

@@ -1,0 +1,150 @@
+//! The tables `compare` and `audit` print, in the format `--format` picks: a terminal table that
+//! fits the width, Markdown to paste into a PR, or CSV/JSON with raw (unrounded) values.
+
+use crate::util::terminal_width;
+use serde_json::Value;
+
+/// `--format` of `compare` and `audit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutFormat {
+    Table,
+    Md,
+    Json,
+    Csv,
+}
+
+impl OutFormat {
+    /// Human formats carry notes and warnings on stdout; machine formats keep stdout parseable.
+    pub fn is_human(self) -> bool {
+        matches!(self, OutFormat::Table | OutFormat::Md)
+    }
+}
+
+/// One cell: the rounded text people read and the raw value machines get.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub text: String,
+    pub raw: Value,
+}
+
+impl Cell {
+    pub fn text(s: impl Into<String>) -> Cell {
+        let s = s.into();
+        Cell {
+            raw: Value::String(s.clone()),
+            text: s,
+        }
+    }
+
+    /// A number shown as `text`; `None` is empty text and JSON null.
+    pub fn num(raw: Option<f64>, text: impl Into<String>) -> Cell {
+        Cell {
+            text: text.into(),
+            raw: raw.filter(|v| v.is_finite()).map_or(Value::Null, Value::from),
+        }
+    }
+}
+
+/// Column keys (CSV header, JSON field names), column titles for people, and rows.
+pub struct Tabular {
+    pub keys: Vec<&'static str>,
+    pub titles: Vec<&'static str>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Keys of columns only the machine formats carry (kept out of the terminal's width).
+    pub machine_only: &'static [&'static str],
+}
+
+impl Tabular {
+    pub fn render(&self, format: OutFormat) -> anyhow::Result<String> {
+        Ok(match format {
+            OutFormat::Table => self.table(),
+            OutFormat::Md => self.markdown(),
+            OutFormat::Json => {
+                let rows: Vec<serde_json::Map<String, Value>> = self
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        self.keys
+                            .iter()
+                            .zip(r)
+                            .map(|(k, c)| (k.to_string(), c.raw.clone()))
+                            .collect()
+                    })
+                    .collect();
+                serde_json::to_string_pretty(&rows)? + "\n"
+            }
+            OutFormat::Csv => {
+                let mut w = csv::Writer::from_writer(Vec::new());
+                w.write_record(&self.keys)?;
+                for r in &self.rows {
+                    w.write_record(r.iter().map(|c| match &c.raw {
+                        Value::String(s) => s.clone(),
+                        Value::Null => String::new(),
+                        v => v.to_string(),
+                    }))?;
+                }
+                String::from_utf8(w.into_inner()?)?
+            }
+        })
+    }
+
+    /// Indices of the columns people see.
+    fn human_columns(&self) -> Vec<usize> {
+        (0..self.keys.len())
+            .filter(|&i| !self.machine_only.contains(&self.keys[i]))
+            .collect()
+    }
+
+    fn table(&self) -> String {
+        let cols = self.human_columns();
+        let mut t = comfy_table::Table::new();
+        t.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+        t.set_width(u16::try_from(terminal_width()).unwrap_or(u16::MAX));
+        t.set_header(cols.iter().map(|&i| self.titles[i]));
+        for r in &self.rows {
+            t.add_row(cols.iter().map(|&i| r[i].text.clone()));
+        }
+        format!("{t}\n")
+    }
+
+    fn markdown(&self) -> String {
+        let cols = self.human_columns();
+        let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+        let titles: Vec<&str> = cols.iter().map(|&i| self.titles[i]).collect();
+        let mut out = format!("| {} |\n", titles.join(" | "));
+        out.push_str(&format!("|{}\n", " --- |".repeat(cols.len())));
+        for r in &self.rows {
+            let cells: Vec<String> = cols.iter().map(|&i| esc(&r[i].text)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        out
+    }
+}
+
+/// `--metric` and `--k` filters shared by `compare` and `audit`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MetricFilter {
+    /// Only these metrics, by report name (`Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`, `Greedy`,
+    /// `maj@n`) or config name (`pass@16`, `g_pass@16_t0.5`); comma-separated, case-insensitive.
+    #[arg(long, value_delimiter = ',')]
+    pub metric: Vec<String>,
+    /// Only metrics of these k (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub k: Vec<u64>,
+}
+
+impl MetricFilter {
+    /// Whether a metric passes the filters.
+    pub fn keeps(&self, metric: &crate::metrics::MetricKind) -> bool {
+        let label = crate::report::metric_label(metric);
+        let config = metric.to_string();
+        let named = self.metric.is_empty()
+            || self
+                .metric
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(&label) || m.eq_ignore_ascii_case(&config));
+        let k = self.k.is_empty() || metric.k().is_some_and(|k| self.k.contains(&k));
+        named && k
+    }
+}
