@@ -257,7 +257,14 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         Some(p) => shown
             .iter()
             .filter(|c| regressed(c, p))
-            .map(|c| format!("  {} {}: {:+.1} points", c.model, c.metric, 100.0 * c.test.delta))
+            .map(|c| {
+                format!(
+                    "  {} {}: {:+.1} points",
+                    c.model,
+                    c.metric,
+                    100.0 * c.test.delta
+                )
+            })
             .collect(),
         None => Vec::new(),
     };
@@ -303,7 +310,7 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
                 Cell::num(Some(d.delta), format!("{:+.1}", 100.0 * d.delta)),
                 Cell::num(d.p, p_text(d.p)),
                 Cell::num(c.adjusted, p_text(c.adjusted)),
-                Cell::num(Some(d.problems as f64), d.problems.to_string()),
+                Cell::int(d.problems as u64),
                 Cell::text(flag),
             ]
         })
@@ -333,21 +340,20 @@ fn print_comparison(
     }
     let md = args.format == OutFormat::Md;
     let line = |s: String| if md { format!("{s}\n") } else { s };
+    println!("B − A in percentage points over the problems both runs scored; exact paired");
     println!(
         "{}",
-        line(format!(
-            "B − A in percentage points over shared problems; exact paired sign-flip test \
-             (McNemar for 0/1 values), Holm-corrected over the tested rows"
-        ))
+        line("sign-flip test (McNemar for 0/1 values), Holm-corrected over the tested rows".into())
     );
     println!("{}", line(format!("A: {}", args.run_a.display())));
     println!("{}", line(format!("B: {}", args.run_b.display())));
     for d in differences {
+        println!("{}", line(format!("WARNING: the runs differ: {d}")));
+    }
+    if !differences.is_empty() {
         println!(
             "{}",
-            line(format!(
-                "WARNING: the runs differ: {d}; differences may come from the settings"
-            ))
+            line("differences may come from these settings".into())
         );
     }
     print!("{body}");

@@ -36,11 +36,21 @@ impl Cell {
         }
     }
 
+    /// A count.
+    pub fn int(n: u64) -> Cell {
+        Cell {
+            text: n.to_string(),
+            raw: Value::from(n),
+        }
+    }
+
     /// A number shown as `text`; `None` is empty text and JSON null.
     pub fn num(raw: Option<f64>, text: impl Into<String>) -> Cell {
         Cell {
             text: text.into(),
-            raw: raw.filter(|v| v.is_finite()).map_or(Value::Null, Value::from),
+            raw: raw
+                .filter(|v| v.is_finite())
+                .map_or(Value::Null, Value::from),
         }
     }
 }

@@ -439,6 +439,76 @@ fn compare_flags_a_drop_on_enough_problems_only() {
 }
 
 #[test]
+fn compare_formats_and_filters_use_the_report_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Synthetic::new(20).write(dir.path(), "a", |i, s| (i + s as usize) % 4 != 0);
+    let b = Synthetic::new(20).write(dir.path(), "b", |_, _| false);
+    let csv = ok(&compare(
+        &a,
+        &b,
+        &["--format", "csv", "--metric", "Pass@4,g_pass@4_t1.0"],
+    ));
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("model,metric,a,b,delta,p,p_holm,problems,flag")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(
+        rows[0].starts_with("alpha,Pass@4,")
+            && rows[0].contains(",-1.0,")
+            && rows[0].ends_with(",20,REGRESSED"),
+        "{csv}"
+    );
+    assert!(rows[1].starts_with("alpha,G-Pass@4_1.0,"), "{csv}");
+    let json = ok(&compare(&a, &b, &["--format", "json", "--k", "4"]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let metrics: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["metric"].as_str().unwrap())
+        .collect();
+    assert!(
+        !metrics.is_empty() && metrics.iter().all(|m| m.contains("@4")),
+        "{metrics:?}"
+    );
+    assert!(v[0]["p_holm"].as_f64().is_some() && v[0]["delta"].as_f64().is_some());
+    let md = ok(&compare(&a, &b, &["--format", "md", "--metric", "Pass@4"]));
+    assert!(
+        md.contains("| model | metric | A % | B % | B − A | p (Holm) | problems | flag |"),
+        "{md}"
+    );
+    assert!(md.contains("| alpha | Pass@4 | "), "{md}");
+    let narrow = crate::common::gpassk()
+        .args([
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--fail-on-regression",
+            "10",
+        ])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(narrow.status.code(), Some(1));
+    for line in String::from_utf8_lossy(&narrow.stdout).lines() {
+        if !line.starts_with("A: ") && !line.starts_with("B: ") {
+            assert!(line.chars().count() <= 80, "{line}");
+        }
+    }
+    let err = String::from_utf8_lossy(&narrow.stderr);
+    assert!(
+        err.contains(" of the rows:\n  alpha Greedy: -75.0 points\n  alpha Pass@1: ")
+            && err.contains("\n  alpha Pass@4: -100.0 points\n"),
+        "{err}"
+    );
+    let none = compare(&a, &b, &["--metric", "Pass@99"]);
+    assert_eq!(none.status.code(), Some(2));
+}
+
+#[test]
 fn compare_never_fails_on_one_shared_problem() {
     let dir = tempfile::tempdir().unwrap();
     let a = Synthetic::new(1).write(dir.path(), "a", |_, _| true);
