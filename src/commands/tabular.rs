@@ -158,3 +158,49 @@ impl MetricFilter {
         named && k
     }
 }
+
+/// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole);
+/// continuation lines start with `indent`.
+pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    // True while the line holds nothing but its indent.
+    let mut fresh = true;
+    for word in text.split(' ') {
+        if !fresh && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, indent.to_string()));
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    lines.push(line);
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_breaks_at_spaces_within_the_width() {
+        let text = "warning: max tokens 1024; the paper allows 8,192 new tokens (32,768 for o1-like models)";
+        let wrapped = wrap(text, 40, "  ");
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= 40),
+            "{wrapped}"
+        );
+        assert!(wrapped
+            .lines()
+            .skip(1)
+            .all(|l| l.starts_with("  ") && !l.starts_with("   ")));
+        assert_eq!(
+            wrapped.split_whitespace().collect::<Vec<_>>(),
+            text.split(' ').collect::<Vec<_>>()
+        );
+        assert_eq!(wrap("short", 40, "  "), "short");
+    }
+}

@@ -105,9 +105,14 @@ fn audit_of_counts_built_to_match_a_published_row_is_within() {
     ]);
     let stdout = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", stderr(&out));
+    assert!(
+        stdout.contains("mine (published as Qwen2.5-Math-72B-Instruct):"),
+        "{stdout}"
+    );
     let rows: Vec<&str> = stdout
         .lines()
-        .filter(|l| l.contains("Qwen2.5-Math-72B-Instruct"))
+        .filter(|l| l.contains("within") || l.contains("outside"))
+        .filter(|l| !l.contains(" within, "))
         .collect();
     assert_eq!(rows.len(), 7, "{stdout}");
     assert!(rows.iter().all(|r| r.contains("within")), "{stdout}");
@@ -116,7 +121,10 @@ fn audit_of_counts_built_to_match_a_published_row_is_within() {
         pass.contains("30.1") && pass.contains("29.9") && pass.contains("-0.2"),
         "{pass}"
     );
-    assert!(stdout.contains("7 within, 0 outside, 0 not measured"));
+    assert!(
+        stdout.contains("7 within, 0 outside, 0 not measured"),
+        "{stdout}"
+    );
     // The protocol matches the paper's except for the grader.
     let warnings: Vec<&str> = stdout
         .lines()
@@ -144,8 +152,8 @@ fn audit_flags_far_values_and_protocol_differences() {
     let stdout = stdout(&out);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout.contains("0 within, 7 outside"), "{stdout}");
-    assert!(stdout.contains("warning: mine: n = 16 samples per problem; the paper uses n = 48"));
-    assert!(stdout.contains("warning: mine: temperature 0.7"));
+    assert!(stdout.contains("warning: n = 16 samples per problem; the paper uses n = 48"));
+    assert!(stdout.contains("warning: temperature 0.7"));
 }
 
 #[test]
