@@ -587,6 +587,7 @@ fn tabular(rows: &[AuditRow], with_model: bool) -> Tabular {
         } else {
             &["model", "published_as", "ci_low", "ci_high"]
         },
+        group: None,
     }
 }
 

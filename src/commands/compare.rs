@@ -324,6 +324,7 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
         ],
         rows,
         machine_only: &["p"],
+        group: Some("model"),
     }
 }
 

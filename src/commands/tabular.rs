@@ -62,6 +62,9 @@ pub struct Tabular {
     pub rows: Vec<Vec<Cell>>,
     /// Keys of columns only the machine formats carry (kept out of the terminal's width).
     pub machine_only: &'static [&'static str],
+    /// In the terminal table, rows are grouped under a heading line by this key's text (and the
+    /// column dropped), so long names do not squeeze the other columns.
+    pub group: Option<&'static str>,
 }
 
 impl Tabular {
@@ -106,16 +109,49 @@ impl Tabular {
     }
 
     fn table(&self) -> String {
-        let cols = self.human_columns();
+        let Some(g) = self
+            .group
+            .and_then(|g| self.keys.iter().position(|k| *k == g))
+        else {
+            return self.table_of(&self.rows, &self.human_columns());
+        };
+        let cols: Vec<usize> = self
+            .human_columns()
+            .into_iter()
+            .filter(|&c| c != g)
+            .collect();
+        let mut heads: Vec<&str> = self.rows.iter().map(|r| r[g].text.as_str()).collect();
+        heads.dedup();
+        let mut out = String::new();
+        for head in heads {
+            let rows: Vec<Vec<Cell>> = self
+                .rows
+                .iter()
+                .filter(|r| r[g].text == head)
+                .cloned()
+                .collect();
+            out.push_str(&format!("{head}:\n{}", self.table_of(&rows, &cols)));
+        }
+        out
+    }
+
+    fn table_of(&self, rows: &[Vec<Cell>], cols: &[usize]) -> String {
         let mut t = comfy_table::Table::new();
-        t.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
+        // Rules above, under the header and below; no vertical lines or row rules (room for text).
+        t.load_preset("  ── ──      ──    ");
         t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
         t.set_width(u16::try_from(terminal_width()).unwrap_or(u16::MAX));
         t.set_header(cols.iter().map(|&i| self.titles[i]));
-        for r in &self.rows {
+        for r in rows {
             t.add_row(cols.iter().map(|&i| r[i].text.clone()));
         }
-        format!("{t}\n")
+        for c in t.column_iter_mut() {
+            c.set_padding((0, 1));
+        }
+        t.to_string()
+            .lines()
+            .map(|l| format!("{}\n", l.trim_end()))
+            .collect()
     }
 
     fn markdown(&self) -> String {
