@@ -158,6 +158,7 @@ pub fn guess_benchmark(dataset: &str) -> Option<&'static str> {
     match dataset {
         "livemathbench_202412" => Some("LiveMathBench-202412"),
         "livemathbench_202412_hard" => Some("LiveMathBench-Hard-202412"),
+        "math500_l5" => Some("MATH500-L5"),
         _ => None,
     }
 }
@@ -216,7 +217,7 @@ pub fn protocol_warnings(
                 .to_string(),
         );
     }
-    if benchmark == "MATH500-L5" {
+    if benchmark == "MATH500-L5" && dataset != "math500_l5" {
         w.push(
             "MATH500-L5 is the 134 level-5 problems of MATH500; run the shipped dataset `math500_l5` to audit it".into(),
         );
@@ -667,6 +668,28 @@ mod tests {
             })
         );
         assert_eq!(parse_published_metric("G-Pass@16"), None);
+    }
+
+    #[test]
+    fn math500_l5_is_the_papers_level_5_benchmark() {
+        assert_eq!(guess_benchmark("math500_l5"), Some("MATH500-L5"));
+        let s = SamplingSettings {
+            n: 48,
+            temperature: 1.0,
+            top_p: 0.8,
+            top_k: None,
+            seed: 42,
+            max_tokens: Some(8192),
+            greedy: true,
+            use_n_param: false,
+            n_per_request: 1,
+            stop: vec![],
+        };
+        let judge = ("judge", Some("Qwen2.5-72B-Instruct"));
+        let l5 = protocol_warnings(&s, &[16], "math500_l5", "MATH500-L5", judge);
+        assert!(l5.is_empty(), "{l5:?}");
+        let full = protocol_warnings(&s, &[16], "math500", "MATH500-L5", judge);
+        assert!(full.join(" ").contains("`math500_l5`"), "{full:?}");
     }
 
     #[test]
