@@ -143,7 +143,8 @@ fn warn_coarse_k(plan: &Plan) {
         .map(|m| (m.name.as_str(), u64::from(m.sampling.n)))
         .collect();
     if let Some(note) = coarse_k_note(k, &models) {
-        eprintln!("{note}");
+        let width = crate::util::terminal_width();
+        eprintln!("{}", super::tabular::wrap(&note, width, "  "));
     }
 }
 
