@@ -41,8 +41,11 @@ fn banner(results: &RunResults) -> String {
     if let Some((first, rest)) = lines.split_first() {
         md.push_str(&format!("> **{}**\n", first.replace('|', "\\|")));
         for line in rest {
-            // Indented banner lines are the per-metric counts: a list under their heading.
-            if line.starts_with("  ") {
+            // Indented banner lines are the per-metric counts: a list under their heading; deeper
+            // indented ones continue the item above.
+            if line.starts_with("    ") {
+                md.push_str(&format!(">   {}\n", line.trim()));
+            } else if line.starts_with("  ") {
                 md.push_str(&format!("> - {}\n", line.trim()));
             } else {
                 md.push_str(&format!(">\n> {}\n", line.trim()));

@@ -33,7 +33,8 @@ pub fn banner(results: &RunResults) -> Vec<String> {
         "INCOMPLETE RUN ({}): {usable} of {planned} planned units are usable.",
         status.unwrap_or_else(|| "units missing".into())
     )];
-    let mut short = Vec::new();
+    // "4 problems per model" → the metrics resting on that many, in headline order.
+    let mut short: Vec<(String, Vec<String>)> = Vec::new();
     for metric in &results.shown {
         let counts: Vec<usize> = results
             .models
@@ -49,17 +50,46 @@ pub fn banner(results: &RunResults) -> Vec<String> {
             } else {
                 format!("{lo}–{hi}")
             };
-            short.push(format!(
-                "  {}: {range} problems per model",
-                metric_label(metric)
-            ));
+            let label = metric_label(metric);
+            match short.iter_mut().find(|(r, _)| *r == range) {
+                Some((_, labels)) => labels.push(label),
+                None => short.push((range, vec![label])),
+            }
         }
     }
     if !short.is_empty() {
         lines.push(format!(
             "Metrics rest on fewer problems than the dataset's {total}:"
         ));
-        lines.extend(short);
+        for (range, labels) in short {
+            lines.extend(item(&format!("{range} problems per model:"), &labels));
+        }
     }
+    lines
+}
+
+/// `  4 problems per model: Pass@4, G-Pass@4_0.5, …`, continued on lines indented by four
+/// spaces so no line passes 78 characters (continuations belong to the item above).
+fn item(head: &str, labels: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = format!("  {head}");
+    let mut fresh = false;
+    for (i, label) in labels.iter().enumerate() {
+        let piece = if i + 1 < labels.len() {
+            format!("{label},")
+        } else {
+            label.clone()
+        };
+        if !fresh && line.chars().count() + 1 + piece.chars().count() > 78 {
+            lines.push(std::mem::replace(&mut line, "    ".to_string()));
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(&piece);
+        fresh = false;
+    }
+    lines.push(line);
     lines
 }

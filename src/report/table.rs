@@ -255,3 +255,61 @@ fn aligned(rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(models: usize, metrics: usize) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
+        let names = (0..models)
+            .map(|i| format!("DeepSeek-R1-Distill-Qwen-{i}B"))
+            .collect();
+        let header = (0..metrics).map(|j| format!("G-Pass@16_0.{j}")).collect();
+        let cells = (0..models)
+            .map(|_| (0..metrics).map(|_| "100.0 ±12.3".to_string()).collect())
+            .collect();
+        (names, header, cells)
+    }
+
+    fn layout(models: usize, metrics: usize, width: usize) -> String {
+        let (names, header, cells) = grid(models, metrics);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        layout_fitting(&names, &header, &cells, width)
+    }
+
+    #[test]
+    fn every_layout_fits_its_width() {
+        for (models, metrics) in [(1, 8), (6, 4), (6, 8), (12, 2), (2, 12)] {
+            for width in [60, 80, 120] {
+                let text = layout(models, metrics, width);
+                for line in text.lines() {
+                    assert!(
+                        line.chars().count() <= width,
+                        "{models}×{metrics} at {width}:\n{text}"
+                    );
+                }
+                // Every cell is still shown.
+                assert_eq!(text.matches("±12.3").count(), models * metrics, "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn few_models_with_many_metrics_turn_metrics_into_rows() {
+        let text = layout(1, 8, 80);
+        assert!(text.starts_with("metric "), "{text}");
+        let wide = layout(2, 2, 120);
+        assert!(
+            wide.starts_with("model ") && wide.contains("DeepSeek-R1-Distill-Qwen-0B"),
+            "{wide}"
+        );
+        // Long names give way to the columns, the same way in every row.
+        let narrow = layout(6, 4, 80);
+        let rows: Vec<&str> = narrow.lines().skip(2).collect();
+        assert_eq!(rows.len(), 6, "{narrow}");
+        assert!(
+            rows.iter().all(|r| r.starts_with("DeepSeek-…ll-Qwen-")),
+            "{narrow}"
+        );
+    }
+}

@@ -289,11 +289,17 @@ fn a_partial_run_says_so_with_problem_counts_in_the_table_and_report_md() {
         text.contains("Metrics rest on fewer problems than the dataset's 5:"),
         "{text}"
     );
-    assert!(text.contains("  Pass@1: 4 problems per model"), "{text}");
+    assert!(
+        text.contains("  4 problems per model: Greedy, Pass@1, G-Pass@1_0.25,"),
+        "{text}"
+    );
     let md = std::fs::read_to_string(env.run_dir().join("report.md")).unwrap();
     assert!(
         md.contains("> **INCOMPLETE RUN (incomplete): 12 of 15 planned units are usable.**"),
         "{md}"
     );
-    assert!(md.contains("> - Pass@1: 4 problems per model"), "{md}");
+    assert!(
+        md.contains("> - 4 problems per model: Greedy, Pass@1, G-Pass@1_0.25,"),
+        "{md}"
+    );
 }
