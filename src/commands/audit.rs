@@ -346,7 +346,7 @@ pub fn run(args: AuditArgs) -> Result<ExitStatus> {
     let body = render(&rows, args.format)?;
     let human = args.format.is_human();
     let width = terminal_width();
-    let mut notes: Vec<String> = print_warnings(&results, &benchmark, &rows);
+    let mut notes: Vec<String> = warnings(&results, &benchmark, &rows);
     let count = |v: &str| rows.iter().filter(|r| r.verdict == v).count();
     let outside = count("outside");
     notes.push(format!(
@@ -594,7 +594,7 @@ fn tabular(rows: &[AuditRow], with_model: bool) -> Tabular {
 
 /// The run's size and protocol differences from the paper, each stated once with the models it
 /// applies to (all audited models when none are named).
-fn print_warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) -> Vec<String> {
+fn warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) -> Vec<String> {
     let manifest = results.manifest.as_ref();
     let problems = results.models.first().map_or(0, |m| m.problems.len());
     let mut out = Vec::new();
@@ -611,8 +611,7 @@ fn print_warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) -> V
     let (mode, judge) = manifest
         .map(crate::manifest::Manifest::grading)
         .unwrap_or(("rule".into(), None));
-    // Warning text → the models it applies to, in first-seen order.
-    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut per_model: Vec<(&str, Vec<String>)> = Vec::new();
     for m in results
         .models
         .iter()
@@ -622,27 +621,40 @@ fn print_warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) -> V
             continue;
         };
         let grader = (mode.as_str(), judge.as_deref());
-        for w in protocol_warnings(
+        let ws = protocol_warnings(
             &mm.sampling,
             &results.ks,
             &results.dataset,
             benchmark,
             grader,
-        ) {
-            match groups.iter_mut().find(|(t, _)| *t == w) {
-                Some((_, models)) => models.push(&m.name),
-                None => groups.push((w, vec![&m.name])),
+        );
+        per_model.push((&m.name, ws));
+    }
+    out.extend(group_warnings(&per_model, audited.len()));
+    out
+}
+
+/// Each warning once, in first-seen order, naming its models unless it applies to all `audited`.
+fn group_warnings(per_model: &[(&str, Vec<String>)], audited: usize) -> Vec<String> {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (model, warnings) in per_model {
+        for w in warnings {
+            match groups.iter_mut().find(|(t, _)| *t == w.as_str()) {
+                Some((_, models)) => models.push(model),
+                None => groups.push((w, vec![model])),
             }
         }
     }
-    for (w, models) in groups {
-        out.push(if models.len() == audited.len() {
-            format!("warning: {w}")
-        } else {
-            format!("warning: {w} (models: {})", models.join(", "))
-        });
-    }
-    out
+    groups
+        .into_iter()
+        .map(|(w, models)| {
+            if models.len() == audited {
+                format!("warning: {w}")
+            } else {
+                format!("warning: {w} (models: {})", models.join(", "))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -668,6 +680,24 @@ mod tests {
             })
         );
         assert_eq!(parse_published_metric("G-Pass@16"), None);
+    }
+
+    #[test]
+    fn warnings_are_stated_once_with_their_models() {
+        let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let per_model = [
+            ("a", w(&["temperature 0.7", "rule grader"])),
+            ("b", w(&["temperature 0.7", "rule grader", "n = 16"])),
+            ("c", w(&["rule grader"])),
+        ];
+        assert_eq!(
+            group_warnings(&per_model, 3),
+            [
+                "warning: temperature 0.7 (models: a, b)",
+                "warning: rule grader",
+                "warning: n = 16 (models: b)"
+            ]
+        );
     }
 
     #[test]
