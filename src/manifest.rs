@@ -69,7 +69,14 @@ pub struct ModelManifest {
     /// Model names the server reported, with how many samples each answered.
     pub served_models: BTreeMap<String, u64>,
     pub system_fingerprints: Vec<String>,
+    /// Why the units counted in `api_error` failed: the error's class and innermost cause, with
+    /// how many units ended with it (at most [`MAX_CAUSES`] entries; the rest under `other`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failure_causes: BTreeMap<String, u64>,
 }
+
+/// The most distinct failure causes a manifest keeps per model (a server may vary its messages).
+pub const MAX_CAUSES: usize = 20;
 
 impl ModelManifest {
     /// A model's entry before any unit is sampled.
@@ -86,6 +93,7 @@ impl ModelManifest {
             api_error: 0,
             served_models: BTreeMap::new(),
             system_fingerprints: Vec::new(),
+            failure_causes: BTreeMap::new(),
         }
     }
 }

@@ -190,6 +190,21 @@ impl Shutdown {
     }
 }
 
+/// `DeepSeek-R1-Distill-Qwen-32B` → `DeepSee…Qwen-32B` at 16: head and tail around an ellipsis, so
+/// the same name always reads the same and the size suffix stays visible.
+pub fn abbreviate(name: &str, width: usize) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= width || width < 3 {
+        return name.to_string();
+    }
+    let head = (width - 1) / 2;
+    let tail = width - 1 - head;
+    let mut s: String = chars[..head].iter().collect();
+    s.push('…');
+    s.extend(&chars[chars.len() - tail..]);
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,10 +3,12 @@
 //! differs from the paper's (REFERENCE.md: n = 48 for k = 16, temperature 1.0, top-p 0.8, 8,192
 //! max tokens, both languages of LiveMathBench, an LLM judge).
 
+use super::tabular::{wrap, Cell, MetricFilter, OutFormat, Tabular};
 use crate::config::SamplingSettings;
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::metrics::{MetricKind, Tau};
 use crate::scoring::{load_run, ModelScore, RunResults};
+use crate::util::{closest, terminal_width};
 use anyhow::Result;
 use clap::Args;
 use std::collections::BTreeSet;
@@ -32,6 +34,14 @@ pub struct AuditArgs {
         value_delimiter = ','
     )]
     pub model_map: Vec<String>,
+    /// table (fits the terminal), md (to paste into a PR), json or csv (raw values).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: OutFormat,
+    #[command(flatten)]
+    pub filter: MetricFilter,
+    /// Exit 1 when any shown value is outside its interval (for CI).
+    #[arg(long)]
+    pub fail_outside: bool,
 }
 
 /// One published value.
@@ -148,6 +158,7 @@ pub fn guess_benchmark(dataset: &str) -> Option<&'static str> {
     match dataset {
         "livemathbench_202412" => Some("LiveMathBench-202412"),
         "livemathbench_202412_hard" => Some("LiveMathBench-Hard-202412"),
+        "math500_l5" => Some("MATH500-L5"),
         _ => None,
     }
 }
@@ -206,9 +217,9 @@ pub fn protocol_warnings(
                 .to_string(),
         );
     }
-    if benchmark == "MATH500-L5" {
+    if benchmark == "MATH500-L5" && dataset != "math500_l5" {
         w.push(
-            "MATH500-L5 is the 134 level-5 problems of MATH500; score a run limited to them".into(),
+            "MATH500-L5 is the 134 level-5 problems of MATH500; run the shipped dataset `math500_l5` to audit it".into(),
         );
     }
     if benchmark == "AIME2024-45" {
@@ -318,27 +329,103 @@ pub fn run(args: AuditArgs) -> Result<ExitStatus> {
     let results = load_run(&args.run_dir).map_err(bad_input)?;
     let benchmark = pick_benchmark(&args, &published, &results)?;
     check_model_map(&args, &published, &results, &benchmark, &map)?;
-    let rows = audit(&results, &published, &benchmark, &map);
+    let unmatched = unmatched_models(&results, &published, &benchmark, &map);
+    let rows: Vec<AuditRow> = audit(&results, &published, &benchmark, &map)
+        .into_iter()
+        .filter(|r| parse_published_metric(&r.metric).is_some_and(|m| args.filter.keeps(&m)))
+        .collect();
     if rows.is_empty() {
-        return Err(BadInput(format!(
-            "no model of the run matches a published {benchmark} model by name; map them with --model-map run=published"
-        ))
-        .into());
+        let mut msg = format!("no published {benchmark} value to audit: ");
+        msg.push_str(&if unmatched.is_empty() {
+            "no published metric matches --metric/--k".to_string()
+        } else {
+            format!("no run model matches a published model by name ({}); map them with --model-map run=published", unmatched_text(&unmatched))
+        });
+        return Err(BadInput(msg).into());
     }
-    println!(
-        "audit of {} against {} ({benchmark}); measured with 95% CI (Clopper–Pearson), in %",
-        args.run_dir.display(),
-        args.published.display()
-    );
-    println!("{}", table(&rows));
-    print_warnings(&results, &benchmark, &rows);
-    let outside = rows.iter().filter(|r| r.verdict == "outside").count();
-    println!(
-        "{} within, {outside} outside, {} not measured",
-        rows.iter().filter(|r| r.verdict == "within").count(),
-        rows.iter().filter(|r| r.verdict == "not measured").count()
-    );
+    let body = render(&rows, args.format)?;
+    let human = args.format.is_human();
+    let width = terminal_width();
+    let mut notes: Vec<String> = warnings(&results, &benchmark, &rows);
+    let count = |v: &str| rows.iter().filter(|r| r.verdict == v).count();
+    let outside = count("outside");
+    notes.push(format!(
+        "{} within, {outside} outside, {} not measured (of {} published values shown)",
+        count("within"),
+        count("not measured"),
+        rows.len()
+    ));
+    for (name, guess) in &unmatched {
+        notes.push(match guess {
+            Some(g) => format!("not audited: {name} has no published {benchmark} row; did you mean {g}? (--model-map {name}={g})"),
+            None => format!("not audited: {name} has no published {benchmark} row (map it with --model-map {name}=PUBLISHED)"),
+        });
+    }
+    if human {
+        let title = format!(
+            "audit of {} against {} ({benchmark}); measured with 95% CI (Clopper–Pearson), in %",
+            args.run_dir.display(),
+            args.published.display()
+        );
+        println!("{}", wrap(&title, width, ""));
+        print!("{body}");
+        for n in &notes {
+            println!("{}", wrap(n, width, "  "));
+        }
+    } else {
+        print!("{body}");
+        for n in &notes {
+            eprintln!("{}", wrap(n, width, "  "));
+        }
+    }
+    if args.fail_outside && outside > 0 {
+        eprintln!(
+            "--fail-outside: {outside} of {} values outside their intervals",
+            rows.len()
+        );
+        return Ok(ExitStatus::Failure);
+    }
     Ok(ExitStatus::Success)
+}
+
+/// Run models with no published row for the benchmark, each with the closest published name.
+fn unmatched_models(
+    results: &RunResults,
+    published: &[Published],
+    benchmark: &str,
+    map: &[(String, String)],
+) -> Vec<(String, Option<String>)> {
+    let names: BTreeSet<&str> = published
+        .iter()
+        .filter(|p| p.benchmark == benchmark)
+        .map(|p| p.model.as_str())
+        .collect();
+    results
+        .models
+        .iter()
+        .filter(|m| {
+            !map.iter().any(|(r, _)| r == &m.name)
+                && ![&m.name, &m.model_id]
+                    .iter()
+                    .any(|n| names.iter().any(|p| p.eq_ignore_ascii_case(n)))
+        })
+        .map(|m| {
+            let guess = closest(&m.name, names.iter().copied())
+                .or_else(|| closest(&m.model_id, names.iter().copied()));
+            (m.name.clone(), guess.map(str::to_string))
+        })
+        .collect()
+}
+
+fn unmatched_text(unmatched: &[(String, Option<String>)]) -> String {
+    unmatched
+        .iter()
+        .map(|(n, g)| match g {
+            Some(g) => format!("{n}: did you mean {g}?"),
+            None => n.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn parse_model_map(entries: &[String]) -> Result<Vec<(String, String)>> {
@@ -398,8 +485,11 @@ fn check_model_map(
         .collect();
     for (r, p) in map {
         if !results.models.iter().any(|m| &m.name == r) {
+            let guess = closest(r, results.models.iter().map(|m| m.name.as_str()))
+                .map(|g| format!("did you mean {g:?}? "))
+                .unwrap_or_default();
             return Err(BadInput(format!(
-                "--model-map {r}={p}: the run has no model {r:?} (it has: {})",
+                "--model-map {r}={p}: the run has no model {r:?}; {guess}(it has: {})",
                 results
                     .models
                     .iter()
@@ -410,8 +500,11 @@ fn check_model_map(
             .into());
         }
         if !published_models.contains(p.as_str()) {
+            let guess = closest(p, published_models.iter().copied())
+                .map(|g| format!("; did you mean {g:?}?"))
+                .unwrap_or_default();
             return Err(BadInput(format!(
-                "--model-map {r}={p}: {benchmark} in {} has no model {p:?}",
+                "--model-map {r}={p}: {benchmark} in {} has no model {p:?}{guess}",
                 args.published.display()
             ))
             .into());
@@ -420,53 +513,105 @@ fn check_model_map(
     Ok(())
 }
 
-fn table(rows: &[AuditRow]) -> comfy_table::Table {
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t.set_header([
-        "model",
-        "published as",
-        "metric",
-        "published",
-        "measured [95% CI]",
-        "difference",
-        "verdict",
-    ]);
-    for r in rows {
-        let (measured, diff) = match r.measured {
-            Some((v, lo, hi)) => (
-                format!("{v:.1} [{lo:.1}, {hi:.1}]"),
-                format!("{:+.1}", v - r.published),
-            ),
-            None => ("-".into(), "-".into()),
-        };
-        t.add_row([
-            r.model.clone(),
-            r.published_model.clone(),
-            r.metric.clone(),
-            format!("{:.1}", r.published),
-            measured,
-            diff,
-            r.verdict.to_string(),
-        ]);
+/// The rows in `format`; the terminal table has one section per model, so it fits 80 columns.
+fn render(rows: &[AuditRow], format: OutFormat) -> Result<String> {
+    if format != OutFormat::Table {
+        return tabular(rows, true).render(format);
     }
-    t
+    let mut out = String::new();
+    let mut models: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.model.as_str(), r.published_model.as_str()))
+        .collect();
+    models.dedup();
+    for (model, published) in models {
+        let part: Vec<AuditRow> = rows
+            .iter()
+            .filter(|r| r.model == model && r.published_model == published)
+            .cloned()
+            .collect();
+        out.push_str(&format!("{model} (published as {published}):\n"));
+        out.push_str(&tabular(&part, false).render(format)?);
+    }
+    Ok(out)
 }
 
-/// Warns once per audited model where the run's size or protocol differs from the paper's.
-fn print_warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) {
+fn tabular(rows: &[AuditRow], with_model: bool) -> Tabular {
+    let rows = rows
+        .iter()
+        .map(|r| {
+            let m = r.measured;
+            let measured = m.map_or_else(
+                || "-".to_string(),
+                |(v, lo, hi)| format!("{v:.1} [{lo:.1}, {hi:.1}]"),
+            );
+            let diff = m.map(|(v, _, _)| v - r.published);
+            vec![
+                Cell::text(&r.model),
+                Cell::text(&r.published_model),
+                Cell::text(&r.metric),
+                Cell::num(Some(r.published), format!("{:.1}", r.published)),
+                Cell::num(m.map(|x| x.0), measured),
+                Cell::num(m.map(|x| x.1), ""),
+                Cell::num(m.map(|x| x.2), ""),
+                Cell::num(diff, diff.map_or("-".into(), |d| format!("{d:+.1}"))),
+                Cell::text(r.verdict),
+            ]
+        })
+        .collect();
+    Tabular {
+        keys: vec![
+            "model",
+            "published_as",
+            "metric",
+            "published",
+            "measured",
+            "ci_low",
+            "ci_high",
+            "difference",
+            "verdict",
+        ],
+        titles: vec![
+            "model",
+            "published as",
+            "metric",
+            "published",
+            "measured [95% CI]",
+            "",
+            "",
+            "diff",
+            "verdict",
+        ],
+        rows,
+        machine_only: if with_model {
+            &["ci_low", "ci_high"]
+        } else {
+            &["model", "published_as", "ci_low", "ci_high"]
+        },
+        group: None,
+    }
+}
+
+/// The run's size and protocol differences from the paper, each stated once with the models it
+/// applies to (all audited models when none are named).
+fn warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) -> Vec<String> {
     let manifest = results.manifest.as_ref();
     let problems = results.models.first().map_or(0, |m| m.problems.len());
+    let mut out = Vec::new();
     if let Some(expected) = expected_problems(benchmark).filter(|&e| e != problems) {
-        println!(
+        out.push(format!(
             "warning: the run scored {problems} problems; {benchmark} has {expected}{}",
             manifest
                 .and_then(|m| m.dataset.limit)
                 .map(|l| format!(" (the run was limited to {l})"))
                 .unwrap_or_default()
-        );
+        ));
     }
     let audited: BTreeSet<&str> = rows.iter().map(|r| r.model.as_str()).collect();
+    let (mode, judge) = manifest
+        .map(crate::manifest::Manifest::grading)
+        .unwrap_or(("rule".into(), None));
+    let mut per_model: Vec<(&str, Vec<String>)> = Vec::new();
     for m in results
         .models
         .iter()
@@ -475,20 +620,41 @@ fn print_warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) {
         let Some(mm) = manifest.and_then(|x| x.models.get(&m.name)) else {
             continue;
         };
-        let (mode, judge) = manifest
-            .map(crate::manifest::Manifest::grading)
-            .unwrap_or(("rule".into(), None));
         let grader = (mode.as_str(), judge.as_deref());
-        for w in protocol_warnings(
+        let ws = protocol_warnings(
             &mm.sampling,
             &results.ks,
             &results.dataset,
             benchmark,
             grader,
-        ) {
-            println!("warning: {}: {w}", m.name);
+        );
+        per_model.push((&m.name, ws));
+    }
+    out.extend(group_warnings(&per_model, audited.len()));
+    out
+}
+
+/// Each warning once, in first-seen order, naming its models unless it applies to all `audited`.
+fn group_warnings(per_model: &[(&str, Vec<String>)], audited: usize) -> Vec<String> {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (model, warnings) in per_model {
+        for w in warnings {
+            match groups.iter_mut().find(|(t, _)| *t == w.as_str()) {
+                Some((_, models)) => models.push(model),
+                None => groups.push((w, vec![model])),
+            }
         }
     }
+    groups
+        .into_iter()
+        .map(|(w, models)| {
+            if models.len() == audited {
+                format!("warning: {w}")
+            } else {
+                format!("warning: {w} (models: {})", models.join(", "))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -514,6 +680,46 @@ mod tests {
             })
         );
         assert_eq!(parse_published_metric("G-Pass@16"), None);
+    }
+
+    #[test]
+    fn warnings_are_stated_once_with_their_models() {
+        let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let per_model = [
+            ("a", w(&["temperature 0.7", "rule grader"])),
+            ("b", w(&["temperature 0.7", "rule grader", "n = 16"])),
+            ("c", w(&["rule grader"])),
+        ];
+        assert_eq!(
+            group_warnings(&per_model, 3),
+            [
+                "warning: temperature 0.7 (models: a, b)",
+                "warning: rule grader",
+                "warning: n = 16 (models: b)"
+            ]
+        );
+    }
+
+    #[test]
+    fn math500_l5_is_the_papers_level_5_benchmark() {
+        assert_eq!(guess_benchmark("math500_l5"), Some("MATH500-L5"));
+        let s = SamplingSettings {
+            n: 48,
+            temperature: 1.0,
+            top_p: 0.8,
+            top_k: None,
+            seed: 42,
+            max_tokens: Some(8192),
+            greedy: true,
+            use_n_param: false,
+            n_per_request: 1,
+            stop: vec![],
+        };
+        let judge = ("judge", Some("Qwen2.5-72B-Instruct"));
+        let l5 = protocol_warnings(&s, &[16], "math500_l5", "MATH500-L5", judge);
+        assert!(l5.is_empty(), "{l5:?}");
+        let full = protocol_warnings(&s, &[16], "math500", "MATH500-L5", judge);
+        assert!(full.join(" ").contains("`math500_l5`"), "{full:?}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! both runs scored (matched by id), an exact paired test per row, Holm's correction over the rows,
 //! and the checks that the two runs measured the same thing.
 
+use super::tabular::{Cell, MetricFilter, OutFormat, Tabular};
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::metrics::{to_f64, MetricKind};
 use crate::scoring::{load_run, ModelScore, RunResults};
@@ -13,6 +14,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  gpassk compare results/<old> results/<new>\n  gpassk compare results/<old> results/<new> --metric Pass@16,G-Pass@16_1.0 --format md\n  gpassk compare results/<old> results/<new> --fail-on-regression 5 --format json"
+)]
 pub struct CompareArgs {
     /// The baseline run directory.
     pub run_a: PathBuf,
@@ -21,14 +25,21 @@ pub struct CompareArgs {
     /// Exit 1 when a flagged drop (B below A) exceeds this many percentage points.
     #[arg(long, value_name = "PCT")]
     pub fail_on_regression: Option<f64>,
+    /// table (fits the terminal), md (to paste into a PR), json or csv (raw fractions in [0, 1]).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: OutFormat,
+    /// Rows shown (and checked by --fail-on-regression); Holm still corrects over every tested row.
+    #[command(flatten)]
+    pub filter: MetricFilter,
 }
 
 /// One compared metric of one model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
     pub model: String,
-    /// The metric as named in config files (`pass@16`, `g_pass@16_t0.5`, `maj@n`, …).
+    /// The metric as the reports name it (`Pass@16`, `G-Pass@16_0.5`, `maj@n`, …).
     pub metric: String,
+    pub kind: MetricKind,
     pub test: PairedTest,
     /// Holm-adjusted p-value over every tested row of the comparison; `None` when untested.
     pub adjusted: Option<f64>,
@@ -100,7 +111,8 @@ fn compare_model(ma: &ModelScore, mb: &ModelScore, out: &mut Compared) {
         if let Some(test) = paired_test(&pairs) {
             out.rows.push(Comparison {
                 model: mb.name.clone(),
-                metric: metric.to_string(),
+                metric: crate::report::metric_label(metric),
+                kind: metric.clone(),
                 test,
                 adjusted: None,
             });
@@ -229,15 +241,25 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     for d in &differences {
         eprintln!("WARNING: the runs differ: {d}");
     }
-    print_table(&args, &compared, &differences);
+    let shown: Vec<&Comparison> = compared
+        .rows
+        .iter()
+        .filter(|c| args.filter.keeps(&c.kind))
+        .collect();
+    if shown.is_empty() {
+        return Err(BadInput(
+            "--metric/--k: no compared metric matches (names as in the reports, e.g. Pass@16, G-Pass@16_0.5)".into(),
+        )
+        .into());
+    }
+    print_comparison(&args, &compared, &shown, &differences)?;
     let failed: Vec<String> = match args.fail_on_regression {
-        Some(p) => compared
-            .rows
+        Some(p) => shown
             .iter()
             .filter(|c| regressed(c, p))
             .map(|c| {
                 format!(
-                    "{} {} {:+.1} points",
+                    "  {} {}: {:+.1} points",
                     c.model,
                     c.metric,
                     100.0 * c.test.delta
@@ -248,9 +270,10 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     };
     if !failed.is_empty() {
         eprintln!(
-            "regression beyond {} points: {}",
+            "regression beyond {} points in {} of the rows:\n{}",
             args.fail_on_regression.unwrap_or_default(),
-            failed.join("; ")
+            failed.len(),
+            failed.join("\n")
         );
         return Ok(ExitStatus::Failure);
     }
@@ -266,56 +289,106 @@ fn p_text(p: Option<f64>) -> String {
     }
 }
 
-fn print_table(args: &CompareArgs, compared: &Compared, differences: &[String]) {
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t.set_header([
-        "model", "metric", "A %", "B %", "B − A", "p", "p (Holm)", "problems", "flag",
-    ]);
-    for c in &compared.rows {
-        let d = &c.test;
-        let flag = match (d.p, c.flagged(), d.delta > 0.0) {
-            (None, _, _) => format!("not tested (< {MIN_SHARED} problems)"),
-            (Some(_), false, _) => String::new(),
-            (Some(_), true, true) => "improved".into(),
-            (Some(_), true, false) => "REGRESSED".into(),
-        };
-        t.add_row([
-            c.model.clone(),
-            c.metric.clone(),
-            format!("{:.1}", 100.0 * d.a),
-            format!("{:.1}", 100.0 * d.b),
-            format!("{:+.1}", 100.0 * d.delta),
-            p_text(d.p),
-            p_text(c.adjusted),
-            d.problems.to_string(),
-            flag,
-        ]);
+/// The shown rows as cells: percentages for people, raw fractions and p-values for machines.
+fn tabular(shown: &[&Comparison]) -> Tabular {
+    let pct = |v: f64| Cell::num(Some(v), format!("{:.1}", 100.0 * v));
+    let rows = shown
+        .iter()
+        .map(|c| {
+            let d = &c.test;
+            let flag = match (d.p, c.flagged(), d.delta > 0.0) {
+                (None, _, _) => "untested".to_string(),
+                (Some(_), false, _) => String::new(),
+                (Some(_), true, true) => "improved".into(),
+                (Some(_), true, false) => "REGRESSED".into(),
+            };
+            vec![
+                Cell::text(&c.model),
+                Cell::text(&c.metric),
+                pct(d.a),
+                pct(d.b),
+                Cell::num(Some(d.delta), format!("{:+.1}", 100.0 * d.delta)),
+                Cell::num(d.p, p_text(d.p)),
+                Cell::num(c.adjusted, p_text(c.adjusted)),
+                Cell::int(d.problems as u64),
+                Cell::text(flag),
+            ]
+        })
+        .collect();
+    Tabular {
+        keys: vec![
+            "model", "metric", "a", "b", "delta", "p", "p_holm", "problems", "flag",
+        ],
+        titles: vec![
+            "model", "metric", "A %", "B %", "B − A", "p", "p (Holm)", "problems", "flag",
+        ],
+        rows,
+        machine_only: &["p"],
+        group: Some("model"),
     }
+}
+
+fn print_comparison(
+    args: &CompareArgs,
+    compared: &Compared,
+    shown: &[&Comparison],
+    differences: &[String],
+) -> Result<()> {
+    let body = tabular(shown).render(args.format)?;
+    if !args.format.is_human() {
+        print!("{body}");
+        return Ok(());
+    }
+    let md = args.format == OutFormat::Md;
+    let line = |s: String| if md { format!("{s}\n") } else { s };
+    println!("B − A in percentage points over the problems both runs scored; exact paired");
     println!(
-        "B − A in percentage points over shared problems; exact paired sign-flip test (McNemar for \
-         0/1 values), Holm-corrected over the tested rows\nA: {}\nB: {}",
-        args.run_a.display(),
-        args.run_b.display()
+        "{}",
+        line("sign-flip test (McNemar for 0/1 values), Holm-corrected over the tested rows".into())
     );
+    println!("{}", line(format!("A: {}", args.run_a.display())));
+    println!("{}", line(format!("B: {}", args.run_b.display())));
     for d in differences {
-        println!("WARNING: the runs differ: {d}; differences may come from the settings");
+        println!("{}", line(format!("WARNING: the runs differ: {d}")));
     }
-    println!("{t}");
+    if !differences.is_empty() {
+        println!(
+            "{}",
+            line("differences may come from these settings".into())
+        );
+    }
+    print!("{body}");
     for s in &compared.skipped {
-        println!("{s}");
+        println!("{}", line(s.clone()));
     }
     let tested = compared.rows.iter().filter(|c| c.test.p.is_some()).count();
     let flagged = compared.rows.iter().filter(|c| c.flagged()).count();
     println!(
-        "{flagged} of {tested} tested differences significant at {}% family-wise (Holm over {tested} tests)",
-        100.0 * ALPHA
+        "{}",
+        line(format!(
+            "{flagged} of {tested} tested differences significant at {}% family-wise (Holm over {tested} tests)",
+            100.0 * ALPHA
+        ))
     );
+    if shown.len() < compared.rows.len() {
+        println!(
+            "{}",
+            line(format!(
+                "{} of {} rows shown (--metric/--k)",
+                shown.len(),
+                compared.rows.len()
+            ))
+        );
+    }
     let untested = compared.rows.len() - tested;
     if untested > 0 {
         println!(
-            "{untested} differences not tested: fewer than {MIN_SHARED} shared problems cannot \
-             support a flag"
+            "{}",
+            line(format!(
+                "{untested} differences not tested: fewer than {MIN_SHARED} shared problems \
+                 cannot support a flag"
+            ))
         );
     }
+    Ok(())
 }

@@ -230,6 +230,9 @@ fn merged_manifest(runs: &[(PathBuf, Manifest)], run_id: &str) -> Manifest {
                     for (s, c) in &mm.served_models {
                         *e.served_models.entry(s.clone()).or_default() += c;
                     }
+                    for (cause, c) in &mm.failure_causes {
+                        *e.failure_causes.entry(cause.clone()).or_default() += c;
+                    }
                     for f in &mm.system_fingerprints {
                         if !e.system_fingerprints.contains(f) {
                             e.system_fingerprints.push(f.clone());

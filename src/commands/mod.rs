@@ -12,6 +12,7 @@ pub mod merge;
 pub mod report;
 pub mod run;
 pub mod score;
+pub mod tabular;
 
 use crate::util::Shutdown;
 

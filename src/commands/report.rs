@@ -1,7 +1,7 @@
 //! `gpassk report <run dir> [--format F] [--out FILE]`: one output format of a run.
 
 use crate::error::{bad_input, BadInput, ExitStatus};
-use crate::report::Format;
+use crate::report::{self, Format};
 use crate::scoring::load_run;
 use crate::util::write_atomic;
 use clap::builder::TypedValueParser;
@@ -21,6 +21,9 @@ pub struct ReportArgs {
     /// Write to this file instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// With `--format table`: every metric with its exact interval bounds, whatever the width.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
@@ -33,7 +36,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
         check_out(&args.run_dir, out)?;
     }
     let results = load_run(&args.run_dir).map_err(bad_input)?;
-    let bytes = args.format.exporter().export(&results)?;
+    let bytes = match args.format {
+        Format::Table => report::terminal_table(&results, args.wide).into_bytes(),
+        f => f.exporter().export(&results)?,
+    };
     match &args.out {
         Some(path) => write_atomic(path, &bytes)
             .map_err(|e| BadInput::new(format!("--out {}: cannot write: {e}", path.display())))?,

@@ -7,7 +7,7 @@ use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::lock::RunLock;
 use crate::manifest::Manifest;
 use crate::plan::{self, Plan};
-use crate::report::{self, Format};
+use crate::report;
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::{score_run, JudgeCall};
 use crate::shard::Shard;
@@ -53,6 +53,9 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+    /// Print every metric with its exact interval bounds instead of the table that fits the terminal.
+    #[arg(long)]
+    pub wide: bool,
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, default_value_t = 5.0, hide = true)]
     pub progress_interval: f64,
@@ -130,7 +133,10 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     if !args.quiet {
         eprintln!("run directory: {}", run_dir.display());
     }
-    let (shutdown, _signals) = super::shutdown_on_signals(args.quiet)?;
+    // With live bars the progress reporter announces the interrupt (a print from the signal
+    // thread would tear the bars).
+    let bars = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (shutdown, _signals) = super::shutdown_on_signals(args.quiet || bars)?;
     let job = SamplingJob {
         settings: plan.settings.clone(),
         run_dir: run_dir.clone(),
@@ -144,6 +150,9 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     let interrupted = record_ends(plan, &run_dir, &mut manifest, &ends)?;
     let resume_cmd = resume_command(args, &run_dir);
     if interrupted {
+        for (name, m) in manifest.models.iter().filter(|(_, m)| m.api_error > 0) {
+            eprintln!("model {name}: {} failed{}", units(m.api_error), causes(m));
+        }
         eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
         return Ok((run_dir, ExitStatus::Interrupted));
     }
@@ -169,8 +178,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         return Ok((run_dir, ExitStatus::Interrupted));
     }
     report::write_all(&run_dir, &results)?;
-    let table = Format::Table.exporter().export(&results)?;
-    print!("{}", String::from_utf8_lossy(&table));
+    print!("{}", report::terminal_table(&results, args.wide));
     println!("results: {}", run_dir.display());
     let status = runner::exit_status_for(&ends, &manifest);
     if status != ExitStatus::Success {
@@ -255,7 +263,8 @@ fn warn_coarse_k(plan: &Plan) {
         .map(|m| (m.name.as_str(), u64::from(m.sampling.n)))
         .collect();
     if let Some(note) = coarse_k_note(k, &models) {
-        eprintln!("{note}");
+        let width = crate::util::terminal_width();
+        eprintln!("{}", super::tabular::wrap(&note, width, "  "));
     }
 }
 
@@ -367,14 +376,34 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
     for (name, m) in &manifest.models {
         if let Some(e) = &m.error {
             eprintln!("error: {}", crate::util::printable(e));
+            if m.api_error > 0 {
+                eprintln!("  {} failed{}", units(m.api_error), causes(m));
+            }
         } else if m.status != "complete" {
             eprintln!(
-                "error: model {name}: {} units still failed after retries",
-                m.api_error
+                "error: model {name}: {} still failed after retries{}",
+                units(m.api_error),
+                causes(m)
             );
         }
     }
     eprintln!("some units failed; request them again with:\n  {resume_cmd}");
+}
+
+/// The failure causes of a model, one indented line each (`  connection: … refused ×25`), after
+/// a colon; nothing when no cause is known.
+fn causes(m: &crate::manifest::ModelManifest) -> String {
+    let width = crate::util::terminal_width().saturating_sub(2);
+    runner::describe_causes(&m.failure_causes, width)
+        .iter()
+        .fold(String::new(), |acc, line| {
+            let lead = if acc.is_empty() { ":" } else { "" };
+            format!("{acc}{lead}\n  {line}")
+        })
+}
+
+fn units(n: u64) -> String {
+    format!("{n} unit{}", if n == 1 { "" } else { "s" })
 }
 
 /// `--resume DIR`, or for `latest` the newest run under output_dir of this config (same config

@@ -1,7 +1,7 @@
 //! `gpassk score <run dir>`: re-grade every stored sample offline and rewrite all output files.
 
 use crate::error::{bad_input, BadInput, ExitStatus};
-use crate::report::{self, Format};
+use crate::report;
 use crate::scoring::load_run_with;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -20,6 +20,9 @@ pub struct ScoreArgs {
     /// Do not print the summary table.
     #[arg(long)]
     pub quiet: bool,
+    /// Print every metric with its exact interval bounds instead of the table that fits the terminal.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 pub fn run(args: ScoreArgs) -> Result<ExitStatus> {
@@ -43,8 +46,7 @@ pub fn run(args: ScoreArgs) -> Result<ExitStatus> {
     }
     let written = report::write_all(&args.run_dir, &results)?;
     if !args.quiet {
-        let table = Format::Table.exporter().export(&results)?;
-        print!("{}", String::from_utf8_lossy(&table));
+        print!("{}", report::terminal_table(&results, args.wide));
         for path in written {
             println!("wrote {}", path.display());
         }

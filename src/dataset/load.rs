@@ -54,7 +54,17 @@ pub fn load_entry(entry: &Entry, dir: &Path) -> Result<Dataset, DatasetError> {
         extra: Extra::Listed(entry.extra),
         post: entry.post,
     };
-    build(entry.name.to_string(), &files, &mapping, entry.language)
+    let mut dataset = build(entry.name.to_string(), &files, &mapping, entry.language)?;
+    if let Some((field, value)) = entry.only {
+        dataset
+            .problems
+            .retain(|p| p.fields.get(field).map(String::as_str) == Some(value));
+        // A subset is another dataset: its hash covers the file and the filter.
+        let mut h = Sha256::new();
+        h.update(format!("{}\n{field}={value}", dataset.sha256));
+        dataset.sha256 = hex(&h.finalize());
+    }
+    Ok(dataset)
 }
 
 /// Load any JSONL file through a field mapping.

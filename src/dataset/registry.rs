@@ -45,6 +45,8 @@ pub struct Entry {
     pub language: Language,
     /// A generated toy set for demos, not a benchmark.
     pub demo: bool,
+    /// Keep only the problems whose `field` (an extra field) has this value, e.g. MATH500's level 5.
+    pub only: Option<(&'static str, &'static str)>,
 }
 
 impl Entry {
@@ -90,6 +92,7 @@ pub const REGISTRY: &[Entry] = &[
         post: AnswerPost::StripDollars,
         language: Language::English,
         demo: false,
+        only: None,
     },
     Entry {
         name: "livemathbench_202412_hard",
@@ -106,6 +109,7 @@ pub const REGISTRY: &[Entry] = &[
         post: AnswerPost::StripDollars,
         language: Language::English,
         demo: false,
+        only: None,
     },
     Entry {
         name: "math500",
@@ -122,6 +126,24 @@ pub const REGISTRY: &[Entry] = &[
         post: AnswerPost::Verbatim,
         language: Language::English,
         demo: false,
+        only: None,
+    },
+    Entry {
+        name: "math500_l5",
+        description: "MATH-500 level 5 only (the paper's MATH500-L5, 134 problems)",
+        sources: &[Source {
+            file: "math500.jsonl",
+            subset: None,
+        }],
+        id: Some("unique_id"),
+        question: "problem",
+        answer: "answer",
+        subset: Some("subject"),
+        extra: &["level", "solution"],
+        post: AnswerPost::Verbatim,
+        language: Language::English,
+        demo: false,
+        only: Some(("level", "5")),
     },
     Entry {
         name: "aime24",
@@ -138,6 +160,7 @@ pub const REGISTRY: &[Entry] = &[
         post: AnswerPost::Verbatim,
         language: Language::English,
         demo: false,
+        only: None,
     },
     Entry {
         name: "amc23",
@@ -154,6 +177,7 @@ pub const REGISTRY: &[Entry] = &[
         post: AnswerPost::IntegerFloat,
         language: Language::English,
         demo: false,
+        only: None,
     },
     Entry {
         name: "gsm8k",
@@ -170,6 +194,7 @@ pub const REGISTRY: &[Entry] = &[
         post: AnswerPost::AfterHashes,
         language: Language::English,
         demo: false,
+        only: None,
     },
     Entry {
         name: "cmath",
@@ -186,6 +211,7 @@ pub const REGISTRY: &[Entry] = &[
         post: AnswerPost::Verbatim,
         language: Language::Chinese,
         demo: false,
+        only: None,
     },
     Entry {
         name: "arith_demo",
@@ -202,6 +228,7 @@ pub const REGISTRY: &[Entry] = &[
         post: AnswerPost::Verbatim,
         language: Language::English,
         demo: true,
+        only: None,
     },
 ];
 

@@ -24,6 +24,7 @@ fn shipped_counts_match_provenance() {
         ("livemathbench_202412", 119),
         ("livemathbench_202412_hard", 21),
         ("math500", 500),
+        ("math500_l5", 134),
         ("aime24", 30),
         ("amc23", 40),
         ("gsm8k", 1319),

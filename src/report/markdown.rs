@@ -33,6 +33,29 @@ fn table(grid: &Grid) -> String {
     out
 }
 
+/// The incomplete-run banner as a quoted block (empty for a complete run): a partial run must
+/// not read as a complete one.
+fn banner(results: &RunResults) -> String {
+    let mut md = String::new();
+    let lines = super::partial::banner(results);
+    if let Some((first, rest)) = lines.split_first() {
+        md.push_str(&format!("> **{}**\n", first.replace('|', "\\|")));
+        for line in rest {
+            // Indented banner lines are the per-metric counts: a list under their heading; deeper
+            // indented ones continue the item above.
+            if line.starts_with("    ") {
+                md.push_str(&format!(">   {}\n", line.trim()));
+            } else if line.starts_with("  ") {
+                md.push_str(&format!("> - {}\n", line.trim()));
+            } else {
+                md.push_str(&format!(">\n> {}\n", line.trim()));
+            }
+        }
+        md.push('\n');
+    }
+    md
+}
+
 impl Exporter for MarkdownReport {
     fn file_name(&self) -> &'static str {
         "report.md"
@@ -46,6 +69,7 @@ impl Exporter for MarkdownReport {
             results.dataset,
             results.dataset_sha256.chars().take(12).collect::<String>()
         ));
+        md.push_str(&banner(results));
         for grid in summaries(results) {
             md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
         }

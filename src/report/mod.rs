@@ -9,6 +9,7 @@ mod html;
 mod json;
 mod markdown;
 mod markup;
+mod partial;
 mod per_problem;
 mod table;
 
@@ -16,9 +17,11 @@ pub use self::csv::MetricsCsv;
 pub use self::html::HtmlReport;
 pub use self::json::MetricsJson;
 pub use self::markdown::MarkdownReport;
+pub use self::partial::banner as partial_banner;
 pub use self::per_problem::PerProblemCsv;
-pub use self::table::SummaryTable;
+pub use self::table::{terminal_table, SummaryTable};
 
+use crate::metrics::MetricKind;
 use crate::scoring::{ModelScore, RunResults};
 use crate::stats::Estimate;
 use crate::util::write_atomic;
@@ -71,13 +74,24 @@ impl Format {
 
     pub fn exporter(self) -> &'static dyn Exporter {
         match self {
-            Format::Table => &SummaryTable,
+            Format::Table => &SummaryTable { wide: true },
             Format::Csv => &MetricsCsv,
             Format::PerProblem => &PerProblemCsv,
             Format::Json => &MetricsJson,
             Format::Md => &MarkdownReport,
             Format::Html => &HtmlReport,
         }
+    }
+}
+
+/// A metric as the human reports name it: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`, `maj@n`.
+pub fn metric_label(metric: &MetricKind) -> String {
+    match metric {
+        MetricKind::Greedy => "Greedy".into(),
+        MetricKind::PassAtK { k } => format!("Pass@{k}"),
+        MetricKind::GPassAtK { k, tau } => format!("G-Pass@{k}_{}", tau.text()),
+        MetricKind::MGPassAtK { k } => format!("mG-Pass@{k}"),
+        MetricKind::Majority => "maj@n".into(),
     }
 }
 

@@ -1,11 +1,20 @@
-//! The terminal summary (comfy-table): per k, a row per model with every headline metric as a
-//! percentage with its 95% interval, coverage and no-answer counts.
+//! The terminal summary. The compact default fits the terminal: a row per model with the config's
+//! headline metrics as `value ±half-width` (transposed, or split into blocks, when that is what
+//! fits). The wide form (`--wide`, and `summary.txt`) has every metric of every headline k with
+//! its exact interval bounds.
 
 use super::markup::summaries;
-use super::Exporter;
+use super::partial::banner;
+use super::{metric_label, Exporter};
+use crate::metrics::MetricKind;
 use crate::scoring::RunResults;
+use crate::stats::Estimate;
+use crate::util::{abbreviate, terminal_width};
 
-pub struct SummaryTable;
+/// The terminal table as an exporter; `summary.txt` holds the wide form.
+pub struct SummaryTable {
+    pub wide: bool,
+}
 
 impl Exporter for SummaryTable {
     fn file_name(&self) -> &'static str {
@@ -13,16 +22,294 @@ impl Exporter for SummaryTable {
     }
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
-        let mut out = String::new();
-        for grid in summaries(results) {
-            let mut t = comfy_table::Table::new();
-            t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-            t.set_header(grid.header);
-            for row in grid.rows {
-                t.add_row(row);
-            }
-            out.push_str(&format!("{}\n{t}\n", grid.title));
+        let text = if self.wide {
+            wide(results)
+        } else {
+            compact(results, terminal_width())
+        };
+        Ok(text.into_bytes())
+    }
+}
+
+/// The table a command prints: compact for the terminal's width unless `wide`.
+pub fn terminal_table(results: &RunResults, wide: bool) -> String {
+    if wide {
+        self::wide(results)
+    } else {
+        compact(results, terminal_width())
+    }
+}
+
+fn banner_text(results: &RunResults) -> String {
+    banner(results).iter().map(|l| format!("{l}\n")).collect()
+}
+
+fn wide(results: &RunResults) -> String {
+    let mut out = banner_text(results);
+    for grid in summaries(results) {
+        let mut t = comfy_table::Table::new();
+        t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+        t.set_header(grid.header);
+        for row in grid.rows {
+            t.add_row(row);
         }
-        Ok(out.into_bytes())
+        out.push_str(&format!("{}\n{t}\n", grid.title));
+    }
+    out
+}
+
+/// `45.2 ±6.1`: the estimate and the distance to its farther 95% bound, rounded up.
+fn plus_minus(e: Option<&Estimate>) -> String {
+    match e {
+        Some(Estimate {
+            value: Some(v),
+            ci: Some((lo, hi)),
+            ..
+        }) => {
+            let half = (v - lo).max(hi - v);
+            let up = (1000.0 * half - 1e-6).ceil().max(0.0) / 10.0;
+            format!("{:.1} ±{up:.1}", 100.0 * v)
+        }
+        Some(Estimate { value: Some(v), .. }) => format!("{:.1}", 100.0 * v),
+        _ => "-".into(),
+    }
+}
+
+/// The headline metrics: the config's `metrics`, or every metric of the largest k.
+fn headline(results: &RunResults) -> Vec<MetricKind> {
+    if !results.shown.is_empty() {
+        return results.shown.clone();
+    }
+    let mut all = vec![MetricKind::Greedy];
+    if let Some(&k) = results.ks.iter().max() {
+        all.push(MetricKind::PassAtK { k });
+        for t in &results.taus {
+            all.push(MetricKind::GPassAtK { k, tau: t.clone() });
+        }
+        all.push(MetricKind::MGPassAtK { k });
+    }
+    all.push(MetricKind::Majority);
+    all
+}
+
+/// Shortest name width tried before the table is transposed.
+const MIN_NAME: usize = 12;
+const GAP: &str = "  ";
+
+fn compact(results: &RunResults, width: usize) -> String {
+    let problems = results.models.first().map_or(0, |m| m.problems.len());
+    let metrics = headline(results);
+    let mut header: Vec<String> = metrics.iter().map(metric_label).collect();
+    let mut cells: Vec<Vec<String>> = results
+        .models
+        .iter()
+        .map(|m| {
+            metrics
+                .iter()
+                .map(|k| plus_minus(m.estimate(k, None)))
+                .collect()
+        })
+        .collect();
+    if results.models.iter().any(|m| m.missing > 0) {
+        header.push("coverage".into());
+        for (row, m) in cells.iter_mut().zip(&results.models) {
+            row.push(super::markup::coverage(m));
+        }
+    }
+    let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
+    let mut out = banner_text(results);
+    let title = format!(" ({problems} problems): % ±95% CI");
+    let room = width.saturating_sub(title.chars().count()).max(MIN_NAME);
+    out.push_str(&format!("{}{title}\n", abbreviate(&results.dataset, room)));
+    out.push_str(&layout_fitting(&names, &header, &cells, width));
+    out.push_str("±: to the farther 95% bound · --wide: every metric, exact bounds\n");
+    out
+}
+
+/// Models as rows when that fits (abbreviating long names down to [`MIN_NAME`]), else metrics
+/// as rows, else models as rows in blocks of columns.
+fn layout_fitting(
+    names: &[&str],
+    header: &[String],
+    cells: &[Vec<String>],
+    width: usize,
+) -> String {
+    let col_widths: Vec<usize> = (0..header.len())
+        .map(|c| column_width(&header[c], cells.iter().map(|r| r[c].as_str())))
+        .collect();
+    let body: usize = col_widths.iter().map(|w| w + GAP.len()).sum();
+    let longest = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    if longest + body <= width || MIN_NAME + body <= width {
+        let name_width = longest
+            .min(width.saturating_sub(body))
+            .max(MIN_NAME.min(longest));
+        return models_as_rows(names, name_width, header, cells, 0..header.len());
+    }
+    let short: Vec<String> = names.iter().map(|n| abbreviate(n, MIN_NAME)).collect();
+    let label_width = header.iter().map(|h| h.chars().count()).max().unwrap_or(6);
+    let model_cols: usize = (0..names.len())
+        .map(|i| column_width(&short[i], cells[i].iter().map(String::as_str)) + GAP.len())
+        .sum();
+    if label_width + model_cols <= width {
+        return metrics_as_rows(&short, header, cells, label_width);
+    }
+    // Blocks of metric columns, each with the (abbreviated) model column.
+    let name_width = longest.min(MIN_NAME);
+    let mut out = String::new();
+    let mut start = 0;
+    while start < header.len() {
+        let mut end = start;
+        let mut used = name_width;
+        while end < header.len() && (end == start || used + col_widths[end] + GAP.len() <= width) {
+            used += col_widths[end] + GAP.len();
+            end += 1;
+        }
+        out.push_str(&models_as_rows(
+            names,
+            name_width,
+            header,
+            cells,
+            start..end,
+        ));
+        start = end;
+    }
+    out
+}
+
+fn column_width<'a>(head: &str, cells: impl Iterator<Item = &'a str>) -> usize {
+    cells
+        .map(|c| c.chars().count())
+        .chain([head.chars().count()])
+        .max()
+        .unwrap_or(0)
+}
+
+fn models_as_rows(
+    names: &[&str],
+    name_width: usize,
+    header: &[String],
+    cells: &[Vec<String>],
+    cols: std::ops::Range<usize>,
+) -> String {
+    let mut rows = vec![std::iter::once("model".to_string())
+        .chain(header[cols.clone()].iter().cloned())
+        .collect::<Vec<_>>()];
+    for (name, row) in names.iter().zip(cells) {
+        let mut r = vec![abbreviate(name, name_width)];
+        r.extend(row[cols.clone()].iter().cloned());
+        rows.push(r);
+    }
+    aligned(&rows)
+}
+
+fn metrics_as_rows(
+    short: &[String],
+    header: &[String],
+    cells: &[Vec<String>],
+    label_width: usize,
+) -> String {
+    let mut rows = vec![std::iter::once(format!("{:<label_width$}", "metric"))
+        .chain(short.iter().cloned())
+        .collect::<Vec<_>>()];
+    for (c, label) in header.iter().enumerate() {
+        let mut r = vec![label.clone()];
+        r.extend(cells.iter().map(|row| row[c].clone()));
+        rows.push(r);
+    }
+    aligned(&rows)
+}
+
+/// Rows of cells as text: first column left-aligned, the rest right-aligned, a rule under the
+/// header; no trailing spaces.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let cols = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            if c == 0 {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str(GAP);
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        if i == 0 {
+            let total: usize = widths.iter().sum::<usize>() + GAP.len() * cols.saturating_sub(1);
+            out.push_str(&"─".repeat(total));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(models: usize, metrics: usize) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
+        let names = (0..models)
+            .map(|i| format!("DeepSeek-R1-Distill-Qwen-{i}B"))
+            .collect();
+        let header = (0..metrics).map(|j| format!("G-Pass@16_0.{j}")).collect();
+        let cells = (0..models)
+            .map(|_| (0..metrics).map(|_| "100.0 ±12.3".to_string()).collect())
+            .collect();
+        (names, header, cells)
+    }
+
+    fn layout(models: usize, metrics: usize, width: usize) -> String {
+        let (names, header, cells) = grid(models, metrics);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        layout_fitting(&names, &header, &cells, width)
+    }
+
+    #[test]
+    fn every_layout_fits_its_width() {
+        for (models, metrics) in [(1, 8), (6, 4), (6, 8), (12, 2), (2, 12)] {
+            for width in [60, 80, 120] {
+                let text = layout(models, metrics, width);
+                for line in text.lines() {
+                    assert!(
+                        line.chars().count() <= width,
+                        "{models}×{metrics} at {width}:\n{text}"
+                    );
+                }
+                // Every cell is still shown.
+                assert_eq!(text.matches("±12.3").count(), models * metrics, "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn few_models_with_many_metrics_turn_metrics_into_rows() {
+        let text = layout(1, 8, 80);
+        assert!(text.starts_with("metric "), "{text}");
+        let wide = layout(2, 2, 120);
+        assert!(
+            wide.starts_with("model ") && wide.contains("DeepSeek-R1-Distill-Qwen-0B"),
+            "{wide}"
+        );
+        // Long names give way to the columns, the same way in every row.
+        let narrow = layout(6, 4, 80);
+        let rows: Vec<&str> = narrow.lines().skip(2).collect();
+        assert_eq!(rows.len(), 6, "{narrow}");
+        assert!(
+            rows.iter().all(|r| r.starts_with("DeepSeek-…ll-Qwen-")),
+            "{narrow}"
+        );
     }
 }

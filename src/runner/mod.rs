@@ -71,7 +71,9 @@ impl ModelCtx {
                 self.settings.name, self.settings.model_id
             );
             if !self.quiet {
-                eprintln!("error: {}", printable(&msg));
+                // The progress reporter prints it between frames, so no bar is left half-drawn.
+                *self.counters.note.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(format!("error: {}", printable(&msg)));
             }
             *f = Some(msg);
         }
@@ -259,9 +261,9 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
             Next::GaveUp { err, attempts } => {
                 for slot in pending.drain(..) {
                     ctx.record(prep, slot, seed, &started_at, started, attempts, Err(&err));
-                    ctx.counters.done.fetch_add(1, Ordering::Relaxed);
+                    ctx.counters.errors.fetch_add(1, Ordering::SeqCst);
+                    ctx.counters.done.fetch_add(1, Ordering::SeqCst);
                 }
-                ctx.counters.errors.fetch_add(1, Ordering::Relaxed);
                 return;
             }
         }
@@ -292,7 +294,7 @@ impl ModelCtx {
                 attempts,
                 Ok((resp, i)),
             );
-            self.counters.done.fetch_add(1, Ordering::Relaxed);
+            self.counters.done.fetch_add(1, Ordering::SeqCst);
         }
         (!pending.is_empty()).then(|| ApiError {
             class: ErrorClass::EmptyChoices,
@@ -305,11 +307,13 @@ impl ModelCtx {
 
 /// Samples every missing unit of one model.
 async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
+    let end = sample_model(&ctx, done, grace).await;
+    ctx.counters.ended.store(true, Ordering::SeqCst);
+    end
+}
+
+async fn sample_model(ctx: &Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
     let sampling = ctx.settings.sampling.clone();
-    let total: u64 = missing_work(ctx.prepared.len(), &sampling, &done)
-        .map(|w| w.slots.len() as u64)
-        .sum();
-    ctx.counters.total.store(total, Ordering::Relaxed);
     let mut tasks = tokio::task::JoinSet::new();
     let mut first = true;
     for item in missing_work(ctx.prepared.len(), &sampling, &done) {
@@ -407,11 +411,21 @@ async fn sample_all_async(
         let path = checkpoint_path(&job.run_dir, &m.name);
         let done = load_done(&path, &index)?;
         let ctx = Arc::new(model_ctx(job, m, &path, shutdown)?);
+        // Set before any frame is drawn: what is missing now, so a resumed run starts at 0 of the rest.
+        let missing: u64 = missing_work(job.prepared.len(), &m.sampling, &done)
+            .map(|w| w.slots.len() as u64)
+            .sum();
+        ctx.counters.total.store(missing, Ordering::SeqCst);
         bars.push((m.name.clone(), ctx.counters.clone()));
         let grace = m.api.shutdown_grace;
         handles.push((m.name.clone(), tokio::spawn(run_model(ctx, done, grace))));
     }
-    let reporter = Reporter::start(Mode::detect(job.quiet), bars, job.progress_interval);
+    let reporter = Reporter::start(
+        Mode::detect(job.quiet),
+        bars,
+        job.progress_interval,
+        shutdown,
+    );
     let mut ends = Vec::new();
     for (name, h) in handles {
         let end = h
@@ -467,6 +481,17 @@ pub struct CheckpointCounts {
     pub api_error: u64,
     pub served_models: BTreeMap<String, u64>,
     pub system_fingerprints: BTreeSet<String>,
+    /// Units whose latest record is an API error, by [`failure_cause`].
+    pub failure_causes: BTreeMap<String, u64>,
+}
+
+/// A checkpoint record's head plus its error text, for counting failure causes.
+#[derive(serde::Deserialize)]
+struct CountedRecord {
+    #[serde(flatten)]
+    head: RecordHead,
+    #[serde(default)]
+    error: Option<String>,
 }
 
 /// Counts the latest state of each planned unit: a unit with any usable record counts as done.
@@ -476,9 +501,10 @@ pub fn count_checkpoint(
     n: u32,
     greedy: bool,
 ) -> Result<CheckpointCounts> {
-    let mut best: HashMap<(u32, i64), UnitOutcome> = HashMap::new();
+    let mut best: HashMap<(u32, i64), (UnitOutcome, Option<String>)> = HashMap::new();
     let mut c = CheckpointCounts::default();
-    read_lines(path, |r: RecordHead| {
+    read_lines(path, |rec: CountedRecord| {
+        let r = rec.head;
         let Some(&p) = index.get(r.problem_id.as_str()) else {
             return Ok(());
         };
@@ -490,9 +516,9 @@ pub fn count_checkpoint(
             return Ok(());
         }
         let key = (p as u32, r.sample_index.key());
-        let prev = best.get(&key).copied();
+        let prev = best.get(&key).map(|b| b.0);
         if prev.is_none() || prev == Some(UnitOutcome::ApiError) {
-            best.insert(key, r.outcome);
+            best.insert(key, (r.outcome, rec.error));
             if r.usable() {
                 if let Some(s) = &r.served_model {
                     *c.served_models.entry(s.clone()).or_default() += 1;
@@ -504,14 +530,74 @@ pub fn count_checkpoint(
         }
         Ok(())
     })?;
-    for o in best.values() {
+    for (o, error) in best.into_values() {
         match o {
             UnitOutcome::Ok => c.ok += 1,
             UnitOutcome::Truncated => c.truncated += 1,
-            UnitOutcome::ApiError => c.api_error += 1,
+            UnitOutcome::ApiError => {
+                c.api_error += 1;
+                let cause = failure_cause(error.as_deref().unwrap_or("unknown error"));
+                *c.failure_causes.entry(cause).or_default() += 1;
+            }
         }
     }
+    c.failure_causes = cap_causes(std::mem::take(&mut c.failure_causes));
     Ok(c)
+}
+
+/// A failed unit's cause for grouping: the error class (and HTTP status) with the innermost
+/// message of the chain, e.g. `connection: Connection refused (os error 111)`. The text comes from
+/// a server, so control characters are dropped and the length is bounded.
+pub fn failure_cause(error: &str) -> String {
+    let (class, rest) = error.split_once(": ").unwrap_or(("error", error));
+    let inner = rest
+        .rsplit(": ")
+        .find(|s| !s.trim().is_empty())
+        .unwrap_or(rest);
+    let text = format!("{class}: {}", inner.trim());
+    let clean: String = text
+        .chars()
+        .map(|ch| if ch.is_control() { ' ' } else { ch })
+        .collect();
+    if clean.chars().count() > 100 {
+        clean.chars().take(99).chain(['…']).collect()
+    } else {
+        clean
+    }
+}
+
+/// Keeps the [`MAX_CAUSES`] most frequent causes; the rest are summed under `other`.
+fn cap_causes(causes: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    use crate::manifest::MAX_CAUSES;
+    if causes.len() <= MAX_CAUSES {
+        return causes;
+    }
+    let mut all: Vec<(String, u64)> = causes.into_iter().collect();
+    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let other: u64 = all[MAX_CAUSES - 1..].iter().map(|(_, c)| c).sum();
+    all.truncate(MAX_CAUSES - 1);
+    let mut kept: BTreeMap<String, u64> = all.into_iter().collect();
+    *kept.entry("other".into()).or_default() += other;
+    kept
+}
+
+/// One line per cause, most frequent first, each at most `width` characters:
+/// `connection: Connection refused (os error 111) ×25`.
+pub fn describe_causes(causes: &BTreeMap<String, u64>, width: usize) -> Vec<String> {
+    let mut all: Vec<(&String, &u64)> = causes.iter().collect();
+    all.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    all.iter()
+        .map(|(cause, n)| {
+            let count = format!(" ×{n}");
+            let room = width.saturating_sub(count.chars().count()).max(10);
+            let text: String = if cause.chars().count() > room {
+                cause.chars().take(room - 1).chain(['…']).collect()
+            } else {
+                cause.to_string()
+            };
+            text + &count
+        })
+        .collect()
 }
 
 /// The manifest's per-model section from the checkpoint counts and the model's end state.
@@ -537,6 +623,7 @@ pub fn model_manifest(
     mm.api_error = counts.api_error;
     mm.served_models = counts.served_models.clone();
     mm.system_fingerprints = counts.system_fingerprints.iter().cloned().collect();
+    mm.failure_causes = counts.failure_causes.clone();
     mm
 }
 
@@ -599,6 +686,33 @@ mod tests {
             .unwrap()
             .models
             .remove(0)
+    }
+
+    #[test]
+    fn failure_causes_keep_the_class_and_the_innermost_message() {
+        assert_eq!(
+            failure_cause("connection: error sending request: client error (Connect): tcp connect error: Connection refused (os error 111)"),
+            "connection: Connection refused (os error 111)"
+        );
+        assert_eq!(
+            failure_cause("server (HTTP 503): upstream busy\u{1b}[2J"),
+            "server (HTTP 503): upstream busy [2J"
+        );
+        assert!(
+            failure_cause(&format!("server (HTTP 500): {}", "x".repeat(500)))
+                .chars()
+                .count()
+                <= 100
+        );
+        let many: BTreeMap<String, u64> = (0..30).map(|i| (format!("c{i:02}"), 30 - i)).collect();
+        let capped = cap_causes(many);
+        assert_eq!(capped.len(), crate::manifest::MAX_CAUSES);
+        assert_eq!(capped.values().sum::<u64>(), (1..=30).sum::<u64>());
+        assert_eq!(capped["c00"], 30);
+        let two = BTreeMap::from([("a: x".to_string(), 2), ("b: y".to_string(), 25)]);
+        assert_eq!(describe_causes(&two, 80), ["b: y ×25", "a: x ×2"]);
+        let long = BTreeMap::from([("c".repeat(100), 7)]);
+        assert_eq!(describe_causes(&long, 40)[0].chars().count(), 40);
     }
 
     #[test]

@@ -1,32 +1,60 @@
-//! Progress: one bar per model on a terminal, plain log lines otherwise (cron), nothing with --quiet.
+//! Progress: one line per model (a bar on a terminal, plain log lines otherwise), nothing with --quiet.
+//!
+//! Every figure comes from counters bumped right after a checkpoint record is written, so what is
+//! shown never runs ahead of the checkpoints; the last frame is drawn from the final counts.
 
+use crate::util::{abbreviate, terminal_width, Shutdown};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Live counters of one model, shared by its workers.
 #[derive(Debug, Default)]
 pub struct Counters {
+    /// Units missing when this session started (a resumed run counts only what is left).
     pub total: AtomicU64,
+    /// Units with a checkpoint record written this session (answers and final errors).
     pub done: AtomicU64,
     pub retries: AtomicU64,
+    /// Units whose record is an API error after all retries.
     pub errors: AtomicU64,
     pub tokens: AtomicU64,
     pub requests: AtomicU64,
+    /// Set when the model's session is over: no ETA from then on.
+    pub ended: AtomicBool,
+    /// A message for the user (why the model stopped), printed once by the reporter.
+    pub note: Mutex<Option<String>>,
+}
+
+/// One moment of a model's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Snapshot {
+    pub total: u64,
+    pub done: u64,
+    pub retries: u64,
+    pub errors: u64,
+    pub tokens: u64,
+    pub requests: u64,
+    pub ended: bool,
 }
 
 impl Counters {
-    fn snapshot(&self) -> [u64; 6] {
-        [
-            self.total.load(Ordering::Relaxed),
-            self.done.load(Ordering::Relaxed),
-            self.retries.load(Ordering::Relaxed),
-            self.errors.load(Ordering::Relaxed),
-            self.tokens.load(Ordering::Relaxed),
-            self.requests.load(Ordering::Relaxed),
-        ]
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            total: self.total.load(Ordering::SeqCst),
+            done: self.done.load(Ordering::SeqCst),
+            retries: self.retries.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            tokens: self.tokens.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            ended: self.ended.load(Ordering::SeqCst),
+        }
+    }
+
+    fn take_note(&self) -> Option<String> {
+        self.note.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
@@ -49,19 +77,38 @@ impl Mode {
     }
 }
 
-/// Draws progress until `stop` is called.
+/// Draws progress until `finish` is called.
 pub struct Reporter {
     stop: Arc<tokio::sync::Notify>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// What the drawing task needs.
+struct Watch {
+    models: Vec<(String, Arc<Counters>)>,
+    stop: Arc<tokio::sync::Notify>,
+    shutdown: Shutdown,
+    width: usize,
+}
+
 impl Reporter {
-    pub fn start(mode: Mode, models: Vec<(String, Arc<Counters>)>, interval: Duration) -> Reporter {
+    pub fn start(
+        mode: Mode,
+        models: Vec<(String, Arc<Counters>)>,
+        interval: Duration,
+        shutdown: &Shutdown,
+    ) -> Reporter {
         let stop = Arc::new(tokio::sync::Notify::new());
+        let watch = Watch {
+            models,
+            stop: stop.clone(),
+            shutdown: shutdown.clone(),
+            width: terminal_width().clamp(40, 120),
+        };
         let task = match mode {
             Mode::Quiet => None,
-            Mode::Bars => Some(tokio::spawn(bars(models, stop.clone()))),
-            Mode::Lines => Some(tokio::spawn(lines(models, stop.clone(), interval))),
+            Mode::Bars => Some(tokio::spawn(bars(watch))),
+            Mode::Lines => Some(tokio::spawn(lines(watch, interval))),
         };
         Reporter { stop, task }
     }
@@ -74,96 +121,272 @@ impl Reporter {
     }
 }
 
-fn describe(name: &str, s: [u64; 6], elapsed: f64) -> String {
-    let [total, done, retries, errors, tokens, requests] = s;
-    let rate = rate(requests, elapsed);
-    let eta = if done > 0 && done < total {
-        let secs = elapsed / done as f64 * (total - done) as f64;
-        format!(
-            "{}",
-            humantime::format_duration(Duration::from_secs(secs.round() as u64))
-        )
-    } else {
-        "-".into()
-    };
-    format!(
-        "[{name}] {done}/{total} units, {rate:.1} req/s, {retries} retries, {errors} errors, {tokens} tokens, ETA {eta}"
-    )
+impl Watch {
+    fn describe(&self, i: usize, elapsed: f64, bar: bool) -> String {
+        let (name, c) = &self.models[i];
+        let stopping = self.shutdown.is_triggered();
+        // Live bars leave room for the terminal's `^C` echo: a wrapped line would stay on screen.
+        let width = if bar { self.width - 3 } else { self.width };
+        describe(name, c.snapshot(), elapsed, stopping, bar, width)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.models
+            .iter()
+            .filter_map(|(_, c)| c.take_note())
+            .collect()
+    }
 }
 
-async fn lines(
-    models: Vec<(String, Arc<Counters>)>,
-    stop: Arc<tokio::sync::Notify>,
-    interval: Duration,
-) {
+async fn lines(w: Watch, interval: Duration) {
     let start = Instant::now();
     loop {
         tokio::select! {
-            _ = stop.notified() => break,
+            _ = w.stop.notified() => break,
             _ = tokio::time::sleep(interval) => {
-                for (name, c) in &models {
-                    eprintln!("{}", describe(name, c.snapshot(), start.elapsed().as_secs_f64()));
+                for note in w.notes() {
+                    eprintln!("{note}");
+                }
+                for i in 0..w.models.len() {
+                    eprintln!("{}", w.describe(i, start.elapsed().as_secs_f64(), false));
                 }
             }
         }
     }
-    for (name, c) in &models {
-        eprintln!(
-            "{}",
-            describe(name, c.snapshot(), start.elapsed().as_secs_f64())
-        );
+    for note in w.notes() {
+        eprintln!("{note}");
+    }
+    for i in 0..w.models.len() {
+        eprintln!("{}", w.describe(i, start.elapsed().as_secs_f64(), false));
     }
 }
 
-async fn bars(models: Vec<(String, Arc<Counters>)>, stop: Arc<tokio::sync::Notify>) {
+async fn bars(w: Watch) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(5));
-    let style = ProgressStyle::with_template("{prefix:>16} {bar:30} {pos}/{len} {msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
-    let bars: Vec<ProgressBar> = models
+    let style =
+        ProgressStyle::with_template("{msg}").unwrap_or_else(|_| ProgressStyle::default_bar());
+    let bars: Vec<ProgressBar> = w
+        .models
         .iter()
-        .map(|(name, _)| {
+        .map(|_| {
             let b = multi.add(ProgressBar::new(0));
             b.set_style(style.clone());
-            b.set_prefix(name.clone());
             b
         })
         .collect();
     let start = Instant::now();
+    let mut told = false;
     loop {
-        for ((_, c), bar) in models.iter().zip(&bars) {
-            let [total, done, retries, errors, tokens, requests] = c.snapshot();
-            bar.set_length(total);
-            bar.set_position(done);
-            let rate = rate(requests, start.elapsed().as_secs_f64());
-            bar.set_message(format!(
-                "{rate:.1} req/s, {retries} retries, {errors} errors, {tokens} tok, ETA {}",
-                eta(bar)
-            ));
+        if w.shutdown.is_triggered() && !told {
+            // Printed here, not by the signal handler, so it cannot tear the bars.
+            told = true;
+            let _ = multi.println(
+                "interrupted: saving after the requests in flight (Ctrl-C again: quit now)",
+            );
+        }
+        for note in w.notes() {
+            let _ = multi.println(note);
+        }
+        for (i, bar) in bars.iter().enumerate() {
+            bar.set_message(w.describe(i, start.elapsed().as_secs_f64(), true));
         }
         tokio::select! {
-            _ = stop.notified() => break,
+            _ = w.stop.notified() => break,
             _ = tokio::time::sleep(Duration::from_millis(200)) => {}
         }
     }
-    for b in bars {
-        b.finish();
+    // The live bars go; the final counts stay as plain lines (no bar claims more than was saved).
+    let _ = multi.clear();
+    for b in &bars {
+        b.finish_and_clear();
+    }
+    drop(multi);
+    for note in w.notes() {
+        eprintln!("{note}");
+    }
+    for i in 0..w.models.len() {
+        eprintln!("{}", w.describe(i, start.elapsed().as_secs_f64(), true));
     }
 }
 
-/// Requests per second, once a second has passed (earlier figures are noise).
-fn rate(requests: u64, elapsed: f64) -> f64 {
-    if elapsed < 1.0 {
-        0.0
-    } else {
-        requests as f64 / elapsed
+/// The longest model name shown as is; longer ones keep their head and tail around an ellipsis.
+pub const NAME_WIDTH: usize = 16;
+
+/// `1 retry`, `2 retries`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `45s`, `12m05s`, `3h07m`.
+fn short_duration(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
     }
 }
 
-fn eta(bar: &ProgressBar) -> String {
-    let e = bar.eta();
-    if e.is_zero() {
-        "-".into()
+/// Requests per second once a second has passed; `None` before (early figures are noise).
+fn rate(requests: u64, elapsed: f64) -> Option<String> {
+    if elapsed < 1.0 || requests == 0 {
+        return None;
+    }
+    let r = requests as f64 / elapsed;
+    Some(if r >= 10.0 {
+        format!("{r:.0} req/s")
+    } else if r >= 0.1 {
+        format!("{r:.1} req/s")
     } else {
-        humantime::format_duration(Duration::from_secs(e.as_secs())).to_string()
+        format!("{:.1} req/min", r * 60.0)
+    })
+}
+
+/// One model's progress line, at most `width` characters: name, bar, counts, then as many of
+/// errors, retries, rate, ETA and tokens as fit (in that order of importance).
+pub fn describe(
+    name: &str,
+    s: Snapshot,
+    elapsed: f64,
+    stopping: bool,
+    bar: bool,
+    width: usize,
+) -> String {
+    let mut line = format!("{:<NAME_WIDTH$} ", abbreviate(name, NAME_WIDTH));
+    if bar {
+        let cells = 20usize.min(width.saturating_sub(60)).max(8);
+        let filled = (s.done.min(s.total) * cells as u64)
+            .checked_div(s.total)
+            .unwrap_or(0) as usize;
+        line.push_str(&"█".repeat(filled));
+        line.push_str(&"░".repeat(cells - filled));
+        line.push(' ');
+    }
+    line.push_str(&format!("{}/{} units", s.done, s.total));
+    let state = match (s.ended, stopping, s.done >= s.total) {
+        (true, _, true) if s.errors == 0 => Some("done".to_string()),
+        (true, true, _) | (false, true, _) => Some("stopped".to_string()),
+        (true, false, _) => Some("ended".to_string()),
+        _ => None,
+    };
+    // (importance, text): the least important piece goes first when the line is too long.
+    let mut extras: Vec<(u8, String)> = Vec::new();
+    if let Some(st) = &state {
+        extras.push((0, st.clone()));
+    }
+    if s.errors > 0 {
+        extras.push((1, plural(s.errors, "error", "errors")));
+    }
+    if s.retries > 0 {
+        extras.push((2, plural(s.retries, "retry", "retries")));
+    }
+    if let Some(r) = rate(s.requests, elapsed) {
+        extras.push((3, r));
+    }
+    if state.is_none() && s.done > 0 && s.done < s.total {
+        let secs = elapsed / s.done as f64 * (s.total - s.done) as f64;
+        extras.push((4, format!("ETA {}", short_duration(secs.round() as u64))));
+    }
+    if s.tokens > 0 {
+        extras.push((5, format!("{} tok", s.tokens)));
+    }
+    let fits = |extras: &[(u8, String)]| {
+        let extra: usize = extras.iter().map(|(_, t)| t.chars().count() + 2).sum();
+        line.chars().count() + extra <= width
+    };
+    while !fits(&extras) && !extras.is_empty() {
+        let least = (0..extras.len()).max_by_key(|&i| extras[i].0).unwrap_or(0);
+        extras.remove(least);
+    }
+    for (_, t) in extras {
+        line.push_str(", ");
+        line.push_str(&t);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(total: u64, done: u64) -> Snapshot {
+        Snapshot {
+            total,
+            done,
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn long_names_are_abbreviated_consistently() {
+        let a = abbreviate("DeepSeek-R1-Distill-Qwen-32B", NAME_WIDTH);
+        assert_eq!(a, "DeepSee…Qwen-32B");
+        assert_eq!(a.chars().count(), NAME_WIDTH);
+        assert_eq!(a, abbreviate("DeepSeek-R1-Distill-Qwen-32B", NAME_WIDTH));
+        assert_eq!(abbreviate("gpt-4o", NAME_WIDTH), "gpt-4o");
+    }
+
+    #[test]
+    fn every_line_fits_80_columns_at_worst_case_counts() {
+        let s = Snapshot {
+            total: 1_000_000,
+            done: 999_999,
+            retries: 123_456,
+            errors: 98_765,
+            tokens: 9_876_543_210,
+            requests: 5_000_000,
+            ended: false,
+        };
+        for bar in [true, false] {
+            let line = describe("Llama-3.1-Nemotron-70B-Instruct-HF", s, 3.0, false, bar, 80);
+            assert!(line.chars().count() <= 80, "{line}");
+            assert!(line.contains("98765 errors"), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_stopped_model_has_no_eta_and_the_counts_are_what_was_saved() {
+        let mut s = snap(878, 142);
+        s.requests = 150;
+        let running = describe("m", s, 10.0, false, false, 80);
+        assert!(
+            running.contains("142/878 units") && running.contains("ETA"),
+            "{running}"
+        );
+        let stopped = describe("m", s, 10.0, true, true, 80);
+        assert!(stopped.contains("142/878 units, stopped"), "{stopped}");
+        assert!(!stopped.contains("ETA"), "{stopped}");
+        s.ended = true;
+        assert!(!describe("m", s, 10.0, false, false, 80).contains("ETA"));
+    }
+
+    #[test]
+    fn no_zero_rates_and_singular_counts() {
+        let mut s = snap(10, 10);
+        s.requests = 10;
+        s.retries = 1;
+        s.errors = 1;
+        s.ended = true;
+        let early = describe("m", s, 0.2, false, false, 80);
+        assert!(!early.contains("req/s"), "{early}");
+        assert!(
+            early.contains("1 retry") && early.contains("1 error"),
+            "{early}"
+        );
+        assert!(
+            !early.contains("retries") && !early.contains("errors"),
+            "{early}"
+        );
+        let slow = describe("m", snap(10, 1), 100.0, false, false, 80);
+        assert!(!slow.contains("0.0 req"), "{slow}");
+        s.requests = 3;
+        let later = describe("m", s, 600.0, false, false, 80);
+        assert!(later.contains("0.3 req/min"), "{later}");
+        s.retries = 2;
+        s.errors = 2;
+        let many = describe("m", s, 2.0, false, false, 80);
+        assert!(
+            many.contains("2 retries") && many.contains("2 errors"),
+            "{many}"
+        );
     }
 }

@@ -105,9 +105,14 @@ fn audit_of_counts_built_to_match_a_published_row_is_within() {
     ]);
     let stdout = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", stderr(&out));
+    assert!(
+        stdout.contains("mine (published as Qwen2.5-Math-72B-Instruct):"),
+        "{stdout}"
+    );
     let rows: Vec<&str> = stdout
         .lines()
-        .filter(|l| l.contains("Qwen2.5-Math-72B-Instruct"))
+        .filter(|l| l.contains("within") || l.contains("outside"))
+        .filter(|l| !l.contains(" within, "))
         .collect();
     assert_eq!(rows.len(), 7, "{stdout}");
     assert!(rows.iter().all(|r| r.contains("within")), "{stdout}");
@@ -116,7 +121,10 @@ fn audit_of_counts_built_to_match_a_published_row_is_within() {
         pass.contains("30.1") && pass.contains("29.9") && pass.contains("-0.2"),
         "{pass}"
     );
-    assert!(stdout.contains("7 within, 0 outside, 0 not measured"));
+    assert!(
+        stdout.contains("7 within, 0 outside, 0 not measured"),
+        "{stdout}"
+    );
     // The protocol matches the paper's except for the grader.
     let warnings: Vec<&str> = stdout
         .lines()
@@ -144,8 +152,8 @@ fn audit_flags_far_values_and_protocol_differences() {
     let stdout = stdout(&out);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout.contains("0 within, 7 outside"), "{stdout}");
-    assert!(stdout.contains("warning: mine: n = 16 samples per problem; the paper uses n = 48"));
-    assert!(stdout.contains("warning: mine: temperature 0.7"));
+    assert!(stdout.contains("warning: n = 16 samples per problem; the paper uses n = 48"));
+    assert!(stdout.contains("warning: temperature 0.7"));
 }
 
 #[test]
@@ -192,5 +200,106 @@ fn audit_bad_input_names_the_problem() {
     assert!(
         err.contains("bad.csv:2:") && err.contains("`value`"),
         "{err}"
+    );
+}
+
+/// `gpassk audit <dir> --published … --benchmark AIME2025 EXTRA…` at 80 columns.
+fn audit_at_80(dir: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "audit",
+        dir.to_str().unwrap(),
+        "--published",
+        PUBLISHED,
+        "--benchmark",
+        "AIME2025",
+    ];
+    args.extend_from_slice(extra);
+    crate::common::gpassk()
+        .args(&args)
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn audit_formats_filters_fail_outside_and_did_you_mean() {
+    let far = tempfile::tempdir().unwrap();
+    build_run(far.path(), 16, 0.7, &[(16, true); 30]);
+    let map = ["--model-map", "mine=Qwen2.5-Math-72B-Instruct"];
+    let table = audit_at_80(far.path(), &map);
+    assert_eq!(table.status.code(), Some(0));
+    for line in stdout(&table).lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    let failing = audit_at_80(far.path(), &[&map[..], &["--fail-outside"]].concat());
+    assert_eq!(failing.status.code(), Some(1));
+    assert!(stderr(&failing).contains("--fail-outside: 7 of 7 values outside their intervals"));
+    let close = tempfile::tempdir().unwrap();
+    build_run(close.path(), 48, 1.0, &paper_like_counts());
+    assert_eq!(
+        audit_at_80(close.path(), &[&map[..], &["--fail-outside"]].concat())
+            .status
+            .code(),
+        Some(0)
+    );
+
+    let csv = audit_at_80(
+        close.path(),
+        &[&map[..], &["--format", "csv", "--metric", "Pass@16"]].concat(),
+    );
+    let csv = stdout(&csv);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "model,published_as,metric,published,measured,ci_low,ci_high,difference,verdict"
+    );
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert!(
+        lines[1].starts_with("mine,Qwen2.5-Math-72B-Instruct,Pass@16,30.1,29.9"),
+        "{csv}"
+    );
+    let json = audit_at_80(
+        close.path(),
+        &[&map[..], &["--format", "json", "--k", "16"]].concat(),
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let metrics: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(metrics.len(), 6, "{metrics:?}");
+    assert!(metrics.iter().all(|m| m.contains("@16")));
+    assert!(v[0]["ci_low"].as_f64().is_some());
+    // Warnings go to stderr so the JSON stays parseable.
+    assert!(stderr(&json).contains("warning: graded by gpassk's rule-based grader"));
+    let md = stdout(&audit_at_80(
+        close.path(),
+        &[&map[..], &["--format", "md"]].concat(),
+    ));
+    assert!(
+        md.contains(
+            "| model | published as | metric | published | measured [95% CI] | diff | verdict |"
+        ),
+        "{md}"
+    );
+
+    let typo = audit_at_80(
+        close.path(),
+        &["--model-map", "mine=Qwen2.5-Math-72B-Instrct"],
+    );
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        stderr(&typo).contains("did you mean \"Qwen2.5-Math-72B-Instruct\"?"),
+        "{}",
+        stderr(&typo)
+    );
+    let unmapped = audit_at_80(close.path(), &[]);
+    assert_eq!(unmapped.status.code(), Some(2));
+    assert!(
+        stderr(&unmapped).contains("no run model matches a published model by name (mine)"),
+        "{}",
+        stderr(&unmapped)
     );
 }

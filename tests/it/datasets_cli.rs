@@ -26,6 +26,7 @@ fn lists_every_dataset_with_counts_subsets_and_sha256() {
         ("livemathbench_202412", "119"),
         ("livemathbench_202412_hard", "21"),
         ("math500", "500"),
+        ("math500_l5", "134"),
         ("aime24", "30"),
         ("amc23", "40"),
         ("gsm8k", "1319"),

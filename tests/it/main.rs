@@ -18,3 +18,4 @@ mod run_fake;
 mod run_report;
 mod run_safety;
 mod settings_json;
+mod terminal;

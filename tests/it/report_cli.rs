@@ -220,7 +220,14 @@ fn snapshot(name: &str, actual: &str) {
 
 #[test]
 fn table_and_markdown_snapshots() {
-    snapshot("summary.txt", &report("table"));
+    // summary.txt and --wide: every column; the default table fits the terminal.
+    snapshot("summary.txt", &ok(&gpassk(&["report", FIXTURE, "--wide"])));
+    let narrow = crate::common::gpassk()
+        .args(["report", FIXTURE])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    snapshot("table-80.txt", &ok(&narrow));
     let md = report("md");
     assert!(md.contains("| alpha | 62.5 [24.4, 91.5] |"));
     snapshot("report.md", &md);
@@ -408,14 +415,14 @@ fn compare_flags_a_drop_on_enough_problems_only() {
     let a = Synthetic::new(20).write(dir.path(), "a", good);
     let b = Synthetic::new(20).write(dir.path(), "b", |_, _| false);
     let out = ok(&compare(&a, &b, &[]));
-    let pass4 = out.lines().find(|l| l.contains("pass@4 ")).unwrap();
+    let pass4 = out.lines().find(|l| l.contains("Pass@4 ")).unwrap();
     assert!(
         pass4.contains("REGRESSED") && pass4.contains("-100.0"),
         "{pass4}"
     );
     let fail = compare(&a, &b, &["--fail-on-regression", "10"]);
     assert_eq!(fail.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&fail.stderr).contains("alpha pass@4 -100.0 points"));
+    assert!(String::from_utf8_lossy(&fail.stderr).contains("  alpha Pass@4: -100.0 points"));
     ok(&compare(&a, &b, &["--fail-on-regression", "100"]));
     // The fixture's 8 problems are too few to flag even a total collapse.
     let worse = dir.path().join("worse");
@@ -425,11 +432,81 @@ fn compare_flags_a_drop_on_enough_problems_only() {
         &worse,
         &["--fail-on-regression", "10"],
     ));
-    assert!(out.contains("not tested (< 10 problems)") && !out.contains("REGRESSED"));
+    assert!(out.contains("untested") && !out.contains("REGRESSED"));
     assert!(
         out.contains("28 differences not tested: fewer than 10 shared problems"),
         "{out}"
     );
+}
+
+#[test]
+fn compare_formats_and_filters_use_the_report_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Synthetic::new(20).write(dir.path(), "a", |i, s| !(i + s as usize).is_multiple_of(4));
+    let b = Synthetic::new(20).write(dir.path(), "b", |_, _| false);
+    let csv = ok(&compare(
+        &a,
+        &b,
+        &["--format", "csv", "--metric", "Pass@4,g_pass@4_t1.0"],
+    ));
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("model,metric,a,b,delta,p,p_holm,problems,flag")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(
+        rows[0].starts_with("alpha,Pass@4,")
+            && rows[0].contains(",-1.0,")
+            && rows[0].ends_with(",20,REGRESSED"),
+        "{csv}"
+    );
+    assert!(rows[1].starts_with("alpha,G-Pass@4_1.0,"), "{csv}");
+    let json = ok(&compare(&a, &b, &["--format", "json", "--k", "4"]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let metrics: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["metric"].as_str().unwrap())
+        .collect();
+    assert!(
+        !metrics.is_empty() && metrics.iter().all(|m| m.contains("@4")),
+        "{metrics:?}"
+    );
+    assert!(v[0]["p_holm"].as_f64().is_some() && v[0]["delta"].as_f64().is_some());
+    let md = ok(&compare(&a, &b, &["--format", "md", "--metric", "Pass@4"]));
+    assert!(
+        md.contains("| model | metric | A % | B % | B − A | p (Holm) | problems | flag |"),
+        "{md}"
+    );
+    assert!(md.contains("| alpha | Pass@4 | "), "{md}");
+    let narrow = crate::common::gpassk()
+        .args([
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--fail-on-regression",
+            "10",
+        ])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(narrow.status.code(), Some(1));
+    for line in String::from_utf8_lossy(&narrow.stdout).lines() {
+        if !line.starts_with("A: ") && !line.starts_with("B: ") {
+            assert!(line.chars().count() <= 80, "{line}");
+        }
+    }
+    let err = String::from_utf8_lossy(&narrow.stderr);
+    assert!(
+        err.contains(" of the rows:\n  alpha Greedy: -75.0 points\n  alpha Pass@1: ")
+            && err.contains("\n  alpha Pass@4: -100.0 points\n"),
+        "{err}"
+    );
+    let none = compare(&a, &b, &["--metric", "Pass@99"]);
+    assert_eq!(none.status.code(), Some(2));
 }
 
 #[test]
@@ -477,7 +554,10 @@ fn compare_refuses_different_datasets_and_names_setting_differences() {
         );
     }
     assert!(stdout.contains("alpha maj@n: not compared, n = 8 in A and 4 in B"));
-    assert!(!stdout.lines().any(|l| l.contains("│ maj@n")), "{stdout}");
+    assert!(
+        !stdout.lines().any(|l| l.trim_start().starts_with("maj@n ")),
+        "{stdout}"
+    );
 }
 
 /// Splits the fixture into two shard runs by problem id hash.

@@ -1,0 +1,242 @@
+//! The tables `compare` and `audit` print, in the format `--format` picks: a terminal table that
+//! fits the width, Markdown to paste into a PR, or CSV/JSON with raw (unrounded) values.
+
+use crate::util::terminal_width;
+use serde_json::Value;
+
+/// `--format` of `compare` and `audit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutFormat {
+    Table,
+    Md,
+    Json,
+    Csv,
+}
+
+impl OutFormat {
+    /// Human formats carry notes and warnings on stdout; machine formats keep stdout parseable.
+    pub fn is_human(self) -> bool {
+        matches!(self, OutFormat::Table | OutFormat::Md)
+    }
+}
+
+/// One cell: the rounded text people read and the raw value machines get.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub text: String,
+    pub raw: Value,
+}
+
+impl Cell {
+    pub fn text(s: impl Into<String>) -> Cell {
+        let s = s.into();
+        Cell {
+            raw: Value::String(s.clone()),
+            text: s,
+        }
+    }
+
+    /// A count.
+    pub fn int(n: u64) -> Cell {
+        Cell {
+            text: n.to_string(),
+            raw: Value::from(n),
+        }
+    }
+
+    /// A number shown as `text`; `None` is empty text and JSON null.
+    pub fn num(raw: Option<f64>, text: impl Into<String>) -> Cell {
+        Cell {
+            text: text.into(),
+            raw: raw
+                .filter(|v| v.is_finite())
+                .map_or(Value::Null, Value::from),
+        }
+    }
+}
+
+/// Column keys (CSV header, JSON field names), column titles for people, and rows.
+pub struct Tabular {
+    pub keys: Vec<&'static str>,
+    pub titles: Vec<&'static str>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Keys of columns only the machine formats carry (kept out of the terminal's width).
+    pub machine_only: &'static [&'static str],
+    /// In the terminal table, rows are grouped under a heading line by this key's text (and the
+    /// column dropped), so long names do not squeeze the other columns.
+    pub group: Option<&'static str>,
+}
+
+impl Tabular {
+    pub fn render(&self, format: OutFormat) -> anyhow::Result<String> {
+        Ok(match format {
+            OutFormat::Table => self.table(),
+            OutFormat::Md => self.markdown(),
+            OutFormat::Json => {
+                let rows: Vec<serde_json::Map<String, Value>> = self
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        self.keys
+                            .iter()
+                            .zip(r)
+                            .map(|(k, c)| (k.to_string(), c.raw.clone()))
+                            .collect()
+                    })
+                    .collect();
+                serde_json::to_string_pretty(&rows)? + "\n"
+            }
+            OutFormat::Csv => {
+                let mut w = csv::Writer::from_writer(Vec::new());
+                w.write_record(&self.keys)?;
+                for r in &self.rows {
+                    w.write_record(r.iter().map(|c| match &c.raw {
+                        Value::String(s) => s.clone(),
+                        Value::Null => String::new(),
+                        v => v.to_string(),
+                    }))?;
+                }
+                String::from_utf8(w.into_inner()?)?
+            }
+        })
+    }
+
+    /// Indices of the columns people see.
+    fn human_columns(&self) -> Vec<usize> {
+        (0..self.keys.len())
+            .filter(|&i| !self.machine_only.contains(&self.keys[i]))
+            .collect()
+    }
+
+    fn table(&self) -> String {
+        let Some(g) = self
+            .group
+            .and_then(|g| self.keys.iter().position(|k| *k == g))
+        else {
+            return self.table_of(&self.rows, &self.human_columns());
+        };
+        let cols: Vec<usize> = self
+            .human_columns()
+            .into_iter()
+            .filter(|&c| c != g)
+            .collect();
+        let mut heads: Vec<&str> = self.rows.iter().map(|r| r[g].text.as_str()).collect();
+        heads.dedup();
+        let mut out = String::new();
+        for head in heads {
+            let rows: Vec<Vec<Cell>> = self
+                .rows
+                .iter()
+                .filter(|r| r[g].text == head)
+                .cloned()
+                .collect();
+            out.push_str(&format!("{head}:\n{}", self.table_of(&rows, &cols)));
+        }
+        out
+    }
+
+    fn table_of(&self, rows: &[Vec<Cell>], cols: &[usize]) -> String {
+        let mut t = comfy_table::Table::new();
+        // Rules above, under the header and below; no vertical lines or row rules (room for text).
+        t.load_preset("  ── ──      ──    ");
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+        t.set_width(u16::try_from(terminal_width()).unwrap_or(u16::MAX));
+        t.set_header(cols.iter().map(|&i| self.titles[i]));
+        for r in rows {
+            t.add_row(cols.iter().map(|&i| r[i].text.clone()));
+        }
+        for c in t.column_iter_mut() {
+            c.set_padding((0, 1));
+        }
+        t.to_string()
+            .lines()
+            .map(|l| format!("{}\n", l.trim_end()))
+            .collect()
+    }
+
+    fn markdown(&self) -> String {
+        let cols = self.human_columns();
+        let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+        let titles: Vec<&str> = cols.iter().map(|&i| self.titles[i]).collect();
+        let mut out = format!("| {} |\n", titles.join(" | "));
+        out.push_str(&format!("|{}\n", " --- |".repeat(cols.len())));
+        for r in &self.rows {
+            let cells: Vec<String> = cols.iter().map(|&i| esc(&r[i].text)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        out
+    }
+}
+
+/// `--metric` and `--k` filters shared by `compare` and `audit`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MetricFilter {
+    /// Only these metrics, by report name (`Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`, `Greedy`,
+    /// `maj@n`) or config name (`pass@16`, `g_pass@16_t0.5`); comma-separated, case-insensitive.
+    #[arg(long, value_delimiter = ',')]
+    pub metric: Vec<String>,
+    /// Only metrics of these k (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub k: Vec<u64>,
+}
+
+impl MetricFilter {
+    /// Whether a metric passes the filters.
+    pub fn keeps(&self, metric: &crate::metrics::MetricKind) -> bool {
+        let label = crate::report::metric_label(metric);
+        let config = metric.to_string();
+        let named = self.metric.is_empty()
+            || self
+                .metric
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(&label) || m.eq_ignore_ascii_case(&config));
+        let k = self.k.is_empty() || metric.k().is_some_and(|k| self.k.contains(&k));
+        named && k
+    }
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole);
+/// continuation lines start with `indent`.
+pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    // True while the line holds nothing but its indent.
+    let mut fresh = true;
+    for word in text.split(' ') {
+        if !fresh && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, indent.to_string()));
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    lines.push(line);
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_breaks_at_spaces_within_the_width() {
+        let text = "warning: max tokens 1024; the paper allows 8,192 new tokens (32,768 for o1-like models)";
+        let wrapped = wrap(text, 40, "  ");
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= 40),
+            "{wrapped}"
+        );
+        assert!(wrapped
+            .lines()
+            .skip(1)
+            .all(|l| l.starts_with("  ") && !l.starts_with("   ")));
+        assert_eq!(
+            wrapped.split_whitespace().collect::<Vec<_>>(),
+            text.split(' ').collect::<Vec<_>>()
+        );
+        assert_eq!(wrap("short", 40, "  "), "short");
+    }
+}

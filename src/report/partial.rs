@@ -1,0 +1,95 @@
+//! The "incomplete run" banner of the human reports: how much was sampled and, per headline
+//! metric, how many problems its value rests on when that is fewer than the dataset holds.
+
+use super::metric_label;
+use crate::scoring::RunResults;
+
+/// The banner's lines; empty for a complete run.
+pub fn banner(results: &RunResults) -> Vec<String> {
+    let total = results.models.first().map_or(0, |m| m.problems.len());
+    let status = results
+        .manifest
+        .as_ref()
+        .map(|m| m.status.clone())
+        .filter(|s| s != "complete");
+    let missing: u64 = results.models.iter().map(|m| m.missing).sum();
+    if status.is_none() && missing == 0 {
+        return Vec::new();
+    }
+    let (usable, planned) = match &results.manifest {
+        Some(m) => m.models.values().fold((0, 0), |(u, p), mm| {
+            (u + mm.ok + mm.truncated, p + mm.units_planned)
+        }),
+        None => {
+            let usable: u64 = results
+                .models
+                .iter()
+                .map(|m| m.correct + m.wrong + m.no_answer)
+                .sum();
+            (usable, usable + missing)
+        }
+    };
+    let mut lines = vec![format!(
+        "INCOMPLETE RUN ({}): {usable} of {planned} planned units are usable.",
+        status.unwrap_or_else(|| "units missing".into())
+    )];
+    // "4 problems per model" → the metrics resting on that many, in headline order.
+    let mut short: Vec<(String, Vec<String>)> = Vec::new();
+    for metric in &results.shown {
+        let counts: Vec<usize> = results
+            .models
+            .iter()
+            .filter_map(|m| m.estimate(metric, None).map(|e| e.problems))
+            .collect();
+        let (Some(lo), Some(hi)) = (counts.iter().min(), counts.iter().max()) else {
+            continue;
+        };
+        if *lo < total {
+            let range = if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}–{hi}")
+            };
+            let label = metric_label(metric);
+            match short.iter_mut().find(|(r, _)| *r == range) {
+                Some((_, labels)) => labels.push(label),
+                None => short.push((range, vec![label])),
+            }
+        }
+    }
+    if !short.is_empty() {
+        lines.push(format!(
+            "Metrics rest on fewer problems than the dataset's {total}:"
+        ));
+        for (range, labels) in short {
+            lines.extend(item(&format!("{range} problems per model:"), &labels));
+        }
+    }
+    lines
+}
+
+/// `  4 problems per model: Pass@4, G-Pass@4_0.5, …`, continued on lines indented by four
+/// spaces so no line passes 78 characters (continuations belong to the item above).
+fn item(head: &str, labels: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = format!("  {head}");
+    let mut fresh = false;
+    for (i, label) in labels.iter().enumerate() {
+        let piece = if i + 1 < labels.len() {
+            format!("{label},")
+        } else {
+            label.clone()
+        };
+        if !fresh && line.chars().count() + 1 + piece.chars().count() > 78 {
+            lines.push(std::mem::replace(&mut line, "    ".to_string()));
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(&piece);
+        fresh = false;
+    }
+    lines.push(line);
+    lines
+}

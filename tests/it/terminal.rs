@@ -1,0 +1,305 @@
+//! What a user sees in the terminal during and after `run`: progress that matches the checkpoints
+//! (after Ctrl-C and on resume) and the cause of failed units, once per model.
+
+use crate::common::{both, gpassk, stderr, Fixture, Toml, NO_SERVER};
+use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TWO_MODELS: &str = "[[models]]\nname = \"DeepSeek-R1-Distill-Qwen-32B\"\nmodel_id = \"a\"\n[[models]]\nname = \"m2\"\nmodel_id = \"b\"\n";
+
+fn problems(count: usize) -> String {
+    (0..count)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"p{i}\",\"question\":\"What is {i}+1?\",\"answer\":\"{}\"}}\n",
+                i + 1
+            )
+        })
+        .collect()
+}
+
+fn reply(r: &Recorded) -> Reply {
+    Reply::with_choices(
+        (0..r.n())
+            .map(|_| ChoiceReply::stop("\\boxed{1}"))
+            .collect(),
+    )
+}
+
+fn config(env: &Fixture, base_url: Option<&str>, sampling: &str, models: &str) {
+    env.config(Toml {
+        base_url,
+        api: "max_retries = 1\nbackoff_base = 0.01\nbackoff_max = 0.02\ntimeout = 5\nconcurrency = 2",
+        sampling: &format!("temperature = 0.7\nseed = 1\n{sampling}"),
+        models,
+        evaluation: "",
+    });
+}
+
+/// Checkpoint lines of one model (every record, answers and errors alike).
+fn records(env: &Fixture, model: &str) -> usize {
+    let path = env.run_dir().join(format!("checkpoints/{model}.jsonl"));
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+/// The last progress line printed for a model (progress lines start with its padded name).
+fn last_progress<'a>(text: &'a str, name: &str) -> &'a str {
+    text.lines()
+        .rev()
+        .find(|l| l.starts_with(name) && l.contains(" units"))
+        .unwrap_or_else(|| panic!("no progress line for {name} in:\n{text}"))
+}
+
+/// `12/34` at the start of "12/34 units" in a progress line.
+fn counts(line: &str) -> (usize, usize) {
+    let field = line
+        .split_whitespace()
+        .find(|w| w.contains('/'))
+        .unwrap_or_else(|| panic!("no counts in {line}"));
+    let (a, b) = field.split_once('/').unwrap();
+    (a.parse().unwrap(), b.trim_end_matches(',').parse().unwrap())
+}
+
+#[test]
+fn a_dead_server_is_named_once_per_model_in_stderr_and_the_manifest() {
+    let env = Fixture::new(&problems(3));
+    config(&env, Some(NO_SERVER), "n = 2", TWO_MODELS);
+    let out = env.command(&["run"]).env("COLUMNS", "80").output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    for name in ["DeepSeek-R1-Distill-Qwen-32B", "m2"] {
+        let head =
+            format!("error: model {name}: 9 units still failed after retries:\n  connection: ");
+        assert_eq!(err.matches(&head).count(), 1, "{err}");
+        let cause = err[err.find(&head).unwrap() + head.len()..]
+            .lines()
+            .next()
+            .unwrap();
+        assert!(
+            cause.to_lowercase().contains("refused") && cause.ends_with("×9"),
+            "{err}"
+        );
+    }
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(env.run_dir().join("manifest.json")).unwrap(),
+    )
+    .unwrap();
+    for name in ["DeepSeek-R1-Distill-Qwen-32B", "m2"] {
+        let m = &manifest["models"][name];
+        let causes = m["failure_causes"].as_object().expect("failure_causes");
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        let (cause, count) = causes.iter().next().unwrap();
+        assert!(cause.starts_with("connection: ") && cause.to_lowercase().contains("refused"));
+        assert_eq!(count.as_u64(), m["api_error"].as_u64());
+    }
+    // Every progress line fits 80 columns and abbreviates the long name the same way.
+    for l in err.lines().filter(|l| !l.contains("/tmp")) {
+        assert!(l.chars().count() <= 80, "{l}");
+    }
+    let long: Vec<&str> = err.lines().filter(|l| l.contains("/9 units")).collect();
+    assert!(
+        long.iter().any(|l| l.starts_with("DeepSee…Qwen-32B ")),
+        "{err}"
+    );
+}
+
+#[test]
+fn progress_after_ctrl_c_and_on_resume_matches_the_checkpoints() {
+    let slow = FakeServer::builder().responder(|r: &Recorded| {
+        std::thread::sleep(Duration::from_millis(20));
+        reply(r)
+    });
+    let env = Fixture::new(&problems(10)).with_server(slow);
+    let server = env.server();
+    config(
+        &env,
+        None,
+        "n = 8",
+        "[[models]]\nname = \"m1\"\nmodel_id = \"x\"\n",
+    );
+    let child = env
+        .command(&["run", "--progress-interval", "0.05"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.request_count() < 5 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert!(kill.unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    let err = stderr(&out);
+    let last = last_progress(&err, "m1 ");
+    let saved = records(&env, "m1");
+    assert_eq!(counts(last), (saved, 90), "{err}");
+    assert!(
+        saved < 90 && last.contains("stopped") && !last.contains("ETA"),
+        "{last}"
+    );
+
+    let out = env
+        .command(&["run", "--progress-interval", "0.05", "--resume"])
+        .arg(env.run_dir())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let err = stderr(&out);
+    let first = err
+        .lines()
+        .find(|l| l.starts_with("m1 ") && l.contains(" units"))
+        .unwrap();
+    assert_eq!(
+        counts(first).1,
+        90 - saved,
+        "the total is what was missing: {err}"
+    );
+    let last = last_progress(&err, "m1 ");
+    assert_eq!(counts(last), (90 - saved, 90 - saved), "{err}");
+    assert!(last.contains("done"), "{last}");
+    assert_eq!(records(&env, "m1"), 90);
+    let _ = gpassk;
+}
+
+const SIX: [&str; 6] = [
+    "DeepSeek-R1-Distill-Qwen-32B",
+    "Llama-3.1-8B-Instruct",
+    "Qwen2.5-Math-72B-Instruct",
+    "Mistral-Large-Instruct-2411",
+    "gemma-2-27b-it-long-name",
+    "Phi-3.5-mini-instruct-x",
+];
+
+/// A finished run of six long-named models on the fake server; returns its directory.
+fn six_model_run(env: &Fixture) -> std::path::PathBuf {
+    let models: String = SIX
+        .iter()
+        .map(|m| format!("[[models]]\nname = \"{m}\"\nmodel_id = \"{m}\"\n"))
+        .collect();
+    config(env, None, "n = 4\ngreedy = true", &models);
+    let out = env
+        .command(&["run", "--quiet"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    for line in crate::common::stdout(&out).lines() {
+        if !line.starts_with("results: ") {
+            assert!(
+                line.chars().count() <= 80,
+                "run printed a {}-column line:\n{line}",
+                line.chars().count()
+            );
+        }
+    }
+    env.run_dir()
+}
+
+#[test]
+fn the_summary_table_fits_80_columns_with_six_long_names_unless_wide() {
+    let env = Fixture::new(&problems(4)).with_server(FakeServer::builder().responder(reply));
+    let run_dir = six_model_run(&env);
+    let dir = run_dir.to_str().unwrap();
+    for args in [vec!["report", dir], vec!["score", dir]] {
+        let out = gpassk().args(&args).env("COLUMNS", "80").output().unwrap();
+        let text = crate::common::ok(&out);
+        for line in text.lines().filter(|l| !l.starts_with("wrote ")) {
+            assert!(line.chars().count() <= 80, "{args:?}: {line}");
+        }
+        for name in SIX {
+            let short = gpassk_abbrev(name);
+            assert!(
+                text.contains(name) || text.contains(&short),
+                "{name} missing:\n{text}"
+            );
+        }
+        assert!(text.contains("G-Pass@4_") && text.contains("±"), "{text}");
+        assert!(!text.contains("INCOMPLETE"), "{text}");
+    }
+    let wide = gpassk()
+        .args(["report", dir, "--wide"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let wide = crate::common::ok(&wide);
+    assert!(
+        wide.lines().any(|l| l.chars().count() > 80),
+        "--wide keeps every column"
+    );
+    for name in SIX {
+        assert!(wide.contains(name), "{wide}");
+    }
+    // At 200 columns the full names fit and are printed as they are.
+    let roomy = gpassk()
+        .args(["report", dir])
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let roomy = crate::common::ok(&roomy);
+    for name in SIX {
+        assert!(roomy.contains(name), "{roomy}");
+    }
+}
+
+/// The head…tail form at 12 characters (what the narrow table falls back to).
+fn gpassk_abbrev(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= 12 {
+        return name.into();
+    }
+    let head: String = chars[..5].iter().collect();
+    let tail: String = chars[chars.len() - 6..].iter().collect();
+    format!("{head}…{tail}")
+}
+
+#[test]
+fn a_partial_run_says_so_with_problem_counts_in_the_table_and_report_md() {
+    // The server answers only the first problems, then refuses everything after a few requests.
+    let server = FakeServer::builder().responder(|r: &Recorded| {
+        if r.user_text().unwrap_or_default().contains("What is 3+1") {
+            Reply::with_choices(Vec::new())
+        } else {
+            reply(r)
+        }
+    });
+    let env = Fixture::new(&problems(5)).with_server(server);
+    config(
+        &env,
+        None,
+        "n = 2",
+        "[[models]]\nname = \"m1\"\nmodel_id = \"x\"\n",
+    );
+    let out = env
+        .command(&["run", "--quiet"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let text = crate::common::stdout(&out);
+    assert!(
+        text.contains("INCOMPLETE RUN (incomplete): 12 of 15 planned units are usable."),
+        "{text}"
+    );
+    assert!(
+        text.contains("Metrics rest on fewer problems than the dataset's 5:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  4 problems per model: Greedy, Pass@1, G-Pass@1_0.25,"),
+        "{text}"
+    );
+    let md = std::fs::read_to_string(env.run_dir().join("report.md")).unwrap();
+    assert!(
+        md.contains("> **INCOMPLETE RUN (incomplete): 12 of 15 planned units are usable.**"),
+        "{md}"
+    );
+    assert!(
+        md.contains("> - 4 problems per model: Greedy, Pass@1, G-Pass@1_0.25,"),
+        "{md}"
+    );
+}
