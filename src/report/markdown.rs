@@ -62,7 +62,7 @@ impl Exporter for MarkdownReport {
     }
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
-        let mut md = format!("# G-Pass@k report: {}\n\n", results.dataset);
+        let mut md = format!("# G-Pass@k report: {}\n\n", results.label());
         md.push_str(&format!(
             "Run `{}` · dataset `{}` (sha256 `{}`)\n\n",
             results.run_id,

@@ -120,7 +120,7 @@ fn compact(results: &RunResults, width: usize) -> String {
     let mut out = banner_text(results);
     let title = format!(" ({problems} problems): % ±95% CI");
     let room = width.saturating_sub(title.chars().count()).max(MIN_NAME);
-    out.push_str(&format!("{}{title}\n", abbreviate(&results.dataset, room)));
+    out.push_str(&format!("{}{title}\n", abbreviate(&results.label(), room)));
     out.push_str(&layout_fitting(&names, &header, &cells, width));
     out.push_str("±: to the farther 95% bound · --wide: every metric, exact bounds\n");
     out

@@ -162,6 +162,7 @@ fn settings_beside_the_config_is_announced_once_and_its_keys_reach_manifest_and_
     let m = manifest(&dir);
     assert_eq!(m["task_name"], "sums");
     assert!(read(&dir.join("report.html")).contains("<title>G-Pass@k report: sums ("));
+    assert!(read(&dir.join("report.md")).starts_with("# G-Pass@k report: sums ("));
     assert_eq!(m["prompt_template"], "题目：{question}\n请作答。");
     let csv = read(&dir.join("metrics.csv"));
     // The JSON's τ are computed, and its regex found every answer although a later line of each
