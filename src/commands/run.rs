@@ -175,7 +175,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         progress_interval: Duration::from_secs_f64(args.progress_interval.max(0.05)),
     };
     let ends = match &args.import_batch {
-        Some(file) => import_batch(plan, &run_dir, &manifest.run_id, file)?,
+        Some(file) => import_batch(plan, &run_dir, &manifest.run_id, file, args.quiet)?,
         None => runner::sample_all(&job, &shutdown)?,
     };
     let interrupted = record_ends(plan, &run_dir, &mut manifest, &ends)?;
@@ -243,8 +243,12 @@ fn import_batch(
     run_dir: &Path,
     run_id: &str,
     file: &Path,
+    quiet: bool,
 ) -> Result<Vec<(String, ModelEnd)>> {
     let (got, ends) = crate::batch::import(plan, run_dir, run_id, file)?;
+    if quiet {
+        return Ok(ends);
+    }
     eprintln!(
         "batch: {} units recorded ({} API errors){}",
         got.units,

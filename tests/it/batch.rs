@@ -67,7 +67,6 @@ fn import(env: &Fixture, dir: &Path, output: &str) -> std::process::Output {
     let file = env.write("output.jsonl", output);
     env.command(&[
         "run",
-        "--quiet",
         "--import-batch",
         file.to_str().unwrap(),
         "--resume",
