@@ -27,6 +27,7 @@ pub mod config;
 pub mod lock;
 pub mod manifest;
 
+pub mod batch;
 pub mod judge;
 pub mod label;
 pub mod plan;

@@ -317,42 +317,60 @@ impl Client {
                 return Err(err(class, Some(status), transport_message(&e), None));
             }
         };
-        if !(200..300).contains(&status) {
-            let class = match status {
-                429 => ErrorClass::RateLimited,
-                401 | 403 => ErrorClass::Auth,
-                404 => ErrorClass::NotFound,
-                408 => ErrorClass::Timeout,
-                s if s >= 500 => ErrorClass::Server,
-                _ => ErrorClass::BadRequest,
-            };
-            return Err(err(
-                class,
-                Some(status),
-                server_error_text(&bytes),
-                retry_after,
-            ));
-        }
-        let wire: WireResponse = serde_json::from_slice(&bytes).map_err(|e| {
-            err(
-                ErrorClass::MalformedJson,
-                Some(status),
-                format!("reply is not a chat completion: {e}"),
-                None,
-            )
-        })?;
-        let any_choice = !wire.choices.is_empty();
-        let resp = parse_reply(wire, |s| self.redact(&s));
-        if resp.choices.is_empty() {
-            let (class, message) = if any_choice {
-                (ErrorClass::NoContent, "every choice has null content")
-            } else {
-                (ErrorClass::EmptyChoices, "reply has no choices")
-            };
-            return Err(err(class, Some(status), message.into(), None));
-        }
-        Ok(resp)
+        decode_reply(status, &bytes, retry_after, |m| self.redact(&m))
     }
+}
+
+/// A chat reply's status and body as the runner sees it: a response with usable choices, or the
+/// classified error; every server-sent text passes through `clean` (key redaction). Batch import
+/// decodes its output lines with it too.
+pub fn decode_reply(
+    status: u16,
+    bytes: &[u8],
+    retry_after: Option<Duration>,
+    clean: impl Fn(String) -> String,
+) -> Result<ChatResponse, ApiError> {
+    let err = |class, status: Option<u16>, message: String, retry_after| ApiError {
+        class,
+        status,
+        message: clean(message),
+        retry_after,
+    };
+    if !(200..300).contains(&status) {
+        let class = match status {
+            429 => ErrorClass::RateLimited,
+            401 | 403 => ErrorClass::Auth,
+            404 => ErrorClass::NotFound,
+            408 => ErrorClass::Timeout,
+            s if s >= 500 => ErrorClass::Server,
+            _ => ErrorClass::BadRequest,
+        };
+        return Err(err(
+            class,
+            Some(status),
+            server_error_text(bytes),
+            retry_after,
+        ));
+    }
+    let wire: WireResponse = serde_json::from_slice(bytes).map_err(|e| {
+        err(
+            ErrorClass::MalformedJson,
+            Some(status),
+            format!("reply is not a chat completion: {e}"),
+            None,
+        )
+    })?;
+    let any_choice = !wire.choices.is_empty();
+    let resp = parse_reply(wire, &clean);
+    if resp.choices.is_empty() {
+        let (class, message) = if any_choice {
+            (ErrorClass::NoContent, "every choice has null content")
+        } else {
+            (ErrorClass::EmptyChoices, "reply has no choices")
+        };
+        return Err(err(class, Some(status), message.into(), None));
+    }
+    Ok(resp)
 }
 
 /// Why a body was not read whole.

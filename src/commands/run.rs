@@ -56,6 +56,18 @@ pub struct RunArgs {
     /// Print every metric with its exact interval bounds instead of the table that fits the terminal.
     #[arg(long)]
     pub wide: bool,
+    /// Write the missing units as an OpenAI Batch API request file (JSONL) instead of sending
+    /// them; the run directory is created (or resumed) and printed, for --import-batch.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["import_batch", "dry_run"])]
+    pub export_batch: Option<PathBuf>,
+    /// Record a batch output file (JSONL) in the run named by --resume, then grade and report.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "resume",
+        conflicts_with = "dry_run"
+    )]
+    pub import_batch: Option<PathBuf>,
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, default_value_t = 5.0, hide = true)]
     pub progress_interval: f64,
@@ -75,6 +87,14 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     if args.resume.is_some() && plans.len() > 1 {
         return Err(BadInput::new(format!(
             "--resume continues one run, but the settings file holds {} tasks; set \"resume_from_checkpoint\": true so each task resumes its own run",
+            plans.len()
+        ))
+        .into());
+    }
+    let batch = args.export_batch.is_some() || args.import_batch.is_some();
+    if batch && plans.len() > 1 {
+        return Err(BadInput::new(format!(
+            "--export-batch and --import-batch handle one task, but the settings file holds {}",
             plans.len()
         ))
         .into());
@@ -123,7 +143,12 @@ fn task_label(plan: &Plan) -> String {
 /// Samples, grades and reports one task; returns its run directory and how it ended.
 fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     let resume_dir = resume_dir_for(args, plan)?;
-    let keys = runner::read_keys(&plan.settings)?;
+    // A batch file is sent by someone else: no model key is needed here.
+    let keys = if args.export_batch.is_some() || args.import_batch.is_some() {
+        Default::default()
+    } else {
+        runner::read_keys(&plan.settings)?
+    };
     let judge_key = judge_key(plan)?;
     if !args.quiet {
         warn_coarse_k(plan);
@@ -132,6 +157,9 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     let (run_dir, _lock, mut manifest) = open_run_dir(plan, resume_dir, args.force)?;
     if !args.quiet {
         eprintln!("run directory: {}", run_dir.display());
+    }
+    if let Some(out) = &args.export_batch {
+        return export_batch(plan, &run_dir, &mut manifest, out);
     }
     // With live bars the progress reporter announces the interrupt (a print from the signal
     // thread would tear the bars).
@@ -146,7 +174,10 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         quiet: args.quiet,
         progress_interval: Duration::from_secs_f64(args.progress_interval.max(0.05)),
     };
-    let ends = runner::sample_all(&job, &shutdown)?;
+    let ends = match &args.import_batch {
+        Some(file) => import_batch(plan, &run_dir, &manifest.run_id, file, args.quiet)?,
+        None => runner::sample_all(&job, &shutdown)?,
+    };
     let interrupted = record_ends(plan, &run_dir, &mut manifest, &ends)?;
     let resume_cmd = resume_command(args, &run_dir);
     if interrupted {
@@ -185,6 +216,50 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         explain_failures(&manifest, &resume_cmd);
     }
     Ok((run_dir, status))
+}
+
+/// Writes the batch request file for the run's missing units and leaves the run pending.
+fn export_batch(
+    plan: &Plan,
+    run_dir: &Path,
+    manifest: &mut Manifest,
+    out: &Path,
+) -> Result<(PathBuf, ExitStatus)> {
+    let n = crate::batch::export(plan, run_dir, out)?;
+    record_ends(plan, run_dir, manifest, &[])?;
+    println!(
+        "batch: {} requests ({} units) in {}",
+        n.requests,
+        n.units,
+        out.display()
+    );
+    println!("run directory: {}", run_dir.display());
+    Ok((run_dir.to_path_buf(), ExitStatus::Success))
+}
+
+/// Records a batch output file in the run; each model's end as the live runner would report it.
+fn import_batch(
+    plan: &Plan,
+    run_dir: &Path,
+    run_id: &str,
+    file: &Path,
+    quiet: bool,
+) -> Result<Vec<(String, ModelEnd)>> {
+    let (got, ends) = crate::batch::import(plan, run_dir, run_id, file)?;
+    if quiet {
+        return Ok(ends);
+    }
+    eprintln!(
+        "batch: {} units recorded ({} API errors){}",
+        got.units,
+        got.api_errors,
+        if got.skipped > 0 {
+            format!("; {} already done, left as they were", got.skipped)
+        } else {
+            String::new()
+        }
+    );
+    Ok(ends)
 }
 
 /// The command that continues `run_dir`, with the same files and overrides.

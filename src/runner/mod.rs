@@ -96,13 +96,10 @@ impl ModelCtx {
     }
 
     fn seed_for(&self, prep: &Prepared, slots: &[SampleIndex]) -> u64 {
-        match slots.first() {
-            Some(SampleIndex::Sample(i)) => derive_seed(self.settings.sampling.seed, &prep.id, *i),
-            _ => self.settings.sampling.seed & 0x7fff_ffff,
-        }
+        seed_of(&self.settings, prep, slots)
     }
 
-    /// Writes one unit's record to the checkpoint, serialised straight from borrowed fields.
+    /// Writes one unit's record to the checkpoint; a write error stops this model.
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
@@ -114,11 +111,45 @@ impl ModelCtx {
         attempts: u32,
         outcome: Result<(&ChatResponse, usize), &ApiError>,
     ) {
+        let unit = Unit {
+            settings: &self.settings,
+            run_id: &self.run_id,
+            strip: self.strip.as_ref(),
+        };
+        let timing = (started_at, started.elapsed().as_millis() as u64, attempts);
+        if let Err(e) = unit.write(&self.writer, prep, slot, seed, timing, outcome) {
+            // A checkpoint that cannot be written would lose work silently: stop this model.
+            self.fail(&format!("disk error: {e}"));
+        }
+    }
+}
+
+/// What every record of one model shares; builds and writes records exactly as the live runner
+/// does (batch import uses it too).
+pub struct Unit<'a> {
+    pub settings: &'a ModelSettings,
+    pub run_id: &'a str,
+    /// With `save_raw_responses = false`: the grader configuration that extracts the answer.
+    pub strip: Option<&'a crate::grade::GradeConfig>,
+}
+
+impl Unit<'_> {
+    /// Appends one unit's record, serialised straight from borrowed fields; `timing` is
+    /// (started_at, latency in ms, attempts).
+    pub fn write(
+        &self,
+        writer: &CheckpointWriter,
+        prep: &Prepared,
+        slot: SampleIndex,
+        seed: u64,
+        (started_at, latency_ms, attempts): (&str, u64, u32),
+        outcome: Result<(&ChatResponse, usize), &ApiError>,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
         let s = &self.settings.sampling;
         let greedy = slot == SampleIndex::Greedy;
         let finished_at = now_rfc3339();
         let error = outcome.err().map(|e| e.to_string());
-        let (extracted, response_sha256) = match (&self.strip, outcome) {
+        let (extracted, response_sha256) = match (self.strip, outcome) {
             (Some(cfg), Ok((resp, i))) => {
                 let text = &resp.choices[i].content;
                 let hash = hex(&Sha256::digest(text.as_bytes()));
@@ -127,7 +158,7 @@ impl ModelCtx {
             _ => (None, None),
         };
         let mut r = RecordRef {
-            run_id: &self.run_id,
+            run_id: self.run_id,
             model: &self.settings.name,
             model_id: &self.settings.model_id,
             served_model: None,
@@ -146,7 +177,7 @@ impl ModelCtx {
             finish_reason: None,
             usage: None,
             choices_in_request: 1,
-            latency_ms: started.elapsed().as_millis() as u64,
+            latency_ms,
             started_at,
             finished_at: &finished_at,
             attempts,
@@ -174,10 +205,25 @@ impl ModelCtx {
             }
             Err(e) => r.error_class = Some(e.class.as_str()),
         }
-        if let Err(e) = self.writer.append_value(&r) {
-            // A checkpoint that cannot be written would lose work silently: stop this model.
-            self.fail(&format!("disk error: {e}"));
-        }
+        writer.append_value(&r)
+    }
+}
+
+/// The request of one work item exactly as the runner sends it: its seed and JSON body.
+pub fn request_for(m: &ModelSettings, prep: &Prepared, slots: &[SampleIndex]) -> (u64, Vec<u8>) {
+    let seed = seed_of(m, prep, slots);
+    let greedy = slots.first() == Some(&SampleIndex::Greedy);
+    let fixed = fixed_body_fields(m, greedy);
+    (
+        seed,
+        compose_body(&prep.messages_json, &fixed, seed, slots.len()),
+    )
+}
+
+fn seed_of(m: &ModelSettings, prep: &Prepared, slots: &[SampleIndex]) -> u64 {
+    match slots.first() {
+        Some(SampleIndex::Sample(i)) => derive_seed(m.sampling.seed, &prep.id, *i),
+        _ => m.sampling.seed & 0x7fff_ffff,
     }
 }
 

@@ -4,6 +4,7 @@
 mod common;
 
 mod audit_cli;
+mod batch;
 mod calc_cli;
 mod cli;
 mod config;
