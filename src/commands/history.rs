@@ -3,7 +3,7 @@
 //! markers where the served model, fingerprint, settings or coverage changed.
 
 use super::compare::{compare, Compared};
-use super::tabular::{Cell, OutFormat, Tabular};
+use super::tabular::{wrap, Cell, OutFormat, Tabular};
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::history::{
     discover, drift, html_page, partial, setting_changes, Point, RunEntry, Series, Trend,
@@ -142,11 +142,7 @@ fn series_rows(
     for model in &models {
         for (i, l) in series.iter().enumerate() {
             for c in changes_of(series, i, model) {
-                changes.push(format!(
-                    "{} {} {model}: {c}",
-                    run_name(l),
-                    l.entry.manifest.created_at
-                ));
+                changes.push(format!("{} {model}: {c}", run_name(l),));
             }
         }
     }
@@ -332,7 +328,7 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
         keys: KEYS.to_vec(),
         titles: TITLES.to_vec(),
         rows,
-        machine_only: &["dataset", "model", "metric", "ci_low", "ci_high"],
+        machine_only: &["dataset", "model", "metric", "date", "ci_low", "ci_high"],
         group: Some("series"),
     };
     let format = match args.format {
@@ -357,12 +353,21 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
         print!("{body}");
         return Ok(ExitStatus::Success);
     }
-    println!("Δ vs previous: percentage points against the run before (same dataset), exact paired test, Holm-corrected per pair of runs");
+    let width = crate::util::terminal_width();
+    println!(
+        "{}",
+        wrap(
+            "Δ vs previous: percentage points against the run before (same dataset), exact \
+             paired test, Holm-corrected per pair of runs",
+            width,
+            ""
+        )
+    );
     print!("{body}");
     if !changes.is_empty() {
         println!("Changes:");
         for c in &changes {
-            println!("  {}", printable(c));
+            println!("  {}", wrap(&printable(c), width.saturating_sub(2), "    "));
         }
     }
     Ok(ExitStatus::Success)

@@ -110,6 +110,7 @@ fn history_and_compare_baseline_show_a_fingerprint_change() {
         .find(|l| l.contains("system fingerprint: fp-A → fp-B (100.0% of samples)"))
         .unwrap_or_else(|| panic!("no fingerprint change in\n{table}"));
     assert!(change.contains(&third), "{change}");
+    assert!(table.lines().all(|l| l.chars().count() <= 100), "{table}");
     assert_eq!(
         table.lines().filter(|l| l.contains("fp-A → fp-B")).count(),
         1,
