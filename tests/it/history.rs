@@ -191,3 +191,55 @@ fn history_of_a_folder_without_runs_is_bad_input() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_changed_config_is_marked_and_never_a_baseline() {
+    let env = Fixture::new(&dataset(12))
+        .with_server(FakeServer::builder().responder(|r: &Recorded| reply(r, 1)));
+    let mut runs = Vec::new();
+    for temperature in ["0.7", "0.9"] {
+        let cfg = env.config(Toml {
+            sampling: &format!("n = 4\ntemperature = {temperature}\nseed = 7"),
+            models: "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"",
+            evaluation: "k = [2]\nmetrics = [\"pass@2\"]",
+            ..Toml::default()
+        });
+        ok(&run_gpassk(&[
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--quiet",
+        ]));
+        runs = run_dirs(&env.results());
+    }
+    assert_eq!(runs.len(), 2);
+    let json = ok(&run_gpassk(&[
+        "history",
+        env.results().to_str().unwrap(),
+        "--format",
+        "json",
+        "--model",
+        "m1",
+    ]));
+    let rows: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{json}");
+    assert_eq!(rows[0]["changes"], "");
+    assert_eq!(rows[1]["changes"], "config hash changed", "{json}");
+    assert!(rows[1]["delta"].is_number() && rows[0]["delta"].is_null());
+    // The second run has no earlier run of its own config.
+    let out = baseline_previous(&runs[1]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let none = run_gpassk(&[
+        "history",
+        env.results().to_str().unwrap(),
+        "--model",
+        "nobody",
+    ]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        stderr(&none).contains("--model nobody"),
+        "{}",
+        stderr(&none)
+    );
+}
