@@ -13,7 +13,7 @@ LAYERS = [
     ["metrics", "stats", "grade", "dataset", "prompt", "shard", "steps"],
     ["config", "client", "checkpoint", "lock", "manifest"],
     ["runner", "judge", "plan", "scoring", "label", "batch"],
-    ["report"],
+    ["report", "history"],
     ["commands", "cli"],
 ]
 MAX_FN_LINES = 100

@@ -11,6 +11,7 @@ Examples:
   gpassk score results/<run>                          re-grade offline, rewrite every file
   gpassk report results/<run> --format html --out report.html
   gpassk compare results/<last week> results/<this week> --fail-on-regression 5
+  gpassk history results --format html > history.html
   gpassk calc --n 48 --c 30 --k 16
 
 More: gpassk <command> --help; shell completions: gpassk completions bash|zsh|fish";
@@ -46,6 +47,8 @@ pub enum Command {
     Report(crate::commands::report::ReportArgs),
     /// Compare two runs per model and metric (B − A) with exact paired tests, Holm-corrected.
     Compare(crate::commands::compare::CompareArgs),
+    /// Every run of a results folder in date order: trends, paired differences, drift markers.
+    History(crate::commands::history::HistoryArgs),
     /// Set a run's measurements beside published numbers and flag protocol differences.
     Audit(crate::commands::audit::AuditArgs),
     /// Join the checkpoints of shard runs into one run directory.

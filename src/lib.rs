@@ -8,7 +8,7 @@
 //!    its loop), `checkpoint` (per-model JSONL), `lock` (one writer per run directory), `manifest`.
 //! 4. `runner` (sampling units), `judge` (LLM judge), `plan` (config + dataset → prompts),
 //!    `scoring` (checkpoints → graded counts, metrics and intervals), `label` (step labels).
-//! 5. `report`: one exporter per output format.
+//! 5. `report`: one exporter per output format; `history`: runs over time and what changed.
 //! 6. `commands`: one file per subcommand, its clap arguments and `run`; `cli`: the parser.
 pub mod error;
 pub mod util;
@@ -34,6 +34,7 @@ pub mod plan;
 pub mod runner;
 pub mod scoring;
 
+pub mod history;
 pub mod report;
 
 pub mod cli;

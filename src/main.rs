@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Score(args) => commands::score::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Compare(args) => commands::compare::run(args),
+        Command::History(args) => commands::history::run(args),
         Command::Audit(args) => commands::audit::run(args),
         Command::Merge(args) => commands::merge::run(args),
         Command::Completions(args) => commands::completions::completions(args, Cli::command()),

@@ -8,20 +8,29 @@ use crate::metrics::{to_f64, MetricKind};
 use crate::scoring::{load_run, ModelScore, RunResults};
 use crate::stats::paired::{ALPHA, MIN_SHARED};
 use crate::stats::{holm, paired_test, PairedTest};
+use crate::util::printable;
 use anyhow::Result;
 use clap::Args;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  gpassk compare results/<old> results/<new>\n  gpassk compare results/<old> results/<new> --metric Pass@16,G-Pass@16_1.0 --format md\n  gpassk compare results/<old> results/<new> --fail-on-regression 5 --format json"
+    after_help = "Examples:\n  gpassk compare results/<old> results/<new>\n  gpassk compare results/<old> results/<new> --metric Pass@16,G-Pass@16_1.0 --format md\n  gpassk compare results/<old> results/<new> --fail-on-regression 5 --format json\n  gpassk compare --baseline previous results/<new> --fail-on-regression 5 --fail-on-drift"
 )]
 pub struct CompareArgs {
-    /// The baseline run directory.
+    /// The baseline run directory (with `--baseline previous`: the run to check).
     pub run_a: PathBuf,
     /// The run compared with it.
-    pub run_b: PathBuf,
+    #[arg(required_unless_present = "baseline")]
+    pub run_b: Option<PathBuf>,
+    /// `previous`: compare the one run given with the latest earlier run of the same config on
+    /// the same dataset in its results folder (for cron).
+    #[arg(long, value_parser = ["previous"], conflicts_with = "run_b")]
+    pub baseline: Option<String>,
+    /// Exit 1 when the served model or system fingerprint of a model changed between the runs.
+    #[arg(long)]
+    pub fail_on_drift: bool,
     /// Exit 1 when a flagged drop (B below A) exceeds this many percentage points.
     #[arg(long, value_name = "PCT")]
     pub fail_on_regression: Option<f64>,
@@ -207,12 +216,13 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
             .into());
         }
     }
-    let a = load_run(&args.run_a).map_err(bad_input)?;
-    let b = load_run(&args.run_b).map_err(bad_input)?;
+    let (run_a, run_b) = resolve_runs(&args)?;
+    let a = load_run(&run_a).map_err(bad_input)?;
+    let b = load_run(&run_b).map_err(bad_input)?;
     check_dataset(&a, &b)?;
     let names =
         |r: &RunResults| -> Vec<String> { r.models.iter().map(|m| m.name.clone()).collect() };
-    for (run, here, there) in [(&args.run_b, &b, &a), (&args.run_a, &a, &b)] {
+    for (run, here, there) in [(&run_b, &b, &a), (&run_a, &a, &b)] {
         for m in &here.models {
             if !there.models.iter().any(|x| x.name == m.name) {
                 eprintln!("note: model {} is only in {}", m.name, run.display());
@@ -230,12 +240,7 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
                 names(&b).join(", ")
             )
         };
-        return Err(BadInput(format!(
-            "{} and {} {why}",
-            args.run_a.display(),
-            args.run_b.display()
-        ))
-        .into());
+        return Err(BadInput(format!("{} and {} {why}", run_a.display(), run_b.display())).into());
     }
     let differences = setting_differences(&a, &b);
     for d in &differences {
@@ -252,7 +257,7 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         )
         .into());
     }
-    print_comparison(&args, &compared, &shown, &differences)?;
+    print_comparison(&args, [&run_a, &run_b], &compared, &shown, &differences)?;
     let failed: Vec<String> = match args.fail_on_regression {
         Some(p) => shown
             .iter()
@@ -268,6 +273,11 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
             .collect(),
         None => Vec::new(),
     };
+    let drifted = if args.fail_on_drift {
+        report_drift(&run_a, &run_b, &b)?
+    } else {
+        false
+    };
     if !failed.is_empty() {
         eprintln!(
             "regression beyond {} points in {} of the rows:\n{}",
@@ -277,7 +287,51 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         );
         return Ok(ExitStatus::Failure);
     }
-    Ok(ExitStatus::Success)
+    Ok(if drifted {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// Runs A and B: the two given, or with `--baseline previous` the previous comparable run and
+/// the one given.
+fn resolve_runs(args: &CompareArgs) -> Result<(PathBuf, PathBuf)> {
+    match (&args.baseline, &args.run_b) {
+        (None, Some(b)) => Ok((args.run_a.clone(), b.clone())),
+        (Some(_), None) => match crate::history::previous_run(&args.run_a)? {
+            Some(prev) => {
+                eprintln!("baseline: {}", prev.display());
+                Ok((prev, args.run_a.clone()))
+            }
+            None => Err(BadInput(format!(
+                "--baseline previous: no earlier run of the same config on the same dataset \
+                 beside {}",
+                args.run_a.display()
+            ))
+            .into()),
+        },
+        _ => Err(BadInput("give two runs, or one run with --baseline previous".into()).into()),
+    }
+}
+
+/// Prints every served-model or fingerprint change of the models of B; true when there was one.
+fn report_drift(run_a: &Path, run_b: &Path, b: &RunResults) -> Result<bool> {
+    let entry = |dir: &Path| -> Result<crate::history::RunEntry> {
+        Ok(crate::history::RunEntry {
+            dir: dir.to_path_buf(),
+            manifest: crate::manifest::Manifest::read(dir)?,
+        })
+    };
+    let (ea, eb) = (entry(run_a)?, entry(run_b)?);
+    let mut drifted = false;
+    for m in &b.models {
+        for d in crate::history::drift(&ea, &eb, &m.name) {
+            eprintln!("drift: {}: {}", m.name, printable(&d.describe()));
+            drifted = true;
+        }
+    }
+    Ok(drifted)
 }
 
 /// A p-value for the table: four decimals, `-` when untested.
@@ -330,6 +384,7 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
 
 fn print_comparison(
     args: &CompareArgs,
+    [run_a, run_b]: [&Path; 2],
     compared: &Compared,
     shown: &[&Comparison],
     differences: &[String],
@@ -346,8 +401,8 @@ fn print_comparison(
         "{}",
         line("sign-flip test (McNemar for 0/1 values), Holm-corrected over the tested rows".into())
     );
-    println!("{}", line(format!("A: {}", args.run_a.display())));
-    println!("{}", line(format!("B: {}", args.run_b.display())));
+    println!("{}", line(format!("A: {}", run_a.display())));
+    println!("{}", line(format!("B: {}", run_b.display())));
     for d in differences {
         println!("{}", line(format!("WARNING: the runs differ: {d}")));
     }

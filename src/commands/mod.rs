@@ -7,6 +7,7 @@ pub mod compare;
 pub mod completions;
 pub mod datasets;
 pub mod grade;
+pub mod history;
 pub mod label;
 pub mod merge;
 pub mod report;

@@ -10,6 +10,7 @@ mod cli;
 mod config;
 mod datasets_cli;
 mod grade_cases;
+mod history;
 mod hostile_server;
 mod label_fake;
 mod metrics_reference;

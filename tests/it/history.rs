@@ -1,0 +1,245 @@
+//! `gpassk history` and `compare --baseline previous --fail-on-drift` over four weekly runs of one
+//! config against the fake server, whose system fingerprint changes from the third run on.
+
+use crate::common::{gpassk, ok, run as run_gpassk, run_dirs, stderr, Fixture, Toml};
+use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// "What is i+(2i+1)?" for `problems` values of i.
+fn dataset(problems: usize) -> String {
+    (0..problems)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"p{i}\",\"question\":\"What is {i}+{}?\",\"answer\":\"{}\"}}\n",
+                2 * i + 1,
+                3 * i + 1
+            )
+        })
+        .collect()
+}
+
+/// Right or wrong by the question and seed; the fingerprint is `fp-A` until week 3, then `fp-B`.
+fn reply(r: &Recorded, week: u32) -> Reply {
+    let q = r.user_text().unwrap_or_default();
+    let nums: Vec<u64> = q
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let sum = nums.iter().rev().take(2).sum::<u64>();
+    let seed = r.body["seed"].as_u64().unwrap_or(0);
+    let choices = (0..r.n())
+        .map(|i| {
+            let ans = if !(seed + i + sum).is_multiple_of(3) {
+                sum
+            } else {
+                sum + 1
+            };
+            ChoiceReply::stop(format!("So \\boxed{{{ans}}}."))
+        })
+        .collect();
+    Reply {
+        choices,
+        served_model: None,
+        system_fingerprint: Some(if week >= 3 { "fp-B" } else { "fp-A" }.into()),
+        usage: None,
+    }
+}
+
+fn weekly_runs(env: &Fixture, week: &AtomicU32) -> Vec<PathBuf> {
+    let cfg = env.config(Toml {
+        api: "timeout = 5\nconcurrency = 2",
+        sampling: "n = 4\ntemperature = 0.7\nseed = 7",
+        models: "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"",
+        evaluation: "k = [2]\nmetrics = [\"pass@2\", \"g_pass@2_t1.0\"]",
+        ..Toml::default()
+    });
+    let mut runs = Vec::new();
+    for w in 1..=4 {
+        week.store(w, Ordering::SeqCst);
+        ok(&run_gpassk(&[
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--quiet",
+        ]));
+        let new: Vec<PathBuf> = run_dirs(&env.results())
+            .into_iter()
+            .filter(|d| !runs.contains(d))
+            .collect();
+        assert_eq!(new.len(), 1, "{new:?}");
+        runs.push(new[0].clone());
+    }
+    runs
+}
+
+fn baseline_previous(run: &Path) -> std::process::Output {
+    run_gpassk(&[
+        "compare",
+        "--baseline",
+        "previous",
+        run.to_str().unwrap(),
+        "--fail-on-drift",
+    ])
+}
+
+#[test]
+fn history_and_compare_baseline_show_a_fingerprint_change() {
+    let week = Arc::new(AtomicU32::new(1));
+    let w = week.clone();
+    let env = Fixture::new(&dataset(12)).with_server(
+        FakeServer::builder().responder(move |r: &Recorded| reply(r, w.load(Ordering::SeqCst))),
+    );
+    let runs = weekly_runs(&env, &week);
+    let results = env.results();
+    let third = runs[2].file_name().unwrap().to_string_lossy().into_owned();
+
+    let table = gpassk()
+        .args(["history", results.to_str().unwrap()])
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    let table = ok(&table);
+    // One series per headline metric, four runs each.
+    for series in ["m1 · Pass@2", "m1 · G-Pass@2_1.0"] {
+        assert!(table.contains(series), "{table}");
+    }
+    let change = table
+        .lines()
+        .find(|l| l.contains("system fingerprint: fp-A → fp-B (100.0% of samples)"))
+        .unwrap_or_else(|| panic!("no fingerprint change in\n{table}"));
+    assert!(change.contains(&third), "{change}");
+    assert!(table.lines().all(|l| l.chars().count() <= 100), "{table}");
+    assert_eq!(
+        table.lines().filter(|l| l.contains("fp-A → fp-B")).count(),
+        1,
+        "only the third run changed:\n{table}"
+    );
+
+    let html = ok(&run_gpassk(&[
+        "history",
+        results.to_str().unwrap(),
+        "--format",
+        "html",
+    ]));
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert_eq!(
+        html.matches("<svg class=\"plot trend\"").count(),
+        2,
+        "{html}"
+    );
+    // One marker per plot, at the third run only.
+    assert_eq!(html.matches("<line class=\"change\"").count(), 2, "{html}");
+    assert!(html.contains("fp-A → fp-B"));
+    assert_eq!(
+        html.matches("<polyline class=\"trend-line\" data-model=\"m1\"")
+            .count(),
+        2
+    );
+
+    let csv = ok(&run_gpassk(&[
+        "history",
+        results.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]));
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("series,dataset,model,metric,run,date,value,ci_low,ci_high,delta,p_holm,flag,changes")
+    );
+    assert_eq!(lines.count(), 8, "{csv}");
+
+    let drift = baseline_previous(&runs[2]);
+    assert_eq!(drift.status.code(), Some(1), "{}", stderr(&drift));
+    let err = stderr(&drift);
+    assert!(
+        err.contains("drift: m1: system fingerprint: fp-A → fp-B (100.0% of samples)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("baseline: {}", runs[1].display())),
+        "{err}"
+    );
+    let same = baseline_previous(&runs[1]);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert!(stderr(&same).contains(&format!("baseline: {}", runs[0].display())));
+    // The fourth run's fingerprint matches the third's: no drift.
+    assert_eq!(baseline_previous(&runs[3]).status.code(), Some(0));
+    let first = baseline_previous(&runs[0]);
+    assert_eq!(first.status.code(), Some(2));
+    assert!(
+        stderr(&first).contains("--baseline previous: no earlier run"),
+        "{}",
+        stderr(&first)
+    );
+}
+
+#[test]
+fn history_of_a_folder_without_runs_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_gpassk(&["history", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no run found"), "{}", stderr(&out));
+    let missing = dir.path().join("nope");
+    let out = run_gpassk(&["history", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot read the results folder"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_changed_config_is_marked_and_never_a_baseline() {
+    let env = Fixture::new(&dataset(12))
+        .with_server(FakeServer::builder().responder(|r: &Recorded| reply(r, 1)));
+    let mut runs = Vec::new();
+    for temperature in ["0.7", "0.9"] {
+        let cfg = env.config(Toml {
+            sampling: &format!("n = 4\ntemperature = {temperature}\nseed = 7"),
+            models: "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"",
+            evaluation: "k = [2]\nmetrics = [\"pass@2\"]",
+            ..Toml::default()
+        });
+        ok(&run_gpassk(&[
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--quiet",
+        ]));
+        runs = run_dirs(&env.results());
+    }
+    assert_eq!(runs.len(), 2);
+    let json = ok(&run_gpassk(&[
+        "history",
+        env.results().to_str().unwrap(),
+        "--format",
+        "json",
+        "--model",
+        "m1",
+    ]));
+    let rows: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{json}");
+    assert_eq!(rows[0]["changes"], "");
+    assert_eq!(rows[1]["changes"], "config hash changed", "{json}");
+    assert!(rows[1]["delta"].is_number() && rows[0]["delta"].is_null());
+    // The second run has no earlier run of its own config.
+    let out = baseline_previous(&runs[1]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let none = run_gpassk(&[
+        "history",
+        env.results().to_str().unwrap(),
+        "--model",
+        "nobody",
+    ]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        stderr(&none).contains("--model nobody"),
+        "{}",
+        stderr(&none)
+    );
+}
