@@ -88,3 +88,72 @@ pub(crate) fn malformed(full: &Value) -> Vec<String> {
     out.insert(1, "data: {\"choices\":[{\"index\":0,\n\n".to_string());
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full() -> Value {
+        json!({"id": "chatcmpl-1", "created": 0, "model": "m", "system_fingerprint": "fp",
+            "choices": [
+                {"index": 0, "message": {"content": "héllo", "reasoning_content": "ünd so"}, "finish_reason": "stop"},
+                {"index": 1, "message": {"content": "x"}, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 4}})
+    }
+
+    /// Every event's JSON; a non-JSON event panics.
+    fn chunks(events: &[String]) -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| *e != "data: [DONE]\n\n")
+            .map(|e| serde_json::from_str(e.strip_prefix("data: ").unwrap().trim()).unwrap())
+            .collect()
+    }
+
+    fn joined(chunks: &[Value], index: u64, key: &str) -> String {
+        chunks
+            .iter()
+            .flat_map(|c| c["choices"].as_array().unwrap().iter())
+            .filter(|c| c["index"] == index)
+            .filter_map(|c| c["delta"][key].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn events_rebuild_the_reply_with_usage_last_and_done() {
+        let all = events(&full(), true);
+        assert_eq!(all.last().unwrap(), "data: [DONE]\n\n");
+        let c = chunks(&all);
+        assert_eq!(joined(&c, 0, "content"), "héllo");
+        assert_eq!(joined(&c, 0, "reasoning_content"), "ünd so");
+        assert_eq!(joined(&c, 1, "content"), "x");
+        assert_eq!(c.last().unwrap()["usage"]["completion_tokens"], 4);
+        assert!(chunks(&events(&full(), false))
+            .iter()
+            .all(|c| c.get("usage").is_none()));
+        let finishes: Vec<&Value> = c
+            .iter()
+            .flat_map(|c| c["choices"].as_array().unwrap().iter())
+            .map(|c| &c["finish_reason"])
+            .filter(|f| !f.is_null())
+            .collect();
+        assert_eq!(finishes, [&json!("stop"), &json!("length")]);
+    }
+
+    #[test]
+    fn cut_streams_stop_before_any_finish_and_malformed_ones_hold_bad_json() {
+        let cut = cut(&full());
+        assert!(!cut.is_empty() && !cut.iter().any(|e| e.contains("[DONE]")));
+        assert!(chunks(&cut)
+            .iter()
+            .flat_map(|c| c["choices"].as_array().unwrap().iter())
+            .all(|c| c["finish_reason"].is_null()));
+        let bad = malformed(&full());
+        let unparsable = bad
+            .iter()
+            .filter(|e| *e != "data: [DONE]\n\n")
+            .filter(|e| serde_json::from_str::<Value>(e[6..].trim()).is_err())
+            .count();
+        assert_eq!(unparsable, 1);
+    }
+}
