@@ -132,3 +132,26 @@ fn a_stream_cut_every_time_is_an_api_error_never_a_half_answer() {
         assert!(v["error"].as_str().unwrap().contains("cut mid-way"), "{v}");
     }
 }
+
+#[test]
+fn a_key_echoed_in_a_stream_is_redacted_everywhere() {
+    use crate::run_fake::KEY;
+    // The server reflects the Authorization header into the answer, reasoning and model name.
+    let echo = FakeServer::builder().responder(|r: &Recorded| {
+        let auth = r.authorization.clone().unwrap_or_default();
+        let mut reply = Reply::repeated(1, &format!("\\boxed{{1}} {auth}"));
+        reply.choices[0].reasoning_content = Some(auth.clone());
+        reply.served_model = Some(auth);
+        reply
+    });
+    let env = Fixture::new(&sums(1)).with_server(echo);
+    configure(&env, "n = 1\ngreedy = false", ONE_MODEL, "stream = true");
+    let out = run(&env, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(env.server().requests().iter().all(Recorded::streamed));
+    assert!(!both(&out).contains(KEY));
+    let recs = records(&env.run_dir());
+    let line = recs.values().next().unwrap().to_string();
+    assert!(line.contains("[REDACTED]") && !line.contains(KEY), "{line}");
+    assert!(line.contains("ttft_ms"), "{line}");
+}
