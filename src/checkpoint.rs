@@ -109,6 +109,12 @@ pub struct Record {
     #[serde(default = "one")]
     pub choices_in_request: u32,
     pub latency_ms: u64,
+    /// Streamed requests: milliseconds from sending to the first text (reasoning or answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<u64>,
+    /// Streamed requests: completion tokens per second after the first token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s: Option<f64>,
     pub started_at: String,
     pub finished_at: String,
     pub attempts: u32,
@@ -151,6 +157,10 @@ pub struct RecordRef<'a> {
     pub usage: Option<&'a Usage>,
     pub choices_in_request: u32,
     pub latency_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s: Option<f64>,
     pub started_at: &'a str,
     pub finished_at: &'a str,
     pub attempts: u32,
@@ -400,6 +410,8 @@ mod tests {
             usage: None,
             choices_in_request: 1,
             latency_ms: 3,
+            ttft_ms: None,
+            tokens_per_s: None,
             started_at: "2026-01-01T00:00:00Z".into(),
             finished_at: "2026-01-01T00:00:01Z".into(),
             attempts: 1,
@@ -431,6 +443,8 @@ mod tests {
             usage: r.usage.as_ref(),
             choices_in_request: r.choices_in_request,
             latency_ms: r.latency_ms,
+            ttft_ms: r.ttft_ms,
+            tokens_per_s: r.tokens_per_s,
             started_at: &r.started_at,
             finished_at: &r.finished_at,
             attempts: r.attempts,
@@ -452,6 +466,8 @@ mod tests {
         full.error_class = Some("server".into());
         full.error = Some("server (HTTP 500): boom".into());
         full.max_tokens = Some(64);
+        full.ttft_ms = Some(120);
+        full.tokens_per_s = Some(42.5);
         for r in [plain, full] {
             let owned = serde_json::to_string(&r).unwrap();
             assert_eq!(serde_json::to_string(&borrowed(&r)).unwrap(), owned);

@@ -3,10 +3,13 @@
 //! [`retry`] holds the one retry policy and loop; scheduling and pacing live in the runner.
 
 pub mod retry;
+mod stream;
+
+pub use stream::StreamStats;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// An API key; never printed.
 #[derive(Clone)]
@@ -151,6 +154,8 @@ pub struct ChatResponse {
     pub system_fingerprint: Option<String>,
     pub choices: Vec<Choice>,
     pub usage: Option<Usage>,
+    /// Timing, when the reply was streamed.
+    pub stream: Option<StreamStats>,
 }
 
 // Reply shapes: unknown fields are ignored on purpose (servers add their own). Fields that are
@@ -222,6 +227,8 @@ pub struct Client {
     url: String,
     key: Option<ApiKey>,
     max_body: u64,
+    /// Ask for and read server-sent events.
+    stream: bool,
 }
 
 impl Client {
@@ -233,8 +240,26 @@ impl Client {
         pool: usize,
         max_body: u64,
     ) -> Result<Client, ApiError> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
+        Client::with_stream(url, key, timeout, pool, max_body, false)
+    }
+
+    /// Like [`Client::new`]; with `stream`, replies are read as server-sent events and `timeout`
+    /// bounds each silence instead of the whole reply (a long answer streams for minutes).
+    pub fn with_stream(
+        url: String,
+        key: Option<ApiKey>,
+        timeout: Duration,
+        pool: usize,
+        max_body: u64,
+        stream: bool,
+    ) -> Result<Client, ApiError> {
+        let builder = reqwest::Client::builder();
+        let builder = if stream {
+            builder.connect_timeout(timeout).read_timeout(timeout)
+        } else {
+            builder.timeout(timeout)
+        };
+        let http = builder
             .pool_max_idle_per_host(pool)
             .tcp_nodelay(true)
             .build()
@@ -249,6 +274,7 @@ impl Client {
             url,
             key,
             max_body,
+            stream,
         })
     }
 
@@ -285,6 +311,7 @@ impl Client {
             message: self.redact(&message),
             retry_after,
         };
+        let sent = Instant::now();
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
@@ -302,6 +329,9 @@ impl Client {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
+        if self.stream && (200..300).contains(&status) && is_event_stream(&resp) {
+            return self.read_stream(resp, status, sent).await;
+        }
         let bytes = match read_limited(resp, self.max_body).await {
             Ok(b) => b,
             Err(BodyError::TooLarge) => {
@@ -373,6 +403,69 @@ pub fn decode_reply(
     Ok(resp)
 }
 
+impl Client {
+    /// Reads a server-sent event stream into one reply; a cut stream is an error, never a half answer.
+    async fn read_stream(
+        &self,
+        mut resp: reqwest::Response,
+        status: u16,
+        sent: Instant,
+    ) -> Result<ChatResponse, ApiError> {
+        let err = |class, message: String| ApiError {
+            class,
+            status: Some(status),
+            message: self.redact(&message),
+            retry_after: None,
+        };
+        let stream_err = |e| match e {
+            stream::StreamError::TooLarge => err(
+                ErrorClass::TooLarge,
+                format!(
+                    "reply stream is larger than {} bytes; dropped",
+                    self.max_body
+                ),
+            ),
+            stream::StreamError::Bad(class, message) => err(class, message),
+        };
+        let mut asm = stream::Assembly::new(sent);
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => asm.feed(&chunk, self.max_body).map_err(stream_err)?,
+                Ok(None) => break,
+                Err(e) => {
+                    let class = if e.is_timeout() {
+                        ErrorClass::Timeout
+                    } else {
+                        ErrorClass::Connection
+                    };
+                    let msg = format!("stream cut mid-way: {}", transport_message(&e));
+                    return Err(err(class, msg));
+                }
+            }
+        }
+        let (resp, any_choice) = asm.finish(|s| self.redact(&s)).map_err(stream_err)?;
+        if resp.choices.is_empty() {
+            return Err(if any_choice > 0 {
+                err(
+                    ErrorClass::NoContent,
+                    "every choice has null content".into(),
+                )
+            } else {
+                err(ErrorClass::EmptyChoices, "reply has no choices".into())
+            });
+        }
+        Ok(resp)
+    }
+}
+
+/// Whether a reply is server-sent events; a server that ignores `stream` answers plain JSON.
+fn is_event_stream(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
 /// Why a body was not read whole.
 enum BodyError {
     TooLarge,
@@ -425,6 +518,7 @@ fn parse_reply(wire: WireResponse, clean: impl Fn(String) -> String) -> ChatResp
         system_fingerprint: name(wire.system_fingerprint),
         choices: choices.into_iter().map(|(_, c)| c).collect(),
         usage,
+        stream: None,
     }
 }
 

@@ -47,6 +47,9 @@ pub struct RawApi {
     pub shutdown_grace: Option<f64>,
     pub retry_after_max: Option<f64>,
     pub max_response_bytes: Option<i64>,
+    /// Server-sent events instead of one JSON reply (long reasoning outlives idle-cutting gateways).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -86,6 +89,8 @@ pub struct RawModel {
     pub backoff_max: Option<f64>,
     pub retry_after_max: Option<f64>,
     pub max_response_bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
     // [sampling] overrides
     pub n: Option<i64>,
     pub temperature: Option<f64>,
@@ -179,4 +184,5 @@ pub const API_KEYS: &[&str] = &[
     "shutdown_grace",
     "retry_after_max",
     "max_response_bytes",
+    "stream",
 ];

@@ -57,6 +57,8 @@ pub struct ApiSettings {
     pub retry_after_max: Duration,
     /// Replies larger than this are dropped unread (an error, retried).
     pub max_response_bytes: u64,
+    /// Read the reply as server-sent events; `timeout` then bounds each silence, not the whole reply.
+    pub stream: bool,
 }
 
 /// The default reply size limit: 64 bytes per token the request allows (JSON escapes included)
@@ -339,6 +341,7 @@ fn resolve_judge(
             ),
             retry_after_max: secs_or(raw.api.retry_after_max, DEFAULT_RETRY_AFTER_MAX),
             max_response_bytes: default_body_limit(Some(max_tokens), 1),
+            stream: false,
         },
         prompt,
         prompt_source,
@@ -542,6 +545,7 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
             1024,
             MAX_RESPONSE_BYTES as i64,
         )? as u64,
+        stream: m.stream.or(a.stream).unwrap_or(false),
     })
 }
 

@@ -178,6 +178,8 @@ impl Unit<'_> {
             usage: None,
             choices_in_request: 1,
             latency_ms,
+            ttft_ms: None,
+            tokens_per_s: None,
             started_at,
             finished_at: &finished_at,
             attempts,
@@ -197,6 +199,8 @@ impl Unit<'_> {
                 r.finish_reason = c.finish_reason.as_deref();
                 r.usage = resp.usage.as_ref();
                 r.choices_in_request = resp.choices.len() as u32;
+                r.ttft_ms = resp.stream.map(|t| t.ttft_ms);
+                r.tokens_per_s = resp.stream.and_then(|t| t.tokens_per_s);
                 r.outcome = if c.finish_reason.as_deref() == Some("length") {
                     UnitOutcome::Truncated
                 } else {
@@ -246,6 +250,13 @@ fn fixed_body_fields(m: &ModelSettings, greedy: bool) -> String {
     }
     if !s.stop.is_empty() {
         map.insert("stop".into(), s.stop.clone().into());
+    }
+    if m.api.stream {
+        map.insert("stream".into(), true.into());
+        map.insert(
+            "stream_options".into(),
+            serde_json::json!({"include_usage": true}),
+        );
     }
     let object = serde_json::Value::Object(map).to_string();
     // "{…}" → ",…": the fields are appended after "messages".
@@ -490,12 +501,13 @@ fn model_ctx(
     shutdown: &Shutdown,
 ) -> Result<ModelCtx> {
     let key = job.keys.get(&m.name).cloned().flatten();
-    let client = Client::new(
+    let client = Client::with_stream(
         m.api.chat_url(),
         key,
         m.api.timeout,
         m.api.concurrency,
         m.api.max_response_bytes,
+        m.api.stream,
     )
     .map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
     Ok(ModelCtx {

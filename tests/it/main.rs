@@ -20,4 +20,5 @@ mod run_fake;
 mod run_report;
 mod run_safety;
 mod settings_json;
+mod streaming;
 mod terminal;

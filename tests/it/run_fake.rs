@@ -114,7 +114,9 @@ pub(crate) fn smart_reply(r: &Recorded) -> Reply {
 }
 
 /// (subset, metric, k, tau) → value, from metrics.csv.
-fn metrics(run_dir: &Path) -> BTreeMap<(String, String, String, String, String), String> {
+pub(crate) fn metrics(
+    run_dir: &Path,
+) -> BTreeMap<(String, String, String, String, String), String> {
     let mut r = csv::Reader::from_path(run_dir.join("metrics.csv")).unwrap();
     let h = r.headers().unwrap().clone();
     let col = |name: &str| h.iter().position(|x| x == name).unwrap();

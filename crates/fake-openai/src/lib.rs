@@ -2,7 +2,8 @@
 //!
 //! It records every chat request, answers through a pluggable responder and injects faults
 //! chosen by a fault policy (statuses with `Retry-After`, hangs, dropped connections,
-//! malformed JSON, empty choices, raw or oversized bodies). HTTP framing is hyper's; malformed input gets a 4xx,
+//! malformed JSON, empty choices, raw or oversized bodies, streams cut mid-way or with a bad event).
+//! `"stream": true` requests get the same replies as server-sent events. HTTP framing is hyper's; malformed input gets a 4xx,
 //! never a panic. The `fake-openai` binary serves it in the foreground for load generators.
 //!
 //! A plain `#[test]` uses [`FakeServer::start_blocking`], which runs the server on its own
@@ -10,6 +11,7 @@
 //! [`FakeServer::base_url`] and then inspect [`FakeServer::requests`].
 
 mod serve;
+mod sse;
 #[cfg(test)]
 mod tests;
 
@@ -48,6 +50,11 @@ impl Recorded {
     /// The request's `model` field.
     pub fn model(&self) -> Option<&str> {
         self.body.get("model").and_then(Value::as_str)
+    }
+
+    /// Whether the request asked for server-sent events (`"stream": true`).
+    pub fn streamed(&self) -> bool {
+        self.body.get("stream").and_then(Value::as_bool) == Some(true)
     }
 
     /// The request's `n` field, 1 when absent or not a number.
@@ -131,6 +138,11 @@ pub enum Fault {
     MalformedJson,
     /// 200 with `"choices": []`.
     EmptyChoices,
+    /// A streamed reply that stops mid-way: the first events, then the connection drops
+    /// (no finish_reason, no `[DONE]`). A request that is not streamed is dropped outright.
+    StreamCut,
+    /// A streamed reply with one event that is not JSON. Not streamed: like [`Fault::MalformedJson`].
+    MalformedChunk,
 }
 
 impl Fault {

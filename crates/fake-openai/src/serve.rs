@@ -2,7 +2,7 @@
 
 use crate::{Fault, Recorded, Reply, Shared};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{
     HeaderValue, AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER,
@@ -11,6 +11,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::{TcpListener, TcpStream};
@@ -21,13 +22,13 @@ pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// Request bodies larger than this are refused (413) so hostile input cannot exhaust memory.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
-type HttpReply = Response<Full<Bytes>>;
+type HttpReply = Response<Either<Full<Bytes>, Events>>;
 
 /// The service error that makes hyper close the connection without writing a response:
 /// how [`Fault::Drop`] is expressed without a raw socket path.
 #[derive(Debug, thiserror::Error)]
 #[error("connection dropped by fault injection")]
-struct DropConnection;
+pub(crate) struct DropConnection;
 
 pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     // Connections live in this set so aborting this task closes them all.
@@ -109,9 +110,28 @@ async fn chat_request(
     let rec = shared.record(&path, authorization, json);
     let normal = |rec: &Recorded| {
         let reply = (shared.responder)(rec);
-        json_response(200, render(rec, &reply).to_string())
+        let full = render(rec, &reply);
+        if rec.streamed() {
+            sse_response(crate::sse::events(&full, include_usage(rec)), false)
+        } else {
+            json_response(200, full.to_string())
+        }
     };
-    Ok(match (shared.faults)(&rec) {
+    let fault = (shared.faults)(&rec);
+    if rec.streamed() {
+        match fault {
+            Some(Fault::StreamCut) => {
+                let full = render(&rec, &(shared.responder)(&rec));
+                return Ok(sse_response(crate::sse::cut(&full), true));
+            }
+            Some(Fault::MalformedChunk) => {
+                let full = render(&rec, &(shared.responder)(&rec));
+                return Ok(sse_response(crate::sse::malformed(&full), false));
+            }
+            _ => {}
+        }
+    }
+    Ok(match fault {
         None => normal(&rec),
         Some(Fault::Status {
             code,
@@ -128,8 +148,8 @@ async fn chat_request(
             tokio::time::sleep(d).await;
             normal(&rec)
         }
-        Some(Fault::Drop) => return Err(DropConnection),
-        Some(Fault::MalformedJson) => json_response(
+        Some(Fault::Drop | Fault::StreamCut) => return Err(DropConnection),
+        Some(Fault::MalformedJson | Fault::MalformedChunk) => json_response(
             200,
             format!(
                 r#"{{"id":"chatcmpl-{}","object":"chat.completion","choices":[{{"index":0,"#,
@@ -142,8 +162,54 @@ async fn chat_request(
     })
 }
 
+/// `stream_options.include_usage` of a streamed request.
+fn include_usage(rec: &Recorded) -> bool {
+    rec.body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true))
+}
+
+/// A 200 `text/event-stream` reply of these events; with `cut`, the connection drops after them.
+fn sse_response(events: Vec<String>, cut: bool) -> HttpReply {
+    let parts = events.into_iter().map(Bytes::from).collect();
+    let cut = cut.then(|| Box::pin(tokio::time::sleep(Duration::from_millis(20))));
+    let mut resp = Response::new(Either::Right(Events { parts, cut }));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    resp
+}
+
+/// A chunked body sent event by event; with `cut`, it ends in an error, which makes hyper drop
+/// the connection without the closing chunk (a stream cut mid-way). The cut waits a moment so
+/// the events already sent are flushed to the client first.
+pub(crate) struct Events {
+    parts: std::collections::VecDeque<Bytes>,
+    cut: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl hyper::body::Body for Events {
+    type Data = Bytes;
+    type Error = DropConnection;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, DropConnection>>> {
+        use std::task::Poll;
+        if let Some(b) = self.parts.pop_front() {
+            return Poll::Ready(Some(Ok(hyper::body::Frame::data(b))));
+        }
+        match self.cut.as_mut().map(|sleep| sleep.as_mut().poll(cx)) {
+            None => Poll::Ready(None),
+            Some(Poll::Pending) => Poll::Pending,
+            Some(Poll::Ready(())) => {
+                self.cut = None;
+                Poll::Ready(Some(Err(DropConnection)))
+            }
+        }
+    }
+}
+
 fn json_response(status: u16, body: String) -> HttpReply {
-    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    let mut resp = Response::new(Either::Left(Full::new(Bytes::from(body))));
     // Fault codes come from test code; an impossible one is a 500 rather than a panic.
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     resp.headers_mut()

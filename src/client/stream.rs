@@ -1,0 +1,279 @@
+//! Streamed chat completions: server-sent events assembled into one [`ChatResponse`].
+//!
+//! Deltas are joined per choice index (content and `reasoning_content` apart); a stream that ends
+//! before `[DONE]` with a choice still unfinished is an error, so a half answer is never returned.
+
+use super::{content_of, text_of, ChatResponse, Choice, ErrorClass, Usage};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Timing of a streamed reply, for the checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StreamStats {
+    /// Milliseconds from sending the request to the first text delta.
+    pub ttft_ms: u64,
+    /// Completion tokens per second from the first text to the end; None without usage.
+    pub tokens_per_s: Option<f64>,
+}
+
+#[derive(Default)]
+struct Partial {
+    content: Option<String>,
+    reasoning: Option<String>,
+    finish: Option<String>,
+}
+
+/// The state of one stream being read.
+pub(super) struct Assembly {
+    sent: Instant,
+    first_text: Option<Instant>,
+    choices: BTreeMap<u64, Partial>,
+    model: Option<serde_json::Value>,
+    fingerprint: Option<serde_json::Value>,
+    usage: Option<serde_json::Value>,
+    done: bool,
+    /// Bytes of an event line not yet ended by a newline.
+    line: Vec<u8>,
+    received: u64,
+}
+
+/// Why a stream could not be assembled.
+pub(super) enum StreamError {
+    TooLarge,
+    Bad(ErrorClass, String),
+}
+
+impl Assembly {
+    pub(super) fn new(sent: Instant) -> Assembly {
+        Assembly {
+            sent,
+            first_text: None,
+            choices: BTreeMap::new(),
+            model: None,
+            fingerprint: None,
+            usage: None,
+            done: false,
+            line: Vec::new(),
+            received: 0,
+        }
+    }
+
+    /// Feeds bytes as they arrive; the whole stream is bounded by `limit` bytes.
+    pub(super) fn feed(&mut self, bytes: &[u8], limit: u64) -> Result<(), StreamError> {
+        self.received += bytes.len() as u64;
+        if self.received > limit {
+            return Err(StreamError::TooLarge);
+        }
+        for &b in bytes {
+            if b == b'\n' {
+                let line = std::mem::take(&mut self.line);
+                self.event_line(&line)?;
+            } else {
+                self.line.push(b);
+            }
+        }
+        Ok(())
+    }
+
+    /// One SSE line: `data:` lines carry chunks; comments, `event:`, `id:` and blanks are skipped.
+    fn event_line(&mut self, line: &[u8]) -> Result<(), StreamError> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(data) = line.strip_prefix(b"data:") else {
+            return Ok(());
+        };
+        let data = data.trim_ascii();
+        if data == b"[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if self.done || data.is_empty() {
+            return Ok(());
+        }
+        let chunk: serde_json::Value = serde_json::from_slice(data).map_err(|e| {
+            StreamError::Bad(
+                ErrorClass::MalformedJson,
+                format!("stream chunk is not JSON: {e}"),
+            )
+        })?;
+        self.chunk(chunk)
+    }
+
+    fn chunk(&mut self, mut chunk: serde_json::Value) -> Result<(), StreamError> {
+        if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
+            let text = super::server_error_text(err.to_string().as_bytes());
+            return Err(StreamError::Bad(
+                ErrorClass::Server,
+                format!("error event mid-stream: {text}"),
+            ));
+        }
+        for (key, slot) in [
+            ("model", &mut self.model),
+            ("system_fingerprint", &mut self.fingerprint),
+        ] {
+            if let Some(v) = chunk.get_mut(key).map(serde_json::Value::take) {
+                if v.is_string() {
+                    *slot = Some(v);
+                }
+            }
+        }
+        if let Some(u) = chunk.get_mut("usage").map(serde_json::Value::take) {
+            if u.is_object() {
+                self.usage = Some(u);
+            }
+        }
+        let choices = match chunk.get_mut("choices").map(serde_json::Value::take) {
+            Some(serde_json::Value::Array(c)) => c,
+            _ => Vec::new(),
+        };
+        for (i, mut c) in choices.into_iter().enumerate() {
+            let index = c.get("index").and_then(serde_json::Value::as_u64);
+            let p = self.choices.entry(index.unwrap_or(i as u64)).or_default();
+            let mut delta = c.get_mut("delta").map(serde_json::Value::take);
+            let mut part = |key: &str| {
+                let d = delta.as_mut()?.get_mut(key)?.take();
+                content_of(Some(d))
+            };
+            let (content, reasoning) = (part("content"), part("reasoning_content"));
+            let texty = [&content, &reasoning]
+                .iter()
+                .any(|t| t.as_deref().is_some_and(|s| !s.is_empty()));
+            if texty && self.first_text.is_none() {
+                self.first_text = Some(Instant::now());
+            }
+            for (text, into) in [(content, &mut p.content), (reasoning, &mut p.reasoning)] {
+                if let Some(t) = text {
+                    into.get_or_insert_with(String::new).push_str(&t);
+                }
+            }
+            if let Some(f) = text_of(c.get_mut("finish_reason").map(serde_json::Value::take)) {
+                p.finish = Some(f);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the stream ended properly: `[DONE]`, or every choice finished.
+    fn complete(&self) -> bool {
+        self.done || (!self.choices.is_empty() && self.choices.values().all(|p| p.finish.is_some()))
+    }
+
+    /// The assembled reply, every server-sent text passed through `clean`; an error when cut short.
+    pub(super) fn finish(
+        mut self,
+        clean: impl Fn(String) -> String,
+    ) -> Result<(ChatResponse, usize), StreamError> {
+        let tail = std::mem::take(&mut self.line);
+        self.event_line(&tail)?;
+        if !self.complete() {
+            return Err(StreamError::Bad(
+                ErrorClass::Connection,
+                "stream ended before [DONE] with a choice unfinished (cut mid-way)".into(),
+            ));
+        }
+        let end = Instant::now();
+        let usage = self
+            .usage
+            .take()
+            .and_then(|u| serde_json::from_value::<Usage>(u).ok());
+        let stats = self.first_text.map(|first| {
+            let gen = end.duration_since(first).as_secs_f64();
+            StreamStats {
+                ttft_ms: first.duration_since(self.sent).as_millis() as u64,
+                tokens_per_s: usage
+                    .as_ref()
+                    .and_then(|u| u.completion_tokens)
+                    .filter(|_| gen > 0.0)
+                    .map(|t| t as f64 / gen),
+            }
+        });
+        let any_choice = self.choices.len();
+        let choices = std::mem::take(&mut self.choices)
+            .into_values()
+            .filter_map(|p| {
+                Some(Choice {
+                    content: clean(p.content?),
+                    reasoning_content: p.reasoning.map(&clean),
+                    finish_reason: p.finish.map(&clean),
+                })
+            })
+            .collect();
+        let name = |v: Option<serde_json::Value>| {
+            text_of(v).map(|s| crate::util::printable(&clean(s)).into_owned())
+        };
+        let resp = ChatResponse {
+            served_model: name(self.model.take()),
+            system_fingerprint: name(self.fingerprint.take()),
+            choices,
+            usage,
+            stream: stats,
+        };
+        Ok((resp, any_choice))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assemble(text: &str) -> Result<(ChatResponse, usize), StreamError> {
+        let mut a = Assembly::new(Instant::now());
+        // Split at odd places: events may straddle network chunks.
+        for piece in text.as_bytes().chunks(7) {
+            a.feed(piece, 1 << 20)?;
+        }
+        a.finish(|s| s.replace("sk-secret", "[REDACTED]"))
+    }
+
+    #[test]
+    fn deltas_join_per_choice_with_reasoning_apart() {
+        let text = concat!(
+            ": keep-alive\n\n",
+            "data: {\"model\":\"m\",\"system_fingerprint\":\"fp\",\"choices\":[{\"index\":1,\"delta\":{\"role\":\"assistant\",\"reasoning_content\":\"think \"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}},{\"index\":1,\"delta\":{\"reasoning_content\":\"more\",\"content\":\"x\"}}]}\r\n\r\n",
+            "data:{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b sk-secret\"},\"finish_reason\":\"stop\"},{\"index\":1,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":\"9\"}}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let (r, _) = assemble(text).ok().unwrap();
+        assert_eq!(r.served_model.as_deref(), Some("m"));
+        assert_eq!(r.system_fingerprint.as_deref(), Some("fp"));
+        assert_eq!(r.choices[0].content, "ab [REDACTED]");
+        assert_eq!(r.choices[0].reasoning_content, None);
+        assert_eq!(r.choices[1].content, "x");
+        assert_eq!(
+            r.choices[1].reasoning_content.as_deref(),
+            Some("think more")
+        );
+        assert_eq!(r.choices[1].finish_reason.as_deref(), Some("length"));
+        let u = r.usage.unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (Some(3), Some(9)));
+        assert!(r.stream.is_some());
+    }
+
+    #[test]
+    fn cut_or_malformed_streams_are_errors() {
+        let cut = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half\"}}]}\n\n";
+        assert!(matches!(
+            assemble(cut),
+            Err(StreamError::Bad(ErrorClass::Connection, _))
+        ));
+        let bad = "data: {\"choices\":[{\"index\":0,\n\n";
+        assert!(matches!(
+            assemble(bad),
+            Err(StreamError::Bad(ErrorClass::MalformedJson, _))
+        ));
+        let err = "data: {\"error\":{\"message\":\"overloaded\"}}\n\n";
+        assert!(matches!(
+            assemble(err),
+            Err(StreamError::Bad(ErrorClass::Server, _))
+        ));
+        let mut a = Assembly::new(Instant::now());
+        assert!(matches!(
+            a.feed(&[b'x'; 100], 50),
+            Err(StreamError::TooLarge)
+        ));
+        // Finished without [DONE] (some servers omit it) is whole.
+        let no_done = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n";
+        assert_eq!(assemble(no_done).ok().unwrap().0.choices[0].content, "ok");
+    }
+}
