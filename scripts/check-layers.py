@@ -11,7 +11,7 @@ import sys
 LAYERS = [
     ["error", "util"],
     ["metrics", "stats", "grade", "dataset", "prompt", "shard", "steps"],
-    ["config", "client", "checkpoint", "lock", "manifest"],
+    ["config", "client", "checkpoint", "lock", "manifest", "sandbox"],
     ["runner", "judge", "plan", "scoring", "label", "batch"],
     ["report", "history"],
     ["commands", "cli"],

@@ -53,6 +53,8 @@ pub enum Command {
     Audit(crate::commands::audit::AuditArgs),
     /// Join the checkpoints of shard runs into one run directory.
     Merge(crate::commands::merge::MergeArgs),
+    /// Run one Python file in the code sandbox and print its stdout, stderr and status.
+    Exec(crate::commands::exec::ExecArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(crate::commands::completions::CompletionsArgs),
     /// Print the man page, or write all pages into a folder.

@@ -5,7 +5,8 @@
 //! 1. `error` (bad input, exit statuses), `util` (hashes, id index, atomic writes, shutdown).
 //! 2. Pure engines: `metrics`, `stats`, `grade`, `dataset`, `prompt`, `shard`, `steps`.
 //! 3. `config` (config.toml → validated settings), `client` (one request, the retry policy and
-//!    its loop), `checkpoint` (per-model JSONL), `lock` (one writer per run directory), `manifest`.
+//!    its loop), `checkpoint` (per-model JSONL), `lock` (one writer per run directory), `manifest`,
+//!    `sandbox` (bubblewrap for model-written code).
 //! 4. `runner` (sampling units), `judge` (LLM judge), `plan` (config + dataset → prompts),
 //!    `scoring` (checkpoints → graded counts, metrics and intervals), `label` (step labels).
 //! 5. `report`: one exporter per output format; `history`: runs over time and what changed.
@@ -26,6 +27,7 @@ pub mod client;
 pub mod config;
 pub mod lock;
 pub mod manifest;
+pub mod sandbox;
 
 pub mod batch;
 pub mod judge;

@@ -6,6 +6,7 @@ pub mod calc;
 pub mod compare;
 pub mod completions;
 pub mod datasets;
+pub mod exec;
 pub mod grade;
 pub mod history;
 pub mod label;

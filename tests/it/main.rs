@@ -19,6 +19,7 @@ mod report_html;
 mod run_fake;
 mod run_report;
 mod run_safety;
+mod sandbox;
 mod settings_json;
 mod streaming;
 mod terminal;
