@@ -12,7 +12,7 @@ LAYERS = [
     ["error", "util"],
     ["metrics", "stats", "grade", "dataset", "prompt", "shard", "steps"],
     ["config", "client", "checkpoint", "lock", "manifest"],
-    ["runner", "judge", "plan", "scoring", "label"],
+    ["runner", "judge", "plan", "scoring", "label", "search"],
     ["report"],
     ["commands", "cli"],
 ]

@@ -7,7 +7,8 @@
 //! 3. `config` (config.toml → validated settings), `client` (one request, the retry policy and
 //!    its loop), `checkpoint` (per-model JSONL), `lock` (one writer per run directory), `manifest`.
 //! 4. `runner` (sampling units), `judge` (LLM judge), `plan` (config + dataset → prompts),
-//!    `scoring` (checkpoints → graded counts, metrics and intervals), `label` (step labels).
+//!    `scoring` (checkpoints → graded counts, metrics and intervals), `label` (step labels),
+//!    `search` (test-time MCTS over code-augmented steps).
 //! 5. `report`: one exporter per output format.
 //! 6. `commands`: one file per subcommand, its clap arguments and `run`; `cli`: the parser.
 pub mod error;
@@ -32,6 +33,7 @@ pub mod label;
 pub mod plan;
 pub mod runner;
 pub mod scoring;
+pub mod search;
 
 pub mod report;
 
