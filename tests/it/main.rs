@@ -17,5 +17,6 @@ mod report_html;
 mod run_fake;
 mod run_report;
 mod run_safety;
+mod search_config;
 mod settings_json;
 mod terminal;
