@@ -12,7 +12,7 @@ LAYERS = [
     ["error", "util"],
     ["metrics", "stats", "grade", "dataset", "prompt", "shard", "steps"],
     ["config", "client", "checkpoint", "lock", "manifest", "sandbox"],
-    ["runner", "judge", "plan", "scoring", "label", "batch"],
+    ["runner", "judge", "plan", "scoring", "label", "batch", "search"],
     ["report", "history"],
     ["commands", "cli"],
 ]

@@ -8,7 +8,8 @@
 //!    its loop), `checkpoint` (per-model JSONL), `lock` (one writer per run directory), `manifest`,
 //!    `sandbox` (bubblewrap for model-written code).
 //! 4. `runner` (sampling units), `judge` (LLM judge), `plan` (config + dataset → prompts),
-//!    `scoring` (checkpoints → graded counts, metrics and intervals), `label` (step labels).
+//!    `scoring` (checkpoints → graded counts, metrics and intervals), `label` (step labels),
+//!    `batch` (batch request/output files), `search` (test-time MCTS over code-augmented steps).
 //! 5. `report`: one exporter per output format; `history`: runs over time and what changed.
 //! 6. `commands`: one file per subcommand, its clap arguments and `run`; `cli`: the parser.
 pub mod error;
@@ -35,6 +36,7 @@ pub mod label;
 pub mod plan;
 pub mod runner;
 pub mod scoring;
+pub mod search;
 
 pub mod history;
 pub mod report;

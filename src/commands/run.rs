@@ -106,6 +106,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         }
         return Ok(ExitStatus::Success);
     }
+    refuse_search(&plans)?;
     let mut ran = Vec::new();
     let mut worst = ExitStatus::Success;
     for plan in &plans {
@@ -523,6 +524,18 @@ fn resolve_resume(r: &str, plan: &Plan) -> Result<PathBuf> {
         })
 }
 
+/// Search strategies are configured and budgeted, but the runner does not drive them yet.
+fn refuse_search(plans: &[Plan]) -> Result<()> {
+    let models = plans.iter().flat_map(|p| &p.settings.models);
+    match models.filter(|m| m.search.is_some()).map(|m| m.name.as_str()).next() {
+        None => Ok(()),
+        Some(name) => Err(BadInput::new(format!(
+            "model {name} has strategy = \"mcts\", but search sampling is not wired into the runner yet; use --dry-run to see its call budget, or strategy = \"sample\""
+        ))
+        .into()),
+    }
+}
+
 fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
     let index = plan.id_index();
     let prompt_tokens: u64 = plan.prepared.iter().map(|p| p.prompt_tokens_estimate).sum();
@@ -555,6 +568,14 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
             m.sampling.n,
             if m.sampling.greedy { " + greedy" } else { "" },
         );
+        if let Some(search) = &m.search {
+            let (lo, hi) = search.call_budget();
+            println!(
+                "    mcts: {units} searches × {lo}–{hi} calls (policy + reward) → {}–{} calls; sampling is not wired to search yet, so `run` refuses this model",
+                units * lo,
+                units * hi
+            );
+        }
         all_units += units;
         all_requests += requests;
     }

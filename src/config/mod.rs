@@ -6,10 +6,12 @@
 mod judge;
 pub mod overrides;
 pub mod raw;
+mod search;
 mod settings;
 pub mod settings_json;
 
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
+pub use search::{AnswerSelect, RewardMode, SearchSettings, Strategy, TerminalReward, SEARCH_KEYS};
 pub use settings::{
     parse_metric, ApiSettings, EvalSettings, ModelSettings, SamplingSettings, Settings,
 };

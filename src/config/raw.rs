@@ -14,6 +14,29 @@ pub struct RawConfig {
     #[serde(default)]
     pub evaluation: RawEvaluation,
     pub judge: Option<RawJudge>,
+    /// MCTS parameters for models with `strategy = "mcts"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<RawSearch>,
+}
+
+/// The `[search]` table (and a model's `[models.search]` override); see `config::SearchSettings`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSearch {
+    pub num_simulations: Option<i64>,
+    pub max_depth: Option<i64>,
+    pub num_candidates: Option<i64>,
+    pub c_uct: Option<f64>,
+    pub policy_temperature: Option<f64>,
+    pub policy_max_tokens: Option<i64>,
+    pub reward_model_id: Option<String>,
+    pub reward_base_url: Option<String>,
+    pub reward_api_key_env: Option<String>,
+    pub reward_mode: Option<String>,
+    pub terminal_reward: Option<String>,
+    pub answer_select: Option<String>,
+    pub exec_timeout: Option<f64>,
+    pub max_calls_per_search: Option<i64>,
 }
 
 /// The optional LLM judge.
@@ -77,6 +100,12 @@ pub struct RawModel {
     pub name: Option<String>,
     pub model_id: Option<String>,
     pub enabled: Option<bool>,
+    /// `sample` (default) or `mcts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// `[models.search]`: this model's overrides of `[search]` keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<RawSearch>,
     // [api] overrides
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,

@@ -37,6 +37,9 @@ pub struct ModelSettings {
     pub model_id: String,
     pub api: ApiSettings,
     pub sampling: SamplingSettings,
+    pub strategy: super::Strategy,
+    /// The resolved `[search]` table when `strategy = "mcts"`.
+    pub search: Option<super::SearchSettings>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,7 +74,7 @@ fn default_body_limit(max_tokens: Option<u32>, choices: u32) -> u64 {
 
 /// A base URL must be http(s) and carry no `user:password@`: a password there would replace the
 /// Bearer key and be written to the manifest. The URL is never echoed when it holds credentials.
-fn check_base_url(url: &str) -> Result<(), String> {
+pub(super) fn check_base_url(url: &str) -> Result<(), String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     if authority.contains('@') {
@@ -185,6 +188,10 @@ impl Ctx<'_> {
             message: format!("`{where_}`: {}", message.into()),
         }
     }
+}
+
+fn text_path<'a>(cx: &Ctx<'a>) -> (&'a str, &'a Path) {
+    (cx.text, cx.path)
 }
 
 pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<Settings, ConfigError> {
@@ -451,11 +458,14 @@ fn resolve_model(
         };
         api.max_response_bytes = default_body_limit(sampling.max_tokens, choices);
     }
+    let (strategy, search) = super::search::resolve(text_path(cx), raw, m, i, &name)?;
     Ok(ModelSettings {
         model_id: m.model_id.clone().unwrap_or_else(|| name.clone()),
         name,
         api,
         sampling,
+        strategy,
+        search,
     })
 }
 

@@ -20,6 +20,7 @@ mod run_fake;
 mod run_report;
 mod run_safety;
 mod sandbox;
+mod search_config;
 mod settings_json;
 mod streaming;
 mod terminal;
