@@ -11,7 +11,7 @@ import sys
 LAYERS = [
     ["error", "util"],
     ["metrics", "stats", "grade", "dataset", "prompt", "shard", "steps"],
-    ["config", "client", "checkpoint", "lock", "manifest"],
+    ["config", "client", "checkpoint", "lock", "manifest", "cost"],
     ["runner", "judge", "plan", "scoring", "label"],
     ["report"],
     ["commands", "cli"],

@@ -5,7 +5,8 @@
 //! 1. `error` (bad input, exit statuses), `util` (hashes, id index, atomic writes, shutdown).
 //! 2. Pure engines: `metrics`, `stats`, `grade`, `dataset`, `prompt`, `shard`, `steps`.
 //! 3. `config` (config.toml → validated settings), `client` (one request, the retry policy and
-//!    its loop), `checkpoint` (per-model JSONL), `lock` (one writer per run directory), `manifest`.
+//!    its loop), `checkpoint` (per-model JSONL), `lock` (one writer per run directory), `manifest`,
+//!    `cost` (prices, the cost of usage, estimates).
 //! 4. `runner` (sampling units), `judge` (LLM judge), `plan` (config + dataset → prompts),
 //!    `scoring` (checkpoints → graded counts, metrics and intervals), `label` (step labels).
 //! 5. `report`: one exporter per output format.
@@ -24,6 +25,7 @@ pub mod steps;
 pub mod checkpoint;
 pub mod client;
 pub mod config;
+pub mod cost;
 pub mod lock;
 pub mod manifest;
 

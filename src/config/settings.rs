@@ -37,6 +37,8 @@ pub struct ModelSettings {
     pub model_id: String,
     pub api: ApiSettings,
     pub sampling: SamplingSettings,
+    /// `[models.pricing]` over `[pricing]`, else the shipped price of `model_id`; None: unpriced.
+    pub pricing: Option<crate::cost::Price>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -448,12 +450,38 @@ fn resolve_model(
         };
         api.max_response_bytes = default_body_limit(sampling.max_tokens, choices);
     }
+    let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
+    let pricing = model_pricing(cx, raw, m, i, &model_id)?;
     Ok(ModelSettings {
-        model_id: m.model_id.clone().unwrap_or_else(|| name.clone()),
+        model_id,
         name,
         api,
         sampling,
+        pricing,
     })
+}
+
+/// The model's price: its `[models.pricing]` keys over `[pricing]`, else the shipped price file.
+fn model_pricing(
+    cx: &Ctx,
+    raw: &RawConfig,
+    m: &RawModel,
+    i: usize,
+    model_id: &str,
+) -> Result<Option<crate::cost::Price>, ConfigError> {
+    let global = raw.pricing.clone().unwrap_or_default();
+    let fields = m
+        .pricing
+        .as_ref()
+        .map_or(global.clone(), |p| p.over(&global));
+    match fields.resolve("config") {
+        Ok(Some(p)) => Ok(Some(p)),
+        Ok(None) => Ok(crate::cost::shipped(model_id)),
+        Err((key, msg)) => Err(match m.pricing.as_ref() {
+            Some(_) => cx.err("models", Some(i), &format!("pricing.{key}"), msg),
+            None => cx.err("pricing", None, key, msg),
+        }),
+    }
 }
 
 /// The longest model name: it becomes a file name (`<name>.jsonl`, at most 255 bytes on most systems).

@@ -16,7 +16,7 @@ use crate::client::retry::{Next, RetryPolicy};
 use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
 use crate::config::{ModelSettings, Settings};
 use crate::error::{BadInput, ExitStatus};
-use crate::manifest::{Manifest, ModelManifest};
+use crate::manifest::{CostEntry, Manifest, ModelManifest};
 use crate::util::{hex, id_index, now_rfc3339, printable, Shutdown};
 use anyhow::{Context, Result};
 use pace::{AdaptiveLimit, Pace, Permit};
@@ -483,15 +483,21 @@ pub struct CheckpointCounts {
     pub system_fingerprints: BTreeSet<String>,
     /// Units whose latest record is an API error, by [`failure_cause`].
     pub failure_causes: BTreeMap<String, u64>,
+    /// The usage of every planned record, each its share of its request.
+    pub tokens: crate::cost::Tally,
 }
 
-/// A checkpoint record's head plus its error text, for counting failure causes.
+/// A checkpoint record's head plus its error text and usage, for counting causes and cost.
 #[derive(serde::Deserialize)]
 struct CountedRecord {
     #[serde(flatten)]
     head: RecordHead,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    usage: Option<crate::client::Usage>,
+    #[serde(default)]
+    choices_in_request: Option<u32>,
 }
 
 /// Counts the latest state of each planned unit: a unit with any usable record counts as done.
@@ -514,6 +520,10 @@ pub fn count_checkpoint(
         };
         if !in_plan {
             return Ok(());
+        }
+        if r.usable() {
+            c.tokens
+                .add(rec.usage.as_ref(), rec.choices_in_request.unwrap_or(1));
         }
         let key = (p as u32, r.sample_index.key());
         let prev = best.get(&key).map(|b| b.0);
@@ -624,7 +634,26 @@ pub fn model_manifest(
     mm.served_models = counts.served_models.clone();
     mm.system_fingerprints = counts.system_fingerprints.iter().cloned().collect();
     mm.failure_causes = counts.failure_causes.clone();
+    mm.cost = m
+        .pricing
+        .as_ref()
+        .map(|p| cost_entry(p, &counts.tokens, problems));
     mm
+}
+
+/// The manifest's cost ledger for a model's tally at its price.
+fn cost_entry(p: &crate::cost::Price, t: &crate::cost::Tally, problems: usize) -> CostEntry {
+    use crate::cost::{to_f64, Money};
+    let total = t.cost(p);
+    let per = |n: u64| (n > 0).then(|| to_f64(&(total / Money::from_integer(u128::from(n)))));
+    CostEntry {
+        currency: p.currency.clone(),
+        total: to_f64(&total),
+        per_sample: per(t.with_usage + t.without_usage),
+        per_problem: per(problems as u64),
+        samples_without_usage: t.without_usage,
+        price_source: p.source.clone(),
+    }
 }
 
 /// How a finished sampling session ends the command.

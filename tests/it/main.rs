@@ -7,6 +7,7 @@ mod audit_cli;
 mod calc_cli;
 mod cli;
 mod config;
+mod cost;
 mod datasets_cli;
 mod grade_cases;
 mod hostile_server;
