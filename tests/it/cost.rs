@@ -59,7 +59,7 @@ fn cost_matches_the_recorded_usage_and_the_dry_run_brackets_it() {
         dry.contains("cost estimate:") && dry.contains("EUR"),
         "{dry}"
     );
-    ok(&env.command(&["run", "--quiet"]).output().unwrap());
+    let table = ok(&env.command(&["run", "--quiet"]).output().unwrap());
     let dir = env.run_dir();
     let manifest: Value = serde_json::from_str(&read(&dir.join("manifest.json"))).unwrap();
     for (model, input, output, currency) in [
@@ -97,6 +97,15 @@ fn cost_matches_the_recorded_usage_and_the_dry_run_brackets_it() {
         .filter(|l| l.contains("\"choices_in_request\":2"))
         .count();
     assert_eq!(pairs, 20);
+    let footer = table
+        .lines()
+        .find(|l| l.starts_with("cost: "))
+        .expect("a cost line");
+    assert!(
+        footer.contains("shared ") && footer.contains(" EUR (") && footer.contains("per sample"),
+        "{footer}"
+    );
+    assert!(read(&dir.join("report.md")).contains("cost: shared "));
     let metrics = read(&dir.join("metrics.json"));
     assert!(metrics.contains("\"cost\""), "metrics.json has no cost");
 }
