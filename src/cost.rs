@@ -30,6 +30,9 @@ pub struct PriceFields {
     pub output: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<f64>,
+    /// The model's budget in `currency`: no request is sent that could take it past this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
 }
 
 /// A resolved price: micro-units of `currency` per million tokens.
@@ -42,6 +45,8 @@ pub struct Price {
     pub reasoning: u64,
     /// Where it came from: `config`, or `prices.toml (as of …)`.
     pub source: String,
+    /// The budget (`max_cost`) in micro-units of `currency`.
+    pub max_cost: Option<u64>,
 }
 
 impl PriceFields {
@@ -53,6 +58,7 @@ impl PriceFields {
             cached_input: self.cached_input.or(base.cached_input),
             output: self.output.or(base.output),
             reasoning: self.reasoning.or(base.reasoning),
+            max_cost: self.max_cost.or(base.max_cost),
         }
     }
 
@@ -90,7 +96,24 @@ impl PriceFields {
             output,
             reasoning,
             source: source.to_string(),
+            max_cost: self.budget()?,
         }))
+    }
+}
+
+impl PriceFields {
+    /// `max_cost` as micro-units: at most 6 decimals, 0 to a billion.
+    pub fn budget(&self) -> Result<Option<u64>, (&'static str, String)> {
+        let Some(v) = self.max_cost else {
+            return Ok(None);
+        };
+        if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+            return Err(("max_cost", format!("{v} is not an amount (0 to 1e9)")));
+        }
+        micro(v.min(MAX_PRICE))
+            .map(|_| ())
+            .map_err(|m| ("max_cost", m))?;
+        Ok(Some((v * 1e6).round() as u64))
     }
 }
 
@@ -125,6 +148,19 @@ pub fn shipped(model_id: &str) -> Option<Price> {
 }
 
 impl Price {
+    /// The budget as money, if any.
+    pub fn budget(&self) -> Option<Money> {
+        self.max_cost
+            .map(|m| Money::from_integer(u128::from(m) * 1_000_000))
+    }
+
+    /// What one reply's usage cost (all its choices).
+    pub fn cost_of(&self, usage: &Usage) -> Money {
+        let mut t = Tally::default();
+        t.add(Some(usage), 1);
+        t.cost(self)
+    }
+
     /// What `prompt` input tokens and `completion` output tokens cost (no cache, no reasoning split).
     pub fn estimate(&self, prompt: u64, completion: u64) -> Money {
         Money::from_integer(
@@ -215,6 +251,7 @@ mod tests {
             cached_input: cached,
             output: Some(output),
             reasoning,
+            max_cost: None,
         }
         .resolve("config")
         .unwrap()
@@ -276,6 +313,15 @@ mod tests {
         };
         assert!(fine.resolve("c").unwrap_err().1.contains("6 decimals"));
         assert_eq!(PriceFields::default().resolve("c"), Ok(None));
+        let budget = |v: f64| {
+            PriceFields {
+                max_cost: Some(v),
+                ..PriceFields::default()
+            }
+            .budget()
+        };
+        assert_eq!(budget(2.5), Ok(Some(2_500_000)));
+        assert_eq!(budget(-1.0).unwrap_err().0, "max_cost");
         let over = PriceFields {
             output: Some(3.0),
             ..PriceFields::default()

@@ -451,7 +451,7 @@ fn resolve_model(
         api.max_response_bytes = default_body_limit(sampling.max_tokens, choices);
     }
     let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
-    let pricing = model_pricing(cx, raw, m, i, &model_id)?;
+    let pricing = model_pricing(cx, raw, m, i, &model_id, sampling.max_tokens)?;
     Ok(ModelSettings {
         model_id,
         name,
@@ -468,15 +468,43 @@ fn model_pricing(
     m: &RawModel,
     i: usize,
     model_id: &str,
+    max_tokens: Option<u32>,
 ) -> Result<Option<crate::cost::Price>, ConfigError> {
+    use crate::cost::Price;
     let global = raw.pricing.clone().unwrap_or_default();
     let fields = m
         .pricing
         .as_ref()
         .map_or(global.clone(), |p| p.over(&global));
-    match fields.resolve("config") {
-        Ok(Some(p)) => Ok(Some(p)),
-        Ok(None) => Ok(crate::cost::shipped(model_id)),
+    let resolved = fields.resolve("config").and_then(|p| match p {
+        Some(p) => Ok(Some(p)),
+        None => {
+            let budget = fields.budget()?;
+            match crate::cost::shipped(model_id) {
+                Some(p) => Ok(Some(crate::cost::Price { max_cost: budget, ..p })),
+                None if budget.is_some() => Err((
+                    "max_cost",
+                    format!("needs a price: no [pricing] input/output and {model_id:?} is not in configs/prices.toml"),
+                )),
+                None => Ok(None),
+            }
+        }
+    });
+    let resolved = resolved.and_then(|p| match (&p, max_tokens) {
+        (
+            Some(Price {
+                max_cost: Some(_), ..
+            }),
+            None,
+        ) => Err((
+            "max_cost",
+            "needs [sampling] max_tokens: each request reserves its worst case before it is sent"
+                .into(),
+        )),
+        _ => Ok(p),
+    });
+    match resolved {
+        Ok(p) => Ok(p),
         Err((key, msg)) => Err(match m.pricing.as_ref() {
             Some(_) => cx.err("models", Some(i), &format!("pricing.{key}"), msg),
             None => cx.err("pricing", None, key, msg),

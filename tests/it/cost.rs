@@ -139,3 +139,75 @@ fn shipped_prices_apply_by_model_id_and_unknown_models_stay_unpriced() {
     assert!(dry.contains("price: prices.toml (as of 20"), "{dry}");
     assert_eq!(dry.matches("cost estimate:").count(), 1, "{dry}");
 }
+
+/// One model at 1000 per million tokens (so a request costs a few hundredths), 25 units.
+fn budget_config(env: &Fixture, max_cost: &str) {
+    let models = format!(
+        "[[models]]\nname = \"m\"\n[models.pricing]\ninput = 1000\noutput = 1000\nmax_cost = {max_cost}\n"
+    );
+    env.config(Toml {
+        sampling: "n = 4\ntemperature = 0.7\nseed = 3\nmax_tokens = 64",
+        models: &models,
+        ..Toml::default()
+    });
+}
+
+#[test]
+fn a_budget_stops_before_it_is_exceeded_and_a_raised_one_resumes() {
+    let env = Fixture::new(&sums(5)).with_server(FakeServer::builder().responder(smart_reply));
+    budget_config(&env, "0.3");
+    let out = env.command(&["run", "--quiet"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", crate::common::both(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("budget reached: max_cost 0.300000 USD"),
+        "{err}"
+    );
+    assert!(
+        err.contains("units left could cost up to") && err.contains("--resume"),
+        "{err}"
+    );
+    let dir = env.run_dir();
+    let manifest: Value = serde_json::from_str(&read(&dir.join("manifest.json"))).unwrap();
+    let m = &manifest["models"]["m"];
+    let spent = m["cost"]["total"].as_f64().unwrap();
+    assert!(spent > 0.0 && spent <= 0.3, "{spent}");
+    let first = env.server().request_count();
+    assert!(first > 0 && first < 25, "{first} requests");
+    assert_eq!(m["status"], "failed");
+
+    budget_config(&env, "100");
+    let dir_arg = dir.display().to_string();
+    ok(&env
+        .command(&["run", "--quiet", "--resume", &dir_arg])
+        .output()
+        .unwrap());
+    let manifest: Value = serde_json::from_str(&read(&dir.join("manifest.json"))).unwrap();
+    let m = &manifest["models"]["m"];
+    assert_eq!(
+        (m["status"].as_str(), m["ok"].as_u64()),
+        (Some("complete"), Some(25))
+    );
+    // Each unit was asked for once across both runs, and the ledger covers both.
+    assert_eq!(env.server().request_count(), 25);
+    assert!(m["cost"]["total"].as_f64().unwrap() > spent);
+}
+
+#[test]
+fn a_budget_needs_a_price_and_max_tokens() {
+    let env = Fixture::new(&sums(1));
+    env.config(Toml {
+        models: "[[models]]\nname = \"a\"\n[models.pricing]\nmax_cost = 1\n",
+        ..Toml::default()
+    });
+    let out = env.command(&["run", "--dry-run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pricing.max_cost`: needs a price"));
+    env.config(Toml {
+        models: "[[models]]\nname = \"a\"\n[models.pricing]\ninput = 1\noutput = 1\nmax_cost = 1\n",
+        ..Toml::default()
+    });
+    let out = env.command(&["run", "--dry-run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs [sampling] max_tokens"));
+}
