@@ -11,7 +11,7 @@ import sys
 LAYERS = [
     ["error", "util"],
     ["metrics", "stats", "grade", "dataset", "prompt", "shard", "steps"],
-    ["config", "client", "checkpoint", "lock", "manifest", "sandbox"],
+    ["config", "client", "checkpoint", "lock", "manifest", "sandbox", "cost"],
     ["runner", "judge", "plan", "scoring", "label", "batch", "search"],
     ["report", "history"],
     ["commands", "cli"],

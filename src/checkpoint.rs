@@ -462,6 +462,7 @@ mod tests {
         full.usage = Some(Usage {
             prompt_tokens: Some(5),
             completion_tokens: Some(7),
+            ..Usage::default()
         });
         full.error_class = Some("server".into());
         full.error = Some("server (HTTP 500): boom".into());

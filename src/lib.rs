@@ -6,7 +6,8 @@
 //! 2. Pure engines: `metrics`, `stats`, `grade`, `dataset`, `prompt`, `shard`, `steps`.
 //! 3. `config` (config.toml → validated settings), `client` (one request, the retry policy and
 //!    its loop), `checkpoint` (per-model JSONL), `lock` (one writer per run directory), `manifest`,
-//!    `sandbox` (bubblewrap for model-written code).
+//!    `sandbox` (bubblewrap for model-written code),
+//!    `cost` (prices, the cost of usage, estimates).
 //! 4. `runner` (sampling units), `judge` (LLM judge), `plan` (config + dataset → prompts),
 //!    `scoring` (checkpoints → graded counts, metrics and intervals), `label` (step labels),
 //!    `batch` (batch request/output files), `search` (test-time MCTS over code-augmented steps).
@@ -26,6 +27,7 @@ pub mod steps;
 pub mod checkpoint;
 pub mod client;
 pub mod config;
+pub mod cost;
 pub mod lock;
 pub mod manifest;
 pub mod sandbox;

@@ -73,6 +73,24 @@ pub struct ModelManifest {
     /// how many units ended with it (at most [`MAX_CAUSES`] entries; the rest under `other`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failure_causes: BTreeMap<String, u64>,
+    /// What the recorded usage cost at the model's price; absent when the model has no price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostEntry>,
+}
+
+/// A model's cost ledger, in `currency` units (exact inside, f64 here at the boundary).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostEntry {
+    pub currency: String,
+    pub total: f64,
+    /// `total` over the samples counted (each holds its share of a multi-choice request).
+    pub per_sample: Option<f64>,
+    /// `total` over the problems planned.
+    pub per_problem: Option<f64>,
+    /// Samples whose usage the server left out (in whole or part): their cost is missing.
+    pub samples_without_usage: u64,
+    /// `config`, or the shipped price file with its date.
+    pub price_source: String,
 }
 
 /// The most distinct failure causes a manifest keeps per model (a server may vary its messages).
@@ -94,6 +112,7 @@ impl ModelManifest {
             served_models: BTreeMap::new(),
             system_fingerprints: Vec::new(),
             failure_causes: BTreeMap::new(),
+            cost: None,
         }
     }
 }

@@ -106,6 +106,37 @@ pub struct Usage {
         skip_serializing_if = "Option::is_none"
     )]
     pub completion_tokens: Option<u64>,
+    /// `cached_tokens`: the part of the prompt served from the provider's cache.
+    #[serde(
+        default,
+        deserialize_with = "lenient_details",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prompt_tokens_details: Option<TokenDetails>,
+    /// `reasoning_tokens`: the part of the completion spent thinking (included in `completion_tokens`).
+    #[serde(
+        default,
+        deserialize_with = "lenient_details",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub completion_tokens_details: Option<TokenDetails>,
+}
+
+/// The token breakdowns servers report inside `usage`; other keys in them are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenDetails {
+    #[serde(
+        default,
+        deserialize_with = "lenient_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cached_tokens: Option<u64>,
+    #[serde(
+        default,
+        deserialize_with = "lenient_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -113,6 +144,26 @@ impl Usage {
     pub fn total(&self) -> u64 {
         self.prompt_tokens.unwrap_or(0) + self.completion_tokens.unwrap_or(0)
     }
+
+    /// Cached prompt tokens, when the server said.
+    pub fn cached_tokens(&self) -> Option<u64> {
+        self.prompt_tokens_details.as_ref()?.cached_tokens
+    }
+
+    /// Reasoning tokens, when the server said.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        self.completion_tokens_details.as_ref()?.reasoning_tokens
+    }
+}
+
+/// A details object; anything that is not an object (null, a string, …) is unknown.
+fn lenient_details<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<TokenDetails>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(v.is_object()
+        .then(|| serde_json::from_value(v).ok())
+        .flatten())
 }
 
 /// Any JSON value a server may put in a token count.
@@ -654,6 +705,23 @@ mod tests {
         );
         let u = odd.usage.unwrap();
         assert_eq!((u.prompt_tokens, u.completion_tokens), (Some(5), None));
+        let details = reply(
+            r#"{"usage":{"prompt_tokens":9,"completion_tokens":20,"prompt_tokens_details":{"cached_tokens":4,"audio_tokens":0},
+                "completion_tokens_details":{"reasoning_tokens":"12"}},"choices":[{"message":{"content":"x"}}]}"#,
+        );
+        let u = details.usage.unwrap();
+        assert_eq!(
+            (u.cached_tokens(), u.reasoning_tokens()),
+            (Some(4), Some(12))
+        );
+        let odd_details = reply(
+            r#"{"usage":{"prompt_tokens":9,"prompt_tokens_details":"n/a","completion_tokens_details":{"reasoning_tokens":-3}},"choices":[{"message":{"content":"x"}}]}"#,
+        );
+        let u = odd_details.usage.unwrap();
+        assert_eq!(
+            (u.prompt_tokens, u.cached_tokens(), u.reasoning_tokens()),
+            (Some(9), None, None)
+        );
         let none = reply(r#"{"usage":"n/a","model":7,"choices":[{"message":{"content":null}}]}"#);
         assert!(none.usage.is_none() && none.served_model.is_none());
         assert!(none.choices.is_empty());

@@ -576,12 +576,36 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
                 units * hi
             );
         }
+        if let Some(p) = &m.pricing {
+            println!(
+                "    {}",
+                cost_estimate(p, prompt, units, m.sampling.max_tokens)
+            );
+        }
         all_units += units;
         all_requests += requests;
     }
     println!("  total: {all_units} units, {all_requests} requests (prompt ~{prompt_tokens} tokens per pass over the problems)");
     print_sources(plan, resume);
     Ok(())
+}
+
+/// The dry run's cost line: min = the prompts alone, max = prompts plus max_tokens per sample.
+fn cost_estimate(p: &crate::cost::Price, prompt: u64, units: u64, max: Option<u32>) -> String {
+    use crate::cost::{show, to_f64};
+    let min = to_f64(&p.estimate(prompt, 0));
+    let max = match max {
+        Some(t) => show(
+            to_f64(&p.estimate(prompt, units * u64::from(t))),
+            &p.currency,
+        ),
+        None => "unbounded (no max_tokens)".into(),
+    };
+    format!(
+        "cost estimate: {} – {max} (min: prompts only; max: every sample uses max_tokens; price: {})",
+        show(min, &p.currency),
+        p.source
+    )
 }
 
 /// The dry run's account of where the configuration came from.

@@ -14,6 +14,9 @@ pub struct RawConfig {
     #[serde(default)]
     pub evaluation: RawEvaluation,
     pub judge: Option<RawJudge>,
+    /// Prices for every model; `[models.pricing]` overrides them key by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<crate::cost::PriceFields>,
     /// MCTS parameters for models with `strategy = "mcts"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<RawSearch>,
@@ -131,6 +134,9 @@ pub struct RawModel {
     pub use_n_param: Option<bool>,
     pub n_per_request: Option<i64>,
     pub stop: Option<Vec<String>>,
+    /// `[models.pricing]`: this model's prices, over the global `[pricing]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<crate::cost::PriceFields>,
 }
 
 /// A τ written as a TOML number (0.5) or string ("1/3").

@@ -40,6 +40,8 @@ pub struct ModelSettings {
     pub strategy: super::Strategy,
     /// The resolved `[search]` table when `strategy = "mcts"`.
     pub search: Option<super::SearchSettings>,
+    /// `[models.pricing]` over `[pricing]`, else the shipped price of `model_id`; None: unpriced.
+    pub pricing: Option<crate::cost::Price>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -459,14 +461,68 @@ fn resolve_model(
         api.max_response_bytes = default_body_limit(sampling.max_tokens, choices);
     }
     let (strategy, search) = super::search::resolve(text_path(cx), raw, m, i, &name)?;
+    let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
+    let pricing = model_pricing(cx, raw, m, i, &model_id, sampling.max_tokens)?;
     Ok(ModelSettings {
-        model_id: m.model_id.clone().unwrap_or_else(|| name.clone()),
+        model_id,
         name,
         api,
         sampling,
         strategy,
         search,
+        pricing,
     })
+}
+
+/// The model's price: its `[models.pricing]` keys over `[pricing]`, else the shipped price file.
+fn model_pricing(
+    cx: &Ctx,
+    raw: &RawConfig,
+    m: &RawModel,
+    i: usize,
+    model_id: &str,
+    max_tokens: Option<u32>,
+) -> Result<Option<crate::cost::Price>, ConfigError> {
+    use crate::cost::Price;
+    let global = raw.pricing.clone().unwrap_or_default();
+    let fields = m
+        .pricing
+        .as_ref()
+        .map_or(global.clone(), |p| p.over(&global));
+    let resolved = fields.resolve("config").and_then(|p| match p {
+        Some(p) => Ok(Some(p)),
+        None => {
+            let budget = fields.budget()?;
+            match crate::cost::shipped(model_id) {
+                Some(p) => Ok(Some(crate::cost::Price { max_cost: budget, ..p })),
+                None if budget.is_some() => Err((
+                    "max_cost",
+                    format!("needs a price: no [pricing] input/output and {model_id:?} is not in configs/prices.toml"),
+                )),
+                None => Ok(None),
+            }
+        }
+    });
+    let resolved = resolved.and_then(|p| match (&p, max_tokens) {
+        (
+            Some(Price {
+                max_cost: Some(_), ..
+            }),
+            None,
+        ) => Err((
+            "max_cost",
+            "needs [sampling] max_tokens: each request reserves its worst case before it is sent"
+                .into(),
+        )),
+        _ => Ok(p),
+    });
+    match resolved {
+        Ok(p) => Ok(p),
+        Err((key, msg)) => Err(match m.pricing.as_ref() {
+            Some(_) => cx.err("models", Some(i), &format!("pricing.{key}"), msg),
+            None => cx.err("pricing", None, key, msg),
+        }),
+    }
 }
 
 /// The longest model name: it becomes a file name (`<name>.jsonl`, at most 255 bytes on most systems).

@@ -8,6 +8,14 @@ use crate::scoring::RunResults;
 pub struct MarkdownReport;
 
 /// A Markdown table; pipes inside cells are escaped.
+/// The cost line as a paragraph; empty when no model is priced.
+fn cost_paragraph(results: &RunResults) -> String {
+    // Names are letters, digits, '.', '_' and '-'; the currency is alphanumeric.
+    super::table::cost_line(results)
+        .map(|line| format!("{}\n\n", line.replace('_', "\\_")))
+        .unwrap_or_default()
+}
+
 fn table(grid: &Grid) -> String {
     let esc = |s: &str| s.replace('|', "\\|");
     let mut out = format!(
@@ -114,6 +122,7 @@ impl Exporter for MarkdownReport {
                 .collect(),
         };
         md.push_str(&format!("## Samples\n\n{}\n", table(&counts)));
+        md.push_str(&cost_paragraph(results));
         md.push_str("## Notes\n\n");
         for n in notes(results) {
             md.push_str(&format!("- {n}\n"));

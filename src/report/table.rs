@@ -33,11 +33,43 @@ impl Exporter for SummaryTable {
 
 /// The table a command prints: compact for the terminal's width unless `wide`.
 pub fn terminal_table(results: &RunResults, wide: bool) -> String {
-    if wide {
+    let mut text = if wide {
         self::wide(results)
     } else {
         compact(results, terminal_width())
+    };
+    if let Some(line) = cost_line(results) {
+        text.push_str(&line);
+        text.push('\n');
     }
+    text
+}
+
+/// The footer's cost line from the manifest's ledger: `cost: a 0.012000 USD (0.000600 per
+/// sample), …`; None when no model is priced.
+pub(super) fn cost_line(results: &RunResults) -> Option<String> {
+    use crate::cost::show;
+    let manifest = results.manifest.as_ref()?;
+    let parts: Vec<String> = manifest
+        .models
+        .iter()
+        .filter_map(|(name, m)| {
+            let c = m.cost.as_ref()?;
+            let per = c
+                .per_sample
+                .map(|p| format!(" ({} per sample)", show(p, &c.currency)))
+                .unwrap_or_default();
+            let missing = match c.samples_without_usage {
+                0 => String::new(),
+                k => format!(", {k} samples without usage"),
+            };
+            Some(format!(
+                "{name} {}{per}{missing}",
+                show(c.total, &c.currency)
+            ))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("cost: {}", parts.join("; ")))
 }
 
 fn banner_text(results: &RunResults) -> String {

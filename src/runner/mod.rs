@@ -15,8 +15,9 @@ use crate::checkpoint::{
 use crate::client::retry::{Next, RetryPolicy};
 use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
 use crate::config::{ModelSettings, Settings};
+use crate::cost::Money;
 use crate::error::{BadInput, ExitStatus};
-use crate::manifest::{Manifest, ModelManifest};
+use crate::manifest::{CostEntry, Manifest, ModelManifest};
 use crate::util::{hex, id_index, now_rfc3339, printable, Shutdown};
 use anyhow::{Context, Result};
 use pace::{AdaptiveLimit, Pace, Permit};
@@ -60,9 +61,86 @@ struct ModelCtx {
     /// Set when `save_raw_responses = false`: responses are replaced by the answer this grader
     /// configuration extracts, and a hash.
     strip: Option<crate::grade::GradeConfig>,
+    budget: Option<Budget>,
+}
+
+/// A model's `max_cost`: what its checkpoint and replies cost so far plus the worst case of the
+/// requests in flight; a request that could take it past the limit is not sent.
+struct Budget {
+    price: crate::cost::Price,
+    limit: Money,
+    used: Mutex<Money>,
+}
+
+impl Budget {
+    /// Reserves `worst`; false (nothing reserved) when that could exceed the limit.
+    fn reserve(&self, worst: Money) -> bool {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        let fits = *used + worst <= self.limit;
+        if fits {
+            *used += worst;
+        }
+        fits
+    }
+
+    /// Replaces a reservation with what the request actually cost.
+    fn settle(&self, worst: Money, actual: Money) {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        *used = *used - worst + actual;
+    }
+
+    fn stop_message(&self, units_left: u64, per_unit: Money) -> String {
+        use crate::cost::{show, to_f64};
+        let cur = &self.price.currency;
+        let used = *self.used.lock().unwrap_or_else(|p| p.into_inner());
+        format!(
+            "budget reached: max_cost {} (spent {}); the {units_left} units left could cost up to {} more; raise max_cost and resume",
+            show(to_f64(&self.limit), cur),
+            show(to_f64(&used), cur),
+            show(to_f64(&(per_unit * Money::from_integer(u128::from(units_left)))), cur)
+        )
+    }
 }
 
 impl ModelCtx {
+    /// The worst case of a request for `slots` samples of `prep`: its prompt estimate plus
+    /// max_tokens per sample at the output price.
+    fn worst_case(&self, b: &Budget, prep: &Prepared, slots: usize) -> Money {
+        let max = u64::from(self.settings.sampling.max_tokens.unwrap_or(0));
+        b.price
+            .estimate(prep.prompt_tokens_estimate, max * slots as u64)
+    }
+
+    /// Reserves a request's worst case; on refusal stops the model with the budget message.
+    fn reserve(&self, prep: &Prepared, slots: usize) -> Option<Option<Money>> {
+        let Some(b) = &self.budget else {
+            return Some(None);
+        };
+        let worst = self.worst_case(b, prep, slots);
+        if b.reserve(worst) {
+            return Some(Some(worst));
+        }
+        let left = self
+            .counters
+            .total
+            .load(Ordering::SeqCst)
+            .saturating_sub(self.counters.done.load(Ordering::SeqCst));
+        self.fail(&b.stop_message(left, self.worst_case(b, prep, 1)));
+        None
+    }
+
+    /// Settles a reservation with the reply's usage (its worst case when the usage is unknown).
+    fn settle(&self, worst: Option<Money>, reply: Option<&ChatResponse>) {
+        if let (Some(b), Some(w)) = (&self.budget, worst) {
+            let actual = match reply.map(|r| r.usage.as_ref()) {
+                Some(Some(u)) => b.price.cost_of(u),
+                Some(None) => w,
+                None => Money::from_integer(0),
+            };
+            b.settle(w, actual);
+        }
+    }
+
     fn fail(&self, reason: &dyn std::fmt::Display) {
         let mut f = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
         if f.is_none() {
@@ -290,6 +368,9 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
         if ctx.stopped.load(Ordering::SeqCst) {
             return;
         }
+        let Some(reserved) = ctx.reserve(prep, pending.len()) else {
+            return;
+        };
         let seed = ctx.seed_for(prep, &pending);
         let body = ctx.request_body(prep, &pending, seed);
         if !ctx.pace.is_unlimited() {
@@ -297,7 +378,9 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
         }
         ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
         let times = (started_at.as_str(), started, attempts);
-        let err = match ctx.client.chat_bytes(body).await {
+        let reply = ctx.client.chat_bytes(body).await;
+        ctx.settle(reserved, reply.as_ref().ok());
+        let err = match reply {
             Ok(resp) => match ctx.take_choices(prep, &resp, &mut pending, seed, times) {
                 None => return,
                 Some(err) => err,
@@ -467,7 +550,9 @@ async fn sample_all_async(
     for m in &job.settings.models {
         let path = checkpoint_path(&job.run_dir, &m.name);
         let done = load_done(&path, &index)?;
-        let ctx = Arc::new(model_ctx(job, m, &path, shutdown)?);
+        let mut ctx = model_ctx(job, m, &path, shutdown)?;
+        ctx.budget = budget_for(m, &path, &index)?;
+        let ctx = Arc::new(ctx);
         // Set before any frame is drawn: what is missing now, so a resumed run starts at 0 of the rest.
         let missing: u64 = missing_work(job.prepared.len(), &m.sampling, &done)
             .map(|w| w.slots.len() as u64)
@@ -528,7 +613,28 @@ fn model_ctx(
         quiet: job.quiet,
         strip: (!job.settings.evaluation.save_raw_responses)
             .then(|| job.settings.evaluation.grade_config()),
+        budget: None,
     })
+}
+
+/// The model's budget, starting from what its checkpoint already cost (a resumed run).
+fn budget_for(
+    m: &ModelSettings,
+    path: &Path,
+    index: &HashMap<&str, usize>,
+) -> Result<Option<Budget>> {
+    let Some(price) = &m.pricing else {
+        return Ok(None);
+    };
+    let Some(limit) = price.budget() else {
+        return Ok(None);
+    };
+    let counts = count_checkpoint(path, index, m.sampling.n, m.sampling.greedy)?;
+    Ok(Some(Budget {
+        price: price.clone(),
+        limit,
+        used: Mutex::new(counts.tokens.cost(price)),
+    }))
 }
 
 /// Per-model totals read back from a checkpoint, for the manifest.
@@ -541,15 +647,21 @@ pub struct CheckpointCounts {
     pub system_fingerprints: BTreeSet<String>,
     /// Units whose latest record is an API error, by [`failure_cause`].
     pub failure_causes: BTreeMap<String, u64>,
+    /// The usage of every planned record, each its share of its request.
+    pub tokens: crate::cost::Tally,
 }
 
-/// A checkpoint record's head plus its error text, for counting failure causes.
+/// A checkpoint record's head plus its error text and usage, for counting causes and cost.
 #[derive(serde::Deserialize)]
 struct CountedRecord {
     #[serde(flatten)]
     head: RecordHead,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    usage: Option<crate::client::Usage>,
+    #[serde(default)]
+    choices_in_request: Option<u32>,
 }
 
 /// Counts the latest state of each planned unit: a unit with any usable record counts as done.
@@ -572,6 +684,10 @@ pub fn count_checkpoint(
         };
         if !in_plan {
             return Ok(());
+        }
+        if r.usable() {
+            c.tokens
+                .add(rec.usage.as_ref(), rec.choices_in_request.unwrap_or(1));
         }
         let key = (p as u32, r.sample_index.key());
         let prev = best.get(&key).map(|b| b.0);
@@ -682,7 +798,26 @@ pub fn model_manifest(
     mm.served_models = counts.served_models.clone();
     mm.system_fingerprints = counts.system_fingerprints.iter().cloned().collect();
     mm.failure_causes = counts.failure_causes.clone();
+    mm.cost = m
+        .pricing
+        .as_ref()
+        .map(|p| cost_entry(p, &counts.tokens, problems));
     mm
+}
+
+/// The manifest's cost ledger for a model's tally at its price.
+fn cost_entry(p: &crate::cost::Price, t: &crate::cost::Tally, problems: usize) -> CostEntry {
+    use crate::cost::{to_f64, Money};
+    let total = t.cost(p);
+    let per = |n: u64| (n > 0).then(|| to_f64(&(total / Money::from_integer(u128::from(n)))));
+    CostEntry {
+        currency: p.currency.clone(),
+        total: to_f64(&total),
+        per_sample: per(t.with_usage + t.without_usage),
+        per_problem: per(problems as u64),
+        samples_without_usage: t.without_usage,
+        price_source: p.source.clone(),
+    }
 }
 
 /// How a finished sampling session ends the command.

@@ -8,6 +8,7 @@ mod batch;
 mod calc_cli;
 mod cli;
 mod config;
+mod cost;
 mod datasets_cli;
 mod grade_cases;
 mod history;

@@ -1,0 +1,349 @@
+//! Money: model prices (config or the shipped price file), the cost of recorded token usage and
+//! worst-case estimates. Amounts are exact rationals inside; f64 only at the report boundary.
+
+use crate::client::Usage;
+use num_rational::Ratio;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// An amount in pico-units (10⁻¹² of the currency): a price in micro-units per million tokens
+/// times a token count is exact; a choice's share of a request's usage makes it a fraction.
+pub type Money = Ratio<u128>;
+
+/// The shipped price file, looked up by model id when a config gives no price.
+const SHIPPED: &str = include_str!("../configs/prices.toml");
+
+/// The largest price accepted, per million tokens.
+const MAX_PRICE: f64 = 1e6;
+
+/// Price keys as written in `[pricing]`, `[models.pricing]` or the price file (per million tokens).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceFields {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<f64>,
+    /// The model's budget in `currency`: no request is sent that could take it past this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+}
+
+/// A resolved price: micro-units of `currency` per million tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Price {
+    pub currency: String,
+    pub input: u64,
+    pub cached_input: u64,
+    pub output: u64,
+    pub reasoning: u64,
+    /// Where it came from: `config`, or `prices.toml (as of …)`.
+    pub source: String,
+    /// The budget (`max_cost`) in micro-units of `currency`.
+    pub max_cost: Option<u64>,
+}
+
+impl PriceFields {
+    /// These fields, each one missing taken from `base`.
+    pub fn over(&self, base: &PriceFields) -> PriceFields {
+        PriceFields {
+            currency: self.currency.clone().or_else(|| base.currency.clone()),
+            input: self.input.or(base.input),
+            cached_input: self.cached_input.or(base.cached_input),
+            output: self.output.or(base.output),
+            reasoning: self.reasoning.or(base.reasoning),
+            max_cost: self.max_cost.or(base.max_cost),
+        }
+    }
+
+    /// The price these fields give: None when they name no price at all; an error (key, message)
+    /// when one is invalid or `input`/`output` is missing.
+    pub fn resolve(&self, source: &str) -> Result<Option<Price>, (&'static str, String)> {
+        let prices = [self.input, self.cached_input, self.output, self.reasoning];
+        if prices.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let need = |key: &'static str, v: Option<f64>| -> Result<u64, (&'static str, String)> {
+            let v = v.ok_or((key, "is needed once any price is given".to_string()))?;
+            micro(v).map_err(|m| (key, m))
+        };
+        let input = need("input", self.input)?;
+        let output = need("output", self.output)?;
+        let cached_input = need("cached_input", self.cached_input.or(self.input))?;
+        let reasoning = need("reasoning", self.reasoning.or(self.output))?;
+        let currency = self.currency.clone().unwrap_or_else(|| "USD".into());
+        if currency.is_empty()
+            || currency.len() > 8
+            || !currency.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            return Err((
+                "currency",
+                format!(
+                    "{currency:?} is not a currency code (1-8 letters or digits, e.g. \"USD\")"
+                ),
+            ));
+        }
+        Ok(Some(Price {
+            currency,
+            input,
+            cached_input,
+            output,
+            reasoning,
+            source: source.to_string(),
+            max_cost: self.budget()?,
+        }))
+    }
+}
+
+impl PriceFields {
+    /// `max_cost` as micro-units: at most 6 decimals, 0 to a billion.
+    pub fn budget(&self) -> Result<Option<u64>, (&'static str, String)> {
+        let Some(v) = self.max_cost else {
+            return Ok(None);
+        };
+        if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+            return Err(("max_cost", format!("{v} is not an amount (0 to 1e9)")));
+        }
+        micro(v.min(MAX_PRICE))
+            .map(|_| ())
+            .map_err(|m| ("max_cost", m))?;
+        Ok(Some((v * 1e6).round() as u64))
+    }
+}
+
+/// A price per million tokens as micro-units: at most 6 decimals, 0 to a million.
+fn micro(v: f64) -> Result<u64, String> {
+    if !v.is_finite() || !(0.0..=MAX_PRICE).contains(&v) {
+        return Err(format!(
+            "{v} is not a price per million tokens (0 to {MAX_PRICE})"
+        ));
+    }
+    let m = (v * 1e6).round();
+    if (m / 1e6 - v).abs() > 1e-9 {
+        return Err(format!("{v} has more than 6 decimals"));
+    }
+    Ok(m as u64)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriceFile {
+    as_of: String,
+    models: BTreeMap<String, PriceFields>,
+}
+
+/// The shipped price of `model_id`, if the price file lists it.
+pub fn shipped(model_id: &str) -> Option<Price> {
+    // The file is part of the build; a test checks that it parses.
+    let file: PriceFile = toml::from_str(SHIPPED).ok()?;
+    let fields = file.models.get(model_id)?;
+    let source = format!("prices.toml (as of {})", file.as_of);
+    fields.resolve(&source).ok().flatten()
+}
+
+impl Price {
+    /// The budget as money, if any.
+    pub fn budget(&self) -> Option<Money> {
+        self.max_cost
+            .map(|m| Money::from_integer(u128::from(m) * 1_000_000))
+    }
+
+    /// What one reply's usage cost (all its choices).
+    pub fn cost_of(&self, usage: &Usage) -> Money {
+        let mut t = Tally::default();
+        t.add(Some(usage), 1);
+        t.cost(self)
+    }
+
+    /// What `prompt` input tokens and `completion` output tokens cost (no cache, no reasoning split).
+    pub fn estimate(&self, prompt: u64, completion: u64) -> Money {
+        Money::from_integer(
+            u128::from(prompt) * u128::from(self.input)
+                + u128::from(completion) * u128::from(self.output),
+        )
+    }
+}
+
+/// Token counts summed over samples, each sample holding its share of its request's usage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tally {
+    pub input: Ratio<u128>,
+    pub cached_input: Ratio<u128>,
+    pub output: Ratio<u128>,
+    pub reasoning: Ratio<u128>,
+    /// Samples whose request reported both prompt and completion tokens.
+    pub with_usage: u64,
+    /// Samples with no usage or only part of it: their cost is missing or too low.
+    pub without_usage: u64,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        let zero = Ratio::from_integer(0);
+        Tally {
+            input: zero,
+            cached_input: zero,
+            output: zero,
+            reasoning: zero,
+            with_usage: 0,
+            without_usage: 0,
+        }
+    }
+}
+
+impl Tally {
+    /// Adds one sample: `1/choices_in_request` of its request's usage (usage covers every choice).
+    pub fn add(&mut self, usage: Option<&Usage>, choices_in_request: u32) {
+        let Some(u) = usage else {
+            self.without_usage += 1;
+            return;
+        };
+        if u.prompt_tokens.is_some() && u.completion_tokens.is_some() {
+            self.with_usage += 1;
+        } else {
+            self.without_usage += 1;
+        }
+        let prompt = u.prompt_tokens.unwrap_or(0);
+        let cached = u.cached_tokens().unwrap_or(0).min(prompt);
+        let completion = u.completion_tokens.unwrap_or(0);
+        let reasoning = u.reasoning_tokens().unwrap_or(0).min(completion);
+        let share = |n: u64| Ratio::new(u128::from(n), u128::from(choices_in_request.max(1)));
+        self.input += share(prompt - cached);
+        self.cached_input += share(cached);
+        self.output += share(completion - reasoning);
+        self.reasoning += share(reasoning);
+    }
+
+    pub fn cost(&self, p: &Price) -> Money {
+        let at = |n: &Ratio<u128>, price: u64| n * Ratio::from_integer(u128::from(price));
+        at(&self.input, p.input)
+            + at(&self.cached_input, p.cached_input)
+            + at(&self.output, p.output)
+            + at(&self.reasoning, p.reasoning)
+    }
+}
+
+/// An amount in currency units, for reports and machine formats.
+pub fn to_f64(m: &Money) -> f64 {
+    (*m.numer() as f64 / *m.denom() as f64) / 1e12
+}
+
+/// An amount for people: 6 decimals and the currency.
+pub fn show(amount: f64, currency: &str) -> String {
+    format!("{amount:.6} {currency}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::TokenDetails;
+
+    fn price(input: f64, cached: Option<f64>, output: f64, reasoning: Option<f64>) -> Price {
+        PriceFields {
+            currency: None,
+            input: Some(input),
+            cached_input: cached,
+            output: Some(output),
+            reasoning,
+            max_cost: None,
+        }
+        .resolve("config")
+        .unwrap()
+        .unwrap()
+    }
+
+    #[test]
+    fn shares_and_details_are_priced_exactly() {
+        let p = price(2.5, Some(1.25), 10.0, Some(20.0));
+        let u = Usage {
+            prompt_tokens: Some(1000),
+            completion_tokens: Some(300),
+            prompt_tokens_details: Some(TokenDetails {
+                cached_tokens: Some(400),
+                reasoning_tokens: None,
+            }),
+            completion_tokens_details: Some(TokenDetails {
+                cached_tokens: None,
+                reasoning_tokens: Some(100),
+            }),
+        };
+        let mut t = Tally::default();
+        // Three choices of one request: together they cost the request once.
+        for _ in 0..3 {
+            t.add(Some(&u), 3);
+        }
+        // 600×2.5 + 400×1.25 + 200×10 + 100×20 per million = 0.006 USD.
+        assert_eq!(t.cost(&p), Money::from_integer(6_000_000_000));
+        assert_eq!(to_f64(&t.cost(&p)), 0.006);
+        let mut one = Tally::default();
+        one.add(Some(&u), 3);
+        assert_eq!(one.cost(&p), Money::new(6_000_000_000, 3));
+        one.add(None, 1);
+        assert_eq!((one.with_usage, one.without_usage), (1, 1));
+    }
+
+    #[test]
+    fn prices_validate_and_default() {
+        let p = price(0.15, None, 0.6, None);
+        assert_eq!(
+            (p.cached_input, p.reasoning, p.currency.as_str()),
+            (150_000, 600_000, "USD")
+        );
+        let only_input = PriceFields {
+            input: Some(1.0),
+            ..PriceFields::default()
+        };
+        assert_eq!(only_input.resolve("c").unwrap_err().0, "output");
+        let neg = PriceFields {
+            input: Some(-1.0),
+            output: Some(1.0),
+            ..PriceFields::default()
+        };
+        assert_eq!(neg.resolve("c").unwrap_err().0, "input");
+        let fine = PriceFields {
+            input: Some(0.0000001),
+            output: Some(1.0),
+            ..PriceFields::default()
+        };
+        assert!(fine.resolve("c").unwrap_err().1.contains("6 decimals"));
+        assert_eq!(PriceFields::default().resolve("c"), Ok(None));
+        let budget = |v: f64| {
+            PriceFields {
+                max_cost: Some(v),
+                ..PriceFields::default()
+            }
+            .budget()
+        };
+        assert_eq!(budget(2.5), Ok(Some(2_500_000)));
+        assert_eq!(budget(-1.0).unwrap_err().0, "max_cost");
+        let over = PriceFields {
+            output: Some(3.0),
+            ..PriceFields::default()
+        }
+        .over(&PriceFields {
+            input: Some(1.0),
+            output: Some(2.0),
+            ..PriceFields::default()
+        });
+        assert_eq!((over.input, over.output), (Some(1.0), Some(3.0)));
+    }
+
+    #[test]
+    fn the_shipped_file_parses_and_is_dated() {
+        let file: PriceFile = toml::from_str(SHIPPED).unwrap();
+        assert!(file.models.len() >= 5);
+        for (id, f) in &file.models {
+            assert!(f.resolve("x").unwrap().is_some(), "{id}");
+        }
+        let p = shipped("gpt-4o-mini").unwrap();
+        assert_eq!((p.input, p.output), (150_000, 600_000));
+        assert!(p.source.contains(&file.as_of));
+        assert!(shipped("no-such-model").is_none());
+    }
+}
