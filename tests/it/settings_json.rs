@@ -74,7 +74,7 @@ fn shipped_pair_runs_against_the_fake_server_and_a_second_invocation_resumes() {
     let results = env.file("results");
     let set_url = format!("api.base_url={}", env.base_url());
     let set_out = format!("evaluation.output_dir={}", results.display());
-    let config = repo().join("configs/config.toml");
+    let config = repo().join("configs/tutorial/config.toml");
     let args = [
         "run",
         "--config",
@@ -99,7 +99,10 @@ fn shipped_pair_runs_against_the_fake_server_and_a_second_invocation_resumes() {
     assert_eq!(m["task_name"], "math_stability_eval");
     assert_eq!(
         m["settings"]["path"],
-        repo().join("configs/settings.json").display().to_string()
+        repo()
+            .join("configs/tutorial/settings.json")
+            .display()
+            .to_string()
     );
     assert_eq!(m["settings"]["content"]["checkpoint_interval"], 50);
     assert_eq!(m["settings"]["sha256"].as_str().unwrap().len(), 64);
@@ -619,4 +622,16 @@ fn set_reaches_label_and_score_where_it_makes_sense() {
         ),
         &["--set models.x.n=2"],
     );
+}
+
+#[test]
+fn the_demo_config_has_no_settings_json_beside_it() {
+    // README command 1 promises the arithmetic demo; a settings.json in configs/ would replace its task.
+    let out = gpassk()
+        .args(["run", "--config", "configs/local.toml", "--dry-run"])
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    assert!(text.contains("dataset arith_demo"), "{text}");
+    assert!(!stderr(&out).contains("task settings"), "{}", stderr(&out));
 }
