@@ -170,6 +170,62 @@ impl Price {
     }
 }
 
+/// A budget shared by concurrent requesters: spent plus reserved never passes the limit, and
+/// once one reservation is refused every later one is too (no model sends after the cap is hit).
+#[derive(Debug)]
+pub struct Ledger {
+    limit: Money,
+    used: std::sync::Mutex<Money>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Ledger {
+    /// A ledger with `spent` already counted (what the checkpoints cost, on resume).
+    pub fn new(limit: Money, spent: Money) -> Self {
+        Ledger {
+            limit,
+            used: std::sync::Mutex::new(spent),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn used_guard(&self) -> std::sync::MutexGuard<'_, Money> {
+        self.used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reserves `worst`; false (nothing reserved, the ledger closed) when it could pass the limit.
+    pub fn reserve(&self, worst: Money) -> bool {
+        use std::sync::atomic::Ordering;
+        let mut used = self.used_guard();
+        if self.closed.load(Ordering::SeqCst) || *used + worst > self.limit {
+            self.closed.store(true, Ordering::SeqCst);
+            return false;
+        }
+        *used += worst;
+        true
+    }
+
+    /// Returns a reservation that was not used.
+    pub fn release(&self, worst: Money) {
+        self.settle(worst, Money::from_integer(0));
+    }
+
+    /// Replaces a reservation with what the request actually cost.
+    pub fn settle(&self, worst: Money, actual: Money) {
+        let mut used = self.used_guard();
+        *used = *used - worst + actual;
+    }
+
+    pub fn limit(&self) -> Money {
+        self.limit
+    }
+
+    /// Spent plus reserved.
+    pub fn used(&self) -> Money {
+        *self.used_guard()
+    }
+}
+
 /// Token counts summed over samples, each sample holding its share of its request's usage.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tally {
@@ -332,6 +388,17 @@ mod tests {
             ..PriceFields::default()
         });
         assert_eq!((over.input, over.output), (Some(1.0), Some(3.0)));
+    }
+
+    #[test]
+    fn a_ledger_never_passes_its_limit_and_stays_closed() {
+        let l = Ledger::new(Money::from_integer(10), Money::from_integer(3));
+        assert!(l.reserve(Money::from_integer(5)));
+        assert!(!l.reserve(Money::from_integer(3)));
+        l.settle(Money::from_integer(5), Money::from_integer(1));
+        assert_eq!(l.used(), Money::from_integer(4));
+        // Closed: even a reservation that would now fit is refused.
+        assert!(!l.reserve(Money::from_integer(1)));
     }
 
     #[test]

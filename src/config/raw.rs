@@ -178,6 +178,9 @@ pub struct RawEvaluation {
     pub save_raw_responses: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_from_checkpoint: Option<bool>,
+    /// The run-wide budget across all models, in their one currency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -154,6 +154,8 @@ pub struct EvalSettings {
     pub save_raw_responses: bool,
     /// Some(true): resume the latest run of this config and task; Some(false): always a new run.
     pub resume_from_checkpoint: Option<bool>,
+    /// The run-wide budget (`max_cost`) in micro-units of the models' one currency.
+    pub max_cost: Option<u64>,
 }
 
 impl EvalSettings {
@@ -719,7 +721,47 @@ fn resolve_eval(
         task_name: ev.task_name.clone(),
         save_raw_responses: ev.save_raw_responses.unwrap_or(true),
         resume_from_checkpoint: ev.resume_from_checkpoint,
+        max_cost: run_budget(ev, models).map_err(err)?,
     })
+}
+
+/// `[evaluation] max_cost`: every model priced, with max_tokens, in one currency.
+fn run_budget(ev: &RawEvaluation, models: &[ModelSettings]) -> Result<Option<u64>, EvalError> {
+    let fields = crate::cost::PriceFields {
+        max_cost: ev.max_cost,
+        ..Default::default()
+    };
+    let Some(budget) = fields.budget()? else {
+        return Ok(None);
+    };
+    let mut currency: Option<&str> = None;
+    for m in models {
+        let Some(p) = &m.pricing else {
+            return Err((
+                "max_cost",
+                format!(
+                    "needs a price for model {:?}: give [pricing] input/output",
+                    m.name
+                ),
+            ));
+        };
+        if m.sampling.max_tokens.is_none() {
+            return Err(("max_cost", format!("needs [sampling] max_tokens for model {:?}: each request reserves its worst case", m.name)));
+        }
+        match currency {
+            Some(c) if c != p.currency => {
+                return Err((
+                    "max_cost",
+                    format!(
+                        "needs one currency: model {:?} is priced in {} but another in {c}",
+                        m.name, p.currency
+                    ),
+                ));
+            }
+            _ => currency = Some(&p.currency),
+        }
+    }
+    Ok(Some(budget))
 }
 
 /// An `[evaluation]` problem: the key and the message.

@@ -15,7 +15,7 @@ use crate::checkpoint::{
 use crate::client::retry::{Next, RetryPolicy};
 use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
 use crate::config::{ModelSettings, Settings};
-use crate::cost::Money;
+use crate::cost::{Ledger, Money};
 use crate::error::{BadInput, ExitStatus};
 use crate::manifest::{CostEntry, Manifest, ModelManifest};
 use crate::util::{hex, id_index, now_rfc3339, printable, Shutdown};
@@ -64,39 +64,48 @@ struct ModelCtx {
     budget: Option<Budget>,
 }
 
-/// A model's `max_cost`: what its checkpoint and replies cost so far plus the worst case of the
-/// requests in flight; a request that could take it past the limit is not sent.
+/// A model's `max_cost` and the run's `[evaluation] max_cost`: what the checkpoints and replies
+/// cost so far plus the worst case of the requests in flight; a request that could take either
+/// past its limit is not sent.
 struct Budget {
     price: crate::cost::Price,
-    limit: Money,
-    used: Mutex<Money>,
+    model: Option<Ledger>,
+    run: Option<Arc<Ledger>>,
 }
 
 impl Budget {
-    /// Reserves `worst`; false (nothing reserved) when that could exceed the limit.
-    fn reserve(&self, worst: Money) -> bool {
-        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        let fits = *used + worst <= self.limit;
-        if fits {
-            *used += worst;
+    /// Reserves `worst` on both ledgers; on refusal, the message saying which limit was hit.
+    fn reserve(&self, worst: Money) -> Result<(), (&'static str, &Ledger)> {
+        if let Some(m) = &self.model {
+            if !m.reserve(worst) {
+                return Err(("max_cost", m));
+            }
         }
-        fits
+        if let Some(r) = &self.run {
+            if !r.reserve(worst) {
+                if let Some(m) = &self.model {
+                    m.release(worst);
+                }
+                return Err(("[evaluation] max_cost", r));
+            }
+        }
+        Ok(())
     }
 
     /// Replaces a reservation with what the request actually cost.
     fn settle(&self, worst: Money, actual: Money) {
-        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        *used = *used - worst + actual;
+        for l in self.model.iter().chain(self.run.as_deref()) {
+            l.settle(worst, actual);
+        }
     }
 
-    fn stop_message(&self, units_left: u64, per_unit: Money) -> String {
+    fn stop_message(&self, key: &str, l: &Ledger, units_left: u64, per_unit: Money) -> String {
         use crate::cost::{show, to_f64};
         let cur = &self.price.currency;
-        let used = *self.used.lock().unwrap_or_else(|p| p.into_inner());
         format!(
-            "budget reached: max_cost {} (spent {}); the {units_left} units left could cost up to {} more; raise max_cost and resume",
-            show(to_f64(&self.limit), cur),
-            show(to_f64(&used), cur),
+            "budget reached: {key} {} (spent {}); the {units_left} units left could cost up to {} more; raise {key} and resume",
+            show(to_f64(&l.limit()), cur),
+            show(to_f64(&l.used()), cur),
             show(to_f64(&(per_unit * Money::from_integer(u128::from(units_left)))), cur)
         )
     }
@@ -117,15 +126,16 @@ impl ModelCtx {
             return Some(None);
         };
         let worst = self.worst_case(b, prep, slots);
-        if b.reserve(worst) {
-            return Some(Some(worst));
-        }
+        let (key, ledger) = match b.reserve(worst) {
+            Ok(()) => return Some(Some(worst)),
+            Err(hit) => hit,
+        };
         let left = self
             .counters
             .total
             .load(Ordering::SeqCst)
             .saturating_sub(self.counters.done.load(Ordering::SeqCst));
-        self.fail(&b.stop_message(left, self.worst_case(b, prep, 1)));
+        self.fail(&b.stop_message(key, ledger, left, self.worst_case(b, prep, 1)));
         None
     }
 
@@ -547,11 +557,12 @@ async fn sample_all_async(
     let index = id_index(job.prepared.iter(), |p| p.id.as_str());
     let mut handles = Vec::new();
     let mut bars = Vec::new();
+    let run = run_ledger(job, &index)?;
     for m in &job.settings.models {
         let path = checkpoint_path(&job.run_dir, &m.name);
         let done = load_done(&path, &index)?;
         let mut ctx = model_ctx(job, m, &path, shutdown)?;
-        ctx.budget = budget_for(m, &path, &index)?;
+        ctx.budget = budget_for(m, &path, &index, run.clone())?;
         let ctx = Arc::new(ctx);
         // Set before any frame is drawn: what is missing now, so a resumed run starts at 0 of the rest.
         let missing: u64 = missing_work(job.prepared.len(), &m.sampling, &done)
@@ -617,23 +628,49 @@ fn model_ctx(
     })
 }
 
+/// The run-wide ledger, starting from what every model's checkpoint already cost (a resumed run).
+fn run_ledger(job: &SamplingJob, index: &HashMap<&str, usize>) -> Result<Option<Arc<Ledger>>> {
+    let Some(limit) = job.settings.evaluation.max_cost else {
+        return Ok(None);
+    };
+    let mut spent = Money::from_integer(0);
+    for m in &job.settings.models {
+        // Config validation guarantees a price for every model when the run has a budget.
+        if let Some(p) = &m.pricing {
+            let path = checkpoint_path(&job.run_dir, &m.name);
+            spent += count_checkpoint(&path, index, m.sampling.n, m.sampling.greedy)?
+                .tokens
+                .cost(p);
+        }
+    }
+    let limit = Money::from_integer(u128::from(limit) * 1_000_000);
+    Ok(Some(Arc::new(Ledger::new(limit, spent))))
+}
+
 /// The model's budget, starting from what its checkpoint already cost (a resumed run).
 fn budget_for(
     m: &ModelSettings,
     path: &Path,
     index: &HashMap<&str, usize>,
+    run: Option<Arc<Ledger>>,
 ) -> Result<Option<Budget>> {
     let Some(price) = &m.pricing else {
         return Ok(None);
     };
-    let Some(limit) = price.budget() else {
-        return Ok(None);
+    let model = match price.budget() {
+        Some(limit) => {
+            let counts = count_checkpoint(path, index, m.sampling.n, m.sampling.greedy)?;
+            Some(Ledger::new(limit, counts.tokens.cost(price)))
+        }
+        None => None,
     };
-    let counts = count_checkpoint(path, index, m.sampling.n, m.sampling.greedy)?;
+    if model.is_none() && run.is_none() {
+        return Ok(None);
+    }
     Ok(Some(Budget {
         price: price.clone(),
-        limit,
-        used: Mutex::new(counts.tokens.cost(price)),
+        model,
+        run,
     }))
 }
 

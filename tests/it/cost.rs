@@ -211,3 +211,121 @@ fn a_budget_needs_a_price_and_max_tokens() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs [sampling] max_tokens"));
 }
+
+/// Two models at 1000 per million tokens sharing `[evaluation] max_cost`, 25 units each.
+fn run_budget_config(env: &Fixture, max_cost: &str) {
+    let evaluation = format!("max_cost = {max_cost}");
+    env.config(Toml {
+        sampling: "n = 4\ntemperature = 0.7\nseed = 3\nmax_tokens = 64",
+        models: "[[models]]\nname = \"a\"\n[[models]]\nname = \"b\"\n[pricing]\ninput = 1000\noutput = 1000\n",
+        evaluation: &evaluation,
+        ..Toml::default()
+    });
+}
+
+fn total_cost(dir: &std::path::Path) -> (f64, Value) {
+    let manifest: Value = serde_json::from_str(&read(&dir.join("manifest.json"))).unwrap();
+    let total = ["a", "b"]
+        .iter()
+        .map(|m| manifest["models"][m]["cost"]["total"].as_f64().unwrap())
+        .sum();
+    (total, manifest)
+}
+
+#[test]
+fn a_run_wide_budget_caps_all_models_together_and_a_raised_one_resumes() {
+    let env = Fixture::new(&sums(5)).with_server(FakeServer::builder().responder(smart_reply));
+    run_budget_config(&env, "0.3");
+    let out = env.command(&["run", "--quiet"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", crate::common::both(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("budget reached: [evaluation] max_cost 0.300000 USD (spent ")
+            && err.contains("units left could cost up to"),
+        "{err}"
+    );
+    let dir = env.run_dir();
+    let (spent, _) = total_cost(&dir);
+    // Per-model ledgers of 0.3 each would allow up to 0.6 in total: the sum proves one shared ledger.
+    assert!(spent > 0.0 && spent <= 0.3, "{spent}");
+    let first = env.server().request_count();
+    assert!(first > 0 && first < 50, "{first} requests");
+
+    run_budget_config(&env, "100");
+    let dir_arg = dir.display().to_string();
+    ok(&env
+        .command(&["run", "--quiet", "--resume", &dir_arg])
+        .output()
+        .unwrap());
+    let (total, manifest) = total_cost(&dir);
+    for m in ["a", "b"] {
+        assert_eq!(manifest["models"][m]["status"], "complete", "{m}");
+    }
+    assert_eq!(env.server().request_count(), 50);
+    assert!(total > spent, "{total} after {spent}");
+}
+
+#[test]
+fn a_resume_counts_what_the_checkpoints_already_cost_against_the_run_budget() {
+    let env = Fixture::new(&sums(5)).with_server(FakeServer::builder().responder(smart_reply));
+    run_budget_config(&env, "0.3");
+    let out = env.command(&["run", "--quiet"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", crate::common::both(&out));
+    let first = env.server().request_count();
+    let dir_arg = env.run_dir().display().to_string();
+    // Same cap: the checkpoints already used it, so the resume sends (almost) nothing more.
+    let out = env
+        .command(&["run", "--quiet", "--resume", &dir_arg])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", crate::common::both(&out));
+    let (spent, _) = total_cost(&env.run_dir());
+    assert!(spent <= 0.3, "{spent}");
+    let now = env.server().request_count();
+    assert!(now >= first && now < 50, "{first} then {now} requests");
+}
+
+#[test]
+fn a_run_budget_needs_every_model_priced_with_max_tokens_in_one_currency() {
+    let env = Fixture::new(&sums(1));
+    let cases = [
+        (
+            "n = 1\nmax_tokens = 8",
+            "[[models]]\nname = \"a\"\nmodel_id = \"no-such\"\n",
+            "needs a price for model \"a\"",
+        ),
+        (
+            "n = 1",
+            "[[models]]\nname = \"a\"\n[pricing]\ninput = 1\noutput = 1\n",
+            "needs [sampling] max_tokens for model \"a\"",
+        ),
+        (
+            "n = 1\nmax_tokens = 8",
+            "[[models]]\nname = \"a\"\n[[models]]\nname = \"b\"\n[models.pricing]\ncurrency = \"EUR\"\n[pricing]\ninput = 1\noutput = 1\n",
+            "needs one currency",
+        ),
+    ];
+    for (sampling, models, want) in cases {
+        env.config(Toml {
+            sampling,
+            models,
+            evaluation: "max_cost = 1",
+            ..Toml::default()
+        });
+        let out = env.command(&["run", "--dry-run"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{models}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("evaluation.max_cost") && err.contains(want),
+            "{err}"
+        );
+    }
+    env.config(Toml {
+        sampling: "n = 1\nmax_tokens = 8",
+        models: "[[models]]\nname = \"a\"\n[pricing]\ninput = 1\noutput = 1\n",
+        evaluation: "max_cost = -1",
+        ..Toml::default()
+    });
+    let out = env.command(&["run", "--dry-run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
