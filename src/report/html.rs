@@ -152,6 +152,43 @@ fn table(grid: &Grid) -> String {
     out
 }
 
+/// The manifest's cost ledger as a table; None when no model is priced.
+fn cost_grid(results: &RunResults) -> Option<Grid> {
+    let amount = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.6}"));
+    let rows: Vec<Vec<String>> = results
+        .manifest
+        .as_ref()?
+        .models
+        .iter()
+        .filter_map(|(name, m)| {
+            let c = m.cost.as_ref()?;
+            Some(vec![
+                name.clone(),
+                amount(Some(c.total)),
+                amount(c.per_sample),
+                amount(c.per_problem),
+                c.currency.clone(),
+                c.samples_without_usage.to_string(),
+                c.price_source.clone(),
+            ])
+        })
+        .collect();
+    let header = [
+        "Model",
+        "Total",
+        "Per sample",
+        "Per problem",
+        "Currency",
+        "Samples without usage",
+        "Price source",
+    ];
+    (!rows.is_empty()).then(|| Grid {
+        title: "Cost".into(),
+        header: header.iter().map(|h| h.to_string()).collect(),
+        rows,
+    })
+}
+
 /// A model's status in the run's manifest.
 fn status(results: &RunResults, m: &ModelScore) -> String {
     let entry = results
@@ -823,6 +860,9 @@ impl Exporter for HtmlReport {
             "<h2>Samples per model (counts)</h2>\n{}",
             counts_table(results)
         );
+        if let Some(grid) = cost_grid(results) {
+            let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
+        }
         out.push_str(&HtmlReport::plots(results));
         if let Some(grid) = subset_grid(results) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));

@@ -329,3 +329,32 @@ fn a_run_budget_needs_every_model_priced_with_max_tokens_in_one_currency() {
     let out = env.command(&["run", "--dry-run"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn the_html_report_shows_a_cost_table_from_the_ledger() {
+    let env = fixture();
+    ok(&env.command(&["run", "--quiet"]).output().unwrap());
+    let dir = env.run_dir();
+    let html = read(&dir.join("report.html"));
+    let manifest: Value = serde_json::from_str(&read(&dir.join("manifest.json"))).unwrap();
+    assert!(html.contains("<h2>Cost</h2>"), "no cost section");
+    assert!(html.contains("<th class=\"t\">Price source</th>"), "{html}");
+    for model in ["shared", "single"] {
+        let c = &manifest["models"][model]["cost"];
+        let row = format!(
+            "<tr><td>{model}</td><td>{:.6}</td><td>{:.6}</td><td>{:.6}</td><td class=\"t\">EUR</td><td>0</td><td class=\"t\">config</td></tr>",
+            c["total"].as_f64().unwrap(),
+            c["per_sample"].as_f64().unwrap(),
+            c["per_problem"].as_f64().unwrap()
+        );
+        assert!(html.contains(&row), "{model}: {row} not in the report");
+    }
+    // Unpriced runs get no cost section.
+    let plain = Fixture::new(&sums(1)).with_server(FakeServer::builder().responder(smart_reply));
+    plain.config(Toml {
+        models: "[[models]]\nname = \"a\"\nmodel_id = \"no-such\"\n",
+        ..Toml::default()
+    });
+    ok(&plain.command(&["run", "--quiet"]).output().unwrap());
+    assert!(!read(&plain.run_dir().join("report.html")).contains("<h2>Cost</h2>"));
+}
