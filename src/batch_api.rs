@@ -170,7 +170,7 @@ impl Api<'_> {
             .await?;
         let Some(file) = file else { return Ok(None) };
         let file: serde_json::Value = parse(&file, "the file upload reply")?;
-        let file_id = file["id"].as_str().unwrap_or_default().to_string();
+        let file_id = safe_id(file["id"].as_str().unwrap_or_default(), "file id")?;
         let create = serde_json::json!({
             "input_file_id": file_id,
             "endpoint": "/v1/chat/completions",
@@ -189,7 +189,7 @@ impl Api<'_> {
             return Ok(None);
         };
         let view: BatchView = parse(&batch, "the batch creation reply")?;
-        Ok(Some(view.id))
+        Ok(Some(safe_id(&view.id, "batch id")?))
     }
 
     /// Polls until the batch reaches a final status; None when shut down first.
@@ -360,4 +360,33 @@ pub fn drive_all(
         ends.push((m.name.clone(), driven.end));
     }
     Ok(ends)
+}
+
+/// An id the server sent, checked before it goes into a URL path or the manifest.
+fn safe_id(id: &str, what: &str) -> Result<String> {
+    let ok = !id.is_empty()
+        && id.len() <= 200
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    anyhow::ensure!(
+        ok,
+        "the Batch API sent an unusable {what}: {:?}",
+        printable(&id.chars().take(80).collect::<String>())
+    );
+    Ok(id.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_ids_that_could_change_the_url_are_refused() {
+        assert_eq!(safe_id("batch_abc-12", "batch id").unwrap(), "batch_abc-12");
+        for bad in ["", "../files", "a/b", "x?y", "a b", &"x".repeat(201)] {
+            let e = safe_id(bad, "batch id").unwrap_err().to_string();
+            assert!(e.contains("unusable batch id"), "{e}");
+        }
+    }
 }
