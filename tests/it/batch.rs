@@ -326,3 +326,34 @@ fn batch_is_a_per_model_key_and_a_bad_interval_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     assert!(both(&out).contains("batch_poll_interval"), "{}", both(&out));
 }
+
+#[test]
+fn ctrl_c_while_polling_stops_and_keeps_the_batch_id() {
+    // The batch never finishes: only the interrupt ends the run.
+    let env = batch_env(plan(u32::MAX, "completed"), "0.02");
+    let child = env
+        .command(&["run"])
+        .env("GPASSK_TEST_KEY", crate::run_fake::KEY)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while env.server().hits("GET", "/v1/batches/batch_0") < 2 {
+        assert!(std::time::Instant::now() < deadline, "never polled");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    assert!(both(&out).contains("--resume"), "{}", both(&out));
+    let manifest: Value =
+        serde_json::from_str(&read(&env.run_dir().join("manifest.json"))).unwrap();
+    assert_eq!(manifest["status"], "interrupted");
+    assert_eq!(manifest["models"]["m1"]["batch_id"], "batch_0");
+    assert_eq!(env.server().request_count(), 0);
+}
