@@ -12,7 +12,7 @@ LAYERS = [
     ["error", "util"],
     ["metrics", "stats", "grade", "dataset", "prompt", "shard", "steps"],
     ["config", "client", "checkpoint", "lock", "manifest", "sandbox", "cost"],
-    ["runner", "judge", "plan", "scoring", "label", "batch", "search"],
+    ["runner", "judge", "plan", "scoring", "label", "batch", "batch_api", "search"],
     ["report", "history"],
     ["commands", "cli"],
 ]

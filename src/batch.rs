@@ -81,13 +81,19 @@ fn unhex(h: &str) -> Option<Vec<u8>> {
 /// Writes every unit still missing in `run_dir` as a batch request line to `out`, with the same
 /// body (seed, `n` grouping) the live runner would send.
 pub fn export(plan: &Plan, run_dir: &Path, out: &Path) -> Result<Exported> {
+    export_for(plan, run_dir, out, None)
+}
+
+/// [`export`] of one model's units only (`only`), or of all models.
+pub fn export_for(plan: &Plan, run_dir: &Path, out: &Path, only: Option<&str>) -> Result<Exported> {
     let index = plan.id_index();
     let mut text = String::new();
     let mut n = Exported {
         requests: 0,
         units: 0,
     };
-    for m in &plan.settings.models {
+    let chosen = |m: &&ModelSettings| only.is_none_or(|name| m.name == name);
+    for m in plan.settings.models.iter().filter(chosen) {
         let done = load_done(&checkpoint_path(run_dir, &m.name), &index)?;
         for w in missing_work(plan.prepared.len(), &m.sampling, &done) {
             let prep = &plan.prepared[w.problem];

@@ -33,6 +33,7 @@ pub mod manifest;
 pub mod sandbox;
 
 pub mod batch;
+pub mod batch_api;
 pub mod judge;
 pub mod label;
 pub mod plan;

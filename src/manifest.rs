@@ -76,6 +76,10 @@ pub struct ModelManifest {
     /// What the recorded usage cost at the model's price; absent when the model has no price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostEntry>,
+    /// The Batch API batch this model's missing units were sent in, until it is imported:
+    /// a resumed run polls it instead of paying for a second one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<String>,
 }
 
 /// A model's cost ledger, in `currency` units (exact inside, f64 here at the boundary).
@@ -113,6 +117,7 @@ impl ModelManifest {
             system_fingerprints: Vec::new(),
             failure_causes: BTreeMap::new(),
             cost: None,
+            batch_id: None,
         }
     }
 }

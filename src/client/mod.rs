@@ -20,6 +20,11 @@ impl ApiKey {
         ApiKey(key)
     }
 
+    /// Adds the key as a bearer token to a request (the Batch API calls).
+    pub fn authorize(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        req.bearer_auth(&self.0)
+    }
+
     /// Replaces every occurrence of the key in `text` (servers sometimes echo it in errors).
     pub fn redact(&self, text: &str) -> String {
         if self.0.len() >= 4 && text.contains(&self.0) {

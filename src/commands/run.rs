@@ -177,7 +177,16 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     };
     let ends = match &args.import_batch {
         Some(file) => import_batch(plan, &run_dir, &manifest.run_id, file, args.quiet)?,
-        None => runner::sample_all(&job, &shutdown)?,
+        None => {
+            let mut ends =
+                crate::batch_api::drive_all(plan, &run_dir, &mut manifest, &job.keys, &shutdown)?;
+            let mut job = job;
+            job.settings.models.retain(|m| m.api.batch.is_none());
+            if !job.settings.models.is_empty() {
+                ends.extend(runner::sample_all(&job, &shutdown)?);
+            }
+            ends
+        }
     };
     let interrupted = record_ends(plan, &run_dir, &mut manifest, &ends)?;
     let resume_cmd = resume_command(args, &run_dir);
@@ -427,10 +436,13 @@ fn record_ends(
         let path = checkpoint_path(run_dir, &m.name);
         let counts = runner::count_checkpoint(&path, &index, m.sampling.n, m.sampling.greedy)?;
         let end = ends.iter().find(|(n, _)| n == &m.name).map(|(_, e)| e);
-        manifest.models.insert(
-            m.name.clone(),
-            runner::model_manifest(m, end, &counts, plan.prepared.len()),
-        );
+        let mut entry = runner::model_manifest(m, end, &counts, plan.prepared.len());
+        // A pending Batch API batch outlives every rewrite until it is imported.
+        entry.batch_id = manifest
+            .models
+            .get(&m.name)
+            .and_then(|e| e.batch_id.clone());
+        manifest.models.insert(m.name.clone(), entry);
     }
     let interrupted = ends.iter().any(|(_, e)| *e == ModelEnd::Interrupted);
     manifest.status = if interrupted {

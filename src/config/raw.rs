@@ -76,6 +76,12 @@ pub struct RawApi {
     /// Server-sent events instead of one JSON reply (long reasoning outlives idle-cutting gateways).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// Drive the OpenAI Batch API (upload, create, poll, download) instead of live requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<bool>,
+    /// Seconds between polls of a batch (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_poll_interval: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -123,6 +129,12 @@ pub struct RawModel {
     pub max_response_bytes: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// Drive the OpenAI Batch API (upload, create, poll, download) instead of live requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<bool>,
+    /// Seconds between polls of a batch (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_poll_interval: Option<f64>,
     // [sampling] overrides
     pub n: Option<i64>,
     pub temperature: Option<f64>,
@@ -223,4 +235,6 @@ pub const API_KEYS: &[&str] = &[
     "retry_after_max",
     "max_response_bytes",
     "stream",
+    "batch",
+    "batch_poll_interval",
 ];

@@ -64,6 +64,9 @@ pub struct ApiSettings {
     pub max_response_bytes: u64,
     /// Read the reply as server-sent events; `timeout` then bounds each silence, not the whole reply.
     pub stream: bool,
+    /// `[api] batch = true`: send the run's requests through the Batch API, polling it at this
+    /// interval (`batch_poll_interval`); None sends them live.
+    pub batch: Option<Duration>,
 }
 
 /// The default reply size limit: 64 bytes per token the request allows (JSON escapes included)
@@ -353,6 +356,7 @@ fn resolve_judge(
             retry_after_max: secs_or(raw.api.retry_after_max, DEFAULT_RETRY_AFTER_MAX),
             max_response_bytes: default_body_limit(Some(max_tokens), 1),
             stream: false,
+            batch: None,
         },
         prompt,
         prompt_source,
@@ -614,6 +618,11 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
             MAX_RESPONSE_BYTES as i64,
         )? as u64,
         stream: m.stream.or(a.stream).unwrap_or(false),
+        batch: m.batch.or(a.batch).unwrap_or(false).then_some(mc.secs(
+            "batch_poll_interval",
+            m.batch_poll_interval.or(a.batch_poll_interval),
+            30.0,
+        )?),
     })
 }
 

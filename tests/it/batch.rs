@@ -3,7 +3,7 @@
 
 use crate::common::{both, read, Fixture};
 use crate::run_fake::{configure, run, smart_reply, sums, ONE_MODEL};
-use fake_openai::FakeServer;
+use fake_openai::{BatchPlan, FakeServer};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -180,4 +180,180 @@ fn bad_output_lines_are_refused_or_recorded_as_api_errors() {
         .as_str()
         .unwrap()
         .contains("batch_expired"));
+}
+
+/// A fixture whose fake server runs batches by `plan`, configured with `batch = true`.
+fn batch_env(plan: BatchPlan, interval: &str) -> Fixture {
+    let server = FakeServer::builder()
+        .responder(smart_reply)
+        .batch_plan(plan);
+    let env = Fixture::new(&sums(4)).with_server(server);
+    let api = format!("batch = true\nbatch_poll_interval = {interval}");
+    configure(&env, SAMPLING, ONE_MODEL, &api);
+    env
+}
+
+fn plan(polls: u32, end: &str) -> BatchPlan {
+    BatchPlan {
+        polls,
+        end: end.to_string(),
+    }
+}
+
+/// metrics.csv without the fixture's own temporary directory.
+fn metrics(env: &Fixture) -> String {
+    read(&env.run_dir().join("metrics.csv")).replace(&env.path().display().to_string(), "TMP")
+}
+
+#[test]
+fn batch_mode_gives_the_same_metrics_as_a_live_run() {
+    let live = Fixture::new(&sums(4)).with_server(FakeServer::builder().responder(smart_reply));
+    configure(&live, SAMPLING, ONE_MODEL, "");
+    let out = run(&live, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+
+    let env = batch_env(plan(2, "completed"), "0.01");
+    let out = run(&env, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert_eq!(metrics(&live), metrics(&env));
+    let s = env.server();
+    assert_eq!(s.hits("POST", "/v1/files"), 1);
+    assert_eq!(s.hits("POST", "/v1/batches"), 1);
+    assert_eq!(s.hits("GET", "/v1/batches/batch_0"), 3);
+    assert_eq!(
+        s.hits("POST", "/v1/chat/completions"),
+        0,
+        "nothing sent live"
+    );
+    assert_eq!(s.request_count(), 4 * 4, "every request line answered once");
+    let text = both(&out);
+    assert!(
+        text.contains("batch batch_0 (model m1): in_progress, 0/16 done, 0 failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("batch batch_0 (model m1): completed, 16/16 done"),
+        "{text}"
+    );
+    // Imported: the manifest no longer names a batch to poll.
+    assert!(!read(&env.run_dir().join("manifest.json")).contains("batch_id"));
+}
+
+#[test]
+fn a_killed_batch_run_resumes_polling_the_same_batch() {
+    let env = batch_env(plan(150, "completed"), "0.02");
+    let mut child = env
+        .command(&["run", "--quiet"])
+        .env("GPASSK_TEST_KEY", crate::run_fake::KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while env.server().hits("GET", "/v1/batches/batch_0") < 2 {
+        assert!(std::time::Instant::now() < deadline, "never polled");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let dir = env.run_dir();
+    assert!(read(&dir.join("manifest.json")).contains("\"batch_id\": \"batch_0\""));
+    assert_eq!(
+        env.server().request_count(),
+        0,
+        "not completed before the kill"
+    );
+
+    let out = run(&env, &["--resume", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let s = env.server();
+    assert_eq!(s.hits("POST", "/v1/files"), 1, "no second upload");
+    assert_eq!(s.hits("POST", "/v1/batches"), 1, "no second batch");
+    assert_eq!(s.hits("GET", "/v1/batches/batch_0"), 151);
+    assert_eq!(s.request_count(), 4 * 4);
+    assert!(metrics(&env).lines().count() > 2);
+}
+
+#[test]
+fn a_failed_or_expired_batch_exits_1_naming_it() {
+    for end in ["failed", "expired"] {
+        let env = batch_env(plan(0, end), "0.01");
+        let out = run(&env, &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+        let text = both(&out);
+        assert!(
+            text.contains(&format!("batch batch_0 ended `{end}`")),
+            "{text}"
+        );
+        assert_eq!(env.server().request_count(), 0);
+    }
+}
+
+#[test]
+fn batch_is_a_per_model_key_and_a_bad_interval_is_refused() {
+    let env = batch_env(plan(0, "completed"), "0.01");
+    let models =
+        format!("{ONE_MODEL}[[models]]\nname = \"m2\"\nmodel_id = \"fake-2\"\nbatch = false\n");
+    configure(
+        &env,
+        SAMPLING,
+        &models,
+        "batch = true\nbatch_poll_interval = 0.01",
+    );
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let s = env.server();
+    assert_eq!(s.hits("POST", "/v1/batches"), 1, "only m1 goes by batch");
+    assert_eq!(
+        s.hits("POST", "/v1/chat/completions"),
+        4 * 4,
+        "m2 goes live"
+    );
+    let batched = s
+        .requests()
+        .iter()
+        .filter(|r| r.model() == Some("fake-1"))
+        .count();
+    assert_eq!(batched, 4 * 4);
+
+    configure(
+        &env,
+        SAMPLING,
+        ONE_MODEL,
+        "batch = true\nbatch_poll_interval = -1",
+    );
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(both(&out).contains("batch_poll_interval"), "{}", both(&out));
+}
+
+#[test]
+fn ctrl_c_while_polling_stops_and_keeps_the_batch_id() {
+    // The batch never finishes: only the interrupt ends the run.
+    let env = batch_env(plan(u32::MAX, "completed"), "0.02");
+    let child = env
+        .command(&["run"])
+        .env("GPASSK_TEST_KEY", crate::run_fake::KEY)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while env.server().hits("GET", "/v1/batches/batch_0") < 2 {
+        assert!(std::time::Instant::now() < deadline, "never polled");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    assert!(both(&out).contains("--resume"), "{}", both(&out));
+    let manifest: Value =
+        serde_json::from_str(&read(&env.run_dir().join("manifest.json"))).unwrap();
+    assert_eq!(manifest["status"], "interrupted");
+    assert_eq!(manifest["models"]["m1"]["batch_id"], "batch_0");
+    assert_eq!(env.server().request_count(), 0);
 }

@@ -3,6 +3,8 @@
 //! It records every chat request, answers through a pluggable responder and injects faults
 //! chosen by a fault policy (statuses with `Retry-After`, hangs, dropped connections,
 //! malformed JSON, empty choices, raw or oversized bodies, streams cut mid-way or with a bad event).
+//! The Batch API (`/v1/files`, `/v1/batches`) answers uploaded request lines with the same
+//! responder once a batch has been polled as often as its [`BatchPlan`] says.
 //! `"stream": true` requests get the same replies as server-sent events. HTTP framing is hyper's; malformed input gets a 4xx,
 //! never a panic. The `fake-openai` binary serves it in the foreground for load generators.
 //!
@@ -10,11 +12,13 @@
 //! background runtime, so the test thread is free to run the `gpassk` binary against
 //! [`FakeServer::base_url`] and then inspect [`FakeServer::requests`].
 
+mod batch;
 mod serve;
 mod sse;
 #[cfg(test)]
 mod tests;
 
+pub use batch::BatchPlan;
 use serde_json::{json, Value};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -262,9 +266,16 @@ pub struct FakeServerBuilder {
     faults: FaultPolicy,
     models: Vec<String>,
     keep_requests: bool,
+    batch_plan: BatchPlan,
 }
 
 impl FakeServerBuilder {
+    /// How batches progress and end (default: one `in_progress` poll, then `completed`).
+    pub fn batch_plan(mut self, plan: BatchPlan) -> Self {
+        self.batch_plan = plan;
+        self
+    }
+
     /// Replaces the default responder.
     pub fn responder(mut self, f: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
         self.responder = Arc::new(f);
@@ -316,6 +327,8 @@ impl FakeServerBuilder {
             faults: self.faults,
             models_body: models,
             keep_requests: self.keep_requests,
+            store: Mutex::new(batch::Store::default()),
+            batch_plan: self.batch_plan,
         });
         let task = tokio::spawn(serve::accept_loop(listener, shared.clone()));
         Ok(FakeServer { addr, shared, task })
@@ -349,6 +362,7 @@ impl FakeServer {
             faults: Arc::new(|_: &Recorded| None),
             models: vec!["fake-model".to_string()],
             keep_requests: true,
+            batch_plan: BatchPlan::default(),
         }
     }
 
@@ -387,6 +401,12 @@ impl FakeServer {
     /// Number of chat requests received (including faulted ones).
     pub fn request_count(&self) -> usize {
         self.shared.log().seq as usize
+    }
+
+    /// How many requests of this method and path (without query) arrived, of any kind.
+    pub fn hits(&self, method: &str, path: &str) -> u64 {
+        let key = format!("{method} {path}");
+        self.shared.log().hits.get(&key).copied().unwrap_or(0)
     }
 
     /// Stops accepting and closes every open connection (also done on drop).
@@ -430,6 +450,8 @@ struct Shared {
     faults: FaultPolicy,
     models_body: String,
     keep_requests: bool,
+    store: Mutex<batch::Store>,
+    batch_plan: BatchPlan,
 }
 
 #[derive(Default)]
@@ -438,12 +460,26 @@ struct Log {
     /// Hash of the canonical body text -> times seen; a hash keeps memory small.
     attempts: HashMap<u64, u32>,
     requests: Vec<Arc<Recorded>>,
+    /// "METHOD path" -> requests seen, for every route.
+    hits: HashMap<String, u64>,
 }
 
 impl Shared {
     fn log(&self) -> MutexGuard<'_, Log> {
         // A panicking user closure never holds this lock, but stay usable regardless.
         self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn store(&self) -> MutexGuard<'_, batch::Store> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn hit(&self, method: &str, path: &str) {
+        *self
+            .log()
+            .hits
+            .entry(format!("{method} {path}"))
+            .or_insert(0) += 1;
     }
 
     fn record(&self, path: &str, authorization: Option<String>, body: Value) -> Arc<Recorded> {

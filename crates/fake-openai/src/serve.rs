@@ -60,6 +60,7 @@ async fn serve_conn(stream: TcpStream, shared: Arc<Shared>) {
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<HttpReply, DropConnection> {
+    shared.hit(req.method().as_str(), req.uri().path());
     let chat = req.method() == Method::POST
         && matches!(
             req.uri().path(),
@@ -71,8 +72,64 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<HttpReply
     Ok(match (req.method(), req.uri().path()) {
         (&Method::GET, "/v1/models") => json_response(200, shared.models_body.clone()),
         (&Method::GET, "/health") => json_response(200, r#"{"status":"ok"}"#.into()),
+        (&Method::POST, "/v1/files" | "/v1/batches") => batch_post(&shared, req).await,
+        (&Method::GET, path)
+            if path.starts_with("/v1/batches/") || path.starts_with("/v1/files/") =>
+        {
+            batch_get(&shared, path)
+        }
         _ => error_response(404, "not found"),
     })
+}
+
+/// `POST /v1/files` (multipart upload) and `POST /v1/batches` (create).
+async fn batch_post(shared: &Shared, req: Request<Incoming>) -> HttpReply {
+    let path = req.uri().path().to_string();
+    let content_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return closing(error_response(413, "request body too large")),
+    };
+    let result = if path == "/v1/files" {
+        crate::batch::upload(shared, content_type.as_deref(), &body)
+    } else {
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(v) => crate::batch::create(shared, &v),
+            Err(e) => Err((400, format!("request body is not valid JSON: {e}"))),
+        }
+    };
+    match result {
+        Ok(v) => json_response(200, v.to_string()),
+        Err((code, message)) => error_response(code, &message),
+    }
+}
+
+/// `GET /v1/batches/{id}` and `GET /v1/files/{id}/content`.
+fn batch_get(shared: &Shared, path: &str) -> HttpReply {
+    if let Some(id) = path.strip_prefix("/v1/batches/") {
+        return match crate::batch::get(shared, id) {
+            Ok(v) => json_response(200, v.to_string()),
+            Err((code, message)) => error_response(code, &message),
+        };
+    }
+    let id = path
+        .strip_prefix("/v1/files/")
+        .and_then(|rest| rest.strip_suffix("/content"));
+    match id.and_then(|id| shared.store().file(id).map(<[u8]>::to_vec)) {
+        Some(bytes) => {
+            let mut resp = Response::new(Either::Left(Full::new(Bytes::from(bytes))));
+            resp.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            resp
+        }
+        None => error_response(404, "no such file"),
+    }
 }
 
 async fn chat_request(
@@ -244,7 +301,7 @@ fn prompt_chars(body: &Value) -> usize {
         .sum()
 }
 
-fn render(rec: &Recorded, reply: &Reply) -> Value {
+pub(crate) fn render(rec: &Recorded, reply: &Reply) -> Value {
     let choices: Vec<Value> = reply
         .choices
         .iter()

@@ -589,3 +589,126 @@ async fn throughput() {
     println!("{total} requests, {rate:.0} req/s");
     assert_eq!(server.request_count(), total);
 }
+
+fn multipart_upload(lines: &str, purpose: &str) -> String {
+    let b = "XyZbound";
+    let body = format!(
+        "--{b}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n{purpose}\r\n--{b}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n{lines}\r\n--{b}--\r\n"
+    );
+    let ct = format!("multipart/form-data; boundary={b}");
+    request("POST", "/v1/files", &[("Content-Type", &ct)], &body)
+}
+
+fn batch_line(id: &str, prompt: &str) -> String {
+    json!({"custom_id": id, "method": "POST", "url": "/v1/chat/completions", "body": body("m1", prompt)})
+        .to_string()
+}
+
+/// Uploads two request lines and creates a batch over them; returns the batch id.
+async fn create_batch(server: &FakeServer) -> String {
+    let lines = format!("{}\n{}\n", batch_line("a", "p1"), batch_line("b", "p2"));
+    let up = one(server, &multipart_upload(&lines, "batch"))
+        .await
+        .unwrap();
+    assert_eq!(up.status, 200, "{:?}", String::from_utf8_lossy(&up.body));
+    assert_eq!(up.json()["bytes"], lines.len());
+    let create = json!({"input_file_id": up.json()["id"], "endpoint": "/v1/chat/completions", "completion_window": "24h"});
+    let resp = one(
+        server,
+        &request("POST", "/v1/batches", &[], &create.to_string()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.json()["request_counts"]["total"], 2);
+    resp.json()["id"].as_str().unwrap().to_string()
+}
+
+async fn poll(server: &FakeServer, id: &str) -> Value {
+    let resp = one(
+        server,
+        &request("GET", &format!("/v1/batches/{id}"), &[], ""),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status, 200);
+    resp.json()
+}
+
+#[tokio::test]
+async fn batch_completes_after_planned_polls_with_output_file() {
+    let plan = BatchPlan {
+        polls: 2,
+        end: "completed".into(),
+    };
+    let server = FakeServer::builder().batch_plan(plan).start().await;
+    let id = create_batch(&server).await;
+    assert_eq!(poll(&server, &id).await["status"], "in_progress");
+    assert_eq!(poll(&server, &id).await["status"], "in_progress");
+    assert_eq!(
+        server.request_count(),
+        0,
+        "nothing answered before completion"
+    );
+    let done = poll(&server, &id).await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["request_counts"]["completed"], 2);
+    let out = done["output_file_id"].as_str().unwrap();
+    let path = format!("/v1/files/{out}/content");
+    let resp = one(&server, &request("GET", &path, &[], "")).await.unwrap();
+    assert_eq!(resp.status, 200);
+    let rows: Vec<Value> = String::from_utf8(resp.body)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["custom_id"], "a");
+    assert_eq!(rows[1]["custom_id"], "b");
+    assert_eq!(rows[0]["response"]["status_code"], 200);
+    let msg = &rows[0]["response"]["body"]["choices"][0]["message"]["content"];
+    assert_eq!(msg, DEFAULT_ANSWER);
+    // A later poll does not answer the requests again.
+    assert_eq!(poll(&server, &id).await["output_file_id"], out);
+    assert_eq!(server.request_count(), 2);
+    assert_eq!(server.hits("POST", "/v1/files"), 1);
+    assert_eq!(server.hits("POST", "/v1/batches"), 1);
+    assert_eq!(server.hits("GET", &format!("/v1/batches/{id}")), 4);
+}
+
+#[tokio::test]
+async fn failed_batch_has_no_output_and_bad_requests_are_refused() {
+    let plan = BatchPlan {
+        polls: 0,
+        end: "failed".into(),
+    };
+    let server = FakeServer::builder().batch_plan(plan).start().await;
+    let id = create_batch(&server).await;
+    let v = poll(&server, &id).await;
+    assert_eq!(v["status"], "failed");
+    assert!(v["output_file_id"].is_null());
+    assert_eq!(server.request_count(), 0);
+    let wrong = one(&server, &multipart_upload("{}\n", "fine-tune"))
+        .await
+        .unwrap();
+    assert_eq!(wrong.status, 400);
+    let missing = one(&server, &request("GET", "/v1/batches/batch_9", &[], ""))
+        .await
+        .unwrap();
+    assert_eq!(missing.status, 404);
+    let nofile = json!({"input_file_id": "file-7", "endpoint": "/v1/chat/completions"});
+    let resp = one(
+        &server,
+        &request("POST", "/v1/batches", &[], &nofile.to_string()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status, 404);
+    let gone = one(
+        &server,
+        &request("GET", "/v1/files/file-7/content", &[], ""),
+    )
+    .await
+    .unwrap();
+    assert_eq!(gone.status, 404);
+}
