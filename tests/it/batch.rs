@@ -241,7 +241,9 @@ fn batch_mode_gives_the_same_metrics_as_a_live_run() {
 
 #[test]
 fn a_killed_batch_run_resumes_polling_the_same_batch() {
-    let env = batch_env(plan(150, "completed"), "0.02");
+    // 1,500 polls at 20 ms leave the kill 30 s to land, however loaded the machine; the resume then
+    // polls fast.
+    let env = batch_env(plan(1500, "completed"), "0.02");
     let mut child = env
         .command(&["run", "--quiet"])
         .env("GPASSK_TEST_KEY", crate::run_fake::KEY)
@@ -264,12 +266,13 @@ fn a_killed_batch_run_resumes_polling_the_same_batch() {
         "not completed before the kill"
     );
 
-    let out = run(&env, &["--resume", dir.to_str().unwrap()]);
+    let fast = "api.batch_poll_interval=0.001";
+    let out = run(&env, &["--resume", dir.to_str().unwrap(), "--set", fast]);
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     let s = env.server();
     assert_eq!(s.hits("POST", "/v1/files"), 1, "no second upload");
     assert_eq!(s.hits("POST", "/v1/batches"), 1, "no second batch");
-    assert_eq!(s.hits("GET", "/v1/batches/batch_0"), 151);
+    assert_eq!(s.hits("GET", "/v1/batches/batch_0"), 1501);
     assert_eq!(s.request_count(), 4 * 4);
     assert!(metrics(&env).lines().count() > 2);
 }
