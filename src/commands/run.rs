@@ -308,16 +308,28 @@ fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<PathBuf>> {
 /// The newest run directory whose manifest has this plan's config hash and settings task.
 fn latest_of_task(plan: &Plan, output_dir: &Path) -> Option<PathBuf> {
     let s = &plan.settings;
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(output_dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            Manifest::read(p).is_ok_and(|m| m.same_task(&s.config_hash, s.task_file.as_ref()))
+    newest(&runs_under(output_dir), |m| {
+        m.same_task(&s.config_hash, s.task_file.as_ref())
+    })
+}
+
+/// Every run directory directly under `output_dir` with a readable manifest.
+fn runs_under(output_dir: &Path) -> Vec<(PathBuf, Manifest)> {
+    std::fs::read_dir(output_dir)
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .filter_map(|e| Some((e.path(), Manifest::read(&e.path()).ok()?)))
+                .collect()
         })
-        .collect();
-    runs.sort();
-    runs.pop()
+        .unwrap_or_default()
+}
+
+/// The latest-started run that `same` accepts (ties broken by directory name).
+fn newest(runs: &[(PathBuf, Manifest)], same: impl Fn(&Manifest) -> bool) -> Option<PathBuf> {
+    runs.iter()
+        .filter(|(_, m)| same(m))
+        .max_by(|(da, a), (db, b)| (&a.created_at, da).cmp(&(&b.created_at, db)))
+        .map(|(d, _)| d.clone())
 }
 
 /// The judge's key when the config's grader calls the judge: `Some(key)` (the key itself may be
@@ -509,22 +521,10 @@ fn resolve_resume(r: &str, plan: &Plan) -> Result<PathBuf> {
     }
     let s = &plan.settings;
     let output_dir = &s.evaluation.output_dir;
-    let runs: Vec<(PathBuf, Manifest)> = std::fs::read_dir(output_dir)
-        .map(|it| {
-            it.filter_map(|e| e.ok())
-                .filter_map(|e| Some((e.path(), Manifest::read(&e.path()).ok()?)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let runs = runs_under(output_dir);
     let path = s.config_path.display().to_string();
-    let newest = |same: &dyn Fn(&Manifest) -> bool| {
-        runs.iter()
-            .filter(|(_, m)| same(m))
-            .max_by(|(da, a), (db, b)| (&a.created_at, da).cmp(&(&b.created_at, db)))
-            .map(|(d, _)| d.clone())
-    };
-    newest(&|m| m.config_hash == s.config_hash)
-        .or_else(|| newest(&|m| m.config_path == path))
+    newest(&runs, |m| m.config_hash == s.config_hash)
+        .or_else(|| newest(&runs, |m| m.config_path == path))
         .ok_or_else(|| {
             BadInput::new(format!(
                 "--resume latest: no run of {} under {} ({} runs of other configs there; name one with --resume DIR)",
