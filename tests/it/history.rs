@@ -2,7 +2,7 @@
 //! config against the fake server, whose system fingerprint changes from the third run on.
 
 use crate::common::{gpassk, ok, run as run_gpassk, run_dirs, stderr, Fixture, Toml};
-use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
+use fake_openai::{FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -22,25 +22,8 @@ fn dataset(problems: usize) -> String {
 
 /// Right or wrong by the question and seed; the fingerprint is `fp-A` until week 3, then `fp-B`.
 fn reply(r: &Recorded, week: u32) -> Reply {
-    let q = r.user_text().unwrap_or_default();
-    let nums: Vec<u64> = q
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|s| s.parse().ok())
-        .collect();
-    let sum = nums.iter().rev().take(2).sum::<u64>();
-    let seed = r.body["seed"].as_u64().unwrap_or(0);
-    let choices = (0..r.n())
-        .map(|i| {
-            let ans = if !(seed + i + sum).is_multiple_of(3) {
-                sum
-            } else {
-                sum + 1
-            };
-            ChoiceReply::stop(format!("So \\boxed{{{ans}}}."))
-        })
-        .collect();
     Reply {
-        choices,
+        choices: crate::run_report::seeded_choices(r),
         served_model: None,
         system_fingerprint: Some(if week >= 3 { "fp-B" } else { "fp-A" }.into()),
         usage: None,

@@ -7,6 +7,17 @@ use std::path::{Path, PathBuf};
 
 /// Right or wrong as a pure function of the question and the sample's seed.
 fn reply(r: &Recorded) -> Reply {
+    Reply {
+        choices: seeded_choices(r),
+        served_model: Some("fake-served".into()),
+        system_fingerprint: None,
+        usage: None,
+    }
+}
+
+/// Each choice answers the sum of the question's last two numbers, off by one when
+/// (seed + choice + sum) is a multiple of 3.
+pub(crate) fn seeded_choices(r: &Recorded) -> Vec<ChoiceReply> {
     let q = r.user_text().unwrap_or_default();
     let nums: Vec<u64> = q
         .split(|c: char| !c.is_ascii_digit())
@@ -14,7 +25,7 @@ fn reply(r: &Recorded) -> Reply {
         .collect();
     let sum = nums.iter().rev().take(2).sum::<u64>();
     let seed = r.body["seed"].as_u64().unwrap_or(0);
-    let choices = (0..r.n())
+    (0..r.n())
         .map(|i| {
             let ans = if !(seed + i + sum).is_multiple_of(3) {
                 sum
@@ -23,13 +34,7 @@ fn reply(r: &Recorded) -> Reply {
             };
             ChoiceReply::stop(format!("So \\boxed{{{ans}}}."))
         })
-        .collect();
-    Reply {
-        choices,
-        served_model: Some("fake-served".into()),
-        system_fingerprint: None,
-        usage: None,
-    }
+        .collect()
 }
 
 /// `problems` sums "What is i+(2i+1)?" in two subsets, "even" and "odd", as JSONL.
