@@ -123,6 +123,53 @@ pub struct Record {
     pub error_class: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A tree search's unit (`strategy = "mcts"`): its answer path and statistics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchRecord>,
+}
+
+/// A search's counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchStats {
+    pub simulations: u32,
+    pub policy_calls: u64,
+    pub reward_calls: u64,
+    /// Policy tokens, when every reply said.
+    pub tokens: Option<u64>,
+    pub code_executions: u64,
+    /// Steps whose code failed or timed out (or that were empty).
+    pub dead_steps: u64,
+    /// Steps the policy proposed (every node but the root).
+    #[serde(default)]
+    pub steps: u64,
+    pub reward_parse_failures: u64,
+    /// Answer steps whose value could not be computed (no score), so nothing was propagated.
+    pub unvalued_terminals: u64,
+    /// `max_calls_per_search` stopped the search.
+    pub cap_hit: bool,
+    /// A model call failed for good; the search stopped there.
+    pub failed: Option<String>,
+    /// Calls answered from the request cache (a resumed search replaying what it had paid for).
+    #[serde(default)]
+    pub replayed_calls: u64,
+}
+
+impl SearchStats {
+    pub fn calls(&self) -> u64 {
+        self.policy_calls + self.reward_calls
+    }
+}
+
+/// What a checkpoint line of a search holds beyond a sample's fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchRecord {
+    /// The chosen answer (None: no answer step was reached).
+    pub answer: Option<String>,
+    /// The chosen answer's steps, root first.
+    pub path: Vec<String>,
+    /// The tree's file, relative to the run directory.
+    pub tree: String,
+    pub stats: SearchStats,
 }
 
 fn one() -> u32 {
@@ -169,6 +216,8 @@ pub struct RecordRef<'a> {
     pub error_class: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search: Option<&'a SearchRecord>,
 }
 
 impl Record {
@@ -418,6 +467,7 @@ mod tests {
             outcome,
             error_class: None,
             error: None,
+            search: None,
         }
     }
 
@@ -451,6 +501,7 @@ mod tests {
             outcome: r.outcome,
             error_class: r.error_class.as_deref(),
             error: r.error.as_deref(),
+            search: r.search.as_ref(),
         }
     }
 
@@ -468,6 +519,16 @@ mod tests {
         full.error = Some("server (HTTP 500): boom".into());
         full.max_tokens = Some(64);
         full.ttft_ms = Some(120);
+        full.search = Some(SearchRecord {
+            answer: Some("4".into()),
+            path: vec!["x = 2 + 2\n".into(), "\\boxed{4}".into()],
+            tree: "trees/m/p/0.json".into(),
+            stats: SearchStats {
+                policy_calls: 3,
+                tokens: Some(9),
+                ..SearchStats::default()
+            },
+        });
         full.tokens_per_s = Some(42.5);
         for r in [plain, full] {
             let owned = serde_json::to_string(&r).unwrap();

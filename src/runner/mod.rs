@@ -274,6 +274,7 @@ impl Unit<'_> {
             outcome: UnitOutcome::ApiError,
             error_class: None,
             error: error.as_deref(),
+            search: None,
         };
         match outcome {
             Ok((resp, i)) => {

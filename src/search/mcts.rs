@@ -6,6 +6,7 @@ use super::{
     AnswerSelect, CallFailed, Exec, Executor, Expand, Policy, Reward, RewardMode, Score,
     SearchInput, SearchSettings, TerminalReward,
 };
+pub use crate::checkpoint::SearchStats;
 use serde::{Deserialize, Serialize};
 
 /// What a node is.
@@ -53,31 +54,6 @@ pub struct Node {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tree {
     pub nodes: Vec<Node>,
-}
-
-/// A search's counters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SearchStats {
-    pub simulations: u32,
-    pub policy_calls: u64,
-    pub reward_calls: u64,
-    /// Policy tokens, when every reply said.
-    pub tokens: Option<u64>,
-    pub code_executions: u64,
-    pub dead_steps: u64,
-    pub reward_parse_failures: u64,
-    /// Answer steps whose value could not be computed (no score), so nothing was propagated.
-    pub unvalued_terminals: u64,
-    /// `max_calls_per_search` stopped the search.
-    pub cap_hit: bool,
-    /// A model call failed for good; the search stopped there.
-    pub failed: Option<String>,
-}
-
-impl SearchStats {
-    pub fn calls(&self) -> u64 {
-        self.policy_calls + self.reward_calls
-    }
 }
 
 /// A finished search: its answer (None when no answer step was reached), the chosen path's
@@ -300,6 +276,7 @@ impl Engine<'_> {
         };
         let dead = matches!(state, NodeState::Dead { .. });
         self.stats.dead_steps += u64::from(dead);
+        self.stats.steps += 1;
         self.nodes.push(Node {
             id,
             parent: Some(parent),
