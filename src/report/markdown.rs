@@ -10,7 +10,7 @@ pub struct MarkdownReport;
 /// A Markdown table; pipes inside cells are escaped.
 /// The cost line as a paragraph; empty when no model is priced.
 fn cost_paragraph(results: &RunResults) -> String {
-    // Names are letters, digits, '.', '_' and '-'; the currency is alphanumeric.
+    // Names are letters, digits, '.', '_', '-' and '+'; the currency is alphanumeric.
     super::table::cost_line(results)
         .map(|line| format!("{}\n\n", line.replace('_', "\\_")))
         .unwrap_or_default()
