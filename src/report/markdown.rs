@@ -1,7 +1,7 @@
 //! `report.md`: a Markdown write-up of a run: summary per k, per-subset table, counts, notes and
 //! the run's provenance.
 
-use super::markup::{notes, subset_grid, summaries, Grid};
+use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid};
 use super::Exporter;
 use crate::scoring::RunResults;
 
@@ -123,6 +123,13 @@ impl Exporter for MarkdownReport {
         };
         md.push_str(&format!("## Samples\n\n{}\n", table(&counts)));
         md.push_str(&cost_paragraph(results));
+        if let Some(grid) = search_grid(results) {
+            md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
+            for n in search_notes(results) {
+                md.push_str(&format!("- {}\n", n.replace('_', "\\_")));
+            }
+            md.push('\n');
+        }
         md.push_str("## Notes\n\n");
         for n in notes(results) {
             md.push_str(&format!("- {n}\n"));
