@@ -97,7 +97,7 @@ fn search_section(results: &RunResults, width: Option<usize>) -> String {
     let Some(grid) = search_grid(results) else {
         return String::new();
     };
-    let mut out = format!("{}\n", grid.title);
+    let mut out = format!("\n{}\n", grid.title);
     match width {
         Some(width) => {
             let names: Vec<&str> = grid.rows.iter().map(|r| r[0].as_str()).collect();
