@@ -61,3 +61,34 @@ rows = list(csv.DictReader((out / "solutions.csv").open()))
 assert len(rows) == 2, rows
 print(f"e2e: ok: {len(labels)} labelled steps from real rollouts")
 PY
+
+# Tree search beside sampling on the same real model: 2 problems, 2 searches each (2 simulations ×
+# 2 candidates, depth 3), every step's code run in the bubblewrap sandbox.
+sed -e 's/^n = 4$/n = 2/' -e 's/^limit = 4$/limit = 2/' -e 's/^k = \[1, 4\]$/k = [1, 2]/' \
+    -e 's/pass@4/pass@2/g' -e "s#^output_dir = .*#output_dir = \"$WORK/mcts\"#" \
+    configs/local-mcts.toml > "$WORK/mcts.toml"
+grep -q '^n = 2$' "$WORK/mcts.toml" || { echo "e2e: could not set n = 2 in the mcts config copy" >&2; exit 1; }
+target/release/gpassk run --config "$WORK/mcts.toml" --quiet > "$WORK/mcts.out"
+RUN_DIR="$(find "$WORK/mcts" -mindepth 1 -maxdepth 1 -type d | head -n 1)"
+python3 - "$RUN_DIR" "$WORK/mcts.out" <<'PY'
+import json, pathlib, sys
+run, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]).read_text()
+lines = [json.loads(l) for l in (run / "checkpoints" / "gemma-3-270m+mcts.jsonl").read_text().splitlines()]
+assert len(lines) == 2 * 2, f"expected 4 searches, got {len(lines)}"
+assert all(l["outcome"] == "ok" for l in lines), "searches ended in API errors"
+for l in lines:
+    s = l["search"]
+    st = s["stats"]
+    assert st["policy_calls"] >= 1 and st["steps"] >= 1, st
+    tree = json.loads((run / s["tree"]).read_text())
+    assert tree["problem_id"] == l["problem_id"] and len(tree["nodes"]) == st["steps"] + 1
+    assert st["code_executions"] <= st["steps"]
+    assert max(n["depth"] for n in tree["nodes"]) <= 3
+ran = sum(l["search"]["stats"]["code_executions"] for l in lines)
+assert ran > 0, "no step's code ran in the sandbox"
+metrics = json.loads((run / "metrics.json").read_text())
+names = [m["model"] for m in metrics["models"]]
+assert names == ["gemma-3-270m", "gemma-3-270m+mcts"], names
+assert "Search and sampling cost" in out, out
+print(f"e2e: ok: {len(lines)} real searches, {ran} sandboxed code runs, sampling and search side by side")
+PY
