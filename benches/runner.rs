@@ -93,6 +93,7 @@ fn main() {
 fn sample(cfg: &Path, run_dir: &Path) {
     let plan = plan::load(cfg, &[], None, None).expect("plan");
     let job = SamplingJob {
+        search: None,
         settings: plan.settings.clone(),
         run_dir: run_dir.to_path_buf(),
         run_id: "bench".into(),

@@ -423,20 +423,7 @@ pub fn decode_reply(
         retry_after,
     };
     if !(200..300).contains(&status) {
-        let class = match status {
-            429 => ErrorClass::RateLimited,
-            401 | 403 => ErrorClass::Auth,
-            404 => ErrorClass::NotFound,
-            408 => ErrorClass::Timeout,
-            s if s >= 500 => ErrorClass::Server,
-            _ => ErrorClass::BadRequest,
-        };
-        return Err(err(
-            class,
-            Some(status),
-            server_error_text(bytes),
-            retry_after,
-        ));
+        return Err(status_error(status, bytes, retry_after, &clean));
     }
     let wire: WireResponse = serde_json::from_slice(bytes).map_err(|e| {
         err(
@@ -459,7 +446,86 @@ pub fn decode_reply(
     Ok(resp)
 }
 
+/// The error of a reply whose status is not 2xx, classified by status.
+fn status_error(
+    status: u16,
+    bytes: &[u8],
+    retry_after: Option<Duration>,
+    clean: impl Fn(String) -> String,
+) -> ApiError {
+    let class = match status {
+        429 => ErrorClass::RateLimited,
+        401 | 403 => ErrorClass::Auth,
+        404 => ErrorClass::NotFound,
+        408 => ErrorClass::Timeout,
+        s if s >= 500 => ErrorClass::Server,
+        _ => ErrorClass::BadRequest,
+    };
+    ApiError {
+        class,
+        status: Some(status),
+        message: clean(server_error_text(bytes)),
+        retry_after,
+    }
+}
+
 impl Client {
+    /// Posts a JSON body to the client's URL and reads a JSON reply of any shape (vLLM's
+    /// `/pooling`); errors are classified as for chat replies.
+    pub async fn post_json(&self, payload: Vec<u8>) -> Result<serde_json::Value, ApiError> {
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(payload);
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(&k.0);
+        }
+        let err = |class, status, message: String| ApiError {
+            class,
+            status,
+            message: self.redact(&message),
+            retry_after: None,
+        };
+        let resp = req.send().await.map_err(|e| {
+            let class = if e.is_timeout() {
+                ErrorClass::Timeout
+            } else {
+                ErrorClass::Connection
+            };
+            err(class, None, transport_message(&e))
+        })?;
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let bytes = match read_limited(resp, self.max_body).await {
+            Ok(b) => b,
+            Err(BodyError::TooLarge) => {
+                let msg = format!("reply body is larger than {} bytes; dropped", self.max_body);
+                return Err(err(ErrorClass::TooLarge, Some(status), msg));
+            }
+            Err(BodyError::Transport(e)) => {
+                return Err(err(
+                    ErrorClass::Connection,
+                    Some(status),
+                    transport_message(&e),
+                ))
+            }
+        };
+        if !(200..300).contains(&status) {
+            return Err(status_error(status, &bytes, retry_after, |m| {
+                self.redact(&m)
+            }));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            let msg = format!("reply is not JSON: {e}");
+            err(ErrorClass::MalformedJson, Some(status), msg)
+        })
+    }
+
     /// Reads a server-sent event stream into one reply; a cut stream is an error, never a half answer.
     async fn read_stream(
         &self,

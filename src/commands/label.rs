@@ -84,6 +84,7 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
     rollout_model.sampling.greedy = false;
     settings.models = vec![rollout_model];
     let job = SamplingJob {
+        search: None,
         settings,
         run_dir: out.clone(),
         run_id: out

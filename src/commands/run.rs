@@ -10,11 +10,14 @@ use crate::plan::{self, Plan};
 use crate::report;
 use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::{score_run, JudgeCall};
+use crate::search::SearchInput;
 use crate::shard::Shard;
 use crate::util::{coarse_k_note, now_rfc3339, shell_quote, short};
 use anyhow::{Context, Result};
 use clap::Args;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -106,7 +109,6 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         }
         return Ok(ExitStatus::Success);
     }
-    refuse_search(&plans)?;
     let mut ran = Vec::new();
     let mut worst = ExitStatus::Success;
     for plan in &plans {
@@ -174,6 +176,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         keys,
         quiet: args.quiet,
         progress_interval: Duration::from_secs_f64(args.progress_interval.max(0.05)),
+        search: search_job(plan)?,
     };
     let ends = match &args.import_batch {
         Some(file) => import_batch(plan, &run_dir, &manifest.run_id, file, args.quiet)?,
@@ -536,16 +539,44 @@ fn resolve_resume(r: &str, plan: &Plan) -> Result<PathBuf> {
         })
 }
 
-/// Search strategies are configured and budgeted, but the runner does not drive them yet.
-fn refuse_search(plans: &[Plan]) -> Result<()> {
-    let models = plans.iter().flat_map(|p| &p.settings.models);
-    match models.filter(|m| m.search.is_some()).map(|m| m.name.as_str()).next() {
-        None => Ok(()),
-        Some(name) => Err(BadInput::new(format!(
-            "model {name} has strategy = \"mcts\", but search sampling is not wired into the runner yet; use --dry-run to see its call budget, or strategy = \"sample\""
-        ))
-        .into()),
+/// What tree searches need, when a model has `strategy = "mcts"`: the questions without their
+/// gold answers, a working sandbox (none is an error, never a silent fallback) and reward keys.
+fn search_job(plan: &Plan) -> Result<Option<runner::SearchJob>> {
+    let searching: Vec<&crate::config::ModelSettings> = plan
+        .settings
+        .models
+        .iter()
+        .filter(|m| m.search.is_some() && m.api.batch.is_none())
+        .collect();
+    if searching.is_empty() {
+        return Ok(None);
     }
+    let sandbox = crate::sandbox::Sandbox::detect().map_err(|e| {
+        BadInput::new(format!(
+            "model {} has strategy = \"mcts\", which runs model-written code: {e}",
+            searching[0].name
+        ))
+    })?;
+    let mut reward_keys = HashMap::new();
+    for m in &searching {
+        let s = m.search.as_ref().expect("filtered above");
+        let var = s
+            .reward_api_key_env
+            .as_deref()
+            .or(m.api.api_key_env.as_deref());
+        let who = format!("the reward model of {}", m.name);
+        reward_keys.insert(m.name.clone(), runner::read_key(var, &who)?);
+    }
+    let inputs = plan
+        .problems
+        .iter()
+        .map(SearchInput::from_problem)
+        .collect();
+    Ok(Some(runner::SearchJob {
+        inputs: Arc::new(inputs),
+        sandbox,
+        reward_keys,
+    }))
 }
 
 fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
@@ -583,7 +614,7 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
         if let Some(search) = &m.search {
             let (lo, hi) = search.call_budget();
             println!(
-                "    mcts: {units} searches × {lo}–{hi} calls (policy + reward) → {}–{} calls; sampling is not wired to search yet, so `run` refuses this model",
+                "    mcts: {units} searches × {lo}–{hi} calls (policy + reward) → {}–{} calls",
                 units * lo,
                 units * hi
             );

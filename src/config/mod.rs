@@ -11,7 +11,9 @@ mod settings;
 pub mod settings_json;
 
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
-pub use search::{AnswerSelect, RewardMode, SearchSettings, Strategy, TerminalReward, SEARCH_KEYS};
+pub use search::{
+    AnswerSelect, Prefix, RewardMode, SearchSettings, Strategy, TerminalReward, SEARCH_KEYS,
+};
 pub use settings::{
     parse_metric, ApiSettings, EvalSettings, ModelSettings, SamplingSettings, Settings,
 };

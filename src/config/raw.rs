@@ -40,6 +40,7 @@ pub struct RawSearch {
     pub answer_select: Option<String>,
     pub exec_timeout: Option<f64>,
     pub max_calls_per_search: Option<i64>,
+    pub prefix: Option<String>,
 }
 
 /// The optional LLM judge.

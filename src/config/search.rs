@@ -51,6 +51,16 @@ pub enum AnswerSelect {
     MostVisited,
 }
 
+/// How a partial solution reaches the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Prefix {
+    /// An assistant message the server continues (`continue_final_message`: vLLM, llama.cpp).
+    Continue,
+    /// Restated in the user turn, for servers that cannot continue a message.
+    Restate,
+}
+
 /// The resolved `[search]` table (global, with a model's `[models.search]` keys on top).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchSettings {
@@ -70,6 +80,7 @@ pub struct SearchSettings {
     pub exec_timeout: Duration,
     /// A hard cap on policy + reward calls per search; None: only the natural bound.
     pub max_calls_per_search: Option<u32>,
+    pub prefix: Prefix,
 }
 
 impl Default for SearchSettings {
@@ -90,11 +101,24 @@ impl Default for SearchSettings {
             answer_select: AnswerSelect::BestValue,
             exec_timeout: Duration::from_secs(5),
             max_calls_per_search: None,
+            prefix: Prefix::Continue,
         }
     }
 }
 
 impl SearchSettings {
+    /// The reward model's URL: `/pooling` at the gateway's root, or its chat endpoint; on
+    /// `reward_base_url` when set, else on the policy's `base_url`.
+    pub fn reward_url(&self, policy_base: &str, mode: RewardMode) -> String {
+        let base = self.reward_base_url.as_deref().unwrap_or(policy_base);
+        let base = base.trim_end_matches('/');
+        match mode {
+            RewardMode::Pooling => format!("{}/pooling", base.trim_end_matches("/v1")),
+            _ if base.ends_with("/v1") => format!("{base}/chat/completions"),
+            _ => format!("{base}/v1/chat/completions"),
+        }
+    }
+
     /// The fewest and most model calls (policy + reward) one search can make.
     ///
     /// Min: one policy call whose candidates all fail their code (no reward call). Max: every
@@ -129,6 +153,7 @@ pub const SEARCH_KEYS: &[&str] = &[
     "answer_select",
     "exec_timeout",
     "max_calls_per_search",
+    "prefix",
 ];
 
 /// Where a search key's errors point: the model's `[models.search]` line when it sets the key,
@@ -348,6 +373,12 @@ fn resolve_search(sx: &SearchCx, g: &RawSearch) -> Result<SearchSettings, Config
         max_calls_per_search,
         ..d
     };
+    s.prefix = sx.choice(
+        "prefix",
+        sx.pick(|r| r.prefix.clone(), g),
+        Prefix::Continue,
+        &[("continue", Prefix::Continue), ("restate", Prefix::Restate)],
+    )?;
     resolve_reward(sx, g, &mut s)?;
     Ok(s)
 }

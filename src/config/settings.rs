@@ -467,6 +467,9 @@ fn resolve_model(
         api.max_response_bytes = default_body_limit(sampling.max_tokens, choices);
     }
     let (strategy, search) = super::search::resolve(text_path(cx), raw, m, i, &name)?;
+    // A search has no greedy counterpart: its units are the n searches.
+    let mut sampling = sampling;
+    sampling.greedy &= search.is_none();
     let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
     let pricing = model_pricing(cx, raw, m, i, &model_id, sampling.max_tokens)?;
     Ok(ModelSettings {

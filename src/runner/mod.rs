@@ -3,10 +3,14 @@
 //! Every (model, problem, sample index | greedy) is one unit. Each finished unit is appended to the
 //! model's checkpoint as it arrives, so a killed run resumes with only the missing units.
 
+mod cache;
 mod pace;
 mod progress;
+mod search;
 mod units;
 
+pub use cache::RequestCache;
+pub use search::{tree_path, SearchCtx};
 pub use units::{derive_seed, missing_work, DoneSet, Prepared, WorkItem};
 
 use crate::checkpoint::{
@@ -62,6 +66,8 @@ struct ModelCtx {
     /// configuration extracts, and a hash.
     strip: Option<crate::grade::GradeConfig>,
     budget: Option<Budget>,
+    /// `strategy = "mcts"`: each unit is a tree search.
+    search: Option<SearchCtx>,
 }
 
 /// A model's `max_cost` and the run's `[evaluation] max_cost`: what the checkpoints and replies
@@ -464,6 +470,9 @@ async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelE
 }
 
 async fn sample_model(ctx: &Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
+    if ctx.search.is_some() {
+        return search::search_model(ctx, done, grace).await;
+    }
     let sampling = ctx.settings.sampling.clone();
     let mut tasks = tokio::task::JoinSet::new();
     let mut first = true;
@@ -487,8 +496,17 @@ async fn sample_model(ctx: &Arc<ModelCtx>, done: DoneSet, grace: Duration) -> Mo
         }
         while tasks.try_join_next().is_some() {}
     }
-    // After a stop, requests in flight get `grace` to finish whatever the request timeout is;
-    // then they are dropped and their units stay missing, for resume.
+    finish_model(ctx, tasks, grace).await
+}
+
+/// Waits for a model's work in flight and says how its session ended. After a stop, requests in
+/// flight get `grace` to finish whatever the request timeout is; then they are dropped and their
+/// units stay missing, for resume.
+async fn finish_model(
+    ctx: &Arc<ModelCtx>,
+    mut tasks: tokio::task::JoinSet<()>,
+    grace: Duration,
+) -> ModelEnd {
     tokio::select! {
         _ = join_all(&mut tasks) => {}
         _ = ctx.shutdown.triggered() => {}
@@ -539,6 +557,17 @@ pub struct SamplingJob {
     pub keys: HashMap<String, Option<ApiKey>>,
     pub quiet: bool,
     pub progress_interval: Duration,
+    /// For `strategy = "mcts"` models: the questions (no gold answers), the sandbox and the
+    /// reward models' keys.
+    pub search: Option<SearchJob>,
+}
+
+/// What tree searches need beyond sampling.
+pub struct SearchJob {
+    pub inputs: Arc<Vec<crate::search::SearchInput>>,
+    pub sandbox: crate::sandbox::Sandbox,
+    /// Model name → its reward model's key (`reward_api_key_env`, else the model's own key).
+    pub reward_keys: HashMap<String, Option<ApiKey>>,
 }
 
 /// Samples all models concurrently until done or `shutdown` fires; returns each model's end
@@ -564,6 +593,7 @@ async fn sample_all_async(
         let done = load_done(&path, &index)?;
         let mut ctx = model_ctx(job, m, &path, shutdown)?;
         ctx.budget = budget_for(m, &path, &index, run.clone())?;
+        ctx.search = search_ctx(job, m, &done)?;
         let ctx = Arc::new(ctx);
         // Set before any frame is drawn: what is missing now, so a resumed run starts at 0 of the rest.
         let missing: u64 = missing_work(job.prepared.len(), &m.sampling, &done)
@@ -626,7 +656,45 @@ fn model_ctx(
         strip: (!job.settings.evaluation.save_raw_responses)
             .then(|| job.settings.evaluation.grade_config()),
         budget: None,
+        search: None,
     })
+}
+
+/// The search context of an mcts model: its reward client, request cache and sandbox.
+fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Option<SearchCtx>> {
+    let (Some(settings), Some(sj)) = (&m.search, &job.search) else {
+        return Ok(None);
+    };
+    let reward = match settings.reward_mode {
+        crate::config::RewardMode::None => None,
+        mode => {
+            let url = settings.reward_url(&m.api.base_url, mode);
+            let key = sj.reward_keys.get(&m.name).cloned().flatten();
+            let client = Client::new(
+                url,
+                key,
+                m.api.timeout,
+                m.api.concurrency,
+                m.api.max_response_bytes,
+            )
+            .map_err(|e| anyhow::anyhow!("model {}: reward model: {e}", m.name))?;
+            Some(client)
+        }
+    };
+    let finished = done
+        .iter()
+        .filter(|(_, k)| *k >= 0)
+        .map(|&(p, k)| search::unit_name(p as usize, k as u32))
+        .collect();
+    let cache = RequestCache::open(&RequestCache::path(&job.run_dir, &m.name), &finished)?;
+    Ok(Some(SearchCtx {
+        settings: settings.clone(),
+        inputs: sj.inputs.clone(),
+        reward,
+        sandbox: sj.sandbox.clone(),
+        cache,
+        run_dir: job.run_dir.clone(),
+    }))
 }
 
 /// The run-wide ledger, starting from what every model's checkpoint already cost (a resumed run).

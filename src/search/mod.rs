@@ -6,6 +6,7 @@
 //! the question and nothing else: the gold answer cannot reach a search.
 
 mod mcts;
+pub mod requests;
 mod step;
 
 pub use crate::config::{AnswerSelect, RewardMode, SearchSettings, TerminalReward};

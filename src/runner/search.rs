@@ -1,0 +1,537 @@
+//! Tree-search units of `strategy = "mcts"` models: one search per (problem, sample index), run by
+//! the engine on a blocking thread with live or replayed model calls and the code sandbox; one
+//! checkpoint line and one tree file per finished search.
+
+use super::cache::{request_key, Cached, RequestCache};
+use super::{ModelCtx, ModelEnd};
+use crate::checkpoint::{RecordRef, SampleIndex, SearchRecord, UnitOutcome};
+use crate::client::retry::Next;
+use crate::client::{ApiError, ChatResponse, Client, ErrorClass, Usage};
+use crate::config::{RewardMode, SearchSettings};
+use crate::sandbox::{Limits, Sandbox, Status};
+use crate::search::requests::{
+    judge_body, parse_pooling, parse_score, policy_body, pooling_body, prefix_text,
+};
+use crate::search::{
+    CallFailed, Exec, Executor, Expand, Policy, Proposal, Reward, Score, SearchInput, SearchOutcome,
+};
+use crate::util::{now_rfc3339, write_atomic};
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::runtime::Handle;
+
+/// What the searches of one model share beside the sampling context.
+pub struct SearchCtx {
+    pub settings: SearchSettings,
+    /// The question of each problem, in plan order (no gold answer).
+    pub inputs: Arc<Vec<SearchInput>>,
+    /// The reward model's client (chat or `/pooling` URL); None with `reward_mode = "none"`.
+    pub reward: Option<Client>,
+    pub sandbox: Sandbox,
+    pub cache: RequestCache,
+    pub run_dir: PathBuf,
+}
+
+/// The cache's name for a search: `<problem position>#<search index>`.
+pub fn unit_name(problem: usize, index: u32) -> String {
+    format!("{problem}#{index}")
+}
+
+/// Where a search's tree is written, relative to the run directory. Problem ids that are not
+/// plain file names are made so, with a hash of the id to keep them apart.
+pub fn tree_path(model: &str, problem_id: &str, index: u32) -> PathBuf {
+    let plain = !problem_id.is_empty()
+        && problem_id.len() <= 100
+        && !problem_id.starts_with('.')
+        && problem_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    let dir = if plain {
+        problem_id.to_string()
+    } else {
+        let safe: String = problem_id
+            .chars()
+            .take(60)
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let hash = crate::util::hex(&sha2::Digest::finalize(sha2::Digest::chain_update(
+            <sha2::Sha256 as sha2::Digest>::new(),
+            problem_id.as_bytes(),
+        )));
+        format!("{safe}-{}", &hash[..12])
+    };
+    Path::new("trees")
+        .join(model)
+        .join(dir)
+        .join(format!("{index}.json"))
+}
+
+/// Runs every missing search of one model, `concurrency` at a time.
+pub(super) async fn search_model(
+    ctx: &Arc<ModelCtx>,
+    done: super::DoneSet,
+    grace: Duration,
+) -> ModelEnd {
+    let mut tasks = tokio::task::JoinSet::new();
+    let sampling = ctx.settings.sampling.clone();
+    let units = super::missing_work(ctx.prepared.len(), &sampling, &done)
+        .flat_map(|w| w.slots.into_iter().map(move |s| (w.problem, s)));
+    for (problem, slot) in units {
+        let SampleIndex::Sample(index) = slot else {
+            continue;
+        };
+        if ctx.stopped.load(Ordering::SeqCst) || ctx.shutting_down() {
+            break;
+        }
+        let permit = tokio::select! {
+            p = ctx.limit.acquire() => p,
+            _ = ctx.shutdown.triggered() => break,
+        };
+        let (c, handle) = (ctx.clone(), Handle::current());
+        tasks.spawn_blocking(move || {
+            let _permit = permit;
+            run_search(&c, &handle, problem, index);
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    super::finish_model(ctx, tasks, grace).await
+}
+
+/// One search, start to end: replayed calls first (a resumed search), then live ones.
+fn run_search(ctx: &ModelCtx, handle: &Handle, problem: usize, index: u32) {
+    let Some(sc) = &ctx.search else { return };
+    let input = &sc.inputs[problem];
+    let seed = super::derive_seed(ctx.settings.sampling.seed, &input.problem_id, index);
+    let (started_at, started) = (now_rfc3339(), Instant::now());
+    let calls = Calls {
+        ctx,
+        sc,
+        handle,
+        unit: unit_name(problem, index),
+        state: RefCell::new(CallState::default()),
+    };
+    let mut policy = PolicyCalls(&calls);
+    let mut reward = RewardCalls(&calls);
+    let mut exec = SandboxExec {
+        sandbox: &sc.sandbox,
+        limits: Limits {
+            timeout: sc.settings.exec_timeout,
+            ..Limits::default()
+        },
+    };
+    let reward: Option<&mut dyn Reward> = sc.reward.as_ref().map(|_| &mut reward as _);
+    let outcome = crate::search::search(input, &sc.settings, seed, &mut policy, reward, &mut exec);
+    let state = calls.state.into_inner();
+    if state.interrupted {
+        // Nothing is recorded: the unit stays missing and resumes by replaying the cache.
+        return;
+    }
+    let unit = Finished {
+        ctx,
+        sc,
+        problem,
+        index,
+        seed,
+        started_at: &started_at,
+        latency_ms: started.elapsed().as_millis() as u64,
+    };
+    let written = match &state.failure {
+        Some(err) => unit.write_failure(err, &state),
+        None => unit.write_success(&outcome, &state),
+    };
+    if let Err(e) = written {
+        ctx.fail(&format!("disk error: {e}"));
+    }
+    sc.cache.forget(&calls.unit);
+    ctx.counters.done.fetch_add(1, Ordering::SeqCst);
+}
+
+/// What the calls of one search add up to.
+#[derive(Default)]
+struct CallState {
+    usage: Option<Usage>,
+    served_model: Option<String>,
+    attempts: u32,
+    replayed: u64,
+    /// A call that failed for good (after retries, or not retryable).
+    failure: Option<ApiError>,
+    /// Ctrl-C or SIGTERM, or the model stopped: the search is dropped unrecorded.
+    interrupted: bool,
+}
+
+/// A search's access to the models: the cache first, then the live server with the sampling
+/// rules (pacing, retries, adaptive concurrency, fatal errors, shutdown).
+struct Calls<'a> {
+    ctx: &'a ModelCtx,
+    sc: &'a SearchCtx,
+    handle: &'a Handle,
+    unit: String,
+    state: RefCell<CallState>,
+}
+
+/// Which endpoint a call goes to.
+#[derive(Clone, Copy)]
+enum Endpoint {
+    Policy,
+    Judge,
+    Pooling,
+}
+
+impl Calls<'_> {
+    fn client(&self, to: Endpoint) -> &Client {
+        match (to, &self.sc.reward) {
+            (Endpoint::Policy, _) | (_, None) => &self.ctx.client,
+            (_, Some(r)) => r,
+        }
+    }
+
+    /// The reply to `body`, replayed from the cache or paid for (and then cached).
+    fn call(&self, to: Endpoint, body: Vec<u8>, completion: u64) -> Result<Cached, CallFailed> {
+        let client = self.client(to);
+        let key = request_key(client.url(), &body);
+        let reply = match self.sc.cache.get(&self.unit, &key) {
+            Some(hit) => {
+                self.state.borrow_mut().replayed += 1;
+                hit
+            }
+            None => {
+                let reply = self.handle.block_on(self.live(to, body, completion))?;
+                if let Err(e) = self.sc.cache.put(&self.unit, &key, &reply) {
+                    self.ctx.fail(&format!("disk error: {e}"));
+                }
+                reply
+            }
+        };
+        let mut st = self.state.borrow_mut();
+        add_usage(&mut st.usage, reply.usage.as_ref());
+        if matches!(to, Endpoint::Policy) && reply.served_model.is_some() {
+            st.served_model.clone_from(&reply.served_model);
+        }
+        Ok(reply)
+    }
+
+    /// One request with the retry policy; `completion` bounds its reply for tpm pacing.
+    async fn live(
+        &self,
+        to: Endpoint,
+        body: Vec<u8>,
+        completion: u64,
+    ) -> Result<Cached, CallFailed> {
+        let ctx = self.ctx;
+        let estimate = body.len() as u64 / 4 + completion;
+        let mut tries = ctx.policy.tries(&ctx.shutdown);
+        while tries.start().is_some() {
+            if ctx.stopped.load(Ordering::SeqCst) {
+                break;
+            }
+            self.state.borrow_mut().attempts += 1;
+            if !ctx.pace.is_unlimited() {
+                ctx.pace.wait(estimate).await;
+            }
+            ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+            let reply = tokio::select! {
+                r = self.send(to, body.clone()) => r,
+                _ = after_grace(ctx) => break,
+            };
+            let err = match reply {
+                Ok(r) => {
+                    ctx.limit.on_success();
+                    let t = r.usage.as_ref().map_or(0, Usage::total);
+                    ctx.counters.tokens.fetch_add(t, Ordering::Relaxed);
+                    return Ok(r);
+                }
+                Err(e) => e,
+            };
+            if err.class == ErrorClass::RateLimited {
+                ctx.limit.on_rate_limited();
+            }
+            if !err.class.retryable() {
+                ctx.fail(&self.who(to, &err));
+            }
+            match tries.failed(err).await {
+                Next::Retry => {
+                    ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
+                }
+                Next::Stopped => break,
+                Next::GaveUp { err, .. } => {
+                    let msg = self.who(to, &err);
+                    self.state.borrow_mut().failure = Some(err);
+                    return Err(CallFailed(msg));
+                }
+            }
+        }
+        self.state.borrow_mut().interrupted = true;
+        Err(CallFailed("interrupted".into()))
+    }
+
+    async fn send(&self, to: Endpoint, body: Vec<u8>) -> Result<Cached, ApiError> {
+        let client = self.client(to);
+        if matches!(to, Endpoint::Pooling) {
+            let value = client.post_json(body).await?;
+            let usage = value
+                .get("usage")
+                .and_then(|u| serde_json::from_value(u.clone()).ok());
+            return Ok(Cached {
+                value: Some(value),
+                usage,
+                ..Cached::default()
+            });
+        }
+        let resp: ChatResponse = client.chat_bytes(body).await?;
+        Ok(Cached {
+            texts: resp.choices.into_iter().map(|c| c.content).collect(),
+            value: None,
+            usage: resp.usage,
+            served_model: resp.served_model,
+        })
+    }
+
+    /// An error named by the model it came from.
+    fn who(&self, to: Endpoint, err: &ApiError) -> String {
+        match (to, &self.sc.settings.reward_model_id) {
+            (Endpoint::Policy, _) | (_, None) => err.to_string(),
+            (_, Some(id)) => format!("reward model {id}: {err}"),
+        }
+    }
+}
+
+/// Resolves once shutdown was asked for and the grace period has passed.
+async fn after_grace(ctx: &ModelCtx) {
+    ctx.shutdown.triggered().await;
+    tokio::time::sleep(ctx.settings.api.shutdown_grace).await;
+}
+
+fn add_usage(sum: &mut Option<Usage>, u: Option<&Usage>) {
+    let Some(u) = u else { return };
+    let s = sum.get_or_insert_with(Usage::default);
+    let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    };
+    s.prompt_tokens = add(s.prompt_tokens, u.prompt_tokens);
+    s.completion_tokens = add(s.completion_tokens, u.completion_tokens);
+}
+
+struct PolicyCalls<'a>(&'a Calls<'a>);
+
+impl Policy for PolicyCalls<'_> {
+    fn expand(&mut self, req: &Expand) -> Result<Proposal, CallFailed> {
+        let c = self.0;
+        let (s, m) = (&c.sc.settings, &c.ctx.settings);
+        let top_p = m.sampling.top_p;
+        let body = policy_body(
+            &m.model_id,
+            s,
+            top_p,
+            req.input,
+            req.prefix,
+            req.n,
+            req.seed,
+        );
+        let completion = u64::from(s.policy_max_tokens) * u64::from(req.n);
+        let reply = c.call(Endpoint::Policy, body, completion)?;
+        // Some servers (llama.cpp) return a continued message with its prefix: keep the new step.
+        let done = prefix_text(req.prefix);
+        let steps = reply
+            .texts
+            .into_iter()
+            .map(|t| match t.strip_prefix(done.as_str()) {
+                Some(rest) if !done.is_empty() => rest.to_string(),
+                _ => t,
+            })
+            .collect();
+        Ok(Proposal {
+            steps,
+            tokens: reply.usage.as_ref().and_then(|u| {
+                u.completion_tokens
+                    .map(|t| t + u.prompt_tokens.unwrap_or(0))
+            }),
+        })
+    }
+}
+
+struct RewardCalls<'a>(&'a Calls<'a>);
+
+impl Reward for RewardCalls<'_> {
+    fn score(&mut self, input: &SearchInput, steps: &[String]) -> Result<Score, CallFailed> {
+        let c = self.0;
+        let id = c.sc.settings.reward_model_id.as_deref().unwrap_or_default();
+        match c.sc.settings.reward_mode {
+            RewardMode::Pooling => {
+                let reply = c.call(Endpoint::Pooling, pooling_body(id, input, steps), 0)?;
+                Ok(parse_pooling(&reply.value.unwrap_or_default()))
+            }
+            _ => {
+                let reply = c.call(Endpoint::Judge, judge_body(id, input, steps), 16)?;
+                Ok(parse_score(reply.texts.first().map_or("", String::as_str)))
+            }
+        }
+    }
+}
+
+/// Runs a path's cumulative code in the sandbox.
+struct SandboxExec<'a> {
+    sandbox: &'a Sandbox,
+    limits: Limits,
+}
+
+impl Executor for SandboxExec<'_> {
+    fn run(&mut self, code: &str) -> Exec {
+        match self.sandbox.run_python(code, &self.limits) {
+            Ok(o) if o.success() => Exec::Ok { stdout: o.stdout },
+            Ok(o) if o.status == Status::TimedOut => Exec::TimedOut,
+            Ok(o) => Exec::Failed {
+                stderr: last_lines(&o.stderr, &o.status),
+            },
+            Err(e) => Exec::Failed {
+                stderr: e.to_string(),
+            },
+        }
+    }
+}
+
+/// The end of a failed program's stderr (the exception), at most 500 characters.
+fn last_lines(stderr: &str, status: &Status) -> String {
+    let lines: Vec<&str> = stderr.lines().rev().take(3).collect();
+    let text: String = lines.into_iter().rev().collect::<Vec<_>>().join("\n");
+    let text = if text.trim().is_empty() {
+        format!("{status:?}")
+    } else {
+        text
+    };
+    text.chars().take(500).collect()
+}
+
+/// A finished search, ready to be written.
+struct Finished<'a> {
+    ctx: &'a ModelCtx,
+    sc: &'a SearchCtx,
+    problem: usize,
+    index: u32,
+    seed: u64,
+    started_at: &'a str,
+    latency_ms: u64,
+}
+
+/// The tree file: the search's identity, outcome and every node.
+#[derive(serde::Serialize)]
+struct TreeFile<'a> {
+    problem_id: &'a str,
+    search_index: u32,
+    seed: u64,
+    answer: Option<&'a str>,
+    answer_node: Option<usize>,
+    stats: &'a crate::checkpoint::SearchStats,
+    nodes: &'a [crate::search::Node],
+}
+
+impl Finished<'_> {
+    fn record<'b>(&'b self, state: &'b CallState, finished_at: &'b str) -> RecordRef<'b> {
+        let (m, s) = (&self.ctx.settings, &self.sc.settings);
+        let prep = &self.ctx.prepared[self.problem];
+        RecordRef {
+            run_id: &self.ctx.run_id,
+            model: &m.name,
+            model_id: &m.model_id,
+            served_model: state.served_model.as_deref(),
+            system_fingerprint: None,
+            problem_id: &prep.id,
+            sample_index: SampleIndex::Sample(self.index),
+            seed: Some(self.seed),
+            temperature: s.policy_temperature,
+            top_p: m.sampling.top_p,
+            max_tokens: Some(s.policy_max_tokens),
+            prompt_hash: &prep.prompt_hash,
+            response: None,
+            extracted: None,
+            response_sha256: None,
+            reasoning_content: None,
+            finish_reason: None,
+            usage: state.usage.as_ref(),
+            choices_in_request: 1,
+            latency_ms: self.latency_ms,
+            ttft_ms: None,
+            tokens_per_s: None,
+            started_at: self.started_at,
+            finished_at,
+            attempts: state.attempts.max(1),
+            outcome: UnitOutcome::ApiError,
+            error_class: None,
+            error: None,
+            search: None,
+        }
+    }
+
+    fn write_failure(&self, err: &ApiError, state: &CallState) -> anyhow::Result<()> {
+        let finished_at = now_rfc3339();
+        let mut r = self.record(state, &finished_at);
+        let msg = err.to_string();
+        r.error_class = Some(err.class.as_str());
+        r.error = Some(&msg);
+        self.ctx.counters.errors.fetch_add(1, Ordering::SeqCst);
+        Ok(self.ctx.writer.append_value(&r)?)
+    }
+
+    /// Writes the tree (atomically) and then the checkpoint line that points to it.
+    fn write_success(&self, o: &SearchOutcome, state: &CallState) -> anyhow::Result<()> {
+        let m = &self.ctx.settings;
+        let prep = &self.ctx.prepared[self.problem];
+        let tree = tree_path(&m.name, &prep.id, self.index);
+        let mut stats = o.stats.clone();
+        stats.replayed_calls = state.replayed;
+        let file = TreeFile {
+            problem_id: &prep.id,
+            search_index: self.index,
+            seed: self.seed,
+            answer: o.answer.as_deref(),
+            answer_node: o.answer_node,
+            // Without `replayed_calls`: a resumed search writes the same tree as an unbroken one.
+            stats: &o.stats,
+            nodes: &o.tree.nodes,
+        };
+        write_atomic(
+            &self.sc.run_dir.join(&tree),
+            &serde_json::to_vec_pretty(&file)?,
+        )?;
+        let search = SearchRecord {
+            answer: o.answer.clone(),
+            path: o.path.clone(),
+            tree: tree.to_string_lossy().into_owned(),
+            stats,
+        };
+        let response = o.path.join("\n");
+        let finished_at = now_rfc3339();
+        let mut r = self.record(state, &finished_at);
+        r.response = Some(&response);
+        r.finish_reason = Some("stop");
+        r.outcome = UnitOutcome::Ok;
+        r.search = Some(&search);
+        Ok(self.ctx.writer.append_value(&r)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_paths_stay_inside_their_folder() {
+        assert_eq!(
+            tree_path("m+mcts", "p-1", 3),
+            Path::new("trees/m+mcts/p-1/3.json")
+        );
+        for odd in ["../../etc", "a/b", "", ".", "x".repeat(300).as_str()] {
+            let p = tree_path("m", odd, 0);
+            let dir = p.parent().unwrap().file_name().unwrap().to_str().unwrap();
+            assert!(
+                !dir.starts_with('.') && !dir.contains('/') && dir.len() < 90,
+                "{p:?}"
+            );
+            assert_eq!(p.components().count(), 4, "{p:?}");
+        }
+        assert_ne!(tree_path("m", "a/b", 0), tree_path("m", "a_b", 0));
+    }
+}
