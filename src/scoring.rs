@@ -2,10 +2,10 @@
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
 use crate::checkpoint::{
-    checkpoint_path, read_lines, read_records, Record, SampleIndex, UnitOutcome,
+    checkpoint_path, read_lines, read_records, Record, SampleIndex, SearchStats, UnitOutcome,
 };
-use crate::client::ApiKey;
-use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings};
+use crate::client::{ApiKey, Usage};
+use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings, Strategy};
 use crate::dataset::Problem;
 use crate::error::BadInput;
 use crate::grade::{canonical_key, grade_against, grade_with_options, Gold, GradeConfig, Outcome};
@@ -16,6 +16,7 @@ use crate::plan::Plan;
 use crate::stats::{estimates, problem_values, Estimate, ProblemValues, Vote};
 use crate::util::{id_index, short, Shutdown};
 use anyhow::{Context, Result};
+use num_rational::Ratio;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -49,6 +50,8 @@ pub struct ModelScore {
     pub values: ProblemValues,
     /// Every metric overall and per subset, with its 95% interval.
     pub estimates: Vec<Estimate>,
+    /// What the scored units cost: calls, tokens, code runs, wall time.
+    pub effort: Effort,
 }
 
 impl ModelScore {
@@ -83,6 +86,130 @@ impl RunResults {
             _ => self.dataset.clone(),
         }
     }
+
+    /// Whether any model's scored units are tree searches (reports then show their cost).
+    pub fn any_search(&self) -> bool {
+        self.models
+            .iter()
+            .any(|m| m.effort.strategy == Strategy::Mcts)
+    }
+}
+
+/// What one model's scored units (the first usable record of each planned unit, greedy
+/// included) cost, summed exactly; per-problem figures divide by the problems that have a unit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Effort {
+    /// `Mcts` when a scored record carries a search, else `Sample`.
+    pub strategy: Strategy,
+    pub units: u64,
+    /// Problems with at least one scored unit.
+    pub problems: u64,
+    /// Sampling: requests (a unit is 1/choices_in_request of one); search: policy + reward calls.
+    pub calls: Ratio<u128>,
+    /// Sum of the units' usage totals (a unit's share of its request's); None when no unit said.
+    pub tokens: Option<Ratio<u128>>,
+    /// Units whose record had no usage (their tokens are not in `tokens`).
+    pub units_without_usage: u64,
+    /// Sum of the units' `latency_ms` (a search's wall time).
+    pub wall_ms: u64,
+    /// The searches' counters summed (all zero for sampling).
+    pub search: SearchTotals,
+}
+
+/// Search counters summed over a model's searches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchTotals {
+    pub simulations: u64,
+    pub policy_calls: u64,
+    pub reward_calls: u64,
+    pub code_executions: u64,
+    pub dead_steps: u64,
+    pub steps: u64,
+    pub reward_parse_failures: u64,
+    pub unvalued_terminals: u64,
+    /// Searches stopped by `max_calls_per_search`.
+    pub cap_hits: u64,
+    /// Searches stopped by a model call that failed for good.
+    pub failed: u64,
+    pub replayed_calls: u64,
+}
+
+impl Default for Effort {
+    fn default() -> Effort {
+        Effort {
+            strategy: Strategy::Sample,
+            units: 0,
+            problems: 0,
+            calls: Ratio::from_integer(0),
+            tokens: None,
+            units_without_usage: 0,
+            wall_ms: 0,
+            search: SearchTotals::default(),
+        }
+    }
+}
+
+/// What one unit's record says about its cost.
+#[derive(Debug, Clone, Default)]
+pub struct UnitCost {
+    pub usage: Option<Usage>,
+    pub choices_in_request: u32,
+    pub latency_ms: u64,
+    pub search: Option<SearchStats>,
+}
+
+impl Effort {
+    /// Adds one scored unit; `new_problem` when it is the first unit of its problem.
+    pub fn add(&mut self, unit: &UnitCost, new_problem: bool) {
+        self.units += 1;
+        self.problems += new_problem as u64;
+        self.wall_ms += unit.latency_ms;
+        let share = u128::from(unit.choices_in_request.max(1));
+        match &unit.usage {
+            Some(u) => {
+                let t = Ratio::new(u128::from(u.total()), share);
+                self.tokens = Some(self.tokens.unwrap_or_default() + t);
+            }
+            None => self.units_without_usage += 1,
+        }
+        let Some(st) = &unit.search else {
+            self.calls += Ratio::new(1, share);
+            return;
+        };
+        self.strategy = Strategy::Mcts;
+        self.calls += Ratio::from_integer(u128::from(st.calls()));
+        let t = &mut self.search;
+        t.simulations += u64::from(st.simulations);
+        t.policy_calls += st.policy_calls;
+        t.reward_calls += st.reward_calls;
+        t.code_executions += st.code_executions;
+        t.dead_steps += st.dead_steps;
+        t.steps += st.steps;
+        t.reward_parse_failures += st.reward_parse_failures;
+        t.unvalued_terminals += st.unvalued_terminals;
+        t.cap_hits += st.cap_hit as u64;
+        t.failed += st.failed.is_some() as u64;
+        t.replayed_calls += st.replayed_calls;
+    }
+
+    /// `total / problems` as a float (the report boundary); None without problems.
+    pub fn per_problem(&self, total: Ratio<u128>) -> Option<f64> {
+        (self.problems > 0)
+            .then(|| ratio_f64(total / Ratio::from_integer(u128::from(self.problems))))
+    }
+
+    /// Dead steps over proposed steps; None when no step was proposed.
+    pub fn dead_step_rate(&self) -> Option<f64> {
+        let s = &self.search;
+        (s.steps > 0).then(|| s.dead_steps as f64 / s.steps as f64)
+    }
+}
+
+/// A non-negative exact ratio as the nearest float.
+pub fn ratio_f64(r: Ratio<u128>) -> f64 {
+    let (n, d) = (*r.numer(), *r.denom());
+    // Integer part exactly, then the remainder: keeps precision for large totals.
+    (n / d) as f64 + (n % d) as f64 / d as f64
 }
 
 /// Inputs shared by every model's scoring.
@@ -214,6 +341,8 @@ pub fn score_model(
     // Per problem: the answer classes of its samples as (key hash, members, members correct).
     // Keys are hashed so memory stays a few bytes per distinct answer, never the responses.
     let mut classes: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); inputs.problems.len()];
+    let mut effort = Effort::default();
+    let mut has_unit = vec![false; inputs.problems.len()];
     let units = ModelUnits {
         checkpoint: path,
         problems: inputs.problems,
@@ -241,10 +370,12 @@ pub fn score_model(
         if let Some(s) = g.served {
             *served.entry(s).or_default() += 1;
         }
+        effort.add(&g.cost, !std::mem::replace(&mut has_unit[p], true));
     })?;
-    tally(
+    let score = tally(
         name, model_id, n, greedy, inputs, &state, classes, truncated, served,
-    )
+    )?;
+    Ok(ModelScore { effort, ..score })
 }
 
 /// Per-problem counts, votes, metrics and intervals from the graded unit states.
@@ -311,6 +442,7 @@ fn tally(
         votes,
         values,
         estimates,
+        effort: Effort::default(),
     })
 }
 
@@ -326,6 +458,24 @@ struct ScoredRecord {
     extracted: Option<String>,
     outcome: UnitOutcome,
     served_model: Option<String>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default = "one")]
+    choices_in_request: u32,
+    #[serde(default)]
+    latency_ms: u64,
+    /// Only a search's counters are read; its path and answer are skipped.
+    #[serde(default)]
+    search: Option<ScoredSearch>,
+}
+
+#[derive(serde::Deserialize)]
+struct ScoredSearch {
+    stats: SearchStats,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One unit waiting for its grade.
@@ -344,6 +494,7 @@ struct Graded {
     class: Option<u64>,
     truncated: bool,
     served: Option<String>,
+    cost: UnitCost,
 }
 
 /// Units per batch handed to a grading thread: large enough to amortise the hand-off.
@@ -482,6 +633,12 @@ fn grade_one(u: Pending, inputs: &ScoreInputs, golds: &[OnceLock<Gold>]) -> Grad
         class,
         truncated: r.outcome == UnitOutcome::Truncated,
         served: r.served_model,
+        cost: UnitCost {
+            usage: r.usage,
+            choices_in_request: r.choices_in_request,
+            latency_ms: r.latency_ms,
+            search: r.search.map(|s| s.stats),
+        },
     }
 }
 
@@ -647,4 +804,137 @@ fn verdicts_for(
         }
     }
     Ok(Some(JudgeVerdicts::load(&grades_path, mode)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(prompt: u64, completion: u64) -> Option<Usage> {
+        Some(Usage {
+            prompt_tokens: Some(prompt),
+            completion_tokens: Some(completion),
+            ..Usage::default()
+        })
+    }
+
+    fn search(policy: u64, reward: u64, dead: u64, steps: u64) -> SearchStats {
+        SearchStats {
+            simulations: 4,
+            policy_calls: policy,
+            reward_calls: reward,
+            tokens: Some(1),
+            code_executions: steps - 1,
+            dead_steps: dead,
+            steps,
+            ..SearchStats::default()
+        }
+    }
+
+    #[test]
+    fn sampling_counts_requests_and_token_shares_exactly() {
+        let mut e = Effort::default();
+        // Three choices of one request (usage covers all three), then a request of its own.
+        for (i, p) in [(0, true), (1, false), (2, false)] {
+            let unit = UnitCost {
+                usage: usage(30, 70),
+                choices_in_request: 3,
+                latency_ms: 100 + i,
+                search: None,
+            };
+            e.add(&unit, p);
+        }
+        e.add(
+            &UnitCost {
+                usage: None,
+                choices_in_request: 1,
+                latency_ms: 50,
+                search: None,
+            },
+            true,
+        );
+        assert_eq!(e.strategy, Strategy::Sample);
+        assert_eq!((e.units, e.problems, e.wall_ms), (4, 2, 353));
+        assert_eq!(e.calls, Ratio::from_integer(2));
+        assert_eq!(e.tokens, Some(Ratio::from_integer(100)));
+        assert_eq!(e.units_without_usage, 1);
+        assert_eq!(e.search, SearchTotals::default());
+        assert_eq!(e.per_problem(e.calls), Some(1.0));
+        assert_eq!(e.dead_step_rate(), None);
+        // One choice of three: a third of a request, never rounded inside.
+        let mut third = Effort::default();
+        third.add(
+            &UnitCost {
+                usage: usage(1, 0),
+                choices_in_request: 3,
+                latency_ms: 0,
+                search: None,
+            },
+            true,
+        );
+        assert_eq!(third.calls, Ratio::new(1, 3));
+        assert_eq!(third.tokens, Some(Ratio::new(1, 3)));
+    }
+
+    #[test]
+    fn searches_sum_their_counters() {
+        let mut e = Effort::default();
+        let mut capped = search(10, 6, 2, 8);
+        capped.cap_hit = true;
+        capped.reward_parse_failures = 3;
+        let mut failed = search(5, 1, 1, 4);
+        failed.failed = Some("server (HTTP 500)".into());
+        failed.replayed_calls = 2;
+        failed.unvalued_terminals = 1;
+        let units = [
+            (capped, usage(1000, 500), 2000, true),
+            (search(7, 7, 0, 8), usage(700, 300), 1500, false),
+            (failed, None, 500, true),
+        ];
+        for (st, u, ms, new) in units {
+            let unit = UnitCost {
+                usage: u,
+                choices_in_request: 1,
+                latency_ms: ms,
+                search: Some(st),
+            };
+            e.add(&unit, new);
+        }
+        assert_eq!(e.strategy, Strategy::Mcts);
+        assert_eq!((e.units, e.problems, e.wall_ms), (3, 2, 4000));
+        assert_eq!(e.calls, Ratio::from_integer(36));
+        assert_eq!(e.tokens, Some(Ratio::from_integer(2500)));
+        assert_eq!(e.units_without_usage, 1);
+        let want = SearchTotals {
+            simulations: 12,
+            policy_calls: 22,
+            reward_calls: 14,
+            code_executions: 17,
+            dead_steps: 3,
+            steps: 20,
+            reward_parse_failures: 3,
+            unvalued_terminals: 1,
+            cap_hits: 1,
+            failed: 1,
+            replayed_calls: 2,
+        };
+        assert_eq!(e.search, want);
+        assert_eq!(e.per_problem(e.calls), Some(18.0));
+        assert_eq!(
+            e.per_problem(Ratio::from_integer(u128::from(e.wall_ms))),
+            Some(2000.0)
+        );
+        assert_eq!(e.dead_step_rate(), Some(0.15));
+        assert_eq!(Effort::default().per_problem(e.calls), None);
+    }
+
+    #[test]
+    fn ratios_convert_to_the_nearest_float() {
+        assert_eq!(ratio_f64(Ratio::new(7, 2)), 3.5);
+        assert_eq!(
+            ratio_f64(Ratio::new(u128::from(u64::MAX) * 4 + 2, 4)),
+            2f64.powi(64)
+        );
+        assert_eq!(ratio_f64(Ratio::new(1, 3)), 1.0 / 3.0);
+    }
 }

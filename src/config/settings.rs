@@ -552,13 +552,13 @@ fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
         })?;
     if !name
         .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
     {
         return Err(cx.err(
             "models",
             Some(i),
             "name",
-            format!("{name:?} may hold only letters, digits, '.', '_' and '-' (it names the checkpoint file); put the provider's name in `model_id`"),
+            format!("{name:?} may hold only letters, digits, '.', '_', '-' and '+' (it names the checkpoint file); put the provider's name in `model_id`"),
         ));
     }
     if name.len() > MAX_NAME {

@@ -3,7 +3,9 @@
 //! G-Pass@k versus τ plot per k, greedy versus mG-Pass@k bars, per-subset values, histograms of c
 //! per model on a shared scale, and the manifest folded away.
 
-use super::markup::{columns, coverage, notes, pct_ci, subset_grid, Grid};
+use super::markup::{
+    columns, coverage, notes, pct_ci, search_grid, search_notes, subset_grid, Grid,
+};
 use super::Exporter;
 use crate::metrics::MetricKind;
 use crate::scoring::{ModelScore, RunResults};
@@ -125,7 +127,8 @@ fn key(i: usize) -> String {
 /// A grid as a table that scrolls inside its own box, never the page.
 fn table(grid: &Grid) -> String {
     // Numbers align right; columns of names (after the first, sticky one) left.
-    let is_text = |c: &String| !c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-');
+    let is_text =
+        |c: &String| !c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '–');
     let text: Vec<bool> = (0..grid.header.len())
         .map(|i| i > 0 && grid.rows.iter().any(|r| r.get(i).is_some_and(is_text)))
         .collect();
@@ -862,6 +865,13 @@ impl Exporter for HtmlReport {
         );
         if let Some(grid) = cost_grid(results) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
+        }
+        if let Some(grid) = search_grid(results) {
+            let _ = write!(out, "<h2>{}</h2>\n{}<ul>\n", esc(&grid.title), table(&grid));
+            for n in search_notes(results) {
+                let _ = writeln!(out, "<li>{}</li>", esc(&n));
+            }
+            out.push_str("</ul>\n");
         }
         out.push_str(&HtmlReport::plots(results));
         if let Some(grid) = subset_grid(results) {

@@ -2,9 +2,11 @@
 //! and the run's manifest (timestamps, model IDs, served model names).
 
 use super::{rows, Exporter, MetricRow};
+use crate::config::Strategy;
 use crate::manifest::Manifest;
 use crate::metrics::exact_text;
-use crate::scoring::RunResults;
+use crate::scoring::{ratio_f64, Effort, RunResults};
+use num_rational::Ratio;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -32,6 +34,90 @@ struct JsonModel<'a> {
     no_answer: u64,
     truncated: u64,
     missing: u64,
+    /// Only in runs with a search model, so sampling-only reports keep their bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<JsonEffort>,
+}
+
+/// A model's cost, raw: totals (exact text beside fractional ones) and per-problem floats.
+/// Search-only counters are null for a sampling model.
+#[derive(Serialize)]
+struct JsonEffort {
+    strategy: Strategy,
+    units: u64,
+    problems: u64,
+    calls: f64,
+    calls_exact: String,
+    calls_per_problem: Option<f64>,
+    tokens: Option<f64>,
+    tokens_exact: Option<String>,
+    tokens_per_problem: Option<f64>,
+    units_without_usage: u64,
+    wall_ms: u64,
+    wall_ms_per_problem: Option<f64>,
+    search: Option<JsonSearch>,
+}
+
+#[derive(Serialize)]
+struct JsonSearch {
+    simulations: u64,
+    policy_calls: u64,
+    reward_calls: u64,
+    code_executions: u64,
+    code_executions_per_problem: Option<f64>,
+    steps: u64,
+    dead_steps: u64,
+    dead_step_rate: Option<f64>,
+    reward_parse_failures: u64,
+    unvalued_terminals: u64,
+    cap_hits: u64,
+    failed_searches: u64,
+    replayed_calls: u64,
+}
+
+/// `7` or `7/3`.
+fn exact(r: Ratio<u128>) -> String {
+    if *r.denom() == 1 {
+        r.numer().to_string()
+    } else {
+        format!("{}/{}", r.numer(), r.denom())
+    }
+}
+
+impl JsonEffort {
+    fn new(e: &Effort) -> JsonEffort {
+        let int = |v: u64| Ratio::from_integer(u128::from(v));
+        let s = &e.search;
+        JsonEffort {
+            strategy: e.strategy,
+            units: e.units,
+            problems: e.problems,
+            calls: ratio_f64(e.calls),
+            calls_exact: exact(e.calls),
+            calls_per_problem: e.per_problem(e.calls),
+            tokens: e.tokens.map(ratio_f64),
+            tokens_exact: e.tokens.map(exact),
+            tokens_per_problem: e.tokens.and_then(|t| e.per_problem(t)),
+            units_without_usage: e.units_without_usage,
+            wall_ms: e.wall_ms,
+            wall_ms_per_problem: e.per_problem(int(e.wall_ms)),
+            search: (e.strategy == Strategy::Mcts).then(|| JsonSearch {
+                simulations: s.simulations,
+                policy_calls: s.policy_calls,
+                reward_calls: s.reward_calls,
+                code_executions: s.code_executions,
+                code_executions_per_problem: e.per_problem(int(s.code_executions)),
+                steps: s.steps,
+                dead_steps: s.dead_steps,
+                dead_step_rate: e.dead_step_rate(),
+                reward_parse_failures: s.reward_parse_failures,
+                unvalued_terminals: s.unvalued_terminals,
+                cap_hits: s.cap_hits,
+                failed_searches: s.failed,
+                replayed_calls: s.replayed_calls,
+            }),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -58,6 +144,7 @@ impl Exporter for MetricsJson {
     }
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
+        let searched = results.any_search();
         let report = JsonReport {
             run_id: &results.run_id,
             dataset: &results.dataset,
@@ -81,6 +168,7 @@ impl Exporter for MetricsJson {
                     no_answer: m.no_answer,
                     truncated: m.truncated,
                     missing: m.missing,
+                    effort: searched.then(|| JsonEffort::new(&m.effort)),
                 })
                 .collect(),
             metrics: rows(results)

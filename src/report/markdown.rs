@@ -1,21 +1,34 @@
 //! `report.md`: a Markdown write-up of a run: summary per k, per-subset table, counts, notes and
 //! the run's provenance.
 
-use super::markup::{notes, subset_grid, summaries, Grid};
+use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid};
 use super::Exporter;
 use crate::scoring::RunResults;
 
 pub struct MarkdownReport;
 
-/// A Markdown table; pipes inside cells are escaped.
 /// The cost line as a paragraph; empty when no model is priced.
 fn cost_paragraph(results: &RunResults) -> String {
-    // Names are letters, digits, '.', '_' and '-'; the currency is alphanumeric.
+    // Names are letters, digits, '.', '_', '-' and '+'; the currency is alphanumeric.
     super::table::cost_line(results)
         .map(|line| format!("{}\n\n", line.replace('_', "\\_")))
         .unwrap_or_default()
 }
 
+/// The search and sampling cost table with its notes; empty when no model searched.
+fn search_section(results: &RunResults) -> String {
+    let Some(grid) = search_grid(results) else {
+        return String::new();
+    };
+    let mut md = format!("## {}\n\n{}\n", grid.title, table(&grid));
+    for n in search_notes(results) {
+        md.push_str(&format!("- {}\n", n.replace('_', "\\_")));
+    }
+    md.push('\n');
+    md
+}
+
+/// A Markdown table; pipes inside cells are escaped.
 fn table(grid: &Grid) -> String {
     let esc = |s: &str| s.replace('|', "\\|");
     let mut out = format!(
@@ -123,6 +136,7 @@ impl Exporter for MarkdownReport {
         };
         md.push_str(&format!("## Samples\n\n{}\n", table(&counts)));
         md.push_str(&cost_paragraph(results));
+        md.push_str(&search_section(results));
         md.push_str("## Notes\n\n");
         for n in notes(results) {
             md.push_str(&format!("- {n}\n"));

@@ -1,9 +1,11 @@
 //! What the human formats share: the summary grid (a row per model) and the per-subset grid, as
 //! text cells; the table, Markdown and HTML exporters only lay them out.
 
+use crate::config::Strategy;
 use crate::metrics::MetricKind;
-use crate::scoring::{ModelScore, RunResults};
+use crate::scoring::{Effort, ModelScore, RunResults};
 use crate::stats::Estimate;
+use num_rational::Ratio;
 
 /// A titled grid of text cells.
 pub(super) struct Grid {
@@ -146,6 +148,114 @@ pub(super) fn subset_grid(results: &RunResults) -> Option<Grid> {
         header,
         rows,
     })
+}
+
+/// The "Search and sampling cost" grid, a row per model; None when no model searched (reports of
+/// sampling-only runs stay as they were).
+pub(super) fn search_grid(results: &RunResults) -> Option<Grid> {
+    if !results.any_search() {
+        return None;
+    }
+    let header = [
+        "model",
+        "strategy",
+        "calls/problem",
+        "tokens/problem",
+        "code runs/problem",
+        "dead-step rate",
+        "PRM parse failures",
+        "cap hits",
+        "time/problem",
+    ];
+    let rows = results
+        .models
+        .iter()
+        .map(|m| search_row(&m.name, &m.effort))
+        .collect();
+    Some(Grid {
+        title: "Search and sampling cost".into(),
+        header: header.map(String::from).to_vec(),
+        rows,
+    })
+}
+
+/// Shown for a search-only figure of a sampling model.
+const NOT_SEARCH: &str = "–";
+
+fn search_row(name: &str, e: &Effort) -> Vec<String> {
+    let fixed =
+        |v: Option<f64>, places: usize| v.map_or_else(|| "-".into(), |v| format!("{v:.places$}"));
+    let int = |v: u64| Ratio::from_integer(u128::from(v));
+    let mut row = vec![
+        name.to_string(),
+        strategy_name(e.strategy).to_string(),
+        fixed(e.per_problem(e.calls), 1),
+        fixed(e.tokens.and_then(|t| e.per_problem(t)), 0),
+    ];
+    if e.strategy == Strategy::Mcts {
+        let s = &e.search;
+        row.extend([
+            fixed(e.per_problem(int(s.code_executions)), 1),
+            e.dead_step_rate()
+                .map_or_else(|| "-".into(), |r| format!("{:.1}%", 100.0 * r)),
+            s.reward_parse_failures.to_string(),
+            s.cap_hits.to_string(),
+        ]);
+    } else {
+        row.extend([NOT_SEARCH; 4].map(String::from));
+    }
+    row.push(
+        e.per_problem(int(e.wall_ms))
+            .map_or_else(|| "-".into(), |ms| format!("{:.1} s", ms / 1000.0)),
+    );
+    row
+}
+
+/// How a strategy is named in reports and in the config.
+pub(super) fn strategy_name(s: Strategy) -> &'static str {
+    match s {
+        Strategy::Sample => "sample",
+        Strategy::Mcts => "mcts",
+    }
+}
+
+/// What the cost grid's figures mean, and what it leaves out (failed searches, replays, units
+/// without usage), one line each.
+pub(super) fn search_notes(results: &RunResults) -> Vec<String> {
+    let mut notes = vec![
+        "Per problem: totals over the scored units (greedy included) divided by the problems that \
+         have one. Calls: requests for sampling (choices of one request share it), policy + \
+         reward calls for search. Tokens: prompt + completion as the servers reported. Dead \
+         steps: proposed steps whose code failed or timed out. Time: the units' own wall time \
+         (a whole search's), not the run's elapsed time."
+            .to_string(),
+    ];
+    for m in &results.models {
+        let (e, s) = (&m.effort, &m.effort.search);
+        let mut parts = Vec::new();
+        if s.failed > 0 {
+            parts.push(format!(
+                "{} of {} searches stopped by a failed call",
+                s.failed, e.units
+            ));
+        }
+        if s.replayed_calls > 0 {
+            parts.push(format!(
+                "{} calls replayed from the request cache",
+                s.replayed_calls
+            ));
+        }
+        if e.units_without_usage > 0 {
+            parts.push(format!(
+                "{} units without token usage (not in tokens)",
+                e.units_without_usage
+            ));
+        }
+        if !parts.is_empty() {
+            notes.push(format!("{}: {}.", m.name, parts.join("; ")));
+        }
+    }
+    notes
 }
 
 /// Notes every human report carries.

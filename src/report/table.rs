@@ -3,7 +3,7 @@
 //! fits). The wide form (`--wide`, and `summary.txt`) has every metric of every headline k with
 //! its exact interval bounds.
 
-use super::markup::summaries;
+use super::markup::{search_grid, search_notes, summaries};
 use super::partial::banner;
 use super::{metric_label, Exporter};
 use crate::metrics::MetricKind;
@@ -87,6 +87,60 @@ fn wide(results: &RunResults) -> String {
         }
         out.push_str(&format!("{}\n{t}\n", grid.title));
     }
+    out.push_str(&search_section(results, None));
+    out
+}
+
+/// The "Search and sampling cost" grid with its notes (empty without a search model): laid out
+/// to fit `width`, or as a full grid without one.
+fn search_section(results: &RunResults, width: Option<usize>) -> String {
+    let Some(grid) = search_grid(results) else {
+        return String::new();
+    };
+    let mut out = format!("\n{}\n", grid.title);
+    match width {
+        Some(width) => {
+            let names: Vec<&str> = grid.rows.iter().map(|r| r[0].as_str()).collect();
+            let cells: Vec<Vec<String>> = grid.rows.iter().map(|r| r[1..].to_vec()).collect();
+            out.push_str(&layout_fitting(&names, &grid.header[1..], &cells, width));
+        }
+        None => {
+            let mut t = comfy_table::Table::new();
+            t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+            t.set_header(grid.header);
+            for row in grid.rows {
+                t.add_row(row);
+            }
+            out.push_str(&format!("{t}\n"));
+        }
+    }
+    for note in search_notes(results) {
+        match width {
+            Some(w) => out.push_str(&wrap(&note, w)),
+            None => out.push_str(&format!("{note}\n")),
+        }
+    }
+    out
+}
+
+/// Text broken at spaces into lines of at most `width` characters (a longer word stays whole).
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
     out
 }
 
@@ -155,6 +209,7 @@ fn compact(results: &RunResults, width: usize) -> String {
     out.push_str(&format!("{}{title}\n", abbreviate(&results.label(), room)));
     out.push_str(&layout_fitting(&names, &header, &cells, width));
     out.push_str("±: to the farther 95% bound · --wide: every metric, exact bounds\n");
+    out.push_str(&search_section(results, Some(width)));
     out
 }
 

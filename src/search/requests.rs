@@ -16,6 +16,13 @@ needs and prints it, then ends with the line <end_of_step>. The code of all step
 so later steps may use earlier variables. When you know the final answer, write a last step that gives \
 it as \\boxed{answer}.";
 
+/// One solved example in that format, sent as an earlier exchange: small models copy its shape.
+const EXAMPLE: [&str; 2] = [
+    "What is 2*(3+4)?",
+    "# Add the numbers in the brackets first.\ns = 3 + 4\nprint(s)\n<end_of_step>\n\
+# Then multiply by 2.\nr = 2 * s\nprint(r)\n<end_of_step>\n# The result is 14.\n\\boxed{14}",
+];
+
 /// The chat judge's instructions: a 0–1 score of the last step.
 pub const JUDGE_SYSTEM: &str = "You are a process reward model. You see a math problem and a partial \
 solution written as steps. Judge only the LAST step: is it correct and useful for solving the problem? \
@@ -52,7 +59,11 @@ pub fn policy_body(
     n: u32,
     seed: u64,
 ) -> Vec<u8> {
-    let mut messages = vec![json!({"role": "system", "content": POLICY_SYSTEM})];
+    let mut messages = vec![
+        json!({"role": "system", "content": POLICY_SYSTEM}),
+        json!({"role": "user", "content": EXAMPLE[0]}),
+        json!({"role": "assistant", "content": EXAMPLE[1]}),
+    ];
     let done = prefix_text(prefix);
     let mut body = json!({
         "model": model_id,
@@ -207,9 +218,9 @@ mod tests {
         let steps = vec!["# add\nx = 2 + 3\nprint(x)".to_string()];
         let body: Value =
             serde_json::from_slice(&policy_body("pol", &s, 0.95, &input(), &steps, 4, 9)).unwrap();
-        assert_eq!(body["messages"][2]["role"], "assistant");
+        assert_eq!(body["messages"][4]["role"], "assistant");
         assert_eq!(
-            body["messages"][2]["content"],
+            body["messages"][4]["content"],
             "# add\nx = 2 + 3\nprint(x)\n<end_of_step>\n"
         );
         assert_eq!(body["continue_final_message"], true);
@@ -220,7 +231,7 @@ mod tests {
         s.prefix = Prefix::Restate;
         let body: Value =
             serde_json::from_slice(&policy_body("pol", &s, 0.95, &input(), &steps, 1, 9)).unwrap();
-        assert_eq!(body["messages"].as_array().unwrap().len(), 2);
+        assert_eq!(body["messages"].as_array().unwrap().len(), 4);
         assert!(body.get("n").is_none() && body.get("continue_final_message").is_none());
         let tagged: Value = serde_json::from_slice(&pooling_body("prm", &input(), &steps)).unwrap();
         assert!(tagged["messages"][2]["content"]

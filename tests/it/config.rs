@@ -167,6 +167,14 @@ fn a_key_written_in_the_file_is_never_echoed() {
 }
 
 #[test]
+fn model_names_may_carry_a_plus_for_strategy_variants() {
+    let s = load(&BASE.replace("name = \"a\"", "name = \"qwen+mcts\"")).unwrap();
+    assert_eq!(s.models[0].name, "qwen+mcts");
+    let e = err(&BASE.replace("name = \"a\"", "name = \"qwen mcts\""));
+    assert!(e.contains("'-' and '+'"), "{e}");
+}
+
+#[test]
 fn bad_values_name_the_key_and_line() {
     let cases = [
         (

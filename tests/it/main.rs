@@ -17,6 +17,7 @@ mod label_fake;
 mod metrics_reference;
 mod report_cli;
 mod report_html;
+mod report_search;
 mod run_fake;
 mod run_report;
 mod run_safety;
