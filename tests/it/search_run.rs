@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 const POLICY: &str = "pol";
 const PRM: &str = "prm";
 /// Every scripted step starts with it: a request's prefix depth is how often it occurs.
-const MARK: &str = "# step";
+const MARK: &str = "# step:";
 
 const ADD: &str = "# step: add the numbers\nx = 2 + 3\nprint(x)";
 const DIVIDE: &str = "# step: divide first\ny = 1 / 0\nprint(y)";
@@ -86,10 +86,24 @@ fn judge_reply(r: &Recorded) -> Reply {
     Reply::repeated(1, &reply)
 }
 
+/// A plain sample (no step stop strings): right or wrong by its seed and choice index.
+fn sample_reply(r: &Recorded) -> Reply {
+    let seed = r.body["seed"].as_u64().unwrap_or(0);
+    let choices = (0..r.n())
+        .map(|i| {
+            let answer = if (seed + i) % 2 == 0 { 5 } else { 4 };
+            ChoiceReply::stop(format!("So the answer is \\boxed{{{answer}}}."))
+        })
+        .collect();
+    Reply::with_choices(choices)
+}
+
 fn scripted_reply(r: &Recorded) -> Reply {
+    let searching = r.body["stop"].to_string().contains("<end_of_step>");
     match r.model() {
         Some(PRM) => judge_reply(r),
-        _ => policy_reply(r),
+        _ if searching => policy_reply(r),
+        _ => sample_reply(r),
     }
 }
 
@@ -519,4 +533,39 @@ fn an_interrupted_run_resumes_by_replay_without_paying_twice() {
         crate::run_fake::metrics(&run_dir),
         crate::run_fake::metrics(&whole.run_dir())
     );
+}
+
+#[test]
+fn reports_show_sampling_and_search_side_by_side() {
+    require_sandbox();
+    let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server());
+    let models = format!(
+        "[search]\nreward_model_id = \"{PRM}\"\nnum_simulations = 8\nnum_candidates = 3\n\
+         max_depth = 4\nexec_timeout = 3\n\
+         [[models]]\nname = \"m\"\nmodel_id = \"{POLICY}\"\n\
+         [[models]]\nname = \"m+mcts\"\nmodel_id = \"{POLICY}\"\nstrategy = \"mcts\"\n"
+    );
+    configure(&env, "n = 2\ngreedy = false", &models, "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let run_dir = env.run_dir();
+    // 2 searches per problem, each 14 calls, 5 code runs, 2 dead steps of 12, 3 parse failures.
+    let md = crate::common::read(&run_dir.join("report.md"));
+    assert!(md.contains("## Search and sampling cost"), "{md}");
+    assert!(md.contains("| m+mcts | mcts | 28.0 |"), "{md}");
+    assert!(md.contains("| 10.0 | 16.7% | 12 | 0 |"), "{md}");
+    assert!(md.contains("| m | sample |"), "{md}");
+    let html = crate::common::read(&run_dir.join("report.html"));
+    assert!(html.contains("data-model=\"m+mcts\"") && html.contains("data-model=\"m\""));
+    let metrics = crate::run_fake::metrics(&run_dir);
+    let pass = |model: &str| {
+        let key = metrics
+            .keys()
+            .find(|k| k.0 == model && k.2 == "pass@k" && k.3 == "1")
+            .unwrap_or_else(|| panic!("no pass@1 row for {model}: {:?}", metrics.keys()));
+        metrics[key].clone()
+    };
+    // Every search answers 5; the samples are right half the time.
+    assert_eq!(pass("m+mcts").parse::<f64>().unwrap(), 1.0);
+    assert!(pass("m").parse::<f64>().unwrap() < 1.0);
 }
