@@ -472,7 +472,7 @@ fn an_interrupted_run_resumes_by_replay_without_paying_twice() {
     });
     let env = Fixture::new(&dataset(["5", "5"])).with_server(server);
     let server = env.server();
-    let cfg = setup(&env, "", "shutdown_grace = 0.5");
+    let cfg = setup(&env, "", "shutdown_grace = 1");
     let child = crate::common::gpassk()
         .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
         .env("GPASSK_TEST_KEY", KEY)
@@ -480,12 +480,24 @@ fn an_interrupted_run_resumes_by_replay_without_paying_twice() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Interrupt once the run is stuck on a hanging request.
+    // Interrupt once the run is stuck on a hanging request and every answer is cached (so the
+    // interruption cannot race a reply on its way).
+    let cached = || {
+        let dirs = crate::common::run_dirs(&env.results());
+        let cache = dirs.first().map(|d| d.join("cache/tree.jsonl"));
+        cache
+            .and_then(|c| std::fs::read_to_string(c).ok())
+            .map_or(0, |t| t.lines().count())
+    };
+    let stuck = || server.request_count() > ANSWERED && cached() == ANSWERED;
     let deadline = Instant::now() + Duration::from_secs(120);
-    while server.request_count() <= ANSWERED && Instant::now() < deadline {
+    while !stuck() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(server.request_count() > ANSWERED, "the run never got stuck");
+    assert!(
+        stuck(),
+        "the run never got stuck with {ANSWERED} replies cached"
+    );
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -496,9 +508,8 @@ fn an_interrupted_run_resumes_by_replay_without_paying_twice() {
     let run_dir = env.run_dir();
     let finished_before = checkpoint(&run_dir).len() as u64;
     assert!(finished_before < SEARCHES, "nothing was left to resume");
-    // Every reply paid for is in the request cache.
-    let cache = crate::common::read(&run_dir.join("cache/tree.jsonl"));
-    assert_eq!(cache.lines().count(), ANSWERED);
+    // Every reply paid for is in the request cache, once.
+    assert_eq!(cached(), ANSWERED);
 
     open.store(true, Ordering::SeqCst);
     let before = server.request_count();
