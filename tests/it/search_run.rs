@@ -580,3 +580,33 @@ fn reports_show_sampling_and_search_side_by_side() {
     assert_eq!(pass("m+mcts").parse::<f64>().unwrap(), 1.0);
     assert!(pass("m").parse::<f64>().unwrap() < 1.0);
 }
+
+#[test]
+fn retried_policy_and_pooling_faults_change_nothing_but_the_attempts() {
+    require_sandbox();
+    let server = scripted_server().faults(|r: &Recorded| match (r.attempt, r.is_pooling()) {
+        (0, true) => Some(Fault::server_error()),
+        (0, false) => Some(Fault::rate_limited(0)),
+        _ => None,
+    });
+    let env = Fixture::new(&dataset(["5", "5"])).with_server(server);
+    setup(&env, "reward_mode = \"pooling\"", "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let (server, run_dir) = (env.server(), env.run_dir());
+    // Policy bodies are unique (seeded), so each is refused once. The two searches of a problem
+    // score the same 10 paths, so 20 distinct pooling bodies are refused once each.
+    assert_eq!(requests_of(server, POLICY) as u64, 2 * SEARCHES * 4);
+    assert_eq!(server.hits("POST", "/pooling"), SEARCHES * 10 + 20);
+    let attempts: u64 = checkpoint(&run_dir)
+        .iter()
+        .map(|v| v["attempts"].as_u64().unwrap())
+        .sum();
+    assert_eq!(attempts, 2 * SEARCHES * 4 + SEARCHES * 10 + 20);
+    let clean = finished_run(["5", "5"], "reward_mode = \"pooling\"");
+    assert!(
+        trees(&run_dir) == trees(&clean.run_dir()),
+        "retries changed a tree"
+    );
+    assert_eq!(search_fields(&run_dir), search_fields(&clean.run_dir()));
+}
