@@ -91,7 +91,7 @@ fn sample_reply(r: &Recorded) -> Reply {
     let seed = r.body["seed"].as_u64().unwrap_or(0);
     let choices = (0..r.n())
         .map(|i| {
-            let answer = if (seed + i) % 2 == 0 { 5 } else { 4 };
+            let answer = if (seed + i).is_multiple_of(2) { 5 } else { 4 };
             ChoiceReply::stop(format!("So the answer is \\boxed{{{answer}}}."))
         })
         .collect();
