@@ -610,3 +610,30 @@ fn retried_policy_and_pooling_faults_change_nothing_but_the_attempts() {
     );
     assert_eq!(search_fields(&run_dir), search_fields(&clean.run_dir()));
 }
+
+#[test]
+fn a_restated_prefix_searches_the_same_trees() {
+    let restated = finished_run(["5", "5"], "prefix = \"restate\"");
+    let continued = finished_run(["5", "5"], "");
+    let deep = |env: &Fixture, key: &str| {
+        let policy = env.server().requests();
+        let deep: Vec<Recorded> = policy
+            .into_iter()
+            .filter(|r| r.model() == Some(POLICY) && conversation(r).contains(MARK))
+            .collect();
+        assert_eq!(deep.len() as u64, SEARCHES * 3);
+        deep.iter().all(|r| r.body.get(key).is_some())
+    };
+    assert!(!deep(&restated, "continue_final_message"));
+    assert!(deep(&continued, "continue_final_message"));
+    // The same nodes and answers; only the token counts (longer prompts) differ.
+    let nodes = |env: &Fixture| -> Vec<(Value, Value)> {
+        let files = trees(&env.run_dir());
+        let parse = |b: &Vec<u8>| serde_json::from_slice::<Value>(b).unwrap();
+        let all = files.values().map(parse);
+        all.map(|t| (t["nodes"].clone(), t["answer"].clone()))
+            .collect()
+    };
+    assert_eq!(nodes(&restated).len() as u64, SEARCHES);
+    assert!(nodes(&restated) == nodes(&continued), "the trees differ");
+}
