@@ -23,6 +23,7 @@ mod run_report;
 mod run_safety;
 mod sandbox;
 mod search_config;
+mod search_run;
 mod settings_json;
 mod streaming;
 mod terminal;

@@ -1,7 +1,7 @@
 //! `strategy = "mcts"` and the `[search]` table: defaults, per-model overrides, errors with
-//! file:line:key, the dry run's call budget, and `run` refusing until the runner drives search.
+//! file:line:key and the dry run's call budget (runs themselves: `search_run`).
 
-use crate::common::{both, ok, Fixture, Toml};
+use crate::common::{ok, Fixture, Toml};
 use gpassk::config::{self, AnswerSelect, RewardMode, Strategy, TerminalReward};
 use std::path::Path;
 use std::time::Duration;
@@ -147,14 +147,4 @@ fn dry_run_prints_the_call_budget() {
         out.contains("mcts: 6 searches × 1–18 calls (policy + reward) → 6–108 calls"),
         "{out}"
     );
-}
-
-#[test]
-fn run_refuses_mcts_until_the_runner_drives_it() {
-    let env = fixture();
-    let o = env.command(&["run"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
-    let text = both(&o);
-    assert!(text.contains("model tree has strategy = \"mcts\", but search sampling is not wired into the runner yet"), "{text}");
-    assert!(!env.results().exists() || std::fs::read_dir(env.results()).unwrap().next().is_none());
 }

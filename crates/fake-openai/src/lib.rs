@@ -1,11 +1,12 @@
 //! `fake_openai`: a fake OpenAI-compatible HTTP/1.1 server for gpassk's tests and benchmarks.
 //!
-//! It records every chat request, answers through a pluggable responder and injects faults
+//! It records every chat and pooling request, answers through a pluggable responder and injects faults
 //! chosen by a fault policy (statuses with `Retry-After`, hangs, dropped connections,
 //! malformed JSON, empty choices, raw or oversized bodies, streams cut mid-way or with a bad event).
 //! The Batch API (`/v1/files`, `/v1/batches`) answers uploaded request lines with the same
 //! responder once a batch has been polled as often as its [`BatchPlan`] says.
-//! `"stream": true` requests get the same replies as server-sent events. HTTP framing is hyper's; malformed input gets a 4xx,
+//! `"stream": true` requests get the same replies as server-sent events. vLLM's pooling API
+//! (`POST /pooling`) answers process-reward rows from a [`PoolingResponder`], under the same faults. HTTP framing is hyper's; malformed input gets a 4xx,
 //! never a panic. The `fake-openai` binary serves it in the foreground for load generators.
 //!
 //! A plain `#[test]` uses [`FakeServer::start_blocking`], which runs the server on its own
@@ -13,12 +14,14 @@
 //! [`FakeServer::base_url`] and then inspect [`FakeServer::requests`].
 
 mod batch;
+mod pooling;
 mod serve;
 mod sse;
 #[cfg(test)]
 mod tests;
 
 pub use batch::BatchPlan;
+pub use pooling::{default_pooling_responder, PoolingResponder, DEFAULT_STEP_PAIR, STEP_TAG};
 use serde_json::{json, Value};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -35,14 +38,14 @@ pub const DEFAULT_ANSWER: &str = "The answer is \\boxed{42}.";
 /// Upper bound on `n` honoured by the default responder (and the binary): bounds memory.
 pub const MAX_N: u64 = 4096;
 
-/// One chat request as the server saw it.
+/// One chat or pooling request as the server saw it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
-    /// Global sequence number over all chat requests, from 0.
+    /// Global sequence number over all chat and pooling requests, from 0.
     pub seq: u64,
     /// How many times an identical body was seen before this one, from 0.
     pub attempt: u32,
-    /// Request path without the query string.
+    /// Request path without the query string: tells chat and pooling requests apart.
     pub path: String,
     /// The `Authorization` header value, if any.
     pub authorization: Option<String>,
@@ -76,6 +79,28 @@ impl Recorded {
             .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?
             .get("content")?
             .as_str()
+    }
+
+    /// Whether this is a pooling request (`/pooling` or `/v1/pooling`).
+    pub fn is_pooling(&self) -> bool {
+        matches!(self.path.as_str(), "/pooling" | "/v1/pooling")
+    }
+
+    /// The text a pooling model scores: the last `assistant` message's content, else `input`.
+    pub fn pooled_text(&self) -> Option<&str> {
+        let assistant = self
+            .body
+            .get("messages")
+            .and_then(Value::as_array)
+            .and_then(|m| {
+                m.iter()
+                    .rev()
+                    .find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+            });
+        match assistant {
+            Some(m) => m.get("content")?.as_str(),
+            None => self.body.get("input")?.as_str(),
+        }
     }
 }
 
@@ -243,7 +268,7 @@ impl Fault {
 
 /// Decides the normal reply to a chat request.
 pub type Responder = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
-/// Decides whether a chat request gets a fault; runs before the responder.
+/// Decides whether a chat or pooling request gets a fault; runs before the responder.
 pub type FaultPolicy = Arc<dyn Fn(&Recorded) -> Option<Fault> + Send + Sync>;
 
 /// Answers `n` choices of [`DEFAULT_ANSWER`] with `finish_reason: "stop"`.
@@ -263,6 +288,7 @@ pub fn fail_first_attempts(
 /// Configures a [`FakeServer`] before it starts.
 pub struct FakeServerBuilder {
     responder: Responder,
+    pooling: PoolingResponder,
     faults: FaultPolicy,
     models: Vec<String>,
     keep_requests: bool,
@@ -282,7 +308,17 @@ impl FakeServerBuilder {
         self
     }
 
-    /// Sets the fault policy (default: never fault).
+    /// Replaces the pooling responder: it returns the `data[0].data` rows of a `/pooling`
+    /// reply (default: [`default_pooling_responder`]).
+    pub fn pooling_responder(
+        mut self,
+        f: impl Fn(&Recorded) -> Value + Send + Sync + 'static,
+    ) -> Self {
+        self.pooling = Arc::new(f);
+        self
+    }
+
+    /// Sets the fault policy for chat and pooling requests (default: never fault).
     pub fn faults(
         mut self,
         f: impl Fn(&Recorded) -> Option<Fault> + Send + Sync + 'static,
@@ -324,6 +360,7 @@ impl FakeServerBuilder {
         let shared = Arc::new(Shared {
             log: Mutex::new(Log::default()),
             responder: self.responder,
+            pooling: self.pooling,
             faults: self.faults,
             models_body: models,
             keep_requests: self.keep_requests,
@@ -359,6 +396,7 @@ impl FakeServer {
     pub fn builder() -> FakeServerBuilder {
         FakeServerBuilder {
             responder: default_responder(),
+            pooling: default_pooling_responder(),
             faults: Arc::new(|_: &Recorded| None),
             models: vec!["fake-model".to_string()],
             keep_requests: true,
@@ -388,7 +426,7 @@ impl FakeServer {
         format!("http://{}", self.addr)
     }
 
-    /// Every chat request recorded so far, in arrival order.
+    /// Every chat and pooling request recorded so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared
             .log()
@@ -398,7 +436,7 @@ impl FakeServer {
             .collect()
     }
 
-    /// Number of chat requests received (including faulted ones).
+    /// Number of chat and pooling requests received (including faulted ones).
     pub fn request_count(&self) -> usize {
         self.shared.log().seq as usize
     }
@@ -447,6 +485,7 @@ impl std::ops::Deref for BlockingFakeServer {
 struct Shared {
     log: Mutex<Log>,
     responder: Responder,
+    pooling: PoolingResponder,
     faults: FaultPolicy,
     models_body: String,
     keep_requests: bool,

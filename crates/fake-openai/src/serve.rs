@@ -69,6 +69,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<HttpReply
     if chat {
         return chat_request(&shared, req).await;
     }
+    let pooling =
+        req.method() == Method::POST && matches!(req.uri().path(), "/pooling" | "/v1/pooling");
+    if pooling {
+        return pooling_request(&shared, req).await;
+    }
     Ok(match (req.method(), req.uri().path()) {
         (&Method::GET, "/v1/models") => json_response(200, shared.models_body.clone()),
         (&Method::GET, "/health") => json_response(200, r#"{"status":"ok"}"#.into()),
@@ -132,17 +137,18 @@ fn batch_get(shared: &Shared, path: &str) -> HttpReply {
     }
 }
 
-async fn chat_request(
+/// Reads a JSON body (bounded) and records it; `Err` is the 413 or 400 to send instead.
+async fn read_recorded(
     shared: &Shared,
     req: Request<Incoming>,
-) -> Result<HttpReply, DropConnection> {
+) -> Result<Arc<Recorded>, HttpReply> {
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > MAX_BODY as u64) {
-        return Ok(closing(error_response(413, "request body too large")));
+        return Err(closing(error_response(413, "request body too large")));
     }
     let path = req.uri().path().to_string();
     let authorization = req
@@ -153,18 +159,25 @@ async fn chat_request(
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
         // Either the client went away mid-body or a chunked body went over the limit.
-        Err(_) => return Ok(closing(error_response(413, "request body too large"))),
+        Err(_) => return Err(closing(error_response(413, "request body too large"))),
     };
-    let json: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            return Ok(error_response(
-                400,
-                &format!("request body is not valid JSON: {e}"),
-            ));
-        }
+    match serde_json::from_slice(&body) {
+        Ok(json) => Ok(shared.record(&path, authorization, json)),
+        Err(e) => Err(error_response(
+            400,
+            &format!("request body is not valid JSON: {e}"),
+        )),
+    }
+}
+
+async fn chat_request(
+    shared: &Shared,
+    req: Request<Incoming>,
+) -> Result<HttpReply, DropConnection> {
+    let rec = match read_recorded(shared, req).await {
+        Ok(rec) => rec,
+        Err(resp) => return Ok(resp),
     };
-    let rec = shared.record(&path, authorization, json);
     let normal = |rec: &Recorded| {
         let reply = (shared.responder)(rec);
         let full = render(rec, &reply);
@@ -194,13 +207,7 @@ async fn chat_request(
             code,
             body,
             retry_after,
-        }) => {
-            let mut resp = json_response(code, body);
-            if let Some(v) = retry_after.and_then(|v| HeaderValue::try_from(v).ok()) {
-                resp.headers_mut().insert(RETRY_AFTER, v);
-            }
-            resp
-        }
+        }) => status_reply(code, body, retry_after),
         Some(Fault::Hang(d)) => {
             tokio::time::sleep(d).await;
             normal(&rec)
@@ -217,6 +224,60 @@ async fn chat_request(
             json_response(200, render(&rec, &Reply::default()).to_string())
         }
     })
+}
+
+/// `POST /pooling` (and `/v1/pooling`): the fault policy first, then the body's check and the
+/// pooling responder's rows. Stream faults drop (cut) or truncate (bad chunk) the reply.
+async fn pooling_request(
+    shared: &Shared,
+    req: Request<Incoming>,
+) -> Result<HttpReply, DropConnection> {
+    let rec = match read_recorded(shared, req).await {
+        Ok(rec) => rec,
+        Err(resp) => return Ok(resp),
+    };
+    let normal = |rec: &Recorded| match crate::pooling::check(&rec.body) {
+        Ok(()) => {
+            let rows = (shared.pooling)(rec);
+            json_response(200, crate::pooling::render(rec, rows).to_string())
+        }
+        Err(message) => error_response(400, &message),
+    };
+    Ok(match (shared.faults)(&rec) {
+        None => normal(&rec),
+        Some(Fault::Status {
+            code,
+            body,
+            retry_after,
+        }) => status_reply(code, body, retry_after),
+        Some(Fault::Hang(d)) => {
+            tokio::time::sleep(d).await;
+            normal(&rec)
+        }
+        Some(Fault::Drop | Fault::StreamCut) => return Err(DropConnection),
+        Some(Fault::MalformedJson | Fault::MalformedChunk) => json_response(
+            200,
+            format!(
+                r#"{{"id":"pool-{}","object":"list","data":[{{"index":0,"#,
+                rec.seq
+            ),
+        ),
+        // The pooling analogue of no choices: a list without any item.
+        Some(Fault::EmptyChoices) => {
+            let mut full = crate::pooling::render(&rec, Value::Array(Vec::new()));
+            full["data"] = Value::Array(Vec::new());
+            json_response(200, full.to_string())
+        }
+    })
+}
+
+/// A status fault's reply, with its `Retry-After` when it has one.
+fn status_reply(code: u16, body: String, retry_after: Option<String>) -> HttpReply {
+    let mut resp = json_response(code, body);
+    if let Some(v) = retry_after.and_then(|v| HeaderValue::try_from(v).ok()) {
+        resp.headers_mut().insert(RETRY_AFTER, v);
+    }
+    resp
 }
 
 /// `stream_options.include_usage` of a streamed request.
@@ -285,12 +346,13 @@ fn closing(mut resp: HttpReply) -> HttpReply {
         .insert(CONNECTION, HeaderValue::from_static("close"));
     resp
 }
+
 /// Rough token estimate (~4 characters per token) for usage when the responder gives none.
-fn estimate_tokens(chars: usize) -> u64 {
+pub(crate) fn estimate_tokens(chars: usize) -> u64 {
     (chars as u64).div_ceil(4).max(1)
 }
 
-fn prompt_chars(body: &Value) -> usize {
+pub(crate) fn prompt_chars(body: &Value) -> usize {
     let Some(messages) = body.get("messages").and_then(Value::as_array) else {
         return 0;
     };

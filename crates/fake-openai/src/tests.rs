@@ -7,6 +7,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 
+mod pooling;
+
 #[derive(Debug)]
 struct Resp {
     status: u16,
