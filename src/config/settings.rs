@@ -471,7 +471,9 @@ fn resolve_model(
     let mut sampling = sampling;
     sampling.greedy &= search.is_none();
     let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
-    let pricing = model_pricing(cx, raw, m, i, &model_id, sampling.max_tokens)?;
+    // A search's calls are bounded by `policy_max_tokens` (and the judge's 16), whatever [sampling] says.
+    let bound = search.as_ref().map(|s| s.policy_max_tokens);
+    let pricing = model_pricing(cx, raw, m, i, &model_id, bound.or(sampling.max_tokens))?;
     Ok(ModelSettings {
         model_id,
         name,

@@ -132,6 +132,15 @@ impl ModelCtx {
             return Some(None);
         };
         let worst = self.worst_case(b, prep, slots);
+        self.reserve_worst(worst, self.worst_case(b, prep, 1))
+    }
+
+    /// Reserves `worst` (`per_unit`: a unit's worst case, for the stop message); on refusal
+    /// stops the model.
+    fn reserve_worst(&self, worst: Money, per_unit: Money) -> Option<Option<Money>> {
+        let Some(b) = &self.budget else {
+            return Some(None);
+        };
         let (key, ledger) = match b.reserve(worst) {
             Ok(()) => return Some(Some(worst)),
             Err(hit) => hit,
@@ -141,14 +150,19 @@ impl ModelCtx {
             .total
             .load(Ordering::SeqCst)
             .saturating_sub(self.counters.done.load(Ordering::SeqCst));
-        self.fail(&b.stop_message(key, ledger, left, self.worst_case(b, prep, 1)));
+        self.fail(&b.stop_message(key, ledger, left, per_unit));
         None
     }
 
     /// Settles a reservation with the reply's usage (its worst case when the usage is unknown).
     fn settle(&self, worst: Option<Money>, reply: Option<&ChatResponse>) {
+        self.settle_usage(worst, reply.map(|r| r.usage.as_ref()));
+    }
+
+    /// Settles with a reply's usage: None (no reply) costs nothing, `Some(None)` its worst case.
+    fn settle_usage(&self, worst: Option<Money>, usage: Option<Option<&crate::client::Usage>>) {
         if let (Some(b), Some(w)) = (&self.budget, worst) {
-            let actual = match reply.map(|r| r.usage.as_ref()) {
+            let actual = match usage {
                 Some(Some(u)) => b.price.cost_of(u),
                 Some(None) => w,
                 None => Money::from_integer(0),
@@ -694,6 +708,7 @@ fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Op
         sandbox: sj.sandbox.clone(),
         cache,
         run_dir: job.run_dir.clone(),
+        first: Default::default(),
     }))
 }
 

@@ -33,6 +33,9 @@ pub struct SearchCtx {
     pub sandbox: Sandbox,
     pub cache: RequestCache,
     pub run_dir: PathBuf,
+    /// Per server (policy, reward): held by the first live call until a reply comes, so a bad
+    /// key or unknown model costs one request, not one per concurrent search (as for sampling).
+    pub first: [tokio::sync::Mutex<bool>; 2],
 }
 
 /// The cache's name for a search: `<problem position>#<search index>`.
@@ -213,8 +216,27 @@ impl Calls<'_> {
         Ok(reply)
     }
 
-    /// One request with the retry policy; `completion` bounds its reply for tpm pacing.
+    /// One live request; `completion` bounds its reply for tpm pacing. Until some call has had a
+    /// reply, calls go one at a time.
     async fn live(
+        &self,
+        to: Endpoint,
+        body: Vec<u8>,
+        completion: u64,
+    ) -> Result<Cached, CallFailed> {
+        let gate = usize::from(!matches!(to, Endpoint::Policy));
+        let mut first = self.sc.first[gate].lock().await;
+        if *first {
+            drop(first);
+            return self.retried(to, body, completion).await;
+        }
+        let reply = self.retried(to, body, completion).await;
+        *first = reply.is_ok();
+        reply
+    }
+
+    /// One request with the retry policy.
+    async fn retried(
         &self,
         to: Endpoint,
         body: Vec<u8>,
@@ -227,6 +249,9 @@ impl Calls<'_> {
             if ctx.stopped.load(Ordering::SeqCst) {
                 break;
             }
+            let Some(reserved) = self.reserve(body.len() as u64 / 4, completion) else {
+                break;
+            };
             self.state.borrow_mut().attempts += 1;
             if !ctx.pace.is_unlimited() {
                 ctx.pace.wait(estimate).await;
@@ -234,8 +259,12 @@ impl Calls<'_> {
             ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
             let reply = tokio::select! {
                 r = self.send(to, body.clone()) => r,
-                _ = after_grace(ctx) => break,
+                _ = after_grace(ctx) => {
+                    ctx.settle_usage(reserved, Some(None));
+                    break;
+                }
             };
+            ctx.settle_usage(reserved, reply.as_ref().ok().map(|r| r.usage.as_ref()));
             let err = match reply {
                 Ok(r) => {
                     ctx.limit.on_success();
@@ -265,6 +294,18 @@ impl Calls<'_> {
         }
         self.state.borrow_mut().interrupted = true;
         Err(CallFailed("interrupted".into()))
+    }
+
+    /// Reserves a call's worst case on the model's and the run's budgets (`max_cost`); None when
+    /// the call could pass one (the model is then stopped with the budget message).
+    fn reserve(&self, prompt: u64, completion: u64) -> Option<Option<crate::cost::Money>> {
+        let Some(b) = &self.ctx.budget else {
+            return Some(None);
+        };
+        let worst = b.price.estimate(prompt, completion);
+        let calls = self.sc.settings.call_budget().1;
+        let per_search = worst * crate::cost::Money::from_integer(u128::from(calls));
+        self.ctx.reserve_worst(worst, per_search)
     }
 
     async fn send(&self, to: Endpoint, body: Vec<u8>) -> Result<Cached, ApiError> {

@@ -436,8 +436,8 @@ fn a_401_from_the_policy_or_the_reward_model_stops_the_model_with_exit_1() {
         assert!(text.contains(named) && text.contains("401"), "{text}");
         assert!(!text.contains(KEY), "{text}");
         let asked = requests_of(env.server(), locked);
-        // No retry of a 401; at most one call per search in flight (concurrency 4).
-        assert!((1..=4).contains(&asked), "{asked} requests to {locked}");
+        // No retry of a 401, and the first call goes alone: one request, not one per search.
+        assert_eq!(asked, 1, "{asked} requests to {locked}");
         let ok = checkpoint(&env.run_dir())
             .iter()
             .filter(|v| v["outcome"] == "ok")
@@ -636,4 +636,52 @@ fn a_restated_prefix_searches_the_same_trees() {
     };
     assert_eq!(nodes(&restated).len() as u64, SEARCHES);
     assert!(nodes(&restated) == nodes(&continued), "the trees differ");
+}
+
+/// `max_cost` holds for searches too: each live call reserves its worst case, a refused one stops
+/// the model before the budget can be passed, and a raised budget resumes by replay.
+#[test]
+fn a_budget_stops_searches_before_it_is_passed_and_a_raised_one_resumes() {
+    require_sandbox();
+    let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server());
+    let config = |max_cost: &str| {
+        let models = format!(
+            "[search]\nreward_model_id = \"{PRM}\"\nnum_simulations = 8\nnum_candidates = 3\n\
+             max_depth = 4\nexec_timeout = 3\npolicy_max_tokens = 100\n\
+             [[models]]\nname = \"tree\"\nmodel_id = \"{POLICY}\"\nstrategy = \"mcts\"\n\
+             [models.pricing]\ninput = 1000\noutput = 1000\nmax_cost = {max_cost}\n"
+        );
+        configure(&env, "n = 2\ngreedy = false", &models, "concurrency = 1")
+    };
+    config("2");
+    let out = run(&env, &["--quiet"]);
+    let text = both(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("budget reached: max_cost 2.000000 USD"),
+        "{text}"
+    );
+    let paid = env.server().request_count();
+    assert!(paid > 0, "{text}");
+    // What the server was paid for stays under the limit: 1000 USD per million tokens.
+    let cache = crate::common::read(&env.run_dir().join("cache/tree.jsonl"));
+    let tokens: u64 = cache
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            let u = &v["reply"]["usage"];
+            u["prompt_tokens"].as_u64().unwrap_or(0) + u["completion_tokens"].as_u64().unwrap_or(0)
+        })
+        .sum();
+    assert!(
+        tokens > 0 && tokens * 1000 <= 2_000_000,
+        "{tokens} tokens paid"
+    );
+    assert_eq!(cache.lines().count(), paid);
+    config("1000000");
+    let out = run(&env, &["--quiet", "--resume", "latest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert_eq!(checkpoint(&env.run_dir()).len() as u64, SEARCHES);
+    // Nothing paid for twice: both sessions together sent what one unbroken run sends.
+    assert_eq!(env.server().request_count() as u64, SEARCHES * 14);
 }
