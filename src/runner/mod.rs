@@ -9,7 +9,7 @@ mod progress;
 mod search;
 mod units;
 
-pub use cache::RequestCache;
+pub use cache::{request_key, Cached, RequestCache};
 pub use search::{tree_path, SearchCtx};
 pub use units::{derive_seed, missing_work, DoneSet, Prepared, WorkItem};
 
