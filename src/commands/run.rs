@@ -589,6 +589,7 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
         plan.few_shot_examples
     );
     let (mut all_units, mut all_requests) = (0u64, 0u64);
+    let mut search_calls = (0u64, 0u64);
     for m in &plan.settings.models {
         let done = match resume {
             Some(dir) => load_done(&checkpoint_path(dir, &m.name), &index)?,
@@ -599,6 +600,12 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
             units += w.slots.len() as u64;
             requests += 1;
             prompt += plan.prepared[w.problem].prompt_tokens_estimate;
+        }
+        if let Some(search) = &m.search {
+            let (lo, hi) = print_search_plan(plan, m, search, units);
+            all_units += units;
+            search_calls = (search_calls.0 + lo, search_calls.1 + hi);
+            continue;
         }
         let completion = match m.sampling.max_tokens {
             Some(t) => format!("≤ {} completion tokens", units * t as u64),
@@ -611,14 +618,6 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
             m.sampling.n,
             if m.sampling.greedy { " + greedy" } else { "" },
         );
-        if let Some(search) = &m.search {
-            let (lo, hi) = search.call_budget();
-            println!(
-                "    mcts: {units} searches × {lo}–{hi} calls (policy + reward) → {}–{} calls",
-                units * lo,
-                units * hi
-            );
-        }
         if let Some(p) = &m.pricing {
             println!(
                 "    {}",
@@ -628,9 +627,47 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
         all_units += units;
         all_requests += requests;
     }
-    println!("  total: {all_units} units, {all_requests} requests (prompt ~{prompt_tokens} tokens per pass over the problems)");
+    let searched = if search_calls.1 > 0 {
+        format!(" + {}–{} search calls", search_calls.0, search_calls.1)
+    } else {
+        String::new()
+    };
+    println!("  total: {all_units} units, {all_requests} requests{searched} (prompt ~{prompt_tokens} tokens per pass over the problems)");
     print_sources(plan, resume);
     Ok(())
+}
+
+/// The dry run's lines for an mcts model: searches, the call budget (min–max) and the completion
+/// tokens it bounds; returns the calls (min, max).
+fn print_search_plan(
+    plan: &Plan,
+    m: &config::ModelSettings,
+    s: &config::SearchSettings,
+    searches: u64,
+) -> (u64, u64) {
+    let (lo, hi) = s.call_budget();
+    let (lo, hi) = (searches * lo, searches * hi);
+    // Each policy call writes at most num_candidates × policy_max_tokens; a judge call 16.
+    let per_expansion = u64::from(s.num_candidates) * u64::from(s.policy_max_tokens)
+        + match s.reward_mode {
+            config::RewardMode::ChatJudge => 16 * u64::from(s.num_candidates),
+            _ => 0,
+        };
+    let expansions_per_call = 1 + match s.reward_mode {
+        config::RewardMode::None => 0,
+        _ => u64::from(s.num_candidates),
+    };
+    println!(
+        "  {}: {} problems × {} searches → {searches} searches; {lo}–{hi} calls (policy + reward); ≤ {} completion tokens",
+        m.name,
+        plan.prepared.len(),
+        m.sampling.n,
+        hi.div_ceil(expansions_per_call) * per_expansion
+    );
+    if m.pricing.is_some() {
+        println!("    cost: set by the trees (prompts grow with depth); max_cost, when set, is held call by call");
+    }
+    (lo, hi)
 }
 
 /// The dry run's cost line: min = the prompts alone, max = prompts plus max_tokens per sample.
