@@ -143,8 +143,13 @@ fn dry_run_prints_the_call_budget() {
     let env = fixture();
     let out = ok(&env.command(&["run", "--dry-run"]).output().unwrap());
     // 2 problems × 3 searches; each 1 to 2 sims × depth 3 × (1 policy + 2 reward) = 18 calls.
+    // Completion tokens: 108 calls / 3 per expansion = 36 expansions × (2 × 1024 + 2 × 16).
     assert!(
-        out.contains("mcts: 6 searches × 1–18 calls (policy + reward) → 6–108 calls"),
+        out.contains("tree: 2 problems × 3 searches → 6 searches; 6–108 calls (policy + reward); ≤ 74880 completion tokens"),
+        "{out}"
+    );
+    assert!(
+        out.contains("total: 6 units, 0 requests + 6–108 search calls"),
         "{out}"
     );
 }
