@@ -353,6 +353,20 @@ impl Client {
 
     /// Sends a body that is already JSON.
     pub async fn chat_bytes(&self, payload: Vec<u8>) -> Result<ChatResponse, ApiError> {
+        let sent = Instant::now();
+        let (resp, status, retry_after) = self.send(payload).await?;
+        if self.stream && (200..300).contains(&status) && is_event_stream(&resp) {
+            return self.read_stream(resp, status, sent).await;
+        }
+        let bytes = self.read_body(resp, status).await?;
+        decode_reply(status, &bytes, retry_after, |m| self.redact(&m))
+    }
+
+    /// Posts `payload` (JSON) with the key: the response, its status and its `Retry-After`.
+    async fn send(
+        &self,
+        payload: Vec<u8>,
+    ) -> Result<(reqwest::Response, u16, Option<Duration>), ApiError> {
         let mut req = self
             .http
             .post(&self.url)
@@ -361,49 +375,47 @@ impl Client {
         if let Some(k) = &self.key {
             req = req.bearer_auth(&k.0);
         }
-        let err = |class, status: Option<u16>, message: String, retry_after| ApiError {
-            class,
-            status,
-            message: self.redact(&message),
-            retry_after,
-        };
-        let sent = Instant::now();
-        let resp = match req.send().await {
-            Ok(r) => r,
-            Err(e) => {
-                let class = if e.is_timeout() {
-                    ErrorClass::Timeout
-                } else {
-                    ErrorClass::Connection
-                };
-                return Err(err(class, None, transport_message(&e), None));
-            }
-        };
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| self.transport_error(&e, None))?;
         let status = resp.status().as_u16();
         let retry_after = resp
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        if self.stream && (200..300).contains(&status) && is_event_stream(&resp) {
-            return self.read_stream(resp, status, sent).await;
-        }
-        let bytes = match read_limited(resp, self.max_body).await {
-            Ok(b) => b,
-            Err(BodyError::TooLarge) => {
-                let msg = format!("reply body is larger than {} bytes; dropped", self.max_body);
-                return Err(err(ErrorClass::TooLarge, Some(status), msg, None));
-            }
-            Err(BodyError::Transport(e)) => {
-                let class = if e.is_timeout() {
-                    ErrorClass::Timeout
-                } else {
-                    ErrorClass::Connection
-                };
-                return Err(err(class, Some(status), transport_message(&e), None));
-            }
+        Ok((resp, status, retry_after))
+    }
+
+    /// A whole (non-streamed) reply body, at most `max_body` bytes.
+    async fn read_body(&self, resp: reqwest::Response, status: u16) -> Result<Vec<u8>, ApiError> {
+        read_limited(resp, self.max_body)
+            .await
+            .map_err(|e| match e {
+                BodyError::TooLarge => ApiError {
+                    class: ErrorClass::TooLarge,
+                    status: Some(status),
+                    message: format!("reply body is larger than {} bytes; dropped", self.max_body),
+                    retry_after: None,
+                },
+                BodyError::Transport(e) => self.transport_error(&e, Some(status)),
+            })
+    }
+
+    /// A timeout or connection error, its text redacted.
+    fn transport_error(&self, e: &reqwest::Error, status: Option<u16>) -> ApiError {
+        let class = if e.is_timeout() {
+            ErrorClass::Timeout
+        } else {
+            ErrorClass::Connection
         };
-        decode_reply(status, &bytes, retry_after, |m| self.redact(&m))
+        ApiError {
+            class,
+            status,
+            message: self.redact(&transport_message(e)),
+            retry_after: None,
+        }
     }
 }
 
@@ -473,56 +485,18 @@ impl Client {
     /// Posts a JSON body to the client's URL and reads a JSON reply of any shape (vLLM's
     /// `/pooling`); errors are classified as for chat replies.
     pub async fn post_json(&self, payload: Vec<u8>) -> Result<serde_json::Value, ApiError> {
-        let mut req = self
-            .http
-            .post(&self.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(payload);
-        if let Some(k) = &self.key {
-            req = req.bearer_auth(&k.0);
-        }
-        let err = |class, status, message: String| ApiError {
-            class,
-            status,
-            message: self.redact(&message),
-            retry_after: None,
-        };
-        let resp = req.send().await.map_err(|e| {
-            let class = if e.is_timeout() {
-                ErrorClass::Timeout
-            } else {
-                ErrorClass::Connection
-            };
-            err(class, None, transport_message(&e))
-        })?;
-        let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
-        let bytes = match read_limited(resp, self.max_body).await {
-            Ok(b) => b,
-            Err(BodyError::TooLarge) => {
-                let msg = format!("reply body is larger than {} bytes; dropped", self.max_body);
-                return Err(err(ErrorClass::TooLarge, Some(status), msg));
-            }
-            Err(BodyError::Transport(e)) => {
-                return Err(err(
-                    ErrorClass::Connection,
-                    Some(status),
-                    transport_message(&e),
-                ))
-            }
-        };
+        let (resp, status, retry_after) = self.send(payload).await?;
+        let bytes = self.read_body(resp, status).await?;
         if !(200..300).contains(&status) {
             return Err(status_error(status, &bytes, retry_after, |m| {
                 self.redact(&m)
             }));
         }
-        serde_json::from_slice(&bytes).map_err(|e| {
-            let msg = format!("reply is not JSON: {e}");
-            err(ErrorClass::MalformedJson, Some(status), msg)
+        serde_json::from_slice(&bytes).map_err(|e| ApiError {
+            class: ErrorClass::MalformedJson,
+            status: Some(status),
+            message: self.redact(&format!("reply is not JSON: {e}")),
+            retry_after: None,
         })
     }
 
