@@ -301,6 +301,9 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
         }
         writer.sync()?;
     }
+    for (dir, _) in &loaded {
+        copy_tree_files(&dir.join("trees"), &out.join("trees"))?;
+    }
     let run_id = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -310,6 +313,29 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
         .write(out)
         .with_context(|| format!("cannot write the manifest in {}", out.display()))?;
     Ok(manifest)
+}
+
+/// Copies the search trees of a run (`trees/<model>/<problem>/<search>.json`), so the merged
+/// records' `search.tree` paths hold; shards cover other problems, so nothing is overwritten.
+fn copy_tree_files(from: &Path, to: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(from) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", from.display())),
+    };
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot read {}", from.display()))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_type()?.is_dir() {
+            copy_tree_files(&src, &dst)?;
+        } else if !dst.exists() {
+            std::fs::create_dir_all(to)
+                .with_context(|| format!("cannot create {}", to.display()))?;
+            std::fs::copy(&src, &dst)
+                .with_context(|| format!("cannot copy {} to {}", src.display(), dst.display()))?;
+        }
+    }
+    Ok(())
 }
 
 pub fn run(args: MergeArgs) -> Result<ExitStatus> {

@@ -685,3 +685,34 @@ fn a_budget_stops_searches_before_it_is_passed_and_a_raised_one_resumes() {
     // Nothing paid for twice: both sessions together sent what one unbroken run sends.
     assert_eq!(env.server().request_count() as u64, SEARCHES * 14);
 }
+
+/// Searches split with `--shard` and joined with `merge` keep their trees: every merged record's
+/// `search.tree` names a file of the merged run, equal to the one its shard wrote.
+#[test]
+fn merged_shards_keep_every_search_tree() {
+    require_sandbox();
+    let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server());
+    let cfg = setup(&env, "", "");
+    let cfg = cfg.to_str().unwrap();
+    for shard in ["0/2", "1/2"] {
+        let out = run(&env, &["--quiet", "--shard", shard]);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    }
+    let shards = crate::common::run_dirs(&env.results());
+    assert_eq!(shards.len(), 2);
+    let merged = env.file("merged");
+    let mut args = vec!["merge"];
+    args.extend(shards.iter().map(|d| d.to_str().unwrap()));
+    args.extend(["--out", merged.to_str().unwrap()]);
+    crate::common::ok(&crate::common::run(&args));
+    let lines = checkpoint(&merged);
+    assert_eq!(lines.len() as u64, SEARCHES);
+    for l in &lines {
+        let tree = l["search"]["tree"].as_str().unwrap();
+        let from = shards.iter().find(|d| d.join(tree).is_file()).expect(tree);
+        assert_eq!(
+            crate::common::read(&merged.join(tree)),
+            crate::common::read(&from.join(tree))
+        );
+    }
+}
