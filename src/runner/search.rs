@@ -16,6 +16,7 @@ use crate::search::{
     CallFailed, Exec, Executor, Expand, Policy, Proposal, Reward, Score, SearchInput, SearchOutcome,
 };
 use crate::util::{now_rfc3339, write_atomic};
+use sha2::{Digest, Sha256};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -60,10 +61,7 @@ pub fn tree_path(model: &str, problem_id: &str, index: u32) -> PathBuf {
             .take(60)
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
-        let hash = crate::util::hex(&sha2::Digest::finalize(sha2::Digest::chain_update(
-            <sha2::Sha256 as sha2::Digest>::new(),
-            problem_id.as_bytes(),
-        )));
+        let hash = crate::util::hex(&Sha256::digest(problem_id.as_bytes()));
         format!("{safe}-{}", &hash[..12])
     };
     Path::new("trees")
@@ -546,7 +544,21 @@ impl Finished<'_> {
         let response = o.path.join("\n");
         let finished_at = now_rfc3339();
         let mut r = self.record(state, &finished_at);
-        r.response = Some(&response);
+        // `save_raw_responses = false`: the line keeps the extracted answer and a hash, as for
+        // samples (the tree file still holds every step: it is the search's own record).
+        let stripped = self.ctx.strip.as_ref().map(|cfg| {
+            let hash = crate::util::hex(&Sha256::digest(response.as_bytes()));
+            (crate::grade::extract(&response, cfg), hash)
+        });
+        let mut search = search;
+        match &stripped {
+            Some((extracted, hash)) => {
+                r.extracted = extracted.as_deref();
+                r.response_sha256 = Some(hash);
+                search.path.clear();
+            }
+            None => r.response = Some(&response),
+        }
         r.finish_reason = Some("stop");
         r.outcome = UnitOutcome::Ok;
         r.search = Some(&search);

@@ -692,8 +692,7 @@ fn a_budget_stops_searches_before_it_is_passed_and_a_raised_one_resumes() {
 fn merged_shards_keep_every_search_tree() {
     require_sandbox();
     let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server());
-    let cfg = setup(&env, "", "");
-    let cfg = cfg.to_str().unwrap();
+    setup(&env, "", "");
     for shard in ["0/2", "1/2"] {
         let out = run(&env, &["--quiet", "--shard", shard]);
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
@@ -715,4 +714,32 @@ fn merged_shards_keep_every_search_tree() {
             crate::common::read(&from.join(tree))
         );
     }
+}
+
+/// `save_raw_responses = false` holds for searches: the line keeps the extracted answer and a hash,
+/// not the steps, and the grades are the same.
+#[test]
+fn searches_without_raw_responses_keep_the_answer_and_a_hash() {
+    require_sandbox();
+    let plain = finished_run(["5", "5"], "");
+    let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server());
+    setup(&env, "", "");
+    let out = run(
+        &env,
+        &["--quiet", "--set", "evaluation.save_raw_responses=false"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let lines = checkpoint(&env.run_dir());
+    assert_eq!(lines.len() as u64, SEARCHES);
+    for l in &lines {
+        assert!(l.get("response").is_none_or(Value::is_null), "{l}");
+        assert_eq!(l["search"]["path"], serde_json::json!([]));
+        assert!(
+            l["response_sha256"].as_str().is_some_and(|h| h.len() == 64),
+            "{l}"
+        );
+        assert!(l["extracted"].is_string(), "{l}");
+    }
+    let grades = |dir: &Path| crate::common::read(&dir.join("per_problem.csv"));
+    assert_eq!(grades(&env.run_dir()), grades(&plain.run_dir()));
 }
