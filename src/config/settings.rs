@@ -470,6 +470,10 @@ fn resolve_model(
     // A search has no greedy counterpart: its units are the n searches.
     let mut sampling = sampling;
     sampling.greedy &= search.is_none();
+    if let (Some(s), None) = (&search, m.max_response_bytes.or(raw.api.max_response_bytes)) {
+        // A policy reply holds num_candidates steps of at most policy_max_tokens each.
+        api.max_response_bytes = default_body_limit(Some(s.policy_max_tokens), s.num_candidates);
+    }
     let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
     // A search's calls are bounded by `policy_max_tokens` (and the judge's 16), whatever [sampling] says.
     let bound = search.as_ref().map(|s| s.policy_max_tokens);

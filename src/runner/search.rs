@@ -330,7 +330,11 @@ impl Calls<'_> {
 
     /// An error named by the model it came from.
     fn who(&self, to: Endpoint, err: &ApiError) -> String {
+        let continued = self.sc.settings.prefix == crate::config::Prefix::Continue;
         match (to, &self.sc.settings.reward_model_id) {
+            (Endpoint::Policy, _) if continued && err.class == ErrorClass::BadRequest => format!(
+                "{err} (a server that cannot continue an assistant message needs `prefix = \"restate\"` in [search])"
+            ),
             (Endpoint::Policy, _) | (_, None) => err.to_string(),
             (_, Some(id)) => format!("reward model {id}: {err}"),
         }

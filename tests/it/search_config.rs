@@ -50,6 +50,13 @@ fn mcts_models_get_the_issue_defaults_and_sample_models_none() {
     assert_eq!(t.exec_timeout, Duration::from_secs(5));
     assert_eq!(t.max_calls_per_search, None);
     assert_eq!(t.call_budget(), (1, 32 * 8 * 5));
+    assert!(!s.models[1].sampling.greedy, "a search has no greedy unit");
+    assert_eq!(t.prefix, gpassk::config::Prefix::Continue);
+    // A policy reply carries 4 candidates of up to 1024 tokens: its body limit says so.
+    assert_eq!(
+        s.models[1].api.max_response_bytes,
+        64 * 1024 + 64 * 1024 * 4
+    );
 }
 
 #[test]

@@ -743,3 +743,31 @@ fn searches_without_raw_responses_keep_the_answer_and_a_hash() {
     let grades = |dir: &Path| crate::common::read(&dir.join("per_problem.csv"));
     assert_eq!(grades(&env.run_dir()), grades(&plain.run_dir()));
 }
+
+/// A server that refuses to continue an assistant message stops the model with a hint naming
+/// `prefix = "restate"`; with it, the same server completes every search.
+#[test]
+fn a_server_that_cannot_continue_a_message_is_told_to_restate() {
+    require_sandbox();
+    let refuse = |r: &Recorded| {
+        r.body.get("continue_final_message").map(|_| Fault::Status {
+            code: 400,
+            body: r#"{"error":{"message":"Unrecognized request argument supplied: continue_final_message"}}"#.into(),
+            retry_after: None,
+        })
+    };
+    let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server().faults(refuse));
+    setup(&env, "", "");
+    let out = run(&env, &["--quiet"]);
+    let text = both(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("continue_final_message") && text.contains("prefix = \"restate\""),
+        "{text}"
+    );
+    let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server().faults(refuse));
+    setup(&env, "prefix = \"restate\"", "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert_eq!(checkpoint(&env.run_dir()).len() as u64, SEARCHES);
+}
