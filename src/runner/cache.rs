@@ -24,7 +24,7 @@ pub struct Cached {
 
 #[derive(Serialize, Deserialize)]
 struct Line {
-    /// The search: `<problem position>#<search index>`.
+    /// The search: `<problem id>#<search index>`.
     unit: String,
     key: String,
     reply: Cached,

@@ -698,7 +698,7 @@ fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Op
     let finished = done
         .iter()
         .filter(|(_, k)| *k >= 0)
-        .map(|&(p, k)| search::unit_name(p as usize, k as u32))
+        .map(|&(p, k)| search::unit_name(&job.prepared[p as usize].id, k as u32))
         .collect();
     let cache = RequestCache::open(&RequestCache::path(&job.run_dir, &m.name), &finished)?;
     Ok(Some(SearchCtx {

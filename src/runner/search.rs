@@ -39,9 +39,9 @@ pub struct SearchCtx {
     pub first: [tokio::sync::Mutex<bool>; 2],
 }
 
-/// The cache's name for a search: `<problem position>#<search index>`.
-pub fn unit_name(problem: usize, index: u32) -> String {
-    format!("{problem}#{index}")
+/// The cache's name for a search: `<problem id>#<search index>` (the last `#` splits it).
+pub fn unit_name(problem_id: &str, index: u32) -> String {
+    format!("{problem_id}#{index}")
 }
 
 /// Where a search's tree is written, relative to the run directory. Problem ids that are not
@@ -111,7 +111,7 @@ fn run_search(ctx: &ModelCtx, handle: &Handle, problem: usize, index: u32) {
         ctx,
         sc,
         handle,
-        unit: unit_name(problem, index),
+        unit: unit_name(&input.problem_id, index),
         state: RefCell::new(CallState::default()),
     };
     let mut policy = PolicyCalls(&calls);
