@@ -6,7 +6,26 @@ use gpassk::commands;
 use gpassk::error::{render, ExitStatus};
 use std::process::ExitCode;
 
+/// `gpassk … | head`: once the reader is gone, `println!` cannot print; that ends the command
+/// quietly (its files are written) instead of as a panic. Every other panic keeps its report.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // clap's own layout: the error, the usage line and a hint (or the help for a bare `gpassk`).

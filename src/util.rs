@@ -141,6 +141,17 @@ pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
     })
 }
 
+/// Writes bytes to stdout; a reader that went away (`gpassk … | head`) is not an error: the
+/// command's files are written, and nobody is left to read the rest.
+pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
 /// The width human tables must fit: `COLUMNS` when set, else the terminal's, else 80.
 pub fn terminal_width() -> usize {
     std::env::var("COLUMNS")

@@ -4,7 +4,6 @@
 use crate::error::{BadInput, ExitStatus};
 use anyhow::{Context, Result};
 use clap_complete::Shell;
-use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -34,7 +33,7 @@ pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> Result<Exit
     let name = cmd.get_name().to_string();
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, name, &mut out);
-    std::io::stdout().write_all(&out)?;
+    crate::util::write_stdout(&out)?;
     Ok(ExitStatus::Success)
 }
 
@@ -43,7 +42,7 @@ pub fn man(args: ManArgs, cmd: clap::Command) -> Result<ExitStatus> {
     let Some(dir) = args.out else {
         let mut out = Vec::new();
         clap_mangen::Man::new(cmd).render(&mut out)?;
-        std::io::stdout().write_all(&out)?;
+        crate::util::write_stdout(&out)?;
         return Ok(ExitStatus::Success);
     };
     std::fs::create_dir_all(&dir)

@@ -59,13 +59,14 @@ pub struct ShowArgs {
 /// Runs `gpassk datasets`: a failure when a shipped dataset fails to load; a dataset, subset or
 /// template that `show` cannot use is bad input.
 pub fn run(args: DatasetsArgs) -> anyhow::Result<ExitStatus> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match args.command {
+    let mut out = Vec::new();
+    let result = match args.command {
         None if args.json => list_json(&mut out),
         None => list(&mut out),
         Some(DatasetsCommand::Show(show_args)) => show(&show_args, &mut out).map_err(bad_input),
-    }
+    };
+    crate::util::write_stdout(&out)?;
+    result
 }
 
 fn list_json(out: &mut impl Write) -> anyhow::Result<ExitStatus> {

@@ -292,11 +292,7 @@ fn run_cases(path: &PathBuf, as_json: bool, cfg: &GradeConfig) -> anyhow::Result
             out.push('\n');
         }
     }
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(out.as_bytes())
-        .context("writing results")?;
+    crate::util::write_stdout(out.as_bytes()).context("writing results")?;
     let summary_to_stderr = as_json;
     let mut report = String::new();
     report.push_str(&format!(
@@ -328,9 +324,7 @@ fn run_cases(path: &PathBuf, as_json: bool, cfg: &GradeConfig) -> anyhow::Result
     if summary_to_stderr {
         eprint!("{report}");
     } else {
-        stdout
-            .write_all(report.as_bytes())
-            .context("writing report")?;
+        crate::util::write_stdout(report.as_bytes()).context("writing report")?;
     }
     Ok(0)
 }

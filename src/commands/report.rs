@@ -43,10 +43,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
     match &args.out {
         Some(path) => write_atomic(path, &bytes)
             .map_err(|e| BadInput::new(format!("--out {}: cannot write: {e}", path.display())))?,
-        None => {
-            use std::io::Write;
-            std::io::stdout().write_all(&bytes)?;
-        }
+        None => crate::util::write_stdout(&bytes)?,
     }
     Ok(ExitStatus::Success)
 }

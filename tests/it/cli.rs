@@ -65,3 +65,28 @@ fn completions_and_man_pages_are_generated() {
         assert!(dir.path().join(page).is_file(), "{page}");
     }
 }
+
+/// `gpassk … | head`: a reader that goes away is no error (exit 0, nothing on stderr), whether
+/// the command writes its output at once or line by line (`println!`).
+#[test]
+fn a_closed_stdout_pipe_is_not_an_error() {
+    let dry_run = ["run", "--config", "configs/local.toml", "--dry-run"];
+    for args in [
+        &["datasets", "--json"][..],
+        &["completions", "bash"],
+        &dry_run,
+    ] {
+        let mut child = crate::common::gpassk()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before the program has written anything (it loads every dataset first).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
