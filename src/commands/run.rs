@@ -146,8 +146,21 @@ fn task_label(plan: &Plan) -> String {
 /// Samples, grades and reports one task; returns its run directory and how it ended.
 fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     let resume_dir = resume_dir_for(args, plan)?;
+    let by_file = args.export_batch.is_some() || args.import_batch.is_some();
+    if let Some(m) = plan
+        .settings
+        .models
+        .iter()
+        .find(|m| m.search.is_some() && by_file)
+    {
+        return Err(BadInput::new(format!(
+            "model {} has strategy = \"mcts\": a tree search cannot go through a batch file (each call depends on the replies before it); run it live, or leave it out with --models",
+            m.name
+        ))
+        .into());
+    }
     // A batch file is sent by someone else: no model key is needed here.
-    let keys = if args.export_batch.is_some() || args.import_batch.is_some() {
+    let keys = if by_file {
         Default::default()
     } else {
         runner::read_keys(&plan.settings)?

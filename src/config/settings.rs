@@ -467,6 +467,13 @@ fn resolve_model(
         api.max_response_bytes = default_body_limit(sampling.max_tokens, choices);
     }
     let (strategy, search) = super::search::resolve(text_path(cx), raw, m, i, &name)?;
+    if search.is_some() && api.batch.is_some() {
+        // A search decides each call from the replies before it: nothing to send as one file.
+        return Err(mc.err(
+            "batch",
+            format!("model {name} has strategy = \"mcts\": a tree search cannot go through the Batch API (each call depends on the replies before it); set batch = false for it"),
+        ));
+    }
     // A search has no greedy counterpart: its units are the n searches.
     let mut sampling = sampling;
     sampling.greedy &= search.is_none();

@@ -160,3 +160,33 @@ fn dry_run_prints_the_call_budget() {
         "{out}"
     );
 }
+
+/// A tree search cannot be a batch file: `[api] batch = true` and `--export-batch` are refused
+/// for mcts models (exit 2, naming the model and the line), never sent as plain samples.
+#[test]
+fn searches_never_go_through_the_batch_api() {
+    let env = fixture();
+    let text = std::fs::read_to_string(env.path().join("config.toml")).unwrap();
+    let batched = text.replace(
+        "strategy = \"mcts\"\n",
+        "strategy = \"mcts\"\nbatch = true\n",
+    );
+    std::fs::write(env.path().join("config.toml"), &batched).unwrap();
+    let out = env.command(&["run", "--dry-run"]).output().unwrap();
+    let e = crate::common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("config.toml:") && e.contains("batch") && e.contains("tree"),
+        "{e}"
+    );
+    std::fs::write(env.path().join("config.toml"), &text).unwrap();
+    let file = env.path().join("requests.jsonl");
+    let out = env
+        .command(&["run", "--export-batch", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let e = crate::common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("model tree") && e.contains("batch file"), "{e}");
+    assert!(!file.exists());
+}
