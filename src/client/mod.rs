@@ -492,7 +492,9 @@ impl Client {
                 self.redact(&m)
             }));
         }
-        serde_json::from_slice(&bytes).map_err(|e| ApiError {
+        // Redacted before parsing: a server that echoes the key must not get it into a file.
+        let text = self.redact(&String::from_utf8_lossy(&bytes));
+        serde_json::from_str(&text).map_err(|e| ApiError {
             class: ErrorClass::MalformedJson,
             status: Some(status),
             message: self.redact(&format!("reply is not JSON: {e}")),

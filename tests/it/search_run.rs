@@ -771,3 +771,55 @@ fn a_server_that_cannot_continue_a_message_is_told_to_restate() {
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     assert_eq!(checkpoint(&env.run_dir()).len() as u64, SEARCHES);
 }
+
+/// A policy, judge and pooling server that echo the key in their replies never get it into a
+/// file of the run (checkpoint, cache, trees, reports) or onto the terminal.
+#[test]
+fn echoed_keys_never_reach_a_file() {
+    require_sandbox();
+    fn echo(r: &Recorded) -> String {
+        r.authorization.clone().unwrap_or_default()
+    }
+    let server = || {
+        FakeServer::builder()
+            .responder(|r: &Recorded| {
+                let mut reply = scripted_reply(r);
+                for c in &mut reply.choices {
+                    c.content = format!("{}\n# {}", c.content, echo(r));
+                }
+                reply
+            })
+            .pooling_responder(|r: &Recorded| {
+                let mut rows = pooling_rows(r);
+                rows.as_array_mut().unwrap().push(json!(echo(r)));
+                rows
+            })
+    };
+    for mode in ["chat_judge", "pooling"] {
+        let env = Fixture::new(&dataset(["5", "5"])).with_server(server());
+        setup(&env, &format!("reward_mode = \"{mode}\""), "");
+        let out = run(&env, &["--quiet"]);
+        assert!(!both(&out).contains(KEY), "{mode}");
+        let mut files = vec![env.run_dir()];
+        let mut seen = 0;
+        while let Some(p) = files.pop() {
+            if p.is_dir() {
+                files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(KEY),
+                    "{mode}: {}",
+                    p.display()
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen > 4, "{mode}: {seen} files");
+        assert!(env
+            .server()
+            .requests()
+            .iter()
+            .any(|r| r.is_pooling() == (mode == "pooling")));
+    }
+}
