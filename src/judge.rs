@@ -140,12 +140,13 @@ pub fn judge_pending(
     }
     let pass = Arc::new(Pass {
         writer: CheckpointWriter::open(out)?,
-        client: Client::new(
+        client: Client::with_stream(
             settings.api.chat_url(),
             key,
             settings.api.timeout,
             settings.api.concurrency,
             settings.api.max_response_bytes,
+            settings.api.stream,
         )?,
         policy: settings.api.retry_policy(),
         model: settings.model_id.clone(),
@@ -261,12 +262,15 @@ async fn join_all(tasks: &mut tokio::task::JoinSet<()>) {
 }
 
 async fn judge_one(pass: &Pass, job: JudgeJob) {
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "model": pass.model,
         "messages": [{"role": "user", "content": job.prompt}],
         "temperature": 0.0,
         "max_tokens": pass.max_tokens,
     });
+    if pass.client.streams() {
+        crate::client::ask_to_stream(&mut body);
+    }
     let mut tries = pass.policy.tries(&pass.shutdown);
     let resp = loop {
         if tries.start().is_none() || pass.fatal().is_some() {

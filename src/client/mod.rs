@@ -338,6 +338,11 @@ impl Client {
         &self.url
     }
 
+    /// Whether replies are read as server-sent events.
+    pub fn streams(&self) -> bool {
+        self.stream
+    }
+
     fn redact(&self, s: &str) -> String {
         match &self.key {
             Some(k) => k.redact(s),
@@ -456,6 +461,12 @@ pub fn decode_reply(
         return Err(err(class, Some(status), message.into(), None));
     }
     Ok(resp)
+}
+
+/// Adds the request fields that ask for server-sent events with a final usage chunk.
+pub fn ask_to_stream(body: &mut serde_json::Value) {
+    body["stream"] = true.into();
+    body["stream_options"] = serde_json::json!({"include_usage": true});
 }
 
 /// The error of a reply whose status is not 2xx, classified by status.

@@ -57,6 +57,8 @@ pub struct RawJudge {
     pub max_retries: Option<i64>,
     pub concurrency: Option<i64>,
     pub max_tokens: Option<i64>,
+    /// Server-sent events; defaults to `[api] stream`.
+    pub stream: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -355,7 +355,7 @@ fn resolve_judge(
             ),
             retry_after_max: secs_or(raw.api.retry_after_max, DEFAULT_RETRY_AFTER_MAX),
             max_response_bytes: default_body_limit(Some(max_tokens), 1),
-            stream: false,
+            stream: j.stream.or(raw.api.stream).unwrap_or(false),
             batch: None,
         },
         prompt,

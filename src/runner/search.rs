@@ -365,15 +365,14 @@ impl Policy for PolicyCalls<'_> {
         let c = self.0;
         let (s, m) = (&c.sc.settings, &c.ctx.settings);
         let top_p = m.sampling.top_p;
-        let body = policy_body(
-            &m.model_id,
-            s,
-            top_p,
-            req.input,
-            req.prefix,
-            req.n,
-            req.seed,
-        );
+        let (input, prefix) = (req.input, req.prefix);
+        let mut body = policy_body(&m.model_id, s, top_p, input, prefix, req.n, req.seed);
+        if c.ctx.client.streams() {
+            // `[api] stream = true`: the policy's steps arrive as server-sent events.
+            let mut v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            crate::client::ask_to_stream(&mut v);
+            body = serde_json::to_vec(&v).unwrap_or(body);
+        }
         let completion = u64::from(s.policy_max_tokens) * u64::from(req.n);
         let reply = c.call(Endpoint::Policy, body, completion)?;
         // Some servers (llama.cpp) return a continued message with its prefix: keep the new step.

@@ -687,3 +687,45 @@ fn a_checkpoint_that_cannot_be_written_is_a_disk_error() {
     assert!(text.contains("disk error"), "{text}");
     assert!(!text.contains("connection"), "{text}");
 }
+
+/// `[judge] stream = true` (or `[api] stream`): judge requests ask for server-sent events, and
+/// the streamed verdicts count as plain ones do.
+#[test]
+fn the_judge_streams_when_asked() {
+    let server = FakeServer::builder().responder(|r: &Recorded| {
+        if r.model() == Some("judge-1") {
+            Reply::with_choices(vec![ChoiceReply::stop("Yes.")])
+        } else {
+            smart_reply(r)
+        }
+    });
+    let env = Fixture::new(&sums(3)).with_server(server);
+    let cfg = configure(&env, "n = 4", ONE_MODEL, "");
+    let text = std::fs::read_to_string(&cfg).unwrap().replace(
+        "[evaluation]\n",
+        "[evaluation]\ngrader = \"rule_then_judge\"\n",
+    );
+    std::fs::write(
+        &cfg,
+        text + "[judge]\nmodel_id = \"judge-1\"\nstream = true\n",
+    )
+    .unwrap();
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let judged: Vec<Recorded> = env
+        .server()
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some("judge-1"))
+        .collect();
+    assert!(!judged.is_empty() && judged.iter().all(Recorded::streamed));
+    let grades = std::fs::read_to_string(env.run_dir().join("grades/m1.jsonl")).unwrap();
+    assert_eq!(grades.lines().count(), judged.len());
+    let m = metrics(&env.run_dir());
+    let greedy = m
+        .iter()
+        .find(|(k, _)| k.1 == "all" && k.2 == "greedy_acc")
+        .unwrap()
+        .1;
+    assert_eq!(greedy, "1.0", "every streamed verdict accepted");
+}

@@ -823,3 +823,27 @@ fn echoed_keys_never_reach_a_file() {
             .any(|r| r.is_pooling() == (mode == "pooling")));
     }
 }
+
+/// `[api] stream = true`: policy calls ask for server-sent events and the searches come out the
+/// same as from plain replies.
+#[test]
+fn streamed_policy_replies_search_the_same_trees() {
+    let plain = finished_run(["5", "5"], "");
+    let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server());
+    setup(&env, "", "stream = true");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let policy: Vec<Recorded> = env
+        .server()
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some(POLICY))
+        .collect();
+    assert!(!policy.is_empty() && policy.iter().all(Recorded::streamed));
+    for (a, b) in checkpoint(&plain.run_dir())
+        .iter()
+        .zip(checkpoint(&env.run_dir()))
+    {
+        assert_eq!(a["search"], b["search"]);
+    }
+}
