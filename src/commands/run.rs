@@ -166,6 +166,8 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         runner::read_keys(&plan.settings)?
     };
     let judge_key = judge_key(plan)?;
+    // Before the run directory exists: no sandbox is bad input, and leaves nothing behind.
+    let search = search_job(plan)?;
     if !args.quiet {
         warn_coarse_k(plan);
     }
@@ -189,7 +191,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         keys,
         quiet: args.quiet,
         progress_interval: Duration::from_secs_f64(args.progress_interval.max(0.05)),
-        search: search_job(plan)?,
+        search,
     };
     let ends = match &args.import_batch {
         Some(file) => import_batch(plan, &run_dir, &manifest.run_id, file, args.quiet)?,

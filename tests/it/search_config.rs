@@ -190,3 +190,19 @@ fn searches_never_go_through_the_batch_api() {
     assert!(e.contains("model tree") && e.contains("batch file"), "{e}");
     assert!(!file.exists());
 }
+
+/// Without a sandbox an mcts run is refused before anything is written: exit 2 naming the model
+/// and the missing bubblewrap, never code run unsandboxed, no run directory left behind.
+#[test]
+fn no_sandbox_is_bad_input_and_leaves_no_run_directory() {
+    let env = fixture();
+    let out = env
+        .command(&["run", "--quiet"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let e = crate::common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("model tree") && e.contains("bubblewrap"), "{e}");
+    assert!(!env.results().exists() || crate::common::run_dirs(&env.results()).is_empty());
+}
