@@ -673,7 +673,7 @@ fn print_search_plan(
         _ => u64::from(s.num_candidates),
     };
     println!(
-        "  {}: {} problems × {} searches → {searches} searches; {lo}–{hi} calls (policy + reward); ≤ {} completion tokens",
+        "  {}: {} problems × {} searches → {searches} searches\n    {lo}–{hi} calls (policy + reward), ≤ {} completion tokens",
         m.name,
         plan.prepared.len(),
         m.sampling.n,
