@@ -201,8 +201,24 @@ async fn chat_request(
             _ => {}
         }
     }
+    let torn = format!(
+        r#"{{"id":"chatcmpl-{}","object":"chat.completion","choices":[{{"index":0,"#,
+        rec.seq
+    );
+    let empty = || json_response(200, render(&rec, &Reply::default()).to_string());
+    faulted(fault, || normal(&rec), torn, empty).await
+}
+
+/// The reply `fault` asks for, chat and pooling alike: `normal` is the reply without a fault,
+/// `torn` a body cut mid-JSON, `empty` a reply without items.
+async fn faulted(
+    fault: Option<Fault>,
+    normal: impl Fn() -> HttpReply,
+    torn: String,
+    empty: impl FnOnce() -> HttpReply,
+) -> Result<HttpReply, DropConnection> {
     Ok(match fault {
-        None => normal(&rec),
+        None => normal(),
         Some(Fault::Status {
             code,
             body,
@@ -210,19 +226,11 @@ async fn chat_request(
         }) => status_reply(code, body, retry_after),
         Some(Fault::Hang(d)) => {
             tokio::time::sleep(d).await;
-            normal(&rec)
+            normal()
         }
         Some(Fault::Drop | Fault::StreamCut) => return Err(DropConnection),
-        Some(Fault::MalformedJson | Fault::MalformedChunk) => json_response(
-            200,
-            format!(
-                r#"{{"id":"chatcmpl-{}","object":"chat.completion","choices":[{{"index":0,"#,
-                rec.seq
-            ),
-        ),
-        Some(Fault::EmptyChoices) => {
-            json_response(200, render(&rec, &Reply::default()).to_string())
-        }
+        Some(Fault::MalformedJson | Fault::MalformedChunk) => json_response(200, torn),
+        Some(Fault::EmptyChoices) => empty(),
     })
 }
 
@@ -243,32 +251,17 @@ async fn pooling_request(
         }
         Err(message) => error_response(400, &message),
     };
-    Ok(match (shared.faults)(&rec) {
-        None => normal(&rec),
-        Some(Fault::Status {
-            code,
-            body,
-            retry_after,
-        }) => status_reply(code, body, retry_after),
-        Some(Fault::Hang(d)) => {
-            tokio::time::sleep(d).await;
-            normal(&rec)
-        }
-        Some(Fault::Drop | Fault::StreamCut) => return Err(DropConnection),
-        Some(Fault::MalformedJson | Fault::MalformedChunk) => json_response(
-            200,
-            format!(
-                r#"{{"id":"pool-{}","object":"list","data":[{{"index":0,"#,
-                rec.seq
-            ),
-        ),
-        // The pooling analogue of no choices: a list without any item.
-        Some(Fault::EmptyChoices) => {
-            let mut full = crate::pooling::render(&rec, Value::Array(Vec::new()));
-            full["data"] = Value::Array(Vec::new());
-            json_response(200, full.to_string())
-        }
-    })
+    let torn = format!(
+        r#"{{"id":"pool-{}","object":"list","data":[{{"index":0,"#,
+        rec.seq
+    );
+    // The pooling analogue of no choices: a list without any item.
+    let empty = || {
+        let mut full = crate::pooling::render(&rec, Value::Array(Vec::new()));
+        full["data"] = Value::Array(Vec::new());
+        json_response(200, full.to_string())
+    };
+    faulted((shared.faults)(&rec), || normal(&rec), torn, empty).await
 }
 
 /// A status fault's reply, with its `Retry-After` when it has one.
