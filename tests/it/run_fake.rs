@@ -605,6 +605,16 @@ fn ctrl_c_saves_and_exits_130_with_the_resume_command() {
     assert_eq!(usable_units(&run_dir, "m1").len(), 10 * 9);
 }
 
+/// `n = 4` samples of one model, graded by rule then by the judge `judge-1` (`judge` keys added).
+fn configure_judged(env: &Fixture, judge: &str) {
+    let cfg = configure(env, "n = 4", ONE_MODEL, "");
+    let text = std::fs::read_to_string(&cfg).unwrap().replace(
+        "[evaluation]\n",
+        "[evaluation]\ngrader = \"rule_then_judge\"\n",
+    );
+    std::fs::write(&cfg, text + "[judge]\nmodel_id = \"judge-1\"\n" + judge).unwrap();
+}
+
 #[test]
 fn judge_rescues_rule_rejections_and_is_asked_only_once() {
     let server = FakeServer::builder().responder(|r: &Recorded| {
@@ -621,14 +631,7 @@ fn judge_rescues_rule_rejections_and_is_asked_only_once() {
     });
     let env = Fixture::new(&sums(3)).with_server(server);
     let server = env.server();
-    let cfg = configure(&env, "n = 4", ONE_MODEL, "");
-    let mut text = std::fs::read_to_string(&cfg).unwrap();
-    text = text.replace(
-        "[evaluation]\n",
-        "[evaluation]\ngrader = \"rule_then_judge\"\n",
-    );
-    text.push_str("[judge]\nmodel_id = \"judge-1\"\n");
-    std::fs::write(&cfg, text).unwrap();
+    configure_judged(&env, "");
     let out = run(&env, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     let judged = server
@@ -700,16 +703,7 @@ fn the_judge_streams_when_asked() {
         }
     });
     let env = Fixture::new(&sums(3)).with_server(server);
-    let cfg = configure(&env, "n = 4", ONE_MODEL, "");
-    let text = std::fs::read_to_string(&cfg).unwrap().replace(
-        "[evaluation]\n",
-        "[evaluation]\ngrader = \"rule_then_judge\"\n",
-    );
-    std::fs::write(
-        &cfg,
-        text + "[judge]\nmodel_id = \"judge-1\"\nstream = true\n",
-    )
-    .unwrap();
+    configure_judged(&env, "stream = true\n");
     let out = run(&env, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
     let judged: Vec<Recorded> = env
