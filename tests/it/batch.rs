@@ -346,13 +346,7 @@ fn ctrl_c_while_polling_stops_and_keeps_the_batch_id() {
         assert!(std::time::Instant::now() < deadline, "never polled");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    let out = crate::run_fake::interrupt(child);
     assert!(both(&out).contains("--resume"), "{}", both(&out));
     let manifest: Value =
         serde_json::from_str(&read(&env.run_dir().join("manifest.json"))).unwrap();

@@ -52,6 +52,29 @@ fn configure_at(
     })
 }
 
+/// `gpassk run --config <cfg> --quiet` in the background with the test key, output captured.
+pub(crate) fn spawn_run(cfg: &Path) -> std::process::Child {
+    gpassk()
+        .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
+        .env("GPASSK_TEST_KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Ctrl-C to a running gpassk; its output once it has exited 130, as an interrupt must.
+pub(crate) fn interrupt(child: std::process::Child) -> Output {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", out_text(&out));
+    out
+}
+
 /// `gpassk run --config <config.toml> ARGS` with the test key set.
 pub(crate) fn run(env: &Fixture, args: &[&str]) -> Output {
     let mut all = vec!["run"];
@@ -573,25 +596,12 @@ fn ctrl_c_saves_and_exits_130_with_the_resume_command() {
     let env = Fixture::new(&sums(10)).with_server(slow);
     let slow = env.server();
     let cfg = configure(&env, "n = 8", ONE_MODEL, "concurrency = 2");
-    let child = gpassk()
-        .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
-        .env("GPASSK_TEST_KEY", KEY)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&cfg);
     let deadline = Instant::now() + Duration::from_secs(60);
     while slow.request_count() < 5 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let text = out_text(&out);
-    assert_eq!(out.status.code(), Some(130), "{text}");
+    let text = out_text(&interrupt(child));
     assert!(text.contains("--resume"), "{text}");
     let run_dir = env.run_dir();
     let manifest: serde_json::Value =

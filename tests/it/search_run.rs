@@ -8,7 +8,6 @@ use fake_openai::{ChoiceReply, FakeServer, FakeServerBuilder, Fault, Recorded, R
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -473,13 +472,7 @@ fn an_interrupted_run_resumes_by_replay_without_paying_twice() {
     let env = Fixture::new(&dataset(["5", "5"])).with_server(server);
     let server = env.server();
     let cfg = setup(&env, "", "shutdown_grace = 1");
-    let child = crate::common::gpassk()
-        .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
-        .env("GPASSK_TEST_KEY", KEY)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = crate::run_fake::spawn_run(&cfg);
     // Interrupt once the run is stuck on a hanging request and every answer is cached (so the
     // interruption cannot race a reply on its way).
     let cached = || {
@@ -498,13 +491,7 @@ fn an_interrupted_run_resumes_by_replay_without_paying_twice() {
         stuck(),
         "the run never got stuck with {ANSWERED} replies cached"
     );
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    crate::run_fake::interrupt(child);
     let run_dir = env.run_dir();
     let finished_before = checkpoint(&run_dir).len() as u64;
     assert!(finished_before < SEARCHES, "nothing was left to resume");
