@@ -147,18 +147,7 @@ fn task_label(plan: &Plan) -> String {
 fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     let resume_dir = resume_dir_for(args, plan)?;
     let by_file = args.export_batch.is_some() || args.import_batch.is_some();
-    if let Some(m) = plan
-        .settings
-        .models
-        .iter()
-        .find(|m| m.search.is_some() && by_file)
-    {
-        return Err(BadInput::new(format!(
-            "model {} has strategy = \"mcts\": a tree search cannot go through a batch file (each call depends on the replies before it); run it live, or leave it out with --models",
-            m.name
-        ))
-        .into());
-    }
+    refuse_search_by_file(plan, by_file)?;
     // A batch file is sent by someone else: no model key is needed here.
     let keys = if by_file {
         Default::default()
@@ -552,6 +541,17 @@ fn resolve_resume(r: &str, plan: &Plan) -> Result<PathBuf> {
             ))
             .into()
         })
+}
+
+/// A tree search cannot be a batch file: each call depends on the replies before it.
+fn refuse_search_by_file(plan: &Plan, by_file: bool) -> Result<(), BadInput> {
+    match plan.settings.models.iter().find(|m| m.search.is_some()) {
+        Some(m) if by_file => Err(BadInput::new(format!(
+            "model {} has strategy = \"mcts\": a tree search cannot go through a batch file (each call depends on the replies before it); run it live, or leave it out with --models",
+            m.name
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// What tree searches need, when a model has `strategy = "mcts"`: the questions without their
