@@ -709,6 +709,7 @@ fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Op
         cache,
         run_dir: job.run_dir.clone(),
         first: Default::default(),
+        restate: Default::default(),
     }))
 }
 

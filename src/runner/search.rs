@@ -7,7 +7,7 @@ use super::{ModelCtx, ModelEnd};
 use crate::checkpoint::{RecordRef, SampleIndex, SearchRecord, UnitOutcome};
 use crate::client::retry::Next;
 use crate::client::{ApiError, ChatResponse, Client, ErrorClass, Usage};
-use crate::config::{RewardMode, SearchSettings};
+use crate::config::{Prefix, RewardMode, SearchSettings};
 use crate::sandbox::{Limits, Sandbox, Status};
 use crate::search::requests::{
     judge_body, parse_pooling, parse_score, policy_body, pooling_body, prefix_text,
@@ -37,6 +37,9 @@ pub struct SearchCtx {
     /// Per server (policy, reward): held by the first live call until a reply comes, so a bad
     /// key or unknown model costs one request, not one per concurrent search (as for sampling).
     pub first: [tokio::sync::Mutex<bool>; 2],
+    /// Set when the server refused to continue an assistant message (HTTP 400): from then on
+    /// prefixes are restated in the user turn, as with `prefix = "restate"`.
+    pub restate: std::sync::atomic::AtomicBool,
 }
 
 /// The cache's name for a search: `<problem id>#<search index>` (the last `#` splits it).
@@ -177,6 +180,8 @@ struct Calls<'a> {
 #[derive(Clone, Copy)]
 enum Endpoint {
     Policy,
+    /// A policy call that continues an assistant message (may be refused: then restated).
+    Continued,
     Judge,
     Pooling,
 }
@@ -184,7 +189,7 @@ enum Endpoint {
 impl Calls<'_> {
     fn client(&self, to: Endpoint) -> &Client {
         match (to, &self.sc.reward) {
-            (Endpoint::Policy, _) | (_, None) => &self.ctx.client,
+            (Endpoint::Policy | Endpoint::Continued, _) | (_, None) => &self.ctx.client,
             (_, Some(r)) => r,
         }
     }
@@ -208,7 +213,7 @@ impl Calls<'_> {
         };
         let mut st = self.state.borrow_mut();
         add_usage(&mut st.usage, reply.usage.as_ref());
-        if matches!(to, Endpoint::Policy) && reply.served_model.is_some() {
+        if matches!(to, Endpoint::Policy | Endpoint::Continued) && reply.served_model.is_some() {
             st.served_model.clone_from(&reply.served_model);
         }
         Ok(reply)
@@ -222,7 +227,7 @@ impl Calls<'_> {
         body: Vec<u8>,
         completion: u64,
     ) -> Result<Cached, CallFailed> {
-        let gate = usize::from(!matches!(to, Endpoint::Policy));
+        let gate = usize::from(!matches!(to, Endpoint::Policy | Endpoint::Continued));
         let mut first = self.sc.first[gate].lock().await;
         if *first {
             drop(first);
@@ -274,6 +279,10 @@ impl Calls<'_> {
             };
             if err.class == ErrorClass::RateLimited {
                 ctx.limit.on_rate_limited();
+            }
+            if matches!(to, Endpoint::Continued) && err.class == ErrorClass::BadRequest {
+                self.refused_continuation();
+                return Err(CallFailed(RESTATE.into()));
             }
             if !err.class.retryable() {
                 ctx.fail(&self.who(to, &err));
@@ -328,14 +337,23 @@ impl Calls<'_> {
         })
     }
 
+    /// The server cannot continue an assistant message: restate prefixes from now on, and say so
+    /// once.
+    fn refused_continuation(&self) {
+        let ctx = self.ctx;
+        if !self.sc.restate.swap(true, Ordering::SeqCst) && !ctx.quiet {
+            let note = format!(
+                "note: model {}: the server refused to continue an assistant message (HTTP 400); the steps so far are restated in the user turn from now on (set prefix = \"restate\" to skip the attempt)",
+                ctx.settings.name
+            );
+            *ctx.counters.note.lock().unwrap_or_else(|p| p.into_inner()) = Some(note);
+        }
+    }
+
     /// An error named by the model it came from.
     fn who(&self, to: Endpoint, err: &ApiError) -> String {
-        let continued = self.sc.settings.prefix == crate::config::Prefix::Continue;
         match (to, &self.sc.settings.reward_model_id) {
-            (Endpoint::Policy, _) if continued && err.class == ErrorClass::BadRequest => format!(
-                "{err} (a server that cannot continue an assistant message needs `prefix = \"restate\"` in [search])"
-            ),
-            (Endpoint::Policy, _) | (_, None) => err.to_string(),
+            (Endpoint::Policy | Endpoint::Continued, _) | (_, None) => err.to_string(),
             (_, Some(id)) => format!("reward model {id}: {err}"),
         }
     }
@@ -358,23 +376,62 @@ fn add_usage(sum: &mut Option<Usage>, u: Option<&Usage>) {
     s.completion_tokens = add(s.completion_tokens, u.completion_tokens);
 }
 
+/// What a refused continuation returns, so the expansion is asked again, restated.
+const RESTATE: &str = "restate";
+
 struct PolicyCalls<'a>(&'a Calls<'a>);
+
+impl PolicyCalls<'_> {
+    /// The policy request of `req` with the prefix sent as `how`.
+    fn body(&self, req: &Expand, how: Prefix) -> Vec<u8> {
+        let c = self.0;
+        let m = &c.ctx.settings;
+        let s = SearchSettings {
+            prefix: how,
+            ..c.sc.settings.clone()
+        };
+        let (input, prefix) = (req.input, req.prefix);
+        let top_p = m.sampling.top_p;
+        let body = policy_body(&m.model_id, &s, top_p, input, prefix, req.n, req.seed);
+        if !c.ctx.client.streams() {
+            return body;
+        }
+        // `[api] stream = true`: the policy's steps arrive as server-sent events.
+        let mut v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        crate::client::ask_to_stream(&mut v);
+        serde_json::to_vec(&v).unwrap_or(body)
+    }
+}
 
 impl Policy for PolicyCalls<'_> {
     fn expand(&mut self, req: &Expand) -> Result<Proposal, CallFailed> {
         let c = self.0;
-        let (s, m) = (&c.sc.settings, &c.ctx.settings);
-        let top_p = m.sampling.top_p;
-        let (input, prefix) = (req.input, req.prefix);
-        let mut body = policy_body(&m.model_id, s, top_p, input, prefix, req.n, req.seed);
-        if c.ctx.client.streams() {
-            // `[api] stream = true`: the policy's steps arrive as server-sent events.
-            let mut v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            crate::client::ask_to_stream(&mut v);
-            body = serde_json::to_vec(&v).unwrap_or(body);
-        }
+        let s = &c.sc.settings;
         let completion = u64::from(s.policy_max_tokens) * u64::from(req.n);
-        let reply = c.call(Endpoint::Policy, body, completion)?;
+        let continued = s.prefix == Prefix::Continue
+            && !req.prefix.is_empty()
+            && !c.sc.restate.load(Ordering::SeqCst);
+        let reply = if continued {
+            match c.call(
+                Endpoint::Continued,
+                self.body(req, Prefix::Continue),
+                completion,
+            ) {
+                Err(CallFailed(m)) if m == RESTATE => c.call(
+                    Endpoint::Policy,
+                    self.body(req, Prefix::Restate),
+                    completion,
+                )?,
+                other => other?,
+            }
+        } else {
+            let how = if s.prefix == Prefix::Continue && c.sc.restate.load(Ordering::SeqCst) {
+                Prefix::Restate
+            } else {
+                s.prefix
+            };
+            c.call(Endpoint::Policy, self.body(req, how), completion)?
+        };
         // Some servers (llama.cpp) return a continued message with its prefix: keep the new step.
         let done = prefix_text(req.prefix);
         let steps = reply

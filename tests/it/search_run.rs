@@ -731,10 +731,11 @@ fn searches_without_raw_responses_keep_the_answer_and_a_hash() {
     assert_eq!(grades(&env.run_dir()), grades(&plain.run_dir()));
 }
 
-/// A server that refuses to continue an assistant message stops the model with a hint naming
-/// `prefix = "restate"`; with it, the same server completes every search.
+/// A server that refuses to continue an assistant message (HTTP 400) gets the steps restated in
+/// the user turn from then on: the run completes, with the trees of `prefix = "restate"`, a note
+/// says so, and at most one refused request per concurrent search is spent.
 #[test]
-fn a_server_that_cannot_continue_a_message_is_told_to_restate() {
+fn a_server_that_cannot_continue_a_message_gets_the_prefix_restated() {
     require_sandbox();
     let refuse = |r: &Recorded| {
         r.body.get("continue_final_message").map(|_| Fault::Status {
@@ -743,20 +744,31 @@ fn a_server_that_cannot_continue_a_message_is_told_to_restate() {
             retry_after: None,
         })
     };
+    let restated = finished_run(["5", "5"], "prefix = \"restate\"");
     let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server().faults(refuse));
     setup(&env, "", "");
-    let out = run(&env, &["--quiet"]);
+    let out = run(&env, &[]);
     let text = both(&out);
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
-        text.contains("continue_final_message") && text.contains("prefix = \"restate\""),
+        text.contains("refused to continue an assistant message"),
         "{text}"
     );
-    let env = Fixture::new(&dataset(["5", "5"])).with_server(scripted_server().faults(refuse));
-    setup(&env, "prefix = \"restate\"", "");
-    let out = run(&env, &["--quiet"]);
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    assert_eq!(checkpoint(&env.run_dir()).len() as u64, SEARCHES);
+    let refused = env
+        .server()
+        .requests()
+        .iter()
+        .filter(|r| r.body.get("continue_final_message").is_some())
+        .count();
+    assert!((1..=4).contains(&refused), "{refused} refused requests");
+    for (a, b) in checkpoint(&restated.run_dir())
+        .iter()
+        .zip(checkpoint(&env.run_dir()))
+    {
+        assert_eq!(a["search"], b["search"]);
+    }
+    let tree = |d: &Path| crate::common::read(&d.join("trees/tree/p0/0.json"));
+    assert_eq!(tree(&restated.run_dir()), tree(&env.run_dir()));
 }
 
 /// A policy, judge and pooling server that echo the key in their replies never get it into a
