@@ -239,23 +239,23 @@ fn batch_mode_gives_the_same_metrics_as_a_live_run() {
     assert!(!read(&env.run_dir().join("manifest.json")).contains("batch_id"));
 }
 
-#[test]
-fn a_killed_batch_run_resumes_polling_the_same_batch() {
-    // 1,500 polls at 20 ms leave the kill 30 s to land, however loaded the machine; the resume then
-    // polls fast.
-    let env = batch_env(plan(1500, "completed"), "0.02");
-    let mut child = env
-        .command(&["run", "--quiet"])
-        .env("GPASSK_TEST_KEY", crate::run_fake::KEY)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+/// `gpassk run` in the background, returned once it has polled its batch twice.
+fn spawn_polling(env: &Fixture) -> std::process::Child {
+    let child = crate::run_fake::spawn_run(&env.file("config.toml"));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while env.server().hits("GET", "/v1/batches/batch_0") < 2 {
         assert!(std::time::Instant::now() < deadline, "never polled");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    child
+}
+
+#[test]
+fn a_killed_batch_run_resumes_polling_the_same_batch() {
+    // 1,500 polls at 20 ms leave the kill 30 s to land, however loaded the machine; the resume then
+    // polls fast.
+    let env = batch_env(plan(1500, "completed"), "0.02");
+    let mut child = spawn_polling(&env);
     child.kill().unwrap();
     child.wait().unwrap();
     let dir = env.run_dir();
@@ -334,18 +334,7 @@ fn batch_is_a_per_model_key_and_a_bad_interval_is_refused() {
 fn ctrl_c_while_polling_stops_and_keeps_the_batch_id() {
     // The batch never finishes: only the interrupt ends the run.
     let env = batch_env(plan(u32::MAX, "completed"), "0.02");
-    let child = env
-        .command(&["run"])
-        .env("GPASSK_TEST_KEY", crate::run_fake::KEY)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while env.server().hits("GET", "/v1/batches/batch_0") < 2 {
-        assert!(std::time::Instant::now() < deadline, "never polled");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let child = spawn_polling(&env);
     let out = crate::run_fake::interrupt(child);
     assert!(both(&out).contains("--resume"), "{}", both(&out));
     let manifest: Value =

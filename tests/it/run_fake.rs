@@ -324,14 +324,7 @@ fn resume_after_kill_matches_uninterrupted_run_and_torn_line_is_redone() {
     let env = Fixture::new(&sums(8)).with_server(slow);
     let slow = env.server();
     configure(&env, "n = 6", ONE_MODEL, "concurrency = 2");
-    let cfg = env.path().join("config.toml");
-    let mut child = gpassk()
-        .args(["run", "--quiet", "--config", cfg.to_str().unwrap()])
-        .env("GPASSK_TEST_KEY", KEY)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&env.path().join("config.toml"));
     // Kill it hard once some, but not all, samples are checkpointed.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
