@@ -90,14 +90,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<HttpReply
 /// `POST /v1/files` (multipart upload) and `POST /v1/batches` (create).
 async fn batch_post(shared: &Shared, req: Request<Incoming>) -> HttpReply {
     let path = req.uri().path().to_string();
-    let content_type = req
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => return closing(error_response(413, "request body too large")),
+    let content_type = header(&req, CONTENT_TYPE);
+    let body = match bounded_body(req).await {
+        Ok(body) => body,
+        Err(resp) => return resp,
     };
     let result = if path == "/v1/files" {
         crate::batch::upload(shared, content_type.as_deref(), &body)
@@ -137,6 +133,21 @@ fn batch_get(shared: &Shared, path: &str) -> HttpReply {
     }
 }
 
+/// A request header's value, when it is text.
+fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<String> {
+    let value = req.headers().get(name)?.to_str().ok()?;
+    Some(value.to_string())
+}
+
+/// The whole body, at most `MAX_BODY` bytes; else the 413 to send (the client went away mid-body,
+/// or a chunked body went over the limit).
+async fn bounded_body(req: Request<Incoming>) -> Result<Bytes, HttpReply> {
+    match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(_) => Err(closing(error_response(413, "request body too large"))),
+    }
+}
+
 /// Reads a JSON body (bounded) and records it; `Err` is the 413 or 400 to send instead.
 async fn read_recorded(
     shared: &Shared,
@@ -151,16 +162,8 @@ async fn read_recorded(
         return Err(closing(error_response(413, "request body too large")));
     }
     let path = req.uri().path().to_string();
-    let authorization = req
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        // Either the client went away mid-body or a chunked body went over the limit.
-        Err(_) => return Err(closing(error_response(413, "request body too large"))),
-    };
+    let authorization = header(&req, AUTHORIZATION);
+    let body = bounded_body(req).await?;
     match serde_json::from_slice(&body) {
         Ok(json) => Ok(shared.record(&path, authorization, json)),
         Err(e) => Err(error_response(
