@@ -4,7 +4,8 @@
 //! per model on a shared scale, and the manifest folded away.
 
 use super::markup::{
-    columns, coverage, notes, pct_ci, search_grid, search_notes, subset_grid, Grid,
+    columns, coverage, headline_ks, notes, percent_table, search_grid, search_notes, subset_grid,
+    Grid,
 };
 use super::Exporter;
 use crate::metrics::MetricKind;
@@ -218,17 +219,6 @@ fn no_data(m: &ModelScore) -> bool {
     m.problems.iter().all(|p| p.n == 0 && p.greedy.is_none())
 }
 
-/// The k values the summaries show: the config's `metrics` pick them; all when it names none.
-fn headline_ks(results: &RunResults) -> Vec<u64> {
-    let headline: Vec<u64> = results.shown.iter().filter_map(|m| m.k()).collect();
-    results
-        .ks
-        .iter()
-        .copied()
-        .filter(|k| headline.is_empty() || headline.contains(k))
-        .collect()
-}
-
 fn dataset_size(results: &RunResults) -> usize {
     results.models.first().map_or(0, |m| m.problems.len())
 }
@@ -325,21 +315,7 @@ fn percent_grids(results: &RunResults, partial: bool) -> Vec<Grid> {
     headline_ks(results)
         .into_iter()
         .map(|k| {
-            let cols = columns(results, k);
-            let mut header = vec!["model".to_string()];
-            header.extend(cols.iter().map(|c| c.1.clone()));
-            let rows = results
-                .models
-                .iter()
-                .map(|m| {
-                    let mut row = vec![m.name.clone()];
-                    row.extend(
-                        cols.iter()
-                            .map(|(metric, _)| pct_ci(m.estimate(metric, None))),
-                    );
-                    row
-                })
-                .collect();
+            let (header, rows) = percent_table(results, k);
             let scope = if partial {
                 format!("up to {total} problems; run incomplete")
             } else {

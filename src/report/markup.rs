@@ -57,38 +57,54 @@ pub(super) fn coverage(m: &ModelScore) -> String {
         .map_or_else(|| "-".into(), |e| format!("{:.1}%", 100.0 * e.coverage))
 }
 
-/// One grid per k: a row per model with every headline metric, coverage and no-answer counts.
-pub(super) fn summaries(results: &RunResults) -> Vec<Grid> {
-    let problems = results.models.first().map_or(0, |m| m.problems.len());
-    // The config's `metrics` list picks the headline k values; machine formats keep every k.
+/// The k values human reports show: those of the config's `metrics` list (all when it names
+/// none); machine formats keep every k.
+pub(super) fn headline_ks(results: &RunResults) -> Vec<u64> {
     let headline: Vec<u64> = results.shown.iter().filter_map(|m| m.k()).collect();
     results
         .ks
         .iter()
+        .copied()
         .filter(|k| headline.is_empty() || headline.contains(k))
-        .map(|&k| {
-            let cols = columns(results, k);
-            let mut header = vec!["model".to_string()];
-            header.extend(cols.iter().map(|c| c.1.clone()));
+        .collect()
+}
+
+/// For one k: the header (model, then each metric) and a row per model of "value ± CI" cells.
+pub(super) fn percent_table(results: &RunResults, k: u64) -> (Vec<String>, Vec<Vec<String>>) {
+    let cols = columns(results, k);
+    let mut header = vec!["model".to_string()];
+    header.extend(cols.iter().map(|c| c.1.clone()));
+    let rows = results
+        .models
+        .iter()
+        .map(|m| {
+            let mut row = vec![m.name.clone()];
+            row.extend(
+                cols.iter()
+                    .map(|(metric, _)| pct_ci(m.estimate(metric, None))),
+            );
+            row
+        })
+        .collect();
+    (header, rows)
+}
+
+/// One grid per k: a row per model with every headline metric, coverage and no-answer counts.
+pub(super) fn summaries(results: &RunResults) -> Vec<Grid> {
+    let problems = results.models.first().map_or(0, |m| m.problems.len());
+    headline_ks(results)
+        .into_iter()
+        .map(|k| {
+            let (mut header, mut rows) = percent_table(results, k);
             header.extend(["n", "coverage", "no answer", "missing"].map(String::from));
-            let rows = results
-                .models
-                .iter()
-                .map(|m| {
-                    let mut row = vec![m.name.clone()];
-                    row.extend(
-                        cols.iter()
-                            .map(|(metric, _)| pct_ci(m.estimate(metric, None))),
-                    );
-                    row.extend([
-                        m.n.to_string(),
-                        coverage(m),
-                        m.no_answer.to_string(),
-                        m.missing.to_string(),
-                    ]);
-                    row
-                })
-                .collect();
+            for (row, m) in rows.iter_mut().zip(&results.models) {
+                row.extend([
+                    m.n.to_string(),
+                    coverage(m),
+                    m.no_answer.to_string(),
+                    m.missing.to_string(),
+                ]);
+            }
             Grid {
                 title: format!(
                     "{} ({problems} problems), k = {k}: % with 95% CI over problems",
