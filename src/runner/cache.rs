@@ -32,7 +32,8 @@ struct Line {
 
 /// The replies of unfinished searches (finished ones are never replayed, so they are not loaded).
 pub struct RequestCache {
-    map: Mutex<HashMap<(String, String), Cached>>,
+    /// Search → request key → reply.
+    map: Mutex<HashMap<String, HashMap<String, Cached>>>,
     writer: CheckpointWriter,
 }
 
@@ -55,10 +56,10 @@ impl RequestCache {
     pub fn open(path: &Path, finished: &HashSet<String>) -> Result<RequestCache, CheckpointError> {
         // Opening the writer first cuts a torn last line, so appends never follow half a line.
         let writer = CheckpointWriter::open(path)?;
-        let mut map = HashMap::new();
+        let mut map: HashMap<String, HashMap<String, Cached>> = HashMap::new();
         read_lines(path, |l: Line| {
             if !finished.contains(&l.unit) {
-                map.insert((l.unit, l.key), l.reply);
+                map.entry(l.unit).or_default().insert(l.key, l.reply);
             }
             Ok(())
         })?;
@@ -70,7 +71,7 @@ impl RequestCache {
 
     pub fn get(&self, unit: &str, key: &str) -> Option<Cached> {
         let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&(unit.to_string(), key.to_string())).cloned()
+        map.get(unit)?.get(key).cloned()
     }
 
     /// Appends a paid reply (one whole line) before the search goes on with it.
@@ -86,7 +87,7 @@ impl RequestCache {
     /// Drops a finished search's replies from memory.
     pub fn forget(&self, unit: &str) {
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|(u, _), _| u != unit);
+        map.remove(unit);
     }
 }
 

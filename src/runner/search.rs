@@ -408,28 +408,20 @@ impl Policy for PolicyCalls<'_> {
         let c = self.0;
         let s = &c.sc.settings;
         let completion = u64::from(s.policy_max_tokens) * u64::from(req.n);
-        let continued = s.prefix == Prefix::Continue
-            && !req.prefix.is_empty()
-            && !c.sc.restate.load(Ordering::SeqCst);
-        let reply = if continued {
-            match c.call(
-                Endpoint::Continued,
-                self.body(req, Prefix::Continue),
-                completion,
-            ) {
-                Err(CallFailed(m)) if m == RESTATE => c.call(
-                    Endpoint::Policy,
-                    self.body(req, Prefix::Restate),
-                    completion,
-                )?,
+        let how = if c.sc.restate.load(Ordering::SeqCst) {
+            Prefix::Restate
+        } else {
+            s.prefix
+        };
+        let reply = if how == Prefix::Continue && !req.prefix.is_empty() {
+            let restated = || self.body(req, Prefix::Restate);
+            match c.call(Endpoint::Continued, self.body(req, how), completion) {
+                Err(CallFailed(m)) if m == RESTATE => {
+                    c.call(Endpoint::Policy, restated(), completion)?
+                }
                 other => other?,
             }
         } else {
-            let how = if s.prefix == Prefix::Continue && c.sc.restate.load(Ordering::SeqCst) {
-                Prefix::Restate
-            } else {
-                s.prefix
-            };
             c.call(Endpoint::Policy, self.body(req, how), completion)?
         };
         // Some servers (llama.cpp) return a continued message with its prefix: keep the new step.
