@@ -662,22 +662,12 @@ fn print_search_plan(
 ) -> (u64, u64) {
     let (lo, hi) = s.call_budget();
     let (lo, hi) = (searches * lo, searches * hi);
-    // Each policy call writes at most num_candidates × policy_max_tokens; a judge call 16.
-    let per_expansion = u64::from(s.num_candidates) * u64::from(s.policy_max_tokens)
-        + match s.reward_mode {
-            config::RewardMode::ChatJudge => 16 * u64::from(s.num_candidates),
-            _ => 0,
-        };
-    let expansions_per_call = 1 + match s.reward_mode {
-        config::RewardMode::None => 0,
-        _ => u64::from(s.num_candidates),
-    };
     println!(
         "  {}: {} problems × {} searches → {searches} searches\n    {lo}–{hi} calls (policy + reward), ≤ {} completion tokens",
         m.name,
         plan.prepared.len(),
         m.sampling.n,
-        hi.div_ceil(expansions_per_call) * per_expansion
+        searches * s.completion_budget()
     );
     if m.pricing.is_some() {
         println!("    cost: set by the trees (prompts grow with depth); max_cost, when set, is held call by call");

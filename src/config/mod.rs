@@ -12,7 +12,8 @@ pub mod settings_json;
 
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 pub use search::{
-    AnswerSelect, Prefix, RewardMode, SearchSettings, Strategy, TerminalReward, SEARCH_KEYS,
+    AnswerSelect, Prefix, RewardMode, SearchSettings, Strategy, TerminalReward, JUDGE_MAX_TOKENS,
+    SEARCH_KEYS,
 };
 pub use settings::{
     parse_metric, ApiSettings, EvalSettings, ModelSettings, SamplingSettings, Settings,

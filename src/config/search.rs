@@ -125,17 +125,38 @@ impl SearchSettings {
     /// simulation expands a new node at each depth, each expansion one policy call plus one reward
     /// call per candidate; then the hard cap.
     pub fn call_budget(&self) -> (u64, u64) {
-        let per_expansion = 1 + match self.reward_mode {
-            RewardMode::None => 0,
-            _ => u64::from(self.num_candidates),
-        };
-        let natural = u64::from(self.num_simulations) * u64::from(self.max_depth) * per_expansion;
+        let natural = u64::from(self.num_simulations)
+            * u64::from(self.max_depth)
+            * self.calls_per_expansion();
         let max = self
             .max_calls_per_search
             .map_or(natural, |c| natural.min(u64::from(c)));
         (1, max)
     }
+
+    /// One policy call, plus one reward call per candidate unless `reward_mode = "none"`.
+    fn calls_per_expansion(&self) -> u64 {
+        1 + match self.reward_mode {
+            RewardMode::None => 0,
+            _ => u64::from(self.num_candidates),
+        }
+    }
+
+    /// The most completion tokens one search can take: the call budget in whole expansions, each
+    /// `num_candidates × policy_max_tokens` from the policy plus a chat judge's short replies.
+    pub fn completion_budget(&self) -> u64 {
+        let judge = match self.reward_mode {
+            RewardMode::ChatJudge => u64::from(JUDGE_MAX_TOKENS),
+            _ => 0,
+        };
+        let per_expansion =
+            u64::from(self.num_candidates) * (u64::from(self.policy_max_tokens) + judge);
+        self.call_budget().1.div_ceil(self.calls_per_expansion()) * per_expansion
+    }
 }
+
+/// The most tokens a chat judge may reply with: a score.
+pub const JUDGE_MAX_TOKENS: u32 = 16;
 
 /// The `[search]` keys, for did-you-mean hints.
 pub const SEARCH_KEYS: &[&str] = &[

@@ -7,7 +7,7 @@ use super::{ModelCtx, ModelEnd};
 use crate::checkpoint::{RecordRef, SampleIndex, SearchRecord, UnitOutcome};
 use crate::client::retry::Next;
 use crate::client::{ApiError, ChatResponse, Client, ErrorClass, Usage};
-use crate::config::{Prefix, RewardMode, SearchSettings};
+use crate::config::{Prefix, RewardMode, SearchSettings, JUDGE_MAX_TOKENS};
 use crate::sandbox::{Limits, Sandbox, Status};
 use crate::search::requests::{
     judge_body, parse_pooling, parse_score, policy_body, pooling_body, prefix_text,
@@ -456,7 +456,8 @@ impl Reward for RewardCalls<'_> {
                 Ok(parse_pooling(&reply.value.unwrap_or_default()))
             }
             _ => {
-                let reply = c.call(Endpoint::Judge, judge_body(id, input, steps), 16)?;
+                let body = judge_body(id, input, steps);
+                let reply = c.call(Endpoint::Judge, body, u64::from(JUDGE_MAX_TOKENS))?;
                 Ok(parse_score(reply.texts.first().map_or("", String::as_str)))
             }
         }

@@ -115,7 +115,7 @@ pub fn judge_body(model_id: &str, input: &SearchInput, steps: &[String]) -> Vec<
             {"role": "user", "content": user},
         ],
         "temperature": 0.0,
-        "max_tokens": 16,
+        "max_tokens": crate::config::JUDGE_MAX_TOKENS,
         "seed": 0,
     }))
 }
