@@ -94,6 +94,8 @@ fn sample(cfg: &Path, run_dir: &Path) {
     let plan = plan::load(cfg, &[], None, None).expect("plan");
     let job = SamplingJob {
         search: None,
+        budgets: runner::BudgetBook::open(&plan.settings, &plan.prepared, run_dir)
+            .expect("budgets"),
         settings: plan.settings.clone(),
         run_dir: run_dir.to_path_buf(),
         run_id: "bench".into(),

@@ -1,34 +1,43 @@
 //! Batch files in the OpenAI Batch API format (also vLLM's `run_batch`): the missing units of a
 //! plan exported as request lines, and the output lines imported as checkpoint records.
 //!
-//! A line's `custom_id` names one request: `<model hex>.<problem id hex>.<slots>`, slots being `g`
-//! (greedy) or sample indices joined by `_` (several with `use_n_param`). Hex round-trips any id.
+//! A line's `custom_id` names one request: `<model hex>.<problem id hex>.<slots>.<shape>`, slots
+//! being `g` (greedy) or sample indices joined by `_` (several with `use_n_param`), and shape the
+//! first 16 hex digits of the sha256 of the request body. Hex round-trips any id; each request
+//! has exactly one id, so an alias or a line made for other settings is refused by name.
 
 use crate::checkpoint::{checkpoint_path, CheckpointWriter, SampleIndex};
-use crate::client::{decode_reply, ApiError, ChatResponse, ErrorClass};
+use crate::client::{decode_reply, ApiError, ApiKey, ChatResponse, ErrorClass};
 use crate::config::ModelSettings;
 use crate::error::BadInput;
 use crate::plan::Plan;
-use crate::runner::{load_done, missing_work, request_for, ModelEnd, Unit};
+use crate::runner::{load_done, missing_work, request_for, Attempted, ModelEnd, Unit};
 use crate::util::{hex, now_rfc3339, printable, write_atomic};
 use anyhow::{Context, Result};
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::io::BufRead;
 use std::path::Path;
 
 /// The endpoint every request line names.
 const URL: &str = "/v1/chat/completions";
+
+/// The longest output line read: a reply body at the client's hard cap plus the line's envelope.
+pub const MAX_LINE_BYTES: u64 = crate::client::MAX_RESPONSE_BYTES + 64 * 1024;
 
 /// What an export wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Exported {
     pub requests: u64,
     pub units: u64,
+    /// Requests left out because their worst case would pass the budget.
+    pub over_budget: u64,
 }
 
-/// The `custom_id` of one request.
-pub fn custom_id(model: &str, problem_id: &str, slots: &[SampleIndex]) -> String {
+/// The `custom_id` of one request, whose body is `body`.
+pub fn custom_id(model: &str, problem_id: &str, slots: &[SampleIndex], body: &[u8]) -> String {
     let slots: Vec<String> = slots
         .iter()
         .map(|s| match s {
@@ -37,18 +46,32 @@ pub fn custom_id(model: &str, problem_id: &str, slots: &[SampleIndex]) -> String
         })
         .collect();
     format!(
-        "{}.{}.{}",
+        "{}.{}.{}.{}",
         hex(model.as_bytes()),
         hex(problem_id.as_bytes()),
-        slots.join("_")
+        slots.join("_"),
+        shape(body)
     )
 }
 
-/// (model, problem id, slots) of a `custom_id`, or why it is not one gpassk wrote.
-pub fn parse_custom_id(id: &str) -> Result<(String, String, Vec<SampleIndex>), String> {
+/// What shapes a request's answers, as 16 hex digits: its body without the transport's fields.
+fn shape(body: &[u8]) -> String {
+    hex(&Sha256::digest(body)[..8])
+}
+
+/// A `custom_id` taken apart: (model, problem id, slots, shape).
+type IdParts = (String, String, Vec<SampleIndex>, String);
+
+/// The parts of a `custom_id`, or why it is not one gpassk writes: anything but the one form
+/// [`custom_id`] gives (upper-case hex, `00`, `+0`, repeated slots…) is refused.
+pub fn parse_custom_id(id: &str) -> Result<IdParts, String> {
     let parts: Vec<&str> = id.split('.').collect();
-    let [model, problem, slots] = parts[..] else {
-        return Err("not of the form <model hex>.<problem hex>.<slots>".into());
+    let [model, problem, slots, shape] = parts[..] else {
+        return Err(if parts.len() == 3 {
+            "has no request hash (written by a gpassk before 0.2?); export the batch again".into()
+        } else {
+            "not of the form <model hex>.<problem hex>.<slots>.<request hash>".into()
+        });
     };
     let text = |h: &str, what: &str| {
         unhex(h)
@@ -65,7 +88,17 @@ pub fn parse_custom_id(id: &str) -> Result<(String, String, Vec<SampleIndex>), S
                 .map_err(|_| format!("sample slot {s:?} is neither an index nor g")),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((text(model, "model")?, text(problem, "problem id")?, slots))
+    let parsed = (text(model, "model")?, text(problem, "problem id")?, slots);
+    let canonical = custom_id(&parsed.0, &parsed.1, &parsed.2, b"");
+    let canonical = canonical.rsplit_once('.').map_or("", |(head, _)| head);
+    let valid_shape = shape.len() == 16
+        && shape
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+    if canonical != id.rsplit_once('.').map_or("", |(head, _)| head) || !valid_shape {
+        return Err("is not in the one form gpassk writes (lower-case hex, plain indices)".into());
+    }
+    Ok((parsed.0, parsed.1, parsed.2, shape.to_string()))
 }
 
 fn unhex(h: &str) -> Option<Vec<u8>> {
@@ -78,8 +111,24 @@ fn unhex(h: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// The body a batch line carries for `slots` of `prep`: the live request without streaming
+/// (the Batch API answers whole replies).
+fn batch_body(
+    m: &ModelSettings,
+    prep: &crate::runner::Prepared,
+    slots: &[SampleIndex],
+) -> (u64, Vec<u8>) {
+    if !m.api.stream {
+        return request_for(m, prep, slots);
+    }
+    let mut plain = m.clone();
+    plain.api.stream = false;
+    request_for(&plain, prep, slots)
+}
+
 /// Writes every unit still missing in `run_dir` as a batch request line to `out`, with the same
-/// body (seed, `n` grouping) the live runner would send.
+/// body (seed, `n` grouping) the live runner would send; with a budget, only the requests whose
+/// worst case still fits it.
 pub fn export(plan: &Plan, run_dir: &Path, out: &Path) -> Result<Exported> {
     export_for(plan, run_dir, out, None)
 }
@@ -87,19 +136,32 @@ pub fn export(plan: &Plan, run_dir: &Path, out: &Path) -> Result<Exported> {
 /// [`export`] of one model's units only (`only`), or of all models.
 pub fn export_for(plan: &Plan, run_dir: &Path, out: &Path, only: Option<&str>) -> Result<Exported> {
     let index = plan.id_index();
+    let budgets = crate::runner::BudgetBook::open(&plan.settings, &plan.prepared, run_dir)?;
     let mut text = String::new();
     let mut n = Exported {
         requests: 0,
         units: 0,
+        over_budget: 0,
     };
     let chosen = |m: &&ModelSettings| only.is_none_or(|name| m.name == name);
     for m in plan.settings.models.iter().filter(chosen) {
         let done = load_done(&checkpoint_path(run_dir, &m.name), &index)?;
-        for w in missing_work(plan.prepared.len(), &m.sampling, &done) {
+        let work: Vec<_> = missing_work(plan.prepared.len(), &m.sampling, &done).collect();
+        let mut left: u64 = work.iter().map(|w| w.slots.len() as u64).sum();
+        for w in work {
             let prep = &plan.prepared[w.problem];
-            let (_, body) = request_for(m, prep, &w.slots);
+            if n.over_budget > 0
+                || budgets
+                    .reserve_request(m, prep, w.slots.len(), left)
+                    .is_err()
+            {
+                n.over_budget += 1;
+                continue;
+            }
+            left -= w.slots.len() as u64;
+            let (_, body) = batch_body(m, prep, &w.slots);
+            let id = custom_id(&m.name, &prep.id, &w.slots, &body);
             let body = String::from_utf8(body).context("request body is not UTF-8")?;
-            let id = custom_id(&m.name, &prep.id, &w.slots);
             text.push_str(&format!(
                 "{{\"custom_id\":\"{id}\",\"method\":\"POST\",\"url\":\"{URL}\",\"body\":{body}}}\n"
             ));
@@ -129,12 +191,11 @@ struct OutputResponse {
     body: Option<serde_json::Value>,
 }
 
-/// One validated output line: which request it answers and how it ended.
-struct Answer {
+/// Which request a validated output line answers.
+struct Target {
     model: usize,
     problem: usize,
     slots: Vec<SampleIndex>,
-    outcome: Result<ChatResponse, ApiError>,
 }
 
 /// What an import recorded.
@@ -146,50 +207,182 @@ pub struct Imported {
     pub skipped: u64,
 }
 
+/// Calls `each(line number, line)` for every non-blank line of `file`, read as a stream; a line
+/// longer than [`MAX_LINE_BYTES`] or not UTF-8 is an error naming it.
+fn for_each_line(
+    file: &Path,
+    mut each: impl FnMut(usize, &str) -> Result<(), BadInput>,
+) -> Result<(), BadInput> {
+    let what = |e: &dyn std::fmt::Display| BadInput::new(format!("{}: {e}", file.display()));
+    let f = crate::util::open_regular(file).map_err(|e| what(&e))?;
+    let mut reader = std::io::BufReader::new(f);
+    let mut buf = Vec::new();
+    for line_no in 1.. {
+        buf.clear();
+        let read = std::io::Read::take(&mut reader, MAX_LINE_BYTES + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| what(&e))?;
+        if read == 0 {
+            return Ok(());
+        }
+        let at = |msg: &str| BadInput::new(format!("{}:{line_no}: {msg}", file.display()));
+        if buf.len() as u64 > MAX_LINE_BYTES {
+            return Err(at(&format!("line is longer than {MAX_LINE_BYTES} bytes")));
+        }
+        let line = std::str::from_utf8(&buf).map_err(|_| at("line is not UTF-8"))?;
+        if !line.trim().is_empty() {
+            each(line_no, line)?;
+        }
+    }
+    Ok(())
+}
+
 /// Records the results in `file` as checkpoint records of the run in `run_dir`, exactly as the
-/// live runner would. Every line is checked before anything is written: an unknown or repeated
-/// `custom_id` is an error naming the line.
+/// live runner would. Every line is checked before anything is written: an unknown, foreign or
+/// repeated request is an error naming the line. The file is read as a stream, twice.
 pub fn import(
     plan: &Plan,
     run_dir: &Path,
     run_id: &str,
     file: &Path,
+    keys: &[&ApiKey],
 ) -> Result<(Imported, Vec<(String, ModelEnd)>)> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| BadInput::new(format!("--import-batch {}: {e}", file.display())))?;
-    let answers = parse_output(plan, file, &text)?;
-    let index = plan.id_index();
-    let strip = (!plan.settings.evaluation.save_raw_responses)
-        .then(|| plan.settings.evaluation.grade_config());
-    let mut got = Imported::default();
-    let mut errors = vec![0u64; plan.settings.models.len()];
-    let mut writers: HashMap<usize, (CheckpointWriter, crate::runner::DoneSet)> = HashMap::new();
-    let started_at = now_rfc3339();
-    for a in &answers {
-        let m = &plan.settings.models[a.model];
-        let (writer, done) = match writers.entry(a.model) {
+    let checker = Checker::new(plan);
+    let mut seen = HashMap::new();
+    for_each_line(file, |line_no, line| {
+        let at = |msg: String| BadInput::new(format!("{}:{line_no}: {msg}", file.display()));
+        let out: OutputLine =
+            serde_json::from_str(line).map_err(|e| at(format!("not a batch output line: {e}")))?;
+        let t = checker.target(&out.custom_id).map_err(&at)?;
+        for &slot in &t.slots {
+            if let Some(first) = seen.insert((t.model, t.problem, slot.key()), line_no) {
+                return Err(at(format!(
+                    "custom_id {:?} answers a unit already answered on line {first}; remove one of the two",
+                    printable(&out.custom_id)
+                )));
+            }
+        }
+        Ok(())
+    })?;
+    let mut w = Writers::new(plan, run_dir, run_id);
+    for_each_line(file, |_, line| {
+        let out: OutputLine =
+            serde_json::from_str(line).map_err(|e| BadInput::new(e.to_string()))?;
+        let t = checker.target(&out.custom_id).map_err(BadInput::new)?;
+        w.record(&t, outcome_of(out, keys))
+            .map_err(|e| BadInput::new(format!("{e:#}")))
+    })?;
+    w.finish()
+}
+
+/// Validates `custom_id`s against the plan: ids, models, problems, slots and request hashes.
+struct Checker<'a> {
+    plan: &'a Plan,
+    index: HashMap<&'a str, usize>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(plan: &'a Plan) -> Checker<'a> {
+        Checker {
+            plan,
+            index: plan.id_index(),
+        }
+    }
+
+    fn target(&self, id: &str) -> Result<Target, String> {
+        let shown = printable(id).chars().take(200).collect::<String>();
+        let (model, problem, slots, hash) =
+            parse_custom_id(id).map_err(|e| format!("custom_id {shown:?} {e}"))?;
+        let models = &self.plan.settings.models;
+        let m = models.iter().position(|m| m.name == model).ok_or_else(|| {
+            format!(
+                "custom_id {shown:?}: model {:?} is not in this run",
+                printable(&model)
+            )
+        })?;
+        let p = *self.index.get(problem.as_str()).ok_or_else(|| {
+            format!(
+                "custom_id {shown:?}: problem {:?} is not in this run",
+                printable(&problem)
+            )
+        })?;
+        check_slots(&models[m], &slots).map_err(|e| format!("custom_id {shown:?}: {e}"))?;
+        let (_, body) = batch_body(&models[m], &self.plan.prepared[p], &slots);
+        if shape(&body) != hash {
+            return Err(format!(
+                "custom_id {shown:?} was made for another request (model id, sampling settings, prompt or seed differ from this run's); import only output of requests exported from this run"
+            ));
+        }
+        Ok(Target {
+            model: m,
+            problem: p,
+            slots,
+        })
+    }
+}
+
+/// Checkpoint writers of an import, opened on first use, and what they recorded.
+struct Writers<'a> {
+    plan: &'a Plan,
+    run_dir: &'a Path,
+    run_id: &'a str,
+    strip: Option<crate::grade::GradeConfig>,
+    open: HashMap<usize, (CheckpointWriter, crate::runner::DoneSet)>,
+    got: Imported,
+    errors: Vec<u64>,
+    started_at: String,
+}
+
+impl<'a> Writers<'a> {
+    fn new(plan: &'a Plan, run_dir: &'a Path, run_id: &'a str) -> Writers<'a> {
+        Writers {
+            plan,
+            run_dir,
+            run_id,
+            strip: (!plan.settings.evaluation.save_raw_responses)
+                .then(|| plan.settings.evaluation.grade_config()),
+            open: HashMap::new(),
+            got: Imported::default(),
+            errors: vec![0; plan.settings.models.len()],
+            started_at: now_rfc3339(),
+        }
+    }
+
+    /// Writes one record per slot of `t` not already done.
+    fn record(&mut self, t: &Target, outcome: Result<ChatResponse, ApiError>) -> Result<()> {
+        let m = &self.plan.settings.models[t.model];
+        let (writer, done) = match self.open.entry(t.model) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
-                let path = checkpoint_path(run_dir, &m.name);
-                let done = load_done(&path, &index)?;
+                let path = checkpoint_path(self.run_dir, &m.name);
+                let done = load_done(&path, &self.plan.id_index())?;
                 e.insert((CheckpointWriter::open(&path)?, done))
             }
         };
         let unit = Unit {
             settings: m,
-            run_id,
-            strip: strip.as_ref(),
+            run_id: self.run_id,
+            strip: self.strip.as_ref(),
         };
-        let prep = &plan.prepared[a.problem];
-        let (seed, _) = request_for(m, prep, &a.slots);
-        let timing = (started_at.as_str(), 0, 1);
-        for (i, &slot) in a.slots.iter().enumerate() {
-            if done.contains(&(a.problem as u32, slot.key())) {
-                got.skipped += 1;
+        let prep = &self.plan.prepared[t.problem];
+        let (seed, _) = request_for(m, prep, &t.slots);
+        let carried = outcome
+            .as_ref()
+            .map_or(0, |r| r.choices.len().min(t.slots.len()));
+        let timing = Attempted {
+            started_at: &self.started_at,
+            latency_ms: 0,
+            attempts: 1,
+            billable_failures: 0,
+            shared_by: carried as u32,
+        };
+        for (i, &slot) in t.slots.iter().enumerate() {
+            if done.contains(&(t.problem as u32, slot.key())) {
+                self.got.skipped += 1;
                 continue;
             }
             let missing;
-            let outcome = match &a.outcome {
+            let outcome = match &outcome {
                 Ok(resp) if i < resp.choices.len() => Ok((resp, i)),
                 Ok(resp) => {
                     missing = ApiError {
@@ -197,7 +390,7 @@ pub fn import(
                         status: None,
                         message: format!(
                             "asked for {} choices, got {}",
-                            a.slots.len(),
+                            t.slots.len(),
                             resp.choices.len()
                         ),
                         retry_after: None,
@@ -207,83 +400,40 @@ pub fn import(
                 Err(e) => Err(e),
             };
             if outcome.is_err() {
-                errors[a.model] += 1;
-                got.api_errors += 1;
+                self.errors[t.model] += 1;
+                self.got.api_errors += 1;
             }
-            unit.write(writer, prep, slot, seed, timing, outcome)?;
-            got.units += 1;
+            unit.write(writer, prep, slot, seed, &timing, outcome)?;
+            self.got.units += 1;
         }
+        Ok(())
     }
-    for (w, _) in writers.values() {
-        w.sync()?;
-    }
-    let ends = plan
-        .settings
-        .models
-        .iter()
-        .zip(errors)
-        .map(|(m, e)| {
-            let end = if e > 0 {
-                ModelEnd::Incomplete
-            } else {
-                ModelEnd::Complete
-            };
-            (m.name.clone(), end)
-        })
-        .collect();
-    Ok((got, ends))
-}
 
-/// Parses and validates every line; the first bad one is an error naming it.
-fn parse_output(plan: &Plan, file: &Path, text: &str) -> Result<Vec<Answer>, BadInput> {
-    let index = plan.id_index();
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut answers = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line_no = n + 1;
-        if line.trim().is_empty() {
-            continue;
+    fn finish(self) -> Result<(Imported, Vec<(String, ModelEnd)>)> {
+        for (w, _) in self.open.values() {
+            w.sync()?;
         }
-        let at = |msg: String| BadInput::new(format!("{}:{line_no}: {msg}", file.display()));
-        let out: OutputLine =
-            serde_json::from_str(line).map_err(|e| at(format!("not a batch output line: {e}")))?;
-        let id = printable(&out.custom_id).into_owned();
-        let (model, problem, slots) =
-            parse_custom_id(&out.custom_id).map_err(|e| at(format!("custom_id {id:?}: {e}")))?;
-        let m = plan
+        let ends = self
+            .plan
             .settings
             .models
             .iter()
-            .position(|m| m.name == model)
-            .ok_or_else(|| {
-                at(format!(
-                    "custom_id {id:?}: model {model:?} is not in this run"
-                ))
-            })?;
-        let p = *index.get(problem.as_str()).ok_or_else(|| {
-            at(format!(
-                "custom_id {id:?}: problem {:?} is not in this run",
-                printable(&problem)
-            ))
-        })?;
-        check_slots(&plan.settings.models[m], &slots)
-            .map_err(|e| at(format!("custom_id {id:?}: {e}")))?;
-        if let Some(first) = seen.insert(out.custom_id.clone(), line_no) {
-            return Err(at(format!(
-                "custom_id {id:?} was already answered on line {first}; remove one of the two"
-            )));
-        }
-        answers.push(Answer {
-            model: m,
-            problem: p,
-            slots,
-            outcome: outcome_of(out),
-        });
+            .zip(self.errors)
+            .map(|(m, e)| {
+                let end = if e > 0 {
+                    ModelEnd::Incomplete
+                } else {
+                    ModelEnd::Complete
+                };
+                (m.name.clone(), end)
+            })
+            .collect();
+        Ok((self.got, ends))
     }
-    Ok(answers)
 }
 
-/// The slots of a request must be units this model's plan has.
+/// The slots of a request must be units this model's plan has, each once, in the order an
+/// export writes them (greedy alone; sample indices rising).
 fn check_slots(m: &ModelSettings, slots: &[SampleIndex]) -> Result<(), String> {
     for s in slots {
         let planned = match s {
@@ -297,16 +447,25 @@ fn check_slots(m: &ModelSettings, slots: &[SampleIndex]) -> Result<(), String> {
             ));
         }
     }
+    let rising = slots.windows(2).all(|w| match (w[0], w[1]) {
+        (SampleIndex::Sample(a), SampleIndex::Sample(b)) => a < b,
+        _ => false,
+    });
+    if !rising {
+        return Err("its sample slots repeat or are out of order".into());
+    }
     Ok(())
 }
 
 /// A line's outcome: its response decoded as the live client decodes a reply; `error` set, no
-/// response or a status other than 200 is an API error.
-fn outcome_of(out: OutputLine) -> Result<ChatResponse, ApiError> {
+/// response or a status other than 200 is an API error. Every server text passes the key's
+/// redaction before it is parsed or kept.
+fn outcome_of(out: OutputLine, keys: &[&ApiKey]) -> Result<ChatResponse, ApiError> {
+    let clean = |s: String| keys.iter().fold(s, |s, k| k.redact(&s));
     let fail = |class, status, message: String| ApiError {
         class,
         status,
-        message,
+        message: clean(message),
         retry_after: None,
     };
     if let Some(e) = out.error.filter(|e| !e.is_null()) {
@@ -316,10 +475,10 @@ fn outcome_of(out: OutputLine) -> Result<ChatResponse, ApiError> {
             .map_or_else(|| e.to_string(), str::to_string);
         let code = e.get("code").and_then(serde_json::Value::as_str);
         let text = match code {
-            Some(c) => format!("batch error {c}: {message}"),
+            Some(c) => format!("batch error {}: {message}", printable(c)),
             None => format!("batch error: {message}"),
         };
-        return Err(fail(ErrorClass::Server, None, bounded(&text)));
+        return Err(fail(ErrorClass::Server, None, bounded(&clean(text))));
     }
     let Some(r) = out.response else {
         return Err(fail(
@@ -333,7 +492,8 @@ fn outcome_of(out: OutputLine) -> Result<ChatResponse, ApiError> {
         let text = "batch line status is not 200".to_string();
         return Err(fail(ErrorClass::BadRequest, Some(r.status_code), text));
     }
-    decode_reply(r.status_code, body.as_bytes(), None, |s| s)
+    let body = clean(body);
+    decode_reply(r.status_code, body.as_bytes(), None, clean)
 }
 
 /// Server text kept in a record: at most 500 characters.
@@ -357,40 +517,62 @@ mod tests {
                 vec![SampleIndex::Sample(0)],
                 vec![SampleIndex::Sample(3), SampleIndex::Sample(7)],
             ] {
-                let id = custom_id(model, problem, &slots);
+                let id = custom_id(model, problem, &slots, b"{}");
                 assert!(id
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_'));
                 assert_eq!(
                     parse_custom_id(&id),
-                    Ok((model.to_string(), problem.to_string(), slots.clone()))
+                    Ok((
+                        model.to_string(),
+                        problem.to_string(),
+                        slots.clone(),
+                        shape(b"{}")
+                    ))
                 );
             }
         }
+        let h = shape(b"{}");
         for bad in [
-            "x",
-            "6d.70",
-            "zz.70.0",
-            "6d.70.q",
-            "6d.7.0",
-            "6d.70.0.1",
-            "6d.ff.0",
+            "x".to_string(),
+            "6d.70".into(),
+            format!("zz.70.0.{h}"),
+            format!("6d.70.q.{h}"),
+            format!("6d.7.0.{h}"),
+            format!("6d.ff.0.{h}"),
+            format!("6d.70.0.{}", h.to_uppercase()),
+            format!("6d.70.0.{}", &h[1..]),
         ] {
-            assert!(parse_custom_id(bad).is_err(), "{bad}");
+            assert!(parse_custom_id(&bad).is_err(), "{bad}");
         }
+        // Aliases of `6d.70.0.<h>`: one request has one id.
+        for alias in ["6D.70.0", "6d.70.00", "6d.70.+0", "6d.70.0_0"] {
+            let id = format!("{alias}.{h}");
+            let parsed = parse_custom_id(&id);
+            let refused = parsed.is_err() || {
+                let (_, _, slots, _) = parsed.unwrap();
+                slots.len() > 1 && slots.windows(2).any(|w| w[0] == w[1])
+            };
+            assert!(refused, "{alias}");
+        }
+        let old = parse_custom_id("6d.70.0").unwrap_err();
+        assert!(old.contains("export the batch again"), "{old}");
     }
 
     #[test]
-    fn failed_lines_become_api_errors() {
-        let line = |s: &str| outcome_of(serde_json::from_str(s).unwrap());
+    fn failed_lines_become_api_errors_and_keys_never_stay() {
+        let key = ApiKey::new("sk-batch-secret-77".into());
+        let line = |s: &str| outcome_of(serde_json::from_str(s).unwrap(), &[&key]);
         let e = line(r#"{"custom_id":"x","response":null,"error":{"code":"batch_expired","message":"expired"}}"#).unwrap_err();
         assert_eq!(e.to_string(), "server: batch error batch_expired: expired");
+        let e = line(r#"{"custom_id":"x","response":null,"error":{"code":"invalid_api_key","message":"Incorrect API key provided: sk-batch-secret-77"}}"#).unwrap_err();
+        assert!(!e.to_string().contains("sk-batch"), "{e}");
         let e = line(r#"{"custom_id":"x","response":{"status_code":429,"body":{"error":{"message":"slow down"}}}}"#).unwrap_err();
         assert_eq!(e.class, ErrorClass::RateLimited);
         assert_eq!(e.status, Some(429));
-        let ok = line(r#"{"custom_id":"x","response":{"status_code":200,"body":{"model":"s","choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}]}},"error":null}"#).unwrap();
-        assert_eq!(ok.choices[0].content, "hi");
-        assert_eq!(ok.served_model.as_deref(), Some("s"));
+        let ok = line(r#"{"custom_id":"x","response":{"status_code":200,"body":{"model":"sk-batch-secret-77","choices":[{"index":0,"message":{"content":"hi sk-batch-secret-77"},"finish_reason":"stop"}]}},"error":null}"#).unwrap();
+        assert_eq!(ok.choices[0].content, "hi [REDACTED]");
+        assert_eq!(ok.served_model.as_deref(), Some("[REDACTED]"));
         assert!(line(r#"{"custom_id":"x"}"#).is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! `[api] batch = true`: drives the OpenAI Batch API for a model's missing units — upload,
 //! create, poll, download — and records the output through the batch file import.
 
+use crate::checkpoint::checkpoint_path;
 use crate::client::retry::Next;
 use crate::client::{ApiError, ApiKey, ErrorClass};
 use crate::config::ModelSettings;
@@ -15,8 +16,8 @@ use std::time::Duration;
 /// The poll interval when a model is driven without `batch` set (not reached via `drive_all`).
 const DEFAULT_POLL: Duration = Duration::from_secs(30);
 
-/// The most of a Batch API reply read into memory (output files included).
-const MAX_REPLY: usize = 256 * 1024 * 1024;
+/// The most of a Batch API status or upload reply read into memory (output files stream to disk).
+const MAX_REPLY: u64 = 1024 * 1024;
 
 /// A batch as `GET /v1/batches/{id}` reports it; other fields are ignored.
 #[derive(Debug, Deserialize)]
@@ -58,6 +59,16 @@ pub struct Driven {
     pub batch_id: Option<String>,
 }
 
+/// How waiting for a batch ended.
+enum Waited {
+    Final(BatchView),
+    /// The server no longer knows the batch (404 or 410): its units are to be sent anew.
+    Gone(u16),
+    /// The server's reply names another batch or unusable files: why, for the manifest.
+    Unusable(String),
+    Stopped,
+}
+
 /// Sends `m`'s missing units as one batch (or polls `batch_id` from an earlier run), waits for it
 /// and imports its output into `run_dir`. `save_id` is called as soon as a new batch exists.
 pub fn drive(
@@ -89,14 +100,16 @@ pub fn drive(
         .build()
         .context("cannot start the async runtime")?;
     let stem = run_dir.join(format!("batch-{}", hex(m.name.as_bytes())));
+    let input = stem.with_extension("requests.jsonl");
+    let mut over_budget = 0;
     let id = match batch_id {
         Some(id) => id,
         None => {
-            let input = stem.with_extension("requests.jsonl");
             let n = crate::batch::export_for(plan, run_dir, &input, Some(&m.name))?;
+            over_budget = n.over_budget;
             if n.requests == 0 {
                 return Ok(Driven {
-                    end: ModelEnd::Complete,
+                    end: budget_end(m, over_budget).unwrap_or(ModelEnd::Complete),
                     batch_id: None,
                 });
             }
@@ -107,33 +120,115 @@ pub fn drive(
             id
         }
     };
-    let Some(view) = rt.block_on(api.wait(&id))? else {
-        return Ok(interrupted(Some(id)));
-    };
-    let Some(text) = rt.block_on(api.outputs(&view))? else {
-        return Ok(interrupted(Some(id)));
+    let view = match rt.block_on(api.wait(&id))? {
+        Waited::Final(view) => view,
+        Waited::Stopped => return Ok(interrupted(Some(id))),
+        Waited::Gone(status) => return Ok(gone(&id, status)),
+        Waited::Unusable(why) => {
+            return Ok(Driven {
+                end: ModelEnd::Failed(format!(
+                    "batch {}: {why}; nothing was downloaded, its units go into a new batch on --resume",
+                    printable(&id)
+                )),
+                batch_id: None,
+            })
+        }
     };
     let output = stem.with_extension("output.jsonl");
-    crate::util::write_atomic(&output, text.as_bytes())
-        .with_context(|| format!("cannot write {}", output.display()))?;
-    let (_, ends) = crate::batch::import(plan, run_dir, run_id, &output)?;
+    let cap = download_cap(m, &input)?;
+    match rt.block_on(api.download(&view, &output, cap))? {
+        Downloaded::Stopped => return Ok(interrupted(Some(id))),
+        Downloaded::TooLarge => {
+            let msg = format!(
+                "batch {} sent output files larger than {cap} bytes (the request lines' reply limit); nothing was recorded, its units go into a new batch on --resume",
+                printable(&id)
+            );
+            return Ok(Driven {
+                end: ModelEnd::Failed(msg),
+                batch_id: None,
+            });
+        }
+        Downloaded::Written => {}
+    }
+    let end = record_output(plan, m, (run_dir, run_id), &output, key, &view)?;
+    Ok(Driven {
+        end: budget_end(m, over_budget).unwrap_or(end),
+        batch_id: None,
+    })
+}
+
+/// The model's end when the budget held requests back from the batch.
+fn budget_end(m: &ModelSettings, over_budget: u64) -> Option<ModelEnd> {
+    (over_budget > 0).then(|| {
+        ModelEnd::Failed(format!(
+            "model {} ({}) stopped: budget reached: {over_budget} requests were not sent because their worst case would pass max_cost; raise it and resume",
+            m.name, m.model_id
+        ))
+    })
+}
+
+/// A batch the server has forgotten: said once, and dropped so `--resume` sends its units anew.
+fn gone(id: &str, status: u16) -> Driven {
+    Driven {
+        end: ModelEnd::Failed(format!(
+            "batch {} is no longer known to the server (HTTP {status}); its units were not recorded and go into a new batch on --resume",
+            printable(id)
+        )),
+        batch_id: None,
+    }
+}
+
+/// The most bytes a batch's output and error files may hold together: one reply at the model's
+/// limit (plus a line's envelope) per request line, and as many error lines again.
+fn download_cap(m: &ModelSettings, input: &Path) -> Result<u64> {
+    let requests = match crate::util::open_regular(input) {
+        Ok(f) => std::io::BufRead::lines(std::io::BufReader::new(f)).count() as u64,
+        // An earlier run's request file is gone: its count is unknown, so allow the plan's units.
+        Err(_) => u64::from(m.sampling.n) + 1,
+    };
+    let per_line = m
+        .api
+        .max_response_bytes
+        .min(crate::client::MAX_RESPONSE_BYTES)
+        + 64 * 1024;
+    Ok(requests.max(1).saturating_mul(2).saturating_mul(per_line))
+}
+
+/// Imports a downloaded output file; says how the batch ended, naming what is still missing.
+fn record_output(
+    plan: &Plan,
+    m: &ModelSettings,
+    (run_dir, run_id): (&Path, &str),
+    output: &Path,
+    key: Option<&ApiKey>,
+    view: &BatchView,
+) -> Result<ModelEnd> {
+    let keys: Vec<&ApiKey> = key.into_iter().collect();
+    let (_, ends) = crate::batch::import(plan, run_dir, run_id, output, &keys)?;
     let end = ends
         .into_iter()
         .find(|(n, _)| n == &m.name)
         .map_or(ModelEnd::Complete, |(_, e)| e);
-    let end = if view.status == "completed" {
-        end
-    } else {
-        ModelEnd::Failed(format!(
+    if view.status != "completed" {
+        return Ok(ModelEnd::Failed(format!(
             "batch {} ended `{}`",
             printable(&view.id),
             printable(&view.status)
-        ))
-    };
-    Ok(Driven {
-        end,
-        batch_id: None,
-    })
+        )));
+    }
+    let done = crate::runner::load_done(&checkpoint_path(run_dir, &m.name), &plan.id_index())?;
+    let missing: u64 = crate::runner::missing_work(plan.prepared.len(), &m.sampling, &done)
+        .map(|w| w.slots.len() as u64)
+        .sum();
+    if missing > 0 {
+        eprintln!(
+            "batch {} (model {}): completed, but its output answers no request for {missing} units; they stay missing and go into a new batch on --resume",
+            printable(&view.id),
+            printable(&m.name)
+        );
+        return Ok(ModelEnd::Incomplete);
+    }
+    Ok(end)
 }
 
 fn interrupted(batch_id: Option<String>) -> Driven {
@@ -141,6 +236,13 @@ fn interrupted(batch_id: Option<String>) -> Driven {
         end: ModelEnd::Interrupted,
         batch_id,
     }
+}
+
+/// How a download ended.
+enum Downloaded {
+    Written,
+    TooLarge,
+    Stopped,
 }
 
 impl Api<'_> {
@@ -161,7 +263,7 @@ impl Api<'_> {
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
         let ct = format!("multipart/form-data; boundary={boundary}");
         let file = self
-            .send(|| {
+            .text(|| {
                 self.http
                     .post(format!("{}/v1/files", self.base))
                     .header(reqwest::header::CONTENT_TYPE, ct.clone())
@@ -178,7 +280,7 @@ impl Api<'_> {
         });
         let create = create.to_string();
         let Some(batch) = self
-            .send(|| {
+            .text(|| {
                 self.http
                     .post(format!("{}/v1/batches", self.base))
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -192,14 +294,22 @@ impl Api<'_> {
         Ok(Some(safe_id(&view.id, "batch id")?))
     }
 
-    /// Polls until the batch reaches a final status; None when shut down first.
-    async fn wait(&self, id: &str) -> Result<Option<BatchView>> {
+    /// Polls until the batch reaches a final status, the server forgets it, or a shutdown.
+    async fn wait(&self, id: &str) -> Result<Waited> {
         loop {
             let url = format!("{}/v1/batches/{id}", self.base);
-            let Some(text) = self.send(|| self.http.get(&url)).await? else {
-                return Ok(None);
+            let text = match self.send(|| self.http.get(&url), &mut Text(self.key)).await {
+                Ok(Some(text)) => text,
+                Ok(None) => return Ok(Waited::Stopped),
+                Err(e) if e.class == ErrorClass::NotFound => {
+                    return Ok(Waited::Gone(e.status.unwrap_or(404)))
+                }
+                Err(e) => return Err(self.gave_up(&e)),
             };
             let view: BatchView = parse(&text, "the batch status reply")?;
+            if let Err(why) = check_view(&view, id) {
+                return Ok(Waited::Unusable(why));
+            }
             let c = view
                 .request_counts
                 .as_ref()
@@ -217,36 +327,55 @@ impl Api<'_> {
                 view.status.as_str(),
                 "completed" | "failed" | "expired" | "cancelled"
             ) {
-                return Ok(Some(view));
+                return Ok(Waited::Final(view));
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.poll_interval) => {}
-                _ = self.shutdown.triggered() => return Ok(None),
+                _ = self.shutdown.triggered() => return Ok(Waited::Stopped),
             }
         }
     }
 
-    /// The output and error files of a finished batch, joined; None when shut down first.
-    async fn outputs(&self, view: &BatchView) -> Result<Option<String>> {
-        let mut text = String::new();
+    /// Streams the output and error files of a finished batch to `path` (through a temporary
+    /// file, renamed when whole), each line redacted, `cap` bytes at most in all.
+    async fn download(&self, view: &BatchView, path: &Path, cap: u64) -> Result<Downloaded> {
+        let part = path.with_extension("jsonl.part");
+        let mut sink = LineSink::create(&part, cap, self.key)?;
         for id in [&view.output_file_id, &view.error_file_id]
             .into_iter()
             .flatten()
         {
             let url = format!("{}/v1/files/{id}/content", self.base);
-            let Some(part) = self.send(|| self.http.get(&url)).await? else {
-                return Ok(None);
-            };
-            text.push_str(&part);
-            if !text.is_empty() && !text.ends_with('\n') {
-                text.push('\n');
+            let got = self.send(|| self.http.get(&url), &mut sink).await;
+            match got {
+                Ok(Some(())) => {}
+                Ok(None) => return Ok(Downloaded::Stopped),
+                Err(e) if e.class == ErrorClass::TooLarge => {
+                    let _ = std::fs::remove_file(&part);
+                    return Ok(Downloaded::TooLarge);
+                }
+                Err(e) => return Err(self.gave_up(&e)),
             }
+            sink.end_file();
         }
-        Ok(Some(text))
+        sink.finish(path)?;
+        Ok(Downloaded::Written)
     }
 
-    /// One call under the model's retry policy; None when shut down.
-    async fn send(&self, req: impl Fn() -> reqwest::RequestBuilder) -> Result<Option<String>> {
+    /// A small reply's text, redacted; None when shut down.
+    async fn text(&self, req: impl Fn() -> reqwest::RequestBuilder) -> Result<Option<String>> {
+        self.send(req, &mut Text(self.key))
+            .await
+            .map_err(|e| self.gave_up(&e))
+    }
+
+    /// One call under the model's retry policy, its body read by `read`; None when shut down,
+    /// the last error when it gave up. Every server text is redacted before anything sees it.
+    async fn send<R: ReadBody>(
+        &self,
+        req: impl Fn() -> reqwest::RequestBuilder,
+        read: &mut R,
+    ) -> Result<Option<R::Out>, ApiError> {
         let policy = self.model.api.retry_policy();
         let mut tries = policy.tries(self.shutdown);
         while tries.start().is_some() {
@@ -254,27 +383,178 @@ impl Api<'_> {
                 Some(k) => k.authorize(req()),
                 None => req(),
             };
-            let err = match call(req).await {
-                Ok(text) => return Ok(Some(text)),
-                Err(e) => e,
+            let err = match call(req, read).await {
+                Ok(v) => return Ok(Some(v)),
+                Err(e) => self.redacted(e),
             };
+            if err.class == ErrorClass::TooLarge {
+                return Err(err);
+            }
             match tries.failed(err).await {
                 Next::Retry => {}
                 Next::Stopped => return Ok(None),
-                Next::GaveUp { err, .. } => {
-                    let msg = self
-                        .key
-                        .map_or(err.to_string(), |k| k.redact(&err.to_string()));
-                    anyhow::bail!("Batch API ({}): {}", printable(&self.base), printable(&msg));
-                }
+                Next::GaveUp { err, .. } => return Err(err),
             }
         }
         Ok(None)
     }
+
+    fn redacted(&self, mut e: ApiError) -> ApiError {
+        if let Some(k) = self.key {
+            e.message = k.redact(&e.message);
+        }
+        e
+    }
+
+    fn gave_up(&self, err: &ApiError) -> anyhow::Error {
+        anyhow::anyhow!(
+            "Batch API ({}): {}",
+            printable(&self.base),
+            printable(&self.redacted(err.clone()).to_string())
+        )
+    }
 }
 
-/// Sends one request; a transport error, 429 or 5xx is retryable, another status is not.
-async fn call(req: reqwest::RequestBuilder) -> Result<String, ApiError> {
+/// How a reply body is read: whole into memory, or streamed to disk.
+trait ReadBody {
+    type Out;
+    async fn read(&mut self, resp: reqwest::Response) -> Result<Self::Out, ApiError>;
+}
+
+/// A small reply, as text with the key redacted before it is parsed.
+struct Text<'a>(Option<&'a ApiKey>);
+
+impl ReadBody for Text<'_> {
+    type Out = String;
+    async fn read(&mut self, resp: reqwest::Response) -> Result<String, ApiError> {
+        let text = read_text(resp).await?;
+        Ok(self.0.map_or(text.clone(), |k| k.redact(&text)))
+    }
+}
+
+impl ReadBody for LineSink<'_> {
+    type Out = ();
+    async fn read(&mut self, resp: reqwest::Response) -> Result<(), ApiError> {
+        self.fill(resp).await
+    }
+}
+
+/// A reply body at most [`MAX_REPLY`] bytes, as text.
+async fn read_text(mut resp: reqwest::Response) -> Result<String, ApiError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(body_error)? {
+        if (body.len() + chunk.len()) as u64 > MAX_REPLY {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+fn body_error(e: reqwest::Error) -> ApiError {
+    ApiError {
+        class: ErrorClass::Connection,
+        status: None,
+        message: format!("reply body failed: {e}"),
+        retry_after: None,
+    }
+}
+
+fn too_large() -> ApiError {
+    ApiError {
+        class: ErrorClass::TooLarge,
+        status: None,
+        message: "reply too large".into(),
+        retry_after: None,
+    }
+}
+
+/// Output lines on their way to disk: each one redacted as soon as it is whole (a key never
+/// spans lines), the total bounded.
+struct LineSink<'a> {
+    file: std::io::BufWriter<std::fs::File>,
+    part: std::path::PathBuf,
+    line: Vec<u8>,
+    written: u64,
+    cap: u64,
+    key: Option<&'a ApiKey>,
+}
+
+impl<'a> LineSink<'a> {
+    fn create(part: &Path, cap: u64, key: Option<&'a ApiKey>) -> Result<LineSink<'a>> {
+        let file = std::fs::File::create(part)
+            .with_context(|| format!("cannot write {}", part.display()))?;
+        Ok(LineSink {
+            file: std::io::BufWriter::new(file),
+            part: part.to_path_buf(),
+            line: Vec::new(),
+            written: 0,
+            cap,
+            key,
+        })
+    }
+
+    /// Streams one file's body into the sink.
+    async fn fill(&mut self, mut resp: reqwest::Response) -> Result<(), ApiError> {
+        // A retried download starts the file again.
+        self.line.clear();
+        while let Some(chunk) = resp.chunk().await.map_err(body_error)? {
+            self.feed(&chunk)?;
+        }
+        Ok(())
+    }
+
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), ApiError> {
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            self.line.extend_from_slice(piece);
+            if self.written + self.line.len() as u64 > self.cap {
+                return Err(too_large());
+            }
+            if piece.ends_with(b"\n") {
+                self.flush_line()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_line(&mut self) -> Result<(), ApiError> {
+        use std::io::Write;
+        let text = String::from_utf8_lossy(&self.line);
+        let text = match self.key {
+            Some(k) => k.redact(&text),
+            None => text.into_owned(),
+        };
+        self.line.clear();
+        self.written += text.len() as u64;
+        self.file.write_all(text.as_bytes()).map_err(|e| ApiError {
+            class: ErrorClass::Connection,
+            status: None,
+            message: format!("disk error: {e}"),
+            retry_after: None,
+        })
+    }
+
+    /// Ends a file: its last line may lack a newline.
+    fn end_file(&mut self) {
+        if !self.line.is_empty() {
+            self.line.push(b'\n');
+            let _ = self.flush_line();
+        }
+    }
+
+    fn finish(mut self, path: &Path) -> Result<()> {
+        use std::io::Write;
+        self.file
+            .flush()
+            .and_then(|()| self.file.get_ref().sync_all())
+            .and_then(|()| std::fs::rename(&self.part, path))
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+/// Sends one request and reads its body with `read`; a transport error, 429 or 5xx is
+/// retryable, 404 and 410 are [`ErrorClass::NotFound`], another status is not retryable.
+async fn call<R: ReadBody>(req: reqwest::RequestBuilder, read: &mut R) -> Result<R::Out, ApiError> {
     let err = |class, status, message: String| ApiError {
         class,
         status,
@@ -290,32 +570,41 @@ async fn call(req: reqwest::RequestBuilder) -> Result<String, ApiError> {
         err(class, None, e.to_string())
     })?;
     let status = resp.status().as_u16();
-    let bytes = resp
-        .bytes()
-        .await
-        .map_err(|e| err(ErrorClass::Connection, Some(status), e.to_string()))?;
-    if bytes.len() > MAX_REPLY {
-        return Err(err(
-            ErrorClass::TooLarge,
-            Some(status),
-            "reply too large".into(),
-        ));
-    }
-    let text = String::from_utf8_lossy(&bytes).into_owned();
     let class = match status {
-        200..=299 => return Ok(text),
+        200..=299 => return read.read(resp).await,
         429 => ErrorClass::RateLimited,
         401 | 403 => ErrorClass::Auth,
-        404 => ErrorClass::NotFound,
+        404 | 410 => ErrorClass::NotFound,
         500..=599 => ErrorClass::Server,
         _ => ErrorClass::BadRequest,
     };
+    let text = read_text(resp).await.unwrap_or_default();
     let short: String = text.chars().take(300).collect();
     Err(err(class, Some(status), short))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
     serde_json::from_str(text).with_context(|| format!("{what} is not what the Batch API sends"))
+}
+
+/// A poll reply must name the batch asked for, and file ids that are safe in a URL path.
+fn check_view(view: &BatchView, asked: &str) -> Result<(), String> {
+    let id = safe_id(&view.id, "batch id").map_err(|e| e.to_string())?;
+    if id != asked {
+        return Err(format!(
+            "the server answered its poll with batch {}",
+            printable(&id)
+        ));
+    }
+    for (file, what) in [
+        (&view.output_file_id, "output_file_id"),
+        (&view.error_file_id, "error_file_id"),
+    ] {
+        if let Some(f) = file {
+            safe_id(f, what).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 /// Drives a batch for every model with `batch = true`, keeping each batch id in the manifest

@@ -118,6 +118,10 @@ pub struct Record {
     pub started_at: String,
     pub finished_at: String,
     pub attempts: u32,
+    /// Failed attempts of this request that the server may have billed (timeouts, cut streams):
+    /// a budget counts each at its worst case when the run resumes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub billable_failures: u32,
     pub outcome: UnitOutcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_class: Option<String>,
@@ -176,6 +180,10 @@ fn one() -> u32 {
     1
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A [`Record`] borrowed from the runner's state: the same JSON line, without copying every field.
 #[derive(Debug, Serialize)]
 pub struct RecordRef<'a> {
@@ -211,6 +219,8 @@ pub struct RecordRef<'a> {
     pub started_at: &'a str,
     pub finished_at: &'a str,
     pub attempts: u32,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub billable_failures: u32,
     pub outcome: UnitOutcome,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_class: Option<&'a str>,
@@ -464,6 +474,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
             finished_at: "2026-01-01T00:00:01Z".into(),
             attempts: 1,
+            billable_failures: 0,
             outcome,
             error_class: None,
             error: None,
@@ -498,6 +509,7 @@ mod tests {
             started_at: &r.started_at,
             finished_at: &r.finished_at,
             attempts: r.attempts,
+            billable_failures: r.billable_failures,
             outcome: r.outcome,
             error_class: r.error_class.as_deref(),
             error: r.error.as_deref(),

@@ -168,6 +168,61 @@ impl Price {
                 + u128::from(completion) * u128::from(self.output),
         )
     }
+
+    /// The most a prompt token can cost: input or cached input, whichever is higher.
+    fn worst_input(&self) -> u64 {
+        self.input.max(self.cached_input)
+    }
+
+    /// The most a completion token can cost: output or reasoning, whichever is higher.
+    fn worst_output(&self) -> u64 {
+        self.output.max(self.reasoning)
+    }
+
+    /// The most `prompt` prompt tokens and `completion` completion tokens can cost: each at the
+    /// highest price that can apply to it.
+    pub fn worst(&self, prompt: u64, completion: u64) -> Money {
+        Money::from_integer(
+            u128::from(prompt) * u128::from(self.worst_input())
+                + u128::from(completion) * u128::from(self.worst_output()),
+        )
+    }
+
+    /// What one reply cost when its usage may be missing or unreadable: a count the server did not
+    /// give is its bound (`prompt`, `completion` tokens) and a split it did not give (cached,
+    /// reasoning) is priced at the higher price, so the result is never below what was billed.
+    pub fn cost_at_most(&self, usage: Option<&Usage>, (prompt, completion): (u64, u64)) -> Money {
+        let Some(u) = usage else {
+            return self.worst(prompt, completion);
+        };
+        let part = |count: Option<u64>, bound: u64, split: Option<u64>, low: u64, high: u64| {
+            let Some(n) = count else {
+                return u128::from(bound) * u128::from(low.max(high));
+            };
+            match split {
+                Some(s) => {
+                    let s = s.min(n);
+                    u128::from(n - s) * u128::from(low) + u128::from(s) * u128::from(high)
+                }
+                None => u128::from(n) * u128::from(low.max(high)),
+            }
+        };
+        let input = part(
+            u.prompt_tokens,
+            prompt,
+            u.cached_tokens(),
+            self.input,
+            self.cached_input,
+        );
+        let output = part(
+            u.completion_tokens,
+            completion,
+            u.reasoning_tokens(),
+            self.output,
+            self.reasoning,
+        );
+        Money::from_integer(input + output)
+    }
 }
 
 /// A budget shared by concurrent requesters: spent plus reserved never passes the limit, and
@@ -399,6 +454,41 @@ mod tests {
         assert_eq!(l.used(), Money::from_integer(4));
         // Closed: even a reservation that would now fit is refused.
         assert!(!l.reserve(Money::from_integer(1)));
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_priced_at_its_worst_case() {
+        // Reasoning dearer than output, cached input dearer than input: the bound takes the higher.
+        let p = price(1.0, Some(3.0), 2.0, Some(64.0));
+        let bound = (100, 1000);
+        let worst = Money::from_integer((100 * 3 + 1000 * 64) * 1_000_000);
+        assert_eq!(p.worst(100, 1000), worst);
+        assert_eq!(p.cost_at_most(None, bound), worst);
+        for odd in [
+            r#"{}"#,
+            r#"{"prompt_tokens":null,"completion_tokens":null}"#,
+            r#"{"prompt_tokens":"n/a","completion_tokens":"n/a"}"#,
+            r#"{"prompt_tokens":-5,"completion_tokens":-1}"#,
+        ] {
+            let u: Usage = serde_json::from_str(odd).unwrap();
+            assert_eq!(p.cost_at_most(Some(&u), bound), worst, "{odd}");
+        }
+        // Counts given, splits not: every token at the higher of its two prices.
+        let u: Usage =
+            serde_json::from_str(r#"{"prompt_tokens":10,"completion_tokens":20}"#).unwrap();
+        assert_eq!(
+            p.cost_at_most(Some(&u), bound),
+            Money::from_integer((10 * 3 + 20 * 64) * 1_000_000)
+        );
+        // Splits given: each part at its own price.
+        let u: Usage = serde_json::from_str(
+            r#"{"prompt_tokens":10,"completion_tokens":20,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":5}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            p.cost_at_most(Some(&u), bound),
+            Money::from_integer((6 + 4 * 3 + 15 * 2 + 5 * 64) * 1_000_000)
+        );
     }
 
     #[test]

@@ -72,6 +72,19 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
+/// Opens a file for reading, refusing anything but a regular file (a FIFO, `/dev/zero` or a
+/// directory would block or never end).
+pub fn open_regular(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let f = std::fs::File::open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(f)
+}
+
 /// Now as RFC 3339 UTC with milliseconds.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
@@ -164,10 +177,22 @@ pub fn terminal_width() -> usize {
 
 /// A stop request passed into long-running work (mini-redis style): the command layer triggers it on
 /// a signal; samplers and the judge stop queueing work and wind down when it fires.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Shutdown {
     tx: Arc<watch::Sender<bool>>,
     rx: watch::Receiver<bool>,
+    /// What must still happen when a second signal quits at once (the manifest says so).
+    last_words: Arc<std::sync::Mutex<Option<LastWords>>>,
+}
+
+type LastWords = Box<dyn Fn() + Send + Sync>;
+
+impl std::fmt::Debug for Shutdown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shutdown")
+            .field("triggered", &self.is_triggered())
+            .finish()
+    }
 }
 
 impl Default for Shutdown {
@@ -182,6 +207,19 @@ impl Shutdown {
         Shutdown {
             tx: Arc::new(tx),
             rx,
+            last_words: Arc::default(),
+        }
+    }
+
+    /// Sets what [`Shutdown::quit_now`] does before the process ends (replacing any earlier).
+    pub fn on_quit_now(&self, f: impl Fn() + Send + Sync + 'static) {
+        *self.last_words.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(f));
+    }
+
+    /// Runs the last words set by [`Shutdown::on_quit_now`]; the caller then exits.
+    pub fn quit_now(&self) {
+        if let Some(f) = &*self.last_words.lock().unwrap_or_else(|p| p.into_inner()) {
+            f();
         }
     }
 

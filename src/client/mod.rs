@@ -96,6 +96,36 @@ pub struct ApiError {
     pub retry_after: Option<Duration>,
 }
 
+impl ApiError {
+    /// Whether the server may have billed the request: only a reply with an error status (4xx,
+    /// 5xx) or a connection that was never made is known to cost nothing. A timeout, a cut
+    /// stream or an unreadable 2xx reply may have been generated and billed in full.
+    pub fn may_be_billed(&self) -> bool {
+        let refused_status = self.status.is_some_and(|s| !(200..300).contains(&s));
+        let never_connected = matches!(self.class, ErrorClass::Connection | ErrorClass::Timeout)
+            && self.status.is_none()
+            && self.message.starts_with(CANNOT_CONNECT);
+        !(refused_status || never_connected)
+    }
+}
+
+/// How a transport error that never reached the server starts (see [`ApiError::may_be_billed`]).
+const CANNOT_CONNECT: &str = "cannot connect";
+
+/// [`ApiError::may_be_billed`] of an error as a checkpoint line keeps it (its `Display` text).
+pub fn error_text_may_be_billed(text: &str) -> bool {
+    let (head, message) = text.split_once(": ").unwrap_or((text, ""));
+    let (class, status) = match head.split_once(" (HTTP ") {
+        Some((c, rest)) => (c, rest.trim_end_matches(')').parse::<u16>().ok()),
+        None => (head, None),
+    };
+    let refused_status = status.is_some_and(|s| !(200..300).contains(&s));
+    let transport = [ErrorClass::Connection, ErrorClass::Timeout].map(ErrorClass::as_str);
+    let never_connected =
+        transport.contains(&class) && status.is_none() && message.starts_with(CANNOT_CONNECT);
+    !(refused_status || never_connected)
+}
+
 /// Token counts as the server reported them; a count it left out or wrote oddly is unknown (None).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
@@ -649,10 +679,11 @@ trait WithoutUrl {
 
 impl WithoutUrl for reqwest::Error {
     fn without_url_ref(&self) -> String {
-        let kind = if self.is_timeout() {
+        // A connect timeout is a connection never made: named so, it is known to cost nothing.
+        let kind = if self.is_connect() {
+            CANNOT_CONNECT
+        } else if self.is_timeout() {
             "request timed out"
-        } else if self.is_connect() {
-            "cannot connect"
         } else if self.is_body() || self.is_decode() {
             "reply body failed"
         } else {
@@ -796,6 +827,44 @@ mod tests {
         let esc = reply(r#"{"model":"m\u001b[2J","choices":[{"message":{"content":"a"}}]}"#);
         assert_eq!(esc.served_model.as_deref(), Some("m\\u{1b}[2J"));
         assert_eq!(r.choices[0].content, "key [REDACTED]");
+    }
+
+    #[test]
+    fn only_error_statuses_and_unmade_connections_are_known_to_cost_nothing() {
+        let e = |class, status, message: &str| ApiError {
+            class,
+            status,
+            message: message.into(),
+            retry_after: None,
+        };
+        let cases = [
+            (e(ErrorClass::Server, Some(500), "boom"), false),
+            (e(ErrorClass::RateLimited, Some(429), "slow"), false),
+            (
+                e(ErrorClass::Connection, None, "cannot connect: refused"),
+                false,
+            ),
+            (
+                e(ErrorClass::Timeout, None, "cannot connect: timed out"),
+                false,
+            ),
+            (e(ErrorClass::Timeout, None, "request timed out"), true),
+            (
+                e(ErrorClass::Connection, Some(200), "stream cut mid-way"),
+                true,
+            ),
+            (e(ErrorClass::MalformedJson, Some(200), "not JSON"), true),
+            (e(ErrorClass::TooLarge, Some(200), "too large"), true),
+            (
+                e(ErrorClass::Connection, None, "request failed: reset"),
+                true,
+            ),
+        ];
+        for (err, billed) in cases {
+            assert_eq!(err.may_be_billed(), billed, "{err}");
+            // A checkpoint keeps the error's text: the same verdict from it.
+            assert_eq!(error_text_may_be_billed(&err.to_string()), billed, "{err}");
+        }
     }
 
     #[test]

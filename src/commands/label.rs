@@ -83,8 +83,10 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
     rollout_model.sampling.n = args.k;
     rollout_model.sampling.greedy = false;
     settings.models = vec![rollout_model];
+    let budgets = runner::BudgetBook::open(&settings, &work.prepared, &out)?;
     let job = SamplingJob {
         search: None,
+        budgets,
         settings,
         run_dir: out.clone(),
         run_id: out

@@ -38,6 +38,7 @@ pub fn shutdown_on_signals(quiet: bool) -> anyhow::Result<(Shutdown, tokio::runt
         }
         trigger.trigger();
         if next_signal().await.is_ok() {
+            trigger.quit_now();
             std::process::exit(i32::from(crate::error::ExitStatus::Interrupted.code()));
         }
     });

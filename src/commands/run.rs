@@ -172,7 +172,9 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     // thread would tear the bars).
     let bars = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (shutdown, _signals) = super::shutdown_on_signals(args.quiet || bars)?;
+    interrupted_on_quit_now(&shutdown, &run_dir);
     let job = SamplingJob {
+        budgets: runner::BudgetBook::default(),
         settings: plan.settings.clone(),
         run_dir: run_dir.clone(),
         run_id: manifest.run_id.clone(),
@@ -188,6 +190,9 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
             let mut ends =
                 crate::batch_api::drive_all(plan, &run_dir, &mut manifest, &job.keys, &shutdown)?;
             let mut job = job;
+            // Opened after the batches are recorded, from every model's checkpoint: the run's
+            // budget counts what the batches cost.
+            job.budgets = runner::BudgetBook::open(&plan.settings, &plan.prepared, &run_dir)?;
             job.settings.models.retain(|m| m.api.batch.is_none());
             if !job.settings.models.is_empty() {
                 ends.extend(runner::sample_all(&job, &shutdown)?);
@@ -235,6 +240,19 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     Ok((run_dir, status))
 }
 
+/// A second Ctrl-C quits at once: the manifest must not be left saying `running`.
+fn interrupted_on_quit_now(shutdown: &crate::util::Shutdown, run_dir: &Path) {
+    let dir = run_dir.to_path_buf();
+    shutdown.on_quit_now(move || {
+        if let Ok(mut m) = Manifest::read(&dir) {
+            m.status = "interrupted".into();
+            m.updated_at = now_rfc3339();
+            m.finished_at = None;
+            let _ = m.write(&dir);
+        }
+    });
+}
+
 /// Writes the batch request file for the run's missing units and leaves the run pending.
 fn export_batch(
     plan: &Plan,
@@ -262,7 +280,19 @@ fn import_batch(
     file: &Path,
     quiet: bool,
 ) -> Result<Vec<(String, ModelEnd)>> {
-    let (got, ends) = crate::batch::import(plan, run_dir, run_id, file)?;
+    // A file from elsewhere may echo a key: every model key that is set is redacted from it.
+    let keys: Vec<_> = plan
+        .settings
+        .models
+        .iter()
+        .filter_map(|m| {
+            runner::read_key(m.api.api_key_env.as_deref(), "")
+                .ok()
+                .flatten()
+        })
+        .collect();
+    let keys: Vec<_> = keys.iter().collect();
+    let (got, ends) = crate::batch::import(plan, run_dir, run_id, file, &keys)?;
     if quiet {
         return Ok(ends);
     }
@@ -487,11 +517,22 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
                 eprintln!("  {} failed{}", units(m.api_error), causes(m));
             }
         } else if m.status != "complete" {
-            eprintln!(
-                "error: model {name}: {} still failed after retries{}",
-                units(m.api_error),
-                causes(m)
-            );
+            if m.api_error > 0 {
+                eprintln!(
+                    "error: model {name}: {} still failed after retries{}",
+                    units(m.api_error),
+                    causes(m)
+                );
+            }
+            let unanswered = m
+                .units_planned
+                .saturating_sub(m.ok + m.truncated + m.api_error);
+            if unanswered > 0 {
+                eprintln!(
+                    "error: model {name}: {} have no answer yet",
+                    units(unanswered)
+                );
+            }
         }
     }
     eprintln!("some units failed; request them again with:\n  {resume_cmd}");

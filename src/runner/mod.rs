@@ -73,10 +73,58 @@ struct ModelCtx {
 /// A model's `max_cost` and the run's `[evaluation] max_cost`: what the checkpoints and replies
 /// cost so far plus the worst case of the requests in flight; a request that could take either
 /// past its limit is not sent.
+#[derive(Clone)]
 struct Budget {
     price: crate::cost::Price,
-    model: Option<Ledger>,
+    model: Option<Arc<Ledger>>,
     run: Option<Arc<Ledger>>,
+}
+
+/// Every model's [`Budget`] in a run directory, each ledger starting from the most its
+/// checkpoint can have cost; the one place a budget is opened, for live sampling, searches and
+/// Batch API or batch-file exports alike.
+#[derive(Clone, Default)]
+pub struct BudgetBook {
+    budgets: HashMap<String, Budget>,
+}
+
+impl BudgetBook {
+    /// The budgets of `settings`' models (all of them: the run's ledger counts every model).
+    pub fn open(settings: &Settings, prepared: &[Prepared], run_dir: &Path) -> Result<BudgetBook> {
+        let index = id_index(prepared.iter(), |p| p.id.as_str());
+        let run = run_ledger(settings, run_dir, (prepared, &index))?;
+        let mut budgets = HashMap::new();
+        for m in &settings.models {
+            let path = checkpoint_path(run_dir, &m.name);
+            if let Some(b) = budget_for(m, &path, (prepared, &index), run.clone())? {
+                budgets.insert(m.name.clone(), b);
+            }
+        }
+        Ok(BudgetBook { budgets })
+    }
+
+    fn budget(&self, model: &str) -> Option<Budget> {
+        self.budgets.get(model).cloned()
+    }
+
+    /// Reserves the worst case of a request for `slots` of `prep`, for good (a batch line: what it
+    /// cost is only known once its output is recorded); the stop message when it does not fit.
+    pub fn reserve_request(
+        &self,
+        m: &ModelSettings,
+        prep: &Prepared,
+        slots: usize,
+        left: u64,
+    ) -> Result<(), String> {
+        let Some(b) = self.budgets.get(&m.name) else {
+            return Ok(());
+        };
+        let max = u64::from(m.sampling.max_tokens.unwrap_or(0));
+        let worst = b.price.worst(prep.prompt_tokens_bound, max * slots as u64);
+        let per_unit = b.price.worst(prep.prompt_tokens_bound, max);
+        b.reserve(worst)
+            .map_err(|(key, l)| b.stop_message(key, l, left, per_unit))
+    }
 }
 
 impl Budget {
@@ -100,7 +148,7 @@ impl Budget {
 
     /// Replaces a reservation with what the request actually cost.
     fn settle(&self, worst: Money, actual: Money) {
-        for l in self.model.iter().chain(self.run.as_deref()) {
+        for l in self.model.as_deref().into_iter().chain(self.run.as_deref()) {
             l.settle(worst, actual);
         }
     }
@@ -118,12 +166,16 @@ impl Budget {
 }
 
 impl ModelCtx {
-    /// The worst case of a request for `slots` samples of `prep`: its prompt estimate plus
-    /// max_tokens per sample at the output price.
+    /// The worst case of a request for `slots` samples of `prep`: its prompt bound plus
+    /// max_tokens per sample, each at the highest price that can apply.
     fn worst_case(&self, b: &Budget, prep: &Prepared, slots: usize) -> Money {
-        let max = u64::from(self.settings.sampling.max_tokens.unwrap_or(0));
         b.price
-            .estimate(prep.prompt_tokens_estimate, max * slots as u64)
+            .worst(prep.prompt_tokens_bound, self.completion_bound(slots))
+    }
+
+    /// The most completion tokens `choices` choices can hold.
+    fn completion_bound(&self, choices: usize) -> u64 {
+        u64::from(self.settings.sampling.max_tokens.unwrap_or(0)) * choices as u64
     }
 
     /// Reserves a request's worst case; on refusal stops the model with the budget message.
@@ -154,21 +206,38 @@ impl ModelCtx {
         None
     }
 
-    /// Settles a reservation with the reply's usage (its worst case when the usage is unknown).
-    fn settle(&self, worst: Option<Money>, reply: Option<&ChatResponse>) {
-        self.settle_usage(worst, reply.map(|r| r.usage.as_ref()));
+    /// Settles a sampling request's reservation (see [`ModelCtx::settle_bounded`]); a reply's
+    /// completion bound counts the choices it actually carried.
+    fn settle(
+        &self,
+        worst: Option<Money>,
+        prep: &Prepared,
+        slots: usize,
+        reply: &Result<ChatResponse, ApiError>,
+    ) {
+        let choices = reply.as_ref().map_or(slots, |r| r.choices.len().max(slots));
+        let bound = (prep.prompt_tokens_bound, self.completion_bound(choices));
+        self.settle_bounded(worst, bound, reply.as_ref().map(|r| r.usage.as_ref()));
     }
 
-    /// Settles with a reply's usage: None (no reply) costs nothing, `Some(None)` its worst case.
-    fn settle_usage(&self, worst: Option<Money>, usage: Option<Option<&crate::client::Usage>>) {
-        if let (Some(b), Some(w)) = (&self.budget, worst) {
-            let actual = match usage {
-                Some(Some(u)) => b.price.cost_of(u),
-                Some(None) => w,
-                None => Money::from_integer(0),
-            };
-            b.settle(w, actual);
-        }
+    /// Settles a reservation: a reply costs its usage, each count it left unreadable at its bound
+    /// (prompt, completion tokens); a failure the server may have billed costs the reservation;
+    /// one it cannot have billed, nothing.
+    fn settle_bounded(
+        &self,
+        worst: Option<Money>,
+        bound: (u64, u64),
+        reply: Result<Option<&crate::client::Usage>, &ApiError>,
+    ) {
+        let (Some(b), Some(w)) = (&self.budget, worst) else {
+            return;
+        };
+        let actual = match reply {
+            Ok(usage) => b.price.cost_at_most(usage, bound),
+            Err(e) if e.may_be_billed() => w,
+            Err(_) => Money::from_integer(0),
+        };
+        b.settle(w, actual);
     }
 
     fn fail(&self, reason: &dyn std::fmt::Display) {
@@ -208,28 +277,50 @@ impl ModelCtx {
     }
 
     /// Writes one unit's record to the checkpoint; a write error stops this model.
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         prep: &Prepared,
-        slot: SampleIndex,
-        seed: u64,
-        started_at: &str,
-        started: Instant,
-        attempts: u32,
+        (slot, seed): (SampleIndex, u64),
+        tried: &ItemTries<'_>,
         outcome: Result<(&ChatResponse, usize), &ApiError>,
+        shared_by: usize,
     ) {
         let unit = Unit {
             settings: &self.settings,
             run_id: &self.run_id,
             strip: self.strip.as_ref(),
         };
-        let timing = (started_at, started.elapsed().as_millis() as u64, attempts);
-        if let Err(e) = unit.write(&self.writer, prep, slot, seed, timing, outcome) {
+        let timing = Attempted {
+            started_at: tried.started_at,
+            latency_ms: tried.started.elapsed().as_millis() as u64,
+            attempts: tried.attempts,
+            billable_failures: tried.billable_failures,
+            shared_by: shared_by as u32,
+        };
+        if let Err(e) = unit.write(&self.writer, prep, slot, seed, &timing, outcome) {
             // A checkpoint that cannot be written would lose work silently: stop this model.
             self.fail(&format!("disk error: {e}"));
         }
     }
+}
+
+/// How one request went, for each record it writes.
+pub struct Attempted<'a> {
+    pub started_at: &'a str,
+    pub latency_ms: u64,
+    pub attempts: u32,
+    /// Failed attempts the server may have billed (see [`ApiError::may_be_billed`]).
+    pub billable_failures: u32,
+    /// Records that share the reply's usage: the choices taken from it.
+    pub shared_by: u32,
+}
+
+/// A work item's attempts so far, as the runner counts them.
+struct ItemTries<'a> {
+    started_at: &'a str,
+    started: Instant,
+    attempts: u32,
+    billable_failures: u32,
 }
 
 /// What every record of one model shares; builds and writes records exactly as the live runner
@@ -242,17 +333,18 @@ pub struct Unit<'a> {
 }
 
 impl Unit<'_> {
-    /// Appends one unit's record, serialised straight from borrowed fields; `timing` is
-    /// (started_at, latency in ms, attempts).
+    /// Appends one unit's record, serialised straight from borrowed fields.
     pub fn write(
         &self,
         writer: &CheckpointWriter,
         prep: &Prepared,
         slot: SampleIndex,
         seed: u64,
-        (started_at, latency_ms, attempts): (&str, u64, u32),
+        timing: &Attempted<'_>,
         outcome: Result<(&ChatResponse, usize), &ApiError>,
     ) -> Result<(), crate::checkpoint::CheckpointError> {
+        let (started_at, latency_ms, attempts) =
+            (timing.started_at, timing.latency_ms, timing.attempts);
         let s = &self.settings.sampling;
         let greedy = slot == SampleIndex::Greedy;
         let finished_at = now_rfc3339();
@@ -291,6 +383,7 @@ impl Unit<'_> {
             started_at,
             finished_at: &finished_at,
             attempts,
+            billable_failures: timing.billable_failures,
             outcome: UnitOutcome::ApiError,
             error_class: None,
             error: error.as_deref(),
@@ -307,7 +400,9 @@ impl Unit<'_> {
                 }
                 r.finish_reason = c.finish_reason.as_deref();
                 r.usage = resp.usage.as_ref();
-                r.choices_in_request = resp.choices.len() as u32;
+                // The records taken from this reply carry its whole usage between them, however
+                // many choices the server sent: a resume then counts what was billed.
+                r.choices_in_request = timing.shared_by.max(1);
                 r.ttft_ms = resp.stream.map(|t| t.ttft_ms);
                 r.tokens_per_s = resp.stream.and_then(|t| t.tokens_per_s);
                 r.outcome = if c.finish_reason.as_deref() == Some("length") {
@@ -391,16 +486,21 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
     let prep = &ctx.prepared[item.problem];
     let mut pending = item.slots;
     let started_at = now_rfc3339();
-    let started = Instant::now();
+    let mut tried = ItemTries {
+        started_at: &started_at,
+        started: Instant::now(),
+        attempts: 0,
+        billable_failures: 0,
+    };
     let estimate =
         prep.prompt_tokens_estimate + ctx.settings.sampling.max_tokens.unwrap_or(1024) as u64;
     let mut tries = ctx.policy.tries(&ctx.shutdown);
     while let Some(attempts) = tries.start() {
         if ctx.stopped.load(Ordering::SeqCst) {
-            return;
+            return ctx.abandon(prep, &pending, &tried);
         }
         let Some(reserved) = ctx.reserve(prep, pending.len()) else {
-            return;
+            return ctx.abandon(prep, &pending, &tried);
         };
         let seed = ctx.seed_for(prep, &pending);
         let body = ctx.request_body(prep, &pending, seed);
@@ -408,15 +508,19 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
             ctx.pace.wait(estimate * pending.len() as u64).await;
         }
         ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
-        let times = (started_at.as_str(), started, attempts);
+        tried.attempts = attempts;
         let reply = ctx.client.chat_bytes(body).await;
-        ctx.settle(reserved, reply.as_ref().ok());
+        ctx.settle(reserved, prep, pending.len(), &reply);
         let err = match reply {
-            Ok(resp) => match ctx.take_choices(prep, &resp, &mut pending, seed, times) {
+            Ok(resp) => match ctx.take_choices(prep, &resp, &mut pending, seed, &tried) {
                 None => return,
                 Some(err) => err,
             },
-            Err(e) => e,
+            Err(e) => {
+                // Counted for the records, so a resume prices this attempt as the ledger did.
+                tried.billable_failures += u32::from(e.may_be_billed());
+                e
+            }
         };
         if err.class == ErrorClass::RateLimited {
             ctx.limit.on_rate_limited();
@@ -428,10 +532,11 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
             Next::Retry => {
                 ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
             }
-            Next::Stopped => return,
+            Next::Stopped => return ctx.abandon(prep, &pending, &tried),
             Next::GaveUp { err, attempts } => {
+                tried.attempts = attempts;
                 for slot in pending.drain(..) {
-                    ctx.record(prep, slot, seed, &started_at, started, attempts, Err(&err));
+                    ctx.record(prep, (slot, seed), &tried, Err(&err), 1);
                     ctx.counters.errors.fetch_add(1, Ordering::SeqCst);
                     ctx.counters.done.fetch_add(1, Ordering::SeqCst);
                 }
@@ -442,6 +547,28 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
 }
 
 impl ModelCtx {
+    /// Stops a work item before its retries ended (budget, stop, shutdown). Attempts the server
+    /// may have billed are kept as an error record per slot, so a resume's budget counts them;
+    /// the units stay missing either way.
+    fn abandon(&self, prep: &Prepared, pending: &[SampleIndex], tried: &ItemTries<'_>) {
+        if tried.billable_failures == 0 || pending.is_empty() {
+            return;
+        }
+        let err = ApiError {
+            class: ErrorClass::Timeout,
+            status: None,
+            message: format!(
+                "stopped after {} attempts the server may have billed",
+                tried.billable_failures
+            ),
+            retry_after: None,
+        };
+        let seed = self.seed_for(prep, pending);
+        for &slot in pending {
+            self.record(prep, (slot, seed), tried, Err(&err), 1);
+        }
+    }
+
     /// Records the choices a reply holds; the error for any slots it left without one.
     fn take_choices(
         &self,
@@ -449,22 +576,14 @@ impl ModelCtx {
         resp: &ChatResponse,
         pending: &mut Vec<SampleIndex>,
         seed: u64,
-        (started_at, started, attempts): (&str, Instant, u32),
+        tried: &ItemTries<'_>,
     ) -> Option<ApiError> {
         self.limit.on_success();
         let tokens = resp.usage.as_ref().map_or(0, crate::client::Usage::total);
         self.counters.tokens.fetch_add(tokens, Ordering::Relaxed);
         let got = resp.choices.len().min(pending.len());
         for (i, slot) in pending.drain(..got).enumerate() {
-            self.record(
-                prep,
-                slot,
-                seed,
-                started_at,
-                started,
-                attempts,
-                Ok((resp, i)),
-            );
+            self.record(prep, (slot, seed), tried, Ok((resp, i)), got);
             self.counters.done.fetch_add(1, Ordering::SeqCst);
         }
         (!pending.is_empty()).then(|| ApiError {
@@ -574,6 +693,8 @@ pub struct SamplingJob {
     /// For `strategy = "mcts"` models: the questions (no gold answers), the sandbox and the
     /// reward models' keys.
     pub search: Option<SearchJob>,
+    /// The budgets, opened from the whole plan's checkpoints ([`BudgetBook::open`]).
+    pub budgets: BudgetBook,
 }
 
 /// What tree searches need beyond sampling.
@@ -601,12 +722,11 @@ async fn sample_all_async(
     let index = id_index(job.prepared.iter(), |p| p.id.as_str());
     let mut handles = Vec::new();
     let mut bars = Vec::new();
-    let run = run_ledger(job, &index)?;
     for m in &job.settings.models {
         let path = checkpoint_path(&job.run_dir, &m.name);
         let done = load_done(&path, &index)?;
         let mut ctx = model_ctx(job, m, &path, shutdown)?;
-        ctx.budget = budget_for(m, &path, &index, run.clone())?;
+        ctx.budget = job.budgets.budget(&m.name);
         ctx.search = search_ctx(job, m, &done)?;
         let ctx = Arc::new(ctx);
         // Set before any frame is drawn: what is missing now, so a resumed run starts at 0 of the rest.
@@ -713,19 +833,21 @@ fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Op
     }))
 }
 
-/// The run-wide ledger, starting from what every model's checkpoint already cost (a resumed run).
-fn run_ledger(job: &SamplingJob, index: &HashMap<&str, usize>) -> Result<Option<Arc<Ledger>>> {
-    let Some(limit) = job.settings.evaluation.max_cost else {
+/// The run-wide ledger, starting from the most every model's checkpoint can have cost.
+fn run_ledger(
+    settings: &Settings,
+    run_dir: &Path,
+    plan: (&[Prepared], &HashMap<&str, usize>),
+) -> Result<Option<Arc<Ledger>>> {
+    let Some(limit) = settings.evaluation.max_cost else {
         return Ok(None);
     };
     let mut spent = Money::from_integer(0);
-    for m in &job.settings.models {
+    for m in &settings.models {
         // Config validation guarantees a price for every model when the run has a budget.
         if let Some(p) = &m.pricing {
-            let path = checkpoint_path(&job.run_dir, &m.name);
-            spent += count_checkpoint(&path, index, m.sampling.n, m.sampling.greedy)?
-                .tokens
-                .cost(p);
+            let path = checkpoint_path(run_dir, &m.name);
+            spent += spent_at_most(m, p, &path, plan)?;
         }
     }
     let limit = Money::from_integer(u128::from(limit) * 1_000_000);
@@ -736,17 +858,17 @@ fn run_ledger(job: &SamplingJob, index: &HashMap<&str, usize>) -> Result<Option<
 fn budget_for(
     m: &ModelSettings,
     path: &Path,
-    index: &HashMap<&str, usize>,
+    plan: (&[Prepared], &HashMap<&str, usize>),
     run: Option<Arc<Ledger>>,
 ) -> Result<Option<Budget>> {
     let Some(price) = &m.pricing else {
         return Ok(None);
     };
     let model = match price.budget() {
-        Some(limit) => {
-            let counts = count_checkpoint(path, index, m.sampling.n, m.sampling.greedy)?;
-            Some(Ledger::new(limit, counts.tokens.cost(price)))
-        }
+        Some(limit) => Some(Arc::new(Ledger::new(
+            limit,
+            spent_at_most(m, price, path, plan)?,
+        ))),
         None => None,
     };
     if model.is_none() && run.is_none() {
@@ -757,6 +879,53 @@ fn budget_for(
         model,
         run,
     }))
+}
+
+/// What a checkpoint line needs for [`spent_at_most`].
+#[derive(serde::Deserialize)]
+struct BilledRecord {
+    problem_id: String,
+    outcome: UnitOutcome,
+    #[serde(default)]
+    usage: Option<crate::client::Usage>,
+    #[serde(default)]
+    choices_in_request: Option<u32>,
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    billable_failures: u32,
+}
+
+/// The most a model's checkpoint can have cost, so a resumed run's budget starts there: every
+/// line is a paid request's share, a count the server did not give priced at its bound, and each
+/// failed attempt the server may have billed at its worst case (as the live ledger counted it).
+fn spent_at_most(
+    m: &ModelSettings,
+    price: &crate::cost::Price,
+    path: &Path,
+    (prepared, index): (&[Prepared], &HashMap<&str, usize>),
+) -> Result<Money> {
+    let widest = prepared.iter().map(|p| p.prompt_tokens_bound).max();
+    let mut spent = Money::from_integer(0);
+    read_lines(path, |r: BilledRecord| {
+        let prompt = index
+            .get(r.problem_id.as_str())
+            .map(|&p| prepared[p].prompt_tokens_bound)
+            .or(widest)
+            .unwrap_or(0);
+        let share = u128::from(r.choices_in_request.unwrap_or(1).max(1));
+        let max_tokens = u64::from(r.max_tokens.or(m.sampling.max_tokens).unwrap_or(0));
+        let bound = (prompt, max_tokens * share as u64);
+        let failed =
+            price.worst(bound.0, bound.1) * Money::from_integer(u128::from(r.billable_failures));
+        let reply = match r.outcome {
+            UnitOutcome::ApiError => Money::from_integer(0),
+            _ => price.cost_at_most(r.usage.as_ref(), bound),
+        };
+        spent += (failed + reply) / Money::from_integer(share);
+        Ok(())
+    })?;
+    Ok(spent)
 }
 
 /// Per-model totals read back from a checkpoint, for the manifest.

@@ -247,12 +247,13 @@ impl Calls<'_> {
     ) -> Result<Cached, CallFailed> {
         let ctx = self.ctx;
         let estimate = body.len() as u64 / 4 + completion;
+        let bound = (super::units::prompt_bound(body.len()), completion);
         let mut tries = ctx.policy.tries(&ctx.shutdown);
         while tries.start().is_some() {
             if ctx.stopped.load(Ordering::SeqCst) {
                 break;
             }
-            let Some(reserved) = self.reserve(body.len() as u64 / 4, completion) else {
+            let Some(reserved) = self.reserve(bound.0, completion) else {
                 break;
             };
             self.state.borrow_mut().attempts += 1;
@@ -263,11 +264,12 @@ impl Calls<'_> {
             let reply = tokio::select! {
                 r = self.send(to, body.clone()) => r,
                 _ = after_grace(ctx) => {
-                    ctx.settle_usage(reserved, Some(None));
+                    // Dropped in flight: it may still be generated and billed.
+                    ctx.settle_bounded(reserved, bound, Ok(None));
                     break;
                 }
             };
-            ctx.settle_usage(reserved, reply.as_ref().ok().map(|r| r.usage.as_ref()));
+            ctx.settle_bounded(reserved, bound, reply.as_ref().map(|r| r.usage.as_ref()));
             let err = match reply {
                 Ok(r) => {
                     ctx.limit.on_success();
@@ -309,7 +311,7 @@ impl Calls<'_> {
         let Some(b) = &self.ctx.budget else {
             return Some(None);
         };
-        let worst = b.price.estimate(prompt, completion);
+        let worst = b.price.worst(prompt, completion);
         let calls = self.sc.settings.call_budget().1;
         let per_search = worst * crate::cost::Money::from_integer(u128::from(calls));
         self.ctx.reserve_worst(worst, per_search)
@@ -550,6 +552,7 @@ impl Finished<'_> {
             started_at: self.started_at,
             finished_at,
             attempts: state.attempts.max(1),
+            billable_failures: 0,
             outcome: UnitOutcome::ApiError,
             error_class: None,
             error: None,

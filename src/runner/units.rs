@@ -15,6 +15,19 @@ pub struct Prepared {
     pub messages_json: String,
     /// Rough prompt size for tpm pacing and dry-run estimates (4 characters per token).
     pub prompt_tokens_estimate: u64,
+    /// The most tokens the prompt can be, for budgets: its UTF-8 bytes as sent plus a chat
+    /// template's markers. No tokenizer in use (byte-level BPE, SentencePiece with byte fallback)
+    /// makes more tokens than bytes, whatever the script.
+    pub prompt_tokens_bound: u64,
+}
+
+/// Tokens a chat template may add around the messages (role markers, BOS, generation prompt);
+/// the JSON of each message is longer than its template markers, so this is for the whole prompt.
+pub const TEMPLATE_TOKENS: u64 = 32;
+
+/// The most tokens a request body's prompt can be: [`Prepared::prompt_tokens_bound`] for bytes.
+pub fn prompt_bound(bytes: usize) -> u64 {
+    bytes as u64 + TEMPLATE_TOKENS
 }
 
 impl Prepared {
@@ -26,6 +39,7 @@ impl Prepared {
         Prepared {
             id,
             prompt_hash,
+            prompt_tokens_bound: prompt_bound(json.len()),
             messages_json: json,
             prompt_tokens_estimate: (chars as u64).div_ceil(4) + 8,
         }

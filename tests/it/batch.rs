@@ -3,7 +3,7 @@
 
 use crate::common::{both, read, Fixture};
 use crate::run_fake::{configure, run, smart_reply, sums, ONE_MODEL};
-use fake_openai::{BatchPlan, FakeServer};
+use fake_openai::{BatchPlan, FakeServer, Recorded};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -197,6 +197,7 @@ fn plan(polls: u32, end: &str) -> BatchPlan {
     BatchPlan {
         polls,
         end: end.to_string(),
+        ..BatchPlan::default()
     }
 }
 
@@ -342,4 +343,248 @@ fn ctrl_c_while_polling_stops_and_keeps_the_batch_id() {
     assert_eq!(manifest["status"], "interrupted");
     assert_eq!(manifest["models"]["m1"]["batch_id"], "batch_0");
     assert_eq!(env.server().request_count(), 0);
+}
+
+/// Every file under `dir`, recursively, with its text (lossy).
+fn all_files(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            out.extend(all_files(&p));
+        } else {
+            let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+            out.push((p, text));
+        }
+    }
+    out
+}
+
+/// Asserts that the key is in no file under the fixture and not in `out`.
+fn no_key_anywhere(env: &Fixture, out: &std::process::Output) {
+    use crate::run_fake::KEY;
+    assert!(!both(out).contains(KEY), "{}", both(out));
+    for (path, text) in all_files(&env.results()) {
+        assert!(!text.contains(KEY), "the key is in {}", path.display());
+    }
+}
+
+/// A batch fixture with `plan` whose replies echo the key in their content and model.
+fn echoing_env(plan: BatchPlan) -> Fixture {
+    let echo = |r: &Recorded| {
+        let mut reply = smart_reply(r);
+        for c in &mut reply.choices {
+            c.content = format!("{} (key {})", c.content, crate::run_fake::KEY);
+        }
+        reply.served_model = Some(format!("model-{}", crate::run_fake::KEY));
+        reply
+    };
+    let server = FakeServer::builder().responder(echo).batch_plan(plan);
+    let env = Fixture::new(&sums(4)).with_server(server);
+    configure(
+        &env,
+        SAMPLING,
+        ONE_MODEL,
+        "batch = true\nbatch_poll_interval = 0.01",
+    );
+    env
+}
+
+#[test]
+fn a_key_echoed_by_the_batch_path_reaches_no_file_and_no_message() {
+    use crate::run_fake::KEY;
+    // Echoed in output lines' content and model, and in an error file's message.
+    let errors = Some((2, format!("Incorrect API key provided: {KEY}")));
+    let env = echoing_env(BatchPlan {
+        error_lines: errors,
+        ..plan(1, "completed")
+    });
+    let out = run(&env, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let text = read(&env.run_dir().join("checkpoints/m1.jsonl"));
+    assert!(text.contains("[REDACTED]"), "{text}");
+    let manifest = read(&env.run_dir().join("manifest.json"));
+    assert!(
+        manifest.contains("failure_causes") && manifest.contains("[REDACTED]"),
+        "{manifest}"
+    );
+    no_key_anywhere(&env, &out);
+
+    // Echoed in the id of a poll reply.
+    let env = echoing_env(BatchPlan {
+        reported_id: Some(format!("batch_{KEY}")),
+        ..plan(1, "completed")
+    });
+    let out = run(&env, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    no_key_anywhere(&env, &out);
+}
+
+#[test]
+fn a_batch_the_server_forgot_is_dropped_once_and_its_units_are_sent_anew() {
+    // Polled once, then 404 for good: a kept id must not block every resume.
+    let env = batch_env(
+        BatchPlan {
+            gone_after: Some(1),
+            ..plan(5, "completed")
+        },
+        "0.01",
+    );
+    let out = run(&env, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let text = both(&out);
+    assert_eq!(
+        text.matches("batch batch_0 is no longer known").count(),
+        1,
+        "{text}"
+    );
+    let manifest: Value =
+        serde_json::from_str(&read(&env.run_dir().join("manifest.json"))).unwrap();
+    assert!(
+        manifest["models"]["m1"].get("batch_id").is_none(),
+        "{manifest}"
+    );
+    // The resume submits a new batch (batch_1), which the plan lets finish.
+    let dir = env.run_dir().display().to_string();
+    let out = run(&env, &["--resume", &dir, "--force"]);
+    let s = env.server();
+    assert_eq!(s.hits("POST", "/v1/batches"), 2, "{}", both(&out));
+    assert!(s.hits("GET", "/v1/batches/batch_1") >= 1);
+}
+
+#[test]
+fn file_ids_from_the_server_are_checked_before_they_reach_a_url() {
+    let env = batch_env(
+        BatchPlan {
+            reported_output_file_id: Some("../batches/batch_0".into()),
+            ..plan(0, "completed")
+        },
+        "0.01",
+    );
+    let out = run(&env, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    assert!(
+        both(&out).contains("unusable output_file_id"),
+        "{}",
+        both(&out)
+    );
+    let s = env.server();
+    assert_eq!(s.hits("GET", "/v1/batches/batch_0/content"), 0);
+    assert_eq!(s.hits("GET", "/v1/batches/batch_0"), 1);
+}
+
+#[test]
+fn a_completed_batch_that_lost_lines_says_which_units_have_no_answer() {
+    // 16 requests (n = 5 in pairs of 2 plus greedy, 4 problems), 2 of them answered.
+    let env = batch_env(
+        BatchPlan {
+            keep_lines: Some(2),
+            ..plan(0, "completed")
+        },
+        "0.01",
+    );
+    let out = run(&env, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let text = both(&out);
+    assert!(!text.contains("0 units still failed"), "{text}");
+    assert!(text.contains("have no answer yet"), "{text}");
+    assert!(text.contains("its output answers no request for"), "{text}");
+}
+
+#[test]
+fn aliased_or_foreign_output_lines_are_refused_naming_the_line() {
+    let env = Fixture::new(&sums(2)).with_server(FakeServer::builder().responder(smart_reply));
+    configure(&env, "n = 2\ngreedy = false", ONE_MODEL, "");
+    let (dir, requests) = export(&env);
+    let addr = env.base_url().trim_start_matches("http://").to_string();
+    let output = batch_server(&addr, &requests);
+    let first: Value = serde_json::from_str(output.lines().next().unwrap()).unwrap();
+    let id = first["custom_id"].as_str().unwrap().to_string();
+    let (head, hash) = id.rsplit_once('.').unwrap();
+    let (prefix, slot) = head.rsplit_once('.').unwrap();
+    // Aliases of the first line's unit: upper-case hex, a padded or signed slot, a repeated one.
+    for alias in [
+        format!("{}.{slot}.{hash}", prefix.to_uppercase()),
+        format!("{prefix}.0{slot}.{hash}"),
+        format!("{prefix}.+{slot}.{hash}"),
+        format!("{prefix}.{slot}_{slot}.{hash}"),
+    ] {
+        let mut line = first.clone();
+        line["custom_id"] = alias.clone().into();
+        let out = import(&env, &dir, &format!("{output}{line}\n"));
+        assert_eq!(out.status.code(), Some(2), "{alias}: {}", both(&out));
+        assert!(
+            both(&out).contains("output.jsonl:5:"),
+            "{alias}: {}",
+            both(&out)
+        );
+    }
+    // Output exported from another run (other temperature) is refused, not stamped as ours.
+    let other = Fixture::new(&sums(2)).with_server(FakeServer::builder().responder(smart_reply));
+    configure(
+        &other,
+        "n = 2\ngreedy = false\ntemperature = 1.3",
+        ONE_MODEL,
+        "",
+    );
+    let (_, foreign_requests) = export(&other);
+    let foreign = batch_server(&addr, &foreign_requests);
+    let out = import(&env, &dir, &foreign);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    let text = both(&out);
+    assert!(
+        text.contains("output.jsonl:1:") && text.contains("another request"),
+        "{text}"
+    );
+    assert!(
+        !dir.join("checkpoints/m1.jsonl").exists()
+            || read(&dir.join("checkpoints/m1.jsonl")).is_empty()
+    );
+}
+
+#[test]
+fn a_second_ctrl_c_quits_at_once_and_the_manifest_says_interrupted() {
+    let env = batch_env(plan(u32::MAX, "completed"), "0.02");
+    let child = spawn_polling(&env);
+    let pid = child.id().to_string();
+    for _ in 0..2 {
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    let manifest: Value =
+        serde_json::from_str(&read(&env.run_dir().join("manifest.json"))).unwrap();
+    assert_eq!(manifest["status"], "interrupted");
+}
+
+#[test]
+fn a_batch_output_over_its_reply_limits_is_refused_while_streaming_and_not_fetched_again() {
+    // One reply of 3 MB where each line may hold 1,024 bytes (plus its envelope): the files
+    // together pass their cap long before they are read whole.
+    let big = |r: &Recorded| {
+        let mut reply = smart_reply(r);
+        if r.user_text().is_some_and(|q| q.contains("What is 2+1?")) {
+            reply.choices[0].content = "x".repeat(3 << 20);
+        }
+        reply
+    };
+    let server = FakeServer::builder()
+        .responder(big)
+        .batch_plan(plan(0, "completed"));
+    let env = Fixture::new(&sums(4)).with_server(server);
+    let api = "batch = true\nbatch_poll_interval = 0.01\nmax_response_bytes = 1024";
+    configure(&env, SAMPLING, ONE_MODEL, api);
+    let out = run(&env, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    assert!(both(&out).contains("larger than"), "{}", both(&out));
+    let dir = env.run_dir();
+    assert!(!dir.join(format!("batch-{}.output.jsonl", "6d31")).exists());
+    assert!(!read(&dir.join("manifest.json")).contains("batch_id"));
+    let downloads = env.server().hits("GET", "/v1/files/file-1/content");
+    assert_eq!(downloads, 1, "one download, cut short");
 }

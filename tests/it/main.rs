@@ -5,6 +5,7 @@ mod common;
 
 mod audit_cli;
 mod batch;
+mod budget;
 mod calc_cli;
 mod cli;
 mod config;

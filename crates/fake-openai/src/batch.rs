@@ -4,13 +4,23 @@
 use crate::{Recorded, Shared};
 use serde_json::{json, Value};
 
-/// How a batch ends once it has been polled [`BatchPlan::polls`] times.
+/// How a batch ends once it has been polled [`BatchPlan::polls`] times, and the faults it shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchPlan {
     /// Polls of a batch answered `in_progress` before the final status.
     pub polls: u32,
     /// Final status: `completed`, `failed`, `expired` or `cancelled`.
     pub end: String,
+    /// Polls answered at all: later ones get 404, as for a batch the server has forgotten.
+    pub gone_after: Option<u32>,
+    /// The output file keeps only its first lines (a completed batch that lost some).
+    pub keep_lines: Option<usize>,
+    /// The first input lines fail: they go to an error file with this message.
+    pub error_lines: Option<(usize, String)>,
+    /// Poll replies carry this `id` instead of the batch's own.
+    pub reported_id: Option<String>,
+    /// Poll replies of a completed batch carry this `output_file_id`.
+    pub reported_output_file_id: Option<String>,
 }
 
 impl Default for BatchPlan {
@@ -18,6 +28,11 @@ impl Default for BatchPlan {
         BatchPlan {
             polls: 1,
             end: "completed".to_string(),
+            gone_after: None,
+            keep_lines: None,
+            error_lines: None,
+            reported_id: None,
+            reported_output_file_id: None,
         }
     }
 }
@@ -33,6 +48,7 @@ struct Batch {
     input_file_id: String,
     polls: u32,
     output_file_id: Option<String>,
+    error_file_id: Option<String>,
     total: usize,
 }
 
@@ -147,10 +163,11 @@ pub(crate) fn create(shared: &Shared, body: &Value) -> Result<Value, Refusal> {
         input_file_id: input.to_string(),
         polls: 0,
         output_file_id: None,
+        error_file_id: None,
         total,
     });
     let i = store.batches.len() - 1;
-    Ok(view(i, &store.batches[i], "validating"))
+    Ok(view(i, &store.batches[i], "validating", plan_of(shared)))
 }
 
 /// `GET /v1/batches/{id}`: counts the poll; the first poll past the plan runs the batch.
@@ -162,21 +179,34 @@ pub(crate) fn get(shared: &Shared, id: &str) -> Result<Value, Refusal> {
         .batch_index(id)
         .ok_or((404, format!("no batch `{id}`")))?;
     store.batches[i].polls += 1;
+    if plan.gone_after.is_some_and(|n| store.batches[i].polls > n) {
+        return Err((404, format!("No batch found with id '{id}'.")));
+    }
     if store.batches[i].polls <= plan.polls {
-        return Ok(view(i, &store.batches[i], "in_progress"));
+        return Ok(view(i, &store.batches[i], "in_progress", plan));
     }
     if plan.end == "completed" && store.batches[i].output_file_id.is_none() {
         let input = store.batches[i].input_file_id.clone();
         let lines = store.file(&input).map(<[u8]>::to_vec).unwrap_or_default();
-        let out = store.add_file(run_lines(shared, &lines));
+        let (out, errors) = run_lines(shared, &lines);
+        let out = store.add_file(out);
         store.batches[i].output_file_id = Some(out);
+        if !errors.is_empty() {
+            store.batches[i].error_file_id = Some(store.add_file(errors));
+        }
     }
-    Ok(view(i, &store.batches[i], &plan.end))
+    Ok(view(i, &store.batches[i], &plan.end, plan))
 }
 
-/// Answers every input line with the responder, in OpenAI's batch output format.
-fn run_lines(shared: &Shared, input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
+fn plan_of(shared: &Shared) -> &BatchPlan {
+    &shared.batch_plan
+}
+
+/// Answers every input line with the responder, in OpenAI's batch output format: the output
+/// file, and the error file of the lines the plan fails.
+fn run_lines(shared: &Shared, input: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let plan = &shared.batch_plan;
+    let (mut out, mut errors) = (Vec::new(), Vec::new());
     for (k, line) in input
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
@@ -185,6 +215,20 @@ fn run_lines(shared: &Shared, input: &[u8]) -> Vec<u8> {
         let Ok(req) = serde_json::from_slice::<Value>(line) else {
             continue;
         };
+        if let Some((_, message)) = plan.error_lines.as_ref().filter(|(n, _)| k < *n) {
+            let row = json!({
+                "id": format!("batch_req_{k}"),
+                "custom_id": req.get("custom_id"),
+                "response": null,
+                "error": {"code": "invalid_api_key", "message": message},
+            });
+            errors.extend_from_slice(row.to_string().as_bytes());
+            errors.push(b'\n');
+            continue;
+        }
+        if plan.keep_lines.is_some_and(|n| k >= n) {
+            continue;
+        }
         let body = req.get("body").cloned().unwrap_or(Value::Null);
         let rec: std::sync::Arc<Recorded> = shared.record("/v1/chat/completions", None, body);
         let reply = (shared.responder)(&rec);
@@ -197,20 +241,24 @@ fn run_lines(shared: &Shared, input: &[u8]) -> Vec<u8> {
         out.extend_from_slice(row.to_string().as_bytes());
         out.push(b'\n');
     }
-    out
+    (out, errors)
 }
 
-fn view(i: usize, b: &Batch, status: &str) -> Value {
+fn view(i: usize, b: &Batch, status: &str, plan: &BatchPlan) -> Value {
     let done = if status == "completed" { b.total } else { 0 };
+    let output = match (&b.output_file_id, &plan.reported_output_file_id) {
+        (Some(_), Some(other)) => Some(other.clone()),
+        (own, _) => own.clone(),
+    };
     json!({
-        "id": format!("batch_{i}"),
+        "id": plan.reported_id.clone().unwrap_or_else(|| format!("batch_{i}")),
         "object": "batch",
         "endpoint": "/v1/chat/completions",
         "input_file_id": b.input_file_id,
         "completion_window": "24h",
         "status": status,
-        "output_file_id": b.output_file_id,
-        "error_file_id": null,
+        "output_file_id": output,
+        "error_file_id": b.error_file_id,
         "request_counts": {"total": b.total, "completed": done, "failed": 0},
     })
 }

@@ -642,6 +642,7 @@ async fn batch_completes_after_planned_polls_with_output_file() {
     let plan = BatchPlan {
         polls: 2,
         end: "completed".into(),
+        ..BatchPlan::default()
     };
     let server = FakeServer::builder().batch_plan(plan).start().await;
     let id = create_batch(&server).await;
@@ -683,6 +684,7 @@ async fn failed_batch_has_no_output_and_bad_requests_are_refused() {
     let plan = BatchPlan {
         polls: 0,
         end: "failed".into(),
+        ..BatchPlan::default()
     };
     let server = FakeServer::builder().batch_plan(plan).start().await;
     let id = create_batch(&server).await;
