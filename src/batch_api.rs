@@ -272,7 +272,8 @@ impl Api<'_> {
             .await?;
         let Some(file) = file else { return Ok(None) };
         let file: serde_json::Value = parse(&file, "the file upload reply")?;
-        let file_id = safe_id(file["id"].as_str().unwrap_or_default(), "file id")?;
+        let file_id = self.scrub(file["id"].as_str().unwrap_or_default().to_string());
+        let file_id = safe_id(&file_id, "file id")?;
         let create = serde_json::json!({
             "input_file_id": file_id,
             "endpoint": "/v1/chat/completions",
@@ -290,7 +291,7 @@ impl Api<'_> {
         else {
             return Ok(None);
         };
-        let view: BatchView = parse(&batch, "the batch creation reply")?;
+        let view = self.scrub_view(parse(&batch, "the batch creation reply")?);
         Ok(Some(safe_id(&view.id, "batch id")?))
     }
 
@@ -306,7 +307,7 @@ impl Api<'_> {
                 }
                 Err(e) => return Err(self.gave_up(&e)),
             };
-            let view: BatchView = parse(&text, "the batch status reply")?;
+            let view = self.scrub_view(parse(&text, "the batch status reply")?);
             if let Err(why) = check_view(&view, id) {
                 return Ok(Waited::Unusable(why));
             }
@@ -397,6 +398,21 @@ impl Api<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// The key out of a parsed text too: JSON can spell it with escapes the raw bytes hide.
+    fn scrub(&self, s: String) -> String {
+        self.key.map_or(s.clone(), |k| k.redact(&s))
+    }
+
+    fn scrub_view(&self, v: BatchView) -> BatchView {
+        BatchView {
+            id: self.scrub(v.id),
+            status: self.scrub(v.status),
+            output_file_id: v.output_file_id.map(|f| self.scrub(f)),
+            error_file_id: v.error_file_id.map(|f| self.scrub(f)),
+            request_counts: v.request_counts,
+        }
     }
 
     fn redacted(&self, mut e: ApiError) -> ApiError {

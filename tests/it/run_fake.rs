@@ -726,3 +726,38 @@ fn the_judge_streams_when_asked() {
         .1;
     assert_eq!(greedy, "1.0", "every streamed verdict accepted");
 }
+
+#[test]
+fn a_second_ctrl_c_quits_at_once_and_the_manifest_says_interrupted() {
+    // Requests hang, so the first Ctrl-C waits out the grace period; the second ends it at once.
+    let server =
+        FakeServer::builder().faults(|_: &Recorded| Some(Fault::Hang(Duration::from_secs(60))));
+    let env = Fixture::new(&sums(3)).with_server(server);
+    let cfg = configure(
+        &env,
+        "n = 2",
+        ONE_MODEL,
+        "shutdown_grace = 60\ntimeout = 120",
+    );
+    let child = spawn_run(&cfg);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while env.server().request_count() == 0 {
+        assert!(Instant::now() < deadline, "no request sent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = child.id().to_string();
+    let signal = || {
+        let status = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+        assert!(status.success());
+    };
+    signal();
+    // The first signal is being handled once the run says so on stderr; a fixed pause is enough
+    // here because the grace period (60 s) is far longer.
+    std::thread::sleep(Duration::from_millis(300));
+    signal();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", out_text(&out));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&crate::common::read(&env.run_dir().join("manifest.json"))).unwrap();
+    assert_eq!(manifest["status"], "interrupted", "{manifest}");
+}
