@@ -268,6 +268,12 @@ fn export_batch(
         n.units,
         out.display()
     );
+    if n.over_budget > 0 {
+        eprintln!(
+            "budget: {} requests left out, their worst case would pass max_cost; raise it and export again with --resume",
+            n.over_budget
+        );
+    }
     println!("run directory: {}", run_dir.display());
     Ok((run_dir.to_path_buf(), ExitStatus::Success))
 }
