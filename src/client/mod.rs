@@ -513,7 +513,8 @@ impl Client {
         })
     }
 
-    /// Reads a server-sent event stream into one reply; a cut stream is an error, never a half answer.
+    /// Reads a server-sent event stream into one reply; a cut stream is an error, never a half
+    /// answer. `[DONE]` ends the read: a server may hold the connection open after it.
     async fn read_stream(
         &self,
         mut resp: reqwest::Response,
@@ -539,7 +540,12 @@ impl Client {
         let mut asm = stream::Assembly::new(sent);
         loop {
             match resp.chunk().await {
-                Ok(Some(chunk)) => asm.feed(&chunk, self.max_body).map_err(stream_err)?,
+                Ok(Some(chunk)) => {
+                    asm.feed(&chunk, self.max_body).map_err(stream_err)?;
+                    if asm.done() {
+                        break;
+                    }
+                }
                 Ok(None) => break,
                 Err(e) => {
                     let class = if e.is_timeout() {
