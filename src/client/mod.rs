@@ -1,4 +1,5 @@
-//! One OpenAI-compatible chat-completion request: URL, auth, timeout, and error classification.
+//! One OpenAI-compatible chat-completion request: URL, auth, timeout, stream deadline, and error
+//! classification.
 //!
 //! [`retry`] holds the one retry policy and loop; scheduling and pacing live in the runner.
 

@@ -62,7 +62,8 @@ pub struct ApiSettings {
     pub retry_after_max: Duration,
     /// Replies larger than this are dropped unread (an error, retried).
     pub max_response_bytes: u64,
-    /// Read the reply as server-sent events; `timeout` then bounds each silence, not the whole reply.
+    /// Read the reply as server-sent events; `timeout` then bounds each silence, `stream_deadline`
+    /// the whole reply.
     pub stream: bool,
     /// `stream_deadline`: what a whole streamed request (headers and body) may take, however
     /// steadily the server keeps it alive; default [`default_stream_deadline`].
