@@ -146,7 +146,7 @@ pub fn judge_pending(
             settings.api.timeout,
             settings.api.concurrency,
             settings.api.max_response_bytes,
-            settings.api.stream,
+            settings.api.streaming(),
         )?,
         policy: settings.api.retry_policy(),
         model: settings.model_id.clone(),

@@ -1,4 +1,5 @@
-//! One OpenAI-compatible chat-completion request: URL, auth, timeout, and error classification.
+//! One OpenAI-compatible chat-completion request: URL, auth, timeout, stream deadline, and error
+//! classification.
 //!
 //! [`retry`] holds the one retry policy and loop; scheduling and pacing live in the runner.
 
@@ -313,8 +314,8 @@ pub struct Client {
     url: String,
     key: Option<ApiKey>,
     max_body: u64,
-    /// Ask for and read server-sent events.
-    stream: bool,
+    /// Ask for and read server-sent events, the whole request ending after this long.
+    stream_deadline: Option<Duration>,
 }
 
 impl Client {
@@ -326,21 +327,22 @@ impl Client {
         pool: usize,
         max_body: u64,
     ) -> Result<Client, ApiError> {
-        Client::with_stream(url, key, timeout, pool, max_body, false)
+        Client::with_stream(url, key, timeout, pool, max_body, None)
     }
 
-    /// Like [`Client::new`]; with `stream`, replies are read as server-sent events and `timeout`
-    /// bounds each silence instead of the whole reply (a long answer streams for minutes).
+    /// Like [`Client::new`]; with `stream_deadline`, replies are read as server-sent events,
+    /// `timeout` bounds each silence (a long answer streams for minutes) and the deadline bounds
+    /// the whole request, so a server that trickles keep-alives cannot hold it forever.
     pub fn with_stream(
         url: String,
         key: Option<ApiKey>,
         timeout: Duration,
         pool: usize,
         max_body: u64,
-        stream: bool,
+        stream_deadline: Option<Duration>,
     ) -> Result<Client, ApiError> {
         let builder = reqwest::Client::builder();
-        let builder = if stream {
+        let builder = if stream_deadline.is_some() {
             builder.connect_timeout(timeout).read_timeout(timeout)
         } else {
             builder.timeout(timeout)
@@ -360,7 +362,7 @@ impl Client {
             url,
             key,
             max_body,
-            stream,
+            stream_deadline,
         })
     }
 
@@ -370,7 +372,31 @@ impl Client {
 
     /// Whether replies are read as server-sent events.
     pub fn streams(&self) -> bool {
-        self.stream
+        self.stream_deadline.is_some()
+    }
+
+    /// Runs one whole exchange (headers and body) within the stream deadline, if there is one;
+    /// clients without it have reqwest's whole-request `timeout` instead.
+    async fn within_deadline<T>(
+        &self,
+        exchange: impl std::future::Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        let Some(deadline) = self.stream_deadline else {
+            return exchange.await;
+        };
+        tokio::time::timeout(deadline, exchange)
+            .await
+            .unwrap_or_else(|_| {
+                Err(ApiError {
+                    class: ErrorClass::Timeout,
+                    status: None,
+                    message: format!(
+                        "request deadline passed: no whole reply within {:.1} s (stream_deadline)",
+                        deadline.as_secs_f64()
+                    ),
+                    retry_after: None,
+                })
+            })
     }
 
     fn redact(&self, s: &str) -> String {
@@ -388,13 +414,17 @@ impl Client {
 
     /// Sends a body that is already JSON.
     pub async fn chat_bytes(&self, payload: Vec<u8>) -> Result<ChatResponse, ApiError> {
-        let sent = Instant::now();
-        let (resp, status, retry_after) = self.send(payload).await?;
-        if self.stream && (200..300).contains(&status) && is_event_stream(&resp) {
-            return self.read_stream(resp, status, sent).await;
-        }
-        let bytes = self.read_body(resp, status).await?;
-        decode_reply(status, &bytes, retry_after, |m| self.redact(&m))
+        self.within_deadline(async {
+            let sent = Instant::now();
+            let (resp, status, retry_after) = self.send(payload).await?;
+            if self.streams() && (200..300).contains(&status) && is_event_stream(&resp) {
+                return self.read_stream(resp, status, sent).await;
+            }
+            // Plain JSON to a stream request (a server that ignores `stream`) is under the deadline too.
+            let bytes = self.read_body(resp, status).await?;
+            decode_reply(status, &bytes, retry_after, |m| self.redact(&m))
+        })
+        .await
     }
 
     /// Posts `payload` (JSON) with the key: the response, its status and its `Retry-After`.
@@ -526,8 +556,11 @@ impl Client {
     /// Posts a JSON body to the client's URL and reads a JSON reply of any shape (vLLM's
     /// `/pooling`); errors are classified as for chat replies.
     pub async fn post_json(&self, payload: Vec<u8>) -> Result<serde_json::Value, ApiError> {
-        let (resp, status, retry_after) = self.send(payload).await?;
-        let bytes = self.read_body(resp, status).await?;
+        let exchange = async {
+            let (resp, status, retry_after) = self.send(payload).await?;
+            Ok((status, retry_after, self.read_body(resp, status).await?))
+        };
+        let (status, retry_after, bytes) = self.within_deadline(exchange).await?;
         if !(200..300).contains(&status) {
             return Err(status_error(status, &bytes, retry_after, |m| {
                 self.redact(&m)
@@ -543,7 +576,8 @@ impl Client {
         })
     }
 
-    /// Reads a server-sent event stream into one reply; a cut stream is an error, never a half answer.
+    /// Reads a server-sent event stream into one reply; a cut stream is an error, never a half
+    /// answer. `[DONE]` ends the read: a server may hold the connection open after it.
     async fn read_stream(
         &self,
         mut resp: reqwest::Response,
@@ -569,7 +603,12 @@ impl Client {
         let mut asm = stream::Assembly::new(sent);
         loop {
             match resp.chunk().await {
-                Ok(Some(chunk)) => asm.feed(&chunk, self.max_body).map_err(stream_err)?,
+                Ok(Some(chunk)) => {
+                    asm.feed(&chunk, self.max_body).map_err(stream_err)?;
+                    if asm.done() {
+                        break;
+                    }
+                }
                 Ok(None) => break,
                 Err(e) => {
                     let class = if e.is_timeout() {

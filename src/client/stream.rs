@@ -1,7 +1,8 @@
 //! Streamed chat completions: server-sent events assembled into one [`ChatResponse`].
 //!
-//! Deltas are joined per choice index (content and `reasoning_content` apart); a stream that ends
-//! before `[DONE]` with a choice still unfinished is an error, so a half answer is never returned.
+//! Deltas are joined per choice index (content and `reasoning_content` apart). `[DONE]` ends the
+//! read at once; a choice still without `finish_reason` at `[DONE]` or at the end of the stream is an
+//! error, so a half answer is never returned. Lines end in LF, CRLF or CR; a leading BOM is skipped.
 
 use super::{content_of, text_of, ChatResponse, Choice, ErrorClass, Usage};
 use std::collections::BTreeMap;
@@ -34,6 +35,10 @@ pub(super) struct Assembly {
     done: bool,
     /// Bytes of an event line not yet ended by a newline.
     line: Vec<u8>,
+    /// The last byte was a CR: an LF right after it ends no second line.
+    after_cr: bool,
+    /// No line has ended yet: the first one may open with a byte-order mark.
+    first_line: bool,
     received: u64,
 }
 
@@ -54,39 +59,59 @@ impl Assembly {
             usage: None,
             done: false,
             line: Vec::new(),
+            after_cr: false,
+            first_line: true,
             received: 0,
         }
     }
 
-    /// Feeds bytes as they arrive; the whole stream is bounded by `limit` bytes.
+    /// Feeds bytes as they arrive; the whole stream is bounded by `limit` bytes. Bytes after
+    /// `[DONE]` are ignored: see [`Assembly::done`].
     pub(super) fn feed(&mut self, bytes: &[u8], limit: u64) -> Result<(), StreamError> {
         self.received += bytes.len() as u64;
         if self.received > limit {
             return Err(StreamError::TooLarge);
         }
         for &b in bytes {
-            if b == b'\n' {
-                let line = std::mem::take(&mut self.line);
-                self.event_line(&line)?;
-            } else {
-                self.line.push(b);
+            if self.done {
+                break;
+            }
+            let cr_lf = b == b'\n' && self.after_cr;
+            self.after_cr = b == b'\r';
+            match b {
+                _ if cr_lf => {}
+                b'\n' | b'\r' => {
+                    let line = std::mem::take(&mut self.line);
+                    self.event_line(&line)?;
+                }
+                _ => self.line.push(b),
             }
         }
         Ok(())
     }
 
+    /// Whether `[DONE]` arrived: nothing after it is read (servers may hold the connection open).
+    pub(super) fn done(&self) -> bool {
+        self.done
+    }
+
     /// One SSE line: `data:` lines carry chunks; comments, `event:`, `id:` and blanks are skipped.
     fn event_line(&mut self, line: &[u8]) -> Result<(), StreamError> {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        // The SSE spec strips one BOM at the stream's start; it may have straddled chunks.
+        let line = if std::mem::take(&mut self.first_line) {
+            line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+        } else {
+            line
+        };
         let Some(data) = line.strip_prefix(b"data:") else {
             return Ok(());
         };
         let data = data.trim_ascii();
-        if data == b"[DONE]" {
-            self.done = true;
+        if self.done || data.is_empty() {
             return Ok(());
         }
-        if self.done || data.is_empty() {
+        if data == b"[DONE]" {
+            self.done = true;
             return Ok(());
         }
         let chunk: serde_json::Value = serde_json::from_slice(data).map_err(|e| {
@@ -152,9 +177,18 @@ impl Assembly {
         Ok(())
     }
 
-    /// Whether the stream ended properly: `[DONE]`, or every choice finished.
-    fn complete(&self) -> bool {
-        self.done || (!self.choices.is_empty() && self.choices.values().all(|p| p.finish.is_some()))
+    /// Why the stream is not a whole reply, if it is not: a choice still unfinished at `[DONE]`
+    /// (real servers send `finish_reason` on each choice's last delta) or at the end of the bytes.
+    fn unfinished(&self) -> Option<String> {
+        let open = self.choices.iter().find(|(_, p)| p.finish.is_none());
+        match (open, self.done) {
+            (None, true) => None,
+            (None, false) if !self.choices.is_empty() => None,
+            (Some((i, _)), true) => Some(format!(
+                "stream sent [DONE] with choice {i} unfinished (no finish_reason): a half answer, cut mid-way"
+            )),
+            _ => Some("stream ended before [DONE] with a choice unfinished (cut mid-way)".into()),
+        }
     }
 
     /// The assembled reply, every server-sent text passed through `clean`; an error when cut short.
@@ -164,11 +198,8 @@ impl Assembly {
     ) -> Result<(ChatResponse, usize), StreamError> {
         let tail = std::mem::take(&mut self.line);
         self.event_line(&tail)?;
-        if !self.complete() {
-            return Err(StreamError::Bad(
-                ErrorClass::Connection,
-                "stream ended before [DONE] with a choice unfinished (cut mid-way)".into(),
-            ));
+        if let Some(why) = self.unfinished() {
+            return Err(StreamError::Bad(ErrorClass::Connection, why));
         }
         let end = Instant::now();
         let usage = self
@@ -275,5 +306,74 @@ mod tests {
         // Finished without [DONE] (some servers omit it) is whole.
         let no_done = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n";
         assert_eq!(assemble(no_done).ok().unwrap().0.choices[0].content, "ok");
+    }
+
+    /// Feeds `text` in pieces of `size` bytes and finishes.
+    fn assemble_in(text: &[u8], size: usize) -> Result<(ChatResponse, usize), StreamError> {
+        let mut a = Assembly::new(Instant::now());
+        for piece in text.chunks(size) {
+            a.feed(piece, 1 << 20)?;
+        }
+        a.finish(|s| s)
+    }
+
+    const FIRST: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"first \"}}]}";
+    const LAST: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"last\"},\"finish_reason\":\"stop\"}]}";
+
+    #[test]
+    fn done_ends_the_read_and_nothing_after_it_counts() {
+        let mut a = Assembly::new(Instant::now());
+        let text = format!("{FIRST}\n\n{LAST}\n\ndata: [DONE]\n\ndata: {{not json\n\n");
+        a.feed(text.as_bytes(), 1 << 20).ok().unwrap();
+        assert!(a.done(), "[DONE] must end the read without waiting for EOF");
+        let (r, _) = a.finish(|s| s).ok().unwrap();
+        assert_eq!(r.choices[0].content, "first last");
+    }
+
+    #[test]
+    fn done_after_an_unfinished_choice_is_a_cut_never_a_half_answer() {
+        let text = format!("{FIRST}\n\ndata: [DONE]\n\n");
+        match assemble(&text) {
+            Err(StreamError::Bad(ErrorClass::Connection, m)) => {
+                assert!(m.contains("[DONE]") && m.contains("unfinished"), "{m}")
+            }
+            other => panic!("half answer accepted: {:?}", other.ok()),
+        }
+        // One choice finished, the other not: still no answer.
+        let two = format!("{LAST}\n\ndata: {{\"choices\":[{{\"index\":1,\"delta\":{{\"content\":\"x\"}}}}]}}\n\ndata: [DONE]\n\n");
+        assert!(matches!(
+            assemble(&two),
+            Err(StreamError::Bad(ErrorClass::Connection, _))
+        ));
+        // A usage-only chunk after the finish (`choices: []`) changes nothing.
+        let usage = format!("{LAST}\n\ndata: {{\"choices\":[],\"usage\":{{\"completion_tokens\":2}}}}\n\ndata: [DONE]\n\n");
+        let (r, _) = assemble(&usage).ok().unwrap();
+        assert_eq!(r.choices[0].finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn a_leading_bom_is_skipped_even_split_across_chunks() {
+        let text = format!("\u{feff}{FIRST}\n\n{LAST}\n\ndata: [DONE]\n\n");
+        for size in [1, 2, 3, 4, 1024] {
+            let (r, _) = assemble_in(text.as_bytes(), size).ok().unwrap();
+            assert_eq!(r.choices[0].content, "first last", "pieces of {size}");
+        }
+        // Only at the stream's start: a BOM later is part of a line (here: not a `data:` line).
+        let later = format!("{LAST}\n\n\u{feff}{FIRST}\n\ndata: [DONE]\n\n");
+        assert_eq!(assemble(&later).ok().unwrap().0.choices[0].content, "last");
+    }
+
+    #[test]
+    fn cr_lf_and_crlf_all_end_lines() {
+        for eol in ["\r", "\n", "\r\n"] {
+            let text = [FIRST, "", LAST, "", "data: [DONE]", ""].join(eol);
+            for size in [1, 2, 7] {
+                let (r, _) = assemble_in(text.as_bytes(), size).ok().unwrap();
+                assert_eq!(
+                    r.choices[0].content, "first last",
+                    "{eol:?} in pieces of {size}"
+                );
+            }
+        }
     }
 }

@@ -431,4 +431,49 @@ mod tests {
             assert!(msg.contains(key) && msg.contains("cfg.toml"), "{msg}");
         }
     }
+
+    #[test]
+    fn stream_deadline_defaults_to_timeout_plus_max_tokens_and_is_overridable_per_model() {
+        use std::time::Duration;
+        let load = |api: &str, sampling: &str, model_b: &str| {
+            let text = format!("[api]\nbase_url = \"http://127.0.0.1:1\"\ntimeout = 10\n{api}[sampling]\n{sampling}[[models]]\nname = \"a\"\n[[models]]\nname = \"b\"\n{model_b}[evaluation]\ndataset = \"gsm8k\"\n");
+            load_str(&text, Path::new("cfg.toml"))
+        };
+        let deadlines = |api: &str, sampling: &str, model_b: &str| {
+            let s = load(api, sampling, model_b).unwrap();
+            s.models
+                .iter()
+                .map(|m| m.api.stream_deadline.as_secs_f64())
+                .collect::<Vec<_>>()
+        };
+        // timeout + max_tokens / 5 tokens per second; without max_tokens, timeout + 2 h.
+        assert_eq!(deadlines("", "", ""), [7210.0, 7210.0]);
+        assert_eq!(
+            deadlines("", "max_tokens = 1000\n", "max_tokens = 50\n"),
+            [210.0, 20.0]
+        );
+        assert_eq!(
+            deadlines("", "max_tokens = 1000000\n", ""),
+            [7210.0, 7210.0]
+        );
+        assert_eq!(
+            deadlines("stream_deadline = 45\n", "", "stream_deadline = 2.5\n"),
+            [45.0, 2.5]
+        );
+        let s = load(
+            "stream = true\nstream_deadline = 45\n",
+            "",
+            "stream = false\n",
+        )
+        .unwrap();
+        assert_eq!(s.models[0].api.streaming(), Some(Duration::from_secs(45)));
+        assert_eq!(s.models[1].api.streaming(), None);
+        for bad in ["stream_deadline = 0\n", "stream_deadline = -3\n"] {
+            let msg = load(bad, "", "").unwrap_err().to_string();
+            assert!(
+                msg.contains("stream_deadline") && msg.contains("cfg.toml"),
+                "{msg}"
+            );
+        }
+    }
 }

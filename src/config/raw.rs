@@ -79,6 +79,9 @@ pub struct RawApi {
     /// Server-sent events instead of one JSON reply (long reasoning outlives idle-cutting gateways).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5, see README).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_deadline: Option<f64>,
     /// Drive the OpenAI Batch API (upload, create, poll, download) instead of live requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<bool>,
@@ -132,6 +135,9 @@ pub struct RawModel {
     pub max_response_bytes: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5, see README).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_deadline: Option<f64>,
     /// Drive the OpenAI Batch API (upload, create, poll, download) instead of live requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<bool>,
@@ -238,6 +244,7 @@ pub const API_KEYS: &[&str] = &[
     "retry_after_max",
     "max_response_bytes",
     "stream",
+    "stream_deadline",
     "batch",
     "batch_poll_interval",
 ];

@@ -62,8 +62,12 @@ pub struct ApiSettings {
     pub retry_after_max: Duration,
     /// Replies larger than this are dropped unread (an error, retried).
     pub max_response_bytes: u64,
-    /// Read the reply as server-sent events; `timeout` then bounds each silence, not the whole reply.
+    /// Read the reply as server-sent events; `timeout` then bounds each silence, `stream_deadline`
+    /// the whole reply.
     pub stream: bool,
+    /// `stream_deadline`: what a whole streamed request (headers and body) may take, however
+    /// steadily the server keeps it alive; default [`default_stream_deadline`].
+    pub stream_deadline: Duration,
     /// `[api] batch = true`: send the run's requests through the Batch API, polling it at this
     /// interval (`batch_poll_interval`); None sends them live.
     pub batch: Option<Duration>,
@@ -75,6 +79,22 @@ fn default_body_limit(max_tokens: Option<u32>, choices: u32) -> u64 {
     max_tokens.map_or(MAX_RESPONSE_BYTES, |t| {
         (64 * 1024 + 64 * u64::from(t) * u64::from(choices.max(1))).min(MAX_RESPONSE_BYTES)
     })
+}
+
+/// Generation speed the default stream deadline assumes, in tokens per second: below what served
+/// models reach even under load, so only a server that stalls on purpose reaches the deadline.
+const DEADLINE_TOKENS_PER_S: f64 = 5.0;
+/// The most generation time the default deadline allows (2 h); also the allowance without max_tokens.
+const DEADLINE_GENERATION_MAX: f64 = 7200.0;
+
+/// The default `stream_deadline`: `timeout` plus `max_tokens` at [`DEADLINE_TOKENS_PER_S`], the
+/// second part at most [`DEADLINE_GENERATION_MAX`] seconds (and that much without max_tokens).
+/// Choices of one request are generated side by side, so their count does not multiply it.
+pub fn default_stream_deadline(timeout: Duration, max_tokens: Option<u32>) -> Duration {
+    let generation = max_tokens.map_or(DEADLINE_GENERATION_MAX, |t| {
+        (f64::from(t) / DEADLINE_TOKENS_PER_S).min(DEADLINE_GENERATION_MAX)
+    });
+    timeout.saturating_add(Duration::from_secs_f64(generation))
 }
 
 /// A base URL must be http(s) and carry no `user:password@`: a password there would replace the
@@ -89,6 +109,14 @@ pub(super) fn check_base_url(url: &str) -> Result<(), String> {
         return Err(format!("{url:?} must start with http:// or https://"));
     }
     Ok(())
+}
+
+/// A duration of `v` seconds, which must be positive and finite (and fit a Duration).
+fn positive_secs(v: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{v} must be a positive number of seconds"))
 }
 
 /// A duration in seconds from a key already checked elsewhere; `default` when unset or unusable.
@@ -106,6 +134,12 @@ impl ApiSettings {
         } else {
             format!("{base}/v1/chat/completions")
         }
+    }
+
+    /// The stream deadline when replies are streamed; None for plain requests, which reqwest
+    /// bounds by `timeout` as a whole.
+    pub fn streaming(&self) -> Option<Duration> {
+        self.stream.then_some(self.stream_deadline)
     }
 
     /// The retry policy these settings ask for.
@@ -288,13 +322,8 @@ fn resolve_judge(
         }
         Ok(v)
     };
-    let timeout = j.timeout.or(raw.api.timeout).unwrap_or(120.0);
-    if !(timeout.is_finite() && timeout > 0.0) {
-        return Err(err(
-            "timeout",
-            format!("{timeout} must be a positive number of seconds"),
-        ));
-    }
+    let timeout = positive_secs(j.timeout.or(raw.api.timeout).unwrap_or(120.0))
+        .map_err(|m| err("timeout", m))?;
     let (prompt, prompt_source) = match &j.prompt_file {
         None => (DEFAULT_PROMPT.to_string(), "default".to_string()),
         Some(f) => {
@@ -335,7 +364,7 @@ fn resolve_judge(
                 .clone()
                 .or_else(|| raw.api.api_key_env.clone())
                 .filter(|v| !v.is_empty()),
-            timeout: Duration::from_secs_f64(timeout),
+            timeout,
             max_retries: num("max_retries", j.max_retries.or(raw.api.max_retries), 3, 100)? as u32,
             concurrency: num(
                 "concurrency",
@@ -356,6 +385,10 @@ fn resolve_judge(
             retry_after_max: secs_or(raw.api.retry_after_max, DEFAULT_RETRY_AFTER_MAX),
             max_response_bytes: default_body_limit(Some(max_tokens), 1),
             stream: j.stream.or(raw.api.stream).unwrap_or(false),
+            stream_deadline: secs_or(
+                raw.api.stream_deadline,
+                default_stream_deadline(timeout, Some(max_tokens)),
+            ),
             batch: None,
         },
         prompt,
@@ -484,6 +517,9 @@ fn resolve_model(
     let model_id = m.model_id.clone().unwrap_or_else(|| name.clone());
     // A search's calls are bounded by `policy_max_tokens` (and the judge's 16), whatever [sampling] says.
     let bound = search.as_ref().map(|s| s.policy_max_tokens);
+    if m.stream_deadline.or(raw.api.stream_deadline).is_none() {
+        api.stream_deadline = default_stream_deadline(api.timeout, bound.or(sampling.max_tokens));
+    }
     let pricing = model_pricing(cx, raw, m, i, &model_id, bound.or(sampling.max_tokens))?;
     Ok(ModelSettings {
         model_id,
@@ -600,6 +636,7 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
             )
         })?;
     check_base_url(&base_url).map_err(|m| mc.err("base_url", m))?;
+    let timeout = mc.secs("timeout", m.timeout.or(a.timeout), 120.0)?;
     Ok(ApiSettings {
         base_url,
         api_key_env: m
@@ -607,7 +644,7 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
             .clone()
             .or_else(|| a.api_key_env.clone())
             .filter(|v| !v.is_empty()),
-        timeout: mc.secs("timeout", m.timeout.or(a.timeout), 120.0)?,
+        timeout,
         max_retries: mc.int("max_retries", m.max_retries.or(a.max_retries), 3, 0, 100)? as u32,
         concurrency: mc.int(
             "concurrency",
@@ -634,6 +671,11 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
             MAX_RESPONSE_BYTES as i64,
         )? as u64,
         stream: m.stream.or(a.stream).unwrap_or(false),
+        // Unset: resolve_model ties it to the max_tokens that applies.
+        stream_deadline: match m.stream_deadline.or(a.stream_deadline) {
+            Some(v) => mc.secs("stream_deadline", Some(v), 0.0)?,
+            None => default_stream_deadline(timeout, None),
+        },
         batch: m.batch.or(a.batch).unwrap_or(false).then_some(mc.secs(
             "batch_poll_interval",
             m.batch_poll_interval.or(a.batch_poll_interval),

@@ -768,7 +768,7 @@ fn model_ctx(
         m.api.timeout,
         m.api.concurrency,
         m.api.max_response_bytes,
-        m.api.stream,
+        m.api.streaming(),
     )
     .map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
     Ok(ModelCtx {

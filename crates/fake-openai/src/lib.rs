@@ -2,7 +2,8 @@
 //!
 //! It records every chat and pooling request, answers through a pluggable responder and injects faults
 //! chosen by a fault policy (statuses with `Retry-After`, hangs, dropped connections,
-//! malformed JSON, empty choices, raw or oversized bodies, streams cut mid-way or with a bad event).
+//! malformed JSON, empty choices, raw or oversized bodies, streams cut mid-way or with a bad event,
+//! endless keep-alives, slow bodies, streams held open after `[DONE]`, unfinished or BOM-led streams).
 //! The Batch API (`/v1/files`, `/v1/batches`) answers uploaded request lines with the same
 //! responder once a batch has been polled as often as its [`BatchPlan`] says.
 //! `"stream": true` requests get the same replies as server-sent events. vLLM's pooling API
@@ -172,6 +173,21 @@ pub enum Fault {
     StreamCut,
     /// A streamed reply with one event that is not JSON. Not streamed: like [`Fault::MalformedJson`].
     MalformedChunk,
+    /// A 200 event stream of `:` keep-alive comments, one per interval, that never ends, whatever
+    /// the request asked: a request only a total deadline can end.
+    Trickle(Duration),
+    /// A 200 `application/json` chat completion sent one byte per interval, whatever the request
+    /// asked (a server that ignores `stream`, slowly).
+    TrickleJson(Duration),
+    /// The whole streamed reply, `[DONE]` included, then the connection stays open and the body
+    /// never ends. Not streamed: the normal reply.
+    HoldAfterDone,
+    /// A streamed reply whose choices never get a `finish_reason`, then `[DONE]` (a gateway that
+    /// ends an upstream cut politely). Not streamed: the normal reply.
+    DoneUnfinished,
+    /// The whole streamed reply led by a UTF-8 byte-order mark split across two writes.
+    /// Not streamed: the normal reply.
+    LeadingBom,
 }
 
 impl Fault {

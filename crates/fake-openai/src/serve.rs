@@ -181,27 +181,18 @@ async fn chat_request(
         Ok(rec) => rec,
         Err(resp) => return Ok(resp),
     };
-    let normal = |rec: &Recorded| {
-        let reply = (shared.responder)(rec);
-        let full = render(rec, &reply);
+    let full = || render(&rec, &(shared.responder)(&rec));
+    let normal = || {
         if rec.streamed() {
-            sse_response(crate::sse::events(&full, include_usage(rec)), false)
+            sse_response(crate::sse::events(&full(), include_usage(&rec)), false)
         } else {
-            json_response(200, full.to_string())
+            json_response(200, full().to_string())
         }
     };
     let fault = (shared.faults)(&rec);
     if rec.streamed() {
-        match fault {
-            Some(Fault::StreamCut) => {
-                let full = render(&rec, &(shared.responder)(&rec));
-                return Ok(sse_response(crate::sse::cut(&full), true));
-            }
-            Some(Fault::MalformedChunk) => {
-                let full = render(&rec, &(shared.responder)(&rec));
-                return Ok(sse_response(crate::sse::malformed(&full), false));
-            }
-            _ => {}
+        if let Some(reply) = stream_fault(fault.as_ref(), full, include_usage(&rec)) {
+            return Ok(reply);
         }
     }
     let torn = format!(
@@ -209,19 +200,44 @@ async fn chat_request(
         rec.seq
     );
     let empty = || json_response(200, render(&rec, &Reply::default()).to_string());
-    faulted(fault, || normal(&rec), torn, empty).await
+    faulted(fault, normal, || full().to_string(), torn, empty).await
+}
+
+/// The reply to a streamed request under a fault only streams have; None for other faults.
+/// `full` renders the normal reply, and only for these faults (responders may count calls).
+fn stream_fault(
+    fault: Option<&Fault>,
+    full: impl Fn() -> Value,
+    include_usage: bool,
+) -> Option<HttpReply> {
+    let events = |parts: Vec<String>| parts.into_iter().map(Bytes::from).collect();
+    let body = match fault? {
+        Fault::StreamCut => Events::cut(events(crate::sse::cut(&full()))),
+        Fault::MalformedChunk => Events::of(events(crate::sse::malformed(&full()))),
+        Fault::HoldAfterDone => Events::held(events(crate::sse::events(&full(), include_usage))),
+        Fault::DoneUnfinished => Events::of(events(crate::sse::unfinished(&full()))),
+        Fault::LeadingBom => Events::of(
+            crate::sse::bom_led(&full(), include_usage)
+                .into_iter()
+                .map(Bytes::from)
+                .collect(),
+        ),
+        _ => return None,
+    };
+    Some(body_response(body, "text/event-stream"))
 }
 
 /// The reply `fault` asks for, chat and pooling alike: `normal` is the reply without a fault,
-/// `torn` a body cut mid-JSON, `empty` a reply without items.
+/// `plain` its body as JSON, `torn` a body cut mid-JSON, `empty` a reply without items.
 async fn faulted(
     fault: Option<Fault>,
     normal: impl Fn() -> HttpReply,
+    plain: impl FnOnce() -> String,
     torn: String,
     empty: impl FnOnce() -> HttpReply,
 ) -> Result<HttpReply, DropConnection> {
     Ok(match fault {
-        None => normal(),
+        None | Some(Fault::HoldAfterDone | Fault::DoneUnfinished | Fault::LeadingBom) => normal(),
         Some(Fault::Status {
             code,
             body,
@@ -234,6 +250,11 @@ async fn faulted(
         Some(Fault::Drop | Fault::StreamCut) => return Err(DropConnection),
         Some(Fault::MalformedJson | Fault::MalformedChunk) => json_response(200, torn),
         Some(Fault::EmptyChoices) => empty(),
+        Some(Fault::Trickle(every)) => body_response(Events::trickle(every), "text/event-stream"),
+        Some(Fault::TrickleJson(every)) => body_response(
+            Events::paced(Bytes::from(plain()), every),
+            "application/json",
+        ),
     })
 }
 
@@ -254,6 +275,7 @@ async fn pooling_request(
         }
         Err(message) => error_response(400, &message),
     };
+    let plain = || crate::pooling::render(&rec, (shared.pooling)(&rec)).to_string();
     let torn = format!(
         r#"{{"id":"pool-{}","object":"list","data":[{{"index":0,"#,
         rec.seq
@@ -264,7 +286,7 @@ async fn pooling_request(
         full["data"] = Value::Array(Vec::new());
         json_response(200, full.to_string())
     };
-    faulted((shared.faults)(&rec), || normal(&rec), torn, empty).await
+    faulted((shared.faults)(&rec), || normal(&rec), plain, torn, empty).await
 }
 
 /// A status fault's reply, with its `Retry-After` when it has one.
@@ -284,19 +306,84 @@ fn include_usage(rec: &Recorded) -> bool {
 /// A 200 `text/event-stream` reply of these events; with `cut`, the connection drops after them.
 fn sse_response(events: Vec<String>, cut: bool) -> HttpReply {
     let parts = events.into_iter().map(Bytes::from).collect();
-    let cut = cut.then(|| Box::pin(tokio::time::sleep(Duration::from_millis(20))));
-    let mut resp = Response::new(Either::Right(Events { parts, cut }));
+    let body = if cut {
+        Events::cut(parts)
+    } else {
+        Events::of(parts)
+    };
+    body_response(body, "text/event-stream")
+}
+
+/// A 200 reply of this content type whose body is sent step by step.
+fn body_response(body: Events, content_type: &'static str) -> HttpReply {
+    let mut resp = Response::new(Either::Right(body));
     resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
 
-/// A chunked body sent event by event; with `cut`, it ends in an error, which makes hyper drop
-/// the connection without the closing chunk (a stream cut mid-way). The cut waits a moment so
-/// the events already sent are flushed to the client first.
+/// One step of a body sent over time.
+enum Step {
+    Data(Bytes),
+    Pause(Duration),
+    /// End in an error: hyper drops the connection without the closing chunk (a cut).
+    Fail,
+}
+
+/// How long a held connection stays open: longer than any test waits.
+const HOLD: Duration = Duration::from_secs(3600);
+
+/// A chunked body sent step by step: events, pauses, a cut; `repeat` is sent once per interval
+/// after the steps, forever.
 pub(crate) struct Events {
-    parts: std::collections::VecDeque<Bytes>,
-    cut: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    steps: std::collections::VecDeque<Step>,
+    repeat: Option<(Bytes, Duration)>,
+    sleeping: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Events {
+    /// These parts, then the end of the body.
+    fn of(parts: Vec<Bytes>) -> Events {
+        Events {
+            steps: parts.into_iter().map(Step::Data).collect(),
+            repeat: None,
+            sleeping: None,
+        }
+    }
+
+    /// These parts, then a cut; it waits a moment so the parts are flushed to the client first.
+    fn cut(parts: Vec<Bytes>) -> Events {
+        let mut body = Events::of(parts);
+        body.steps.push_back(Step::Pause(Duration::from_millis(20)));
+        body.steps.push_back(Step::Fail);
+        body
+    }
+
+    /// These parts, then the connection stays open without the body ending (for [`HOLD`]).
+    fn held(parts: Vec<Bytes>) -> Events {
+        let mut body = Events::of(parts);
+        body.steps.push_back(Step::Pause(HOLD));
+        body
+    }
+
+    /// A `:` keep-alive comment per interval, forever.
+    fn trickle(every: Duration) -> Events {
+        let mut body = Events::of(Vec::new());
+        body.repeat = Some((Bytes::from_static(b":\n"), every));
+        body
+    }
+
+    /// `bytes` one byte per interval.
+    fn paced(bytes: Bytes, every: Duration) -> Events {
+        let steps = (0..bytes.len())
+            .flat_map(|i| [Step::Pause(every), Step::Data(bytes.slice(i..i + 1))])
+            .collect();
+        Events {
+            steps,
+            repeat: None,
+            sleeping: None,
+        }
+    }
 }
 
 impl hyper::body::Body for Events {
@@ -304,19 +391,25 @@ impl hyper::body::Body for Events {
     type Error = DropConnection;
 
     fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
+        self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, DropConnection>>> {
         use std::task::Poll;
-        if let Some(b) = self.parts.pop_front() {
-            return Poll::Ready(Some(Ok(hyper::body::Frame::data(b))));
-        }
-        match self.cut.as_mut().map(|sleep| sleep.as_mut().poll(cx)) {
-            None => Poll::Ready(None),
-            Some(Poll::Pending) => Poll::Pending,
-            Some(Poll::Ready(())) => {
-                self.cut = None;
-                Poll::Ready(Some(Err(DropConnection)))
+        let this = self.get_mut();
+        loop {
+            if let Some(sleep) = this.sleeping.as_mut() {
+                std::task::ready!(sleep.as_mut().poll(cx));
+                this.sleeping = None;
+            }
+            if let (true, Some((part, every))) = (this.steps.is_empty(), &this.repeat) {
+                this.steps.push_back(Step::Pause(*every));
+                this.steps.push_back(Step::Data(part.clone()));
+            }
+            match this.steps.pop_front() {
+                None => return Poll::Ready(None),
+                Some(Step::Data(b)) => return Poll::Ready(Some(Ok(hyper::body::Frame::data(b)))),
+                Some(Step::Pause(d)) => this.sleeping = Some(Box::pin(tokio::time::sleep(d))),
+                Some(Step::Fail) => return Poll::Ready(Some(Err(DropConnection))),
             }
         }
     }

@@ -82,6 +82,26 @@ pub(crate) fn cut(full: &Value) -> Vec<String> {
     staged(full, 3)
 }
 
+/// Every content event, no finish reason, then `[DONE]`.
+pub(crate) fn unfinished(full: &Value) -> Vec<String> {
+    let mut out = staged(full, STAGES - 1);
+    out.push("data: [DONE]\n\n".to_string());
+    out
+}
+
+/// The whole reply led by a UTF-8 byte-order mark, its bytes split over the first two writes.
+pub(crate) fn bom_led(full: &Value, include_usage: bool) -> Vec<Vec<u8>> {
+    let mut out = vec![b"\xEF\xBB".to_vec()];
+    let mut rest = events(full, include_usage)
+        .into_iter()
+        .map(String::into_bytes);
+    let mut first = b"\xBF".to_vec();
+    first.extend(rest.next().unwrap_or_default());
+    out.push(first);
+    out.extend(rest);
+    out
+}
+
 /// The whole reply with a truncated JSON event after the first.
 pub(crate) fn malformed(full: &Value) -> Vec<String> {
     let mut out = events(full, true);

@@ -716,3 +716,94 @@ async fn failed_batch_has_no_output_and_bad_requests_are_refused() {
     .unwrap();
     assert_eq!(gone.status, 404);
 }
+
+/// Posts a streamed chat request with reqwest: the response, headers read.
+async fn post_streamed(server: &FakeServer) -> reqwest::Response {
+    let mut b = body("m", "q");
+    b["stream"] = json!(true);
+    reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", server.base_url()))
+        .body(b.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Reads body chunks until `until` holds for the text so far, or the body ends.
+async fn read_until(resp: &mut reqwest::Response, until: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let mut got = Vec::new();
+    while !until(&got) {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), resp.chunk())
+            .await
+            .expect("a chunk within 10 s")
+            .unwrap();
+        match chunk {
+            Some(c) => got.extend_from_slice(&c),
+            None => break,
+        }
+    }
+    got
+}
+
+fn content_type(resp: &reqwest::Response) -> String {
+    resp.headers()[reqwest::header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn trickle_faults_keep_a_request_alive_slowly() {
+    let server = server_with_fault(Fault::Trickle(Duration::from_millis(10)))
+        .start()
+        .await;
+    let mut resp = post_streamed(&server).await;
+    assert_eq!(content_type(&resp), "text/event-stream");
+    let got = read_until(&mut resp, |b| b.len() >= 10).await;
+    assert_eq!(
+        got,
+        b":\n".repeat(got.len() / 2),
+        "only keep-alive comments"
+    );
+
+    let server = server_with_fault(Fault::TrickleJson(Duration::from_millis(1)))
+        .start()
+        .await;
+    let start = Instant::now();
+    let resp = post_streamed(&server).await;
+    assert_eq!(content_type(&resp), "application/json");
+    let text = resp.text().await.unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], DEFAULT_ANSWER);
+    assert!(start.elapsed() >= Duration::from_millis(text.len() as u64));
+}
+
+#[tokio::test]
+async fn stream_quirk_faults_hold_leave_unfinished_or_lead_with_a_bom() {
+    let done = |b: &[u8]| String::from_utf8_lossy(b).contains("data: [DONE]\n\n");
+    let server = server_with_fault(Fault::HoldAfterDone).start().await;
+    let mut resp = post_streamed(&server).await;
+    let got = read_until(&mut resp, done).await;
+    assert!(String::from_utf8_lossy(&got).contains(r#""finish_reason":"stop""#));
+    let more = tokio::time::timeout(Duration::from_millis(300), resp.chunk()).await;
+    assert!(more.is_err(), "the body stays open after [DONE]");
+
+    let server = server_with_fault(Fault::DoneUnfinished).start().await;
+    let text = post_streamed(&server).await.text().await.unwrap();
+    assert!(
+        text.ends_with("data: [DONE]\n\n") && text.contains("boxed"),
+        "{text}"
+    );
+    assert!(!text.contains(r#""finish_reason":"stop""#), "{text}");
+
+    let server = server_with_fault(Fault::LeadingBom).start().await;
+    let bytes = post_streamed(&server).await.bytes().await.unwrap();
+    assert!(bytes.starts_with(b"\xEF\xBB\xBFdata: {"), "{bytes:?}");
+    assert!(done(&bytes));
+    // Plain requests get the normal reply under these faults.
+    let resp = one(&server, &chat_req(&body("m", "q"))).await.unwrap();
+    assert_eq!(
+        resp.json()["choices"][0]["message"]["content"],
+        DEFAULT_ANSWER
+    );
+}
