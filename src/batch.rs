@@ -10,7 +10,7 @@ use crate::config::ModelSettings;
 use crate::error::BadInput;
 use crate::plan::Plan;
 use crate::runner::{load_done, missing_work, request_for, ModelEnd, Unit};
-use crate::util::{hex, now_rfc3339, printable, write_atomic};
+use crate::util::{hex, now_rfc3339, printable, write_atomic, Lines, MAX_LINE};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
@@ -155,9 +155,7 @@ pub fn import(
     run_id: &str,
     file: &Path,
 ) -> Result<(Imported, Vec<(String, ModelEnd)>)> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| BadInput::new(format!("--import-batch {}: {e}", file.display())))?;
-    let answers = parse_output(plan, file, &text)?;
+    let answers = parse_output(plan, file)?;
     let index = plan.id_index();
     let strip = (!plan.settings.evaluation.save_raw_responses)
         .then(|| plan.settings.evaluation.grade_config());
@@ -235,18 +233,21 @@ pub fn import(
 }
 
 /// Parses and validates every line; the first bad one is an error naming it.
-fn parse_output(plan: &Plan, file: &Path, text: &str) -> Result<Vec<Answer>, BadInput> {
+fn parse_output(plan: &Plan, file: &Path) -> Result<Vec<Answer>, BadInput> {
     let index = plan.id_index();
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut answers = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line_no = n + 1;
-        if line.trim().is_empty() {
+    let unread =
+        |e: std::io::Error| BadInput::new(format!("--import-batch {}: {e}", file.display()));
+    let mut lines = Lines::open(file, MAX_LINE).map_err(unread)?;
+    let mut line = Vec::new();
+    while let Some(line_no) = lines.next_into(&mut line).map_err(unread)? {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         let at = |msg: String| BadInput::new(format!("{}:{line_no}: {msg}", file.display()));
-        let out: OutputLine =
-            serde_json::from_str(line).map_err(|e| at(format!("not a batch output line: {e}")))?;
+        let out: OutputLine = serde_json::from_slice(&line)
+            .map_err(|e| at(format!("not a batch output line: {e}")))?;
         let id = printable(&out.custom_id).into_owned();
         let (model, problem, slots) =
             parse_custom_id(&out.custom_id).map_err(|e| at(format!("custom_id {id:?}: {e}")))?;

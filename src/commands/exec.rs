@@ -30,7 +30,7 @@ pub struct ExecArgs {
 
 pub fn run(args: ExecArgs) -> Result<ExitStatus> {
     let timeout = parse_timeout(&args.timeout)?;
-    let code = std::fs::read(&args.file)
+    let code = crate::util::read_bounded(&args.file, crate::util::MAX_TEXT_FILE)
         .with_context(|| format!("cannot read {}", args.file.display()))
         .map_err(bad_input)?;
     let code = String::from_utf8(code)
