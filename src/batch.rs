@@ -12,20 +12,16 @@ use crate::config::ModelSettings;
 use crate::error::BadInput;
 use crate::plan::Plan;
 use crate::runner::{load_done, missing_work, request_for, Attempted, ModelEnd, Unit};
-use crate::util::{hex, now_rfc3339, printable, write_atomic};
+use crate::util::{hex, now_rfc3339, printable, write_atomic, Lines, MAX_LINE};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::Path;
 
 /// The endpoint every request line names.
 const URL: &str = "/v1/chat/completions";
-
-/// The longest output line read: a reply body at the client's hard cap plus the line's envelope.
-pub const MAX_LINE_BYTES: u64 = crate::client::MAX_RESPONSE_BYTES + 64 * 1024;
 
 /// What an export wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,28 +204,19 @@ pub struct Imported {
 }
 
 /// Calls `each(line number, line)` for every non-blank line of `file`, read as a stream; a line
-/// longer than [`MAX_LINE_BYTES`] or not UTF-8 is an error naming it.
+/// longer than [`MAX_LINE`] or not UTF-8 is an error naming it.
 fn for_each_line(
     file: &Path,
     mut each: impl FnMut(usize, &str) -> Result<(), BadInput>,
 ) -> Result<(), BadInput> {
-    let what = |e: &dyn std::fmt::Display| BadInput::new(format!("{}: {e}", file.display()));
-    let f = crate::util::open_regular(file).map_err(|e| what(&e))?;
-    let mut reader = std::io::BufReader::new(f);
+    let unread =
+        |e: std::io::Error| BadInput::new(format!("--import-batch {}: {e}", file.display()));
+    let mut lines = Lines::open(file, MAX_LINE).map_err(unread)?;
     let mut buf = Vec::new();
-    for line_no in 1.. {
-        buf.clear();
-        let read = std::io::Read::take(&mut reader, MAX_LINE_BYTES + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| what(&e))?;
-        if read == 0 {
-            return Ok(());
-        }
-        let at = |msg: &str| BadInput::new(format!("{}:{line_no}: {msg}", file.display()));
-        if buf.len() as u64 > MAX_LINE_BYTES {
-            return Err(at(&format!("line is longer than {MAX_LINE_BYTES} bytes")));
-        }
-        let line = std::str::from_utf8(&buf).map_err(|_| at("line is not UTF-8"))?;
+    while let Some(line_no) = lines.next_into(&mut buf).map_err(unread)? {
+        let line = std::str::from_utf8(&buf).map_err(|_| {
+            BadInput::new(format!("{}:{line_no}: line is not UTF-8", file.display()))
+        })?;
         if !line.trim().is_empty() {
             each(line_no, line)?;
         }

@@ -249,7 +249,9 @@ impl Api<'_> {
     /// Uploads the request file and creates the batch; None when shut down first.
     async fn submit(&self, input: &Path) -> Result<Option<String>> {
         let bytes =
-            std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+            // The Batch API takes files of at most 200 MB; ours is bounded by the data file limit.
+            crate::util::read_bounded(input, crate::util::MAX_DATA_FILE)
+                .with_context(|| format!("cannot read {}", input.display()))?;
         // The boundary must not occur in the file.
         let boundary = (0u64..)
             .map(|i| format!("gpassk-batch-{i:x}"))

@@ -2,9 +2,10 @@
 
 use crate::client::Usage;
 use crate::error::BadInput;
+use crate::util::{Lines, MAX_LINE};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -398,22 +399,14 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(
         path: path.to_path_buf(),
         source,
     };
-    let file = match File::open(path) {
-        Ok(f) => f,
+    let mut lines = match Lines::open(path, MAX_LINE) {
+        Ok(l) => l,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReadStats::default()),
         Err(e) => return Err(io(e)),
     };
-    let mut reader = BufReader::with_capacity(1 << 16, file);
     let mut buf = Vec::new();
     let mut stats = ReadStats::default();
-    let mut line_no = 0;
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
+    while let Some(line_no) = lines.next_into(&mut buf).map_err(io)? {
         if buf.last() != Some(&b'\n') {
             stats.torn_tail = true;
             break;
@@ -441,7 +434,8 @@ pub struct ReadStats {
 
 /// Where a model's checkpoint lives inside a run directory.
 pub fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
-    run_dir.join("checkpoints").join(format!("{model}.jsonl"))
+    let name = crate::util::path_component(model);
+    run_dir.join("checkpoints").join(format!("{name}.jsonl"))
 }
 
 #[cfg(test)]

@@ -46,7 +46,14 @@ fn is_bad_input(err: &anyhow::Error) -> bool {
     // walking the chain.
     err.downcast_ref::<Marked>().is_some()
         || err.downcast_ref::<BadInput>().is_some()
-        || err.chain().any(|e| e.is::<BadInput>())
+        || err.chain().any(|e| e.is::<BadInput>() || refused_io(e))
+}
+
+/// An I/O error carrying a [`BadInput`]: an input file refused by its kind or size.
+fn refused_io(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+        .is_some_and(|inner| inner.is::<BadInput>())
 }
 
 /// How a command ended; `main` turns it into the process's exit code.
@@ -120,6 +127,9 @@ mod tests {
         assert_eq!(render(&marked), "config.toml:3: unknown key");
         let wrapped = marked.context("while planning");
         assert_eq!(ExitStatus::of_error(&wrapped), ExitStatus::BadInput);
+        let refused = std::io::Error::new(std::io::ErrorKind::InvalidInput, BadInput::new("FIFO"));
+        let e = anyhow::Error::new(refused).context("cannot read x");
+        assert_eq!(ExitStatus::of_error(&e), ExitStatus::BadInput);
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub struct SolutionRow {
 }
 
 pub fn read_solutions(path: &Path) -> Result<Vec<Solution>> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::util::read_bounded_string(path, crate::util::MAX_DATA_FILE)
         .map_err(|e| BadInput(format!("{}: cannot read solutions: {e}", path.display())))?;
     let mut out = Vec::new();
     let mut ids = HashMap::new();

@@ -48,7 +48,8 @@ impl RunLock {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
+                // The holder wrote one short line; a bigger file is not read past it.
+                let _ = (&mut file).take(4096).read_to_string(&mut holder);
                 return Err(BadInput(busy_message(run_dir, holder.trim())).into());
             }
             Err(TryLockError::Error(e)) => return Err(io(e)),

@@ -150,7 +150,7 @@ impl Manifest {
 
     pub fn read(dir: &Path) -> Result<Manifest, BadInput> {
         let path = dir.join("manifest.json");
-        let text = std::fs::read_to_string(&path)
+        let text = crate::util::read_bounded_string(&path, crate::util::MAX_TEXT_FILE)
             .map_err(|e| BadInput(format!("{}: cannot read: {e}", path.display())))?;
         serde_json::from_str(&text)
             .map_err(|e| BadInput(format!("{}: not a gpassk manifest: {e}", path.display())))

@@ -1,6 +1,6 @@
 //! The sandbox for model-written code: one Python program per call inside bubblewrap, with no
-//! network, a read-only system, a private tmpfs, an empty environment, a non-root uid, rlimits,
-//! capped output and a wall-clock timeout that kills every process of the sandbox.
+//! network, a read-only system, sized private tmpfs mounts, an empty environment, a non-root uid,
+//! rlimits, capped output and a wall-clock timeout that kills every process of the sandbox.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 /// The uid and gid the program runs as, outside and inside the sandbox (`nobody`).
 const NOBODY: u32 = 65534;
+
+/// The smallest tmpfs size handed to bwrap (the kernel rounds sizes up to pages anyway).
+const PAGE: u64 = 4096;
 
 /// Why no sandbox can be made; never a silent fallback to running code unsandboxed.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +50,8 @@ pub struct Limits {
     pub processes: u64,
     /// Bytes kept of stdout and of stderr; more ends the run as [`Status::OutputCapped`].
     pub output_bytes: usize,
+    /// Total size of the writable tmpfs mounts (`/tmp` and `/dev/shm`), which live in host memory.
+    pub tmp_bytes: u64,
 }
 
 impl Default for Limits {
@@ -57,6 +62,7 @@ impl Default for Limits {
             file_bytes: 16 << 20,
             processes: 32,
             output_bytes: 64 << 10,
+            tmp_bytes: 64 << 20,
         }
     }
 }
@@ -65,6 +71,24 @@ impl Limits {
     /// CPU seconds: the timeout rounded up plus one, a backstop should the wall clock fail.
     fn cpu_seconds(&self) -> u64 {
         self.timeout.as_secs() + 1 + u64::from(self.timeout.subsec_nanos() > 0)
+    }
+
+    /// Sizes of `/tmp` and `/dev/shm`: an eighth for shared memory, the rest for files, so together
+    /// they hold at most [`Limits::tmp_bytes`] (at least a page each).
+    fn tmpfs_sizes(&self) -> (u64, u64) {
+        let shm = (self.tmp_bytes / 8).max(PAGE);
+        let tmp = self.tmp_bytes.saturating_sub(shm).max(PAGE);
+        (tmp, shm)
+    }
+
+    /// The most host memory one execution can hold: every process's address space plus the
+    /// tmpfs mounts plus the output kept of both streams.
+    pub fn memory_bound(&self) -> u64 {
+        let output = 2 * self.output_bytes as u64;
+        self.processes
+            .saturating_mul(self.memory_bytes)
+            .saturating_add(self.tmp_bytes)
+            .saturating_add(output)
     }
 }
 
@@ -213,7 +237,14 @@ impl Sandbox {
                 Err(_) => &mut cmd,
             };
         }
-        cmd.args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"])
+        // bwrap's /dev is an unsized tmpfs: made read-only, with a sized tmpfs on /dev/shm.
+        let (tmp, shm) = limits.tmpfs_sizes();
+        cmd.args(["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"])
+            .arg("--size")
+            .arg(shm.to_string())
+            .args(["--tmpfs", "/dev/shm", "--size"])
+            .arg(tmp.to_string())
+            .args(["--tmpfs", "/tmp"])
             .args(["--chdir", "/tmp", "--remount-ro", "/", "--clearenv"])
             .args(["--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin"])
             .args(["--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8"])
@@ -316,6 +347,18 @@ mod tests {
         assert_eq!(l.cpu_seconds(), 6);
         l.timeout = Duration::from_millis(1500);
         assert_eq!(l.cpu_seconds(), 3);
+    }
+
+    #[test]
+    fn tmpfs_mounts_share_the_tmp_bound() {
+        let mut l = Limits::default();
+        assert_eq!(l.tmpfs_sizes(), (56 << 20, 8 << 20));
+        l.tmp_bytes = 0;
+        assert_eq!(l.tmpfs_sizes(), (PAGE, PAGE));
+        assert_eq!(
+            Limits::default().memory_bound(),
+            (32 << 30) + (64 << 20) + (128 << 10)
+        );
     }
 
     #[test]

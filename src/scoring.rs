@@ -786,7 +786,8 @@ fn verdicts_for(
     else {
         return Ok(None);
     };
-    let grades_path = run_dir.join("grades").join(format!("{}.jsonl", m.name));
+    let name = crate::util::path_component(&m.name);
+    let grades_path = run_dir.join("grades").join(format!("{name}.jsonl"));
     if let Some(call) = call {
         let unit = ModelUnits {
             checkpoint: &checkpoint_path(run_dir, &m.name),

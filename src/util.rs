@@ -1,6 +1,13 @@
 //! Small helpers every layer may use: hex and short hashes, the problem-id index, atomic writes,
-//! shell quoting, timestamps, names' nearest match, terminal-safe text, and the [`Shutdown`]
-//! signal passed down to long-running work.
+//! bounded reads of input files, names that become path components, shell quoting, timestamps,
+//! names' nearest match, terminal-safe text, and the [`Shutdown`] signal passed down to
+//! long-running work.
+
+mod input;
+
+pub use input::{
+    open_regular, read_bounded, read_bounded_string, Lines, MAX_DATA_FILE, MAX_LINE, MAX_TEXT_FILE,
+};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -62,6 +69,54 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// The longest name that becomes a path component (`<name>.jsonl` stays far below 255 bytes).
+pub const MAX_NAME: usize = 100;
+
+/// Why `name` cannot be one path component of a run directory (a model's checkpoint, cache,
+/// grades and tree folder), or `None` when it can: 1 to [`MAX_NAME`] letters, digits, `.`, `_`,
+/// `-` and `+`, not starting with `.` (so never `.`, `..` or a hidden file).
+pub fn path_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("is empty".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+')))
+    {
+        return Some(format!(
+            "{:?} holds {:?}; only letters, digits, '.', '_', '-' and '+' are allowed",
+            printable(name),
+            c
+        ));
+    }
+    if name.starts_with('.') {
+        return Some(format!("{name:?} starts with '.'"));
+    }
+    if name.len() > MAX_NAME {
+        return Some(format!(
+            "is {} characters long; at most {MAX_NAME}",
+            name.len()
+        ));
+    }
+    None
+}
+
+/// `name` as one safe path component: itself when [`path_name_problem`] finds nothing, else its
+/// letters and digits (at most 60) and a hash of the whole name, so distinct names stay apart.
+pub fn path_component(name: &str) -> Cow<'_, str> {
+    use sha2::{Digest, Sha256};
+    if path_name_problem(name).is_none() {
+        return Cow::Borrowed(name);
+    }
+    let safe: String = name
+        .chars()
+        .take(60)
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let hash = hex(&Sha256::digest(name.as_bytes()));
+    Cow::Owned(format!("{safe}-{}", &hash[..12]))
+}
+
 /// `s` as one POSIX shell word: bare when it holds only safe characters, else single-quoted, so a
 /// printed command can be pasted without `$(…)`, backticks or spaces doing anything.
 pub fn shell_quote(s: &str) -> String {
@@ -70,19 +125,6 @@ pub fn shell_quote(s: &str) -> String {
         return s.to_string();
     }
     format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// Opens a file for reading, refusing anything but a regular file (a FIFO, `/dev/zero` or a
-/// directory would block or never end).
-pub fn open_regular(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    let f = std::fs::File::open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    Ok(f)
 }
 
 /// Now as RFC 3339 UTC with milliseconds.
@@ -273,6 +315,29 @@ mod tests {
             par_map(&items, |x| x * 2),
             items.iter().map(|x| x * 2).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn path_names_never_leave_their_folder() {
+        for good in ["gpt-4o", "m+mcts", "Qwen2.5-7B", "-x", "a..b"] {
+            assert_eq!(path_name_problem(good), None, "{good}");
+            assert_eq!(path_component(good), good);
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "a\\b",
+            "é",
+            &"x".repeat(101),
+        ] {
+            assert!(path_name_problem(bad).is_some(), "{bad:?}");
+            let c = path_component(bad);
+            assert!(path_name_problem(&c).is_none(), "{bad:?} → {c}");
+        }
+        assert_ne!(path_component("a/b"), path_component("a_b"));
     }
 
     #[test]

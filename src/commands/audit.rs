@@ -82,7 +82,7 @@ pub fn parse_published_metric(name: &str) -> Option<MetricKind> {
 
 /// Reads a published table; every problem names the file, line and field.
 pub fn read_published(path: &Path) -> Result<Vec<Published>, BadInput> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::util::read_bounded_string(path, crate::util::MAX_DATA_FILE)
         .map_err(|e| BadInput(format!("{}: cannot read: {e}", path.display())))?;
     parse_published(&text, path)
 }

@@ -8,11 +8,18 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// What bounds one execution; kept equal to `Limits::default()` by a test.
+const BOUNDS: &str = "Bounds of one execution: wall-clock --timeout (CPU time: timeout + 1 s), 32 \
+processes, 1 GiB address space per process, 16 MiB per file, 64 MiB of tmpfs in all (/tmp 56 MiB, \
+/dev/shm 8 MiB; nothing else is writable), 64 KiB kept of stdout and of stderr. Host memory held \
+is at most 32 x 1 GiB + 64 MiB + 128 KiB.\n\nExamples:\n  gpassk exec step.py\n  gpassk exec \
+step.py --timeout 2.5";
+
 /// The longest `--timeout` accepted, in seconds.
 const MAX_TIMEOUT: f64 = 3600.0;
 
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  gpassk exec step.py\n  gpassk exec step.py --timeout 2.5")]
+#[command(after_help = BOUNDS)]
 pub struct ExecArgs {
     /// The Python program to run.
     pub file: PathBuf,
@@ -23,7 +30,7 @@ pub struct ExecArgs {
 
 pub fn run(args: ExecArgs) -> Result<ExitStatus> {
     let timeout = parse_timeout(&args.timeout)?;
-    let code = std::fs::read(&args.file)
+    let code = crate::util::read_bounded(&args.file, crate::util::MAX_TEXT_FILE)
         .with_context(|| format!("cannot read {}", args.file.display()))
         .map_err(bad_input)?;
     let code = String::from_utf8(code)
@@ -69,6 +76,24 @@ fn parse_timeout(text: &str) -> Result<Duration, BadInput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_states_the_default_limits() {
+        let l = Limits::default();
+        let text = BOUNDS.replace('\n', " ");
+        for (what, value) in [
+            ("processes", format!("{} processes", l.processes)),
+            (
+                "memory",
+                format!("{} GiB address space", l.memory_bytes >> 30),
+            ),
+            ("file", format!("{} MiB per file", l.file_bytes >> 20)),
+            ("tmpfs", format!("{} MiB of tmpfs", l.tmp_bytes >> 20)),
+            ("output", format!("{} KiB kept", l.output_bytes >> 10)),
+        ] {
+            assert!(text.contains(&value), "{what}: {value} not in {text}");
+        }
+    }
 
     #[test]
     fn timeout_accepts_seconds_and_rejects_the_rest() {

@@ -186,9 +186,10 @@ struct Case {
     options: Vec<String>,
 }
 
-fn read_cases(path: &PathBuf) -> Result<Vec<Case>, String> {
+fn read_cases(path: &std::path::Path) -> Result<Vec<Case>, String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+    let text = crate::util::read_bounded_string(path, crate::util::MAX_DATA_FILE)
+        .map_err(|e| format!("{shown}: {e}"))?;
     let mut cases = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
@@ -254,7 +255,7 @@ fn short(s: &str, max: usize) -> String {
     format!("…{tail}")
 }
 
-fn run_cases(path: &PathBuf, as_json: bool, cfg: &GradeConfig) -> anyhow::Result<i32> {
+fn run_cases(path: &std::path::Path, as_json: bool, cfg: &GradeConfig) -> anyhow::Result<i32> {
     let cases = match read_cases(path) {
         Ok(c) => c,
         Err(msg) => {

@@ -4,7 +4,7 @@
 
 use super::compare::{compare, Compared};
 use super::tabular::{wrap, Cell, OutFormat, Tabular};
-use crate::error::{bad_input, BadInput, ExitStatus};
+use crate::error::{BadInput, ExitStatus};
 use crate::history::{
     discover, drift, html_page, partial, setting_changes, Point, RunEntry, Series, Trend,
 };
@@ -61,11 +61,24 @@ fn dataset_matches(entry: &RunEntry, want: &str) -> bool {
             .is_some_and(|s| s.to_string_lossy() == want)
 }
 
-/// Loads and scores the runs of one dataset in order, pairing each with the one before.
-fn load_series(entries: Vec<RunEntry>) -> Result<Vec<Loaded>> {
+/// Loads and scores the runs of one dataset in order, pairing each with the one before. A run
+/// that cannot be scored (a corrupt checkpoint, a dataset edited or gone) is skipped with one
+/// warning naming it, as an unreadable manifest is: one broken run never hides the others.
+fn load_series(entries: Vec<RunEntry>) -> Vec<Loaded> {
     let mut out: Vec<Loaded> = Vec::new();
     for entry in entries {
-        let results = load_run(&entry.dir).map_err(bad_input)?;
+        let results = match load_run(&entry.dir) {
+            Ok(r) => r,
+            Err(e) => {
+                let why = crate::error::render(&e);
+                eprintln!(
+                    "warning: skipped {}: {}",
+                    printable(&entry.dir.display().to_string()),
+                    printable(&why)
+                );
+                continue;
+            }
+        };
         let (compared, run_changes) = match out.last() {
             Some(prev) => {
                 let changes = setting_changes(&prev.entry.manifest, &entry.manifest);
@@ -81,7 +94,7 @@ fn load_series(entries: Vec<RunEntry>) -> Result<Vec<Loaded>> {
             run_changes,
         });
     }
-    Ok(out)
+    out
 }
 
 /// The headline metrics of a run: its config's `metrics`, else every overall estimate.
@@ -273,6 +286,20 @@ const TITLES: [&str; 13] = [
     "changes",
 ];
 
+/// Why no row is shown: every run was skipped, or none has the `--model` asked for.
+fn nothing_shown(args: &HistoryArgs) -> BadInput {
+    match &args.model {
+        None => BadInput(format!(
+            "{}: no run could be read (the warnings above say why)",
+            args.dir.display()
+        )),
+        Some(model) => BadInput(format!(
+            "--model {model}: no run in {} has this model",
+            args.dir.display()
+        )),
+    }
+}
+
 pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
     let (entries, skipped) = discover(&args.dir)?;
     for s in &skipped {
@@ -308,7 +335,7 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
             .filter(|e| &e.manifest.dataset.name == d)
             .cloned()
             .collect();
-        let series = load_series(of)?;
+        let series = load_series(of);
         trends.extend(series_rows(
             &series,
             args.model.as_deref(),
@@ -317,12 +344,7 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
         ));
     }
     if rows.is_empty() {
-        return Err(BadInput(format!(
-            "--model {}: no run in {} has this model",
-            args.model.unwrap_or_default(),
-            args.dir.display()
-        ))
-        .into());
+        return Err(nothing_shown(&args).into());
     }
     let tab = Tabular {
         keys: KEYS.to_vec(),

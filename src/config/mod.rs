@@ -22,6 +22,7 @@ pub use settings::{
 pub use settings_json::TaskFile;
 
 pub(crate) use crate::util::closest;
+use crate::util::{read_bounded_string, MAX_TEXT_FILE};
 use overrides::Override;
 use std::path::{Path, PathBuf};
 use toml::{Table, Value};
@@ -76,7 +77,7 @@ pub struct Loaded {
 /// the `--set` overrides last, and resolves each result like a plain config file.
 pub fn load_sources(src: &Sources) -> Result<Loaded, ConfigError> {
     let path = src.config.as_path();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let text = read_bounded_string(path, MAX_TEXT_FILE).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
     })?;
@@ -181,7 +182,7 @@ pub(crate) fn compile_answer_regex(pat: &str) -> Result<regex::Regex, regex::Err
 
 /// Reads and resolves a config file.
 pub fn load(path: &Path) -> Result<Settings, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let text = read_bounded_string(path, MAX_TEXT_FILE).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
     })?;

@@ -7,7 +7,7 @@ use crate::client::retry::DEFAULT_RETRY_AFTER_MAX;
 use crate::client::MAX_RESPONSE_BYTES;
 use crate::dataset::FewShot;
 use crate::metrics::{MetricKind, Tau, MAX_N};
-use crate::util::hex;
+use crate::util::{hex, read_bounded_string, MAX_TEXT_FILE};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -107,6 +107,14 @@ pub(super) fn check_base_url(url: &str) -> Result<(), String> {
     }
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(format!("{url:?} must start with http:// or https://"));
+    }
+    // The endpoint path is appended to the base: after a query or fragment it would be lost.
+    if let Some(c) = url.chars().find(|c| matches!(c, '?' | '#')) {
+        let what = if c == '?' { "a query" } else { "a fragment" };
+        return Err(format!(
+            "{:?} holds {what} ('{c}…'): give the base URL only, e.g. https://host/v1",
+            crate::util::printable(url)
+        ));
     }
     Ok(())
 }
@@ -328,7 +336,7 @@ fn resolve_judge(
         None => (DEFAULT_PROMPT.to_string(), "default".to_string()),
         Some(f) => {
             let path = cx.path.parent().unwrap_or(Path::new(".")).join(f);
-            let text = std::fs::read_to_string(&path).map_err(|e| {
+            let text = read_bounded_string(&path, MAX_TEXT_FILE).map_err(|e| {
                 err(
                     "prompt_file",
                     format!("cannot read {}: {e}", path.display()),
@@ -583,9 +591,6 @@ fn model_pricing(
     }
 }
 
-/// The longest model name: it becomes a file name (`<name>.jsonl`, at most 255 bytes on most systems).
-const MAX_NAME: usize = 100;
-
 fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
     let name = m
         .name
@@ -599,23 +604,12 @@ fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
                 "every [[models]] entry needs a non-empty `name`",
             )
         })?;
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
-    {
+    if let Some(problem) = crate::util::path_name_problem(&name) {
         return Err(cx.err(
             "models",
             Some(i),
             "name",
-            format!("{name:?} may hold only letters, digits, '.', '_', '-' and '+' (it names the checkpoint file); put the provider's name in `model_id`"),
-        ));
-    }
-    if name.len() > MAX_NAME {
-        return Err(cx.err(
-            "models",
-            Some(i),
-            "name",
-            format!("is {} characters long; at most {MAX_NAME} (it names the checkpoint file); put the provider's name in `model_id`", name.len()),
+            format!("{problem} (it names the checkpoint file and the tree folder); put the provider's name in `model_id`"),
         ));
     }
     Ok(name)

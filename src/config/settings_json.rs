@@ -52,10 +52,12 @@ pub struct TaskList {
 
 /// Reads and checks a settings file: one task object or an array of them.
 pub fn read(path: &Path) -> Result<TaskList, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
-        path: path.to_path_buf(),
-        line: None,
-        message: format!("cannot read the settings file: {e}"),
+    let text = crate::util::read_bounded_string(path, crate::util::MAX_TEXT_FILE).map_err(|e| {
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: None,
+            message: format!("cannot read the settings file: {e}"),
+        }
     })?;
     parse(&text, path)
 }

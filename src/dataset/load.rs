@@ -126,10 +126,13 @@ fn build(
     let mut seen: HashMap<String, (PathBuf, usize)> = HashMap::new();
     let prefix_ids = files.len() > 1;
     for (path, subset) in files {
-        let bytes = std::fs::read(path).map_err(|source| DatasetError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let bytes =
+            crate::util::read_bounded(path, crate::util::MAX_DATA_FILE).map_err(|source| {
+                DatasetError::Io {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
         hasher.update(&bytes);
         let before = problems.len();
         let file = FileContext {

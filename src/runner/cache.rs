@@ -49,7 +49,8 @@ pub fn request_key(url: &str, body: &[u8]) -> String {
 impl RequestCache {
     /// Where a model's cache lives inside a run directory.
     pub fn path(run_dir: &Path, model: &str) -> PathBuf {
-        run_dir.join("cache").join(format!("{model}.jsonl"))
+        let name = crate::util::path_component(model);
+        run_dir.join("cache").join(format!("{name}.jsonl"))
     }
 
     /// Loads the replies of the searches not in `finished`; a torn last line is cut off.

@@ -15,7 +15,7 @@ use crate::search::requests::{
 use crate::search::{
     CallFailed, Exec, Executor, Expand, Policy, Proposal, Reward, Score, SearchInput, SearchOutcome,
 };
-use crate::util::{now_rfc3339, write_atomic};
+use crate::util::{now_rfc3339, path_component, write_atomic};
 use sha2::{Digest, Sha256};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -47,29 +47,12 @@ pub fn unit_name(problem_id: &str, index: u32) -> String {
     format!("{problem_id}#{index}")
 }
 
-/// Where a search's tree is written, relative to the run directory. Problem ids that are not
-/// plain file names are made so, with a hash of the id to keep them apart.
+/// Where a search's tree is written, relative to the run directory. Problem ids (and any model
+/// name) that are not plain file names are made so by [`path_component`], which hashes them apart.
 pub fn tree_path(model: &str, problem_id: &str, index: u32) -> PathBuf {
-    let plain = !problem_id.is_empty()
-        && problem_id.len() <= 100
-        && !problem_id.starts_with('.')
-        && problem_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    let dir = if plain {
-        problem_id.to_string()
-    } else {
-        let safe: String = problem_id
-            .chars()
-            .take(60)
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        let hash = crate::util::hex(&Sha256::digest(problem_id.as_bytes()));
-        format!("{safe}-{}", &hash[..12])
-    };
     Path::new("trees")
-        .join(model)
-        .join(dir)
+        .join(&*path_component(model))
+        .join(&*path_component(problem_id))
         .join(format!("{index}.json"))
 }
 
@@ -642,5 +625,12 @@ mod tests {
             assert_eq!(p.components().count(), 4, "{p:?}");
         }
         assert_ne!(tree_path("m", "a/b", 0), tree_path("m", "a_b", 0));
+        for model in ["..", ".", "a/../..", ""] {
+            let p = tree_path(model, "..", 0);
+            assert!(p
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_))));
+            assert_eq!(p.components().count(), 4, "{p:?}");
+        }
     }
 }

@@ -226,3 +226,53 @@ fn a_changed_config_is_marked_and_never_a_baseline() {
         stderr(&none)
     );
 }
+
+#[test]
+fn one_unreadable_run_is_skipped_with_a_warning_naming_it() {
+    let env = Fixture::new(&dataset(4))
+        .with_server(FakeServer::builder().responder(|r: &Recorded| reply(r, 1)));
+    env.write("other.jsonl", &dataset(3));
+    let cfg = env.config(Toml {
+        sampling: "n = 2\nseed = 7",
+        models: "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"",
+        evaluation: "k = [1]\nmetrics = [\"pass@1\"]",
+        ..Toml::default()
+    });
+    let other = format!("evaluation.dataset={}", env.file("other.jsonl").display());
+    for set in [None, None, None, Some(other.as_str())] {
+        let mut args = vec!["run", "--config", cfg.to_str().unwrap(), "--quiet"];
+        args.extend(set.iter().flat_map(|s| ["--set", *s]));
+        ok(&run_gpassk(&args));
+    }
+    let runs = run_dirs(&env.results());
+    assert_eq!(runs.len(), 4);
+    // The second run's checkpoint gets a corrupt middle line; the fourth run's dataset goes.
+    let ck = runs[1].join("checkpoints/m1.jsonl");
+    let text = std::fs::read_to_string(&ck).unwrap();
+    let (head, tail) = text.split_once('\n').unwrap();
+    std::fs::write(&ck, format!("{head}\n{{not json\n{tail}")).unwrap();
+    std::fs::remove_file(env.file("other.jsonl")).unwrap();
+
+    let out = run_gpassk(&[
+        "history",
+        env.results().to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    let name = |d: &Path| d.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(warnings[0].contains(&name(&runs[1])), "{err}");
+    assert!(warnings[0].contains("m1.jsonl:2"), "{err}");
+    assert!(warnings[1].contains(&name(&runs[3])), "{err}");
+    assert!(warnings[1].contains("other.jsonl"), "{err}");
+    let csv = ok(&out);
+    let shown: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap())
+        .collect();
+    assert_eq!(shown, [name(&runs[0]), name(&runs[2])], "{csv}");
+}

@@ -14,6 +14,7 @@ mod datasets_cli;
 mod grade_cases;
 mod history;
 mod hostile_server;
+mod input_bounds;
 mod label_fake;
 mod metrics_reference;
 mod report_cli;

@@ -205,3 +205,76 @@ fn bad_input_exits_2_with_one_line() {
     assert_eq!(no_bwrap.status.code(), Some(2), "{}", both(&no_bwrap));
     assert!(stderr(&no_bwrap).contains("bwrap"), "{}", both(&no_bwrap));
 }
+
+/// Four forked writers fill /tmp and /dev/shm until the kernel refuses; each stops by itself after
+/// 40 MiB per place, so an unbounded sandbox costs the host a few hundred MiB, not gigabytes.
+const FILL: &str = r#"
+import errno, os
+CHUNK = b"x" * (1 << 20)
+def shmem():
+    for line in open("/proc/meminfo"):
+        if line.startswith("Shmem:"):
+            return int(line.split()[1]) * 1024
+def fill(place, me):
+    written, n, why = 0, 0, "cap"
+    while written < (40 << 20) and why == "cap":
+        try:
+            fd = os.open(os.path.join(place, "w%d-%d" % (me, n)), os.O_WRONLY | os.O_CREAT, 0o600)
+        except OSError as e:
+            why = errno.errorcode.get(e.errno, str(e.errno))
+            break
+        n += 1
+        try:
+            for _ in range(4):
+                written += os.write(fd, CHUNK)
+        except OSError as e:
+            if e.errno != errno.EFBIG:
+                why = errno.errorcode.get(e.errno, str(e.errno))
+        os.close(fd)
+    return written, why
+before = shmem()
+kids = []
+for me in range(4):
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.close(r)
+        out = ["%s %d %s" % ((place,) + fill(place, me)) for place in ("/tmp", "/dev/shm", "/dev")]
+        os.write(w, ("\n".join(out) + "\n").encode())
+        os._exit(0)
+    os.close(w)
+    kids.append(r)
+for r in kids:
+    data = b""
+    while True:
+        b = os.read(r, 4096)
+        if not b:
+            break
+        data += b
+    print(data.decode(), end="")
+print("shmem-growth", shmem() - before)
+for _ in kids:
+    os.wait()
+"#;
+
+#[test]
+fn tmp_and_dev_shm_are_bounded_tmpfs_even_for_forked_writers() {
+    if !sandbox_available() {
+        return;
+    }
+    let o = exec(FILL, &["--timeout", "60"]);
+    let out = ok(&o);
+    let (mut total, mut ends) = (0u64, Vec::new());
+    for line in out.lines().filter(|l| !l.starts_with("shmem-growth")) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.len(), 3, "{out}");
+        total += f[1].parse::<u64>().unwrap();
+        ends.push((f[0].to_string(), f[2].to_string()));
+    }
+    assert_eq!(ends.len(), 12, "{out}");
+    // 64 MiB of tmpfs in all: /tmp and /dev/shm fill up, /dev itself takes nothing.
+    assert!(total <= 64 << 20, "wrote {total} bytes: {out}");
+    for (place, why) in &ends {
+        let want = if place == "/dev" { "EROFS" } else { "ENOSPC" };
+        assert_eq!(why, want, "{place}: {out}");
+    }
+}
