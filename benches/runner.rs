@@ -7,7 +7,7 @@
 use fake_openai::FakeServer;
 use gpassk::plan;
 use gpassk::report::write_all;
-use gpassk::runner::{self, ModelEnd, SamplingJob};
+use gpassk::sampling::{self, ModelEnd, SamplingJob};
 use gpassk::scoring::score_run;
 use gpassk::util::Shutdown;
 use std::collections::HashMap;
@@ -94,7 +94,7 @@ fn sample(cfg: &Path, run_dir: &Path) {
     let plan = plan::load(cfg, &[], None, None).expect("plan");
     let job = SamplingJob {
         search: None,
-        budgets: runner::BudgetBook::open(&plan.settings, &plan.prepared, run_dir)
+        budgets: sampling::BudgetBook::open(&plan.settings, &plan.prepared, run_dir)
             .expect("budgets"),
         settings: plan.settings.clone(),
         run_dir: run_dir.to_path_buf(),
@@ -104,7 +104,7 @@ fn sample(cfg: &Path, run_dir: &Path) {
         quiet: true,
         progress_interval: Duration::from_secs(5),
     };
-    let ends = runner::sample_all(&job, &Shutdown::new()).expect("sample");
+    let ends = sampling::sample_all(&job, &Shutdown::new()).expect("sample");
     assert!(
         ends.iter().all(|(_, e)| *e == ModelEnd::Complete),
         "{ends:?}"

@@ -4,7 +4,7 @@
 //! `cargo bench --bench sandbox` (add `-- --quick` for a smoke run). Exits 1 when no sandbox can
 //! be made: a skipped measurement would read as a fast one.
 
-use gpassk::sandbox::{Limits, Sandbox};
+use gpassk::search::sandbox::{Limits, Sandbox};
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -5,10 +5,10 @@
 //!
 //! `cargo bench --bench search` (add `-- --quick` for a smoke run).
 
-use gpassk::checkpoint::SearchStats;
 use gpassk::client::decode_reply;
 use gpassk::config::SearchSettings;
-use gpassk::runner::{request_key, Cached, RequestCache};
+use gpassk::rundir::record::SearchStats;
+use gpassk::sampling::{request_key, Cached, RequestCache};
 use gpassk::search::requests::{judge_body, parse_score, policy_body};
 use gpassk::search::{
     search, CallFailed, Exec, Executor, Expand, Policy, Proposal, Reward, Score, SearchInput,

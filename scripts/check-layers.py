@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the crate's architecture (README "Architecture"): every `crate::` import in src/ (test
+"""Checks the crate's architecture (ARCHITECTURE.md, whose layer list it reads): every `crate::` import in src/ (test
 code aside) points to a lower layer or, within a layer, never forms a cycle; and no function in
 src/ is longer than 100 lines, except the parser/evaluator tables of src/grade/. Exit 1 on any
 violation, naming it."""
@@ -8,14 +8,22 @@ import os
 import re
 import sys
 
-LAYERS = [
-    ["error", "util"],
-    ["metrics", "stats", "grade", "dataset", "prompt", "shard", "steps"],
-    ["config", "client", "checkpoint", "lock", "manifest", "sandbox", "cost"],
-    ["runner", "judge", "plan", "scoring", "label", "batch", "batch_api", "search"],
-    ["report", "history"],
-    ["commands", "cli"],
-]
+def read_layers(path):
+    """The layers of ARCHITECTURE.md's "## Layers" list: one numbered line each, its top-level
+    modules in backticks before the first colon."""
+    layers, inside = [], False
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("## "):
+            inside = line.strip() == "## Layers"
+            continue
+        m = re.match(r"\d+\.\s+(.*?):", line)
+        if inside and m:
+            layers.append(re.findall(r"`(\w+)`", m.group(1)))
+    if not layers:
+        sys.exit(f"check-layers: no \"## Layers\" list in {path}")
+    return layers
+
+LAYERS = read_layers(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ARCHITECTURE.md"))
 MAX_FN_LINES = 100
 LONG_FN_EXEMPT = "grade" + os.sep
 
@@ -140,7 +148,7 @@ def main():
     problems = []
     for m in sorted(edges):
         if m not in layer:
-            problems.append(f"src/{m}: module not in any layer of scripts/check-layers.py")
+            problems.append(f"src/{m}: module not in any layer of ARCHITECTURE.md")
             continue
         for dep in sorted(edges[m]):
             if dep in layer and layer[dep] > layer[m]:

@@ -609,7 +609,7 @@ fn warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) -> Vec<Str
     }
     let audited: BTreeSet<&str> = rows.iter().map(|r| r.model.as_str()).collect();
     let (mode, judge) = manifest
-        .map(crate::manifest::Manifest::grading)
+        .map(crate::rundir::manifest::Manifest::grading)
         .unwrap_or(("rule".into(), None));
     let mut per_model: Vec<(&str, Vec<String>)> = Vec::new();
     for m in results

@@ -172,7 +172,7 @@ pub fn setting_differences(a: &RunResults, b: &RunResults) -> Vec<String> {
         ma.prompt_hash.clone(),
         mb.prompt_hash.clone(),
     );
-    let grading = |m: &crate::manifest::Manifest| {
+    let grading = |m: &crate::rundir::manifest::Manifest| {
         let (mode, judge) = m.grading();
         judge.map_or(mode.clone(), |j| format!("{mode} (judge {j})"))
     };
@@ -299,7 +299,7 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
 fn resolve_runs(args: &CompareArgs) -> Result<(PathBuf, PathBuf)> {
     match (&args.baseline, &args.run_b) {
         (None, Some(b)) => Ok((args.run_a.clone(), b.clone())),
-        (Some(_), None) => match crate::history::previous_run(&args.run_a)? {
+        (Some(_), None) => match crate::analysis::history::previous_run(&args.run_a)? {
             Some(prev) => {
                 eprintln!("baseline: {}", prev.display());
                 Ok((prev, args.run_a.clone()))
@@ -317,16 +317,16 @@ fn resolve_runs(args: &CompareArgs) -> Result<(PathBuf, PathBuf)> {
 
 /// Prints every served-model or fingerprint change of the models of B; true when there was one.
 fn report_drift(run_a: &Path, run_b: &Path, b: &RunResults) -> Result<bool> {
-    let entry = |dir: &Path| -> Result<crate::history::RunEntry> {
-        Ok(crate::history::RunEntry {
+    let entry = |dir: &Path| -> Result<crate::analysis::history::RunEntry> {
+        Ok(crate::analysis::history::RunEntry {
             dir: dir.to_path_buf(),
-            manifest: crate::manifest::Manifest::read(dir)?,
+            manifest: crate::rundir::manifest::Manifest::read(dir)?,
         })
     };
     let (ea, eb) = (entry(run_a)?, entry(run_b)?);
     let mut drifted = false;
     for m in &b.models {
-        for d in crate::history::drift(&ea, &eb, &m.name) {
+        for d in crate::analysis::history::drift(&ea, &eb, &m.name) {
             eprintln!("drift: {}: {}", m.name, printable(&d.describe()));
             drifted = true;
         }

@@ -1,7 +1,7 @@
 //! `gpassk exec`: one Python file in the code sandbox; prints its stdout, stderr and status.
 
 use crate::error::{bad_input, BadInput, ExitStatus};
-use crate::sandbox::{Limits, Sandbox, Status};
+use crate::search::sandbox::{Limits, Sandbox, Status};
 use crate::util::printable;
 use anyhow::{Context, Result};
 use clap::Args;

@@ -4,10 +4,10 @@
 
 use super::compare::{compare, Compared};
 use super::tabular::{wrap, Cell, OutFormat, Tabular};
-use crate::error::{BadInput, ExitStatus};
-use crate::history::{
+use crate::analysis::history::{
     discover, drift, html_page, partial, setting_changes, Point, RunEntry, Series, Trend,
 };
+use crate::error::{BadInput, ExitStatus};
 use crate::metrics::MetricKind;
 use crate::report::metric_label;
 use crate::scoring::{load_run, RunResults};

@@ -1,11 +1,11 @@
-//! `gpassk label`: Math-Shepherd step labels from rollouts (see [`crate::label`]).
+//! `gpassk label`: Math-Shepherd step labels from rollouts (see [`crate::scoring::label`]).
 
-use crate::checkpoint::checkpoint_path;
 use crate::config::ModelSettings;
 use crate::error::{bad_input, BadInput, ExitStatus};
-use crate::label::{self, Rollouts, Solution, StepLabel};
 use crate::plan::{self, Plan};
-use crate::runner::{self, ModelEnd, SamplingJob};
+use crate::rundir::record::checkpoint_path;
+use crate::sampling::{self, ModelEnd, SamplingJob};
+use crate::scoring::label::{self, Rollouts, Solution, StepLabel};
 use crate::util::{hex, write_atomic};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -71,7 +71,7 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
         print_plan(&args, &model, &solutions, &work);
         return Ok(ExitStatus::Success);
     }
-    let keys = runner::read_keys(&plan.settings)?;
+    let keys = sampling::read_keys(&plan.settings)?;
     let out = out_dir(&args, &plan, &model, &solutions);
     std::fs::create_dir_all(out.join("checkpoints"))
         .with_context(|| format!("cannot create {}", out.display()))?;
@@ -83,7 +83,7 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
     rollout_model.sampling.n = args.k;
     rollout_model.sampling.greedy = false;
     settings.models = vec![rollout_model];
-    let budgets = runner::BudgetBook::open(&settings, &work.prepared, &out)?;
+    let budgets = sampling::BudgetBook::open(&settings, &work.prepared, &out)?;
     let job = SamplingJob {
         search: None,
         budgets,
@@ -100,7 +100,7 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
         progress_interval: Duration::from_secs(5),
     };
     let (shutdown, _signals) = super::shutdown_on_signals(args.quiet)?;
-    let ends = runner::sample_all(&job, &shutdown)?;
+    let ends = sampling::sample_all(&job, &shutdown)?;
     let again = format!(
         "rerun the same command{} to continue",
         if args.out.is_none() {

@@ -5,10 +5,10 @@
 //! hash, the models and the shard count; a unit (model, problem, sample index) may come from one input
 //! only. Records are copied verbatim.
 
-use crate::checkpoint::checkpoint_path;
-use crate::checkpoint::{read_records, CheckpointWriter, SampleIndex};
 use crate::error::{BadInput, ExitStatus};
-use crate::manifest::Manifest;
+use crate::rundir::manifest::Manifest;
+use crate::rundir::record::checkpoint_path;
+use crate::rundir::record::{read_records, CheckpointWriter, SampleIndex};
 use crate::util::now_rfc3339;
 use anyhow::{Context, Result};
 use clap::Args;

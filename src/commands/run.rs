@@ -1,17 +1,17 @@
 //! `gpassk run`: resolve the plan and run directory, sample every model, then grade and report.
 
-use crate::checkpoint::checkpoint_path;
 use crate::client::ApiKey;
 use crate::config::{self, GraderMode};
+use crate::dataset::shard::Shard;
 use crate::error::{bad_input, BadInput, ExitStatus};
-use crate::lock::RunLock;
-use crate::manifest::Manifest;
 use crate::plan::{self, Plan};
 use crate::report;
-use crate::runner::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
+use crate::rundir::lock::RunLock;
+use crate::rundir::manifest::Manifest;
+use crate::rundir::record::checkpoint_path;
+use crate::sampling::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::{score_run, JudgeCall};
 use crate::search::SearchInput;
-use crate::shard::Shard;
 use crate::util::{coarse_k_note, now_rfc3339, shell_quote, short};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -152,7 +152,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     let keys = if by_file {
         Default::default()
     } else {
-        runner::read_keys(&plan.settings)?
+        sampling::read_keys(&plan.settings)?
     };
     let judge_key = judge_key(plan)?;
     // Before the run directory exists: no sandbox is bad input, and leaves nothing behind.
@@ -174,7 +174,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     let (shutdown, _signals) = super::shutdown_on_signals(args.quiet || bars)?;
     interrupted_on_quit_now(&shutdown, &run_dir);
     let job = SamplingJob {
-        budgets: runner::BudgetBook::default(),
+        budgets: sampling::BudgetBook::default(),
         settings: plan.settings.clone(),
         run_dir: run_dir.clone(),
         run_id: manifest.run_id.clone(),
@@ -187,15 +187,20 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     let ends = match &args.import_batch {
         Some(file) => import_batch(plan, &run_dir, &manifest.run_id, file, args.quiet)?,
         None => {
-            let mut ends =
-                crate::batch_api::drive_all(plan, &run_dir, &mut manifest, &job.keys, &shutdown)?;
+            let mut ends = crate::sampling::batch_api::drive_all(
+                plan,
+                &run_dir,
+                &mut manifest,
+                &job.keys,
+                &shutdown,
+            )?;
             let mut job = job;
             // Opened after the batches are recorded, from every model's checkpoint: the run's
             // budget counts what the batches cost.
-            job.budgets = runner::BudgetBook::open(&plan.settings, &plan.prepared, &run_dir)?;
+            job.budgets = sampling::BudgetBook::open(&plan.settings, &plan.prepared, &run_dir)?;
             job.settings.models.retain(|m| m.api.batch.is_none());
             if !job.settings.models.is_empty() {
-                ends.extend(runner::sample_all(&job, &shutdown)?);
+                ends.extend(sampling::sample_all(&job, &shutdown)?);
             }
             ends
         }
@@ -233,7 +238,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     report::write_all(&run_dir, &results)?;
     print!("{}", report::terminal_table(&results, args.wide));
     println!("results: {}", run_dir.display());
-    let status = runner::exit_status_for(&ends, &manifest);
+    let status = sampling::exit_status_for(&ends, &manifest);
     if status != ExitStatus::Success {
         explain_failures(&manifest, &resume_cmd);
     }
@@ -260,7 +265,7 @@ fn export_batch(
     manifest: &mut Manifest,
     out: &Path,
 ) -> Result<(PathBuf, ExitStatus)> {
-    let n = crate::batch::export(plan, run_dir, out)?;
+    let n = crate::sampling::batch_file::export(plan, run_dir, out)?;
     record_ends(plan, run_dir, manifest, &[])?;
     println!(
         "batch: {} requests ({} units) in {}",
@@ -292,13 +297,13 @@ fn import_batch(
         .models
         .iter()
         .filter_map(|m| {
-            runner::read_key(m.api.api_key_env.as_deref(), "")
+            sampling::read_key(m.api.api_key_env.as_deref(), "")
                 .ok()
                 .flatten()
         })
         .collect();
     let keys: Vec<_> = keys.iter().collect();
-    let (got, ends) = crate::batch::import(plan, run_dir, run_id, file, &keys)?;
+    let (got, ends) = crate::sampling::batch_file::import(plan, run_dir, run_id, file, &keys)?;
     if quiet {
         return Ok(ends);
     }
@@ -379,7 +384,7 @@ fn newest(runs: &[(PathBuf, Manifest)], same: impl Fn(&Manifest) -> bool) -> Opt
 /// None for servers without auth); `None` when the rule grader decides alone.
 fn judge_key(plan: &Plan) -> Result<Option<Option<ApiKey>>> {
     match (&plan.settings.judge, plan.settings.evaluation.grader) {
-        (Some(j), mode) if mode != GraderMode::Rule => Ok(Some(runner::read_key(
+        (Some(j), mode) if mode != GraderMode::Rule => Ok(Some(sampling::read_key(
             j.api.api_key_env.as_deref(),
             "the judge",
         )?)),
@@ -447,7 +452,7 @@ fn new_run_dir(plan: &Plan) -> Result<(PathBuf, RunLock, Manifest)> {
     let output_dir = &plan.settings.evaluation.output_dir;
     std::fs::create_dir_all(output_dir)
         .with_context(|| format!("cannot create output_dir {}", output_dir.display()))?;
-    let base = runner::new_run_id(&plan.settings.config_hash);
+    let base = sampling::new_run_id(&plan.settings.config_hash);
     let (mut run_id, mut i) = (base.clone(), 0);
     let dir = loop {
         let dir = output_dir.join(&run_id);
@@ -489,9 +494,9 @@ fn record_ends(
     let index = plan.id_index();
     for m in &plan.settings.models {
         let path = checkpoint_path(run_dir, &m.name);
-        let counts = runner::count_checkpoint(&path, &index, m.sampling.n, m.sampling.greedy)?;
+        let counts = sampling::count_checkpoint(&path, &index, m.sampling.n, m.sampling.greedy)?;
         let end = ends.iter().find(|(n, _)| n == &m.name).map(|(_, e)| e);
-        let mut entry = runner::model_manifest(m, end, &counts, plan.prepared.len());
+        let mut entry = sampling::model_manifest(m, end, &counts, plan.prepared.len());
         // A pending Batch API batch outlives every rewrite until it is imported.
         entry.batch_id = manifest
             .models
@@ -546,9 +551,9 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
 
 /// The failure causes of a model, one indented line each (`  connection: … refused ×25`), after
 /// a colon; nothing when no cause is known.
-fn causes(m: &crate::manifest::ModelManifest) -> String {
+fn causes(m: &crate::rundir::manifest::ModelManifest) -> String {
     let width = crate::util::terminal_width().saturating_sub(2);
-    runner::describe_causes(&m.failure_causes, width)
+    sampling::describe_causes(&m.failure_causes, width)
         .iter()
         .fold(String::new(), |acc, line| {
             let lead = if acc.is_empty() { ":" } else { "" };
@@ -603,7 +608,7 @@ fn refuse_search_by_file(plan: &Plan, by_file: bool) -> Result<(), BadInput> {
 
 /// What tree searches need, when a model has `strategy = "mcts"`: the questions without their
 /// gold answers, a working sandbox (none is an error, never a silent fallback) and reward keys.
-fn search_job(plan: &Plan) -> Result<Option<runner::SearchJob>> {
+fn search_job(plan: &Plan) -> Result<Option<sampling::SearchJob>> {
     let searching: Vec<&crate::config::ModelSettings> = plan
         .settings
         .models
@@ -613,7 +618,7 @@ fn search_job(plan: &Plan) -> Result<Option<runner::SearchJob>> {
     if searching.is_empty() {
         return Ok(None);
     }
-    let sandbox = crate::sandbox::Sandbox::detect().map_err(|e| {
+    let sandbox = crate::search::sandbox::Sandbox::detect().map_err(|e| {
         BadInput::new(format!(
             "model {} has strategy = \"mcts\", which runs model-written code: {e}",
             searching[0].name
@@ -627,14 +632,14 @@ fn search_job(plan: &Plan) -> Result<Option<runner::SearchJob>> {
             .as_deref()
             .or(m.api.api_key_env.as_deref());
         let who = format!("the reward model of {}", m.name);
-        reward_keys.insert(m.name.clone(), runner::read_key(var, &who)?);
+        reward_keys.insert(m.name.clone(), sampling::read_key(var, &who)?);
     }
     let inputs = plan
         .problems
         .iter()
         .map(SearchInput::from_problem)
         .collect();
-    Ok(Some(runner::SearchJob {
+    Ok(Some(sampling::SearchJob {
         inputs: Arc::new(inputs),
         sandbox,
         reward_keys,

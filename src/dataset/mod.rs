@@ -9,6 +9,7 @@ mod error;
 mod few_shot;
 mod load;
 pub mod registry;
+pub mod shard;
 #[cfg(test)]
 mod tests;
 

@@ -3,8 +3,8 @@
 
 use super::{rows, Exporter, MetricRow};
 use crate::config::Strategy;
-use crate::manifest::Manifest;
 use crate::metrics::exact_text;
+use crate::rundir::manifest::Manifest;
 use crate::scoring::{ratio_f64, Effort, RunResults};
 use num_rational::Ratio;
 use serde::Serialize;

@@ -6,7 +6,7 @@ use super::{
     AnswerSelect, CallFailed, Exec, Executor, Expand, Policy, Reward, RewardMode, Score,
     SearchInput, SearchSettings, TerminalReward,
 };
-pub use crate::checkpoint::SearchStats;
+pub use crate::rundir::record::SearchStats;
 use serde::{Deserialize, Serialize};
 
 /// What a node is.

@@ -7,6 +7,7 @@
 
 mod mcts;
 pub mod requests;
+pub mod sandbox;
 mod step;
 
 pub use crate::config::{AnswerSelect, RewardMode, SearchSettings, TerminalReward};

@@ -571,7 +571,7 @@ fn shards(root: &Path) -> [PathBuf; 2] {
         m["run_id"] = format!("shard{i}").into();
         let problems = ["e1", "e2", "e3", "e4", "h1", "h2", "h3", "h4"]
             .iter()
-            .filter(|p| gpassk::shard::shard_of(p, 2) == i)
+            .filter(|p| gpassk::dataset::shard::shard_of(p, 2) == i)
             .count();
         m["dataset"]["problems"] = problems.into();
         for model in ["alpha", "beta"] {
@@ -581,7 +581,7 @@ fn shards(root: &Path) -> [PathBuf; 2] {
                 .lines()
                 .filter(|l| {
                     let r: serde_json::Value = serde_json::from_str(l).unwrap();
-                    gpassk::shard::shard_of(r["problem_id"].as_str().unwrap(), 2) == i
+                    gpassk::dataset::shard::shard_of(r["problem_id"].as_str().unwrap(), 2) == i
                 })
                 .map(|l| format!("{l}\n"))
                 .collect();

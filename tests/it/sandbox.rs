@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 /// True when bwrap can run here; its absence fails the test loudly (CI installs bubblewrap), so a
 /// machine without a sandbox never reads as a passing one.
 fn sandbox_available() -> bool {
-    if let Err(e) = gpassk::sandbox::Sandbox::detect() {
+    if let Err(e) = gpassk::search::sandbox::Sandbox::detect() {
         panic!("this test needs the code sandbox (Debian package bubblewrap): {e}");
     }
     true

@@ -149,7 +149,7 @@ fn setup(env: &Fixture, search: &str, extra_api: &str) -> PathBuf {
 
 /// Tests that run model code need the sandbox: its absence fails them loudly (CI installs bwrap).
 fn require_sandbox() {
-    if let Err(e) = gpassk::sandbox::Sandbox::detect() {
+    if let Err(e) = gpassk::search::sandbox::Sandbox::detect() {
         panic!("these tests need the code sandbox (Debian package bubblewrap): {e}");
     }
 }

@@ -4,14 +4,14 @@
 
 use super::cache::{request_key, Cached, RequestCache};
 use super::{ModelCtx, ModelEnd};
-use crate::checkpoint::{RecordRef, SampleIndex, SearchRecord, UnitOutcome};
 use crate::client::retry::Next;
 use crate::client::{ApiError, ChatResponse, Client, ErrorClass, Usage};
 use crate::config::{Prefix, RewardMode, SearchSettings, JUDGE_MAX_TOKENS};
-use crate::sandbox::{Limits, Sandbox, Status};
+use crate::rundir::record::{RecordRef, SampleIndex, SearchRecord, UnitOutcome};
 use crate::search::requests::{
     judge_body, parse_pooling, parse_score, policy_body, pooling_body, prefix_text,
 };
+use crate::search::sandbox::{Limits, Sandbox, Status};
 use crate::search::{
     CallFailed, Exec, Executor, Expand, Policy, Proposal, Reward, Score, SearchInput, SearchOutcome,
 };
@@ -230,7 +230,7 @@ impl Calls<'_> {
     ) -> Result<Cached, CallFailed> {
         let ctx = self.ctx;
         let estimate = body.len() as u64 / 4 + completion;
-        let bound = (super::units::prompt_bound(body.len()), completion);
+        let bound = (crate::plan::prompt_bound(body.len()), completion);
         let mut tries = ctx.policy.tries(&ctx.shutdown);
         while tries.start().is_some() {
             if ctx.stopped.load(Ordering::SeqCst) {
@@ -501,7 +501,7 @@ struct TreeFile<'a> {
     seed: u64,
     answer: Option<&'a str>,
     answer_node: Option<usize>,
-    stats: &'a crate::checkpoint::SearchStats,
+    stats: &'a crate::rundir::record::SearchStats,
     nodes: &'a [crate::search::Node],
 }
 

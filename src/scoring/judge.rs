@@ -1,11 +1,11 @@
 //! The optional LLM judge: its prompt, reply parsing, verdicts stored beside the samples, and the
 //! async pass that asks it about samples it has not judged yet.
 
-use crate::checkpoint::{read_lines, CheckpointError, CheckpointWriter, SampleIndex};
 use crate::client::retry::{Next, RetryPolicy};
 use crate::client::{ApiError, ApiKey, Client, ErrorClass};
 use crate::config::{GraderMode, JudgeSettings};
 use crate::grade::Outcome;
+use crate::rundir::record::{read_lines, CheckpointError, CheckpointWriter, SampleIndex};
 use crate::util::{hex, now_rfc3339, Shutdown};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -1,12 +1,12 @@
 //! `[api] batch = true`: drives the OpenAI Batch API for a model's missing units — upload,
 //! create, poll, download — and records the output through the batch file import.
 
-use crate::checkpoint::checkpoint_path;
 use crate::client::retry::Next;
 use crate::client::{ApiError, ApiKey, ErrorClass};
 use crate::config::ModelSettings;
 use crate::plan::Plan;
-use crate::runner::ModelEnd;
+use crate::rundir::record::checkpoint_path;
+use crate::sampling::ModelEnd;
 use crate::util::{hex, printable, Shutdown};
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -105,7 +105,7 @@ pub fn drive(
     let id = match batch_id {
         Some(id) => id,
         None => {
-            let n = crate::batch::export_for(plan, run_dir, &input, Some(&m.name))?;
+            let n = crate::sampling::batch_file::export_for(plan, run_dir, &input, Some(&m.name))?;
             over_budget = n.over_budget;
             if n.requests == 0 {
                 return Ok(Driven {
@@ -204,7 +204,7 @@ fn record_output(
     view: &BatchView,
 ) -> Result<ModelEnd> {
     let keys: Vec<&ApiKey> = key.into_iter().collect();
-    let (_, ends) = crate::batch::import(plan, run_dir, run_id, output, &keys)?;
+    let (_, ends) = crate::sampling::batch_file::import(plan, run_dir, run_id, output, &keys)?;
     let end = ends
         .into_iter()
         .find(|(n, _)| n == &m.name)
@@ -216,8 +216,8 @@ fn record_output(
             printable(&view.status)
         )));
     }
-    let done = crate::runner::load_done(&checkpoint_path(run_dir, &m.name), &plan.id_index())?;
-    let missing: u64 = crate::runner::missing_work(plan.prepared.len(), &m.sampling, &done)
+    let done = crate::sampling::load_done(&checkpoint_path(run_dir, &m.name), &plan.id_index())?;
+    let missing: u64 = crate::sampling::missing_work(plan.prepared.len(), &m.sampling, &done)
         .map(|w| w.slots.len() as u64)
         .sum();
     if missing > 0 {
@@ -630,7 +630,7 @@ fn check_view(view: &BatchView, asked: &str) -> Result<(), String> {
 pub fn drive_all(
     plan: &Plan,
     run_dir: &Path,
-    manifest: &mut crate::manifest::Manifest,
+    manifest: &mut crate::rundir::manifest::Manifest,
     keys: &std::collections::HashMap<String, Option<ApiKey>>,
     shutdown: &Shutdown,
 ) -> Result<Vec<(String, ModelEnd)>> {
@@ -650,7 +650,7 @@ pub fn drive_all(
             .get(&m.name)
             .and_then(|e| e.batch_id.clone());
         let run_id = manifest.run_id.clone();
-        let set_id = |manifest: &mut crate::manifest::Manifest, id: Option<String>| {
+        let set_id = |manifest: &mut crate::rundir::manifest::Manifest, id: Option<String>| {
             if let Some(e) = manifest.models.get_mut(&m.name) {
                 e.batch_id = id;
             }

@@ -6,12 +6,12 @@
 //! first 16 hex digits of the sha256 of the request body. Hex round-trips any id; each request
 //! has exactly one id, so an alias or a line made for other settings is refused by name.
 
-use crate::checkpoint::{checkpoint_path, CheckpointWriter, SampleIndex};
 use crate::client::{decode_reply, ApiError, ApiKey, ChatResponse, ErrorClass};
 use crate::config::ModelSettings;
 use crate::error::BadInput;
 use crate::plan::Plan;
-use crate::runner::{load_done, missing_work, request_for, Attempted, ModelEnd, Unit};
+use crate::rundir::record::{checkpoint_path, CheckpointWriter, SampleIndex};
+use crate::sampling::{load_done, missing_work, request_for, Attempted, ModelEnd, Unit};
 use crate::util::{hex, now_rfc3339, printable, write_atomic, Lines, MAX_LINE};
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -111,7 +111,7 @@ fn unhex(h: &str) -> Option<Vec<u8>> {
 /// (the Batch API answers whole replies).
 fn batch_body(
     m: &ModelSettings,
-    prep: &crate::runner::Prepared,
+    prep: &crate::plan::Prepared,
     slots: &[SampleIndex],
 ) -> (u64, Vec<u8>) {
     if !m.api.stream {
@@ -132,7 +132,7 @@ pub fn export(plan: &Plan, run_dir: &Path, out: &Path) -> Result<Exported> {
 /// [`export`] of one model's units only (`only`), or of all models.
 pub fn export_for(plan: &Plan, run_dir: &Path, out: &Path, only: Option<&str>) -> Result<Exported> {
     let index = plan.id_index();
-    let budgets = crate::runner::BudgetBook::open(&plan.settings, &plan.prepared, run_dir)?;
+    let budgets = crate::sampling::BudgetBook::open(&plan.settings, &plan.prepared, run_dir)?;
     let mut text = String::new();
     let mut n = Exported {
         requests: 0,
@@ -314,7 +314,7 @@ struct Writers<'a> {
     run_dir: &'a Path,
     run_id: &'a str,
     strip: Option<crate::grade::GradeConfig>,
-    open: HashMap<usize, (CheckpointWriter, crate::runner::DoneSet)>,
+    open: HashMap<usize, (CheckpointWriter, crate::sampling::DoneSet)>,
     got: Imported,
     errors: Vec<u64>,
     started_at: String,

@@ -1,18 +1,24 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
-use crate::checkpoint::{
-    checkpoint_path, read_lines, read_records, Record, SampleIndex, SearchStats, UnitOutcome,
-};
+pub mod judge;
+pub mod label;
+pub mod steps;
+
 use crate::client::{ApiKey, Usage};
 use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings, Strategy};
 use crate::dataset::Problem;
 use crate::error::BadInput;
 use crate::grade::{canonical_key, grade_against, grade_with_options, Gold, GradeConfig, Outcome};
-use crate::judge::{judge_pending, render, response_hash, JudgeJob, JudgeStats, JudgeVerdicts};
-use crate::manifest::Manifest;
 use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
 use crate::plan::Plan;
+use crate::rundir::manifest::Manifest;
+use crate::rundir::record::{
+    checkpoint_path, read_lines, read_records, Record, SampleIndex, SearchStats, UnitOutcome,
+};
+use crate::scoring::judge::{
+    judge_pending, render, response_hash, JudgeJob, JudgeStats, JudgeVerdicts,
+};
 use crate::stats::{estimates, problem_values, Estimate, ProblemValues, Vote};
 use crate::util::{id_index, short, Shutdown};
 use anyhow::{Context, Result};

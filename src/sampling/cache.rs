@@ -1,8 +1,8 @@
 //! The request cache of tree searches: every paid reply, keyed by its search and canonical request,
 //! appended to `cache/<model>.jsonl` so an interrupted search resumes by replay without paying twice.
 
-use crate::checkpoint::{read_lines, CheckpointError, CheckpointWriter};
 use crate::client::Usage;
+use crate::rundir::record::{read_lines, CheckpointError, CheckpointWriter};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};

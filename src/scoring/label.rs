@@ -5,15 +5,15 @@
 //! "problem" of a rollout is `<solution_id>#<step>`, its sample index the rollout number. This
 //! module builds the rollout prompts and turns graded rollouts into labels; `commands::label` runs it.
 
-use crate::checkpoint::read_records;
 use crate::dataset::Problem;
 use crate::error::BadInput;
 use crate::grade::{grade_with_options, GradeConfig, Outcome};
 use crate::plan::Plan;
+use crate::plan::Prepared;
 use crate::prompt::ChatMessage;
-use crate::runner::Prepared;
+use crate::rundir::record::read_records;
 use crate::scoring::for_each_unit;
-use crate::steps::split;
+use crate::scoring::steps::split;
 use anyhow::Result;
 use regex::Regex;
 use serde::{Deserialize, Serialize};

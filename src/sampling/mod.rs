@@ -9,19 +9,23 @@ mod progress;
 mod search;
 mod units;
 
+pub mod batch_api;
+pub mod batch_file;
+
+use crate::plan::Prepared;
 pub use cache::{request_key, Cached, RequestCache};
 pub use search::{tree_path, SearchCtx};
-pub use units::{derive_seed, missing_work, DoneSet, Prepared, WorkItem};
+pub use units::{derive_seed, missing_work, DoneSet, WorkItem};
 
-use crate::checkpoint::{
-    checkpoint_path, read_lines, CheckpointWriter, RecordHead, RecordRef, SampleIndex, UnitOutcome,
-};
 use crate::client::retry::{Next, RetryPolicy};
 use crate::client::{ApiError, ApiKey, ChatResponse, Client, ErrorClass};
 use crate::config::{ModelSettings, Settings};
 use crate::cost::{Ledger, Money};
 use crate::error::{BadInput, ExitStatus};
-use crate::manifest::{CostEntry, Manifest, ModelManifest};
+use crate::rundir::manifest::{CostEntry, Manifest, ModelManifest};
+use crate::rundir::record::{
+    checkpoint_path, read_lines, CheckpointWriter, RecordHead, RecordRef, SampleIndex, UnitOutcome,
+};
 use crate::util::{hex, id_index, now_rfc3339, printable, Shutdown};
 use anyhow::{Context, Result};
 use pace::{AdaptiveLimit, Pace, Permit};
@@ -342,7 +346,7 @@ impl Unit<'_> {
         seed: u64,
         timing: &Attempted<'_>,
         outcome: Result<(&ChatResponse, usize), &ApiError>,
-    ) -> Result<(), crate::checkpoint::CheckpointError> {
+    ) -> Result<(), crate::rundir::record::CheckpointError> {
         let (started_at, latency_ms, attempts) =
             (timing.started_at, timing.latency_ms, timing.attempts);
         let s = &self.settings.sampling;
@@ -700,7 +704,7 @@ pub struct SamplingJob {
 /// What tree searches need beyond sampling.
 pub struct SearchJob {
     pub inputs: Arc<Vec<crate::search::SearchInput>>,
-    pub sandbox: crate::sandbox::Sandbox,
+    pub sandbox: crate::search::sandbox::Sandbox,
     /// Model name → its reward model's key (`reward_api_key_env`, else the model's own key).
     pub reward_keys: HashMap<String, Option<ApiKey>>,
 }
@@ -1033,7 +1037,7 @@ pub fn failure_cause(error: &str) -> String {
 
 /// Keeps the [`MAX_CAUSES`] most frequent causes; the rest are summed under `other`.
 fn cap_causes(causes: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
-    use crate::manifest::MAX_CAUSES;
+    use crate::rundir::manifest::MAX_CAUSES;
     if causes.len() <= MAX_CAUSES {
         return causes;
     }
@@ -1190,7 +1194,7 @@ mod tests {
         );
         let many: BTreeMap<String, u64> = (0..30).map(|i| (format!("c{i:02}"), 30 - i)).collect();
         let capped = cap_causes(many);
-        assert_eq!(capped.len(), crate::manifest::MAX_CAUSES);
+        assert_eq!(capped.len(), crate::rundir::manifest::MAX_CAUSES);
         assert_eq!(capped.values().sum::<u64>(), (1..=30).sum::<u64>());
         assert_eq!(capped["c00"], 30);
         let two = BTreeMap::from([("a: x".to_string(), 2), ("b: y".to_string(), 25)]);

@@ -38,7 +38,7 @@ pub struct Manifest {
     pub models: BTreeMap<String, ModelManifest>,
     /// The shard this run sampled (`gpassk run --shard I/N`); absent for a whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<crate::dataset::shard::Shard>,
     /// The run directories a `gpassk merge` joined into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<String>,

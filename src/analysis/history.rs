@@ -2,9 +2,9 @@
 //! (served model, system fingerprint, config, prompt, grader, dataset, coverage), the previous
 //! comparable run of a run, and the HTML trend page.
 
-use crate::checkpoint::{checkpoint_path, read_records};
 use crate::error::BadInput;
-use crate::manifest::{Manifest, ModelManifest};
+use crate::rundir::manifest::{Manifest, ModelManifest};
+use crate::rundir::record::{checkpoint_path, read_records};
 use crate::util::short;
 use std::collections::BTreeSet;
 use std::fmt::Write;

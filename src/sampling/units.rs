@@ -1,50 +1,9 @@
-//! The plan of a run: prepared prompts, units of work, and per-unit seeds.
+//! Units of work: what is missing, one request's slots, and per-unit seeds.
 
-use crate::checkpoint::SampleIndex;
 use crate::config::SamplingSettings;
-use crate::prompt::ChatMessage;
+use crate::rundir::record::SampleIndex;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
-
-/// A problem ready to send: its id, chat messages and their hash.
-#[derive(Debug, Clone)]
-pub struct Prepared {
-    pub id: String,
-    pub prompt_hash: String,
-    /// The messages as JSON, serialized once and spliced into every request body.
-    pub messages_json: String,
-    /// Rough prompt size for tpm pacing and dry-run estimates (4 characters per token).
-    pub prompt_tokens_estimate: u64,
-    /// The most tokens the prompt can be, for budgets: its UTF-8 bytes as sent plus a chat
-    /// template's markers. No tokenizer in use (byte-level BPE, SentencePiece with byte fallback)
-    /// makes more tokens than bytes, whatever the script.
-    pub prompt_tokens_bound: u64,
-}
-
-/// Tokens a chat template may add around the messages (role markers, BOS, generation prompt);
-/// the JSON of each message is longer than its template markers, so this is for the whole prompt.
-pub const TEMPLATE_TOKENS: u64 = 32;
-
-/// The most tokens a request body's prompt can be: [`Prepared::prompt_tokens_bound`] for bytes.
-pub fn prompt_bound(bytes: usize) -> u64 {
-    bytes as u64 + TEMPLATE_TOKENS
-}
-
-impl Prepared {
-    pub fn new(id: String, messages: Vec<ChatMessage>) -> Prepared {
-        let json = serde_json::to_string(&messages).unwrap_or_else(|_| "[]".into());
-        let hash = Sha256::digest(json.as_bytes());
-        let prompt_hash = crate::util::hex(&hash[..8]);
-        let chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();
-        Prepared {
-            id,
-            prompt_hash,
-            prompt_tokens_bound: prompt_bound(json.len()),
-            messages_json: json,
-            prompt_tokens_estimate: (chars as u64).div_ceil(4) + 8,
-        }
-    }
-}
 
 /// The seed of one sample, from (run seed, problem id, sample index); stable across versions and
 /// platforms, and below 2^31 so every server accepts it.
