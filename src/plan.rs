@@ -7,6 +7,7 @@ use crate::dataset::shard::Shard;
 use crate::dataset::{self, FieldMap};
 use crate::error::BadInput;
 use crate::prompt;
+use crate::rundir::manifest::Status;
 use crate::rundir::manifest::{git_commit, DatasetInfo, Manifest, ModelManifest};
 use crate::util::{closest, hex, id_index, now_rfc3339, short};
 use anyhow::{Context, Result};
@@ -191,7 +192,7 @@ impl Plan {
             created_at: now.clone(),
             updated_at: now,
             finished_at: None,
-            status: "running".into(),
+            status: Status::Running,
             config_path: String::new(),
             config: serde_json::Value::Null,
             config_hash: String::new(),

@@ -184,7 +184,7 @@ pub fn setting_changes(a: &Manifest, b: &Manifest) -> Vec<String> {
 pub fn partial(m: &Manifest, name: &str) -> Option<String> {
     let mm = m.models.get(name)?;
     let usable = mm.ok + mm.truncated;
-    (mm.status != "complete" || usable < mm.units_planned).then(|| {
+    (!mm.status.is_complete() || usable < mm.units_planned).then(|| {
         format!(
             "partial coverage: {usable} of {} units usable (status {})",
             mm.units_planned, mm.status

@@ -7,6 +7,7 @@
 
 use crate::error::{BadInput, ExitStatus};
 use crate::rundir::manifest::Manifest;
+use crate::rundir::manifest::Status;
 use crate::rundir::record::checkpoint_path;
 use crate::rundir::record::{read_records, CheckpointWriter, SampleIndex};
 use crate::util::now_rfc3339;
@@ -238,7 +239,7 @@ fn merged_manifest(runs: &[(PathBuf, Manifest)], run_id: &str) -> Manifest {
                             e.system_fingerprints.push(f.clone());
                         }
                     }
-                    if e.status == "complete" && mm.status != "complete" {
+                    if e.status.is_complete() && !mm.status.is_complete() {
                         e.status = mm.status.clone();
                     }
                     if e.error.is_none() {
@@ -258,10 +259,10 @@ fn merged_manifest(runs: &[(PathBuf, Manifest)], run_id: &str) -> Manifest {
         Some(Some(n)) if shard_counts.len() == 1 => covered.len() as u32 == *n,
         _ => true,
     };
-    m.status = if all_shards && runs.iter().all(|(_, x)| x.status == "complete") {
-        "complete".into()
+    m.status = if all_shards && runs.iter().all(|(_, x)| x.status.is_complete()) {
+        Status::Complete
     } else {
-        "incomplete".into()
+        Status::Incomplete
     };
     m
 }
@@ -345,7 +346,7 @@ pub fn run(args: MergeArgs) -> Result<ExitStatus> {
         .iter()
         .filter_map(|d| Manifest::read(d).ok()?.shard.map(|s| s.to_string()))
         .collect();
-    if m.status != "complete" {
+    if !m.status.is_complete() {
         eprintln!(
             "note: merged run is incomplete (shards present: {}; or an input run was not complete)",
             if shards.is_empty() {

@@ -8,6 +8,7 @@ use crate::plan::{self, Plan};
 use crate::report;
 use crate::rundir::lock::RunLock;
 use crate::rundir::manifest::Manifest;
+use crate::rundir::manifest::Status;
 use crate::rundir::record::checkpoint_path;
 use crate::sampling::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::{score_run, JudgeCall};
@@ -229,7 +230,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     };
     if shutdown.is_triggered() {
         // Stopped while judging: the verdicts so far are saved; scores would be half-judged.
-        manifest.status = "interrupted".into();
+        manifest.status = Status::Interrupted;
         manifest.finished_at = None;
         manifest.write(&run_dir)?;
         eprintln!("interrupted while judging: verdicts saved; continue with:\n  {resume_cmd}");
@@ -250,7 +251,7 @@ fn interrupted_on_quit_now(shutdown: &crate::util::Shutdown, run_dir: &Path) {
     let dir = run_dir.to_path_buf();
     shutdown.on_quit_now(move || {
         if let Ok(mut m) = Manifest::read(&dir) {
-            m.status = "interrupted".into();
+            m.status = Status::Interrupted;
             m.updated_at = now_rfc3339();
             m.finished_at = None;
             let _ = m.write(&dir);
@@ -439,7 +440,7 @@ fn open_run_dir(
 }
 
 fn mark_running(run_dir: &Path, manifest: &mut Manifest) -> Result<()> {
-    manifest.status = "running".into();
+    manifest.status = Status::Running;
     manifest.updated_at = now_rfc3339();
     manifest
         .write(run_dir)
@@ -506,11 +507,11 @@ fn record_ends(
     }
     let interrupted = ends.iter().any(|(_, e)| *e == ModelEnd::Interrupted);
     manifest.status = if interrupted {
-        "interrupted".into()
-    } else if manifest.models.values().all(|m| m.status == "complete") {
-        "complete".into()
+        Status::Interrupted
+    } else if manifest.models.values().all(|m| m.status.is_complete()) {
+        Status::Complete
     } else {
-        "incomplete".into()
+        Status::Incomplete
     };
     manifest.updated_at = now_rfc3339();
     if !interrupted {
@@ -527,7 +528,7 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
             if m.api_error > 0 {
                 eprintln!("  {} failed{}", units(m.api_error), causes(m));
             }
-        } else if m.status != "complete" {
+        } else if !m.status.is_complete() {
             if m.api_error > 0 {
                 eprintln!(
                     "error: model {name}: {} still failed after retries{}",

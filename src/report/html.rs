@@ -9,6 +9,7 @@ use super::markup::{
 };
 use super::Exporter;
 use crate::metrics::MetricKind;
+use crate::rundir::manifest::Status;
 use crate::scoring::{ModelScore, RunResults};
 use std::fmt::Write;
 
@@ -199,7 +200,7 @@ fn status(results: &RunResults, m: &ModelScore) -> String {
         .manifest
         .as_ref()
         .and_then(|x| x.models.get(&m.name));
-    entry.map_or_else(|| "no manifest entry".to_string(), |e| e.status.clone())
+    entry.map_or_else(|| "no manifest entry".to_string(), |e| e.status.to_string())
 }
 
 /// Why a model has no values: its manifest status and error, when the run recorded them.
@@ -227,7 +228,7 @@ fn dataset_size(results: &RunResults) -> usize {
 fn partial_causes(results: &RunResults) -> Vec<String> {
     let mut causes = Vec::new();
     if let Some(m) = &results.manifest {
-        if m.status != "complete" {
+        if !m.status.is_complete() {
             causes.push(format!("run status: {}", m.status));
         }
     }
@@ -236,8 +237,8 @@ fn partial_causes(results: &RunResults) -> Vec<String> {
             .manifest
             .as_ref()
             .and_then(|x| x.models.get(&m.name));
-        let status = entry.map_or("complete", |e| e.status.as_str());
-        if m.missing == 0 && status == "complete" {
+        let status = entry.map_or(Status::Complete, |e| e.status);
+        if m.missing == 0 && status.is_complete() {
             continue;
         }
         let mut line = format!("{}: {}", m.name, reason(results, m));

@@ -10,8 +10,8 @@ pub fn banner(results: &RunResults) -> Vec<String> {
     let status = results
         .manifest
         .as_ref()
-        .map(|m| m.status.clone())
-        .filter(|s| s != "complete");
+        .map(|m| m.status)
+        .filter(|s| !s.is_complete());
     let missing: u64 = results.models.iter().map(|m| m.missing).sum();
     if status.is_none() && missing == 0 {
         return Vec::new();
@@ -31,7 +31,7 @@ pub fn banner(results: &RunResults) -> Vec<String> {
     };
     let mut lines = vec![format!(
         "INCOMPLETE RUN ({}): {usable} of {planned} planned units are usable.",
-        status.unwrap_or_else(|| "units missing".into())
+        status.map_or("units missing", |s| s.as_str())
     )];
     // "4 problems per model" → the metrics resting on that many, in headline order.
     let mut short: Vec<(String, Vec<String>)> = Vec::new();

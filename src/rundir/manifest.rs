@@ -16,7 +16,7 @@ pub struct Manifest {
     pub updated_at: String,
     pub finished_at: Option<String>,
     /// `running`, `complete`, `incomplete` (failed units or models), `interrupted`.
-    pub status: String,
+    pub status: Status,
     pub config_path: String,
     /// The config as parsed; it holds environment variable names, never keys.
     pub config: serde_json::Value,
@@ -44,6 +44,49 @@ pub struct Manifest {
     pub merged_from: Vec<String>,
 }
 
+/// How a run, or one model of it, stands: the one spelling of every status a manifest holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// A model not sampled yet.
+    Pending,
+    /// A run being sampled (or killed while it was).
+    Running,
+    Complete,
+    /// Finished with units that failed or have no answer yet.
+    Incomplete,
+    /// A model stopped at once (auth, unknown model, budget).
+    Failed,
+    Interrupted,
+    /// A value this version does not know (a newer gpassk, or a hand edit).
+    #[serde(other)]
+    Unknown,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Running => "running",
+            Status::Complete => "complete",
+            Status::Incomplete => "incomplete",
+            Status::Failed => "failed",
+            Status::Interrupted => "interrupted",
+            Status::Unknown => "unknown",
+        }
+    }
+
+    pub fn is_complete(self) -> bool {
+        self == Status::Complete
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DatasetInfo {
     pub name: String,
@@ -58,8 +101,8 @@ pub struct ModelManifest {
     pub model_id: String,
     pub base_url: String,
     pub sampling: SamplingSettings,
-    /// `pending`, `running`, `complete`, `incomplete`, `failed`, `interrupted`.
-    pub status: String,
+    /// `pending`, `complete`, `incomplete`, `failed`, `interrupted`.
+    pub status: Status,
     pub error: Option<String>,
     pub units_planned: u64,
     pub ok: u64,
@@ -107,7 +150,7 @@ impl ModelManifest {
             model_id: m.model_id.clone(),
             base_url: m.api.base_url.clone(),
             sampling: m.sampling.clone(),
-            status: "pending".into(),
+            status: Status::Pending,
             error: None,
             units_planned: problems as u64 * (m.sampling.n as u64 + m.sampling.greedy as u64),
             ok: 0,
@@ -166,4 +209,28 @@ pub fn git_commit() -> Option<String> {
         .ok()?;
     let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
     (out.status.success() && s.len() == 40).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_keep_their_spelling_and_unknown_ones_still_read() {
+        for s in [
+            Status::Pending,
+            Status::Running,
+            Status::Complete,
+            Status::Incomplete,
+            Status::Failed,
+            Status::Interrupted,
+        ] {
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(json, format!("\"{}\"", s.as_str()));
+            assert_eq!(serde_json::from_str::<Status>(&json).unwrap(), s);
+        }
+        let odd: Status = serde_json::from_str("\"paused-by-a-newer-version\"").unwrap();
+        assert_eq!(odd, Status::Unknown);
+        assert!(!odd.is_complete());
+    }
 }

@@ -13,6 +13,7 @@ pub mod batch_api;
 pub mod batch_file;
 
 use crate::plan::Prepared;
+use crate::rundir::manifest::Status;
 pub use cache::{request_key, Cached, RequestCache};
 pub use search::{tree_path, SearchCtx};
 pub use units::{derive_seed, missing_work, DoneSet, WorkItem};
@@ -1079,13 +1080,13 @@ pub fn model_manifest(
     let mut mm = ModelManifest::planned(m, problems);
     let finished = counts.ok + counts.truncated;
     let (status, error) = match end {
-        Some(ModelEnd::Failed(msg)) => ("failed", Some(msg.clone())),
-        Some(ModelEnd::Interrupted) => ("interrupted", None),
-        Some(_) if finished == mm.units_planned => ("complete", None),
-        Some(_) => ("incomplete", None),
-        None => ("pending", None),
+        Some(ModelEnd::Failed(msg)) => (Status::Failed, Some(msg.clone())),
+        Some(ModelEnd::Interrupted) => (Status::Interrupted, None),
+        Some(_) if finished == mm.units_planned => (Status::Complete, None),
+        Some(_) => (Status::Incomplete, None),
+        None => (Status::Pending, None),
     };
-    mm.status = status.into();
+    mm.status = status;
     mm.error = error;
     mm.ok = counts.ok;
     mm.truncated = counts.truncated;
@@ -1120,7 +1121,7 @@ pub fn exit_status_for(ends: &[(String, ModelEnd)], manifest: &Manifest) -> Exit
     if ends.iter().any(|(_, e)| *e == ModelEnd::Interrupted) {
         return ExitStatus::Interrupted;
     }
-    let all_complete = manifest.models.values().all(|m| m.status == "complete");
+    let all_complete = manifest.models.values().all(|m| m.status.is_complete());
     if all_complete {
         ExitStatus::Success
     } else {
