@@ -240,7 +240,7 @@ fn merged_manifest(runs: &[(PathBuf, Manifest)], run_id: &str) -> Manifest {
                         }
                     }
                     if e.status.is_complete() && !mm.status.is_complete() {
-                        e.status = mm.status.clone();
+                        e.status = mm.status;
                     }
                     if e.error.is_none() {
                         e.error = mm.error.clone();
