@@ -22,7 +22,7 @@ pub struct CompletionsArgs {
     after_help = "Examples:\n  gpassk man | man -l -\n  gpassk man --out ~/.local/share/man/man1"
 )]
 pub struct ManArgs {
-    /// Write gpassk.1 and one gpassk-<command>.1 per subcommand into this folder instead of
+    /// Write gpassk.1 and one `gpassk-<command>.1` per subcommand into this folder instead of
     /// printing the main page.
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -42,7 +42,7 @@ pub struct LabelArgs {
     /// Rollouts per step prefix.
     #[arg(long, default_value_t = 8)]
     pub k: u32,
-    /// Output folder (rerunning with the same folder resumes). Default: <output_dir>/label-<inputs hash>.
+    /// Output folder (rerunning with the same folder resumes). Default: `<output_dir>/label-<inputs hash>`.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// The model that writes rollouts (default: the first enabled model).

@@ -1,6 +1,6 @@
 //! The run configuration: reading `config.toml`, validating it, and resolving it into [`Settings`].
 //!
-//! Two stages: [`raw`] mirrors the file (unknown keys rejected), [`settings`] is the validated value
+//! Two stages: [`raw`] mirrors the file (unknown keys rejected), `settings` is the validated value
 //! the rest of the program uses. Errors name the file, the line and the key.
 
 mod judge;

@@ -66,7 +66,7 @@ pub struct ApiSettings {
     /// the whole reply.
     pub stream: bool,
     /// `stream_deadline`: what a whole streamed request (headers and body) may take, however
-    /// steadily the server keeps it alive; default [`default_stream_deadline`].
+    /// steadily the server keeps it alive; default `default_stream_deadline`.
     pub stream_deadline: Duration,
     /// `[api] batch = true`: send the run's requests through the Batch API, polling it at this
     /// interval (`batch_poll_interval`); None sends them live.

@@ -85,7 +85,7 @@ struct Budget {
     run: Option<Arc<Ledger>>,
 }
 
-/// Every model's [`Budget`] in a run directory, each ledger starting from the most its
+/// Every model's `Budget` in a run directory, each ledger starting from the most its
 /// checkpoint can have cost; the one place a budget is opened, for live sampling, searches and
 /// Batch API or batch-file exports alike.
 #[derive(Clone, Default)]

@@ -235,7 +235,7 @@ fn run_lines(shared: &Shared, input: &[u8]) -> (Vec<u8>, Vec<u8>) {
         let row = json!({
             "id": format!("batch_req_{k}"),
             "custom_id": req.get("custom_id"),
-            "response": {"status_code": 200, "request_id": format!("req_{k}"), "body": crate::serve::render(&rec, &reply)},
+            "response": {"status_code": 200, "request_id": format!("req_{k}"), "body": crate::completion::render(&rec, &reply)},
             "error": null,
         });
         out.extend_from_slice(row.to_string().as_bytes());

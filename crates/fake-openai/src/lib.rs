@@ -15,6 +15,7 @@
 //! [`FakeServer::base_url`] and then inspect [`FakeServer::requests`].
 
 mod batch;
+mod completion;
 mod pooling;
 mod serve;
 mod sse;

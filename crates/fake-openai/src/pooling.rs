@@ -53,9 +53,9 @@ fn is_message(m: &Value) -> bool {
 pub(crate) fn render(rec: &Recorded, rows: Value) -> Value {
     let chars = match rec.body.get("input").and_then(Value::as_str) {
         Some(input) => input.len(),
-        None => crate::serve::prompt_chars(&rec.body),
+        None => crate::completion::prompt_chars(&rec.body),
     };
-    let tokens = crate::serve::estimate_tokens(chars);
+    let tokens = crate::completion::estimate_tokens(chars);
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -1,5 +1,7 @@
-//! HTTP side of the fake server: hyper connections, routing, faults and OpenAI-shaped replies.
+//! HTTP side of the fake server: hyper connections, routing, faults and the replies around the
+//! bodies `completion` and `pooling` render.
 
+use crate::completion::render;
 use crate::{Fault, Recorded, Reply, Shared};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
@@ -13,7 +15,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
@@ -434,67 +436,4 @@ fn closing(mut resp: HttpReply) -> HttpReply {
     resp.headers_mut()
         .insert(CONNECTION, HeaderValue::from_static("close"));
     resp
-}
-
-/// Rough token estimate (~4 characters per token) for usage when the responder gives none.
-pub(crate) fn estimate_tokens(chars: usize) -> u64 {
-    (chars as u64).div_ceil(4).max(1)
-}
-
-pub(crate) fn prompt_chars(body: &Value) -> usize {
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
-        return 0;
-    };
-    messages
-        .iter()
-        .filter_map(|m| m.get("content").and_then(Value::as_str))
-        .map(str::len)
-        .sum()
-}
-
-pub(crate) fn render(rec: &Recorded, reply: &Reply) -> Value {
-    let choices: Vec<Value> = reply
-        .choices
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let mut message = json!({"role": "assistant", "content": c.content});
-            if let Some(r) = &c.reasoning_content {
-                message["reasoning_content"] = json!(r);
-            }
-            json!({"index": i, "message": message, "finish_reason": c.finish_reason})
-        })
-        .collect();
-    let (prompt, completion) = reply.usage.unwrap_or_else(|| {
-        let completion: u64 = reply
-            .choices
-            .iter()
-            .map(|c| {
-                let reasoning = c.reasoning_content.as_deref().map_or(0, str::len);
-                estimate_tokens(c.content.len() + reasoning)
-            })
-            .sum();
-        (estimate_tokens(prompt_chars(&rec.body)), completion)
-    });
-    let model = reply
-        .served_model
-        .as_deref()
-        .or(rec.model())
-        .unwrap_or("fake-model");
-    let created = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    json!({
-        "id": format!("chatcmpl-{}", rec.seq),
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "system_fingerprint": reply.system_fingerprint,
-        "choices": choices,
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-    })
 }
