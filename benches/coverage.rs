@@ -6,6 +6,7 @@
 //! 5 CPU-minutes), then compare's power against 5- and 10-point drops. `-- --quick` (for CI, about
 //! 10 CPU-seconds) runs 1,000 repetitions of n = 16 only and skips the power rows. `-- --reps R`
 //! sets the repetitions.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use gpassk::metrics::Tau;
 use gpassk::stats::coverage::{simulate, Setup, DIFFICULTIES};

@@ -1,4 +1,5 @@
 //! Single-threaded grading throughput over the labelled case files (cases per second) and limits.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use gpassk::grade::{canonical_key, equivalent, grade, GradeConfig};
 use std::time::{Duration, Instant};

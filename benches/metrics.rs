@@ -2,6 +2,7 @@
 //!
 //! `cargo bench --bench metrics` (add `-- --quick` for a smoke run). Reports the direct per-problem
 //! path (no cache) and the aggregation path over a synthetic archive (cached per (n, k)).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use gpassk::metrics::{aggregate, problem_metrics, to_f64, MetricTable, ProblemCounts, Tau};
 use std::hint::black_box;

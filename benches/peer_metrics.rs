@@ -5,6 +5,7 @@
 //! writes the timings and the f64 values (one `[pass, g0.25, g0.5, g0.75, g1.0, mg]` row per problem)
 //! as JSON, so `benches/peers/metrics_scipy.py` can compare SciPy's floating-point tails with them.
 //! Without `--counts` (a plain `cargo bench`) it times 10,000 synthetic problems and prints the rate.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use gpassk::metrics::{problem_metrics, to_f64, MetricTable, PerProblem, Tau};
 use std::collections::HashMap;

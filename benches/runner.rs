@@ -3,6 +3,7 @@
 //! and peak RSS.
 //!
 //! `cargo bench --bench runner` (200,000 units), `-- --units 1000000`, or `-- --quick`.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use fake_openai::FakeServer;
 use gpassk::plan;

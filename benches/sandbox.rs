@@ -3,6 +3,7 @@
 //!
 //! `cargo bench --bench sandbox` (add `-- --quick` for a smoke run). Exits 1 when no sandbox can
 //! be made: a skipped measurement would read as a fast one.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use gpassk::search::sandbox::{Limits, Sandbox};
 use std::process::Command;

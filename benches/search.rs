@@ -4,6 +4,7 @@
 //! and an instant executor. Sandbox start-up per execution is `cargo bench --bench sandbox`.
 //!
 //! `cargo bench --bench search` (add `-- --quick` for a smoke run).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use gpassk::client::decode_reply;
 use gpassk::config::SearchSettings;

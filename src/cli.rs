@@ -1,4 +1,5 @@
 //! The command line: clap's parser over the subcommands of [`crate::commands`].
+#![allow(clippy::print_stdout, clippy::print_stderr)] // the command layer prints
 
 use clap::{Parser, Subcommand};
 

@@ -1,4 +1,5 @@
 //! The `gpassk` binary: parse arguments, dispatch to a command, turn its status into an exit code.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // the command layer prints
 
 use clap::{CommandFactory, Parser};
 use gpassk::cli::{Cli, Command};

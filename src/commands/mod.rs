@@ -1,5 +1,6 @@
 //! The command layer: one file per subcommand, each holding its clap arguments and a
 //! `run(args) -> Result<ExitStatus>`. Only this layer prints final results and picks exit statuses.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // the command layer prints
 
 pub mod audit;
 pub mod calc;

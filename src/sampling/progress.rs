@@ -138,6 +138,7 @@ impl Watch {
     }
 }
 
+#[expect(clippy::print_stderr, reason = "the progress reporter is the one terminal writer below the commands")]
 async fn lines(w: Watch, interval: Duration) {
     let start = Instant::now();
     loop {
@@ -161,6 +162,7 @@ async fn lines(w: Watch, interval: Duration) {
     }
 }
 
+#[expect(clippy::print_stderr, reason = "the progress reporter is the one terminal writer below the commands")]
 async fn bars(w: Watch) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(5));
     let style =

@@ -1,5 +1,6 @@
 //! The one integration-test binary (one link instead of one per file): each former `tests/*.rs`
 //! is a module here, sharing the helpers of `common`.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test output
 
 mod common;
 
