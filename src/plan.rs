@@ -254,7 +254,10 @@ impl Plan {
     }
 
     /// Refuses to resume when what was sampled would no longer match what is asked for.
-    #[expect(clippy::print_stderr, reason = "the --force warning; to move up to the command layer (issue 23)")]
+    #[expect(
+        clippy::print_stderr,
+        reason = "the --force warning; to move up to the command layer (issue 23)"
+    )]
     pub fn check_resume(&self, old: &Manifest, force: bool) -> Result<()> {
         let changes = self.changes_since(old);
         if changes.is_empty() || force {

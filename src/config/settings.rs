@@ -90,7 +90,7 @@ const DEADLINE_GENERATION_MAX: f64 = 7200.0;
 /// The default `stream_deadline`: `timeout` plus `max_tokens` at [`DEADLINE_TOKENS_PER_S`], the
 /// second part at most [`DEADLINE_GENERATION_MAX`] seconds (and that much without max_tokens).
 /// Choices of one request are generated side by side, so their count does not multiply it.
-pub fn default_stream_deadline(timeout: Duration, max_tokens: Option<u32>) -> Duration {
+pub(super) fn default_stream_deadline(timeout: Duration, max_tokens: Option<u32>) -> Duration {
     let generation = max_tokens.map_or(DEADLINE_GENERATION_MAX, |t| {
         (f64::from(t) / DEADLINE_TOKENS_PER_S).min(DEADLINE_GENERATION_MAX)
     });

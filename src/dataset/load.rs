@@ -37,7 +37,7 @@ fn looks_like_path(text: &str) -> bool {
 }
 
 /// Load a registered dataset from the files under `dir`.
-pub fn load_entry(entry: &Entry, dir: &Path) -> Result<Dataset, DatasetError> {
+pub(super) fn load_entry(entry: &Entry, dir: &Path) -> Result<Dataset, DatasetError> {
     let files: Vec<(PathBuf, Option<String>)> = entry
         .sources
         .iter()
@@ -68,7 +68,7 @@ pub fn load_entry(entry: &Entry, dir: &Path) -> Result<Dataset, DatasetError> {
 }
 
 /// Load any JSONL file through a field mapping.
-pub fn load_path(path: &Path, fields: Option<&FieldMap>) -> Result<Dataset, DatasetError> {
+pub(super) fn load_path(path: &Path, fields: Option<&FieldMap>) -> Result<Dataset, DatasetError> {
     let default = FieldMap::default();
     let map = fields.unwrap_or(&default);
     // Without an `id` field named, ids come from `id` when the file has one: restating the

@@ -20,7 +20,7 @@ const MAX_PARSE_BYTES: usize = 8_000;
 const FLOAT_TOL: f64 = 1e-8;
 
 /// An extracted answer after normalisation and parsing.
-pub struct Prepared {
+pub(super) struct Prepared {
     pub norm: String,
     pub text: String,
     pub node: Option<Node>,
@@ -32,7 +32,7 @@ pub struct Prepared {
 static COMMA_PAIR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(-?\d+),(\d+)$").expect("static regex"));
 
-pub fn prepare(raw: &str) -> Prepared {
+pub(super) fn prepare(raw: &str) -> Prepared {
     if raw.len() > MAX_NORMALIZE_BYTES {
         // Far too long to be a final answer: compare the text as is.
         let norm = raw.trim().to_string();
@@ -80,7 +80,7 @@ fn final_value(norm: &str) -> Option<Node> {
     is_constant(&rhs).then_some(rhs)
 }
 
-pub fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> bool {
+pub(super) fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> bool {
     if plain_equivalent(a, b, cfg) {
         return true;
     }
@@ -129,7 +129,7 @@ fn option_index(p: &Prepared, options: &[Prepared], cfg: &GradeConfig) -> Option
 }
 
 /// Multiple choice with known options: `Some(same)` when both answers name an option.
-pub fn same_option(
+pub(super) fn same_option(
     gold: &Prepared,
     pred: &Prepared,
     options: &[Prepared],
@@ -144,7 +144,7 @@ pub fn same_option(
 }
 
 /// An option without its leading label: `A. 12`, `(B) 15`, `C) 18`, `D: 21` → the value.
-pub fn strip_option_label(o: &str) -> &str {
+pub(super) fn strip_option_label(o: &str) -> &str {
     let t = o.trim();
     let b = t.as_bytes();
     let (open, at) = if b.first() == Some(&b'(') {
@@ -227,7 +227,7 @@ fn choice_letter(text: &str) -> Option<char> {
 }
 
 /// Rewrites a parsed answer into comparison form: `±` expanded, chains reduced, matrices folded.
-pub fn simplify(n: Node) -> Node {
+pub(super) fn simplify(n: Node) -> Node {
     match n {
         Node::List(v) => Node::List(v.into_iter().flat_map(expand_item).collect()),
         Node::Set(v) => Node::Set(v.into_iter().flat_map(expand_item).collect()),
@@ -472,7 +472,7 @@ fn matrix_product(v: &[Node]) -> Option<Node> {
 }
 
 /// A name-like side of an equation (`x`, `f(x)`, `|AB|`, `(p,q)`, `V_1:V_2`): no numbers, no sums.
-pub fn is_label(n: &Node) -> bool {
+pub(super) fn is_label(n: &Node) -> bool {
     match n {
         Node::Sym(_) | Node::Pi | Node::E | Node::I => true,
         Node::Mul(v) | Node::Tuple(v) | Node::Ratio(v) => v.iter().all(is_label),
@@ -581,7 +581,7 @@ fn elems(n: &Node) -> Option<&[Node]> {
 }
 
 /// Structural equivalence of two prepared answer trees.
-pub fn same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
+pub(super) fn same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
     same_depth(a, b, cfg, 0)
 }
 
@@ -835,7 +835,7 @@ fn rel_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
 }
 
 /// Voting key: equal keys for answers in the same cheaply decidable equivalence class.
-pub fn key(p: &Prepared) -> String {
+pub(super) fn key(p: &Prepared) -> String {
     // Letter-only answers ("Evelyn", "odd") are text, compared case-insensitively.
     if !p.text.is_empty() && p.text.chars().all(char::is_alphabetic) {
         return format!("t:{}", p.text);

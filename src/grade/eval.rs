@@ -14,19 +14,19 @@ const UNDERFLOW: f64 = 1e-280;
 /// Cap on the bit size of exact intermediate results (keeps `10^{10^{10}}` cheap).
 const MAX_EXACT_BITS: u64 = 8_192;
 /// Number of deterministic sample points used for symbolic comparison.
-pub const POINTS: u64 = 4;
+pub(super) const POINTS: u64 = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct C {
+pub(super) struct C {
     pub re: f64,
     pub im: f64,
 }
 
 impl C {
-    pub const fn real(re: f64) -> C {
+    pub(super) const fn real(re: f64) -> C {
         C { re, im: 0.0 }
     }
-    pub fn abs(self) -> f64 {
+    pub(super) fn abs(self) -> f64 {
         self.re.hypot(self.im)
     }
     fn add(self, o: C) -> C {
@@ -35,7 +35,7 @@ impl C {
             im: self.im + o.im,
         }
     }
-    pub fn sub(self, o: C) -> C {
+    pub(super) fn sub(self, o: C) -> C {
         C {
             re: self.re - o.re,
             im: self.im - o.im,
@@ -59,7 +59,7 @@ impl C {
     fn is_zero(self) -> bool {
         self.re == 0.0 && self.im == 0.0
     }
-    pub fn div(self, o: C) -> Option<C> {
+    pub(super) fn div(self, o: C) -> Option<C> {
         let d = o.re * o.re + o.im * o.im;
         if d == 0.0 || !d.is_finite() {
             return None;
@@ -152,7 +152,7 @@ impl C {
             im: -self.re.sin() * self.im.sinh(),
         }
     }
-    pub fn finite(self) -> bool {
+    pub(super) fn finite(self) -> bool {
         self.re.is_finite() && self.im.is_finite()
     }
 }
@@ -179,13 +179,13 @@ fn unit(name: &str, point: u64, salt: u64) -> f64 {
     0.5 + 2.0 * ((h >> 11) as f64 / (1u64 << 53) as f64)
 }
 
-pub fn to_f64(q: &BigRational) -> Option<f64> {
+pub(super) fn to_f64(q: &BigRational) -> Option<f64> {
     let v = q.to_f64()?;
     v.is_finite().then_some(v)
 }
 
 /// Exact rational value, when the tree is a rational number.
-pub fn exact(n: &Node) -> Option<BigRational> {
+pub(super) fn exact(n: &Node) -> Option<BigRational> {
     Some(match n {
         Node::Num(q, _) => q.clone(),
         Node::Neg(a) => -exact(a)?,
@@ -322,7 +322,7 @@ fn bounded(q: &BigRational) -> Option<()> {
 }
 
 /// True when some literal in the tree was written as a decimal.
-pub fn has_decimal(n: &Node) -> bool {
+pub(super) fn has_decimal(n: &Node) -> bool {
     match n {
         Node::Num(_, d) => *d,
         Node::Neg(a) | Node::Fact(a) => has_decimal(a),
@@ -333,7 +333,7 @@ pub fn has_decimal(n: &Node) -> bool {
 }
 
 /// Complex value at sample point `pt`; `None` when undefined or not a scalar.
-pub fn eval(n: &Node, pt: u64) -> Option<C> {
+pub(super) fn eval(n: &Node, pt: u64) -> Option<C> {
     let v = eval_inner(n, pt, 0)?;
     v.finite().then_some(v)
 }

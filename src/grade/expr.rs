@@ -29,7 +29,7 @@ const FUNCS: &[&str] = &[
 ];
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Tok {
+pub(super) enum Tok {
     Num(String),
     /// Mixed number `7 3/4` (whole, numerator, denominator), written with a space.
     Mixed(String, String, String),
@@ -48,7 +48,7 @@ pub enum Tok {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RelOp {
+pub(super) enum RelOp {
     Eq,
     Lt,
     Le,
@@ -60,7 +60,7 @@ pub enum RelOp {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Node {
+pub(super) enum Node {
     /// Exact value; the flag says it was written as a decimal (compared with tolerance).
     Num(BigRational, bool),
     Sym(String),
@@ -87,7 +87,7 @@ pub enum Node {
     Rel(Vec<Node>, Vec<RelOp>),
 }
 
-pub fn tokenize(s: &str) -> Option<Vec<Tok>> {
+pub(super) fn tokenize(s: &str) -> Option<Vec<Tok>> {
     let chars: Vec<char> = s.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -385,7 +385,7 @@ fn push_cmd(out: &mut Vec<Tok>, name: &str) {
     out.push(tok);
 }
 
-pub fn parse_number(s: &str) -> Option<Node> {
+pub(super) fn parse_number(s: &str) -> Option<Node> {
     let (mant, exp) = match s.find(['e', 'E']) {
         Some(p) => (&s[..p], s[p + 1..].parse::<i64>().ok()?),
         None => (s, 0),
@@ -426,7 +426,7 @@ struct Parser {
 type PResult = Result<Node, ()>;
 
 /// Parses a normalised answer; `None` when it is not understood as mathematics.
-pub fn parse(s: &str) -> Option<Node> {
+pub(super) fn parse(s: &str) -> Option<Node> {
     let toks = tokenize(s)?;
     if toks.is_empty() {
         return None;
@@ -1135,7 +1135,7 @@ fn ends_in_number(n: &Node) -> bool {
     }
 }
 
-pub fn int(n: i64) -> Node {
+pub(super) fn int(n: i64) -> Node {
     Node::Num(BigRational::from_integer(BigInt::from(n)), false)
 }
 

@@ -176,7 +176,7 @@ fn cjk_value(seg: &str) -> Option<String> {
 }
 
 /// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
-pub fn extract_gold(gold: &str) -> String {
+pub(super) fn extract_gold(gold: &str) -> String {
     let text = prepare(gold);
     if let Some(a) = extract_structured(&text) {
         return a;

@@ -111,7 +111,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| {
 });
 
 /// Canonical LaTeX spelling of an extracted answer: no wrappers, no spacing, no units of display.
-pub fn normalize_latex(s: &str) -> String {
+pub(super) fn normalize_latex(s: &str) -> String {
     let r = &*RULES;
     // Each rewrite is guarded by a cheap substring test: most answers are short and plain.
     let mut t = if s.contains("\\\\") {
@@ -211,7 +211,7 @@ static STYLED: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// `\mathcal{B}` → `B` (and `\mathbb`, `\mathscr`, `\mathfrak`), for the `styled_letters = "same"` policy.
-pub fn strip_styled_letters(s: &str) -> Option<String> {
+pub(super) fn strip_styled_letters(s: &str) -> Option<String> {
     STYLED.is_match(s).then(|| unwrap_text_commands(s, &STYLED))
 }
 
@@ -241,7 +241,7 @@ fn unwrap_text_commands(s: &str, re: &Regex) -> String {
 }
 
 /// Byte index of the `}` closing a group whose `{` was just consumed.
-pub fn matching_brace(s: &str) -> Option<usize> {
+pub(super) fn matching_brace(s: &str) -> Option<usize> {
     let mut depth = 1usize;
     let bytes = s.as_bytes();
     let mut i = 0;
@@ -263,7 +263,7 @@ pub fn matching_brace(s: &str) -> Option<usize> {
 }
 
 /// Lower-cased text form used for textual and multiple-choice comparison.
-pub fn text_form(s: &str) -> String {
+pub(super) fn text_form(s: &str) -> String {
     let mut t = String::with_capacity(s.len());
     // `1 2` is two numbers: the space between digits is kept, so it never reads as `12`.
     let mut digit_gap = false;

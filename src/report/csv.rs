@@ -26,7 +26,7 @@ impl Exporter for MetricsCsv {
 
 /// A cell a spreadsheet would run as a formula (`= + - @`, tab, CR at the start) gets a leading
 /// `'`, as OWASP advises; numbers (`-0.5`, `1e-3`) are left as they are. JSON keeps raw values.
-pub fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
+pub(super) fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
     let risky = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
     if risky && !is_number(cell) {
         format!("'{cell}").into()
@@ -55,7 +55,7 @@ fn is_number(s: &str) -> bool {
 }
 
 /// Rewrites CSV text with every cell passed through [`safe_cell`].
-pub fn neutralise(csv_text: &[u8]) -> anyhow::Result<Vec<u8>> {
+pub(super) fn neutralise(csv_text: &[u8]) -> anyhow::Result<Vec<u8>> {
     let mut r = ::csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)

@@ -249,7 +249,10 @@ pub struct CheckpointWriter {
 
 impl CheckpointWriter {
     /// Opens for appending, first cutting off a torn last line left by a crash.
-    #[expect(clippy::print_stderr, reason = "the torn-line note; to move up to the command layer (issue 23)")]
+    #[expect(
+        clippy::print_stderr,
+        reason = "the torn-line note; to move up to the command layer (issue 23)"
+    )]
     pub fn open(path: &Path) -> Result<CheckpointWriter, CheckpointError> {
         let io = |source| CheckpointError::Io {
             path: path.to_path_buf(),

@@ -195,7 +195,10 @@ fn download_cap(m: &ModelSettings, input: &Path) -> Result<u64> {
 }
 
 /// Imports a downloaded output file; says how the batch ended, naming what is still missing.
-#[expect(clippy::print_stderr, reason = "poll progress lines; to move into the progress reporter (issue 23)")]
+#[expect(
+    clippy::print_stderr,
+    reason = "poll progress lines; to move into the progress reporter (issue 23)"
+)]
 fn record_output(
     plan: &Plan,
     m: &ModelSettings,
@@ -299,7 +302,10 @@ impl Api<'_> {
     }
 
     /// Polls until the batch reaches a final status, the server forgets it, or a shutdown.
-    #[expect(clippy::print_stderr, reason = "poll progress lines; to move into the progress reporter (issue 23)")]
+    #[expect(
+        clippy::print_stderr,
+        reason = "poll progress lines; to move into the progress reporter (issue 23)"
+    )]
     async fn wait(&self, id: &str) -> Result<Waited> {
         loop {
             let url = format!("{}/v1/batches/{id}", self.base);

@@ -7,7 +7,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// A concurrency limit that halves on 429 and grows back by one per window of successes.
-pub struct AdaptiveLimit {
+pub(super) struct AdaptiveLimit {
     sem: Arc<Semaphore>,
     max: usize,
     current: AtomicUsize,
@@ -17,7 +17,7 @@ pub struct AdaptiveLimit {
 }
 
 impl AdaptiveLimit {
-    pub fn new(max: usize) -> AdaptiveLimit {
+    pub(super) fn new(max: usize) -> AdaptiveLimit {
         AdaptiveLimit {
             sem: Arc::new(Semaphore::new(max)),
             max,
@@ -27,7 +27,7 @@ impl AdaptiveLimit {
         }
     }
 
-    pub async fn acquire(self: &Arc<Self>) -> Permit {
+    pub(super) async fn acquire(self: &Arc<Self>) -> Permit {
         let permit = self
             .sem
             .clone()
@@ -41,12 +41,12 @@ impl AdaptiveLimit {
     }
 
     #[cfg(test)]
-    pub fn current(&self) -> usize {
+    pub(super) fn current(&self) -> usize {
         self.current.load(Ordering::Relaxed)
     }
 
     /// Halves the limit (at least 1) after a 429.
-    pub fn on_rate_limited(&self) {
+    pub(super) fn on_rate_limited(&self) {
         let mut cur = self.current.load(Ordering::Relaxed);
         loop {
             let target = (cur / 2).max(1);
@@ -68,7 +68,7 @@ impl AdaptiveLimit {
     }
 
     /// Counts a success; after `current` of them in a row the limit grows by one, up to the maximum.
-    pub fn on_success(&self) {
+    pub(super) fn on_success(&self) {
         let cur = self.current.load(Ordering::Relaxed);
         if cur >= self.max {
             return;
@@ -95,7 +95,7 @@ impl AdaptiveLimit {
 }
 
 /// A slot; returning it pays off debt first, so a cut takes effect as requests finish.
-pub struct Permit {
+pub(super) struct Permit {
     inner: Option<OwnedSemaphorePermit>,
     limit: Arc<AdaptiveLimit>,
 }
@@ -116,7 +116,7 @@ impl Drop for Permit {
 }
 
 /// Spaces requests (rpm) and tokens (tpm) evenly: each caller reserves the next free moment.
-pub struct Pace {
+pub(super) struct Pace {
     per_request: Option<Duration>,
     per_token: Option<Duration>,
     next_request: Mutex<Option<Instant>>,
@@ -124,7 +124,7 @@ pub struct Pace {
 }
 
 impl Pace {
-    pub fn new(rpm: Option<f64>, tpm: Option<f64>) -> Pace {
+    pub(super) fn new(rpm: Option<f64>, tpm: Option<f64>) -> Pace {
         Pace {
             per_request: rpm.map(|r| Duration::from_secs_f64(60.0 / r)),
             per_token: tpm.map(|t| Duration::from_secs_f64(60.0 / t)),
@@ -133,12 +133,12 @@ impl Pace {
         }
     }
 
-    pub fn is_unlimited(&self) -> bool {
+    pub(super) fn is_unlimited(&self) -> bool {
         self.per_request.is_none() && self.per_token.is_none()
     }
 
     /// Waits for this request's turn; `tokens` is its estimated size.
-    pub async fn wait(&self, tokens: u64) {
+    pub(super) async fn wait(&self, tokens: u64) {
         let now = Instant::now();
         let mut at = now;
         if let Some(step) = self.per_request {

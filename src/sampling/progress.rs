@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// Live counters of one model, shared by its workers.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(super) struct Counters {
     /// Units missing when this session started (a resumed run counts only what is left).
     pub total: AtomicU64,
     /// Units with a checkpoint record written this session (answers and final errors).
@@ -30,7 +30,7 @@ pub struct Counters {
 
 /// One moment of a model's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Snapshot {
+pub(super) struct Snapshot {
     pub total: u64,
     pub done: u64,
     pub retries: u64,
@@ -59,14 +59,14 @@ impl Counters {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(super) enum Mode {
     Bars,
     Lines,
     Quiet,
 }
 
 impl Mode {
-    pub fn detect(quiet: bool) -> Mode {
+    pub(super) fn detect(quiet: bool) -> Mode {
         if quiet {
             Mode::Quiet
         } else if std::io::stderr().is_terminal() {
@@ -78,7 +78,7 @@ impl Mode {
 }
 
 /// Draws progress until `finish` is called.
-pub struct Reporter {
+pub(super) struct Reporter {
     stop: Arc<tokio::sync::Notify>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -92,7 +92,7 @@ struct Watch {
 }
 
 impl Reporter {
-    pub fn start(
+    pub(super) fn start(
         mode: Mode,
         models: Vec<(String, Arc<Counters>)>,
         interval: Duration,
@@ -113,7 +113,7 @@ impl Reporter {
         Reporter { stop, task }
     }
 
-    pub async fn finish(mut self) {
+    pub(super) async fn finish(mut self) {
         self.stop.notify_one();
         if let Some(t) = self.task.take() {
             let _ = t.await;
@@ -138,7 +138,10 @@ impl Watch {
     }
 }
 
-#[expect(clippy::print_stderr, reason = "the progress reporter is the one terminal writer below the commands")]
+#[expect(
+    clippy::print_stderr,
+    reason = "the progress reporter is the one terminal writer below the commands"
+)]
 async fn lines(w: Watch, interval: Duration) {
     let start = Instant::now();
     loop {
@@ -162,7 +165,10 @@ async fn lines(w: Watch, interval: Duration) {
     }
 }
 
-#[expect(clippy::print_stderr, reason = "the progress reporter is the one terminal writer below the commands")]
+#[expect(
+    clippy::print_stderr,
+    reason = "the progress reporter is the one terminal writer below the commands"
+)]
 async fn bars(w: Watch) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(5));
     let style =
@@ -212,10 +218,10 @@ async fn bars(w: Watch) {
 }
 
 /// The longest model name shown as is; longer ones keep their head and tail around an ellipsis.
-pub const NAME_WIDTH: usize = 16;
+pub(super) const NAME_WIDTH: usize = 16;
 
 /// `1 retry`, `2 retries`.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
+pub(super) fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
@@ -245,7 +251,7 @@ fn rate(requests: u64, elapsed: f64) -> Option<String> {
 
 /// One model's progress line, at most `width` characters: name, bar, counts, then as many of
 /// errors, retries, rate, ETA and tokens as fit (in that order of importance).
-pub fn describe(
+pub(super) fn describe(
     name: &str,
     s: Snapshot,
     elapsed: f64,

@@ -43,7 +43,7 @@ pub struct SearchCtx {
 }
 
 /// The cache's name for a search: `<problem id>#<search index>` (the last `#` splits it).
-pub fn unit_name(problem_id: &str, index: u32) -> String {
+pub(super) fn unit_name(problem_id: &str, index: u32) -> String {
     format!("{problem_id}#{index}")
 }
 

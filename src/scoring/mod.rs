@@ -556,7 +556,10 @@ fn grade_units(
 
 /// Reads the units of a checkpoint into numbered batches; returns how many batches there were.
 /// A unit recorded twice is scored once, with a warning naming the file and the count.
-#[expect(clippy::print_stderr, reason = "scoring warnings; to move up to the command layer (issue 23)")]
+#[expect(
+    clippy::print_stderr,
+    reason = "scoring warnings; to move up to the command layer (issue 23)"
+)]
 fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> Result<usize> {
     let index = id_index(units.problems, |p| p.id.as_str());
     let width = units.n as usize + 1;
@@ -777,7 +780,10 @@ pub fn score_run(
 
 /// The judge verdicts one model's scoring uses (None when the rule grader decides alone), after
 /// asking the judge about new samples when `call` allows it.
-#[expect(clippy::print_stderr, reason = "scoring warnings; to move up to the command layer (issue 23)")]
+#[expect(
+    clippy::print_stderr,
+    reason = "scoring warnings; to move up to the command layer (issue 23)"
+)]
 fn verdicts_for(
     plan: &Plan,
     run_dir: &Path,

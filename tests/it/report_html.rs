@@ -47,7 +47,7 @@ fn correct(i: usize, j: usize) -> u32 {
 
 /// Writes a scored-to-be run directory under `root`; with `partial`, model 4 stops after
 /// [`INTERRUPTED_AFTER`] problems and model 6 has no checkpoint at all.
-pub fn six_model_run(root: &Path, partial: bool) -> PathBuf {
+pub(crate) fn six_model_run(root: &Path, partial: bool) -> PathBuf {
     use sha2::{Digest, Sha256};
     let data = root.join("levels.jsonl");
     let lines: String = (0..PROBLEMS)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// The files every scored run directory holds.
-pub const RUN_FILES: [&str; 6] = [
+pub(crate) const RUN_FILES: [&str; 6] = [
     "metrics.csv",
     "per_problem.csv",
     "metrics.json",
@@ -16,15 +16,15 @@ pub const RUN_FILES: [&str; 6] = [
 ];
 
 /// Where nothing listens: runs against it fail fast, dry runs never call it.
-pub const NO_SERVER: &str = "http://127.0.0.1:9";
+pub(crate) const NO_SERVER: &str = "http://127.0.0.1:9";
 
 /// The repository root (the tests' working directory).
-pub fn repo() -> &'static Path {
+pub(crate) fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The `gpassk` binary, run from the repository root with no stdin and no datasets override.
-pub fn gpassk() -> Command {
+pub(crate) fn gpassk() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_gpassk"));
     command
         .current_dir(repo())
@@ -34,36 +34,36 @@ pub fn gpassk() -> Command {
 }
 
 /// Runs `gpassk ARGS` to completion.
-pub fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     gpassk().args(args).output().expect("run gpassk")
 }
 
-pub fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-pub fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Stdout then stderr, for assertions on everything a user saw.
-pub fn both(o: &Output) -> String {
+pub(crate) fn both(o: &Output) -> String {
     stdout(o) + &stderr(o)
 }
 
 /// Asserts exit code 0 (showing both streams otherwise) and returns stdout.
-pub fn ok(o: &Output) -> String {
+pub(crate) fn ok(o: &Output) -> String {
     assert_eq!(o.status.code(), Some(0), "{}", both(o));
     stdout(o)
 }
 
 /// A file's text; a missing file fails the test naming it.
-pub fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The run directories under `results`, sorted (their names start with a UTC timestamp).
-pub fn run_dirs(results: &Path) -> Vec<PathBuf> {
+pub(crate) fn run_dirs(results: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(results)
         .unwrap_or_else(|e| panic!("{}: {e}", results.display()))
         .map(|e| e.unwrap().path())
@@ -76,7 +76,7 @@ pub fn run_dirs(results: &Path) -> Vec<PathBuf> {
 /// Sections spliced into a fixture's config.toml as TOML text; dataset and output directory are
 /// filled in by [`Fixture::config`].
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Toml<'a> {
+pub(crate) struct Toml<'a> {
     /// `base_url`; `None` means the fixture's own server (or [`NO_SERVER`]).
     pub base_url: Option<&'a str>,
     /// Lines of `[api]` after `base_url`.
@@ -91,7 +91,7 @@ pub struct Toml<'a> {
 
 /// A temporary directory with a dataset (`data.jsonl`), a config (`config.toml`) whose output
 /// directory is `results/`, and optionally a fake OpenAI server the config points at.
-pub struct Fixture {
+pub(crate) struct Fixture {
     // Field order matters: the server stops before the directory goes.
     server: Option<BlockingFakeServer>,
     dir: tempfile::TempDir,
@@ -99,53 +99,53 @@ pub struct Fixture {
 
 impl Fixture {
     /// A fixture whose `data.jsonl` holds `dataset` (JSONL text), with no server.
-    pub fn new(dataset: &str) -> Fixture {
+    pub(crate) fn new(dataset: &str) -> Fixture {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(dir.path().join("data.jsonl"), dataset).expect("write data.jsonl");
         Fixture { server: None, dir }
     }
 
     /// Starts `server` on its own runtime; it lives as long as the fixture.
-    pub fn with_server(mut self, server: FakeServerBuilder) -> Fixture {
+    pub(crate) fn with_server(mut self, server: FakeServerBuilder) -> Fixture {
         self.server = Some(FakeServer::start_blocking(server));
         self
     }
 
     /// The fixture's fake server; panics when it has none (test setup error).
-    pub fn server(&self) -> &FakeServer {
+    pub(crate) fn server(&self) -> &FakeServer {
         self.server.as_deref().expect("fixture has no fake server")
     }
 
     /// Stops the fixture's server, e.g. to show a command works offline.
-    pub fn stop_server(&mut self) {
+    pub(crate) fn stop_server(&mut self) {
         self.server = None;
     }
 
     /// The server's base URL, or [`NO_SERVER`].
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         self.server
             .as_ref()
             .map_or_else(|| NO_SERVER.to_string(), |s| s.base_url())
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// A path inside the fixture.
-    pub fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
     /// Writes `text` to `name` inside the fixture and returns its path.
-    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
         let p = self.file(name);
         std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         p
     }
 
     /// (Re)writes config.toml from `toml`, pointing at the fixture's server, dataset and results.
-    pub fn config(&self, toml: Toml) -> PathBuf {
+    pub(crate) fn config(&self, toml: Toml) -> PathBuf {
         let d = self.path().display();
         let text = format!(
             "[api]\nbase_url = \"{}\"\n{}\n[sampling]\n{}\n{}\n[evaluation]\ndataset = \"{d}/data.jsonl\"\noutput_dir = \"{d}/results\"\n{}\n",
@@ -159,7 +159,7 @@ impl Fixture {
     }
 
     /// `gpassk SUBCOMMAND --config <config.toml> REST…`, not yet run.
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let (sub, rest) = args.split_first().expect("a subcommand");
         let mut command = gpassk();
         command
@@ -171,12 +171,12 @@ impl Fixture {
     }
 
     /// The output directory of the fixture's runs.
-    pub fn results(&self) -> PathBuf {
+    pub(crate) fn results(&self) -> PathBuf {
         self.file("results")
     }
 
     /// The only run directory under `results/`.
-    pub fn run_dir(&self) -> PathBuf {
+    pub(crate) fn run_dir(&self) -> PathBuf {
         let mut dirs = run_dirs(&self.results());
         assert_eq!(dirs.len(), 1, "{dirs:?}");
         dirs.pop().expect("one run directory")
