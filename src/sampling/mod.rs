@@ -967,53 +967,64 @@ pub fn count_checkpoint(
     n: u32,
     greedy: bool,
 ) -> Result<CheckpointCounts> {
-    let mut best: HashMap<(u32, i64), (UnitOutcome, Option<String>)> = HashMap::new();
+    // One byte per planned unit (a map of 1M units held ~150 MB at its peak); the error texts
+    // are kept only for units whose latest record failed.
+    let width = n as usize + usize::from(greedy);
+    let problems = index.values().max().map_or(0, |&p| p + 1);
+    let mut state = vec![UNSEEN; problems * width];
+    let mut errors: HashMap<usize, Option<String>> = HashMap::new();
     let mut c = CheckpointCounts::default();
     read_lines(path, |rec: CountedRecord| {
         let r = rec.head;
         let Some(&p) = index.get(r.problem_id.as_str()) else {
             return Ok(());
         };
-        let in_plan = match r.sample_index {
-            SampleIndex::Sample(i) => i < n,
-            SampleIndex::Greedy => greedy,
+        let slot = match r.sample_index {
+            SampleIndex::Sample(i) if i < n => i as usize,
+            SampleIndex::Greedy if greedy => n as usize,
+            _ => return Ok(()),
         };
-        if !in_plan {
-            return Ok(());
-        }
         if r.usable() {
             c.tokens
                 .add(rec.usage.as_ref(), rec.choices_in_request.unwrap_or(1));
         }
-        let key = (p as u32, r.sample_index.key());
-        let prev = best.get(&key).map(|b| b.0);
-        if prev.is_none() || prev == Some(UnitOutcome::ApiError) {
-            best.insert(key, (r.outcome, rec.error));
+        let at = p * width + slot;
+        if state[at] == UNSEEN || state[at] == FAILED {
+            state[at] = match r.outcome {
+                UnitOutcome::Ok => OK,
+                UnitOutcome::Truncated => TRUNCATED,
+                UnitOutcome::ApiError => FAILED,
+            };
             if r.usable() {
+                errors.remove(&at);
                 if let Some(s) = &r.served_model {
                     *c.served_models.entry(s.clone()).or_default() += 1;
                 }
                 if let Some(f) = &r.system_fingerprint {
                     c.system_fingerprints.insert(f.clone());
                 }
+            } else {
+                errors.insert(at, rec.error);
             }
         }
         Ok(())
     })?;
-    for (o, error) in best.into_values() {
-        match o {
-            UnitOutcome::Ok => c.ok += 1,
-            UnitOutcome::Truncated => c.truncated += 1,
-            UnitOutcome::ApiError => {
-                c.api_error += 1;
-                let cause = failure_cause(error.as_deref().unwrap_or("unknown error"));
-                *c.failure_causes.entry(cause).or_default() += 1;
-            }
-        }
+    c.ok = state.iter().filter(|&&s| s == OK).count() as u64;
+    c.truncated = state.iter().filter(|&&s| s == TRUNCATED).count() as u64;
+    c.api_error = errors.len() as u64;
+    for error in errors.into_values() {
+        let cause = failure_cause(error.as_deref().unwrap_or("unknown error"));
+        *c.failure_causes.entry(cause).or_default() += 1;
     }
     c.failure_causes = cap_causes(std::mem::take(&mut c.failure_causes));
     Ok(c)
 }
+
+// A unit's latest state in [`count_checkpoint`]; zero for unseen, so untouched pages stay unmapped.
+const UNSEEN: u8 = 0;
+const OK: u8 = 1;
+const TRUNCATED: u8 = 2;
+const FAILED: u8 = 3;
 
 /// A failed unit's cause for grouping: the error class (and HTTP status) with the innermost
 /// message of the chain, e.g. `connection: Connection refused (os error 111)`. The text comes from
@@ -1175,6 +1186,41 @@ mod tests {
             .unwrap()
             .models
             .remove(0)
+    }
+
+    #[test]
+    fn counts_keep_each_units_first_usable_record_else_its_latest_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.jsonl");
+        let line = |p: &str, i: &str, outcome: &str, error: &str| {
+            format!(
+                "{{\"problem_id\":\"{p}\",\"sample_index\":{i},\"outcome\":\"{outcome}\",\"error\":\"{error}\",\"served_model\":\"s\"}}\n"
+            )
+        };
+        let text = [
+            line("a", "0", "api_error", "timeout: first"),
+            line("a", "0", "ok", ""),
+            line("a", "0", "api_error", "timeout: after ok"),
+            line("a", "1", "api_error", "timeout: one"),
+            line("a", "1", "api_error", "http 500: two"),
+            line("b", "\"greedy\"", "truncated", ""),
+            line("b", "0", "truncated", ""),
+            line("b", "0", "ok", ""),
+            line("b", "2", "ok", ""),
+            line("zz", "0", "ok", ""),
+        ]
+        .concat();
+        std::fs::write(&path, text).unwrap();
+        let index = HashMap::from([("a", 0), ("b", 1)]);
+        let c = count_checkpoint(&path, &index, 2, true).unwrap();
+        assert_eq!((c.ok, c.truncated, c.api_error), (1, 2, 1));
+        assert_eq!(
+            c.failure_causes,
+            BTreeMap::from([("http 500: two".into(), 1)])
+        );
+        assert_eq!(c.served_models, BTreeMap::from([("s".into(), 3)]));
+        let c = count_checkpoint(&path, &index, 2, false).unwrap();
+        assert_eq!((c.ok, c.truncated, c.api_error), (1, 1, 1));
     }
 
     #[test]
