@@ -113,20 +113,6 @@ impl ApiError {
 /// How a transport error that never reached the server starts (see [`ApiError::may_be_billed`]).
 const CANNOT_CONNECT: &str = "cannot connect";
 
-/// [`ApiError::may_be_billed`] of an error as a checkpoint line keeps it (its `Display` text).
-pub fn error_text_may_be_billed(text: &str) -> bool {
-    let (head, message) = text.split_once(": ").unwrap_or((text, ""));
-    let (class, status) = match head.split_once(" (HTTP ") {
-        Some((c, rest)) => (c, rest.trim_end_matches(')').parse::<u16>().ok()),
-        None => (head, None),
-    };
-    let refused_status = status.is_some_and(|s| !(200..300).contains(&s));
-    let transport = [ErrorClass::Connection, ErrorClass::Timeout].map(ErrorClass::as_str);
-    let never_connected =
-        transport.contains(&class) && status.is_none() && message.starts_with(CANNOT_CONNECT);
-    !(refused_status || never_connected)
-}
-
 /// Token counts as the server reported them; a count it left out or wrote oddly is unknown (None).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
@@ -901,8 +887,6 @@ mod tests {
         ];
         for (err, billed) in cases {
             assert_eq!(err.may_be_billed(), billed, "{err}");
-            // A checkpoint keeps the error's text: the same verdict from it.
-            assert_eq!(error_text_may_be_billed(&err.to_string()), billed, "{err}");
         }
     }
 

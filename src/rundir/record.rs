@@ -40,6 +40,16 @@ impl SampleIndex {
             SampleIndex::Greedy => -1,
         }
     }
+
+    /// Its place among a problem's `n` planned samples and greedy answer (greedy after the
+    /// samples), or None when the plan has no such unit.
+    pub fn slot(self, n: u32, greedy: bool) -> Option<usize> {
+        match self {
+            SampleIndex::Sample(i) if i < n => Some(i as usize),
+            SampleIndex::Greedy if greedy => Some(n as usize),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for SampleIndex {

@@ -34,6 +34,11 @@ pub struct Exported {
 
 /// The `custom_id` of one request, whose body is `body`.
 pub fn custom_id(model: &str, problem_id: &str, slots: &[SampleIndex], body: &[u8]) -> String {
+    format!("{}.{}", unit_part(model, problem_id, slots), shape(body))
+}
+
+/// `<model hex>.<problem id hex>.<slots>`: the part of a `custom_id` naming its units.
+fn unit_part(model: &str, problem_id: &str, slots: &[SampleIndex]) -> String {
     let slots: Vec<String> = slots
         .iter()
         .map(|s| match s {
@@ -42,11 +47,10 @@ pub fn custom_id(model: &str, problem_id: &str, slots: &[SampleIndex], body: &[u
         })
         .collect();
     format!(
-        "{}.{}.{}.{}",
+        "{}.{}.{}",
         hex(model.as_bytes()),
         hex(problem_id.as_bytes()),
-        slots.join("_"),
-        shape(body)
+        slots.join("_")
     )
 }
 
@@ -85,13 +89,12 @@ pub fn parse_custom_id(id: &str) -> Result<IdParts, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let parsed = (text(model, "model")?, text(problem, "problem id")?, slots);
-    let canonical = custom_id(&parsed.0, &parsed.1, &parsed.2, b"");
-    let canonical = canonical.rsplit_once('.').map_or("", |(head, _)| head);
+    let canonical = unit_part(&parsed.0, &parsed.1, &parsed.2);
     let valid_shape = shape.len() == 16
         && shape
             .bytes()
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
-    if canonical != id.rsplit_once('.').map_or("", |(head, _)| head) || !valid_shape {
+    if id.rsplit_once('.').map(|(head, _)| head) != Some(canonical.as_str()) || !valid_shape {
         return Err("is not in the one form gpassk writes (lower-case hex, plain indices)".into());
     }
     Ok((parsed.0, parsed.1, parsed.2, shape.to_string()))

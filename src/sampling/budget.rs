@@ -33,14 +33,39 @@ impl BudgetBook {
     /// The budgets of `settings`' models (all of them: the run's ledger counts every model).
     pub fn open(settings: &Settings, prepared: &[Prepared], run_dir: &Path) -> Result<BudgetBook> {
         let index = id_index(prepared.iter(), |p| p.id.as_str());
-        let run = run_ledger(settings, run_dir, (prepared, &index))?;
-        let mut budgets = HashMap::new();
+        let run_limit = settings.evaluation.max_cost;
+        // Each priced model's checkpoint is read once: its spending counts on both ledgers.
+        let mut spent = Vec::new();
         for m in &settings.models {
-            let path = checkpoint_path(run_dir, &m.name);
-            if let Some(b) = budget_for(m, &path, (prepared, &index), run.clone())? {
-                budgets.insert(m.name.clone(), b);
+            let Some(price) = &m.pricing else { continue };
+            if price.budget().is_none() && run_limit.is_none() {
+                continue;
             }
+            let path = checkpoint_path(run_dir, &m.name);
+            spent.push((
+                m,
+                price,
+                spent_at_most(m, price, &path, (prepared, &index))?,
+            ));
         }
+        // Config validation guarantees a price for every model when the run has a budget.
+        let run = run_limit.map(|limit| {
+            let total = spent.iter().fold(Money::from_integer(0), |t, s| t + s.2);
+            let limit = Money::from_integer(u128::from(limit) * 1_000_000);
+            Arc::new(Ledger::new(limit, total))
+        });
+        let budgets = spent
+            .into_iter()
+            .map(|(m, price, spent)| {
+                let model = price.budget().map(|l| Arc::new(Ledger::new(l, spent)));
+                let budget = Budget {
+                    price: price.clone(),
+                    model,
+                    run: run.clone(),
+                };
+                (m.name.clone(), budget)
+            })
+            .collect();
         Ok(BudgetBook { budgets })
     }
 
@@ -60,15 +85,21 @@ impl BudgetBook {
         let Some(b) = self.budgets.get(&m.name) else {
             return Ok(());
         };
-        let max = u64::from(m.sampling.max_tokens.unwrap_or(0));
-        let worst = b.price.worst(prep.prompt_tokens_bound, max * slots as u64);
-        let per_unit = b.price.worst(prep.prompt_tokens_bound, max);
+        let worst = b.worst_case(m, prep, slots);
+        let per_unit = b.worst_case(m, prep, 1);
         b.reserve(worst)
             .map_err(|(key, l)| b.stop_message(key, l, left, per_unit))
     }
 }
 
 impl Budget {
+    /// The worst case of a request for `slots` samples of `prep`: its prompt bound plus
+    /// max_tokens per sample, each at the highest price that can apply.
+    pub(super) fn worst_case(&self, m: &ModelSettings, prep: &Prepared, slots: usize) -> Money {
+        let completion = u64::from(m.sampling.max_tokens.unwrap_or(0)) * slots as u64;
+        self.price.worst(prep.prompt_tokens_bound, completion)
+    }
+
     /// Reserves `worst` on both ledgers; on refusal, the message saying which limit was hit.
     pub(super) fn reserve(&self, worst: Money) -> Result<(), (&'static str, &Ledger)> {
         if let Some(m) = &self.model {
@@ -110,54 +141,6 @@ impl Budget {
             show(to_f64(&(per_unit * Money::from_integer(u128::from(units_left)))), cur)
         )
     }
-}
-
-/// The run-wide ledger, starting from the most every model's checkpoint can have cost.
-fn run_ledger(
-    settings: &Settings,
-    run_dir: &Path,
-    plan: (&[Prepared], &HashMap<&str, usize>),
-) -> Result<Option<Arc<Ledger>>> {
-    let Some(limit) = settings.evaluation.max_cost else {
-        return Ok(None);
-    };
-    let mut spent = Money::from_integer(0);
-    for m in &settings.models {
-        // Config validation guarantees a price for every model when the run has a budget.
-        if let Some(p) = &m.pricing {
-            let path = checkpoint_path(run_dir, &m.name);
-            spent += spent_at_most(m, p, &path, plan)?;
-        }
-    }
-    let limit = Money::from_integer(u128::from(limit) * 1_000_000);
-    Ok(Some(Arc::new(Ledger::new(limit, spent))))
-}
-
-/// The model's budget, starting from what its checkpoint already cost (a resumed run).
-fn budget_for(
-    m: &ModelSettings,
-    path: &Path,
-    plan: (&[Prepared], &HashMap<&str, usize>),
-    run: Option<Arc<Ledger>>,
-) -> Result<Option<Budget>> {
-    let Some(price) = &m.pricing else {
-        return Ok(None);
-    };
-    let model = match price.budget() {
-        Some(limit) => Some(Arc::new(Ledger::new(
-            limit,
-            spent_at_most(m, price, path, plan)?,
-        ))),
-        None => None,
-    };
-    if model.is_none() && run.is_none() {
-        return Ok(None);
-    }
-    Ok(Some(Budget {
-        price: price.clone(),
-        model,
-        run,
-    }))
 }
 
 /// What a checkpoint line needs for [`spent_at_most`].

@@ -79,13 +79,6 @@ struct ModelCtx {
 }
 
 impl ModelCtx {
-    /// The worst case of a request for `slots` samples of `prep`: its prompt bound plus
-    /// max_tokens per sample, each at the highest price that can apply.
-    fn worst_case(&self, b: &Budget, prep: &Prepared, slots: usize) -> Money {
-        b.price
-            .worst(prep.prompt_tokens_bound, self.completion_bound(slots))
-    }
-
     /// The most completion tokens `choices` choices can hold.
     fn completion_bound(&self, choices: usize) -> u64 {
         u64::from(self.settings.sampling.max_tokens.unwrap_or(0)) * choices as u64
@@ -96,8 +89,8 @@ impl ModelCtx {
         let Some(b) = &self.budget else {
             return Some(None);
         };
-        let worst = self.worst_case(b, prep, slots);
-        self.reserve_worst(worst, self.worst_case(b, prep, 1))
+        let worst = b.worst_case(&self.settings, prep, slots);
+        self.reserve_worst(worst, b.worst_case(&self.settings, prep, 1))
     }
 
     /// Reserves `worst` (`per_unit`: a unit's worst case, for the stop message); on refusal
@@ -792,10 +785,8 @@ pub fn count_checkpoint(
         let Some(&p) = index.get(r.problem_id.as_str()) else {
             return Ok(());
         };
-        let slot = match r.sample_index {
-            SampleIndex::Sample(i) if i < n => i as usize,
-            SampleIndex::Greedy if greedy => n as usize,
-            _ => return Ok(()),
+        let Some(slot) = r.sample_index.slot(n, greedy) else {
+            return Ok(());
         };
         if r.usable() {
             c.tokens

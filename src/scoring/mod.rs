@@ -249,10 +249,8 @@ pub fn for_each_unit(
         let Some(&p) = index.get(r.problem_id.as_str()) else {
             return Ok(());
         };
-        let slot = match r.sample_index {
-            SampleIndex::Sample(i) if i < n => i as usize,
-            SampleIndex::Greedy if greedy => n as usize,
-            _ => return Ok(()),
+        let Some(slot) = r.sample_index.slot(n, greedy) else {
+            return Ok(());
         };
         if std::mem::replace(&mut seen[p * width + slot], true) {
             return Ok(());
