@@ -8,6 +8,7 @@
 use fake_openai::FakeServer;
 use gpassk::plan;
 use gpassk::report::write_all;
+use gpassk::rundir::RunDir;
 use gpassk::sampling::{self, ModelEnd, SamplingJob};
 use gpassk::scoring::score_run;
 use gpassk::util::Shutdown;
@@ -92,13 +93,14 @@ fn main() {
 }
 
 fn sample(cfg: &Path, run_dir: &Path) {
+    let run_dir = &RunDir::at(run_dir);
     let plan = plan::load(cfg, &[], None, None).expect("plan");
     let job = SamplingJob {
         search: None,
         budgets: sampling::BudgetBook::open(&plan.settings, &plan.prepared, run_dir)
             .expect("budgets"),
         settings: plan.settings.clone(),
-        run_dir: run_dir.to_path_buf(),
+        run_dir: run_dir.clone(),
         run_id: "bench".into(),
         prepared: plan.prepared.clone(),
         keys: HashMap::new(),
@@ -113,6 +115,7 @@ fn sample(cfg: &Path, run_dir: &Path) {
 }
 
 fn grade_and_report(cfg: &Path, run_dir: &Path) {
+    let run_dir = &RunDir::at(run_dir);
     let plan = plan::load(cfg, &[], None, None).expect("plan");
     let results = score_run(&plan, run_dir, None, None).expect("score");
     write_all(run_dir, &results).expect("reports");

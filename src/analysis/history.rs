@@ -4,7 +4,8 @@
 
 use crate::error::BadInput;
 use crate::rundir::manifest::{Manifest, ModelManifest};
-use crate::rundir::record::{checkpoint_path, read_records};
+use crate::rundir::record::read_records;
+use crate::rundir::RunDir;
 use crate::util::short;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -21,24 +22,19 @@ pub struct RunEntry {
 /// `created_at`, then by name; a directory whose manifest cannot be read is listed in the second
 /// vector with the reason, so one broken run never hides the others.
 pub fn discover(root: &Path) -> Result<(Vec<RunEntry>, Vec<String>), BadInput> {
-    let read = std::fs::read_dir(root).map_err(|e| {
+    let found = RunDir::runs_under(root).map_err(|e| {
         BadInput(format!(
             "{}: cannot read the results folder: {e}",
             root.display()
         ))
     })?;
-    let mut dirs: Vec<PathBuf> = read
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("manifest.json").is_file())
+    let skipped = found.skipped;
+    let mut runs: Vec<RunEntry> = (found.runs.into_iter())
+        .map(|(dir, manifest)| RunEntry {
+            dir: dir.path().to_path_buf(),
+            manifest,
+        })
         .collect();
-    dirs.sort();
-    let (mut runs, mut skipped) = (Vec::new(), Vec::new());
-    for dir in dirs {
-        match Manifest::read(&dir) {
-            Ok(manifest) => runs.push(RunEntry { dir, manifest }),
-            Err(e) => skipped.push(e.0),
-        }
-    }
     runs.sort_by(|a, b| {
         (a.manifest.created_at.as_str(), &a.dir).cmp(&(b.manifest.created_at.as_str(), &b.dir))
     });
@@ -49,7 +45,7 @@ pub fn discover(root: &Path) -> Result<(Vec<RunEntry>, Vec<String>), BadInput> {
 /// (config hash and task) on the same dataset content: the baseline of `compare --baseline
 /// previous`.
 pub fn previous_run(run: &Path) -> Result<Option<PathBuf>, BadInput> {
-    let this = Manifest::read(run)?;
+    let this = RunDir::at(run).read_manifest()?;
     let parent = match run.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -143,7 +139,7 @@ fn fingerprints(m: &ModelManifest) -> BTreeSet<String> {
 /// checkpoint); `None` when the checkpoint cannot be read or holds no usable sample.
 fn new_fingerprint_share(dir: &Path, model: &str, known: &BTreeSet<String>) -> Option<f64> {
     let (mut total, mut new) = (0u64, 0u64);
-    read_records(&checkpoint_path(dir, model), |r| {
+    read_records(&RunDir::at(dir).checkpoint(model), |r| {
         if r.usable() {
             total += 1;
             new += r

@@ -7,6 +7,7 @@ use super::tabular::{wrap, Cell, MetricFilter, OutFormat, Tabular};
 use crate::config::SamplingSettings;
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::metrics::{MetricKind, Tau};
+use crate::rundir::RunDir;
 use crate::scoring::{load_run, ModelScore, RunResults};
 use crate::util::{closest, terminal_width};
 use anyhow::Result;
@@ -326,7 +327,7 @@ pub fn audit(
 pub fn run(args: AuditArgs) -> Result<ExitStatus> {
     let published = read_published(&args.published)?;
     let map = parse_model_map(&args.model_map)?;
-    let results = load_run(&args.run_dir).map_err(bad_input)?;
+    let results = load_run(&RunDir::at(&args.run_dir)).map_err(bad_input)?;
     let benchmark = pick_benchmark(&args, &published, &results)?;
     check_model_map(&args, &published, &results, &benchmark, &map)?;
     let unmatched = unmatched_models(&results, &published, &benchmark, &map);

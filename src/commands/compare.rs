@@ -5,6 +5,7 @@
 use super::tabular::{Cell, MetricFilter, OutFormat, Tabular};
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::metrics::{to_f64, MetricKind};
+use crate::rundir::RunDir;
 use crate::scoring::{load_run, ModelScore, RunResults};
 use crate::stats::paired::{ALPHA, MIN_SHARED};
 use crate::stats::{holm, paired_test, PairedTest};
@@ -217,8 +218,8 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         }
     }
     let (run_a, run_b) = resolve_runs(&args)?;
-    let a = load_run(&run_a).map_err(bad_input)?;
-    let b = load_run(&run_b).map_err(bad_input)?;
+    let a = load_run(&RunDir::at(&run_a)).map_err(bad_input)?;
+    let b = load_run(&RunDir::at(&run_b)).map_err(bad_input)?;
     check_dataset(&a, &b)?;
     let names =
         |r: &RunResults| -> Vec<String> { r.models.iter().map(|m| m.name.clone()).collect() };
@@ -320,7 +321,7 @@ fn report_drift(run_a: &Path, run_b: &Path, b: &RunResults) -> Result<bool> {
     let entry = |dir: &Path| -> Result<crate::analysis::history::RunEntry> {
         Ok(crate::analysis::history::RunEntry {
             dir: dir.to_path_buf(),
-            manifest: crate::rundir::manifest::Manifest::read(dir)?,
+            manifest: crate::rundir::RunDir::at(dir).read_manifest()?,
         })
     };
     let (ea, eb) = (entry(run_a)?, entry(run_b)?);

@@ -10,6 +10,7 @@ use crate::analysis::history::{
 use crate::error::{BadInput, ExitStatus};
 use crate::metrics::MetricKind;
 use crate::report::metric_label;
+use crate::rundir::RunDir;
 use crate::scoring::{load_run, RunResults};
 use crate::util::printable;
 use anyhow::Result;
@@ -67,7 +68,7 @@ fn dataset_matches(entry: &RunEntry, want: &str) -> bool {
 fn load_series(entries: Vec<RunEntry>) -> Vec<Loaded> {
     let mut out: Vec<Loaded> = Vec::new();
     for entry in entries {
-        let results = match load_run(&entry.dir) {
+        let results = match load_run(&RunDir::at(&entry.dir)) {
             Ok(r) => r,
             Err(e) => {
                 let why = crate::error::render(&e);

@@ -3,7 +3,7 @@
 use crate::config::ModelSettings;
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::plan::{self, Plan};
-use crate::rundir::record::checkpoint_path;
+use crate::rundir::RunDir;
 use crate::sampling::{self, ModelEnd, SamplingJob};
 use crate::scoring::label::{self, Rollouts, Solution, StepLabel};
 use crate::util::{hex, write_atomic};
@@ -73,7 +73,7 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
     }
     let keys = sampling::read_keys(&plan.settings)?;
     let out = out_dir(&args, &plan, &model, &solutions);
-    std::fs::create_dir_all(out.join("checkpoints"))
+    std::fs::create_dir_all(out.checkpoints_dir())
         .with_context(|| format!("cannot create {}", out.display()))?;
     if !args.quiet {
         eprintln!("label directory: {}", out.display());
@@ -90,6 +90,7 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
         settings,
         run_dir: out.clone(),
         run_id: out
+            .path()
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or("label")
@@ -162,7 +163,7 @@ fn prepare(args: &LabelArgs) -> Result<(Plan, Vec<Solution>, Rollouts)> {
     };
     let mut solutions = match (&args.solutions, &args.from_run) {
         (Some(p), _) => label::read_solutions(p)?,
-        (None, Some(d)) => label::solutions_from_run(d)?,
+        (None, Some(d)) => label::solutions_from_run(&RunDir::at(d))?,
         (None, None) => {
             return Err(BadInput("give --solutions FILE.jsonl or --from-run DIR".into()).into())
         }
@@ -198,14 +199,9 @@ fn print_plan(args: &LabelArgs, model: &ModelSettings, solutions: &[Solution], w
 }
 
 /// `--out`, or `<output_dir>/label-<hash of the inputs>` so that rerunning resumes.
-fn out_dir(
-    args: &LabelArgs,
-    plan: &Plan,
-    model: &ModelSettings,
-    solutions: &[Solution],
-) -> PathBuf {
+fn out_dir(args: &LabelArgs, plan: &Plan, model: &ModelSettings, solutions: &[Solution]) -> RunDir {
     if let Some(o) = &args.out {
-        return o.clone();
+        return RunDir::at(o);
     }
     let mut h = Sha256::new();
     for s in solutions {
@@ -214,10 +210,8 @@ fn out_dir(
         h.update(s.solution.as_bytes());
     }
     h.update(format!("{}:{}:{}", model.name, args.k, plan.prompt_hash).as_bytes());
-    plan.settings
-        .evaluation
-        .output_dir
-        .join(format!("label-{}", hex(&h.finalize()[..6])))
+    let dir = plan.settings.evaluation.output_dir.as_path();
+    RunDir::at(dir.join(format!("label-{}", hex(&h.finalize()[..6]))))
 }
 
 /// Grades the rollouts, writes labels.jsonl and solutions.csv, prints the summary.
@@ -226,29 +220,29 @@ fn write_labels(
     plan: &Plan,
     work: &Rollouts,
     solutions: &[Solution],
-    out: &std::path::Path,
+    out: &RunDir,
     model: &ModelSettings,
 ) -> Result<Vec<StepLabel>> {
     let ev = &plan.settings.evaluation;
     let grade_cfg = ev.grade_config();
-    let ck = checkpoint_path(out, &model.name);
+    let ck = out.checkpoint(&model.name);
     let labels = label::labels(&ck, work, solutions, args.k, &grade_cfg)?;
     let mut jsonl = Vec::new();
     for l in &labels {
         serde_json::to_writer(&mut jsonl, l)?;
         jsonl.push(b'\n');
     }
-    write_atomic(&out.join("labels.jsonl"), &jsonl)?;
+    write_atomic(&out.file("labels.jsonl"), &jsonl)?;
     let rows = label::solution_rows(plan, work, solutions, &labels, &grade_cfg);
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in &rows {
         w.serialize(r)?;
     }
     write_atomic(
-        &out.join("solutions.csv"),
+        &out.file("solutions.csv"),
         &w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?,
     )?;
     print!("{}", label::summary(&labels, &rows));
-    println!("labels: {}", out.join("labels.jsonl").display());
+    println!("labels: {}", out.file("labels.jsonl").display());
     Ok(labels)
 }

@@ -8,8 +8,8 @@
 use crate::error::{BadInput, ExitStatus};
 use crate::rundir::manifest::Manifest;
 use crate::rundir::manifest::Status;
-use crate::rundir::record::checkpoint_path;
 use crate::rundir::record::{read_records, CheckpointWriter, SampleIndex};
+use crate::rundir::RunDir;
 use crate::util::now_rfc3339;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -37,8 +37,8 @@ fn check_compatible(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
         let mismatch = |field: &str, a: &str, b: &str| {
             BadInput(format!(
                 "refusing to merge: {} has {field} {a} but {} has {b}",
-                first_dir.join("manifest.json").display(),
-                dir.join("manifest.json").display()
+                RunDir::at(first_dir).manifest_path().display(),
+                RunDir::at(dir).manifest_path().display()
             ))
         };
         if let Some(key) = config_difference(&first.config, &m.config) {
@@ -165,7 +165,7 @@ fn check_units(runs: &[(PathBuf, Manifest)]) -> Result<Vec<String>> {
     for model in &models {
         let mut owner: HashMap<(String, i64), usize> = HashMap::new();
         for (i, (dir, _)) in runs.iter().enumerate() {
-            let path = checkpoint_path(dir, model);
+            let path = RunDir::at(dir).checkpoint(model);
             let mut duplicate: Option<(String, SampleIndex, usize)> = None;
             read_records(&path, |r| {
                 if duplicate.is_some() {
@@ -185,7 +185,7 @@ fn check_units(runs: &[(PathBuf, Manifest)]) -> Result<Vec<String>> {
                 return Err(BadInput(format!(
                     "refusing to merge overlapping runs: unit (model {model}, problem {problem}, \
                      sample {sample}) is in both {} and {}",
-                    checkpoint_path(&runs[j].0, model).display(),
+                    RunDir::at(&runs[j].0).checkpoint(model).display(),
                     path.display()
                 ))
                 .into());
@@ -272,7 +272,8 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
     if runs.len() < 2 {
         return Err(BadInput("merge needs at least two run directories".into()).into());
     }
-    if out.join("manifest.json").exists() {
+    let out = &RunDir::at(out);
+    if out.manifest_path().exists() {
         return Err(BadInput(format!(
             "--out {}: already holds a run (manifest.json); choose a new directory",
             out.display()
@@ -281,13 +282,13 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
     }
     let mut loaded = Vec::new();
     for dir in runs {
-        loaded.push((dir.clone(), Manifest::read(dir)?));
+        loaded.push((dir.clone(), RunDir::at(dir).read_manifest()?));
     }
     check_compatible(&loaded)?;
     let models = check_units(&loaded)?;
     check_shards(&loaded)?;
     for model in &models {
-        let target = checkpoint_path(out, model);
+        let target = out.checkpoint(model);
         if target.exists() {
             return Err(BadInput(format!(
                 "--out {}: {} exists already",
@@ -298,20 +299,20 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
         }
         let writer = CheckpointWriter::open(&target)?;
         for (dir, _) in &loaded {
-            read_records(&checkpoint_path(dir, model), |r| writer.append(&r))?;
+            read_records(&RunDir::at(dir).checkpoint(model), |r| writer.append(&r))?;
         }
         writer.sync()?;
     }
     for (dir, _) in &loaded {
-        copy_tree_files(&dir.join("trees"), &out.join("trees"))?;
+        copy_tree_files(&RunDir::at(dir).trees_dir(), &out.trees_dir())?;
     }
     let run_id = out
+        .path()
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "merged".into());
     let manifest = merged_manifest(&loaded, &run_id);
-    manifest
-        .write(out)
+    out.write_manifest(&manifest)
         .with_context(|| format!("cannot write the manifest in {}", out.display()))?;
     Ok(manifest)
 }
@@ -344,7 +345,13 @@ pub fn run(args: MergeArgs) -> Result<ExitStatus> {
     let shards: Vec<String> = args
         .runs
         .iter()
-        .filter_map(|d| Manifest::read(d).ok()?.shard.map(|s| s.to_string()))
+        .filter_map(|d| {
+            RunDir::at(d)
+                .read_manifest()
+                .ok()?
+                .shard
+                .map(|s| s.to_string())
+        })
         .collect();
     if !m.status.is_complete() {
         eprintln!(

@@ -2,6 +2,7 @@
 
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::report::{self, Format};
+use crate::rundir::RunDir;
 use crate::scoring::load_run;
 use crate::util::write_atomic;
 use clap::builder::TypedValueParser;
@@ -35,7 +36,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
     if let Some(out) = &args.out {
         check_out(&args.run_dir, out)?;
     }
-    let results = load_run(&args.run_dir).map_err(bad_input)?;
+    let results = load_run(&RunDir::at(&args.run_dir)).map_err(bad_input)?;
     let bytes = match args.format {
         Format::Table => report::terminal_table(&results, args.wide).into_bytes(),
         f => f.exporter().export(&results)?,

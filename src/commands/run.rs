@@ -6,15 +6,13 @@ use crate::dataset::shard::Shard;
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::plan::{self, Plan};
 use crate::report;
-use crate::rundir::lock::RunLock;
 use crate::rundir::manifest::Manifest;
-use crate::rundir::manifest::Status;
-use crate::rundir::record::checkpoint_path;
+use crate::rundir::{OpenRun, RunDir};
 use crate::sampling::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::{score_run, JudgeCall};
 use crate::search::SearchInput;
-use crate::util::{coarse_k_note, now_rfc3339, shell_quote, short};
-use anyhow::{Context, Result};
+use crate::util::{coarse_k_note, shell_quote, short};
+use anyhow::Result;
 use clap::Args;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -106,7 +104,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     if args.dry_run {
         for plan in &plans {
             let resume_dir = resume_dir_for(&args, plan)?;
-            print_plan(plan, resume_dir.as_deref()).map_err(bad_input)?;
+            print_plan(plan, resume_dir.as_ref()).map_err(bad_input)?;
         }
         return Ok(ExitStatus::Success);
     }
@@ -145,7 +143,7 @@ fn task_label(plan: &Plan) -> String {
 }
 
 /// Samples, grades and reports one task; returns its run directory and how it ended.
-fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
+fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
     let resume_dir = resume_dir_for(args, plan)?;
     let by_file = args.export_batch.is_some() || args.import_batch.is_some();
     refuse_search_by_file(plan, by_file)?;
@@ -162,12 +160,13 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         warn_coarse_k(plan);
     }
     // Held until the process ends: no second process writes this run meanwhile.
-    let (run_dir, _lock, mut manifest) = open_run_dir(plan, resume_dir, args.force)?;
+    let mut run = open_run_dir(plan, resume_dir, args.force)?;
+    let run_dir = run.dir.clone();
     if !args.quiet {
         eprintln!("run directory: {}", run_dir.display());
     }
     if let Some(out) = &args.export_batch {
-        return export_batch(plan, &run_dir, &mut manifest, out);
+        return export_batch(plan, &mut run, out);
     }
     // With live bars the progress reporter announces the interrupt (a print from the signal
     // thread would tear the bars).
@@ -178,7 +177,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         budgets: sampling::BudgetBook::default(),
         settings: plan.settings.clone(),
         run_dir: run_dir.clone(),
-        run_id: manifest.run_id.clone(),
+        run_id: run.manifest.run_id.clone(),
         prepared: plan.prepared.clone(),
         keys,
         quiet: args.quiet,
@@ -186,15 +185,10 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
         search,
     };
     let ends = match &args.import_batch {
-        Some(file) => import_batch(plan, &run_dir, &manifest.run_id, file, args.quiet)?,
+        Some(file) => import_batch(plan, &run_dir, &run.manifest.run_id, file, args.quiet)?,
         None => {
-            let mut ends = crate::sampling::batch_api::drive_all(
-                plan,
-                &run_dir,
-                &mut manifest,
-                &job.keys,
-                &shutdown,
-            )?;
+            let mut ends =
+                crate::sampling::batch_api::drive_all(plan, &mut run, &job.keys, &shutdown)?;
             let mut job = job;
             // Opened after the batches are recorded, from every model's checkpoint: the run's
             // budget counts what the batches cost.
@@ -206,7 +200,8 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
             ends
         }
     };
-    let interrupted = record_ends(plan, &run_dir, &mut manifest, &ends)?;
+    let interrupted = record_ends(plan, &mut run, &ends)?;
+    let manifest = &run.manifest;
     let resume_cmd = resume_command(args, &run_dir);
     if interrupted {
         for (name, m) in manifest.models.iter().filter(|(_, m)| m.api_error > 0) {
@@ -230,44 +225,30 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(PathBuf, ExitStatus)> {
     };
     if shutdown.is_triggered() {
         // Stopped while judging: the verdicts so far are saved; scores would be half-judged.
-        manifest.status = Status::Interrupted;
-        manifest.finished_at = None;
-        manifest.write(&run_dir)?;
+        run.interrupt()?;
         eprintln!("interrupted while judging: verdicts saved; continue with:\n  {resume_cmd}");
         return Ok((run_dir, ExitStatus::Interrupted));
     }
     report::write_all(&run_dir, &results)?;
     print!("{}", report::terminal_table(&results, args.wide));
     println!("results: {}", run_dir.display());
-    let status = sampling::exit_status_for(&ends, &manifest);
+    let status = sampling::exit_status_for(&ends, &run.manifest);
     if status != ExitStatus::Success {
-        explain_failures(&manifest, &resume_cmd);
+        explain_failures(&run.manifest, &resume_cmd);
     }
     Ok((run_dir, status))
 }
 
 /// A second Ctrl-C quits at once: the manifest must not be left saying `running`.
-fn interrupted_on_quit_now(shutdown: &crate::util::Shutdown, run_dir: &Path) {
-    let dir = run_dir.to_path_buf();
-    shutdown.on_quit_now(move || {
-        if let Ok(mut m) = Manifest::read(&dir) {
-            m.status = Status::Interrupted;
-            m.updated_at = now_rfc3339();
-            m.finished_at = None;
-            let _ = m.write(&dir);
-        }
-    });
+fn interrupted_on_quit_now(shutdown: &crate::util::Shutdown, run_dir: &RunDir) {
+    let dir = run_dir.clone();
+    shutdown.on_quit_now(move || dir.mark_interrupted_now());
 }
 
 /// Writes the batch request file for the run's missing units and leaves the run pending.
-fn export_batch(
-    plan: &Plan,
-    run_dir: &Path,
-    manifest: &mut Manifest,
-    out: &Path,
-) -> Result<(PathBuf, ExitStatus)> {
-    let n = crate::sampling::batch_file::export(plan, run_dir, out)?;
-    record_ends(plan, run_dir, manifest, &[])?;
+fn export_batch(plan: &Plan, run: &mut OpenRun, out: &Path) -> Result<(RunDir, ExitStatus)> {
+    let n = crate::sampling::batch_file::export(plan, &run.dir, out)?;
+    record_ends(plan, run, &[])?;
     println!(
         "batch: {} requests ({} units) in {}",
         n.requests,
@@ -280,14 +261,14 @@ fn export_batch(
             n.over_budget
         );
     }
-    println!("run directory: {}", run_dir.display());
-    Ok((run_dir.to_path_buf(), ExitStatus::Success))
+    println!("run directory: {}", run.dir.display());
+    Ok((run.dir.clone(), ExitStatus::Success))
 }
 
 /// Records a batch output file in the run; each model's end as the live runner would report it.
 fn import_batch(
     plan: &Plan,
-    run_dir: &Path,
+    run_dir: &RunDir,
     run_id: &str,
     file: &Path,
     quiet: bool,
@@ -322,7 +303,7 @@ fn import_batch(
 }
 
 /// The command that continues `run_dir`, with the same files and overrides.
-fn resume_command(args: &RunArgs, run_dir: &Path) -> String {
+fn resume_command(args: &RunArgs, run_dir: &RunDir) -> String {
     let quote = |p: &Path| shell_quote(&p.display().to_string());
     let mut cmd = format!("gpassk run --config {}", quote(&args.config));
     if let Some(s) = &args.settings {
@@ -331,12 +312,12 @@ fn resume_command(args: &RunArgs, run_dir: &Path) -> String {
     for o in &args.set {
         cmd.push_str(&format!(" --set {}", shell_quote(o)));
     }
-    cmd + &format!(" --resume {}", quote(run_dir))
+    cmd + &format!(" --resume {}", quote(run_dir.path()))
 }
 
 /// The run to continue: `--resume`; else, with `resume_from_checkpoint = true`, the latest run
 /// of this config, settings file and task under output_dir; else none (a new run).
-fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<PathBuf>> {
+fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<RunDir>> {
     let ev = &plan.settings.evaluation;
     if let Some(r) = &args.resume {
         return resolve_resume(r, plan).map(Some);
@@ -355,7 +336,7 @@ fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<PathBuf>> {
 }
 
 /// The newest run directory whose manifest has this plan's config hash and settings task.
-fn latest_of_task(plan: &Plan, output_dir: &Path) -> Option<PathBuf> {
+fn latest_of_task(plan: &Plan, output_dir: &Path) -> Option<RunDir> {
     let s = &plan.settings;
     newest(&runs_under(output_dir), |m| {
         m.same_task(&s.config_hash, s.task_file.as_ref())
@@ -363,18 +344,12 @@ fn latest_of_task(plan: &Plan, output_dir: &Path) -> Option<PathBuf> {
 }
 
 /// Every run directory directly under `output_dir` with a readable manifest.
-fn runs_under(output_dir: &Path) -> Vec<(PathBuf, Manifest)> {
-    std::fs::read_dir(output_dir)
-        .map(|it| {
-            it.filter_map(|e| e.ok())
-                .filter_map(|e| Some((e.path(), Manifest::read(&e.path()).ok()?)))
-                .collect()
-        })
-        .unwrap_or_default()
+fn runs_under(output_dir: &Path) -> Vec<(RunDir, Manifest)> {
+    RunDir::runs_under(output_dir).map_or_else(|_| Vec::new(), |f| f.runs)
 }
 
 /// The latest-started run that `same` accepts (ties broken by directory name).
-fn newest(runs: &[(PathBuf, Manifest)], same: impl Fn(&Manifest) -> bool) -> Option<PathBuf> {
+fn newest(runs: &[(RunDir, Manifest)], same: impl Fn(&Manifest) -> bool) -> Option<RunDir> {
     runs.iter()
         .filter(|(_, m)| same(m))
         .max_by(|(da, a), (db, b)| (&a.created_at, da).cmp(&(&b.created_at, db)))
@@ -414,110 +389,39 @@ fn warn_coarse_k(plan: &Plan) {
     }
 }
 
-/// The run directory, locked, and its manifest marked `running`: resumed, or created fresh. A new
-/// directory whose manifest cannot be written is removed again.
-fn open_run_dir(
-    plan: &Plan,
-    resume_dir: Option<PathBuf>,
-    force: bool,
-) -> Result<(PathBuf, RunLock, Manifest)> {
+/// The run directory, locked, and its manifest marked `running`: resumed, or created fresh.
+fn open_run_dir(plan: &Plan, resume_dir: Option<RunDir>, force: bool) -> Result<OpenRun> {
     let Some(dir) = resume_dir else {
-        let (dir, lock, mut manifest) = new_run_dir(plan)?;
-        if let Err(e) = mark_running(&dir, &mut manifest) {
-            drop(lock);
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(e);
-        }
-        return Ok((dir, lock, manifest));
+        let output_dir = &plan.settings.evaluation.output_dir;
+        let base = sampling::new_run_id(&plan.settings.config_hash);
+        return Ok(RunDir::create(output_dir, &base, |id| {
+            plan.new_manifest(id)
+        })?);
     };
-    // Lock before reading: the manifest checked is the one this process then updates.
-    let lock = RunLock::acquire(&dir)?;
-    let old = Manifest::read(&dir)?;
-    plan.check_resume(&old, force)?;
-    let mut manifest = plan.update_manifest(old);
-    mark_running(&dir, &mut manifest)?;
-    Ok((dir, lock, manifest))
-}
-
-fn mark_running(run_dir: &Path, manifest: &mut Manifest) -> Result<()> {
-    manifest.status = Status::Running;
-    manifest.updated_at = now_rfc3339();
-    manifest
-        .write(run_dir)
-        .with_context(|| format!("cannot write manifest in {}", run_dir.display()))
-}
-
-/// A fresh run directory, claimed with `create_dir` (two runs started in the same second never
-/// share one) and locked.
-fn new_run_dir(plan: &Plan) -> Result<(PathBuf, RunLock, Manifest)> {
-    let output_dir = &plan.settings.evaluation.output_dir;
-    std::fs::create_dir_all(output_dir)
-        .with_context(|| format!("cannot create output_dir {}", output_dir.display()))?;
-    let base = sampling::new_run_id(&plan.settings.config_hash);
-    let (mut run_id, mut i) = (base.clone(), 0);
-    let dir = loop {
-        let dir = output_dir.join(&run_id);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => break dir,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                i += 1;
-                run_id = format!("{base}-{i}");
-            }
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("cannot create run directory {}", dir.display()))
-            }
-        }
-    };
-    let claimed = RunLock::acquire(&dir)
-        .map_err(anyhow::Error::from)
-        .and_then(|lock| {
-            std::fs::create_dir(dir.join("checkpoints"))
-                .with_context(|| format!("cannot create run directory {}", dir.display()))?;
-            Ok(lock)
-        });
-    match claimed {
-        Ok(lock) => Ok((dir, lock, plan.new_manifest(&run_id))),
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&dir);
-            Err(e)
-        }
-    }
+    dir.resume(|old| -> Result<Manifest> {
+        plan.check_resume(&old, force)?;
+        Ok(plan.update_manifest(old))
+    })
 }
 
 /// Counts each model's checkpoint into the manifest and writes it; true when interrupted.
-fn record_ends(
-    plan: &Plan,
-    run_dir: &Path,
-    manifest: &mut Manifest,
-    ends: &[(String, ModelEnd)],
-) -> Result<bool> {
+fn record_ends(plan: &Plan, run: &mut OpenRun, ends: &[(String, ModelEnd)]) -> Result<bool> {
     let index = plan.id_index();
     for m in &plan.settings.models {
-        let path = checkpoint_path(run_dir, &m.name);
+        let path = run.dir.checkpoint(&m.name);
         let counts = sampling::count_checkpoint(&path, &index, m.sampling.n, m.sampling.greedy)?;
         let end = ends.iter().find(|(n, _)| n == &m.name).map(|(_, e)| e);
         let mut entry = sampling::model_manifest(m, end, &counts, plan.prepared.len());
         // A pending Batch API batch outlives every rewrite until it is imported.
-        entry.batch_id = manifest
+        entry.batch_id = run
+            .manifest
             .models
             .get(&m.name)
             .and_then(|e| e.batch_id.clone());
-        manifest.models.insert(m.name.clone(), entry);
+        run.manifest.models.insert(m.name.clone(), entry);
     }
     let interrupted = ends.iter().any(|(_, e)| *e == ModelEnd::Interrupted);
-    manifest.status = if interrupted {
-        Status::Interrupted
-    } else if manifest.models.values().all(|m| m.status.is_complete()) {
-        Status::Complete
-    } else {
-        Status::Incomplete
-    };
-    manifest.updated_at = now_rfc3339();
-    if !interrupted {
-        manifest.finished_at = Some(manifest.updated_at.clone());
-    }
-    manifest.write(run_dir)?;
+    run.finish(interrupted)?;
     Ok(interrupted)
 }
 
@@ -568,16 +472,9 @@ fn units(n: u64) -> String {
 
 /// `--resume DIR`, or for `latest` the newest run under output_dir of this config (same config
 /// hash, or else same config file): another config's run is never taken over.
-fn resolve_resume(r: &str, plan: &Plan) -> Result<PathBuf> {
+fn resolve_resume(r: &str, plan: &Plan) -> Result<RunDir> {
     if r != "latest" {
-        let p = PathBuf::from(r);
-        if !p.join("manifest.json").is_file() {
-            return Err(BadInput::new(format!(
-                "--resume {r}: no manifest.json there; is it a gpassk run directory?"
-            ))
-            .into());
-        }
-        return Ok(p);
+        return Ok(RunDir::existing(r, "--resume")?);
     }
     let s = &plan.settings;
     let output_dir = &s.evaluation.output_dir;
@@ -647,7 +544,7 @@ fn search_job(plan: &Plan) -> Result<Option<sampling::SearchJob>> {
     }))
 }
 
-fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
+fn print_plan(plan: &Plan, resume: Option<&RunDir>) -> Result<()> {
     let index = plan.id_index();
     let prompt_tokens: u64 = plan.prepared.iter().map(|p| p.prompt_tokens_estimate).sum();
     println!(
@@ -660,7 +557,7 @@ fn print_plan(plan: &Plan, resume: Option<&Path>) -> Result<()> {
     let mut search_calls = (0u64, 0u64);
     for m in &plan.settings.models {
         let done = match resume {
-            Some(dir) => load_done(&checkpoint_path(dir, &m.name), &index)?,
+            Some(dir) => load_done(&dir.checkpoint(&m.name), &index)?,
             None => DoneSet::new(),
         };
         let (mut units, mut requests, mut prompt) = (0u64, 0u64, 0u64);
@@ -747,7 +644,7 @@ fn cost_estimate(p: &crate::cost::Price, prompt: u64, units: u64, max: Option<u3
 }
 
 /// The dry run's account of where the configuration came from.
-fn print_sources(plan: &Plan, resume: Option<&Path>) {
+fn print_sources(plan: &Plan, resume: Option<&RunDir>) {
     let s = &plan.settings;
     if let Some(t) = &s.task_file {
         let name = s.evaluation.task_name.as_deref().unwrap_or("(unnamed)");

@@ -2,6 +2,7 @@
 
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::report;
+use crate::rundir::RunDir;
 use crate::scoring::load_run_with;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -34,7 +35,8 @@ pub fn run(args: ScoreArgs) -> Result<ExitStatus> {
             .into());
         }
     }
-    let results = load_run_with(&args.run_dir, &args.set).map_err(bad_input)?;
+    let run_dir = RunDir::at(&args.run_dir);
+    let results = load_run_with(&run_dir, &args.set).map_err(bad_input)?;
     let raw_kept = results
         .manifest
         .as_ref()
@@ -44,7 +46,7 @@ pub fn run(args: ScoreArgs) -> Result<ExitStatus> {
             "note: this run kept no raw responses (save_raw_responses = false): score grades the answers extracted during the run and cannot re-extract them with other regexes"
         );
     }
-    let written = report::write_all(&args.run_dir, &results)?;
+    let written = report::write_all(&run_dir, &results)?;
     if !args.quiet {
         print!("{}", report::terminal_table(&results, args.wide));
         for path in written {

@@ -22,12 +22,13 @@ pub use self::per_problem::PerProblemCsv;
 pub use self::table::{terminal_table, SummaryTable};
 
 use crate::metrics::MetricKind;
+use crate::rundir::RunDir;
 use crate::scoring::{ModelScore, RunResults};
 use crate::stats::Estimate;
 use crate::util::write_atomic;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Turns run results into the bytes of one output format.
 pub trait Exporter {
@@ -96,12 +97,12 @@ pub fn metric_label(metric: &MetricKind) -> String {
 }
 
 /// Writes every format into the run directory (atomically, file by file); returns the paths.
-pub fn write_all(run_dir: &Path, results: &RunResults) -> anyhow::Result<Vec<PathBuf>> {
+pub fn write_all(run_dir: &RunDir, results: &RunResults) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for format in Format::ALL {
         let exporter = format.exporter();
         let bytes = exporter.export(results)?;
-        let path = run_dir.join(exporter.file_name());
+        let path = run_dir.file(exporter.file_name());
         write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path);
     }

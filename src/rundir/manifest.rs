@@ -185,15 +185,27 @@ impl Manifest {
         (mode, judge)
     }
 
-    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
-        let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        bytes.push(b'\n');
-        write_atomic(&dir.join("manifest.json"), &bytes)
+    /// The run's status once its models are counted: interrupted, else complete when every model
+    /// is, else incomplete.
+    pub fn settle(&mut self, interrupted: bool) {
+        self.status = if interrupted {
+            Status::Interrupted
+        } else if self.models.values().all(|m| m.status.is_complete()) {
+            Status::Complete
+        } else {
+            Status::Incomplete
+        };
     }
 
-    pub fn read(dir: &Path) -> Result<Manifest, BadInput> {
-        let path = dir.join("manifest.json");
-        let text = crate::util::read_bounded_string(&path, crate::util::MAX_TEXT_FILE)
+    /// Writes the manifest file at `path` (callers go through [`crate::rundir::RunDir`]).
+    pub(super) fn write(&self, path: &Path) -> std::io::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        write_atomic(path, &bytes)
+    }
+
+    pub(super) fn read(path: &Path) -> Result<Manifest, BadInput> {
+        let text = crate::util::read_bounded_string(path, crate::util::MAX_TEXT_FILE)
             .map_err(|e| BadInput(format!("{}: cannot read: {e}", path.display())))?;
         serde_json::from_str(&text)
             .map_err(|e| BadInput(format!("{}: not a gpassk manifest: {e}", path.display())))

@@ -446,12 +446,6 @@ pub struct ReadStats {
     pub torn_tail: bool,
 }
 
-/// Where a model's checkpoint lives inside a run directory.
-pub fn checkpoint_path(run_dir: &Path, model: &str) -> PathBuf {
-    let name = crate::util::path_component(model);
-    run_dir.join("checkpoints").join(format!("{name}.jsonl"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,9 +5,9 @@ use crate::client::retry::Next;
 use crate::client::{ApiError, ApiKey, ErrorClass};
 use crate::config::ModelSettings;
 use crate::plan::Plan;
-use crate::rundir::record::checkpoint_path;
+use crate::rundir::{OpenRun, RunDir};
 use crate::sampling::ModelEnd;
-use crate::util::{hex, printable, Shutdown};
+use crate::util::{printable, Shutdown};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use std::path::Path;
@@ -74,7 +74,7 @@ enum Waited {
 pub fn drive(
     plan: &Plan,
     m: &ModelSettings,
-    ctx: (&Path, &str),
+    ctx: (&RunDir, &str),
     key: Option<&ApiKey>,
     batch_id: Option<String>,
     save_id: &mut dyn FnMut(&str) -> Result<()>,
@@ -99,8 +99,7 @@ pub fn drive(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let stem = run_dir.join(format!("batch-{}", hex(m.name.as_bytes())));
-    let input = stem.with_extension("requests.jsonl");
+    let input = run_dir.batch_requests(&m.name);
     let mut over_budget = 0;
     let id = match batch_id {
         Some(id) => id,
@@ -134,7 +133,7 @@ pub fn drive(
             })
         }
     };
-    let output = stem.with_extension("output.jsonl");
+    let output = run_dir.batch_download(&m.name, "output");
     let cap = download_cap(m, &input)?;
     match rt.block_on(api.download(&view, &output, cap))? {
         Downloaded::Stopped => return Ok(interrupted(Some(id))),
@@ -202,7 +201,7 @@ fn download_cap(m: &ModelSettings, input: &Path) -> Result<u64> {
 fn record_output(
     plan: &Plan,
     m: &ModelSettings,
-    (run_dir, run_id): (&Path, &str),
+    (run_dir, run_id): (&RunDir, &str),
     output: &Path,
     key: Option<&ApiKey>,
     view: &BatchView,
@@ -220,7 +219,7 @@ fn record_output(
             printable(&view.status)
         )));
     }
-    let done = crate::sampling::load_done(&checkpoint_path(run_dir, &m.name), &plan.id_index())?;
+    let done = crate::sampling::load_done(&run_dir.checkpoint(&m.name), &plan.id_index())?;
     let missing: u64 = crate::sampling::missing_work(plan.prepared.len(), &m.sampling, &done)
         .map(|w| w.slots.len() as u64)
         .sum();
@@ -637,8 +636,7 @@ fn check_view(view: &BatchView, asked: &str) -> Result<(), String> {
 /// while it is pending; returns those models' ends.
 pub fn drive_all(
     plan: &Plan,
-    run_dir: &Path,
-    manifest: &mut crate::rundir::manifest::Manifest,
+    run: &mut OpenRun,
     keys: &std::collections::HashMap<String, Option<ApiKey>>,
     shutdown: &Shutdown,
 ) -> Result<Vec<(String, ModelEnd)>> {
@@ -653,25 +651,24 @@ pub fn drive_all(
             ends.push((m.name.clone(), ModelEnd::Interrupted));
             continue;
         }
-        let old = manifest
+        let old = run
+            .manifest
             .models
             .get(&m.name)
             .and_then(|e| e.batch_id.clone());
-        let run_id = manifest.run_id.clone();
-        let set_id = |manifest: &mut crate::rundir::manifest::Manifest, id: Option<String>| {
-            if let Some(e) = manifest.models.get_mut(&m.name) {
+        let (dir, run_id) = (run.dir.clone(), run.manifest.run_id.clone());
+        let set_id = |run: &mut OpenRun, id: Option<String>| -> Result<()> {
+            if let Some(e) = run.manifest.models.get_mut(&m.name) {
                 e.batch_id = id;
             }
-            manifest
-                .write(run_dir)
-                .with_context(|| format!("cannot write the manifest in {}", run_dir.display()))
+            Ok(run.save()?)
         };
         let key = keys.get(&m.name).and_then(Option::as_ref);
         let driven = {
-            let mut save = |id: &str| set_id(manifest, Some(id.to_string()));
-            drive(plan, m, (run_dir, &run_id), key, old, &mut save, shutdown)?
+            let mut save = |id: &str| set_id(run, Some(id.to_string()));
+            drive(plan, m, (&dir, &run_id), key, old, &mut save, shutdown)?
         };
-        set_id(manifest, driven.batch_id)?;
+        set_id(run, driven.batch_id)?;
         ends.push((m.name.clone(), driven.end));
     }
     Ok(ends)

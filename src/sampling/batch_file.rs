@@ -10,7 +10,8 @@ use crate::client::{decode_reply, ApiError, ApiKey, ChatResponse, ErrorClass};
 use crate::config::ModelSettings;
 use crate::error::BadInput;
 use crate::plan::Plan;
-use crate::rundir::record::{checkpoint_path, CheckpointWriter, SampleIndex};
+use crate::rundir::record::{CheckpointWriter, SampleIndex};
+use crate::rundir::RunDir;
 use crate::sampling::{load_done, missing_work, request_for, Attempted, ModelEnd, Unit};
 use crate::util::{hex, now_rfc3339, printable, write_atomic, Lines, MAX_LINE};
 use anyhow::{Context, Result};
@@ -128,12 +129,17 @@ fn batch_body(
 /// Writes every unit still missing in `run_dir` as a batch request line to `out`, with the same
 /// body (seed, `n` grouping) the live runner would send; with a budget, only the requests whose
 /// worst case still fits it.
-pub fn export(plan: &Plan, run_dir: &Path, out: &Path) -> Result<Exported> {
+pub fn export(plan: &Plan, run_dir: &RunDir, out: &Path) -> Result<Exported> {
     export_for(plan, run_dir, out, None)
 }
 
 /// [`export`] of one model's units only (`only`), or of all models.
-pub fn export_for(plan: &Plan, run_dir: &Path, out: &Path, only: Option<&str>) -> Result<Exported> {
+pub fn export_for(
+    plan: &Plan,
+    run_dir: &RunDir,
+    out: &Path,
+    only: Option<&str>,
+) -> Result<Exported> {
     let index = plan.id_index();
     let budgets = crate::sampling::BudgetBook::open(&plan.settings, &plan.prepared, run_dir)?;
     let mut text = String::new();
@@ -144,7 +150,7 @@ pub fn export_for(plan: &Plan, run_dir: &Path, out: &Path, only: Option<&str>) -
     };
     let chosen = |m: &&ModelSettings| only.is_none_or(|name| m.name == name);
     for m in plan.settings.models.iter().filter(chosen) {
-        let done = load_done(&checkpoint_path(run_dir, &m.name), &index)?;
+        let done = load_done(&run_dir.checkpoint(&m.name), &index)?;
         let work: Vec<_> = missing_work(plan.prepared.len(), &m.sampling, &done).collect();
         let mut left: u64 = work.iter().map(|w| w.slots.len() as u64).sum();
         for w in work {
@@ -232,7 +238,7 @@ fn for_each_line(
 /// repeated request is an error naming the line. The file is read as a stream, twice.
 pub fn import(
     plan: &Plan,
-    run_dir: &Path,
+    run_dir: &RunDir,
     run_id: &str,
     file: &Path,
     keys: &[&ApiKey],
@@ -314,7 +320,7 @@ impl<'a> Checker<'a> {
 /// Checkpoint writers of an import, opened on first use, and what they recorded.
 struct Writers<'a> {
     plan: &'a Plan,
-    run_dir: &'a Path,
+    run_dir: &'a RunDir,
     run_id: &'a str,
     strip: Option<crate::grade::GradeConfig>,
     open: HashMap<usize, (CheckpointWriter, crate::sampling::DoneSet)>,
@@ -324,7 +330,7 @@ struct Writers<'a> {
 }
 
 impl<'a> Writers<'a> {
-    fn new(plan: &'a Plan, run_dir: &'a Path, run_id: &'a str) -> Writers<'a> {
+    fn new(plan: &'a Plan, run_dir: &'a RunDir, run_id: &'a str) -> Writers<'a> {
         Writers {
             plan,
             run_dir,
@@ -344,7 +350,7 @@ impl<'a> Writers<'a> {
         let (writer, done) = match self.open.entry(t.model) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
-                let path = checkpoint_path(self.run_dir, &m.name);
+                let path = self.run_dir.checkpoint(&m.name);
                 let done = load_done(&path, &self.plan.id_index())?;
                 e.insert((CheckpointWriter::open(&path)?, done))
             }

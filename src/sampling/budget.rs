@@ -4,7 +4,8 @@
 use crate::config::{ModelSettings, Settings};
 use crate::cost::{Ledger, Money};
 use crate::plan::Prepared;
-use crate::rundir::record::{checkpoint_path, read_lines, UnitOutcome};
+use crate::rundir::record::{read_lines, UnitOutcome};
+use crate::rundir::RunDir;
 use crate::util::id_index;
 use anyhow::Result;
 use std::collections::HashMap;
@@ -31,7 +32,11 @@ pub struct BudgetBook {
 
 impl BudgetBook {
     /// The budgets of `settings`' models (all of them: the run's ledger counts every model).
-    pub fn open(settings: &Settings, prepared: &[Prepared], run_dir: &Path) -> Result<BudgetBook> {
+    pub fn open(
+        settings: &Settings,
+        prepared: &[Prepared],
+        run_dir: &RunDir,
+    ) -> Result<BudgetBook> {
         let index = id_index(prepared.iter(), |p| p.id.as_str());
         let run_limit = settings.evaluation.max_cost;
         // Each priced model's checkpoint is read once: its spending counts on both ledgers.
@@ -41,7 +46,7 @@ impl BudgetBook {
             if price.budget().is_none() && run_limit.is_none() {
                 continue;
             }
-            let path = checkpoint_path(run_dir, &m.name);
+            let path = run_dir.checkpoint(&m.name);
             spent.push((
                 m,
                 price,

@@ -6,7 +6,7 @@ use crate::rundir::record::{read_lines, CheckpointError, CheckpointWriter};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 /// What a search needs of a reply: chat texts or a pooling reply, and its usage.
@@ -47,12 +47,6 @@ pub fn request_key(url: &str, body: &[u8]) -> String {
 }
 
 impl RequestCache {
-    /// Where a model's cache lives inside a run directory.
-    pub fn path(run_dir: &Path, model: &str) -> PathBuf {
-        let name = crate::util::path_component(model);
-        run_dir.join("cache").join(format!("{name}.jsonl"))
-    }
-
     /// Loads the replies of the searches not in `finished`; a torn last line is cut off.
     pub fn open(path: &Path, finished: &HashSet<String>) -> Result<RequestCache, CheckpointError> {
         // Opening the writer first cuts a torn last line, so appends never follow half a line.
@@ -99,7 +93,7 @@ mod tests {
     #[test]
     fn replies_survive_a_reopen_and_finished_searches_are_not_loaded() {
         let dir = tempfile::tempdir().unwrap();
-        let path = RequestCache::path(dir.path(), "m");
+        let path = crate::rundir::RunDir::at(dir.path()).cache("m");
         let c = RequestCache::open(&path, &HashSet::new()).unwrap();
         let reply = Cached {
             texts: vec!["x = 1".into()],

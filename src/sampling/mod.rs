@@ -15,10 +15,11 @@ pub mod batch_file;
 
 use crate::plan::Prepared;
 use crate::rundir::manifest::Status;
+use crate::rundir::RunDir;
 use budget::Budget;
 pub use budget::BudgetBook;
 pub use cache::{request_key, Cached, RequestCache};
-pub use search::{tree_path, SearchCtx};
+pub use search::SearchCtx;
 pub use units::{derive_seed, missing_work, DoneSet, WorkItem};
 
 use crate::client::retry::{Next, RetryPolicy};
@@ -28,7 +29,7 @@ use crate::cost::Money;
 use crate::error::{BadInput, ExitStatus};
 use crate::rundir::manifest::{CostEntry, Manifest, ModelManifest};
 use crate::rundir::record::{
-    checkpoint_path, read_lines, CheckpointWriter, RecordHead, RecordRef, SampleIndex, UnitOutcome,
+    read_lines, CheckpointWriter, RecordHead, RecordRef, SampleIndex, UnitOutcome,
 };
 use crate::util::{hex, id_index, now_rfc3339, printable, Shutdown};
 use anyhow::{Context, Result};
@@ -36,7 +37,7 @@ use pace::{AdaptiveLimit, Pace, Permit};
 use progress::{Counters, Mode, Reporter};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -590,7 +591,7 @@ pub fn load_done(path: &Path, index: &HashMap<&str, usize>) -> Result<DoneSet> {
 /// Inputs for sampling, resolved by the command layer.
 pub struct SamplingJob {
     pub settings: Settings,
-    pub run_dir: PathBuf,
+    pub run_dir: RunDir,
     pub run_id: String,
     pub prepared: Arc<Vec<Prepared>>,
     pub keys: HashMap<String, Option<ApiKey>>,
@@ -629,7 +630,7 @@ async fn sample_all_async(
     let mut handles = Vec::new();
     let mut bars = Vec::new();
     for m in &job.settings.models {
-        let path = checkpoint_path(&job.run_dir, &m.name);
+        let path = job.run_dir.checkpoint(&m.name);
         let done = load_done(&path, &index)?;
         let mut ctx = model_ctx(job, m, &path, shutdown)?;
         ctx.budget = job.budgets.budget(&m.name);
@@ -726,7 +727,7 @@ fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Op
         .filter(|(_, k)| *k >= 0)
         .map(|&(p, k)| search::unit_name(&job.prepared[p as usize].id, k as u32))
         .collect();
-    let cache = RequestCache::open(&RequestCache::path(&job.run_dir, &m.name), &finished)?;
+    let cache = RequestCache::open(&job.run_dir.cache(&m.name), &finished)?;
     Ok(Some(SearchCtx {
         settings: settings.clone(),
         inputs: sj.inputs.clone(),

@@ -8,6 +8,7 @@ use crate::client::retry::Next;
 use crate::client::{ApiError, ChatResponse, Client, ErrorClass, Usage};
 use crate::config::{Prefix, RewardMode, SearchSettings, JUDGE_MAX_TOKENS};
 use crate::rundir::record::{RecordRef, SampleIndex, SearchRecord, UnitOutcome};
+use crate::rundir::RunDir;
 use crate::search::requests::{
     judge_body, parse_pooling, parse_score, policy_body, pooling_body, prefix_text,
 };
@@ -15,10 +16,9 @@ use crate::search::sandbox::{Limits, Sandbox, Status};
 use crate::search::{
     CallFailed, Exec, Executor, Expand, Policy, Proposal, Reward, Score, SearchInput, SearchOutcome,
 };
-use crate::util::{now_rfc3339, path_component, write_atomic};
+use crate::util::{now_rfc3339, write_atomic};
 use sha2::{Digest, Sha256};
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,7 +33,7 @@ pub struct SearchCtx {
     pub reward: Option<Client>,
     pub sandbox: Sandbox,
     pub cache: RequestCache,
-    pub run_dir: PathBuf,
+    pub run_dir: RunDir,
     /// Per server (policy, reward): held by the first live call until a reply comes, so a bad
     /// key or unknown model costs one request, not one per concurrent search (as for sampling).
     pub first: [tokio::sync::Mutex<bool>; 2],
@@ -45,15 +45,6 @@ pub struct SearchCtx {
 /// The cache's name for a search: `<problem id>#<search index>` (the last `#` splits it).
 pub(super) fn unit_name(problem_id: &str, index: u32) -> String {
     format!("{problem_id}#{index}")
-}
-
-/// Where a search's tree is written, relative to the run directory. Problem ids (and any model
-/// name) that are not plain file names are made so by [`path_component`], which hashes them apart.
-pub fn tree_path(model: &str, problem_id: &str, index: u32) -> PathBuf {
-    Path::new("trees")
-        .join(&*path_component(model))
-        .join(&*path_component(problem_id))
-        .join(format!("{index}.json"))
 }
 
 /// Runs every missing search of one model, `concurrency` at a time.
@@ -557,7 +548,7 @@ impl Finished<'_> {
     fn write_success(&self, o: &SearchOutcome, state: &CallState) -> anyhow::Result<()> {
         let m = &self.ctx.settings;
         let prep = &self.ctx.prepared[self.problem];
-        let tree = tree_path(&m.name, &prep.id, self.index);
+        let tree = RunDir::tree_relative(&m.name, &prep.id, self.index);
         let mut stats = o.stats.clone();
         stats.replayed_calls = state.replayed;
         let file = TreeFile {
@@ -571,7 +562,7 @@ impl Finished<'_> {
             nodes: &o.tree.nodes,
         };
         write_atomic(
-            &self.sc.run_dir.join(&tree),
+            &self.sc.run_dir.resolve(&tree),
             &serde_json::to_vec_pretty(&file)?,
         )?;
         let search = SearchRecord {
@@ -602,35 +593,5 @@ impl Finished<'_> {
         r.outcome = UnitOutcome::Ok;
         r.search = Some(&search);
         Ok(self.ctx.writer.append_value(&r)?)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tree_paths_stay_inside_their_folder() {
-        assert_eq!(
-            tree_path("m+mcts", "p-1", 3),
-            Path::new("trees/m+mcts/p-1/3.json")
-        );
-        for odd in ["../../etc", "a/b", "", ".", "x".repeat(300).as_str()] {
-            let p = tree_path("m", odd, 0);
-            let dir = p.parent().unwrap().file_name().unwrap().to_str().unwrap();
-            assert!(
-                !dir.starts_with('.') && !dir.contains('/') && dir.len() < 90,
-                "{p:?}"
-            );
-            assert_eq!(p.components().count(), 4, "{p:?}");
-        }
-        assert_ne!(tree_path("m", "a/b", 0), tree_path("m", "a_b", 0));
-        for model in ["..", ".", "a/../..", ""] {
-            let p = tree_path(model, "..", 0);
-            assert!(p
-                .components()
-                .all(|c| matches!(c, std::path::Component::Normal(_))));
-            assert_eq!(p.components().count(), 4, "{p:?}");
-        }
     }
 }

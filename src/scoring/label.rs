@@ -12,6 +12,7 @@ use crate::plan::Plan;
 use crate::plan::Prepared;
 use crate::prompt::ChatMessage;
 use crate::rundir::record::read_records;
+use crate::rundir::RunDir;
 use crate::scoring::for_each_unit;
 use crate::scoring::steps::split;
 use anyhow::Result;
@@ -88,8 +89,8 @@ pub fn read_solutions(path: &Path) -> Result<Vec<Solution>> {
     Ok(out)
 }
 
-pub fn solutions_from_run(dir: &Path) -> Result<Vec<Solution>> {
-    let ck = dir.join("checkpoints");
+pub fn solutions_from_run(dir: &RunDir) -> Result<Vec<Solution>> {
+    let ck = dir.checkpoints_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&ck)
         .map_err(|e| {
             BadInput(format!(

@@ -14,8 +14,9 @@ use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::record::{
-    checkpoint_path, read_lines, read_records, Record, SampleIndex, SearchStats, UnitOutcome,
+    read_lines, read_records, Record, SampleIndex, SearchStats, UnitOutcome,
 };
+use crate::rundir::RunDir;
 use crate::scoring::judge::{
     judge_pending, render, response_hash, JudgeJob, JudgeStats, JudgeVerdicts,
 };
@@ -668,14 +669,14 @@ impl InOrder {
 }
 
 /// Re-grades a run directory offline: the config, dataset, limit and shard come from its manifest.
-pub fn load_run(run_dir: &Path) -> Result<RunResults> {
+pub fn load_run(run_dir: &RunDir) -> Result<RunResults> {
     load_run_with(run_dir, &[])
 }
 
 /// [`load_run`] with `--set` overrides applied to the stored config.
-pub fn load_run_with(run_dir: &Path, set: &[String]) -> Result<RunResults> {
-    let manifest = Manifest::read(run_dir)?;
-    let where_ = run_dir.join("manifest.json");
+pub fn load_run_with(run_dir: &RunDir, set: &[String]) -> Result<RunResults> {
+    let manifest = run_dir.read_manifest()?;
+    let where_ = run_dir.manifest_path();
     let raw_kept = manifest.config["evaluation"]["save_raw_responses"].as_bool() != Some(false);
     if let Some(o) = set
         .iter()
@@ -730,7 +731,7 @@ pub struct JudgeCall<'a> {
 /// seen (a run); without, only stored verdicts are used (offline re-scoring).
 pub fn score_run(
     plan: &Plan,
-    run_dir: &Path,
+    run_dir: &RunDir,
     manifest: Option<Manifest>,
     judge: Option<&JudgeCall>,
 ) -> Result<RunResults> {
@@ -747,7 +748,7 @@ pub fn score_run(
             judge: verdicts.as_ref(),
         };
         models.push(score_model(
-            &checkpoint_path(run_dir, &m.name),
+            &run_dir.checkpoint(&m.name),
             &m.name,
             &m.model_id,
             m.sampling.n,
@@ -758,6 +759,7 @@ pub fn score_run(
     let run_id = manifest.as_ref().map_or_else(
         || {
             run_dir
+                .path()
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default()
@@ -784,7 +786,7 @@ pub fn score_run(
 )]
 fn verdicts_for(
     plan: &Plan,
-    run_dir: &Path,
+    run_dir: &RunDir,
     m: &ModelSettings,
     grade: &GradeConfig,
     call: Option<&JudgeCall>,
@@ -798,11 +800,10 @@ fn verdicts_for(
     else {
         return Ok(None);
     };
-    let name = crate::util::path_component(&m.name);
-    let grades_path = run_dir.join("grades").join(format!("{name}.jsonl"));
+    let grades_path = run_dir.grades(&m.name);
     if let Some(call) = call {
         let unit = ModelUnits {
-            checkpoint: &checkpoint_path(run_dir, &m.name),
+            checkpoint: &run_dir.checkpoint(&m.name),
             problems: &plan.problems,
             n: m.sampling.n,
             greedy: m.sampling.greedy,
