@@ -385,7 +385,7 @@ mod tests {
         assert_eq!(on_disk.status, Status::Running);
         assert!(first.dir.checkpoints_dir().is_dir());
         // Held: a resume by another holder is refused and changes nothing.
-        let err = first.dir.clone().resume(|m| Ok::<_, RunDirError>(m));
+        let err = first.dir.clone().resume(Ok::<_, RunDirError>);
         assert!(matches!(err, Err(RunDirError::Lock(_))), "{err:?}");
         assert_eq!(first.dir.read_manifest().unwrap(), on_disk);
     }
