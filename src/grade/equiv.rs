@@ -1,7 +1,7 @@
 //! Answer-level equivalence: relations, labels, sets, tuples, intervals, matrices and scalars.
 
 use super::eval::{eval, exact, has_decimal, to_f64, C, POINTS};
-use super::expr::{parse, Node, RelOp};
+use super::expr::{parse, Expr, RelOp};
 use super::normalize::{normalize_latex, strip_styled_letters, text_form};
 use super::{GradeConfig, ListOrder, Percent, StyledLetters, Tolerance};
 use num_bigint::BigInt;
@@ -20,10 +20,10 @@ const MAX_PARSE_BYTES: usize = 8_000;
 const FLOAT_TOL: f64 = 1e-8;
 
 /// An extracted answer after normalisation and parsing.
-pub(super) struct Prepared {
+pub(super) struct ParsedAnswer {
     pub norm: String,
     pub text: String,
-    pub node: Option<Node>,
+    pub node: Option<Expr>,
     /// Written with `%` (or "percent"), which normalisation drops.
     pub percent: bool,
 }
@@ -32,12 +32,12 @@ pub(super) struct Prepared {
 static COMMA_PAIR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(-?\d+),(\d+)$").expect("static regex"));
 
-pub(super) fn prepare(raw: &str) -> Prepared {
+pub(super) fn prepare(raw: &str) -> ParsedAnswer {
     if raw.len() > MAX_NORMALIZE_BYTES {
         // Far too long to be a final answer: compare the text as is.
         let norm = raw.trim().to_string();
         let text = text_form(&norm);
-        return Prepared {
+        return ParsedAnswer {
             norm,
             text,
             node: None,
@@ -52,7 +52,7 @@ pub(super) fn prepare(raw: &str) -> Prepared {
     } else {
         parse(&norm).or_else(|| final_value(&norm)).map(simplify)
     };
-    Prepared {
+    ParsedAnswer {
         norm,
         text,
         node,
@@ -62,7 +62,7 @@ pub(super) fn prepare(raw: &str) -> Prepared {
 
 /// `\begin{…}…\end{…} = 3`, `17 \bmod 5 = 2`: when the whole does not parse, a constant after
 /// the last top-level `=` is the answer.
-fn final_value(norm: &str) -> Option<Node> {
+fn final_value(norm: &str) -> Option<Expr> {
     let b = norm.as_bytes();
     let mut depth = 0i32;
     let mut at = None;
@@ -80,7 +80,7 @@ fn final_value(norm: &str) -> Option<Node> {
     is_constant(&rhs).then_some(rhs)
 }
 
-pub(super) fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> bool {
+pub(super) fn equivalent_prepared(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig) -> bool {
     if plain_equivalent(a, b, cfg) {
         return true;
     }
@@ -89,7 +89,7 @@ pub(super) fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig)
         // `28\%` is also the number 0.28.
         let (pct, other) = if a.percent { (a, b) } else { (b, a) };
         if let (Some(x), Some(y)) = (&pct.node, &other.node) {
-            let hundredth = Node::Div(Box::new(x.clone()), Box::new(super::expr::int(100)));
+            let hundredth = Expr::Div(Box::new(x.clone()), Box::new(super::expr::int(100)));
             if is_scalar(x) && same(&hundredth, y, cfg) {
                 return true;
             }
@@ -120,7 +120,7 @@ pub(super) fn equivalent_prepared(a: &Prepared, b: &Prepared, cfg: &GradeConfig)
 }
 
 /// The options' letter a prepared answer names: its letter, or the option whose value it is.
-fn option_index(p: &Prepared, options: &[Prepared], cfg: &GradeConfig) -> Option<usize> {
+fn option_index(p: &ParsedAnswer, options: &[ParsedAnswer], cfg: &GradeConfig) -> Option<usize> {
     if let Some(c) = choice_letter(&p.text) {
         let i = (c as u8 - b'a') as usize;
         return (i < options.len()).then_some(i);
@@ -130,9 +130,9 @@ fn option_index(p: &Prepared, options: &[Prepared], cfg: &GradeConfig) -> Option
 
 /// Multiple choice with known options: `Some(same)` when both answers name an option.
 pub(super) fn same_option(
-    gold: &Prepared,
-    pred: &Prepared,
-    options: &[Prepared],
+    gold: &ParsedAnswer,
+    pred: &ParsedAnswer,
+    options: &[ParsedAnswer],
     cfg: &GradeConfig,
 ) -> Option<bool> {
     if options.is_empty() {
@@ -166,7 +166,7 @@ pub(super) fn strip_option_label(o: &str) -> &str {
     t
 }
 
-fn plain_equivalent(a: &Prepared, b: &Prepared, cfg: &GradeConfig) -> bool {
+fn plain_equivalent(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig) -> bool {
     if !a.text.is_empty() && a.text == b.text {
         return true;
     }
@@ -227,22 +227,22 @@ fn choice_letter(text: &str) -> Option<char> {
 }
 
 /// Rewrites a parsed answer into comparison form: `±` expanded, chains reduced, matrices folded.
-pub(super) fn simplify(n: Node) -> Node {
+pub(super) fn simplify(n: Expr) -> Expr {
     match n {
-        Node::List(v) => Node::List(v.into_iter().flat_map(expand_item).collect()),
-        Node::Set(v) => Node::Set(v.into_iter().flat_map(expand_item).collect()),
+        Expr::List(v) => Expr::List(v.into_iter().flat_map(expand_item).collect()),
+        Expr::Set(v) => Expr::Set(v.into_iter().flat_map(expand_item).collect()),
         other => {
             let mut items = expand_item(other);
             if items.len() == 1 {
-                items.pop().unwrap_or(Node::List(vec![]))
+                items.pop().unwrap_or(Expr::List(vec![]))
             } else {
-                Node::Set(items)
+                Expr::Set(items)
             }
         }
     }
 }
 
-fn expand_item(n: Node) -> Vec<Node> {
+fn expand_item(n: Expr) -> Vec<Expr> {
     let n = reduce(n);
     if count_pm(&n) > MAX_PM || count_pm(&n) == 0 {
         return vec![n];
@@ -250,12 +250,12 @@ fn expand_item(n: Node) -> Vec<Node> {
     expand_pm(&n)
 }
 
-fn count_pm(n: &Node) -> usize {
+fn count_pm(n: &Expr) -> usize {
     match n {
-        Node::Pm(a, b) => 1 + count_pm(a) + count_pm(b),
-        Node::Neg(a) | Node::Fact(a) => count_pm(a),
-        Node::Div(a, b) | Node::Pow(a, b) => count_pm(a) + count_pm(b),
-        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) | Node::Rel(v, _) => {
+        Expr::Pm(a, b) => 1 + count_pm(a) + count_pm(b),
+        Expr::Neg(a) | Expr::Fact(a) => count_pm(a),
+        Expr::Div(a, b) | Expr::Pow(a, b) => count_pm(a) + count_pm(b),
+        Expr::Add(v) | Expr::Mul(v) | Expr::Call(_, v) | Expr::Rel(v, _) => {
             v.iter().map(count_pm).sum()
         }
         _ => 0,
@@ -263,9 +263,9 @@ fn count_pm(n: &Node) -> usize {
 }
 
 /// Every sign choice of the `±` signs in `n`.
-fn expand_pm(n: &Node) -> Vec<Node> {
-    let many = |v: &[Node], build: &dyn Fn(Vec<Node>) -> Node| -> Vec<Node> {
-        let mut acc: Vec<Vec<Node>> = vec![Vec::new()];
+fn expand_pm(n: &Expr) -> Vec<Expr> {
+    let many = |v: &[Expr], build: &dyn Fn(Vec<Expr>) -> Expr| -> Vec<Expr> {
+        let mut acc: Vec<Vec<Expr>> = vec![Vec::new()];
         for x in v {
             let opts = expand_pm(x);
             acc = acc
@@ -282,46 +282,46 @@ fn expand_pm(n: &Node) -> Vec<Node> {
         acc.into_iter().map(build).collect()
     };
     match n {
-        Node::Pm(a, b) => {
+        Expr::Pm(a, b) => {
             let mut out = Vec::new();
             for x in expand_pm(a) {
                 for y in expand_pm(b) {
-                    out.push(Node::Add(vec![x.clone(), y.clone()]));
-                    out.push(Node::Add(vec![x.clone(), Node::Neg(Box::new(y))]));
+                    out.push(Expr::Add(vec![x.clone(), y.clone()]));
+                    out.push(Expr::Add(vec![x.clone(), Expr::Neg(Box::new(y))]));
                 }
             }
             out
         }
-        Node::Neg(a) => expand_pm(a)
+        Expr::Neg(a) => expand_pm(a)
             .into_iter()
-            .map(|x| Node::Neg(Box::new(x)))
+            .map(|x| Expr::Neg(Box::new(x)))
             .collect(),
-        Node::Fact(a) => expand_pm(a)
+        Expr::Fact(a) => expand_pm(a)
             .into_iter()
-            .map(|x| Node::Fact(Box::new(x)))
+            .map(|x| Expr::Fact(Box::new(x)))
             .collect(),
-        Node::Div(a, b) => many(&[(**a).clone(), (**b).clone()], &|mut v| {
-            let d = v.pop().unwrap_or(Node::List(vec![]));
-            let n = v.pop().unwrap_or(Node::List(vec![]));
-            Node::Div(Box::new(n), Box::new(d))
+        Expr::Div(a, b) => many(&[(**a).clone(), (**b).clone()], &|mut v| {
+            let d = v.pop().unwrap_or(Expr::List(vec![]));
+            let n = v.pop().unwrap_or(Expr::List(vec![]));
+            Expr::Div(Box::new(n), Box::new(d))
         }),
-        Node::Pow(a, b) => many(&[(**a).clone(), (**b).clone()], &|mut v| {
-            let e = v.pop().unwrap_or(Node::List(vec![]));
-            let b = v.pop().unwrap_or(Node::List(vec![]));
-            Node::Pow(Box::new(b), Box::new(e))
+        Expr::Pow(a, b) => many(&[(**a).clone(), (**b).clone()], &|mut v| {
+            let e = v.pop().unwrap_or(Expr::List(vec![]));
+            let b = v.pop().unwrap_or(Expr::List(vec![]));
+            Expr::Pow(Box::new(b), Box::new(e))
         }),
-        Node::Add(v) => many(v, &Node::Add),
-        Node::Mul(v) => many(v, &Node::Mul),
-        Node::Call(name, v) => many(v, &|args| Node::Call(name.clone(), args)),
-        Node::Rel(v, ops) => many(v, &|parts| Node::Rel(parts, ops.clone())),
+        Expr::Add(v) => many(v, &Expr::Add),
+        Expr::Mul(v) => many(v, &Expr::Mul),
+        Expr::Call(name, v) => many(v, &|args| Expr::Call(name.clone(), args)),
+        Expr::Rel(v, ops) => many(v, &|parts| Expr::Rel(parts, ops.clone())),
         other => vec![other.clone()],
     }
 }
 
 /// Reduces relation chains (`x = 5+5 = 10` → `x = 10`, `a < x < b` → interval, `x ∈ S` → `S`).
-fn reduce(n: Node) -> Node {
+fn reduce(n: Expr) -> Expr {
     match n {
-        Node::Rel(mut parts, mut ops) => {
+        Expr::Rel(mut parts, mut ops) => {
             // `= … ≈ 11` and `\frac{\sqrt3}{3} ≈ 0.577`: the exact value is the answer;
             // `x ≈ 11` alone is an equation.
             while ops.last() == Some(&RelOp::Approx)
@@ -332,7 +332,7 @@ fn reduce(n: Node) -> Node {
                 parts.pop();
             }
             if ops.is_empty() {
-                return parts.pop().map(reduce).unwrap_or(Node::List(vec![]));
+                return parts.pop().map(reduce).unwrap_or(Expr::List(vec![]));
             }
             for op in ops.iter_mut() {
                 if *op == RelOp::Approx {
@@ -340,12 +340,12 @@ fn reduce(n: Node) -> Node {
                 }
             }
             if ops.len() == 1 && ops[0] == RelOp::In && is_label(&parts[0]) {
-                return parts.pop().map(reduce).unwrap_or(Node::List(vec![]));
+                return parts.pop().map(reduce).unwrap_or(Expr::List(vec![]));
             }
             if ops.len() > 1 && ops.iter().all(|o| *o == RelOp::Eq) {
-                let last = parts.pop().unwrap_or(Node::List(vec![]));
+                let last = parts.pop().unwrap_or(Expr::List(vec![]));
                 let first = parts.swap_remove(0);
-                return Node::Rel(vec![first, last], vec![RelOp::Eq]);
+                return Expr::Rel(vec![first, last], vec![RelOp::Eq]);
             }
             let lower = |o: RelOp| matches!(o, RelOp::Lt | RelOp::Le);
             let upper = |o: RelOp| matches!(o, RelOp::Gt | RelOp::Ge);
@@ -364,41 +364,41 @@ fn reduce(n: Node) -> Node {
                     (lo_closed, hi_closed) = (o2 == RelOp::Ge, o1 == RelOp::Ge);
                 }
                 // `a ≤ |z| ≤ b` with `a ≥ 0` is `[-b, -a] ∪ [a, b]`.
-                if matches!(&parts[1], Node::Call(f, _) if f == "abs")
+                if matches!(&parts[1], Expr::Call(f, _) if f == "abs")
                     && exact(&lo).is_some_and(|q| !q.is_negative())
                 {
-                    let neg = |n: &Node| Node::Neg(Box::new(n.clone()));
-                    let left = Node::Interval(
+                    let neg = |n: &Expr| Expr::Neg(Box::new(n.clone()));
+                    let left = Expr::Interval(
                         hi_closed,
                         Box::new(neg(&hi)),
                         Box::new(neg(&lo)),
                         lo_closed,
                     );
-                    let right = Node::Interval(lo_closed, Box::new(lo), Box::new(hi), hi_closed);
-                    return Node::Union(vec![left, right]);
+                    let right = Expr::Interval(lo_closed, Box::new(lo), Box::new(hi), hi_closed);
+                    return Expr::Union(vec![left, right]);
                 }
-                return Node::Interval(lo_closed, Box::new(lo), Box::new(hi), hi_closed);
+                return Expr::Interval(lo_closed, Box::new(lo), Box::new(hi), hi_closed);
             }
-            Node::Rel(parts, ops)
+            Expr::Rel(parts, ops)
         }
-        Node::Add(v) => matrix_sum(&v).unwrap_or(Node::Add(v)),
-        Node::Mul(v) => matrix_product(&v).unwrap_or(Node::Mul(v)),
+        Expr::Add(v) => matrix_sum(&v).unwrap_or(Expr::Add(v)),
+        Expr::Mul(v) => matrix_product(&v).unwrap_or(Expr::Mul(v)),
         other => other,
     }
 }
 
-fn as_matrix(n: &Node) -> Option<&Vec<Vec<Node>>> {
+fn as_matrix(n: &Expr) -> Option<&Vec<Vec<Expr>>> {
     match n {
-        Node::Matrix(m) => Some(m),
+        Expr::Matrix(m) => Some(m),
         _ => None,
     }
 }
 
 /// `A + B` of equally shaped matrices, entry by entry.
-fn matrix_sum(v: &[Node]) -> Option<Node> {
-    let ms: Vec<&Vec<Vec<Node>>> = v.iter().map(as_matrix).collect::<Option<_>>()?;
+fn matrix_sum(v: &[Expr]) -> Option<Expr> {
+    let ms: Vec<&Vec<Vec<Expr>>> = v.iter().map(as_matrix).collect::<Option<_>>()?;
     let first = ms.first()?;
-    let shape = |m: &Vec<Vec<Node>>| m.iter().map(Vec::len).collect::<Vec<_>>();
+    let shape = |m: &Vec<Vec<Expr>>| m.iter().map(Vec::len).collect::<Vec<_>>();
     if ms.iter().any(|m| shape(m) != shape(first)) {
         return None;
     }
@@ -407,24 +407,24 @@ fn matrix_sum(v: &[Node]) -> Option<Node> {
         .enumerate()
         .map(|(i, r)| {
             (0..r.len())
-                .map(|j| Node::Add(ms.iter().map(|m| m[i][j].clone()).collect()))
+                .map(|j| Expr::Add(ms.iter().map(|m| m[i][j].clone()).collect()))
                 .collect()
         })
         .collect();
-    Some(Node::Matrix(rows))
+    Some(Expr::Matrix(rows))
 }
 
 /// Products of matrices and scalars, when the shapes allow it.
-fn matrix_product(v: &[Node]) -> Option<Node> {
-    if !v.iter().any(|x| matches!(x, Node::Matrix(_))) {
+fn matrix_product(v: &[Expr]) -> Option<Expr> {
+    if !v.iter().any(|x| matches!(x, Expr::Matrix(_))) {
         return None;
     }
-    let mut scalar: Vec<Node> = Vec::new();
-    let mut acc: Option<Vec<Vec<Node>>> = None;
+    let mut scalar: Vec<Expr> = Vec::new();
+    let mut acc: Option<Vec<Vec<Expr>>> = None;
     for x in v {
         match (x, acc.take()) {
-            (Node::Matrix(m), None) => acc = Some(m.clone()),
-            (Node::Matrix(b), Some(a)) => {
+            (Expr::Matrix(m), None) => acc = Some(m.clone()),
+            (Expr::Matrix(b), Some(a)) => {
                 let inner = a.first()?.len();
                 if b.len() != inner || a.iter().any(|r| r.len() != inner) {
                     return None;
@@ -438,9 +438,9 @@ fn matrix_product(v: &[Node]) -> Option<Node> {
                     .map(|row| {
                         (0..cols)
                             .map(|j| {
-                                Node::Add(
+                                Expr::Add(
                                     (0..inner)
-                                        .map(|k| Node::Mul(vec![row[k].clone(), b[k][j].clone()]))
+                                        .map(|k| Expr::Mul(vec![row[k].clone(), b[k][j].clone()]))
                                         .collect(),
                                 )
                             })
@@ -458,71 +458,71 @@ fn matrix_product(v: &[Node]) -> Option<Node> {
     }
     let m = acc?;
     if scalar.is_empty() {
-        return Some(Node::Matrix(m));
+        return Some(Expr::Matrix(m));
     }
     let scaled = m
         .into_iter()
         .map(|r| {
             r.into_iter()
-                .map(|e| Node::Mul(scalar.iter().cloned().chain([e]).collect()))
+                .map(|e| Expr::Mul(scalar.iter().cloned().chain([e]).collect()))
                 .collect()
         })
         .collect();
-    Some(Node::Matrix(scaled))
+    Some(Expr::Matrix(scaled))
 }
 
 /// A name-like side of an equation (`x`, `f(x)`, `|AB|`, `(p,q)`, `V_1:V_2`): no numbers, no sums.
-pub(super) fn is_label(n: &Node) -> bool {
+pub(super) fn is_label(n: &Expr) -> bool {
     match n {
-        Node::Sym(_) | Node::Pi | Node::E | Node::I => true,
-        Node::Mul(v) | Node::Tuple(v) | Node::Ratio(v) => v.iter().all(is_label),
-        Node::Div(a, b) => is_label(a) && is_label(b),
-        Node::Call(_, v) => v.iter().all(is_label),
-        Node::Pow(a, _) => is_label(a),
+        Expr::Sym(_) | Expr::Pi | Expr::E | Expr::I => true,
+        Expr::Mul(v) | Expr::Tuple(v) | Expr::Ratio(v) => v.iter().all(is_label),
+        Expr::Div(a, b) => is_label(a) && is_label(b),
+        Expr::Call(_, v) => v.iter().all(is_label),
+        Expr::Pow(a, _) => is_label(a),
         _ => false,
     }
 }
 
-fn is_constant(n: &Node) -> bool {
+fn is_constant(n: &Expr) -> bool {
     match n {
-        Node::Num(..) | Node::Pi | Node::E | Node::I => true,
-        Node::Sym(_) => false,
-        Node::Neg(a) | Node::Fact(a) => is_constant(a),
-        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) => v.iter().all(is_constant),
-        Node::Div(a, b) | Node::Pow(a, b) => is_constant(a) && is_constant(b),
+        Expr::Num(..) | Expr::Pi | Expr::E | Expr::I => true,
+        Expr::Sym(_) => false,
+        Expr::Neg(a) | Expr::Fact(a) => is_constant(a),
+        Expr::Add(v) | Expr::Mul(v) | Expr::Call(_, v) => v.iter().all(is_constant),
+        Expr::Div(a, b) | Expr::Pow(a, b) => is_constant(a) && is_constant(b),
         // Only as a determinant's argument, the one place a matrix sits inside a scalar.
-        Node::Matrix(rows) => rows.iter().flatten().all(is_constant),
+        Expr::Matrix(rows) => rows.iter().flatten().all(is_constant),
         _ => false,
     }
 }
 
 /// `\gcd(12, 18)`: built of numbers and named operations, no unknowns.
-fn no_variables(n: &Node) -> bool {
+fn no_variables(n: &Expr) -> bool {
     match n {
-        Node::Num(..) | Node::Pi | Node::E | Node::I => true,
-        Node::Sym(s) => s.starts_with('\\'),
-        Node::Neg(a) | Node::Fact(a) => no_variables(a),
-        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) | Node::Tuple(v) | Node::List(v) => {
+        Expr::Num(..) | Expr::Pi | Expr::E | Expr::I => true,
+        Expr::Sym(s) => s.starts_with('\\'),
+        Expr::Neg(a) | Expr::Fact(a) => no_variables(a),
+        Expr::Add(v) | Expr::Mul(v) | Expr::Call(_, v) | Expr::Tuple(v) | Expr::List(v) => {
             v.iter().all(no_variables)
         }
-        Node::Div(a, b) | Node::Pow(a, b) => no_variables(a) && no_variables(b),
-        Node::Matrix(rows) => rows.iter().flatten().all(no_variables),
+        Expr::Div(a, b) | Expr::Pow(a, b) => no_variables(a) && no_variables(b),
+        Expr::Matrix(rows) => rows.iter().flatten().all(no_variables),
         _ => false,
     }
 }
 
 /// `y` or `f(x)`: a name for a function's value, so `y = 2x+3` and `f(x) = 2x+3` agree.
-fn is_dependent_name(n: &Node) -> bool {
+fn is_dependent_name(n: &Expr) -> bool {
     match n {
-        Node::Sym(_) => true,
-        Node::Call(_, v) => v.len() == 1 && matches!(v[0], Node::Sym(_)),
+        Expr::Sym(_) => true,
+        Expr::Call(_, v) => v.len() == 1 && matches!(v[0], Expr::Sym(_)),
         _ => false,
     }
 }
 
 /// The value an equation states, when it names one (`x = 4` → `4`, `1/2 = 10/9` → `10/9`).
-fn stated_value(n: &Node) -> Option<&Node> {
-    if let Node::Rel(parts, ops) = n {
+fn stated_value(n: &Expr) -> Option<&Expr> {
+    if let Expr::Rel(parts, ops) = n {
         if ops.len() == 1 && ops[0] == RelOp::Eq {
             let (l, r) = (&parts[0], &parts[1]);
             let known = is_constant(r) && (is_constant(l) || no_variables(l));
@@ -535,8 +535,8 @@ fn stated_value(n: &Node) -> Option<&Node> {
 }
 
 /// `x ≤ 3` as the interval `(-∞, 3]` (and the like), when one side is a name and the other constant.
-fn rel_interval(n: &Node) -> Option<Node> {
-    let Node::Rel(parts, ops) = n else {
+fn rel_interval(n: &Expr) -> Option<Expr> {
+    let Expr::Rel(parts, ops) = n else {
         return None;
     };
     if ops.len() != 1 {
@@ -558,49 +558,49 @@ fn rel_interval(n: &Node) -> Option<Node> {
         return None;
     };
     let b = Box::new(bound.clone());
-    let inf = || Box::new(Node::Inf);
-    let neg_inf = || Box::new(Node::Neg(Box::new(Node::Inf)));
+    let inf = || Box::new(Expr::Inf);
+    let neg_inf = || Box::new(Expr::Neg(Box::new(Expr::Inf)));
     Some(match op {
-        RelOp::Lt => Node::Interval(false, neg_inf(), b, false),
-        RelOp::Le => Node::Interval(false, neg_inf(), b, true),
-        RelOp::Gt => Node::Interval(false, b, inf(), false),
-        RelOp::Ge => Node::Interval(true, b, inf(), false),
+        RelOp::Lt => Expr::Interval(false, neg_inf(), b, false),
+        RelOp::Le => Expr::Interval(false, neg_inf(), b, true),
+        RelOp::Gt => Expr::Interval(false, b, inf(), false),
+        RelOp::Ge => Expr::Interval(true, b, inf(), false),
         _ => return None,
     })
 }
 
-fn is_range(n: &Node) -> bool {
-    matches!(n, Node::Interval(..)) || matches!(n, Node::Tuple(v) if v.len() == 2)
+fn is_range(n: &Expr) -> bool {
+    matches!(n, Expr::Interval(..)) || matches!(n, Expr::Tuple(v) if v.len() == 2)
 }
 
-fn elems(n: &Node) -> Option<&[Node]> {
+fn elems(n: &Expr) -> Option<&[Expr]> {
     match n {
-        Node::List(v) | Node::Set(v) => Some(v),
+        Expr::List(v) | Expr::Set(v) => Some(v),
         _ => None,
     }
 }
 
 /// Structural equivalence of two prepared answer trees.
-pub(super) fn same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
+pub(super) fn same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
     same_depth(a, b, cfg, 0)
 }
 
-fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
+fn same_depth(a: &Expr, b: &Expr, cfg: &GradeConfig, depth: usize) -> bool {
     if depth > 40 {
         // Too deep to compare by meaning: identical structure is still the same answer.
         return a == b;
     }
-    let eq = |x: &Node, y: &Node| same_depth(x, y, cfg, depth + 1);
+    let eq = |x: &Expr, y: &Expr| same_depth(x, y, cfg, depth + 1);
     let ordered =
-        |x: &[Node], y: &[Node]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| eq(p, q));
+        |x: &[Expr], y: &[Expr]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| eq(p, q));
     match (a, b) {
-        (Node::Rel(..), Node::Rel(..)) => {
+        (Expr::Rel(..), Expr::Rel(..)) => {
             if rel_same(a, b, cfg) {
                 return true;
             }
             match (stated_value(a), stated_value(b)) {
                 (Some(x), Some(y)) => {
-                    let (Node::Rel(p, _), Node::Rel(q, _)) = (a, b) else {
+                    let (Expr::Rel(p, _), Expr::Rel(q, _)) = (a, b) else {
                         return false;
                     };
                     let same_name = text_key(&p[0]) == text_key(&q[0]);
@@ -613,16 +613,16 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
                 _ => false,
             }
         }
-        (Node::Rel(..), _) => {
+        (Expr::Rel(..), _) => {
             stated_value(a).is_some_and(|x| eq(x, b))
                 || (is_range(b) && rel_interval(a).is_some_and(|x| eq(&x, b)))
         }
-        (_, Node::Rel(..)) => {
+        (_, Expr::Rel(..)) => {
             stated_value(b).is_some_and(|y| eq(a, y))
                 || (is_range(a) && rel_interval(b).is_some_and(|y| eq(a, &y)))
         }
-        (Node::List(x), Node::Tuple(y)) | (Node::Tuple(x), Node::List(y)) => ordered(x, y),
-        (Node::List(x), Node::List(y)) if cfg.policy.list_order == ListOrder::AsWritten => {
+        (Expr::List(x), Expr::Tuple(y)) | (Expr::Tuple(x), Expr::List(y)) => ordered(x, y),
+        (Expr::List(x), Expr::List(y)) if cfg.policy.list_order == ListOrder::AsWritten => {
             ordered(x, y)
         }
         _ if elems(a).is_some() || elems(b).is_some() => {
@@ -635,25 +635,25 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
             x.iter().all(|p| y.iter().any(|q| eq(p, q)))
                 && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
         }
-        (Node::Tuple(x), Node::Tuple(y)) => ordered(x, y),
-        (Node::Ratio(x), Node::Ratio(y)) => ordered(x, y) || same_clock_time(x, y),
+        (Expr::Tuple(x), Expr::Tuple(y)) => ordered(x, y),
+        (Expr::Ratio(x), Expr::Ratio(y)) => ordered(x, y) || same_clock_time(x, y),
         // `3:4` is the number 3/4.
-        (Node::Ratio(r), s) | (s, Node::Ratio(r)) if r.len() == 2 && is_scalar(s) => {
-            let q = Node::Div(Box::new(r[0].clone()), Box::new(r[1].clone()));
+        (Expr::Ratio(r), s) | (s, Expr::Ratio(r)) if r.len() == 2 && is_scalar(s) => {
+            let q = Expr::Div(Box::new(r[0].clone()), Box::new(r[1].clone()));
             eq(&q, s)
         }
-        (Node::Tuple(t), Node::Interval(lc, lo, hi, hc))
-        | (Node::Interval(lc, lo, hi, hc), Node::Tuple(t)) => {
+        (Expr::Tuple(t), Expr::Interval(lc, lo, hi, hc))
+        | (Expr::Interval(lc, lo, hi, hc), Expr::Tuple(t)) => {
             !*lc && !*hc && t.len() == 2 && eq(&t[0], lo) && eq(&t[1], hi)
         }
-        (Node::Interval(c1, a1, b1, d1), Node::Interval(c2, a2, b2, d2)) => {
+        (Expr::Interval(c1, a1, b1, d1), Expr::Interval(c2, a2, b2, d2)) => {
             c1 == c2 && d1 == d2 && eq(a1, a2) && eq(b1, b2)
         }
-        (Node::Union(x), Node::Union(y)) => {
+        (Expr::Union(x), Expr::Union(y)) => {
             x.iter().all(|p| y.iter().any(|q| eq(p, q)))
                 && y.iter().all(|q| x.iter().any(|p| eq(p, q)))
         }
-        (Node::Matrix(x), Node::Matrix(y)) => {
+        (Expr::Matrix(x), Expr::Matrix(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(r, s)| ordered(r, s))
         }
         _ if is_scalar(a) && is_scalar(b) => scalar_same(a, b, cfg),
@@ -662,9 +662,9 @@ fn same_depth(a: &Node, b: &Node, cfg: &GradeConfig, depth: usize) -> bool {
 }
 
 /// `20:34` and `20:34:00` are the same clock time.
-fn same_clock_time(x: &[Node], y: &[Node]) -> bool {
+fn same_clock_time(x: &[Expr], y: &[Expr]) -> bool {
     let (short, long) = if x.len() < y.len() { (x, y) } else { (y, x) };
-    let value = |n: &Node| exact(n).filter(|q| q.is_integer() && !q.is_negative());
+    let value = |n: &Expr| exact(n).filter(|q| q.is_integer() && !q.is_negative());
     short.len() == 2
         && long.len() == 3
         && value(&long[2]).is_some_and(|q| q == BigRational::from_integer(BigInt::from(0)))
@@ -674,29 +674,29 @@ fn same_clock_time(x: &[Node], y: &[Node]) -> bool {
             .all(|(p, q)| value(p).is_some() && value(p) == value(q))
 }
 
-fn is_scalar(n: &Node) -> bool {
+fn is_scalar(n: &Expr) -> bool {
     !matches!(
         n,
-        Node::Tuple(_)
-            | Node::List(_)
-            | Node::Set(_)
-            | Node::Ratio(_)
-            | Node::Union(_)
-            | Node::Interval(..)
-            | Node::Matrix(_)
-            | Node::Rel(..)
-            | Node::Pm(..)
+        Expr::Tuple(_)
+            | Expr::List(_)
+            | Expr::Set(_)
+            | Expr::Ratio(_)
+            | Expr::Union(_)
+            | Expr::Interval(..)
+            | Expr::Matrix(_)
+            | Expr::Rel(..)
+            | Expr::Pm(..)
     )
 }
 
-fn text_key(n: &Node) -> String {
+fn text_key(n: &Expr) -> String {
     format!("{n:?}")
 }
 
-fn inf_sign(n: &Node) -> Option<i8> {
+fn inf_sign(n: &Expr) -> Option<i8> {
     match n {
-        Node::Inf => Some(1),
-        Node::Neg(a) => inf_sign(a).map(|s| -s),
+        Expr::Inf => Some(1),
+        Expr::Neg(a) => inf_sign(a).map(|s| -s),
         _ => None,
     }
 }
@@ -706,7 +706,7 @@ fn close(a: C, b: C, tol: f64) -> bool {
     d <= tol * a.abs().max(b.abs()) || d <= 1e-12
 }
 
-fn scalar_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
+fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
     if let (Some(x), Some(y)) = (inf_sign(a), inf_sign(b)) {
         return x == y;
     }
@@ -765,8 +765,8 @@ fn canon_op(op: RelOp) -> (RelOp, bool) {
 }
 
 /// `lhs - rhs` with the operator oriented as `<`/`≤` where needed.
-fn rel_form(n: &Node) -> Option<(Node, RelOp)> {
-    let Node::Rel(parts, ops) = n else {
+fn rel_form(n: &Expr) -> Option<(Expr, RelOp)> {
+    let Expr::Rel(parts, ops) = n else {
         return None;
     };
     if ops.len() != 1 {
@@ -782,14 +782,14 @@ fn rel_form(n: &Node) -> Option<(Node, RelOp)> {
         return None;
     }
     Some((
-        Node::Add(vec![l.clone(), Node::Neg(Box::new(r.clone()))]),
+        Expr::Add(vec![l.clone(), Expr::Neg(Box::new(r.clone()))]),
         op,
     ))
 }
 
 /// Relations are equal when their `lhs - rhs` differ by a constant factor (positive for inequalities).
-fn rel_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
-    if let (Node::Rel(p, o1), Node::Rel(q, o2)) = (a, b) {
+fn rel_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
+    if let (Expr::Rel(p, o1), Expr::Rel(q, o2)) = (a, b) {
         if o1.len() > 1 || o2.len() > 1 {
             let forward =
                 o1 == o2 && p.len() == q.len() && p.iter().zip(q).all(|(x, y)| same(x, y, cfg));
@@ -835,7 +835,7 @@ fn rel_same(a: &Node, b: &Node, cfg: &GradeConfig) -> bool {
 }
 
 /// Voting key: equal keys for answers in the same cheaply decidable equivalence class.
-pub(super) fn key(p: &Prepared) -> String {
+pub(super) fn key(p: &ParsedAnswer) -> String {
     // Letter-only answers ("Evelyn", "odd") are text, compared case-insensitively.
     if !p.text.is_empty() && p.text.chars().all(char::is_alphabetic) {
         return format!("t:{}", p.text);
@@ -846,17 +846,17 @@ pub(super) fn key(p: &Prepared) -> String {
     }
 }
 
-fn node_key(n: &Node, depth: usize) -> String {
+fn node_key(n: &Expr, depth: usize) -> String {
     if depth > 20 {
         return format!("{n:?}");
     }
-    let k = |x: &Node| node_key(x, depth + 1);
+    let k = |x: &Expr| node_key(x, depth + 1);
     match n {
-        Node::Rel(..) => match stated_value(n) {
+        Expr::Rel(..) => match stated_value(n) {
             Some(v) => k(v),
             None => format!("rel:{n:?}"),
         },
-        Node::List(v) | Node::Set(v) => {
+        Expr::List(v) | Expr::Set(v) => {
             let mut ks: Vec<String> = v.iter().map(k).collect();
             ks.sort();
             ks.dedup();
@@ -865,9 +865,9 @@ fn node_key(n: &Node, depth: usize) -> String {
             }
             format!("{{{}}}", ks.join(","))
         }
-        Node::Tuple(v) => format!("({})", v.iter().map(k).collect::<Vec<_>>().join(",")),
-        Node::Ratio(v) => format!("r({})", v.iter().map(k).collect::<Vec<_>>().join(":")),
-        Node::Interval(a, lo, hi, b) => {
+        Expr::Tuple(v) => format!("({})", v.iter().map(k).collect::<Vec<_>>().join(",")),
+        Expr::Ratio(v) => format!("r({})", v.iter().map(k).collect::<Vec<_>>().join(":")),
+        Expr::Interval(a, lo, hi, b) => {
             format!(
                 "{}{},{}{}",
                 if *a { '[' } else { '(' },
@@ -876,12 +876,12 @@ fn node_key(n: &Node, depth: usize) -> String {
                 if *b { ']' } else { ')' }
             )
         }
-        Node::Union(v) => {
+        Expr::Union(v) => {
             let mut ks: Vec<String> = v.iter().map(k).collect();
             ks.sort();
             format!("U({})", ks.join(","))
         }
-        Node::Matrix(rows) => format!(
+        Expr::Matrix(rows) => format!(
             "M[{}]",
             rows.iter()
                 .map(|r| r.iter().map(k).collect::<Vec<_>>().join(","))

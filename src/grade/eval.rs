@@ -1,6 +1,6 @@
 //! Evaluation of expression trees: exact rationals where possible, complex floats at sample points.
 
-use super::expr::Node;
+use super::expr::Expr;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, ToPrimitive, Zero};
@@ -185,11 +185,11 @@ pub(super) fn to_f64(q: &BigRational) -> Option<f64> {
 }
 
 /// Exact rational value, when the tree is a rational number.
-pub(super) fn exact(n: &Node) -> Option<BigRational> {
+pub(super) fn exact(n: &Expr) -> Option<BigRational> {
     Some(match n {
-        Node::Num(q, _) => q.clone(),
-        Node::Neg(a) => -exact(a)?,
-        Node::Add(v) => {
+        Expr::Num(q, _) => q.clone(),
+        Expr::Neg(a) => -exact(a)?,
+        Expr::Add(v) => {
             let mut acc = BigRational::zero();
             for x in v {
                 acc += exact(x)?;
@@ -197,7 +197,7 @@ pub(super) fn exact(n: &Node) -> Option<BigRational> {
             }
             acc
         }
-        Node::Mul(v) => {
+        Expr::Mul(v) => {
             let mut acc = BigRational::from_integer(BigInt::from(1));
             for x in v {
                 acc *= exact(x)?;
@@ -205,14 +205,14 @@ pub(super) fn exact(n: &Node) -> Option<BigRational> {
             }
             acc
         }
-        Node::Div(a, b) => {
+        Expr::Div(a, b) => {
             let d = exact(b)?;
             if d.is_zero() {
                 return None;
             }
             exact(a)? / d
         }
-        Node::Pow(a, b) => {
+        Expr::Pow(a, b) => {
             let e = exact(b)?;
             if !e.is_integer() {
                 return None;
@@ -237,7 +237,7 @@ pub(super) fn exact(n: &Node) -> Option<BigRational> {
                 p
             }
         }
-        Node::Fact(a) => {
+        Expr::Fact(a) => {
             let k = exact(a)?;
             if !k.is_integer() || k.is_negative() {
                 return None;
@@ -252,8 +252,8 @@ pub(super) fn exact(n: &Node) -> Option<BigRational> {
             }
             BigRational::from_integer(acc)
         }
-        Node::Call(name, args) if matches!(name.as_str(), "mod" | "det") => exact_call(name, args)?,
-        Node::Call(name, args) if name == "sqrt" && args.len() == 1 => {
+        Expr::Call(name, args) if matches!(name.as_str(), "mod" | "det") => exact_call(name, args)?,
+        Expr::Call(name, args) if name == "sqrt" && args.len() == 1 => {
             let v = exact(&args[0])?;
             if v.is_negative() {
                 return None;
@@ -296,7 +296,7 @@ fn det<T: Clone>(
 }
 
 /// Exact `a mod m` of integers and determinants of rational matrices.
-fn exact_call(name: &str, args: &[Node]) -> Option<BigRational> {
+fn exact_call(name: &str, args: &[Expr]) -> Option<BigRational> {
     match (name, args) {
         ("mod", [a, m]) => {
             let (a, m) = (exact(a)?, exact(m)?);
@@ -306,7 +306,7 @@ fn exact_call(name: &str, args: &[Node]) -> Option<BigRational> {
             let (a, m) = (a.to_integer(), m.to_integer());
             Some(BigRational::from_integer(((a % &m) + &m) % &m))
         }
-        ("det", [Node::Matrix(rows)]) => {
+        ("det", [Expr::Matrix(rows)]) => {
             let mut m = Vec::with_capacity(rows.len());
             for r in rows {
                 m.push(r.iter().map(exact).collect::<Option<Vec<_>>>()?);
@@ -322,49 +322,49 @@ fn bounded(q: &BigRational) -> Option<()> {
 }
 
 /// True when some literal in the tree was written as a decimal.
-pub(super) fn has_decimal(n: &Node) -> bool {
+pub(super) fn has_decimal(n: &Expr) -> bool {
     match n {
-        Node::Num(_, d) => *d,
-        Node::Neg(a) | Node::Fact(a) => has_decimal(a),
-        Node::Add(v) | Node::Mul(v) | Node::Call(_, v) => v.iter().any(has_decimal),
-        Node::Div(a, b) | Node::Pow(a, b) | Node::Pm(a, b) => has_decimal(a) || has_decimal(b),
+        Expr::Num(_, d) => *d,
+        Expr::Neg(a) | Expr::Fact(a) => has_decimal(a),
+        Expr::Add(v) | Expr::Mul(v) | Expr::Call(_, v) => v.iter().any(has_decimal),
+        Expr::Div(a, b) | Expr::Pow(a, b) | Expr::Pm(a, b) => has_decimal(a) || has_decimal(b),
         _ => false,
     }
 }
 
 /// Complex value at sample point `pt`; `None` when undefined or not a scalar.
-pub(super) fn eval(n: &Node, pt: u64) -> Option<C> {
+pub(super) fn eval(n: &Expr, pt: u64) -> Option<C> {
     let v = eval_inner(n, pt, 0)?;
     v.finite().then_some(v)
 }
 
-fn eval_inner(n: &Node, pt: u64, depth: usize) -> Option<C> {
+fn eval_inner(n: &Expr, pt: u64, depth: usize) -> Option<C> {
     if depth > 200 {
         return None;
     }
-    let ev = |x: &Node| eval_inner(x, pt, depth + 1);
+    let ev = |x: &Expr| eval_inner(x, pt, depth + 1);
     let v = match n {
-        Node::Num(q, _) => C::real(to_f64(q)?),
-        Node::Sym(name) => C::real(unit(name, pt, 0)),
-        Node::Pi => C::real(std::f64::consts::PI),
-        Node::E => C::real(std::f64::consts::E),
-        Node::I => C { re: 0.0, im: 1.0 },
-        Node::Neg(a) => ev(a)?.neg(),
-        Node::Add(v) => {
+        Expr::Num(q, _) => C::real(to_f64(q)?),
+        Expr::Sym(name) => C::real(unit(name, pt, 0)),
+        Expr::Pi => C::real(std::f64::consts::PI),
+        Expr::E => C::real(std::f64::consts::E),
+        Expr::I => C { re: 0.0, im: 1.0 },
+        Expr::Neg(a) => ev(a)?.neg(),
+        Expr::Add(v) => {
             let mut acc = C::real(0.0);
             for x in v {
                 acc = acc.add(ev(x)?);
             }
             acc
         }
-        Node::Mul(v) => {
+        Expr::Mul(v) => {
             let mut acc = C::real(1.0);
             for x in v {
                 acc = acc.mul_checked(ev(x)?)?;
             }
             acc
         }
-        Node::Div(a, b) => {
+        Expr::Div(a, b) => {
             let d = ev(b)?;
             if d.abs() < 1e-300 {
                 return None;
@@ -376,22 +376,22 @@ fn eval_inner(n: &Node, pt: u64, depth: usize) -> Option<C> {
             }
             q
         }
-        Node::Pow(a, b) => ev(a)?.pow(ev(b)?)?,
-        Node::Fact(a) => {
+        Expr::Pow(a, b) => ev(a)?.pow(ev(b)?)?,
+        Expr::Fact(a) => {
             let k = ev(a)?;
             if k.im != 0.0 || k.re < 0.0 || k.re.fract() != 0.0 || k.re > 170.0 {
                 return None;
             }
             C::real((2..=k.re as u64).fold(1.0, |acc, i| acc * i as f64))
         }
-        Node::Call(name, args) => call(name, args, pt, depth)?,
+        Expr::Call(name, args) => call(name, args, pt, depth)?,
         _ => return None,
     };
     v.finite().then_some(v)
 }
 
-fn call(name: &str, args: &[Node], pt: u64, depth: usize) -> Option<C> {
-    let ev = |x: &Node| eval_inner(x, pt, depth + 1);
+fn call(name: &str, args: &[Expr], pt: u64, depth: usize) -> Option<C> {
+    let ev = |x: &Expr| eval_inner(x, pt, depth + 1);
     if name == "mod" && args.len() == 2 {
         let (a, m) = (ev(&args[0])?, ev(&args[1])?);
         if a.im != 0.0 || m.im != 0.0 || m.re == 0.0 {
@@ -400,7 +400,7 @@ fn call(name: &str, args: &[Node], pt: u64, depth: usize) -> Option<C> {
         return Some(C::real(a.re - m.re * (a.re / m.re).floor()));
     }
     if name == "det" && args.len() == 1 {
-        let Node::Matrix(rows) = &args[0] else {
+        let Expr::Matrix(rows) = &args[0] else {
             return None;
         };
         let mut m = Vec::with_capacity(rows.len());

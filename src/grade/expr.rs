@@ -60,7 +60,7 @@ pub(super) enum RelOp {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Node {
+pub(super) enum Expr {
     /// Exact value; the flag says it was written as a decimal (compared with tolerance).
     Num(BigRational, bool),
     Sym(String),
@@ -68,23 +68,23 @@ pub(super) enum Node {
     E,
     I,
     Inf,
-    Add(Vec<Node>),
-    Mul(Vec<Node>),
-    Neg(Box<Node>),
-    Div(Box<Node>, Box<Node>),
-    Pow(Box<Node>, Box<Node>),
-    Call(String, Vec<Node>),
+    Add(Vec<Expr>),
+    Mul(Vec<Expr>),
+    Neg(Box<Expr>),
+    Div(Box<Expr>, Box<Expr>),
+    Pow(Box<Expr>, Box<Expr>),
+    Call(String, Vec<Expr>),
     /// `a ± b`.
-    Pm(Box<Node>, Box<Node>),
-    Fact(Box<Node>),
-    Tuple(Vec<Node>),
-    List(Vec<Node>),
-    Set(Vec<Node>),
-    Ratio(Vec<Node>),
-    Union(Vec<Node>),
-    Interval(bool, Box<Node>, Box<Node>, bool),
-    Matrix(Vec<Vec<Node>>),
-    Rel(Vec<Node>, Vec<RelOp>),
+    Pm(Box<Expr>, Box<Expr>),
+    Fact(Box<Expr>),
+    Tuple(Vec<Expr>),
+    List(Vec<Expr>),
+    Set(Vec<Expr>),
+    Ratio(Vec<Expr>),
+    Union(Vec<Expr>),
+    Interval(bool, Box<Expr>, Box<Expr>, bool),
+    Matrix(Vec<Vec<Expr>>),
+    Rel(Vec<Expr>, Vec<RelOp>),
 }
 
 pub(super) fn tokenize(s: &str) -> Option<Vec<Tok>> {
@@ -385,7 +385,7 @@ fn push_cmd(out: &mut Vec<Tok>, name: &str) {
     out.push(tok);
 }
 
-pub(super) fn parse_number(s: &str) -> Option<Node> {
+pub(super) fn parse_number(s: &str) -> Option<Expr> {
     let (mant, exp) = match s.find(['e', 'E']) {
         Some(p) => (&s[..p], s[p + 1..].parse::<i64>().ok()?),
         None => (s, 0),
@@ -411,7 +411,7 @@ pub(super) fn parse_number(s: &str) -> Option<Node> {
     } else if exp < 0 {
         value /= BigRational::from_integer(num_traits::pow(ten, (-exp) as usize));
     }
-    Some(Node::Num(value, decimal || exp != 0))
+    Some(Expr::Num(value, decimal || exp != 0))
 }
 
 struct Parser {
@@ -423,10 +423,10 @@ struct Parser {
     trig_depth: usize,
 }
 
-type PResult = Result<Node, ()>;
+type PResult = Result<Expr, ()>;
 
 /// Parses a normalised answer; `None` when it is not understood as mathematics.
-pub(super) fn parse(s: &str) -> Option<Node> {
+pub(super) fn parse(s: &str) -> Option<Expr> {
     let toks = tokenize(s)?;
     if toks.is_empty() {
         return None;
@@ -494,24 +494,24 @@ impl Parser {
             return match items.len() {
                 0 => Err(()),
                 1 => items.pop().ok_or(()),
-                _ => Ok(Node::List(items)),
+                _ => Ok(Expr::List(items)),
             };
         }
-        let elems: Vec<Node> = groups
+        let elems: Vec<Expr> = groups
             .into_iter()
             .map(|mut g| {
                 if g.len() == 1 {
-                    g.pop().unwrap_or(Node::List(vec![]))
+                    g.pop().unwrap_or(Expr::List(vec![]))
                 } else {
-                    Node::Tuple(g)
+                    Expr::Tuple(g)
                 }
             })
             .collect();
-        Ok(Node::List(elems))
+        Ok(Expr::List(elems))
     }
 
     /// Items separated by `,` within groups separated by `;`, up to a closer (not consumed).
-    fn parse_seq(&mut self, closers: &[Tok]) -> Result<Vec<Vec<Node>>, ()> {
+    fn parse_seq(&mut self, closers: &[Tok]) -> Result<Vec<Vec<Expr>>, ()> {
         let mut groups = vec![Vec::new()];
         loop {
             match self.peek() {
@@ -573,7 +573,7 @@ impl Parser {
         if ops.is_empty() {
             parts.pop().ok_or(())
         } else {
-            Ok(Node::Rel(parts, ops))
+            Ok(Expr::Rel(parts, ops))
         }
     }
 
@@ -586,7 +586,7 @@ impl Parser {
         Ok(if parts.len() == 1 {
             parts.pop().ok_or(())?
         } else {
-            Node::Union(parts)
+            Expr::Union(parts)
         })
     }
 
@@ -599,7 +599,7 @@ impl Parser {
         Ok(if parts.len() == 1 {
             parts.pop().ok_or(())?
         } else {
-            Node::Ratio(parts)
+            Expr::Ratio(parts)
         })
     }
 
@@ -616,17 +616,17 @@ impl Parser {
                 Some(Tok::Op('-')) => {
                     self.pos += 1;
                     let t = self.parse_term()?;
-                    acc = add(acc, Node::Neg(Box::new(t)));
+                    acc = add(acc, Expr::Neg(Box::new(t)));
                 }
                 Some(Tok::Pm) => {
                     self.pos += 1;
                     let t = self.parse_term()?;
-                    acc = Node::Pm(Box::new(acc), Box::new(t));
+                    acc = Expr::Pm(Box::new(acc), Box::new(t));
                 }
                 Some(Tok::Mp) => {
                     self.pos += 1;
                     let t = self.parse_term()?;
-                    acc = Node::Pm(Box::new(acc), Box::new(Node::Neg(Box::new(t))));
+                    acc = Expr::Pm(Box::new(acc), Box::new(Expr::Neg(Box::new(t))));
                 }
                 _ => break,
             }
@@ -664,19 +664,19 @@ impl Parser {
                     return Err(());
                 }
                 let d = self.parse_unary()?;
-                acc = Node::Div(Box::new(acc), Box::new(d));
+                acc = Expr::Div(Box::new(acc), Box::new(d));
             } else if self.is_cmd("bmod") {
                 self.pos += 1;
                 let m = self.parse_unary()?;
-                acc = Node::Call("mod".into(), vec![acc, m]);
+                acc = Expr::Call("mod".into(), vec![acc, m]);
             } else if is_function_name(&acc) && self.is_op('(') {
                 // `f(x)` is a function's value, not the product f·x.
-                let Node::Sym(name) = acc else {
+                let Expr::Sym(name) = acc else {
                     return Err(());
                 };
                 acc = match self.parse_primary()? {
-                    Node::Tuple(args) if !args.is_empty() => Node::Call(name, args),
-                    arg => Node::Call(name, vec![arg]),
+                    Expr::Tuple(args) if !args.is_empty() => Expr::Call(name, args),
+                    arg => Expr::Call(name, vec![arg]),
                 };
             } else if self.starts_primary() {
                 // `1 2` is two numbers, not the product 2 (and never 12).
@@ -698,7 +698,7 @@ impl Parser {
         let r = match self.peek() {
             Some(Tok::Op('-')) => {
                 self.pos += 1;
-                self.parse_unary().map(|n| Node::Neg(Box::new(n)))
+                self.parse_unary().map(|n| Expr::Neg(Box::new(n)))
             }
             Some(Tok::Op('+')) => {
                 self.pos += 1;
@@ -707,12 +707,12 @@ impl Parser {
             Some(Tok::Pm) => {
                 self.pos += 1;
                 self.parse_unary()
-                    .map(|n| Node::Pm(Box::new(int(0)), Box::new(n)))
+                    .map(|n| Expr::Pm(Box::new(int(0)), Box::new(n)))
             }
             Some(Tok::Mp) => {
                 self.pos += 1;
                 self.parse_unary()
-                    .map(|n| Node::Pm(Box::new(int(0)), Box::new(Node::Neg(Box::new(n)))))
+                    .map(|n| Expr::Pm(Box::new(int(0)), Box::new(Expr::Neg(Box::new(n)))))
             }
             _ => self.parse_power(),
         };
@@ -725,7 +725,7 @@ impl Parser {
         if self.is_op('^') {
             self.pos += 1;
             let e = self.parse_exponent()?;
-            return Ok(Node::Pow(Box::new(base), Box::new(e)));
+            return Ok(Expr::Pow(Box::new(base), Box::new(e)));
         }
         Ok(base)
     }
@@ -734,7 +734,7 @@ impl Parser {
         self.enter()?;
         let r = if self.is_op('-') {
             self.pos += 1;
-            self.parse_exponent().map(|n| Node::Neg(Box::new(n)))
+            self.parse_exponent().map(|n| Expr::Neg(Box::new(n)))
         } else if self.is_op('+') {
             self.pos += 1;
             self.parse_exponent()
@@ -743,7 +743,7 @@ impl Parser {
             if self.is_op('^') {
                 self.pos += 1;
                 self.parse_exponent()
-                    .map(|e| Node::Pow(Box::new(p), Box::new(e)))
+                    .map(|e| Expr::Pow(Box::new(p), Box::new(e)))
             } else {
                 Ok(p)
             }
@@ -762,27 +762,27 @@ impl Parser {
                 if factorials > 3 {
                     return Err(());
                 }
-                p = Node::Fact(Box::new(p));
+                p = Expr::Fact(Box::new(p));
             } else if self.is_op('_') {
                 self.pos += 1;
                 let sub = self.raw_arg()?;
                 p = match p {
-                    Node::Sym(name) => Node::Sym(format!("{name}_{sub}")),
-                    Node::Num(v, _) => Node::Sym(format!("{v}_{sub}")),
-                    Node::Call(name, args) => Node::Call(format!("{name}_{sub}"), args),
+                    Expr::Sym(name) => Expr::Sym(format!("{name}_{sub}")),
+                    Expr::Num(v, _) => Expr::Sym(format!("{v}_{sub}")),
+                    Expr::Call(name, args) => Expr::Call(format!("{name}_{sub}"), args),
                     other => other,
                 };
             } else if self.is_cmd("degree") {
                 self.pos += 1;
                 // Degrees are a unit, except inside a trigonometric function.
                 if self.trig_depth > 0 {
-                    let rad = Node::Div(Box::new(Node::Pi), Box::new(int(180)));
+                    let rad = Expr::Div(Box::new(Expr::Pi), Box::new(int(180)));
                     p = mul(p, rad);
                 }
             } else if self.is_op('\'') {
                 self.pos += 1;
                 p = match p {
-                    Node::Sym(name) => Node::Sym(format!("{name}'")),
+                    Expr::Sym(name) => Expr::Sym(format!("{name}'")),
                     other => other,
                 };
             } else {
@@ -823,11 +823,11 @@ impl Parser {
             self.pos += 1;
             let mut groups = self.parse_seq(&[Tok::Op('}')])?;
             self.expect_op('}')?;
-            let mut items: Vec<Node> = groups.drain(..).flatten().collect();
+            let mut items: Vec<Expr> = groups.drain(..).flatten().collect();
             return match items.len() {
                 0 => Err(()),
                 1 => items.pop().ok_or(()),
-                _ => Ok(Node::List(items)),
+                _ => Ok(Expr::List(items)),
             };
         }
         self.parse_primary()
@@ -866,7 +866,7 @@ impl Parser {
                             let a = parse_number(a).ok_or(())?;
                             let b = parse_number(b).ok_or(())?;
                             self.pos += 7;
-                            return Ok(Node::Add(vec![n, Node::Div(Box::new(a), Box::new(b))]));
+                            return Ok(Expr::Add(vec![n, Expr::Div(Box::new(a), Box::new(b))]));
                         }
                     }
                 }
@@ -875,12 +875,12 @@ impl Parser {
             Tok::Mixed(w, a, b) => {
                 let (w, a, b) = (parse_number(&w), parse_number(&a), parse_number(&b));
                 let (w, a, b) = (w.ok_or(())?, a.ok_or(())?, b.ok_or(())?);
-                Ok(Node::Add(vec![w, Node::Div(Box::new(a), Box::new(b))]))
+                Ok(Expr::Add(vec![w, Expr::Div(Box::new(a), Box::new(b))]))
             }
             Tok::Ident(s) => Ok(match s.as_str() {
-                "e" => Node::E,
-                "i" => Node::I,
-                _ => Node::Sym(s),
+                "e" => Expr::E,
+                "i" => Expr::I,
+                _ => Expr::Sym(s),
             }),
             Tok::Op(open @ ('(' | '[')) => {
                 let groups = self.parse_seq(&[Tok::Op(')'), Tok::Op(']')])?;
@@ -888,15 +888,15 @@ impl Parser {
                     Some(Tok::Op(c)) => c,
                     _ => return Err(()),
                 };
-                let mut items: Vec<Node> = groups.into_iter().flatten().collect();
+                let mut items: Vec<Expr> = groups.into_iter().flatten().collect();
                 let mixed = open == '[' || close == ']';
                 match items.len() {
-                    0 => Ok(Node::Tuple(vec![])),
+                    0 => Ok(Expr::Tuple(vec![])),
                     1 => items.pop().ok_or(()),
                     2 if mixed => {
                         let b = items.pop().ok_or(())?;
                         let a = items.pop().ok_or(())?;
-                        Ok(Node::Interval(
+                        Ok(Expr::Interval(
                             open == '[',
                             Box::new(a),
                             Box::new(b),
@@ -905,17 +905,17 @@ impl Parser {
                     }
                     _ if open == '(' && close == ']' => Err(()),
                     _ if open == '[' && close == ')' => Err(()),
-                    _ => Ok(Node::Tuple(items)),
+                    _ => Ok(Expr::Tuple(items)),
                 }
             }
             Tok::Op('{') => {
                 let groups = self.parse_seq(&[Tok::Op('}')])?;
                 self.expect_op('}')?;
-                let mut items: Vec<Node> = groups.into_iter().flatten().collect();
+                let mut items: Vec<Expr> = groups.into_iter().flatten().collect();
                 match items.len() {
                     0 => Err(()),
                     1 => items.pop().ok_or(()),
-                    _ => Ok(Node::List(items)),
+                    _ => Ok(Expr::List(items)),
                 }
             }
             Tok::LSet => {
@@ -923,14 +923,14 @@ impl Parser {
                 if self.bump() != Some(Tok::RSet) {
                     return Err(());
                 }
-                Ok(Node::Set(groups.into_iter().flatten().collect()))
+                Ok(Expr::Set(groups.into_iter().flatten().collect()))
             }
             Tok::Op('|') => {
                 self.abs_depth += 1;
                 let inner = self.parse_sum()?;
                 self.abs_depth -= 1;
                 self.expect_op('|')?;
-                Ok(Node::Call("abs".into(), vec![inner]))
+                Ok(Expr::Call("abs".into(), vec![inner]))
             }
             Tok::Cmd(name) => self.parse_command(&name),
             _ => Err(()),
@@ -942,44 +942,44 @@ impl Parser {
             "frac" | "over" => {
                 let a = self.arg()?;
                 let b = self.arg()?;
-                Ok(Node::Div(Box::new(a), Box::new(b)))
+                Ok(Expr::Div(Box::new(a), Box::new(b)))
             }
             "binom" | "dbinom" | "tbinom" => {
                 let a = self.arg()?;
                 let b = self.arg()?;
-                Ok(Node::Call("binom".into(), vec![a, b]))
+                Ok(Expr::Call("binom".into(), vec![a, b]))
             }
             "sqrt" => {
                 if self.is_op('[') {
                     self.pos += 1;
                     let groups = self.parse_seq(&[Tok::Op(']')])?;
                     self.expect_op(']')?;
-                    let mut items: Vec<Node> = groups.into_iter().flatten().collect();
+                    let mut items: Vec<Expr> = groups.into_iter().flatten().collect();
                     let n = if items.len() == 1 {
                         items.pop().ok_or(())?
                     } else {
                         return Err(());
                     };
                     let a = self.arg()?;
-                    return Ok(Node::Pow(
+                    return Ok(Expr::Pow(
                         Box::new(a),
-                        Box::new(Node::Div(Box::new(int(1)), Box::new(n))),
+                        Box::new(Expr::Div(Box::new(int(1)), Box::new(n))),
                     ));
                 }
                 let a = self.arg()?;
-                Ok(Node::Call("sqrt".into(), vec![a]))
+                Ok(Expr::Call("sqrt".into(), vec![a]))
             }
-            "pi" => Ok(Node::Pi),
-            "emptyset" | "varnothing" => Ok(Node::Set(Vec::new())),
-            "infty" => Ok(Node::Inf),
-            "dots" | "ldots" | "cdots" | "dotsm" | "dotsb" => Ok(Node::Sym("...".into())),
+            "pi" => Ok(Expr::Pi),
+            "emptyset" | "varnothing" => Ok(Expr::Set(Vec::new())),
+            "infty" => Ok(Expr::Inf),
+            "dots" | "ldots" | "cdots" | "dotsm" | "dotsb" => Ok(Expr::Sym("...".into())),
             "lfloor" | "lceil" => {
                 let inner = self.parse_sum()?;
                 let close = if name == "lfloor" { "rfloor" } else { "rceil" };
                 if !matches!(self.bump(), Some(Tok::Cmd(c)) if c == close) {
                     return Err(());
                 }
-                Ok(Node::Call(name[1..].to_string(), vec![inner]))
+                Ok(Expr::Call(name[1..].to_string(), vec![inner]))
             }
             "begin" => self.parse_env(),
             "sum" | "prod" | "int" | "lim" => {
@@ -994,7 +994,7 @@ impl Parser {
                     }
                 }
                 let body = self.parse_term()?;
-                Ok(Node::Call(full, vec![body]))
+                Ok(Expr::Call(full, vec![body]))
             }
             f if FUNCS.contains(&f) || matches!(f, "arccot" | "arcsec" | "arccsc" | "lg") => {
                 self.parse_function(f)
@@ -1004,9 +1004,9 @@ impl Parser {
                 // Unknown macro: a named symbol (with its braced argument, e.g. `\overline{AB}`).
                 if self.is_op('{') {
                     let a = self.raw_arg()?;
-                    Ok(Node::Sym(format!("\\{other}{{{a}}}")))
+                    Ok(Expr::Sym(format!("\\{other}{{{a}}}")))
                 } else {
-                    Ok(Node::Sym(format!("\\{other}")))
+                    Ok(Expr::Sym(format!("\\{other}")))
                 }
             }
         }
@@ -1035,14 +1035,14 @@ impl Parser {
         self.trig_depth -= usize::from(trig);
         let a = a?;
         let mut node = match (f, base) {
-            ("log", Some(b)) => Node::Div(
-                Box::new(Node::Call("ln".into(), vec![a])),
-                Box::new(Node::Call("ln".into(), vec![b])),
+            ("log", Some(b)) => Expr::Div(
+                Box::new(Expr::Call("ln".into(), vec![a])),
+                Box::new(Expr::Call("ln".into(), vec![b])),
             ),
-            _ => Node::Call(f.to_string(), vec![a]),
+            _ => Expr::Call(f.to_string(), vec![a]),
         };
         if let Some(p) = power {
-            node = Node::Pow(Box::new(node), Box::new(p));
+            node = Expr::Pow(Box::new(node), Box::new(p));
         }
         Ok(node)
     }
@@ -1067,7 +1067,7 @@ impl Parser {
         if env == "array" && self.is_op('{') {
             self.raw_arg()?;
         }
-        let mut rows: Vec<Vec<Node>> = vec![Vec::new()];
+        let mut rows: Vec<Vec<Expr>> = vec![Vec::new()];
         loop {
             match self.peek() {
                 None => return Err(()),
@@ -1097,9 +1097,9 @@ impl Parser {
         }
         // `vmatrix` is a determinant, a number.
         if env.starts_with(['v', 'V']) {
-            return Ok(Node::Call("det".into(), vec![Node::Matrix(rows)]));
+            return Ok(Expr::Call("det".into(), vec![Expr::Matrix(rows)]));
         }
-        Ok(Node::Matrix(rows))
+        Ok(Expr::Matrix(rows))
     }
 }
 
@@ -1122,40 +1122,40 @@ fn tok_text(t: &Tok) -> String {
 }
 
 /// `f`, `g`, `h` (and `f'`): the usual names of functions.
-fn is_function_name(n: &Node) -> bool {
-    matches!(n, Node::Sym(s) if matches!(s.trim_end_matches('\''), "f" | "g" | "h"))
+fn is_function_name(n: &Expr) -> bool {
+    matches!(n, Expr::Sym(s) if matches!(s.trim_end_matches('\''), "f" | "g" | "h"))
 }
 
 /// True when the last factor of `n` is a plain number.
-fn ends_in_number(n: &Node) -> bool {
+fn ends_in_number(n: &Expr) -> bool {
     match n {
-        Node::Num(..) => true,
-        Node::Mul(v) => v.last().is_some_and(ends_in_number),
+        Expr::Num(..) => true,
+        Expr::Mul(v) => v.last().is_some_and(ends_in_number),
         _ => false,
     }
 }
 
-pub(super) fn int(n: i64) -> Node {
-    Node::Num(BigRational::from_integer(BigInt::from(n)), false)
+pub(super) fn int(n: i64) -> Expr {
+    Expr::Num(BigRational::from_integer(BigInt::from(n)), false)
 }
 
-fn add(a: Node, b: Node) -> Node {
+fn add(a: Expr, b: Expr) -> Expr {
     match a {
-        Node::Add(mut v) => {
+        Expr::Add(mut v) => {
             v.push(b);
-            Node::Add(v)
+            Expr::Add(v)
         }
-        other => Node::Add(vec![other, b]),
+        other => Expr::Add(vec![other, b]),
     }
 }
 
-fn mul(a: Node, b: Node) -> Node {
+fn mul(a: Expr, b: Expr) -> Expr {
     match a {
-        Node::Mul(mut v) => {
+        Expr::Mul(mut v) => {
             v.push(b);
-            Node::Mul(v)
+            Expr::Mul(v)
         }
-        other => Node::Mul(vec![other, b]),
+        other => Expr::Mul(vec![other, b]),
     }
 }
 
@@ -1163,7 +1163,7 @@ fn mul(a: Node, b: Node) -> Node {
 mod tests {
     use super::*;
 
-    fn p(s: &str) -> Node {
+    fn p(s: &str) -> Expr {
         parse(s).unwrap_or_else(|| panic!("no parse: {s}"))
     }
 
@@ -1171,34 +1171,34 @@ mod tests {
     fn numbers() {
         assert_eq!(p("1,234,567"), int(1_234_567));
         assert_eq!(p("1 000"), int(1000));
-        assert!(matches!(p("1.5e-3"), Node::Num(_, true)));
-        assert!(matches!(p("1,2"), Node::List(_)));
-        assert!(matches!(p("0,100"), Node::List(_)));
+        assert!(matches!(p("1.5e-3"), Expr::Num(_, true)));
+        assert!(matches!(p("1,2"), Expr::List(_)));
+        assert!(matches!(p("0,100"), Expr::List(_)));
         assert_eq!(p("12,102"), int(12_102));
-        assert!(matches!(p("(12,102)"), Node::Tuple(_)));
-        assert!(matches!(p("(1,234,567)"), Node::Num(..)));
+        assert!(matches!(p("(12,102)"), Expr::Tuple(_)));
+        assert!(matches!(p("(1,234,567)"), Expr::Num(..)));
     }
 
     #[test]
     fn structures() {
-        assert!(matches!(p("(1,2)"), Node::Tuple(_)));
-        assert!(matches!(p("[0,1)"), Node::Interval(true, _, _, false)));
-        assert!(matches!(p("\\{1,2\\}"), Node::Set(_)));
-        assert!(matches!(p("(1,2) \\cup (3,4)"), Node::Union(_)));
+        assert!(matches!(p("(1,2)"), Expr::Tuple(_)));
+        assert!(matches!(p("[0,1)"), Expr::Interval(true, _, _, false)));
+        assert!(matches!(p("\\{1,2\\}"), Expr::Set(_)));
+        assert!(matches!(p("(1,2) \\cup (3,4)"), Expr::Union(_)));
         assert!(matches!(
             p("\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}"),
-            Node::Matrix(_)
+            Expr::Matrix(_)
         ));
-        assert!(matches!(p("x \\le 3"), Node::Rel(_, _)));
-        assert!(matches!(p("7:32"), Node::Ratio(_)));
-        assert!(matches!(p("1 \\pm \\sqrt{2}"), Node::Pm(_, _)));
+        assert!(matches!(p("x \\le 3"), Expr::Rel(_, _)));
+        assert!(matches!(p("7:32"), Expr::Ratio(_)));
+        assert!(matches!(p("1 \\pm \\sqrt{2}"), Expr::Pm(_, _)));
     }
 
     #[test]
     fn mixed_number() {
         assert_eq!(
             p("3\\frac{1}{2}"),
-            Node::Add(vec![int(3), Node::Div(Box::new(int(1)), Box::new(int(2)))])
+            Expr::Add(vec![int(3), Expr::Div(Box::new(int(1)), Box::new(int(2)))])
         );
     }
 
@@ -1223,8 +1223,8 @@ mod tests {
         assert_eq!(p("15 cm^2"), int(15));
         assert_eq!(p("5 apples"), int(5));
         assert_eq!(p("9页"), int(9));
-        assert!(matches!(p("2α"), Node::Mul(_)));
-        assert_eq!(p("5 red apples, 6 pears"), Node::List(vec![int(5), int(6)]));
-        assert!(matches!(p("odd"), Node::Mul(_)));
+        assert!(matches!(p("2α"), Expr::Mul(_)));
+        assert_eq!(p("5 red apples, 6 pears"), Expr::List(vec![int(5), int(6)]));
+        assert!(matches!(p("odd"), Expr::Mul(_)));
     }
 }

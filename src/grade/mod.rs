@@ -148,9 +148,9 @@ pub fn grade(gold: &str, response: &str, cfg: &GradeConfig) -> Verdict {
 
 /// A gold answer unwrapped and parsed once, for grading many responses to the same problem.
 pub struct Gold {
-    prepared: equiv::Prepared,
+    prepared: equiv::ParsedAnswer,
     /// A multiple-choice problem's options in order (A, B, …), parsed; empty otherwise.
-    options: Vec<equiv::Prepared>,
+    options: Vec<equiv::ParsedAnswer>,
 }
 
 impl Gold {

@@ -78,7 +78,7 @@ pub struct MetricOutcome {
 
 /// The result of one setup (truths and coverage are those of the first run).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct Simulated {
     pub reps: usize,
     pub metrics: Vec<MetricOutcome>,
     /// Repetitions where any metric was flagged after Holm's correction.
@@ -208,7 +208,7 @@ impl Model {
 }
 
 /// Runs `reps` synthetic benchmarks of one setup with a fixed seed.
-pub fn simulate(setup: &Setup, reps: usize, seed: u64) -> Outcome {
+pub fn simulate(setup: &Setup, reps: usize, seed: u64) -> Simulated {
     let model = Model::new(setup);
     let mut rng = SplitMix64::new(seed);
     let mut metrics: Vec<MetricOutcome> = model
@@ -252,7 +252,7 @@ pub fn simulate(setup: &Setup, reps: usize, seed: u64) -> Outcome {
         }
         familywise += adjusted.iter().any(|&q| q < ALPHA) as usize;
     }
-    Outcome {
+    Simulated {
         reps,
         metrics,
         familywise,
@@ -324,7 +324,7 @@ mod tests {
     fn intervals_cover_and_compare_keeps_its_level() {
         const REPS: usize = 400;
         for problems in [5, 10, 30] {
-            let outs: Vec<Outcome> = DIFFICULTIES
+            let outs: Vec<Simulated> = DIFFICULTIES
                 .iter()
                 .enumerate()
                 .map(|(i, d)| {
