@@ -19,6 +19,11 @@ pub mod tabular;
 
 use crate::util::Shutdown;
 
+/// Notes from library code, one line each on stderr.
+pub fn stderr_notes() -> crate::util::Notes {
+    crate::util::Notes::to(|line| eprintln!("{line}"))
+}
+
 /// A [`Shutdown`] that fires on the first Ctrl-C, SIGTERM or SIGHUP (what cron, systemd and
 /// schedulers send); a second signal exits at once with status 130. Keep the returned runtime
 /// alive while the work runs: it is the thread that listens.

@@ -187,8 +187,12 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
     let ends = match &args.import_batch {
         Some(file) => import_batch(plan, &run_dir, &run.manifest.run_id, file, args.quiet)?,
         None => {
-            let mut ends =
-                crate::sampling::batch_api::drive_all(plan, &mut run, &job.keys, &shutdown)?;
+            let notes = super::stderr_notes();
+            let ctl = crate::sampling::batch_api::Control {
+                shutdown: &shutdown,
+                notes: &notes,
+            };
+            let mut ends = crate::sampling::batch_api::drive_all(plan, &mut run, &job.keys, ctl)?;
             let mut job = job;
             // Opened after the batches are recorded, from every model's checkpoint: the run's
             // budget counts what the batches cost.

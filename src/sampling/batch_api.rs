@@ -7,7 +7,7 @@ use crate::config::ModelSettings;
 use crate::plan::Plan;
 use crate::rundir::{OpenRun, RunDir};
 use crate::sampling::ModelEnd;
-use crate::util::{printable, Shutdown};
+use crate::util::{printable, Notes, Shutdown};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use std::path::Path;
@@ -50,6 +50,14 @@ struct Api<'a> {
     model: &'a ModelSettings,
     poll_interval: Duration,
     shutdown: &'a Shutdown,
+    notes: &'a Notes,
+}
+
+/// What the command gives a batch while it runs: how to stop it and where its poll lines go.
+#[derive(Clone, Copy)]
+pub struct Control<'a> {
+    pub shutdown: &'a Shutdown,
+    pub notes: &'a Notes,
 }
 
 /// How one model's batch ended, for the run to record.
@@ -78,7 +86,7 @@ pub fn drive(
     key: Option<&ApiKey>,
     batch_id: Option<String>,
     save_id: &mut dyn FnMut(&str) -> Result<()>,
-    shutdown: &Shutdown,
+    ctl: Control,
 ) -> Result<Driven> {
     let (run_dir, run_id) = ctx;
     let http = reqwest::Client::builder()
@@ -93,7 +101,8 @@ pub fn drive(
         key,
         model: m,
         poll_interval: m.api.batch.unwrap_or(DEFAULT_POLL),
-        shutdown,
+        shutdown: ctl.shutdown,
+        notes: ctl.notes,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -149,7 +158,7 @@ pub fn drive(
         }
         Downloaded::Written => {}
     }
-    let end = record_output(plan, m, (run_dir, run_id), &output, key, &view)?;
+    let end = record_output(plan, m, (run_dir, run_id), &output, key, &view, ctl.notes)?;
     Ok(Driven {
         end: budget_end(m, over_budget).unwrap_or(end),
         batch_id: None,
@@ -194,10 +203,6 @@ fn download_cap(m: &ModelSettings, input: &Path) -> Result<u64> {
 }
 
 /// Imports a downloaded output file; says how the batch ended, naming what is still missing.
-#[expect(
-    clippy::print_stderr,
-    reason = "poll progress lines; to move into the progress reporter (issue 23)"
-)]
 fn record_output(
     plan: &Plan,
     m: &ModelSettings,
@@ -205,6 +210,7 @@ fn record_output(
     output: &Path,
     key: Option<&ApiKey>,
     view: &BatchView,
+    notes: &Notes,
 ) -> Result<ModelEnd> {
     let keys: Vec<&ApiKey> = key.into_iter().collect();
     let (_, ends) = crate::sampling::batch_file::import(plan, run_dir, run_id, output, &keys)?;
@@ -224,11 +230,11 @@ fn record_output(
         .map(|w| w.slots.len() as u64)
         .sum();
     if missing > 0 {
-        eprintln!(
+        notes.say(&format!(
             "batch {} (model {}): completed, but its output answers no request for {missing} units; they stay missing and go into a new batch on --resume",
             printable(&view.id),
             printable(&m.name)
-        );
+        ));
         return Ok(ModelEnd::Incomplete);
     }
     Ok(end)
@@ -301,10 +307,6 @@ impl Api<'_> {
     }
 
     /// Polls until the batch reaches a final status, the server forgets it, or a shutdown.
-    #[expect(
-        clippy::print_stderr,
-        reason = "poll progress lines; to move into the progress reporter (issue 23)"
-    )]
     async fn wait(&self, id: &str) -> Result<Waited> {
         loop {
             let url = format!("{}/v1/batches/{id}", self.base);
@@ -324,7 +326,7 @@ impl Api<'_> {
                 .request_counts
                 .as_ref()
                 .map_or((0, 0, 0), |c| (c.completed, c.failed, c.total));
-            eprintln!(
+            self.notes.say(&format!(
                 "batch {} (model {}): {}, {}/{} done, {} failed",
                 printable(id),
                 printable(&self.model.name),
@@ -332,7 +334,7 @@ impl Api<'_> {
                 c.0,
                 c.2,
                 c.1
-            );
+            ));
             if matches!(
                 view.status.as_str(),
                 "completed" | "failed" | "expired" | "cancelled"
@@ -638,7 +640,7 @@ pub fn drive_all(
     plan: &Plan,
     run: &mut OpenRun,
     keys: &std::collections::HashMap<String, Option<ApiKey>>,
-    shutdown: &Shutdown,
+    ctl: Control,
 ) -> Result<Vec<(String, ModelEnd)>> {
     let mut ends = Vec::new();
     for m in plan
@@ -647,7 +649,7 @@ pub fn drive_all(
         .iter()
         .filter(|m| m.api.batch.is_some())
     {
-        if shutdown.is_triggered() {
+        if ctl.shutdown.is_triggered() {
             ends.push((m.name.clone(), ModelEnd::Interrupted));
             continue;
         }
@@ -666,7 +668,7 @@ pub fn drive_all(
         let key = keys.get(&m.name).and_then(Option::as_ref);
         let driven = {
             let mut save = |id: &str| set_id(run, Some(id.to_string()));
-            drive(plan, m, (&dir, &run_id), key, old, &mut save, shutdown)?
+            drive(plan, m, (&dir, &run_id), key, old, &mut save, ctl)?
         };
         set_id(run, driven.batch_id)?;
         ends.push((m.name.clone(), driven.end));

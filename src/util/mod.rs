@@ -4,6 +4,9 @@
 //! long-running work.
 
 mod input;
+mod notes;
+
+pub use notes::Notes;
 
 pub use input::{
     open_regular, read_bounded, read_bounded_string, Lines, MAX_DATA_FILE, MAX_LINE, MAX_TEXT_FILE,
