@@ -105,6 +105,7 @@ fn sample(cfg: &Path, run_dir: &Path) {
         prepared: plan.prepared.clone(),
         keys: HashMap::new(),
         quiet: true,
+        notes: gpassk::util::Notes::default(),
         progress_interval: Duration::from_secs(5),
     };
     let ends = sampling::sample_all(&job, &Shutdown::new()).expect("sample");

@@ -98,6 +98,7 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
         prepared: Arc::new(work.prepared.clone()),
         keys,
         quiet: args.quiet,
+        notes: super::stderr_notes(),
         progress_interval: Duration::from_secs(5),
     };
     let (shutdown, _signals) = super::shutdown_on_signals(args.quiet)?;

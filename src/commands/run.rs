@@ -181,6 +181,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
         prepared: plan.prepared.clone(),
         keys,
         quiet: args.quiet,
+        notes: super::stderr_notes(),
         progress_interval: Duration::from_secs_f64(args.progress_interval.max(0.05)),
         search,
     };

@@ -16,6 +16,7 @@ pub mod batch_file;
 use crate::plan::Prepared;
 use crate::rundir::manifest::Status;
 use crate::rundir::RunDir;
+use crate::util::Notes;
 use budget::Budget;
 pub use budget::BudgetBook;
 pub use cache::{request_key, Cached, RequestCache};
@@ -597,6 +598,8 @@ pub struct SamplingJob {
     pub keys: HashMap<String, Option<ApiKey>>,
     pub quiet: bool,
     pub progress_interval: Duration,
+    /// Where progress lines go (unless `quiet`).
+    pub notes: Notes,
     /// For `strategy = "mcts"` models: the questions (no gold answers), the sandbox and the
     /// reward models' keys.
     pub search: Option<SearchJob>,
@@ -650,6 +653,7 @@ async fn sample_all_async(
         bars,
         job.progress_interval,
         shutdown,
+        job.notes.clone(),
     );
     let mut ends = Vec::new();
     for (name, h) in handles {

@@ -3,7 +3,7 @@
 //! Every figure comes from counters bumped right after a checkpoint record is written, so what is
 //! shown never runs ahead of the checkpoints; the last frame is drawn from the final counts.
 
-use crate::util::{abbreviate, terminal_width, Shutdown};
+use crate::util::{abbreviate, terminal_width, Notes, Shutdown};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -86,6 +86,8 @@ pub(super) struct Reporter {
 /// What the drawing task needs.
 struct Watch {
     models: Vec<(String, Arc<Counters>)>,
+    /// Where the plain lines go.
+    out: Notes,
     stop: Arc<tokio::sync::Notify>,
     shutdown: Shutdown,
     width: usize,
@@ -97,10 +99,12 @@ impl Reporter {
         models: Vec<(String, Arc<Counters>)>,
         interval: Duration,
         shutdown: &Shutdown,
+        out: Notes,
     ) -> Reporter {
         let stop = Arc::new(tokio::sync::Notify::new());
         let watch = Watch {
             models,
+            out,
             stop: stop.clone(),
             shutdown: shutdown.clone(),
             width: terminal_width().clamp(40, 120),
@@ -130,6 +134,16 @@ impl Watch {
         describe(name, c.snapshot(), elapsed, stopping, bar, width)
     }
 
+    /// The notes not told yet, then one line per model.
+    fn say_all(&self, elapsed: f64, bar: bool) {
+        for note in self.notes() {
+            self.out.say(&note);
+        }
+        for i in 0..self.models.len() {
+            self.out.say(&self.describe(i, elapsed, bar));
+        }
+    }
+
     fn notes(&self) -> Vec<String> {
         self.models
             .iter()
@@ -138,37 +152,19 @@ impl Watch {
     }
 }
 
-#[expect(
-    clippy::print_stderr,
-    reason = "the progress reporter is the one terminal writer below the commands"
-)]
 async fn lines(w: Watch, interval: Duration) {
     let start = Instant::now();
     loop {
         tokio::select! {
             _ = w.stop.notified() => break,
             _ = tokio::time::sleep(interval) => {
-                for note in w.notes() {
-                    eprintln!("{note}");
-                }
-                for i in 0..w.models.len() {
-                    eprintln!("{}", w.describe(i, start.elapsed().as_secs_f64(), false));
-                }
+                w.say_all(start.elapsed().as_secs_f64(), false);
             }
         }
     }
-    for note in w.notes() {
-        eprintln!("{note}");
-    }
-    for i in 0..w.models.len() {
-        eprintln!("{}", w.describe(i, start.elapsed().as_secs_f64(), false));
-    }
+    w.say_all(start.elapsed().as_secs_f64(), false);
 }
 
-#[expect(
-    clippy::print_stderr,
-    reason = "the progress reporter is the one terminal writer below the commands"
-)]
 async fn bars(w: Watch) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(5));
     let style =
@@ -209,12 +205,7 @@ async fn bars(w: Watch) {
         b.finish_and_clear();
     }
     drop(multi);
-    for note in w.notes() {
-        eprintln!("{note}");
-    }
-    for i in 0..w.models.len() {
-        eprintln!("{}", w.describe(i, start.elapsed().as_secs_f64(), true));
-    }
+    w.say_all(start.elapsed().as_secs_f64(), true);
 }
 
 /// The longest model name shown as is; longer ones keep their head and tail around an ellipsis.
