@@ -3,10 +3,11 @@
 //! differs from the paper's (REFERENCE.md: n = 48 for k = 16, temperature 1.0, top-p 0.8, 8,192
 //! max tokens, both languages of LiveMathBench, an LLM judge).
 
-use super::tabular::{wrap, Cell, MetricFilter, OutFormat, Tabular};
+use super::{MetricFilter, OutFormat};
 use crate::config::SamplingSettings;
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::metrics::{MetricKind, Tau};
+use crate::report::{wrap, Cell, TableFormat, Tabular};
 use crate::rundir::RunDir;
 use crate::scoring::{load_run, ModelScore, RunResults};
 use crate::util::{closest, terminal_width};
@@ -344,8 +345,8 @@ pub fn run(args: AuditArgs) -> Result<ExitStatus> {
         });
         return Err(BadInput(msg).into());
     }
-    let body = render(&rows, args.format)?;
-    let human = args.format.is_human();
+    let body = render(&rows, args.format.into())?;
+    let human = TableFormat::from(args.format).is_human();
     let width = terminal_width();
     let mut notes: Vec<String> = warnings(&results, &benchmark, &rows);
     let count = |v: &str| rows.iter().filter(|r| r.verdict == v).count();
@@ -515,8 +516,8 @@ fn check_model_map(
 }
 
 /// The rows in `format`; the terminal table has one section per model, so it fits 80 columns.
-fn render(rows: &[AuditRow], format: OutFormat) -> Result<String> {
-    if format != OutFormat::Table {
+fn render(rows: &[AuditRow], format: TableFormat) -> Result<String> {
+    if format != TableFormat::Table {
         return tabular(rows, true).render(format);
     }
     let mut out = String::new();

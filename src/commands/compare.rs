@@ -2,9 +2,10 @@
 //! both runs scored (matched by id), an exact paired test per row, Holm's correction over the rows,
 //! and the checks that the two runs measured the same thing.
 
-use super::tabular::{Cell, MetricFilter, OutFormat, Tabular};
+use super::{MetricFilter, OutFormat};
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::metrics::{to_f64, MetricKind};
+use crate::report::{Cell, TableFormat, Tabular};
 use crate::rundir::RunDir;
 use crate::scoring::{load_run, ModelScore, RunResults};
 use crate::stats::paired::{ALPHA, MIN_SHARED};
@@ -390,12 +391,13 @@ fn print_comparison(
     shown: &[&Comparison],
     differences: &[String],
 ) -> Result<()> {
-    let body = tabular(shown).render(args.format)?;
-    if !args.format.is_human() {
+    let format = TableFormat::from(args.format);
+    let body = tabular(shown).render(format)?;
+    if !format.is_human() {
         print!("{body}");
         return Ok(());
     }
-    let md = args.format == OutFormat::Md;
+    let md = format == TableFormat::Md;
     let line = |s: String| if md { format!("{s}\n") } else { s };
     println!("B − A in percentage points over the problems both runs scored; exact paired");
     println!(

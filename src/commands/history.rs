@@ -3,13 +3,12 @@
 //! markers where the served model, fingerprint, settings or coverage changed.
 
 use super::compare::{compare, Compared};
-use super::tabular::{wrap, Cell, OutFormat, Tabular};
 use crate::analysis::history::{
     discover, drift, html_page, partial, setting_changes, Point, RunEntry, Series, Trend,
 };
 use crate::error::{BadInput, ExitStatus};
 use crate::metrics::MetricKind;
-use crate::report::metric_label;
+use crate::report::{metric_label, wrap, Cell, TableFormat, Tabular};
 use crate::rundir::RunDir;
 use crate::scoring::{load_run, RunResults};
 use crate::util::printable;
@@ -366,10 +365,10 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
             print!("{}", html_page(&trends, &header, &rows, &changes));
             return Ok(ExitStatus::Success);
         }
-        HistoryFormat::Table => OutFormat::Table,
-        HistoryFormat::Md => OutFormat::Md,
-        HistoryFormat::Csv => OutFormat::Csv,
-        HistoryFormat::Json => OutFormat::Json,
+        HistoryFormat::Table => TableFormat::Table,
+        HistoryFormat::Md => TableFormat::Md,
+        HistoryFormat::Csv => TableFormat::Csv,
+        HistoryFormat::Json => TableFormat::Json,
     };
     let body = tab.render(format)?;
     if !format.is_human() {

@@ -15,13 +15,60 @@ pub mod merge;
 pub mod report;
 pub mod run;
 pub mod score;
-pub mod tabular;
 
+use crate::report::TableFormat;
 use crate::util::Shutdown;
 
 /// Notes from library code, one line each on stderr.
 pub fn stderr_notes() -> crate::util::Notes {
     crate::util::Notes::to(|line| eprintln!("{line}"))
+}
+
+/// `--format` of `compare` and `audit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutFormat {
+    Table,
+    Md,
+    Json,
+    Csv,
+}
+
+impl From<OutFormat> for TableFormat {
+    fn from(f: OutFormat) -> TableFormat {
+        match f {
+            OutFormat::Table => TableFormat::Table,
+            OutFormat::Md => TableFormat::Md,
+            OutFormat::Json => TableFormat::Json,
+            OutFormat::Csv => TableFormat::Csv,
+        }
+    }
+}
+
+/// `--metric` and `--k` filters shared by `compare` and `audit`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MetricFilter {
+    /// Only these metrics, by report name (`Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`, `Greedy`,
+    /// `maj@n`) or config name (`pass@16`, `g_pass@16_t0.5`); comma-separated, case-insensitive.
+    #[arg(long, value_delimiter = ',')]
+    pub metric: Vec<String>,
+    /// Only metrics of these k (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub k: Vec<u64>,
+}
+
+impl MetricFilter {
+    /// Whether a metric passes the filters.
+    pub fn keeps(&self, metric: &crate::metrics::MetricKind) -> bool {
+        let label = crate::report::metric_label(metric);
+        let config = metric.to_string();
+        let named = self.metric.is_empty()
+            || self
+                .metric
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(&label) || m.eq_ignore_ascii_case(&config));
+        let k = self.k.is_empty() || metric.k().is_some_and(|k| self.k.contains(&k));
+        named && k
+    }
 }
 
 /// A [`Shutdown`] that fires on the first Ctrl-C, SIGTERM or SIGHUP (what cron, systemd and

@@ -390,7 +390,7 @@ fn warn_coarse_k(plan: &Plan) {
         .collect();
     if let Some(note) = coarse_k_note(k, &models) {
         let width = crate::util::terminal_width();
-        eprintln!("{}", super::tabular::wrap(&note, width, "  "));
+        eprintln!("{}", crate::report::wrap(&note, width, "  "));
     }
 }
 

@@ -12,6 +12,7 @@ mod markup;
 mod partial;
 mod per_problem;
 mod table;
+mod tabular;
 
 pub use self::csv::MetricsCsv;
 pub use self::html::HtmlReport;
@@ -20,6 +21,7 @@ pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;
 pub use self::per_problem::PerProblemCsv;
 pub use self::table::{terminal_table, SummaryTable};
+pub use self::tabular::{wrap, Cell, TableFormat, Tabular};
 
 use crate::metrics::MetricKind;
 use crate::rundir::RunDir;

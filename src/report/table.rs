@@ -5,6 +5,7 @@
 
 use super::markup::{search_grid, search_notes, summaries};
 use super::partial::banner;
+use super::tabular::wrap;
 use super::{metric_label, Exporter};
 use crate::metrics::MetricKind;
 use crate::scoring::RunResults;
@@ -116,31 +117,10 @@ fn search_section(results: &RunResults, width: Option<usize>) -> String {
     }
     for note in search_notes(results) {
         match width {
-            Some(w) => out.push_str(&wrap(&note, w)),
+            Some(w) => out.push_str(&format!("{}\n", wrap(&note, w, ""))),
             None => out.push_str(&format!("{note}\n")),
         }
     }
-    out
-}
-
-/// Text broken at spaces into lines of at most `width` characters (a longer word stays whole).
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        let len = line.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > width {
-            out.push_str(&line);
-            out.push('\n');
-            line.clear();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    out.push_str(&line);
-    out.push('\n');
     out
 }
 

@@ -1,22 +1,23 @@
-//! The tables `compare` and `audit` print, in the format `--format` picks: a terminal table that
-//! fits the width, Markdown to paste into a PR, or CSV/JSON with raw (unrounded) values.
+//! Tables of cells for `compare`, `audit` and `history`, in the format the caller picks: a
+//! terminal table that fits the width, Markdown to paste into a PR, or CSV/JSON with raw
+//! (unrounded) values; and [`wrap`], the one way text is broken to the terminal's width.
 
 use crate::util::terminal_width;
 use serde_json::Value;
 
-/// `--format` of `compare` and `audit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutFormat {
+/// The formats a [`Tabular`] renders to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableFormat {
     Table,
     Md,
     Json,
     Csv,
 }
 
-impl OutFormat {
+impl TableFormat {
     /// Human formats carry notes and warnings on stdout; machine formats keep stdout parseable.
     pub fn is_human(self) -> bool {
-        matches!(self, OutFormat::Table | OutFormat::Md)
+        matches!(self, TableFormat::Table | TableFormat::Md)
     }
 }
 
@@ -68,11 +69,11 @@ pub struct Tabular {
 }
 
 impl Tabular {
-    pub fn render(&self, format: OutFormat) -> anyhow::Result<String> {
+    pub fn render(&self, format: TableFormat) -> anyhow::Result<String> {
         Ok(match format {
-            OutFormat::Table => self.table(),
-            OutFormat::Md => self.markdown(),
-            OutFormat::Json => {
+            TableFormat::Table => self.table(),
+            TableFormat::Md => self.markdown(),
+            TableFormat::Json => {
                 let rows: Vec<serde_json::Map<String, Value>> = self
                     .rows
                     .iter()
@@ -86,7 +87,7 @@ impl Tabular {
                     .collect();
                 serde_json::to_string_pretty(&rows)? + "\n"
             }
-            OutFormat::Csv => {
+            TableFormat::Csv => {
                 let mut w = csv::Writer::from_writer(Vec::new());
                 w.write_record(&self.keys)?;
                 for r in &self.rows {
@@ -165,33 +166,6 @@ impl Tabular {
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
         out
-    }
-}
-
-/// `--metric` and `--k` filters shared by `compare` and `audit`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct MetricFilter {
-    /// Only these metrics, by report name (`Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`, `Greedy`,
-    /// `maj@n`) or config name (`pass@16`, `g_pass@16_t0.5`); comma-separated, case-insensitive.
-    #[arg(long, value_delimiter = ',')]
-    pub metric: Vec<String>,
-    /// Only metrics of these k (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    pub k: Vec<u64>,
-}
-
-impl MetricFilter {
-    /// Whether a metric passes the filters.
-    pub fn keeps(&self, metric: &crate::metrics::MetricKind) -> bool {
-        let label = crate::report::metric_label(metric);
-        let config = metric.to_string();
-        let named = self.metric.is_empty()
-            || self
-                .metric
-                .iter()
-                .any(|m| m.eq_ignore_ascii_case(&label) || m.eq_ignore_ascii_case(&config));
-        let k = self.k.is_empty() || metric.k().is_some_and(|k| self.k.contains(&k));
-        named && k
     }
 }
 
