@@ -1,12 +1,13 @@
 //! The plan of a run: config + dataset → the problems, rendered prompts and prompt hash, and the
 //! manifest fields that record them; also whether an existing run may be resumed under this plan.
 
-use crate::config::raw::RawFields;
+use crate::config::raw::field_map;
 use crate::config::{self, Settings};
 use crate::dataset::shard::Shard;
 use crate::dataset::{self, FieldMap};
 use crate::error::BadInput;
 use crate::prompt;
+use crate::rundir::difference::{Difference, ModelSetting};
 use crate::rundir::manifest::Status;
 use crate::rundir::manifest::{git_commit, DatasetInfo, Manifest, ModelManifest};
 use crate::util::{closest, hex, id_index, now_rfc3339, short};
@@ -140,47 +141,6 @@ pub fn build(settings: Settings, limit: Option<usize>, shard: Option<Shard>) -> 
     })
 }
 
-/// `[evaluation.fields]` with its defaults filled in; restating a default changes nothing.
-fn field_map(raw: Option<&RawFields>) -> Option<FieldMap> {
-    raw.map(|f| FieldMap {
-        id: f.id.clone(),
-        question: f.question.clone().unwrap_or_else(|| "question".into()),
-        answer: f.answer.clone().unwrap_or_else(|| "answer".into()),
-        subset: f.subset.clone(),
-    })
-    .filter(|m| m.id.is_some() || !is_default(m))
-}
-
-/// Fields that read a file exactly as no `[evaluation.fields]` would (`id = "id"` included, for
-/// comparing runs: both take ids from the `id` field).
-fn is_default(m: &FieldMap) -> bool {
-    matches!(m.id.as_deref(), None | Some("id"))
-        && m.question == "question"
-        && m.answer == "answer"
-        && m.subset.is_none()
-}
-
-/// The `[evaluation.fields]` recorded in a manifest's config.
-fn recorded_fields(config: &serde_json::Value) -> Option<FieldMap> {
-    let raw = config.pointer("/evaluation/fields")?;
-    field_map(
-        serde_json::from_value::<RawFields>(raw.clone())
-            .ok()
-            .as_ref(),
-    )
-}
-
-/// Every model a config names, enabled or not (`--models` narrows `settings.models` only).
-fn model_names(config: &serde_json::Value) -> BTreeSet<&str> {
-    config
-        .get("models")
-        .and_then(|m| m.as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m.get("name")?.as_str())
-        .collect()
-}
-
 impl Plan {
     /// A new run's manifest.
     pub fn new_manifest(&self, run_id: &str) -> Manifest {
@@ -253,53 +213,42 @@ impl Plan {
         }
     }
 
-    /// Refuses to resume when what was sampled would no longer match what is asked for.
-    #[expect(
-        clippy::print_stderr,
-        reason = "the --force warning; to move up to the command layer (issue 23)"
-    )]
-    pub fn check_resume(&self, old: &Manifest, force: bool) -> Result<()> {
-        let changes = self.changes_since(old);
-        if changes.is_empty() || force {
-            if !changes.is_empty() {
-                eprintln!(
-                    "warning: resuming with --force despite: {}",
-                    changes.join("; ")
-                );
-            }
-            return Ok(());
-        }
-        Err(BadInput(format!(
-            "refusing to resume {}: {} changed since it started (pass --force to resume anyway)",
-            old.run_id,
-            changes.join("; ")
-        ))
-        .into())
+    /// What makes resuming `old` under this plan a different evaluation, one text per
+    /// [`Difference`] that matters: the dataset, shard, prompts or fields (the problems, their
+    /// ids or prompts), a model of the run that this config no longer names, or a model's
+    /// sampling settings (`n` aside: more samples extend a run). Models in config order.
+    pub fn resume_changes(&self, old: &Manifest) -> Vec<String> {
+        let planned = self.new_manifest(&old.run_id);
+        let position = |model: &str| self.settings.models.iter().position(|m| m.name == model);
+        let mut changes: Vec<(Option<usize>, String)> = old
+            .differences(&planned)
+            .iter()
+            .filter_map(|d| {
+                let model = match d {
+                    Difference::Model { model, .. } => position(model),
+                    _ => None,
+                };
+                Some((model, resume_change(d)?))
+            })
+            .collect();
+        changes.sort_by_key(|(model, _)| *model);
+        changes.into_iter().map(|(_, text)| text).collect()
     }
+}
 
-    /// What makes `old` a different evaluation: anything that changes the problems, their ids or
-    /// prompts, or drops one of its models (the one place resume decides identity).
-    pub fn identity_changes(&self, old: &Manifest) -> Vec<String> {
-        let mut changes = Vec::new();
-        if old.dataset.sha256 != self.dataset.sha256 {
-            changes.push(format!(
-                "dataset sha256 {} → {}",
-                short(&old.dataset.sha256),
-                short(&self.dataset.sha256)
-            ));
+/// How resume names a difference it refuses; `None` for one it accepts.
+fn resume_change(d: &Difference) -> Option<String> {
+    let none = |v: Option<u32>| v.map_or("none".to_string(), |v| v.to_string());
+    Some(match d {
+        Difference::Dataset(c) => {
+            format!("dataset sha256 {} → {}", short(&c.before), short(&c.after))
         }
-        if old.shard != self.shard {
+        Difference::Shard(c) => {
             let show = |s: Option<Shard>| s.map_or("none".to_string(), |s| s.to_string());
-            changes.push(format!("shard {} → {}", show(old.shard), show(self.shard)));
+            format!("shard {} → {}", show(c.before), show(c.after))
         }
-        if old.prompt_hash != self.prompt_hash {
-            changes.push("prompt template or few-shot examples".to_string());
-        }
-        let (was, now) = (
-            recorded_fields(&old.config).filter(|f| !is_default(f)),
-            field_map(self.settings.evaluation.fields.as_ref()).filter(|f| !is_default(f)),
-        );
-        if !old.config.is_null() && was != now {
+        Difference::PromptHash(_) => "prompt template or few-shot examples".to_string(),
+        Difference::Fields(c) => {
             let show = |f: &Option<FieldMap>| match f {
                 None => "defaults".to_string(),
                 Some(f) => format!(
@@ -310,48 +259,34 @@ impl Plan {
                     f.subset.as_deref().unwrap_or("none")
                 ),
             };
-            changes.push(format!(
+            format!(
                 "[evaluation.fields] {} → {}",
-                show(&was),
-                show(&now)
-            ));
+                show(&c.before),
+                show(&c.after)
+            )
         }
-        let names = model_names(&self.settings.config_json);
-        for name in old.models.keys() {
-            if !names.contains(name.as_str()) {
-                changes.push(format!("model {name} of the run is not in this config"));
-            }
+        Difference::NotInConfig { model } => {
+            format!("model {model} of the run is not in this config")
         }
-        changes
-    }
-
-    fn changes_since(&self, old: &Manifest) -> Vec<String> {
-        let mut changes = self.identity_changes(old);
-        for m in &self.settings.models {
-            let Some(o) = old.models.get(&m.name) else {
-                continue;
-            };
-            let (a, b) = (&o.sampling, &m.sampling);
-            let mut diff = |what: &str, x: String, y: String| {
-                if x != y {
-                    changes.push(format!("model {}: {what} {x} → {y}", m.name));
+        Difference::Model { model, setting } => {
+            let (what, x, y) = match setting {
+                ModelSetting::ModelId(c) => ("model_id", c.before.clone(), c.after.clone()),
+                ModelSetting::N(_) => return None,
+                ModelSetting::Temperature(c) => {
+                    ("temperature", c.before.to_string(), c.after.to_string())
+                }
+                ModelSetting::TopP(c) => ("top_p", c.before.to_string(), c.after.to_string()),
+                ModelSetting::TopK(c) => ("top_k", none(c.before), none(c.after)),
+                ModelSetting::Seed(c) => ("seed", c.before.to_string(), c.after.to_string()),
+                ModelSetting::MaxTokens(c) => ("max_tokens", none(c.before), none(c.after)),
+                ModelSetting::Stop(c) => {
+                    ("stop", format!("{:?}", c.before), format!("{:?}", c.after))
                 }
             };
-            diff("model_id", o.model_id.clone(), m.model_id.clone());
-            diff(
-                "temperature",
-                a.temperature.to_string(),
-                b.temperature.to_string(),
-            );
-            diff("top_p", a.top_p.to_string(), b.top_p.to_string());
-            let show = |v: Option<u32>| v.map_or("none".to_string(), |v| v.to_string());
-            diff("top_k", show(a.top_k), show(b.top_k));
-            diff("seed", a.seed.to_string(), b.seed.to_string());
-            diff("max_tokens", show(a.max_tokens), show(b.max_tokens));
-            diff("stop", format!("{:?}", a.stop), format!("{:?}", b.stop));
+            format!("model {model}: {what} {x} → {y}")
         }
-        changes
-    }
+        _ => return None,
+    })
 }
 
 /// A problem ready to send: its id, chat messages and their hash.

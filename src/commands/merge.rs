@@ -5,7 +5,9 @@
 //! hash, the models and the shard count; a unit (model, problem, sample index) may come from one input
 //! only. Records are copied verbatim.
 
+use crate::dataset::shard::Shard;
 use crate::error::{BadInput, ExitStatus};
+use crate::rundir::difference::{Difference, OUTPUT_DIR_KEY};
 use crate::rundir::manifest::Manifest;
 use crate::rundir::manifest::Status;
 use crate::rundir::record::{read_records, CheckpointWriter, SampleIndex};
@@ -41,47 +43,58 @@ fn check_compatible(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
                 RunDir::at(dir).manifest_path().display()
             ))
         };
-        if let Some(key) = config_difference(&first.config, &m.config) {
-            let show = |c: &serde_json::Value| value_at(c, &key);
+        let differences = first.differences(m);
+        let find = |f: fn(&Difference) -> bool| differences.iter().find(|d| f(d));
+        if let Some(Difference::Config { key, change }) =
+            find(|d| matches!(d, Difference::Config { .. }) && !is_output_dir(d))
+        {
+            let show = |v: &Option<serde_json::Value>| shown_value(v.as_ref());
             return Err(mismatch(
                 &format!("config key `{key}` ="),
-                &show(&first.config),
-                &show(&m.config),
+                &show(&change.before),
+                &show(&change.after),
             ));
         }
         // Equal configs hash alike unless their output_dir differs: any other hash change is unexplained.
-        let out_dir = |m: &Manifest| m.config.pointer("/evaluation/output_dir").cloned();
-        if m.config_hash != first.config_hash && out_dir(m) == out_dir(first) {
-            return Err(mismatch("config_hash", &first.config_hash, &m.config_hash));
+        if let Some(Difference::ConfigHash(c)) = find(|d| matches!(d, Difference::ConfigHash(_))) {
+            if find(is_output_dir).is_none() {
+                return Err(mismatch("config_hash", &c.before, &c.after));
+            }
         }
-        if m.dataset.sha256 != first.dataset.sha256 {
-            return Err(mismatch(
-                "dataset.sha256",
-                &first.dataset.sha256,
-                &m.dataset.sha256,
-            ));
+        if let Some(Difference::Dataset(c)) = find(|d| matches!(d, Difference::Dataset(_))) {
+            return Err(mismatch("dataset.sha256", &c.before, &c.after));
         }
-        if m.dataset.limit != first.dataset.limit {
+        if let Some(Difference::DatasetLimit(c)) =
+            find(|d| matches!(d, Difference::DatasetLimit(_)))
+        {
             let show = |l: Option<usize>| l.map_or("none".to_string(), |l| l.to_string());
+            return Err(mismatch("dataset.limit", &show(c.before), &show(c.after)));
+        }
+        if let Some(Difference::PromptHash(c)) = find(|d| matches!(d, Difference::PromptHash(_))) {
+            return Err(mismatch("prompt_hash", &c.before, &c.after));
+        }
+        if let Some(Difference::Models(c)) = find(|d| matches!(d, Difference::Models(_))) {
             return Err(mismatch(
-                "dataset.limit",
-                &show(first.dataset.limit),
-                &show(m.dataset.limit),
+                "models",
+                &c.before.join(", "),
+                &c.after.join(", "),
             ));
         }
-        if m.prompt_hash != first.prompt_hash {
-            return Err(mismatch("prompt_hash", &first.prompt_hash, &m.prompt_hash));
-        }
-        let names = |m: &Manifest| m.models.keys().cloned().collect::<Vec<_>>().join(", ");
-        if m.models.keys().ne(first.models.keys()) {
-            return Err(mismatch("models", &names(first), &names(m)));
-        }
-        let count = |m: &Manifest| m.shard.map_or("none".to_string(), |s| s.count.to_string());
-        if m.shard.map(|s| s.count) != first.shard.map(|s| s.count) {
-            return Err(mismatch("shard count", &count(first), &count(m)));
+        if let Some(Difference::Shard(c)) = find(|d| matches!(d, Difference::Shard(_))) {
+            let count = |s: Option<Shard>| s.map(|s| s.count);
+            if count(c.before) != count(c.after) {
+                let show =
+                    |s: Option<Shard>| count(s).map_or("none".to_string(), |n| n.to_string());
+                return Err(mismatch("shard count", &show(c.before), &show(c.after)));
+            }
         }
     }
     Ok(())
+}
+
+/// The one config key shards may differ in.
+fn is_output_dir(d: &Difference) -> bool {
+    matches!(d, Difference::Config { key, .. } if key == OUTPUT_DIR_KEY)
 }
 
 /// Refuses one shard given twice (after [`check_units`], which names an overlapping unit).
@@ -98,57 +111,8 @@ fn check_shards(runs: &[(PathBuf, Manifest)]) -> Result<(), BadInput> {
     Ok(())
 }
 
-/// The first config key (dotted path) whose value differs, `evaluation.output_dir` aside.
-fn config_difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
-    let strip = |c: &serde_json::Value| {
-        let mut c = c.clone();
-        if let Some(ev) = c.get_mut("evaluation").and_then(|e| e.as_object_mut()) {
-            ev.remove("output_dir");
-        }
-        c
-    };
-    first_difference(&strip(a), &strip(b), "")
-}
-
-fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Option<String> {
-    use serde_json::Value;
-    let join = |k: &str| {
-        if at.is_empty() {
-            k.to_string()
-        } else {
-            format!("{at}.{k}")
-        }
-    };
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
-                (Some(u), Some(v)) => first_difference(u, v, &join(k)),
-                _ => Some(join(k)),
-            })
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .find_map(|(i, (u, v))| first_difference(u, v, &format!("{at}[{i}]"))),
-        _ => (a != b).then(|| at.to_string()),
-    }
-}
-
-/// The value at a dotted config key as compact JSON (`unset` when absent), for messages.
-fn value_at(config: &serde_json::Value, key: &str) -> String {
-    let mut v = Some(config);
-    for part in key.split('.') {
-        let (name, index) = match part.split_once('[') {
-            Some((n, i)) => (n, i.trim_end_matches(']').parse::<usize>().ok()),
-            None => (part, None),
-        };
-        v = v.and_then(|v| v.get(name));
-        if let Some(i) = index {
-            v = v.and_then(|v| v.get(i));
-        }
-    }
+/// A config value as compact JSON (`unset` when absent), cut at 80 characters, for messages.
+fn shown_value(v: Option<&serde_json::Value>) -> String {
     let text = v.map_or("unset".to_string(), |v| v.to_string());
     match text.char_indices().nth(80) {
         Some((i, _)) => format!("{}…", &text[..i]),

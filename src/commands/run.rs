@@ -404,9 +404,30 @@ fn open_run_dir(plan: &Plan, resume_dir: Option<RunDir>, force: bool) -> Result<
         })?);
     };
     dir.resume(|old| -> Result<Manifest> {
-        plan.check_resume(&old, force)?;
+        refuse_changed(plan, &old, force)?;
         Ok(plan.update_manifest(old))
     })
+}
+
+/// Refuses to resume when what was sampled would no longer match what is asked for; with
+/// `force`, warns and resumes.
+fn refuse_changed(plan: &Plan, old: &Manifest, force: bool) -> Result<(), BadInput> {
+    let changes = plan.resume_changes(old);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    if !force {
+        return Err(BadInput(format!(
+            "refusing to resume {}: {} changed since it started (pass --force to resume anyway)",
+            old.run_id,
+            changes.join("; ")
+        )));
+    }
+    eprintln!(
+        "warning: resuming with --force despite: {}",
+        changes.join("; ")
+    );
+    Ok(())
 }
 
 /// Counts each model's checkpoint into the manifest and writes it; true when interrupted.

@@ -213,6 +213,26 @@ pub struct RawFields {
     pub subset: Option<String>,
 }
 
+/// `[evaluation.fields]` with its defaults filled in; restating a default changes nothing.
+pub fn field_map(raw: Option<&RawFields>) -> Option<crate::dataset::FieldMap> {
+    raw.map(|f| crate::dataset::FieldMap {
+        id: f.id.clone(),
+        question: f.question.clone().unwrap_or_else(|| "question".into()),
+        answer: f.answer.clone().unwrap_or_else(|| "answer".into()),
+        subset: f.subset.clone(),
+    })
+    .filter(|m| m.id.is_some() || !is_default(m))
+}
+
+/// Fields that read a file exactly as no `[evaluation.fields]` would (`id = "id"` included, for
+/// comparing runs: both take ids from the `id` field).
+pub fn is_default(m: &crate::dataset::FieldMap) -> bool {
+    matches!(m.id.as_deref(), None | Some("id"))
+        && m.question == "question"
+        && m.answer == "answer"
+        && m.subset.is_none()
+}
+
 /// Few-shot examples: drawn from a dataset (`count` + `dataset`) or listed inline (`examples`).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

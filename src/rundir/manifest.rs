@@ -1,4 +1,5 @@
-//! The run manifest: what ran, with which settings, against which data, and how it ended.
+//! The run manifest: what ran, with which settings, against which data, and how it ended. What
+//! differs between two manifests is decided in [`super::difference`].
 
 use crate::config::{ModelSettings, SamplingSettings};
 use crate::error::BadInput;
@@ -166,13 +167,6 @@ impl ModelManifest {
 }
 
 impl Manifest {
-    /// Whether this run was started from the same config file, settings file and task: the
-    /// identity `resume_from_checkpoint` resumes by.
-    pub fn same_task(&self, config_hash: &str, task: Option<&crate::config::TaskFile>) -> bool {
-        let key = |t: Option<&crate::config::TaskFile>| t.map(|t| (t.sha256.clone(), t.index));
-        self.config_hash == config_hash && key(self.settings.as_ref()) == key(task)
-    }
-
     /// How the run was graded, from its stored config: the grader mode and the judge's model id.
     pub fn grading(&self) -> (String, Option<String>) {
         let mode = self.config["evaluation"]["grader"]

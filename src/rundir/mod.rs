@@ -2,6 +2,7 @@
 //! new, locked, resumed, settled), one checkpoint record per finished unit (`record`), the
 //! manifest (`manifest`) and the lock that keeps a second writer out (`lock`).
 
+pub mod difference;
 pub mod lock;
 pub mod manifest;
 pub mod record;
