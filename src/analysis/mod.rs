@@ -1,3 +1,6 @@
-//! What runs say side by side: history across runs over time, and what changed between them.
+//! What runs say side by side: two runs compared, a run audited against published numbers, and
+//! history across runs over time with what changed between them.
 
+pub mod audit;
+pub mod compare;
 pub mod history;

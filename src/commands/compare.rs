@@ -1,20 +1,17 @@
-//! `gpassk compare <run A> <run B>`: per model (matched by name) and metric, B − A over the problems
-//! both runs scored (matched by id), an exact paired test per row, Holm's correction over the rows,
-//! and the checks that the two runs measured the same thing.
+//! `gpassk compare <run A> <run B>`: the arguments and the printing of
+//! [`crate::analysis::compare`], and the exit status (`--fail-on-regression`, `--fail-on-drift`).
 
 use super::{MetricFilter, OutFormat};
+use crate::analysis::compare::{
+    check_dataset, compare, drift_lines, nothing_compared, regressions, render,
+    setting_differences, unmatched_models, Comparison,
+};
 use crate::error::{bad_input, BadInput, ExitStatus};
-use crate::metrics::{to_f64, MetricKind};
-use crate::report::{Cell, TableFormat, Tabular};
 use crate::rundir::RunDir;
-use crate::scoring::{load_run, ModelScore, RunResults};
-use crate::stats::paired::{ALPHA, MIN_SHARED};
-use crate::stats::{holm, paired_test, PairedTest};
-use crate::util::printable;
+use crate::scoring::load_run;
 use anyhow::Result;
 use clap::Args;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 #[command(
@@ -44,171 +41,6 @@ pub struct CompareArgs {
     pub filter: MetricFilter,
 }
 
-/// One compared metric of one model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Comparison {
-    pub model: String,
-    /// The metric as the reports name it (`Pass@16`, `G-Pass@16_0.5`, `maj@n`, …).
-    pub metric: String,
-    pub kind: MetricKind,
-    pub test: PairedTest,
-    /// Holm-adjusted p-value over every tested row of the comparison; `None` when untested.
-    pub adjusted: Option<f64>,
-}
-
-impl Comparison {
-    /// True when the difference is significant at [`ALPHA`] after Holm's correction.
-    pub fn flagged(&self) -> bool {
-        self.adjusted.is_some_and(|p| p < ALPHA)
-    }
-}
-
-/// Rows of a comparison, and the rows left out with the reason.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Compared {
-    pub rows: Vec<Comparison>,
-    pub skipped: Vec<String>,
-}
-
-/// Pairs every metric of every model present in both runs, then applies Holm's correction.
-pub fn compare(a: &RunResults, b: &RunResults) -> Compared {
-    let mut out = Compared::default();
-    for mb in &b.models {
-        let Some(ma) = a.models.iter().find(|m| m.name == mb.name) else {
-            continue;
-        };
-        compare_model(ma, mb, &mut out);
-    }
-    let tested: Vec<usize> = (0..out.rows.len())
-        .filter(|&i| out.rows[i].test.p.is_some())
-        .collect();
-    let raw: Vec<f64> = tested.iter().filter_map(|&i| out.rows[i].test.p).collect();
-    for (&i, p) in tested.iter().zip(holm(&raw)) {
-        out.rows[i].adjusted = Some(p);
-    }
-    out
-}
-
-fn compare_model(ma: &ModelScore, mb: &ModelScore, out: &mut Compared) {
-    let index: HashMap<&str, usize> = ma
-        .problems
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
-    for (cb, metric) in mb.values.metrics.iter().enumerate() {
-        let Some(ca) = ma.values.column(metric) else {
-            continue;
-        };
-        if *metric == MetricKind::Majority && ma.n != mb.n {
-            out.skipped.push(format!(
-                "{} maj@n: not compared, n = {} in A and {} in B (a majority of more votes is \
-                 a different metric)",
-                mb.name, ma.n, mb.n
-            ));
-            continue;
-        }
-        let pairs: Vec<(f64, f64)> = mb
-            .problems
-            .iter()
-            .enumerate()
-            .filter_map(|(ib, p)| {
-                let ia = *index.get(p.id.as_str())?;
-                let va = ma.values.rows[ia][ca].as_ref()?;
-                let vb = mb.values.rows[ib][cb].as_ref()?;
-                Some((to_f64(va), to_f64(vb)))
-            })
-            .collect();
-        if let Some(test) = paired_test(&pairs) {
-            out.rows.push(Comparison {
-                model: mb.name.clone(),
-                metric: crate::report::metric_label(metric),
-                kind: metric.clone(),
-                test,
-                adjusted: None,
-            });
-        }
-    }
-}
-
-/// True when a flagged drop is larger than `pct` percentage points.
-pub fn regressed(c: &Comparison, pct: f64) -> bool {
-    c.flagged() && c.test.delta < 0.0 && -100.0 * c.test.delta > pct
-}
-
-/// Refuses two runs on different datasets (by content: the same file may be named by another
-/// path): their problem ids may coincide by accident.
-fn check_dataset(a: &RunResults, b: &RunResults) -> Result<(), BadInput> {
-    if a.dataset_sha256 == b.dataset_sha256 {
-        return Ok(());
-    }
-    let short = |h: &str| h.chars().take(12).collect::<String>();
-    Err(BadInput(format!(
-        "different datasets: A ran on {} (sha256 {}), B on {} (sha256 {}); compare needs the \
-         same dataset",
-        a.dataset,
-        short(&a.dataset_sha256),
-        b.dataset,
-        short(&b.dataset_sha256)
-    )))
-}
-
-/// Every setting that differs between the two runs for the models both hold, named.
-pub fn setting_differences(a: &RunResults, b: &RunResults) -> Vec<String> {
-    let (Some(ma), Some(mb)) = (&a.manifest, &b.manifest) else {
-        return vec!["a run has no manifest: its settings cannot be checked".into()];
-    };
-    let mut out = Vec::new();
-    let mut differ = |what: &str, x: String, y: String| {
-        if x != y {
-            out.push(format!("{what}: {x} in A, {y} in B"));
-        }
-    };
-    differ(
-        "prompt template",
-        format!("{:?}", ma.prompt_template),
-        format!("{:?}", mb.prompt_template),
-    );
-    differ(
-        "prompt hash (template and few-shot turns)",
-        ma.prompt_hash.clone(),
-        mb.prompt_hash.clone(),
-    );
-    let grading = |m: &crate::rundir::manifest::Manifest| {
-        let (mode, judge) = m.grading();
-        judge.map_or(mode.clone(), |j| format!("{mode} (judge {j})"))
-    };
-    differ("grader", grading(ma), grading(mb));
-    for (name, xa) in &ma.models {
-        let Some(xb) = mb.models.get(name) else {
-            continue;
-        };
-        let (sa, sb) = (&xa.sampling, &xb.sampling);
-        let mut model = |what: &str, x: String, y: String| {
-            differ(&format!("{name} {what}"), x, y);
-        };
-        model("model id", xa.model_id.clone(), xb.model_id.clone());
-        model("n", sa.n.to_string(), sb.n.to_string());
-        model(
-            "temperature",
-            sa.temperature.to_string(),
-            sb.temperature.to_string(),
-        );
-        model("top-p", sa.top_p.to_string(), sb.top_p.to_string());
-        model(
-            "top-k",
-            format!("{:?}", sa.top_k),
-            format!("{:?}", sb.top_k),
-        );
-        model(
-            "max tokens",
-            format!("{:?}", sa.max_tokens),
-            format!("{:?}", sb.max_tokens),
-        );
-    }
-    out
-}
-
 pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     if let Some(p) = args.fail_on_regression {
         if !(p.is_finite() && p >= 0.0) {
@@ -219,30 +51,16 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         }
     }
     let (run_a, run_b) = resolve_runs(&args)?;
+    let runs = [run_a.as_path(), run_b.as_path()];
     let a = load_run(&RunDir::at(&run_a)).map_err(bad_input)?;
     let b = load_run(&RunDir::at(&run_b)).map_err(bad_input)?;
     check_dataset(&a, &b)?;
-    let names =
-        |r: &RunResults| -> Vec<String> { r.models.iter().map(|m| m.name.clone()).collect() };
-    for (run, here, there) in [(&run_b, &b, &a), (&run_a, &a, &b)] {
-        for m in &here.models {
-            if !there.models.iter().any(|x| x.name == m.name) {
-                eprintln!("note: model {} is only in {}", m.name, run.display());
-            }
-        }
+    for note in unmatched_models(&a, &b, runs) {
+        eprintln!("{note}");
     }
     let compared = compare(&a, &b);
     if compared.rows.is_empty() {
-        let why = if names(&a).iter().any(|n| names(&b).contains(n)) {
-            "share no scored problem (problems are matched by id)".to_string()
-        } else {
-            format!(
-                "share no model (models are matched by name): A has {}, B has {}",
-                names(&a).join(", "),
-                names(&b).join(", ")
-            )
-        };
-        return Err(BadInput(format!("{} and {} {why}", run_a.display(), run_b.display())).into());
+        return Err(nothing_compared(&a, &b, runs).into());
     }
     let differences = setting_differences(&a, &b);
     for d in &differences {
@@ -259,24 +77,19 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         )
         .into());
     }
-    print_comparison(&args, [&run_a, &run_b], &compared, &shown, &differences)?;
-    let failed: Vec<String> = match args.fail_on_regression {
-        Some(p) => shown
-            .iter()
-            .filter(|c| regressed(c, p))
-            .map(|c| {
-                format!(
-                    "  {} {}: {:+.1} points",
-                    c.model,
-                    c.metric,
-                    100.0 * c.test.delta
-                )
-            })
-            .collect(),
-        None => Vec::new(),
-    };
+    print!(
+        "{}",
+        render(runs, &compared, &shown, &differences, args.format.into())?
+    );
+    let failed = args
+        .fail_on_regression
+        .map_or_else(Vec::new, |p| regressions(&shown, p));
     let drifted = if args.fail_on_drift {
-        report_drift(&run_a, &run_b, &b)?
+        let lines = drift_lines(&run_a, &run_b, &b)?;
+        for l in &lines {
+            eprintln!("{l}");
+        }
+        !lines.is_empty()
     } else {
         false
     };
@@ -315,138 +128,4 @@ fn resolve_runs(args: &CompareArgs) -> Result<(PathBuf, PathBuf)> {
         },
         _ => Err(BadInput("give two runs, or one run with --baseline previous".into()).into()),
     }
-}
-
-/// Prints every served-model or fingerprint change of the models of B; true when there was one.
-fn report_drift(run_a: &Path, run_b: &Path, b: &RunResults) -> Result<bool> {
-    let entry = |dir: &Path| -> Result<crate::analysis::history::RunEntry> {
-        Ok(crate::analysis::history::RunEntry {
-            dir: dir.to_path_buf(),
-            manifest: crate::rundir::RunDir::at(dir).read_manifest()?,
-        })
-    };
-    let (ea, eb) = (entry(run_a)?, entry(run_b)?);
-    let mut drifted = false;
-    for m in &b.models {
-        for d in crate::analysis::history::drift(&ea, &eb, &m.name) {
-            eprintln!("drift: {}: {}", m.name, printable(&d.describe()));
-            drifted = true;
-        }
-    }
-    Ok(drifted)
-}
-
-/// A p-value for the table: four decimals, `-` when untested.
-fn p_text(p: Option<f64>) -> String {
-    match p {
-        None => "-".into(),
-        Some(p) if p < 1e-4 => "<0.0001".into(),
-        Some(p) => format!("{p:.4}"),
-    }
-}
-
-/// The shown rows as cells: percentages for people, raw fractions and p-values for machines.
-fn tabular(shown: &[&Comparison]) -> Tabular {
-    let pct = |v: f64| Cell::num(Some(v), format!("{:.1}", 100.0 * v));
-    let rows = shown
-        .iter()
-        .map(|c| {
-            let d = &c.test;
-            let flag = match (d.p, c.flagged(), d.delta > 0.0) {
-                (None, _, _) => "untested".to_string(),
-                (Some(_), false, _) => String::new(),
-                (Some(_), true, true) => "improved".into(),
-                (Some(_), true, false) => "REGRESSED".into(),
-            };
-            vec![
-                Cell::text(&c.model),
-                Cell::text(&c.metric),
-                pct(d.a),
-                pct(d.b),
-                Cell::num(Some(d.delta), format!("{:+.1}", 100.0 * d.delta)),
-                Cell::num(d.p, p_text(d.p)),
-                Cell::num(c.adjusted, p_text(c.adjusted)),
-                Cell::int(d.problems as u64),
-                Cell::text(flag),
-            ]
-        })
-        .collect();
-    Tabular {
-        keys: vec![
-            "model", "metric", "a", "b", "delta", "p", "p_holm", "problems", "flag",
-        ],
-        titles: vec![
-            "model", "metric", "A %", "B %", "B − A", "p", "p (Holm)", "problems", "flag",
-        ],
-        rows,
-        machine_only: &["p"],
-        group: Some("model"),
-    }
-}
-
-fn print_comparison(
-    args: &CompareArgs,
-    [run_a, run_b]: [&Path; 2],
-    compared: &Compared,
-    shown: &[&Comparison],
-    differences: &[String],
-) -> Result<()> {
-    let format = TableFormat::from(args.format);
-    let body = tabular(shown).render(format)?;
-    if !format.is_human() {
-        print!("{body}");
-        return Ok(());
-    }
-    let md = format == TableFormat::Md;
-    let line = |s: String| if md { format!("{s}\n") } else { s };
-    println!("B − A in percentage points over the problems both runs scored; exact paired");
-    println!(
-        "{}",
-        line("sign-flip test (McNemar for 0/1 values), Holm-corrected over the tested rows".into())
-    );
-    println!("{}", line(format!("A: {}", run_a.display())));
-    println!("{}", line(format!("B: {}", run_b.display())));
-    for d in differences {
-        println!("{}", line(format!("WARNING: the runs differ: {d}")));
-    }
-    if !differences.is_empty() {
-        println!(
-            "{}",
-            line("differences may come from these settings".into())
-        );
-    }
-    print!("{body}");
-    for s in &compared.skipped {
-        println!("{}", line(s.clone()));
-    }
-    let tested = compared.rows.iter().filter(|c| c.test.p.is_some()).count();
-    let flagged = compared.rows.iter().filter(|c| c.flagged()).count();
-    println!(
-        "{}",
-        line(format!(
-            "{flagged} of {tested} tested differences significant at {}% family-wise (Holm over {tested} tests)",
-            100.0 * ALPHA
-        ))
-    );
-    if shown.len() < compared.rows.len() {
-        println!(
-            "{}",
-            line(format!(
-                "{} of {} rows shown (--metric/--k)",
-                shown.len(),
-                compared.rows.len()
-            ))
-        );
-    }
-    let untested = compared.rows.len() - tested;
-    if untested > 0 {
-        println!(
-            "{}",
-            line(format!(
-                "{untested} differences not tested: fewer than {MIN_SHARED} shared problems \
-                 cannot support a flag"
-            ))
-        );
-    }
-    Ok(())
 }

@@ -2,7 +2,7 @@
 //! metric with intervals, the difference from the run before with `compare`'s paired test, and
 //! markers where the served model, fingerprint, settings or coverage changed.
 
-use super::compare::{compare, Compared};
+use crate::analysis::compare::{compare, Compared};
 use crate::analysis::history::{
     discover, drift, html_page, partial, setting_changes, Point, RunEntry, Series, Trend,
 };
@@ -216,7 +216,7 @@ fn row(
     metric: &str,
     l: &Loaded,
     est: Option<&crate::stats::Estimate>,
-    test: Option<&super::compare::Comparison>,
+    test: Option<&crate::analysis::compare::Comparison>,
     marks: &[String],
 ) -> Vec<Cell> {
     let value = est.and_then(|e| e.value);
