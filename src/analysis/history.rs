@@ -1,14 +1,20 @@
 //! Run history: the runs of one results folder in date order, what changed between neighbours
 //! (served model, system fingerprint, config, prompt, grader, dataset, coverage), the previous
-//! comparable run of a run, and the HTML trend page.
+//! comparable run of a run, and the history table: per dataset, model and headline metric, every
+//! run's value with its interval and the difference from the run before with `compare`'s test.
 
+use crate::analysis::compare::{compare, Compared, Comparison};
+use crate::analysis::trend::{html_page, Point, Series, Trend};
 use crate::error::BadInput;
+use crate::metrics::MetricKind;
+use crate::report::{metric_label, Cell, Tabular};
+use crate::rundir::difference::Difference;
 use crate::rundir::manifest::{Manifest, ModelManifest};
 use crate::rundir::record::read_records;
 use crate::rundir::RunDir;
-use crate::util::short;
+use crate::scoring::{load_run, RunResults};
+use crate::util::{printable, short};
 use std::collections::BTreeSet;
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// One run directory found under a results folder.
@@ -56,11 +62,14 @@ pub fn previous_run(run: &Path) -> Result<Option<PathBuf>, BadInput> {
         .into_iter()
         .filter(|r| std::fs::canonicalize(&r.dir).ok() != me)
         .filter(|r| r.manifest.created_at < this.created_at)
-        .filter(|r| {
-            r.manifest
-                .same_task(&this.config_hash, this.settings.as_ref())
+        .rfind(|r| {
+            !r.manifest.differences(&this).iter().any(|d| {
+                matches!(
+                    d,
+                    Difference::ConfigHash(_) | Difference::Task(_) | Difference::Dataset(_)
+                )
+            })
         })
-        .rfind(|r| r.manifest.dataset.sha256 == this.dataset.sha256)
         .map(|r| r.dir))
 }
 
@@ -153,27 +162,32 @@ fn new_fingerprint_share(dir: &Path, model: &str, known: &BTreeSet<String>) -> O
     (total > 0).then(|| new as f64 / total as f64)
 }
 
-/// Run-wide changes from `a` to `b`: config, prompt, grader and dataset content.
-pub fn setting_changes(a: &Manifest, b: &Manifest) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut differ = |what: &str, x: String, y: String| {
-        if x != y {
-            out.push(format!("{what} changed: {} → {}", short(&x), short(&y)));
-        }
+/// The run-wide changes among the `differences` from a run to the next: config, prompt, grader
+/// and dataset content.
+pub fn setting_changes(differences: &[Difference]) -> Vec<String> {
+    let grading = |(mode, judge): &(String, Option<String>)| {
+        judge
+            .as_ref()
+            .map_or(mode.clone(), |j| format!("{mode}+{j}"))
     };
-    differ("config hash", a.config_hash.clone(), b.config_hash.clone());
-    differ("prompt hash", a.prompt_hash.clone(), b.prompt_hash.clone());
-    let grading = |m: &Manifest| {
-        let (mode, judge) = m.grading();
-        judge.map_or(mode.clone(), |j| format!("{mode}+{j}"))
-    };
-    differ("grader", grading(a), grading(b));
-    differ(
-        "dataset sha256",
-        a.dataset.sha256.clone(),
-        b.dataset.sha256.clone(),
-    );
-    out
+    let mut changes: Vec<(u8, String)> = differences
+        .iter()
+        .filter_map(|d| {
+            let (rank, what, x, y) = match d {
+                Difference::ConfigHash(c) => (0, "config hash", c.before.clone(), c.after.clone()),
+                Difference::PromptHash(c) => (1, "prompt hash", c.before.clone(), c.after.clone()),
+                Difference::Grader(c) => (2, "grader", grading(&c.before), grading(&c.after)),
+                Difference::Dataset(c) => (3, "dataset sha256", c.before.clone(), c.after.clone()),
+                _ => return None,
+            };
+            Some((
+                rank,
+                format!("{what} changed: {} → {}", short(&x), short(&y)),
+            ))
+        })
+        .collect();
+    changes.sort_by_key(|(rank, _)| *rank);
+    changes.into_iter().map(|(_, c)| c).collect()
 }
 
 /// Why a model's part of a run is partial (`None` when complete): status and usable units.
@@ -188,248 +202,320 @@ pub fn partial(m: &Manifest, name: &str) -> Option<String> {
     })
 }
 
-/// One point of a trend: a run's value of one metric for one model, with its interval and the
-/// change markers of that run.
-#[derive(Debug, Clone)]
-pub struct Point {
-    pub label: String,
-    pub value: Option<f64>,
-    pub ci: Option<(f64, f64)>,
-    pub changes: Vec<String>,
+/// One loaded run with what changed since the run before it (per model).
+struct Loaded {
+    entry: RunEntry,
+    results: RunResults,
+    /// Against the previous run of the same dataset; `None` for the first.
+    compared: Option<Compared>,
+    run_changes: Vec<String>,
 }
 
-/// One line of a trend plot: a model's points over the runs.
-#[derive(Debug, Clone)]
-pub struct Series {
-    pub model: String,
-    pub points: Vec<Point>,
+/// Whether a run is of dataset `want`: its name as the manifest records it, or the file name.
+fn dataset_matches(entry: &RunEntry, want: &str) -> bool {
+    let name = &entry.manifest.dataset.name;
+    name == want
+        || std::path::Path::new(name)
+            .file_stem()
+            .is_some_and(|s| s.to_string_lossy() == want)
 }
 
-/// A trend plot: one headline metric of one dataset over the runs.
-#[derive(Debug, Clone)]
-pub struct Trend {
-    pub dataset: String,
-    pub metric: String,
-    pub series: Vec<Series>,
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
-
-const COLORS: [&str; 6] = [
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
-];
-
-/// One trend as an inline SVG: a line per model with 95% interval whiskers, runs on the x axis,
-/// and a dashed vertical marker (with its reasons as a tooltip) at every run where something
-/// changed.
-pub fn trend_svg(t: &Trend) -> String {
-    let runs = t.series.iter().map(|s| s.points.len()).max().unwrap_or(0);
-    let (x0, y0, w, h) = (56.0, 12.0, 520.0, 220.0);
-    let x = |i: usize| x0 + w * (i as f64 + 0.5) / runs.max(1) as f64;
-    let y = |v: f64| y0 + h * (1.0 - v.clamp(0.0, 1.0));
-    let mut svg = format!(
-        "<svg class=\"plot trend\" width=\"100%\" viewBox=\"0 0 {:.0} {:.0}\" \
-         preserveAspectRatio=\"xMinYMin meet\" role=\"img\" aria-label=\"{} over runs\">",
-        x0 + w + 16.0,
-        y0 + h + 40.0,
-        esc(&t.metric)
-    );
-    for i in 0..=4 {
-        let v = f64::from(i) / 4.0;
-        let _ = write!(
-            svg,
-            "<line class=\"grid\" x1=\"{x0}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\"/>\
-             <text class=\"label\" x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"end\">{4}%</text>",
-            y(v),
-            x0 + w,
-            x0 - 5.0,
-            y(v) + 4.0,
-            25 * i
-        );
-    }
-    run_labels(t, &mut svg, runs, x, y0 + h);
-    for (si, s) in t.series.iter().enumerate() {
-        let c = COLORS[si % COLORS.len()];
-        let pts: Vec<String> = s
-            .points
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| p.value.map(|v| format!("{:.1},{:.1}", x(i), y(v))))
-            .collect();
-        let _ = write!(
-            svg,
-            "<polyline class=\"trend-line\" data-model=\"{}\" fill=\"none\" stroke=\"{c}\" \
-             stroke-width=\"2\" points=\"{}\"/>",
-            esc(&s.model),
-            pts.join(" ")
-        );
-        for (i, p) in s.points.iter().enumerate() {
-            let Some(v) = p.value else { continue };
-            if let Some((lo, hi)) = p.ci {
-                let _ = write!(
-                    svg,
-                    "<path class=\"axis\" d=\"M{0:.1} {1:.1}V{2:.1}\" stroke=\"{c}\"/>",
-                    x(i),
-                    y(lo),
-                    y(hi)
-                );
+/// Loads and scores the runs of one dataset in order, pairing each with the one before. A run
+/// that cannot be scored (a corrupt checkpoint, a dataset edited or gone) is skipped with one
+/// warning naming it (pushed to `warnings`), as an unreadable manifest is: one broken run never
+/// hides the others.
+fn load_series(entries: Vec<RunEntry>, warnings: &mut Vec<String>) -> Vec<Loaded> {
+    let mut out: Vec<Loaded> = Vec::new();
+    for entry in entries {
+        let results = match load_run(&RunDir::at(&entry.dir)) {
+            Ok(r) => r,
+            Err(e) => {
+                let why = crate::error::render(&e);
+                warnings.push(format!(
+                    "warning: skipped {}: {}",
+                    printable(&entry.dir.display().to_string()),
+                    printable(&why)
+                ));
+                continue;
             }
-            let _ = write!(
-                svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{c}\"><title>{} {}: {:.1}%</title></circle>",
-                x(i),
-                y(v),
-                esc(&s.model),
-                esc(&p.label),
-                100.0 * v
-            );
-        }
-    }
-    let _ = write!(
-        svg,
-        "<line class=\"axis\" x1=\"{x0}\" y1=\"{y0}\" x2=\"{x0}\" y2=\"{0:.1}\"/>\
-         <line class=\"axis\" x1=\"{x0}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\"/></svg>",
-        y0 + h,
-        x0 + w
-    );
-    svg
-}
-
-/// The run labels under the x axis, and a dashed marker (its reasons as a tooltip) at every
-/// run where something changed; `bottom` is the plot area's lower edge.
-fn run_labels(t: &Trend, svg: &mut String, runs: usize, x: impl Fn(usize) -> f64, bottom: f64) {
-    let (y0, h) = (12.0, bottom - 12.0);
-    for i in 0..runs {
-        let reasons: Vec<String> = t
-            .series
-            .iter()
-            .filter_map(|s| s.points.get(i))
-            .flat_map(|p| p.changes.iter().cloned())
-            .collect();
-        let label = t
-            .series
-            .iter()
-            .find_map(|s| s.points.get(i))
-            .map_or(String::new(), |p| p.label.clone());
-        let _ = write!(
-            *svg,
-            "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            x(i),
-            y0 + h + 16.0,
-            esc(&label)
-        );
-        if !reasons.is_empty() {
-            let _ = write!(
-                *svg,
-                "<line class=\"change\" x1=\"{0:.1}\" y1=\"{y0}\" x2=\"{0:.1}\" y2=\"{1:.1}\" \
-                 stroke=\"#D55E00\" stroke-width=\"2\" stroke-dasharray=\"5 3\"><title>{2}</title></line>\
-                 <text class=\"label\" x=\"{0:.1}\" y=\"{3:.1}\" text-anchor=\"middle\">⚑</text>",
-                x(i),
-                y0 + h,
-                esc(&reasons.join("; ")),
-                y0 + h + 32.0
-            );
-        }
-    }
-}
-
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1em auto;padding:0 1em;\
-color:#222;max-width:1600px}h1,h2,h3,p,li{overflow-wrap:anywhere}\
-.scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse}\
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}\
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:1em 2em}\
-svg.plot{display:block;width:100%;height:auto;max-width:700px}\
-.axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}\
-.label{font-size:12px;fill:#444}.changes li{color:#9b2c00}";
-
-/// The history page: a trend plot per headline metric, then a table (header and text cells,
-/// escaped here) and the list of changes.
-pub fn html_page(
-    trends: &[Trend],
-    header: &[&str],
-    rows: &[Vec<String>],
-    changes: &[String],
-) -> String {
-    let mut out = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>gpassk history</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>Run history</h1>\n"
-    );
-    let mut dataset = None;
-    for t in trends {
-        if dataset != Some(&t.dataset) {
-            if dataset.is_some() {
-                out.push_str("</div>\n");
+        };
+        let (compared, run_changes) = match out.last() {
+            Some(prev) => {
+                let differences = prev.entry.manifest.differences(&entry.manifest);
+                let same_data = !differences
+                    .iter()
+                    .any(|d| matches!(d, Difference::Dataset(_)));
+                let changes = setting_changes(&differences);
+                (same_data.then(|| compare(&prev.results, &results)), changes)
             }
-            let _ = write!(out, "<h2>{}</h2>\n<div class=\"plots\">\n", esc(&t.dataset));
-            dataset = Some(&t.dataset);
-        }
-        let _ = writeln!(
-            out,
-            "<figure><h3>{}</h3>{}</figure>",
-            esc(&t.metric),
-            trend_svg(t)
-        );
+            None => (None, Vec::new()),
+        };
+        out.push(Loaded {
+            entry,
+            results,
+            compared,
+            run_changes,
+        });
     }
-    if dataset.is_some() {
-        out.push_str("</div>\n");
-    }
-    if !changes.is_empty() {
-        out.push_str("<h2>Changes</h2>\n<ul class=\"changes\">\n");
-        for c in changes {
-            let _ = writeln!(out, "<li>{}</li>", esc(c));
-        }
-        out.push_str("</ul>\n");
-    }
-    out.push_str("<h2>Values</h2>\n<div class=\"scroll\"><table>\n<tr>");
-    for h in header {
-        let _ = write!(out, "<th>{}</th>", esc(h));
-    }
-    out.push_str("</tr>\n");
-    for r in rows {
-        out.push_str("<tr>");
-        for c in r {
-            let _ = write!(out, "<td>{}</td>", esc(c));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table></div>\n</body>\n</html>\n");
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The headline metrics of a run: its config's `metrics`, else every overall estimate.
+fn headline(r: &RunResults) -> Vec<MetricKind> {
+    if !r.shown.is_empty() {
+        return r.shown.clone();
+    }
+    let mut all: Vec<MetricKind> = Vec::new();
+    for e in r.models.iter().flat_map(|m| &m.estimates) {
+        if e.subset.is_none() && !all.contains(&e.metric) {
+            all.push(e.metric.clone());
+        }
+    }
+    all
+}
 
-    #[test]
-    fn trend_marks_changed_runs_and_escapes_text() {
-        let point = |v: f64, changes: Vec<String>| Point {
-            label: "<w1>".into(),
-            value: Some(v),
-            ci: Some((v / 2.0, v)),
-            changes,
+/// Every change marker of one model in run `i` of a series.
+fn changes_of(series: &[Loaded], i: usize, model: &str) -> Vec<String> {
+    let l = &series[i];
+    let mut out = l.run_changes.clone();
+    if i > 0 {
+        out.extend(
+            drift(&series[i - 1].entry, &l.entry, model)
+                .iter()
+                .map(|d| d.describe()),
+        );
+    }
+    out.extend(partial(&l.entry.manifest, model));
+    out
+}
+
+fn run_name(l: &Loaded) -> String {
+    l.entry.dir.file_name().map_or_else(
+        || l.results.run_id.clone(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// Rows of one dataset's series, and its trends (one per headline metric).
+fn series_rows(
+    series: &[Loaded],
+    model_filter: Option<&str>,
+    rows: &mut Vec<Vec<Cell>>,
+    changes: &mut Vec<String>,
+) -> Vec<Trend> {
+    let Some(last) = series.last() else {
+        return Vec::new();
+    };
+    let dataset = last.results.dataset.clone();
+    let mut models: Vec<String> = Vec::new();
+    for l in series {
+        for m in &l.results.models {
+            if !models.contains(&m.name) && model_filter.is_none_or(|f| f == m.name) {
+                models.push(m.name.clone());
+            }
+        }
+    }
+    for model in &models {
+        for (i, l) in series.iter().enumerate() {
+            for c in changes_of(series, i, model) {
+                changes.push(format!("{} {model}: {c}", run_name(l),));
+            }
+        }
+    }
+    let mut trends = Vec::new();
+    for metric in headline(&last.results) {
+        let label = metric_label(&metric);
+        let mut trend = Trend {
+            dataset: dataset.clone(),
+            metric: label.clone(),
+            series: Vec::new(),
         };
-        let t = Trend {
-            dataset: "d".into(),
-            metric: "Pass@2".into(),
-            series: vec![Series {
-                model: "m<script>".into(),
-                points: vec![
-                    point(0.5, vec![]),
-                    point(0.6, vec!["system fingerprint: a → <b>".into()]),
-                ],
-            }],
-        };
-        let svg = trend_svg(&t);
-        assert_eq!(svg.matches("<line class=\"change\"").count(), 1, "{svg}");
-        assert!(svg.contains("system fingerprint: a → &lt;b&gt;"));
-        assert!(!svg.contains("<script>") && !svg.contains("<w1>"));
-        assert_eq!(svg.matches("<circle").count(), 2);
+        for model in &models {
+            let mut points = Vec::new();
+            for (i, l) in series.iter().enumerate() {
+                let est = l
+                    .results
+                    .models
+                    .iter()
+                    .find(|m| &m.name == model)
+                    .and_then(|m| m.estimate(&metric, None));
+                let test = l.compared.as_ref().and_then(|c| {
+                    c.rows
+                        .iter()
+                        .find(|r| &r.model == model && r.kind == metric)
+                });
+                let marks = changes_of(series, i, model);
+                rows.push(row(&dataset, model, &label, l, est, test, &marks));
+                points.push(Point {
+                    label: l.entry.manifest.created_at.chars().take(10).collect(),
+                    value: est.and_then(|e| e.value),
+                    ci: est.and_then(|e| e.ci),
+                    changes: marks,
+                });
+            }
+            trend.series.push(Series {
+                model: model.clone(),
+                points,
+            });
+        }
+        trends.push(trend);
+    }
+    trends
+}
+
+/// A short tag per change marker for the table's narrow column.
+fn tags(marks: &[String]) -> String {
+    let mut t: Vec<&str> = marks
+        .iter()
+        .map(|m| m.split([':', '(']).next().unwrap_or("").trim())
+        .collect();
+    t.dedup();
+    t.join(", ")
+}
+
+fn row(
+    dataset: &str,
+    model: &str,
+    metric: &str,
+    l: &Loaded,
+    est: Option<&crate::stats::Estimate>,
+    test: Option<&Comparison>,
+    marks: &[String],
+) -> Vec<Cell> {
+    let value = est.and_then(|e| e.value);
+    let ci = est.and_then(|e| e.ci);
+    let text = match (value, ci) {
+        (Some(v), Some((lo, hi))) => {
+            format!("{:.1} [{:.1}, {:.1}]", 100.0 * v, 100.0 * lo, 100.0 * hi)
+        }
+        (Some(v), None) => format!("{:.1}", 100.0 * v),
+        _ => "-".into(),
+    };
+    let delta = test.map(|t| t.test.delta);
+    let flag = match test {
+        None => String::new(),
+        Some(t) if t.test.p.is_none() => "untested".into(),
+        Some(t) if !t.flagged() => String::new(),
+        Some(t) if t.test.delta > 0.0 => "improved".into(),
+        Some(_) => "REGRESSED".into(),
+    };
+    let adjusted = test.and_then(|t| t.adjusted);
+    vec![
+        Cell::text(format!("{dataset} · {model} · {metric}")),
+        Cell::text(dataset),
+        Cell::text(model),
+        Cell::text(metric),
+        Cell::text(run_name(l)),
+        Cell::text(&l.entry.manifest.created_at),
+        Cell::num(value, text),
+        Cell::num(ci.map(|c| c.0), String::new()),
+        Cell::num(ci.map(|c| c.1), String::new()),
+        Cell::num(
+            delta,
+            delta.map_or_else(String::new, |d| format!("{:+.1}", 100.0 * d)),
+        ),
+        Cell::num(
+            adjusted,
+            adjusted.map_or_else(String::new, |p| {
+                if p < 1e-4 {
+                    "<0.0001".into()
+                } else {
+                    format!("{p:.4}")
+                }
+            }),
+        ),
+        Cell::text(flag),
+        Cell::text(tags(marks)),
+    ]
+}
+
+const KEYS: [&str; 13] = [
+    "series", "dataset", "model", "metric", "run", "date", "value", "ci_low", "ci_high", "delta",
+    "p_holm", "flag", "changes",
+];
+const TITLES: [&str; 13] = [
+    "series",
+    "dataset",
+    "model",
+    "metric",
+    "run",
+    "date",
+    "% [95% CI]",
+    "ci_low",
+    "ci_high",
+    "Δ vs previous",
+    "p (Holm)",
+    "flag",
+    "changes",
+];
+
+/// Every dataset of `entries` in first-seen order, only those `want` matches (the name as the
+/// manifest records it, or the file name) when given.
+pub fn datasets(entries: &[RunEntry], want: Option<&str>) -> Vec<String> {
+    let mut datasets: Vec<String> = Vec::new();
+    for e in entries {
+        let d = &e.manifest.dataset.name;
+        if !datasets.contains(d) && want.is_none_or(|w| dataset_matches(e, w)) {
+            datasets.push(d.clone());
+        }
+    }
+    datasets
+}
+
+/// The history table's legend.
+pub const LEGEND: &str = "Δ vs previous: percentage points against the run before (same dataset), \
+                          exact paired test, Holm-corrected per pair of runs";
+
+/// The history of some runs: the table (a row per dataset, model, headline metric and run), a
+/// trend per dataset and headline metric, every change marker, and a warning per run skipped.
+pub struct History {
+    pub table: Tabular,
+    pub trends: Vec<Trend>,
+    pub changes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// The history of the runs of `entries` (oldest first, as [`discover`] lists them) of each of
+/// `datasets`, only model `model` when given. Its table is empty when no run could be scored
+/// or none has the model.
+pub fn history(entries: &[RunEntry], datasets: &[String], model: Option<&str>) -> History {
+    let (mut rows, mut changes, mut trends, mut warnings) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for d in datasets {
+        let of: Vec<RunEntry> = entries
+            .iter()
+            .filter(|e| &e.manifest.dataset.name == d)
+            .cloned()
+            .collect();
+        let series = load_series(of, &mut warnings);
+        trends.extend(series_rows(&series, model, &mut rows, &mut changes));
+    }
+    let table = Tabular {
+        keys: KEYS.to_vec(),
+        titles: TITLES.to_vec(),
+        rows,
+        machine_only: &["dataset", "model", "metric", "date", "ci_low", "ci_high"],
+        group: Some("series"),
+    };
+    History {
+        table,
+        trends,
+        changes,
+        warnings,
+    }
+}
+
+impl History {
+    /// The HTML page: the trend plots, the table's columns people read, and the changes.
+    pub fn html(&self) -> String {
+        let cols: Vec<usize> = [4, 5, 1, 2, 3, 6, 9, 10, 11, 12].to_vec();
+        let header: Vec<&str> = cols.iter().map(|&i| TITLES[i]).collect();
+        let rows: Vec<Vec<String>> = self
+            .table
+            .rows
+            .iter()
+            .map(|r| cols.iter().map(|&i| r[i].text.clone()).collect())
+            .collect();
+        html_page(&self.trends, &header, &rows, &self.changes)
     }
 }

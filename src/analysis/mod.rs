@@ -4,3 +4,4 @@
 pub mod audit;
 pub mod compare;
 pub mod history;
+pub mod trend;

@@ -1,0 +1,250 @@
+//! The trend page of `gpassk history`: one plot per headline metric of a dataset (a line per
+//! model with its intervals, a marker where something changed), the values table and the changes.
+
+use std::fmt::Write;
+
+/// One point of a trend: a run's value of one metric for one model, with its interval and the
+/// change markers of that run.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub label: String,
+    pub value: Option<f64>,
+    pub ci: Option<(f64, f64)>,
+    pub changes: Vec<String>,
+}
+
+/// One line of a trend plot: a model's points over the runs.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub model: String,
+    pub points: Vec<Point>,
+}
+
+/// A trend plot: one headline metric of one dataset over the runs.
+#[derive(Debug, Clone)]
+pub struct Trend {
+    pub dataset: String,
+    pub metric: String,
+    pub series: Vec<Series>,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+const COLORS: [&str; 6] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+];
+
+/// One trend as an inline SVG: a line per model with 95% interval whiskers, runs on the x axis,
+/// and a dashed vertical marker (with its reasons as a tooltip) at every run where something
+/// changed.
+pub fn trend_svg(t: &Trend) -> String {
+    let runs = t.series.iter().map(|s| s.points.len()).max().unwrap_or(0);
+    let (x0, y0, w, h) = (56.0, 12.0, 520.0, 220.0);
+    let x = |i: usize| x0 + w * (i as f64 + 0.5) / runs.max(1) as f64;
+    let y = |v: f64| y0 + h * (1.0 - v.clamp(0.0, 1.0));
+    let mut svg = format!(
+        "<svg class=\"plot trend\" width=\"100%\" viewBox=\"0 0 {:.0} {:.0}\" \
+         preserveAspectRatio=\"xMinYMin meet\" role=\"img\" aria-label=\"{} over runs\">",
+        x0 + w + 16.0,
+        y0 + h + 40.0,
+        esc(&t.metric)
+    );
+    for i in 0..=4 {
+        let v = f64::from(i) / 4.0;
+        let _ = write!(
+            svg,
+            "<line class=\"grid\" x1=\"{x0}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\"/>\
+             <text class=\"label\" x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"end\">{4}%</text>",
+            y(v),
+            x0 + w,
+            x0 - 5.0,
+            y(v) + 4.0,
+            25 * i
+        );
+    }
+    run_labels(t, &mut svg, runs, x, y0 + h);
+    for (si, s) in t.series.iter().enumerate() {
+        let c = COLORS[si % COLORS.len()];
+        let pts: Vec<String> = s
+            .points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.value.map(|v| format!("{:.1},{:.1}", x(i), y(v))))
+            .collect();
+        let _ = write!(
+            svg,
+            "<polyline class=\"trend-line\" data-model=\"{}\" fill=\"none\" stroke=\"{c}\" \
+             stroke-width=\"2\" points=\"{}\"/>",
+            esc(&s.model),
+            pts.join(" ")
+        );
+        for (i, p) in s.points.iter().enumerate() {
+            let Some(v) = p.value else { continue };
+            if let Some((lo, hi)) = p.ci {
+                let _ = write!(
+                    svg,
+                    "<path class=\"axis\" d=\"M{0:.1} {1:.1}V{2:.1}\" stroke=\"{c}\"/>",
+                    x(i),
+                    y(lo),
+                    y(hi)
+                );
+            }
+            let _ = write!(
+                svg,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{c}\"><title>{} {}: {:.1}%</title></circle>",
+                x(i),
+                y(v),
+                esc(&s.model),
+                esc(&p.label),
+                100.0 * v
+            );
+        }
+    }
+    let _ = write!(
+        svg,
+        "<line class=\"axis\" x1=\"{x0}\" y1=\"{y0}\" x2=\"{x0}\" y2=\"{0:.1}\"/>\
+         <line class=\"axis\" x1=\"{x0}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\"/></svg>",
+        y0 + h,
+        x0 + w
+    );
+    svg
+}
+
+/// The run labels under the x axis, and a dashed marker (its reasons as a tooltip) at every
+/// run where something changed; `bottom` is the plot area's lower edge.
+fn run_labels(t: &Trend, svg: &mut String, runs: usize, x: impl Fn(usize) -> f64, bottom: f64) {
+    let (y0, h) = (12.0, bottom - 12.0);
+    for i in 0..runs {
+        let reasons: Vec<String> = t
+            .series
+            .iter()
+            .filter_map(|s| s.points.get(i))
+            .flat_map(|p| p.changes.iter().cloned())
+            .collect();
+        let label = t
+            .series
+            .iter()
+            .find_map(|s| s.points.get(i))
+            .map_or(String::new(), |p| p.label.clone());
+        let _ = write!(
+            *svg,
+            "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            x(i),
+            y0 + h + 16.0,
+            esc(&label)
+        );
+        if !reasons.is_empty() {
+            let _ = write!(
+                *svg,
+                "<line class=\"change\" x1=\"{0:.1}\" y1=\"{y0}\" x2=\"{0:.1}\" y2=\"{1:.1}\" \
+                 stroke=\"#D55E00\" stroke-width=\"2\" stroke-dasharray=\"5 3\"><title>{2}</title></line>\
+                 <text class=\"label\" x=\"{0:.1}\" y=\"{3:.1}\" text-anchor=\"middle\">⚑</text>",
+                x(i),
+                y0 + h,
+                esc(&reasons.join("; ")),
+                y0 + h + 32.0
+            );
+        }
+    }
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1em auto;padding:0 1em;\
+color:#222;max-width:1600px}h1,h2,h3,p,li{overflow-wrap:anywhere}\
+.scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse}\
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}\
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:1em 2em}\
+svg.plot{display:block;width:100%;height:auto;max-width:700px}\
+.axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}\
+.label{font-size:12px;fill:#444}.changes li{color:#9b2c00}";
+
+/// The history page: a trend plot per headline metric, then a table (header and text cells,
+/// escaped here) and the list of changes.
+pub fn html_page(
+    trends: &[Trend],
+    header: &[&str],
+    rows: &[Vec<String>],
+    changes: &[String],
+) -> String {
+    let mut out = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>gpassk history</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>Run history</h1>\n"
+    );
+    let mut dataset = None;
+    for t in trends {
+        if dataset != Some(&t.dataset) {
+            if dataset.is_some() {
+                out.push_str("</div>\n");
+            }
+            let _ = write!(out, "<h2>{}</h2>\n<div class=\"plots\">\n", esc(&t.dataset));
+            dataset = Some(&t.dataset);
+        }
+        let _ = writeln!(
+            out,
+            "<figure><h3>{}</h3>{}</figure>",
+            esc(&t.metric),
+            trend_svg(t)
+        );
+    }
+    if dataset.is_some() {
+        out.push_str("</div>\n");
+    }
+    if !changes.is_empty() {
+        out.push_str("<h2>Changes</h2>\n<ul class=\"changes\">\n");
+        for c in changes {
+            let _ = writeln!(out, "<li>{}</li>", esc(c));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("<h2>Values</h2>\n<div class=\"scroll\"><table>\n<tr>");
+    for h in header {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr>\n");
+    for r in rows {
+        out.push_str("<tr>");
+        for c in r {
+            let _ = write!(out, "<td>{}</td>", esc(c));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></div>\n</body>\n</html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trend_marks_changed_runs_and_escapes_text() {
+        let point = |v: f64, changes: Vec<String>| Point {
+            label: "<w1>".into(),
+            value: Some(v),
+            ci: Some((v / 2.0, v)),
+            changes,
+        };
+        let t = Trend {
+            dataset: "d".into(),
+            metric: "Pass@2".into(),
+            series: vec![Series {
+                model: "m<script>".into(),
+                points: vec![
+                    point(0.5, vec![]),
+                    point(0.6, vec!["system fingerprint: a → <b>".into()]),
+                ],
+            }],
+        };
+        let svg = trend_svg(&t);
+        assert_eq!(svg.matches("<line class=\"change\"").count(), 1, "{svg}");
+        assert!(svg.contains("system fingerprint: a → &lt;b&gt;"));
+        assert!(!svg.contains("<script>") && !svg.contains("<w1>"));
+        assert_eq!(svg.matches("<circle").count(), 2);
+    }
+}
