@@ -2,7 +2,7 @@
 """Checks the crate's architecture (ARCHITECTURE.md, whose layer list it reads): every `crate::` import in src/ (test
 code aside) points to a lower layer or, within a layer, never forms a cycle; and no function in
 src/ is longer than 100 lines, except the parser/evaluator tables of src/grade/. Exit 1 on any
-violation, naming it. With no argument it also checks the test server crate's modules
+violation, naming it. No file of src/commands/ imports another (commands/mod.rs aside). With no argument it also checks the test server crate's modules
 (crates/fake-openai/src) for import cycles; that crate has no layer list, so cycles only."""
 import collections
 import os
@@ -145,6 +145,21 @@ def long_functions(root):
             if j - i + 1 > MAX_FN_LINES:
                 yield f"{rel}:{i + 1}: fn {m.group(5)} is {j - i + 1} lines (at most {MAX_FN_LINES})"
 
+def command_imports(root):
+    """A command file that names another command's module (`super::x`, `crate::commands::x`): what
+    two commands share belongs in the library, or in commands/mod.rs when it is CLI plumbing."""
+    folder = os.path.join(root, "commands")
+    if not os.path.isdir(folder):
+        return
+    siblings = {f.removesuffix(".rs") for f in os.listdir(folder) if f.endswith(".rs")} - {"mod"}
+    for name in sorted(siblings):
+        text = strip_tests(open(os.path.join(folder, name + ".rs"), encoding="utf-8").read())
+        used = set(re.findall(r"(?:super|crate::commands)::(\w+)", text))
+        for group in re.findall(r"use (?:super|crate::commands)::\{([^}]*)\}", text):
+            used.update(re.findall(r"(?:^|,)\s*(\w+)", group))
+        for other in sorted((used & siblings) - {name}):
+            yield f"commands/{name}.rs imports commands/{other}.rs: no command imports another"
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "src"
     layer = {m: i for i, ms in enumerate(LAYERS) for m in ms}
@@ -159,7 +174,8 @@ def main():
                 problems.append(f"{m} (layer {layer[m]}) imports {dep} (layer {layer[dep]}): upward")
     problems += [f"import cycle: {' → '.join(c)}" for c in cycles(edges)]
     problems += list(long_functions(root))
-    summary = f"{len(edges)} modules, imports point down, no cycle, no long function"
+    problems += list(command_imports(root))
+    summary = f"{len(edges)} modules, imports point down, no cycle, no long function, no command imports another"
     if len(sys.argv) <= 1:
         for other in CYCLE_ONLY_ROOTS:
             found = cycles(imports(os.path.join(REPO, other)))
