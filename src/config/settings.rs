@@ -150,6 +150,26 @@ impl ApiSettings {
         self.stream.then_some(self.stream_deadline)
     }
 
+    /// The chat client these settings ask for (the one place a client is built from an `[api]`
+    /// table: timeouts, pool size, reply limit, streaming).
+    pub fn chat_client(
+        &self,
+        key: Option<crate::client::ApiKey>,
+    ) -> Result<crate::client::Client, crate::client::ApiError> {
+        self.client_at(self.chat_url(), key, self.streaming())
+    }
+
+    /// A client of these settings for another endpoint of the same server (a reward model).
+    pub fn client_at(
+        &self,
+        url: String,
+        key: Option<crate::client::ApiKey>,
+        stream_deadline: Option<Duration>,
+    ) -> Result<crate::client::Client, crate::client::ApiError> {
+        let (timeout, pool, max_body) = (self.timeout, self.concurrency, self.max_response_bytes);
+        crate::client::Client::with_stream(url, key, timeout, pool, max_body, stream_deadline)
+    }
+
     /// The retry policy these settings ask for.
     pub fn retry_policy(&self) -> crate::client::retry::RetryPolicy {
         crate::client::retry::RetryPolicy {

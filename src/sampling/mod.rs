@@ -673,15 +673,7 @@ fn model_ctx(
     shutdown: &Shutdown,
 ) -> Result<ModelCtx> {
     let key = job.keys.get(&m.name).cloned().flatten();
-    let client = Client::with_stream(
-        m.api.chat_url(),
-        key,
-        m.api.timeout,
-        m.api.concurrency,
-        m.api.max_response_bytes,
-        m.api.streaming(),
-    )
-    .map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
+    let client = (m.api.chat_client(key)).map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
     Ok(ModelCtx {
         body_sample: fixed_body_fields(m, false),
         body_greedy: fixed_body_fields(m, true),
@@ -715,14 +707,8 @@ fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Op
         mode => {
             let url = settings.reward_url(&m.api.base_url, mode);
             let key = sj.reward_keys.get(&m.name).cloned().flatten();
-            let client = Client::new(
-                url,
-                key,
-                m.api.timeout,
-                m.api.concurrency,
-                m.api.max_response_bytes,
-            )
-            .map_err(|e| anyhow::anyhow!("model {}: reward model: {e}", m.name))?;
+            let client = (m.api.client_at(url, key, None))
+                .map_err(|e| anyhow::anyhow!("model {}: reward model: {e}", m.name))?;
             Some(client)
         }
     };

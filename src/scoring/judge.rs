@@ -140,14 +140,7 @@ pub fn judge_pending(
     }
     let pass = Arc::new(Pass {
         writer: CheckpointWriter::open(out)?,
-        client: Client::with_stream(
-            settings.api.chat_url(),
-            key,
-            settings.api.timeout,
-            settings.api.concurrency,
-            settings.api.max_response_bytes,
-            settings.api.streaming(),
-        )?,
+        client: settings.api.chat_client(key)?,
         policy: settings.api.retry_policy(),
         model: settings.model_id.clone(),
         max_tokens: settings.max_tokens,
