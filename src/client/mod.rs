@@ -305,18 +305,8 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client whose replies may be at most `max_body` bytes (anything larger is [`ErrorClass::TooLarge`]).
-    pub fn new(
-        url: String,
-        key: Option<ApiKey>,
-        timeout: Duration,
-        pool: usize,
-        max_body: u64,
-    ) -> Result<Client, ApiError> {
-        Client::with_stream(url, key, timeout, pool, max_body, None)
-    }
-
-    /// Like [`Client::new`]; with `stream_deadline`, replies are read as server-sent events,
+    /// A client whose replies may be at most `max_body` bytes (anything larger is
+    /// [`ErrorClass::TooLarge`]). With `stream_deadline`, replies are read as server-sent events,
     /// `timeout` bounds each silence (a long answer streams for minutes) and the deadline bounds
     /// the whole request, so a server that trickles keep-alives cannot hold it forever.
     pub fn with_stream(
