@@ -519,6 +519,103 @@ mod tests {
         }
     }
 
+    /// A line as the first checkpoint format wrote it: none of the fields added since
+    /// (`choices_in_request`, `ttft_ms`, `tokens_per_s`, `billable_failures`, `search`,
+    /// `extracted`, `response_sha256`).
+    const OLD_LINE: &str = r#"{"run_id":"r0","model":"m","model_id":"m-id","served_model":"m-served","system_fingerprint":null,"problem_id":"p1","sample_index":"greedy","seed":null,"temperature":0.0,"top_p":1.0,"max_tokens":null,"prompt_hash":"h","response":"so \\boxed{4}","finish_reason":"stop","usage":{"prompt_tokens":5,"completion_tokens":7},"latency_ms":3,"started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z","attempts":1,"outcome":"ok"}"#;
+
+    #[test]
+    fn an_old_format_line_reads_with_the_defaults() {
+        let r: Record = serde_json::from_str(OLD_LINE).unwrap();
+        assert_eq!(r.sample_index, SampleIndex::Greedy);
+        assert_eq!(r.response.as_deref(), Some("so \\boxed{4}"));
+        assert_eq!(r.choices_in_request, 1);
+        assert_eq!((r.ttft_ms, r.tokens_per_s), (None, None));
+        assert_eq!(r.billable_failures, 0);
+        assert!(r.search.is_none() && r.error.is_none() && r.reasoning_content.is_none());
+        let head: RecordHead = serde_json::from_str(OLD_LINE).unwrap();
+        assert_eq!(head.problem_id, "p1");
+        assert!(head.usable());
+    }
+
+    /// Every field of a line set (none left to its default or skipped), as the writer writes it.
+    const FULL_LINE: &str = r#"{"run_id":"run-1","model":"m","model_id":"m-id","served_model":"m-served","system_fingerprint":"fp_1","problem_id":"p\"1","sample_index":3,"seed":7,"temperature":0.7,"top_p":0.95,"max_tokens":64,"prompt_hash":"h","response":"so \\boxed{4}","extracted":"4","response_sha256":"ab12","reasoning_content":"think","finish_reason":"length","usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":3}},"choices_in_request":2,"latency_ms":3,"ttft_ms":120,"tokens_per_s":42.5,"started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z","attempts":2,"billable_failures":1,"outcome":"truncated","error_class":"server","error":"server (HTTP 500): boom","search":{"answer":"4","path":["x = 2 + 2\n","\\boxed{4}"],"tree":"trees/m/p/3.json","stats":{"simulations":2,"policy_calls":3,"reward_calls":4,"tokens":9,"code_executions":5,"dead_steps":1,"steps":6,"reward_parse_failures":1,"unvalued_terminals":1,"cap_hit":true,"failed":"x","replayed_calls":2}}}"#;
+
+    fn full_search() -> SearchRecord {
+        SearchRecord {
+            answer: Some("4".into()),
+            path: vec!["x = 2 + 2\n".into(), "\\boxed{4}".into()],
+            tree: "trees/m/p/3.json".into(),
+            stats: SearchStats {
+                simulations: 2,
+                policy_calls: 3,
+                reward_calls: 4,
+                tokens: Some(9),
+                code_executions: 5,
+                dead_steps: 1,
+                steps: 6,
+                reward_parse_failures: 1,
+                unvalued_terminals: 1,
+                cap_hit: true,
+                failed: Some("x".into()),
+                replayed_calls: 2,
+            },
+        }
+    }
+
+    fn full_usage() -> Usage {
+        Usage {
+            prompt_tokens: Some(5),
+            completion_tokens: Some(7),
+            prompt_tokens_details: Some(crate::client::TokenDetails {
+                cached_tokens: Some(2),
+                reasoning_tokens: None,
+            }),
+            completion_tokens_details: Some(crate::client::TokenDetails {
+                cached_tokens: None,
+                reasoning_tokens: Some(3),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_line_with_every_field_set_is_written_as_before() {
+        let (search, usage) = (full_search(), full_usage());
+        let r = RecordRef {
+            run_id: "run-1",
+            model: "m",
+            model_id: "m-id",
+            served_model: Some("m-served"),
+            system_fingerprint: Some("fp_1"),
+            problem_id: "p\"1",
+            sample_index: SampleIndex::Sample(3),
+            seed: Some(7),
+            temperature: 0.7,
+            top_p: 0.95,
+            max_tokens: Some(64),
+            prompt_hash: "h",
+            response: Some("so \\boxed{4}"),
+            extracted: Some("4"),
+            response_sha256: Some("ab12"),
+            reasoning_content: Some("think"),
+            finish_reason: Some("length"),
+            usage: Some(&usage),
+            choices_in_request: 2,
+            latency_ms: 3,
+            ttft_ms: Some(120),
+            tokens_per_s: Some(42.5),
+            started_at: "2026-01-01T00:00:00Z",
+            finished_at: "2026-01-01T00:00:01Z",
+            attempts: 2,
+            billable_failures: 1,
+            outcome: UnitOutcome::Truncated,
+            error_class: Some("server"),
+            error: Some("server (HTTP 500): boom"),
+            search: Some(&search),
+        };
+        assert_eq!(serde_json::to_string(&r).unwrap(), FULL_LINE);
+    }
+
     #[test]
     fn borrowed_records_write_the_same_line_as_owned_ones() {
         let plain = record("p1", SampleIndex::Greedy, UnitOutcome::Ok);
