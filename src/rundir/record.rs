@@ -96,25 +96,40 @@ pub enum UnitOutcome {
     ApiError,
 }
 
-/// One finished unit of work, as written to `checkpoints/<model>.jsonl`.
+/// One finished unit of work, as written to `checkpoints/<model>.jsonl`: the one schema of a
+/// checkpoint line, for writing and for every read. Its texts are held as one of three types, by
+/// who reads them:
+/// - `H`, the head (`problem_id`, `served_model`, `system_fingerprint`, `error`): resuming,
+///   counting, billing and scoring;
+/// - `A`, the answer (`response`, `extracted`): scoring too;
+/// - `R`, the rest: only a full read.
+///
+/// `Record` owns its texts; [`RecordRef`] borrows them to write a line without copying;
+/// [`RecordHead`] and [`RecordAnswer`] are partial reads that [`Skip`] what they do not need.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    pub run_id: String,
-    pub model: String,
-    pub model_id: String,
-    pub served_model: Option<String>,
-    pub system_fingerprint: Option<String>,
-    pub problem_id: String,
+pub struct Record<H = String, A = H, R = A> {
+    pub run_id: R,
+    pub model: R,
+    pub model_id: R,
+    pub served_model: Option<H>,
+    pub system_fingerprint: Option<H>,
+    pub problem_id: H,
     pub sample_index: SampleIndex,
     pub seed: Option<u64>,
     pub temperature: f64,
     pub top_p: f64,
     pub max_tokens: Option<u32>,
-    pub prompt_hash: String,
-    pub response: Option<String>,
+    pub prompt_hash: R,
+    pub response: Option<A>,
+    /// With `save_raw_responses = false`: the answer extracted at run time instead of the response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning_content: Option<String>,
-    pub finish_reason: Option<String>,
+    pub extracted: Option<A>,
+    /// With `save_raw_responses = false`: sha256 of the response, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_sha256: Option<R>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<R>,
+    pub finish_reason: Option<R>,
     pub usage: Option<Usage>,
     /// Choices returned by the request this sample came from (usage covers them all).
     #[serde(default = "one")]
@@ -126,8 +141,8 @@ pub struct Record {
     /// Streamed requests: completion tokens per second after the first token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_per_s: Option<f64>,
-    pub started_at: String,
-    pub finished_at: String,
+    pub started_at: R,
+    pub finished_at: R,
     pub attempts: u32,
     /// Failed attempts of this request that the server may have billed (timeouts, cut streams):
     /// a budget counts each at its worst case when the run resumes.
@@ -135,12 +150,32 @@ pub struct Record {
     pub billable_failures: u32,
     pub outcome: UnitOutcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_class: Option<String>,
+    pub error_class: Option<R>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<H>,
     /// A tree search's unit (`strategy = "mcts"`): its answer path and statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub search: Option<SearchRecord>,
+    pub search: Option<SearchRecord<R>>,
+}
+
+/// A record borrowed from the runner's state: the same line, written without copying its texts.
+pub type RecordRef<'a> = Record<&'a str>;
+
+/// The part of a record that resuming, counting and billing read: the answer and the rest are
+/// skipped unkept.
+pub type RecordHead = Record<String, Skip, Skip>;
+
+/// The part of a record that scoring reads: the head and the answer.
+pub type RecordAnswer = Record<String, String, Skip>;
+
+/// A text that a partial read does not keep: read over as JSON (any value), never allocated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| Skip)
+    }
 }
 
 /// A search's counters.
@@ -175,15 +210,16 @@ impl SearchStats {
     }
 }
 
-/// What a checkpoint line of a search holds beyond a sample's fields.
+/// What a checkpoint line of a search holds beyond a sample's fields; its texts are held as the
+/// rest of its [`Record`]'s.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SearchRecord {
+pub struct SearchRecord<T = String> {
     /// The chosen answer (None: no answer step was reached).
-    pub answer: Option<String>,
+    pub answer: Option<T>,
     /// The chosen answer's steps, root first.
-    pub path: Vec<String>,
+    pub path: Vec<T>,
     /// The tree's file, relative to the run directory.
-    pub tree: String,
+    pub tree: T,
     pub stats: SearchStats,
 }
 
@@ -195,53 +231,7 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// A [`Record`] borrowed from the runner's state: the same JSON line, without copying every field.
-#[derive(Debug, Serialize)]
-pub struct RecordRef<'a> {
-    pub run_id: &'a str,
-    pub model: &'a str,
-    pub model_id: &'a str,
-    pub served_model: Option<&'a str>,
-    pub system_fingerprint: Option<&'a str>,
-    pub problem_id: &'a str,
-    pub sample_index: SampleIndex,
-    pub seed: Option<u64>,
-    pub temperature: f64,
-    pub top_p: f64,
-    pub max_tokens: Option<u32>,
-    pub prompt_hash: &'a str,
-    pub response: Option<&'a str>,
-    /// With `save_raw_responses = false`: the answer extracted at run time instead of the response.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub extracted: Option<&'a str>,
-    /// With `save_raw_responses = false`: sha256 of the response, hex.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub response_sha256: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reasoning_content: Option<&'a str>,
-    pub finish_reason: Option<&'a str>,
-    pub usage: Option<&'a Usage>,
-    pub choices_in_request: u32,
-    pub latency_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttft_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tokens_per_s: Option<f64>,
-    pub started_at: &'a str,
-    pub finished_at: &'a str,
-    pub attempts: u32,
-    #[serde(skip_serializing_if = "is_zero")]
-    pub billable_failures: u32,
-    pub outcome: UnitOutcome,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_class: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub search: Option<&'a SearchRecord>,
-}
-
-impl Record {
+impl<H, A, R> Record<H, A, R> {
     /// A sample that can be graded (an API error cannot).
     pub fn usable(&self) -> bool {
         self.outcome != UnitOutcome::ApiError
@@ -294,7 +284,8 @@ impl CheckpointWriter {
         })
     }
 
-    pub fn append(&self, record: &Record) -> Result<(), CheckpointError> {
+    /// Appends one checkpoint line.
+    pub fn append<T: Serialize>(&self, record: &Record<T>) -> Result<(), CheckpointError> {
         self.append_value(record)
     }
 
@@ -377,30 +368,13 @@ fn complete_prefix_len(file: &mut File, len: u64) -> std::io::Result<u64> {
 }
 
 /// Reads a checkpoint record by record. A last line without its newline (a torn write) is skipped;
-/// any other unreadable line is an error naming the file and line.
+/// any other unreadable line is an error naming the file and line. (A partial read passes
+/// [`RecordHead`] or [`RecordAnswer`] to [`read_lines`].)
 pub fn read_records(
     path: &Path,
     each: impl FnMut(Record) -> Result<(), CheckpointError>,
 ) -> Result<ReadStats, CheckpointError> {
     read_lines(path, each)
-}
-
-/// The fields of a record that resuming and counting need; the rest of each line is skipped unparsed.
-#[derive(Debug, Clone, Deserialize)]
-pub struct RecordHead {
-    pub problem_id: String,
-    pub sample_index: SampleIndex,
-    pub outcome: UnitOutcome,
-    #[serde(default)]
-    pub served_model: Option<String>,
-    #[serde(default)]
-    pub system_fingerprint: Option<String>,
-}
-
-impl RecordHead {
-    pub fn usable(&self) -> bool {
-        self.outcome != UnitOutcome::ApiError
-    }
 }
 
 /// Reads any JSON Lines file of `T` with the checkpoint rules: a torn last line is skipped, any other
@@ -466,6 +440,8 @@ mod tests {
             max_tokens: None,
             prompt_hash: "h".into(),
             response: Some("\\boxed{1}".into()),
+            extracted: None,
+            response_sha256: None,
             reasoning_content: None,
             finish_reason: Some("stop".into()),
             usage: None,
@@ -484,38 +460,91 @@ mod tests {
         }
     }
 
-    fn borrowed(r: &Record) -> RecordRef<'_> {
-        RecordRef {
-            run_id: &r.run_id,
-            model: &r.model,
-            model_id: &r.model_id,
-            served_model: r.served_model.as_deref(),
-            system_fingerprint: r.system_fingerprint.as_deref(),
-            problem_id: &r.problem_id,
-            sample_index: r.sample_index,
-            seed: r.seed,
-            temperature: r.temperature,
-            top_p: r.top_p,
-            max_tokens: r.max_tokens,
-            prompt_hash: &r.prompt_hash,
-            response: r.response.as_deref(),
-            extracted: None,
-            response_sha256: None,
-            reasoning_content: r.reasoning_content.as_deref(),
-            finish_reason: r.finish_reason.as_deref(),
-            usage: r.usage.as_ref(),
-            choices_in_request: r.choices_in_request,
-            latency_ms: r.latency_ms,
-            ttft_ms: r.ttft_ms,
-            tokens_per_s: r.tokens_per_s,
-            started_at: &r.started_at,
-            finished_at: &r.finished_at,
-            attempts: r.attempts,
-            billable_failures: r.billable_failures,
-            outcome: r.outcome,
-            error_class: r.error_class.as_deref(),
-            error: r.error.as_deref(),
-            search: r.search.as_ref(),
+    /// `r` with each text turned into the type of its kind. The list of fields is exhaustive: a
+    /// field added to `Record` does not compile here until it is handled.
+    fn view<'a, H, A, R>(
+        r: &'a Record,
+        h: impl Fn(&'a String) -> H,
+        a: impl Fn(&'a String) -> A,
+        x: impl Fn(&'a String) -> R,
+    ) -> Record<H, A, R> {
+        let Record {
+            run_id,
+            model,
+            model_id,
+            served_model,
+            system_fingerprint,
+            problem_id,
+            sample_index,
+            seed,
+            temperature,
+            top_p,
+            max_tokens,
+            prompt_hash,
+            response,
+            extracted,
+            response_sha256,
+            reasoning_content,
+            finish_reason,
+            usage,
+            choices_in_request,
+            latency_ms,
+            ttft_ms,
+            tokens_per_s,
+            started_at,
+            finished_at,
+            attempts,
+            billable_failures,
+            outcome,
+            error_class,
+            error,
+            search,
+        } = r;
+        let search = search.as_ref().map(|s| {
+            let SearchRecord {
+                answer,
+                path,
+                tree,
+                stats,
+            } = s;
+            SearchRecord {
+                answer: answer.as_ref().map(&x),
+                path: path.iter().map(&x).collect(),
+                tree: x(tree),
+                stats: stats.clone(),
+            }
+        });
+        Record {
+            run_id: x(run_id),
+            model: x(model),
+            model_id: x(model_id),
+            served_model: served_model.as_ref().map(&h),
+            system_fingerprint: system_fingerprint.as_ref().map(&h),
+            problem_id: h(problem_id),
+            sample_index: *sample_index,
+            seed: *seed,
+            temperature: *temperature,
+            top_p: *top_p,
+            max_tokens: *max_tokens,
+            prompt_hash: x(prompt_hash),
+            response: response.as_ref().map(&a),
+            extracted: extracted.as_ref().map(&a),
+            response_sha256: response_sha256.as_ref().map(&x),
+            reasoning_content: reasoning_content.as_ref().map(&x),
+            finish_reason: finish_reason.as_ref().map(&x),
+            usage: usage.clone(),
+            choices_in_request: *choices_in_request,
+            latency_ms: *latency_ms,
+            ttft_ms: *ttft_ms,
+            tokens_per_s: *tokens_per_s,
+            started_at: x(started_at),
+            finished_at: x(finished_at),
+            attempts: *attempts,
+            billable_failures: *billable_failures,
+            outcome: *outcome,
+            error_class: error_class.as_ref().map(&x),
+            error: error.as_ref().map(&h),
+            search,
         }
     }
 
@@ -532,10 +561,8 @@ mod tests {
         assert_eq!(r.choices_in_request, 1);
         assert_eq!((r.ttft_ms, r.tokens_per_s), (None, None));
         assert_eq!(r.billable_failures, 0);
+        assert_eq!((r.extracted, r.response_sha256), (None, None));
         assert!(r.search.is_none() && r.error.is_none() && r.reasoning_content.is_none());
-        let head: RecordHead = serde_json::from_str(OLD_LINE).unwrap();
-        assert_eq!(head.problem_id, "p1");
-        assert!(head.usable());
     }
 
     /// Every field of a line set (none left to its default or skipped), as the writer writes it.
@@ -578,73 +605,158 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_line_with_every_field_set_is_written_as_before() {
-        let (search, usage) = (full_search(), full_usage());
-        let r = RecordRef {
-            run_id: "run-1",
-            model: "m",
-            model_id: "m-id",
-            served_model: Some("m-served"),
-            system_fingerprint: Some("fp_1"),
-            problem_id: "p\"1",
+    /// A record with every field set: the literal is exhaustive, so a new field does not compile
+    /// here until it has a value, and [`FULL_LINE`] then fails until it is written there.
+    fn full() -> Record {
+        Record {
+            run_id: "run-1".into(),
+            model: "m".into(),
+            model_id: "m-id".into(),
+            served_model: Some("m-served".into()),
+            system_fingerprint: Some("fp_1".into()),
+            problem_id: "p\"1".into(),
             sample_index: SampleIndex::Sample(3),
             seed: Some(7),
             temperature: 0.7,
             top_p: 0.95,
             max_tokens: Some(64),
-            prompt_hash: "h",
-            response: Some("so \\boxed{4}"),
-            extracted: Some("4"),
-            response_sha256: Some("ab12"),
-            reasoning_content: Some("think"),
-            finish_reason: Some("length"),
-            usage: Some(&usage),
+            prompt_hash: "h".into(),
+            response: Some("so \\boxed{4}".into()),
+            extracted: Some("4".into()),
+            response_sha256: Some("ab12".into()),
+            reasoning_content: Some("think".into()),
+            finish_reason: Some("length".into()),
+            usage: Some(full_usage()),
             choices_in_request: 2,
             latency_ms: 3,
             ttft_ms: Some(120),
             tokens_per_s: Some(42.5),
-            started_at: "2026-01-01T00:00:00Z",
-            finished_at: "2026-01-01T00:00:01Z",
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: "2026-01-01T00:00:01Z".into(),
             attempts: 2,
             billable_failures: 1,
             outcome: UnitOutcome::Truncated,
-            error_class: Some("server"),
-            error: Some("server (HTTP 500): boom"),
-            search: Some(&search),
-        };
-        assert_eq!(serde_json::to_string(&r).unwrap(), FULL_LINE);
+            error_class: Some("server".into()),
+            error: Some("server (HTTP 500): boom".into()),
+            search: Some(full_search()),
+        }
+    }
+
+    /// The names of the fields `T` reads, in their order (what its derived `Deserialize` declares).
+    fn field_names<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+        use serde::de::{Error, Visitor};
+        type E = serde::de::value::Error;
+        struct Names(Option<&'static [&'static str]>);
+        impl<'de> Deserializer<'de> for &mut Names {
+            type Error = E;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, E> {
+                Err(E::custom("not a struct"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, E> {
+                self.0 = Some(fields);
+                Err(E::custom("names only"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+                identifier ignored_any
+            }
+        }
+        let mut names = Names(None);
+        let _ = T::deserialize(&mut names);
+        names.0.expect("a struct")
     }
 
     #[test]
-    fn borrowed_records_write_the_same_line_as_owned_ones() {
-        let plain = record("p1", SampleIndex::Greedy, UnitOutcome::Ok);
-        let mut full = record("p\"2", SampleIndex::Sample(3), UnitOutcome::ApiError);
-        full.reasoning_content = Some("think".into());
-        full.usage = Some(Usage {
-            prompt_tokens: Some(5),
-            completion_tokens: Some(7),
-            ..Usage::default()
-        });
-        full.error_class = Some("server".into());
-        full.error = Some("server (HTTP 500): boom".into());
-        full.max_tokens = Some(64);
-        full.ttft_ms = Some(120);
-        full.search = Some(SearchRecord {
-            answer: Some("4".into()),
-            path: vec!["x = 2 + 2\n".into(), "\\boxed{4}".into()],
-            tree: "trees/m/p/0.json".into(),
-            stats: SearchStats {
-                policy_calls: 3,
-                tokens: Some(9),
-                ..SearchStats::default()
-            },
-        });
-        full.tokens_per_s = Some(42.5);
-        for r in [plain, full] {
-            let owned = serde_json::to_string(&r).unwrap();
-            assert_eq!(serde_json::to_string(&borrowed(&r)).unwrap(), owned);
-            assert_eq!(serde_json::from_str::<Record>(&owned).unwrap(), r);
+    fn a_record_with_every_field_set_writes_todays_line_and_reads_back_equal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.jsonl");
+        let w = CheckpointWriter::open(&path).unwrap();
+        let r = full();
+        w.append(&r).unwrap();
+        let borrowed: RecordRef<'_> = view(&r, String::as_str, String::as_str, String::as_str);
+        w.append(&borrowed).unwrap();
+        w.sync().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{FULL_LINE}\n{FULL_LINE}\n"));
+        let mut back = vec![];
+        read_records(&path, |x| {
+            back.push(x);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(back, [r.clone(), r]);
+        // Every field is in the line, in declaration order: none was left out as unset.
+        assert_eq!(keys_of(FULL_LINE), field_names::<Record>());
+        let search = serde_json::to_string(&full_search()).unwrap();
+        assert_eq!(keys_of(&search), field_names::<SearchRecord>());
+    }
+
+    /// The keys of a JSON object, in the order written.
+    fn keys_of(json: &str) -> Vec<String> {
+        struct Keys(Vec<String>);
+        impl<'de> Deserialize<'de> for Keys {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> serde::de::Visitor<'de> for V {
+                    type Value = Keys;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("an object")
+                    }
+                    fn visit_map<M: serde::de::MapAccess<'de>>(
+                        self,
+                        mut m: M,
+                    ) -> Result<Keys, M::Error> {
+                        let mut keys = vec![];
+                        while let Some((k, _)) = m.next_entry::<String, serde::de::IgnoredAny>()? {
+                            keys.push(k);
+                        }
+                        Ok(Keys(keys))
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+        serde_json::from_str::<Keys>(json).unwrap().0
+    }
+
+    #[test]
+    fn partial_reads_read_what_the_full_read_reads() {
+        let mut failed = record("p2", SampleIndex::Sample(1), UnitOutcome::ApiError);
+        failed.error_class = Some("timeout".into());
+        failed.error = Some("timeout: no reply in 60 s".into());
+        failed.response = None;
+        let mut stripped = record("p3", SampleIndex::Greedy, UnitOutcome::Ok);
+        stripped.response = None;
+        stripped.extracted = Some("12".into());
+        stripped.response_sha256 = Some("00ff".into());
+        let mut lines = vec![FULL_LINE.to_string(), OLD_LINE.to_string()];
+        for r in [
+            record("p1", SampleIndex::Sample(0), UnitOutcome::Ok),
+            failed,
+            stripped,
+        ] {
+            lines.push(serde_json::to_string(&r).unwrap());
+        }
+        for line in &lines {
+            let full: Record = serde_json::from_str(line).unwrap();
+            let head: RecordHead = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                head,
+                view(&full, String::clone, |_| Skip, |_| Skip),
+                "{line}"
+            );
+            let answer: RecordAnswer = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                answer,
+                view(&full, String::clone, String::clone, |_| Skip),
+                "{line}"
+            );
         }
     }
 

@@ -4,7 +4,7 @@
 use crate::config::{ModelSettings, Settings};
 use crate::cost::{Ledger, Money};
 use crate::plan::Prepared;
-use crate::rundir::record::{read_lines, UnitOutcome};
+use crate::rundir::record::{read_lines, RecordHead, UnitOutcome};
 use crate::rundir::RunDir;
 use crate::util::id_index;
 use anyhow::Result;
@@ -148,21 +148,6 @@ impl Budget {
     }
 }
 
-/// What a checkpoint line needs for [`spent_at_most`].
-#[derive(serde::Deserialize)]
-struct BilledRecord {
-    problem_id: String,
-    outcome: UnitOutcome,
-    #[serde(default)]
-    usage: Option<crate::client::Usage>,
-    #[serde(default)]
-    choices_in_request: Option<u32>,
-    #[serde(default)]
-    max_tokens: Option<u32>,
-    #[serde(default)]
-    billable_failures: u32,
-}
-
 /// The most a model's checkpoint can have cost, so a resumed run's budget starts there: every
 /// line is a paid request's share, a count the server did not give priced at its bound, and each
 /// failed attempt the server may have billed at its worst case (as the live ledger counted it).
@@ -174,13 +159,13 @@ fn spent_at_most(
 ) -> Result<Money> {
     let widest = prepared.iter().map(|p| p.prompt_tokens_bound).max();
     let mut spent = Money::from_integer(0);
-    read_lines(path, |r: BilledRecord| {
+    read_lines(path, |r: RecordHead| {
         let prompt = index
             .get(r.problem_id.as_str())
             .map(|&p| prepared[p].prompt_tokens_bound)
             .or(widest)
             .unwrap_or(0);
-        let share = u128::from(r.choices_in_request.unwrap_or(1).max(1));
+        let share = u128::from(r.choices_in_request.max(1));
         let max_tokens = u64::from(r.max_tokens.or(m.sampling.max_tokens).unwrap_or(0));
         let bound = (prompt, max_tokens * share as u64);
         let failed =

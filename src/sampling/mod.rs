@@ -307,7 +307,7 @@ impl Unit<'_> {
                     r.reasoning_content = c.reasoning_content.as_deref();
                 }
                 r.finish_reason = c.finish_reason.as_deref();
-                r.usage = resp.usage.as_ref();
+                r.usage = resp.usage.clone();
                 // The records taken from this reply carry its whole usage between them, however
                 // many choices the server sent: a resume then counts what was billed.
                 r.choices_in_request = timing.shared_by.max(1);
@@ -321,7 +321,7 @@ impl Unit<'_> {
             }
             Err(e) => r.error_class = Some(e.class.as_str()),
         }
-        writer.append_value(&r)
+        writer.append(&r)
     }
 }
 
@@ -744,19 +744,6 @@ pub struct CheckpointCounts {
     pub tokens: crate::cost::Tally,
 }
 
-/// A checkpoint record's head plus its error text and usage, for counting causes and cost.
-#[derive(serde::Deserialize)]
-struct CountedRecord {
-    #[serde(flatten)]
-    head: RecordHead,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    usage: Option<crate::client::Usage>,
-    #[serde(default)]
-    choices_in_request: Option<u32>,
-}
-
 /// Counts the latest state of each planned unit: a unit with any usable record counts as done.
 pub fn count_checkpoint(
     path: &Path,
@@ -771,8 +758,7 @@ pub fn count_checkpoint(
     let mut state = vec![UNSEEN; problems * width];
     let mut errors: HashMap<usize, Option<String>> = HashMap::new();
     let mut c = CheckpointCounts::default();
-    read_lines(path, |rec: CountedRecord| {
-        let r = rec.head;
+    read_lines(path, |r: RecordHead| {
         let Some(&p) = index.get(r.problem_id.as_str()) else {
             return Ok(());
         };
@@ -780,8 +766,7 @@ pub fn count_checkpoint(
             return Ok(());
         };
         if r.usable() {
-            c.tokens
-                .add(rec.usage.as_ref(), rec.choices_in_request.unwrap_or(1));
+            c.tokens.add(r.usage.as_ref(), r.choices_in_request);
         }
         let at = p * width + slot;
         if state[at] == UNSEEN || state[at] == FAILED {
@@ -799,7 +784,7 @@ pub fn count_checkpoint(
                     c.system_fingerprints.insert(f.clone());
                 }
             } else {
-                errors.insert(at, rec.error);
+                errors.insert(at, r.error);
             }
         }
         Ok(())
@@ -989,7 +974,10 @@ mod tests {
         let path = dir.path().join("m.jsonl");
         let line = |p: &str, i: &str, outcome: &str, error: &str| {
             format!(
-                "{{\"problem_id\":\"{p}\",\"sample_index\":{i},\"outcome\":\"{outcome}\",\"error\":\"{error}\",\"served_model\":\"s\"}}\n"
+                "{{\"run_id\":\"r\",\"model\":\"m\",\"model_id\":\"m\",\"problem_id\":\"{p}\",\
+                 \"sample_index\":{i},\"temperature\":0.7,\"top_p\":1.0,\"prompt_hash\":\"h\",\
+                 \"latency_ms\":1,\"started_at\":\"t\",\"finished_at\":\"t\",\"attempts\":1,\
+                 \"outcome\":\"{outcome}\",\"error\":\"{error}\",\"served_model\":\"s\"}}\n"
             )
         };
         let text = [

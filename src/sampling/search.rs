@@ -518,7 +518,7 @@ impl Finished<'_> {
             response_sha256: None,
             reasoning_content: None,
             finish_reason: None,
-            usage: state.usage.as_ref(),
+            usage: state.usage.clone(),
             choices_in_request: 1,
             latency_ms: self.latency_ms,
             ttft_ms: None,
@@ -541,7 +541,7 @@ impl Finished<'_> {
         r.error_class = Some(err.class.as_str());
         r.error = Some(&msg);
         self.ctx.counters.errors.fetch_add(1, Ordering::SeqCst);
-        Ok(self.ctx.writer.append_value(&r)?)
+        Ok(self.ctx.writer.append(&r)?)
     }
 
     /// Writes the tree (atomically) and then the checkpoint line that points to it.
@@ -565,10 +565,11 @@ impl Finished<'_> {
             &self.sc.run_dir.resolve(&tree),
             &serde_json::to_vec_pretty(&file)?,
         )?;
-        let search = SearchRecord {
-            answer: o.answer.clone(),
-            path: o.path.clone(),
-            tree: tree.to_string_lossy().into_owned(),
+        let tree = tree.to_string_lossy();
+        let mut search = SearchRecord {
+            answer: o.answer.as_deref(),
+            path: o.path.iter().map(String::as_str).collect(),
+            tree: &*tree,
             stats,
         };
         let response = o.path.join("\n");
@@ -580,7 +581,6 @@ impl Finished<'_> {
             let hash = crate::util::hex(&Sha256::digest(response.as_bytes()));
             (crate::grade::extract(&response, cfg), hash)
         });
-        let mut search = search;
         match &stripped {
             Some((extracted, hash)) => {
                 r.extracted = extracted.as_deref();
@@ -591,7 +591,7 @@ impl Finished<'_> {
         }
         r.finish_reason = Some("stop");
         r.outcome = UnitOutcome::Ok;
-        r.search = Some(&search);
-        Ok(self.ctx.writer.append_value(&r)?)
+        r.search = Some(search);
+        Ok(self.ctx.writer.append(&r)?)
     }
 }

@@ -14,7 +14,7 @@ use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::record::{
-    read_lines, read_records, Record, SampleIndex, SearchStats, UnitOutcome,
+    read_lines, read_records, Record, RecordAnswer, SampleIndex, SearchStats, UnitOutcome,
 };
 use crate::rundir::RunDir;
 use crate::scoring::judge::{
@@ -451,43 +451,11 @@ fn tally(
     })
 }
 
-/// A usable unit as scoring reads it; the rest of the record is skipped unparsed.
-#[derive(serde::Deserialize)]
-struct ScoredRecord {
-    problem_id: String,
-    sample_index: SampleIndex,
-    response: Option<String>,
-    /// The answer extracted at run time, kept instead of the response when
-    /// `save_raw_responses = false`.
-    #[serde(default)]
-    extracted: Option<String>,
-    outcome: UnitOutcome,
-    served_model: Option<String>,
-    #[serde(default)]
-    usage: Option<Usage>,
-    #[serde(default = "one")]
-    choices_in_request: u32,
-    #[serde(default)]
-    latency_ms: u64,
-    /// Only a search's counters are read; its path and answer are skipped.
-    #[serde(default)]
-    search: Option<ScoredSearch>,
-}
-
-#[derive(serde::Deserialize)]
-struct ScoredSearch {
-    stats: SearchStats,
-}
-
-fn one() -> u32 {
-    1
-}
-
 /// One unit waiting for its grade.
 struct Pending {
     problem: u32,
     slot: u32,
-    record: ScoredRecord,
+    record: RecordAnswer,
 }
 
 /// One unit's grade, as the tally needs it.
@@ -565,7 +533,7 @@ fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> 
     let mut seen = vec![false; units.problems.len() * width];
     let mut batch = Vec::with_capacity(BATCH);
     let (mut batches, mut duplicates) = (0, 0u64);
-    read_lines(units.checkpoint, |r: ScoredRecord| {
+    read_lines(units.checkpoint, |r: RecordAnswer| {
         if r.outcome == UnitOutcome::ApiError {
             return Ok(());
         }
