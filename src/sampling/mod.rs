@@ -240,7 +240,53 @@ pub struct Unit<'a> {
     pub strip: Option<&'a crate::grade::GradeConfig>,
 }
 
-impl Unit<'_> {
+impl<'a> Unit<'a> {
+    /// A unit's checkpoint line before its reply: identity, parameters and timing, outcome
+    /// `api_error`, no reply. The one place the runner builds a line; each writer then fills in
+    /// what its reply (or error) gave.
+    pub(crate) fn line(
+        &self,
+        prep: &'a Prepared,
+        (slot, seed): (SampleIndex, u64),
+        timing: &Attempted<'a>,
+        finished_at: &'a str,
+    ) -> RecordRef<'a> {
+        let m: &'a ModelSettings = self.settings;
+        let greedy = slot == SampleIndex::Greedy;
+        RecordRef {
+            run_id: self.run_id,
+            model: &m.name,
+            model_id: &m.model_id,
+            served_model: None,
+            system_fingerprint: None,
+            problem_id: &prep.id,
+            sample_index: slot,
+            seed: Some(seed),
+            temperature: if greedy { 0.0 } else { m.sampling.temperature },
+            top_p: if greedy { 1.0 } else { m.sampling.top_p },
+            max_tokens: m.sampling.max_tokens,
+            prompt_hash: &prep.prompt_hash,
+            response: None,
+            extracted: None,
+            response_sha256: None,
+            reasoning_content: None,
+            finish_reason: None,
+            usage: None,
+            choices_in_request: 1,
+            latency_ms: timing.latency_ms,
+            ttft_ms: None,
+            tokens_per_s: None,
+            started_at: timing.started_at,
+            finished_at,
+            attempts: timing.attempts,
+            billable_failures: timing.billable_failures,
+            outcome: UnitOutcome::ApiError,
+            error_class: None,
+            error: None,
+            search: None,
+        }
+    }
+
     /// Appends one unit's record, serialised straight from borrowed fields.
     pub fn write(
         &self,
@@ -251,10 +297,6 @@ impl Unit<'_> {
         timing: &Attempted<'_>,
         outcome: Result<(&ChatResponse, usize), &ApiError>,
     ) -> Result<(), crate::rundir::record::CheckpointError> {
-        let (started_at, latency_ms, attempts) =
-            (timing.started_at, timing.latency_ms, timing.attempts);
-        let s = &self.settings.sampling;
-        let greedy = slot == SampleIndex::Greedy;
         let finished_at = now_rfc3339();
         let error = outcome.err().map(|e| e.to_string());
         let (extracted, response_sha256) = match (self.strip, outcome) {
@@ -265,38 +307,10 @@ impl Unit<'_> {
             }
             _ => (None, None),
         };
-        let mut r = RecordRef {
-            run_id: self.run_id,
-            model: &self.settings.name,
-            model_id: &self.settings.model_id,
-            served_model: None,
-            system_fingerprint: None,
-            problem_id: &prep.id,
-            sample_index: slot,
-            seed: Some(seed),
-            temperature: if greedy { 0.0 } else { s.temperature },
-            top_p: if greedy { 1.0 } else { s.top_p },
-            max_tokens: s.max_tokens,
-            prompt_hash: &prep.prompt_hash,
-            response: None,
-            extracted: extracted.as_deref(),
-            response_sha256: response_sha256.as_deref(),
-            reasoning_content: None,
-            finish_reason: None,
-            usage: None,
-            choices_in_request: 1,
-            latency_ms,
-            ttft_ms: None,
-            tokens_per_s: None,
-            started_at,
-            finished_at: &finished_at,
-            attempts,
-            billable_failures: timing.billable_failures,
-            outcome: UnitOutcome::ApiError,
-            error_class: None,
-            error: error.as_deref(),
-            search: None,
-        };
+        let mut r = self.line(prep, (slot, seed), timing, &finished_at);
+        r.extracted = extracted.as_deref();
+        r.response_sha256 = response_sha256.as_deref();
+        r.error = error.as_deref();
         match outcome {
             Ok((resp, i)) => {
                 let c = &resp.choices[i];

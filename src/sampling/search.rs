@@ -498,40 +498,26 @@ struct TreeFile<'a> {
 
 impl Finished<'_> {
     fn record<'b>(&'b self, state: &'b CallState, finished_at: &'b str) -> RecordRef<'b> {
-        let (m, s) = (&self.ctx.settings, &self.sc.settings);
-        let prep = &self.ctx.prepared[self.problem];
-        RecordRef {
-            run_id: &self.ctx.run_id,
-            model: &m.name,
-            model_id: &m.model_id,
-            served_model: state.served_model.as_deref(),
-            system_fingerprint: None,
-            problem_id: &prep.id,
-            sample_index: SampleIndex::Sample(self.index),
-            seed: Some(self.seed),
-            temperature: s.policy_temperature,
-            top_p: m.sampling.top_p,
-            max_tokens: Some(s.policy_max_tokens),
-            prompt_hash: &prep.prompt_hash,
-            response: None,
-            extracted: None,
-            response_sha256: None,
-            reasoning_content: None,
-            finish_reason: None,
-            usage: state.usage.clone(),
-            choices_in_request: 1,
-            latency_ms: self.latency_ms,
-            ttft_ms: None,
-            tokens_per_s: None,
+        let ctx = self.ctx;
+        let unit = super::Unit {
+            settings: &ctx.settings,
+            run_id: &ctx.run_id,
+            strip: ctx.strip.as_ref(),
+        };
+        let timing = super::Attempted {
             started_at: self.started_at,
-            finished_at,
+            latency_ms: self.latency_ms,
             attempts: state.attempts.max(1),
             billable_failures: 0,
-            outcome: UnitOutcome::ApiError,
-            error_class: None,
-            error: None,
-            search: None,
-        }
+            shared_by: 1,
+        };
+        let slot = (SampleIndex::Sample(self.index), self.seed);
+        let mut r = unit.line(&ctx.prepared[self.problem], slot, &timing, finished_at);
+        r.temperature = self.sc.settings.policy_temperature;
+        r.max_tokens = Some(self.sc.settings.policy_max_tokens);
+        r.served_model = state.served_model.as_deref();
+        r.usage = state.usage.clone();
+        r
     }
 
     fn write_failure(&self, err: &ApiError, state: &CallState) -> anyhow::Result<()> {
