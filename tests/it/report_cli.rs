@@ -644,6 +644,46 @@ fn merge_of_two_shards_equals_the_unsharded_run() {
     assert_eq!(m["merged_from"].as_array().unwrap().len(), 2);
 }
 
+/// Regression: merge copied lines through a record type without `extracted` and
+/// `response_sha256`, so merged runs made with `save_raw_responses = false` lost their answers.
+#[test]
+fn merge_keeps_the_extracted_answers_of_runs_without_raw_responses() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = shards(dir.path());
+    let mut expected = vec![];
+    for run in &runs {
+        let path = run.join("checkpoints/alpha.jsonl");
+        let text: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
+                r["extracted"] = r["response"].take();
+                r["response_sha256"] = "00ff".into();
+                expected.push(r.clone());
+                format!("{r}\n")
+            })
+            .collect();
+        std::fs::write(&path, text).unwrap();
+    }
+    let merged = dir.path().join("merged");
+    let [s0, s1] = runs.map(|r| r.to_str().unwrap().to_string());
+    ok(&gpassk(&[
+        "merge",
+        &s0,
+        &s1,
+        "--out",
+        merged.to_str().unwrap(),
+    ]));
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(merged.join("checkpoints/alpha.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    assert_eq!(lines, expected);
+}
+
 #[test]
 fn merge_refuses_duplicate_units_and_mismatched_configs() {
     let dir = tempfile::tempdir().unwrap();
