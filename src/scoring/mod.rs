@@ -451,11 +451,17 @@ fn tally(
     })
 }
 
-/// One unit waiting for its grade.
+/// One unit waiting for its grade: what grading and the tally take from its record (kept small,
+/// as a few thousand wait at a time).
 struct Pending {
     problem: u32,
     slot: u32,
-    record: RecordAnswer,
+    sample_index: SampleIndex,
+    /// The response; without it, the answer extracted at run time (graded as the whole reply).
+    text: Option<String>,
+    truncated: bool,
+    served: Option<String>,
+    cost: UnitCost,
 }
 
 /// One unit's grade, as the tally needs it.
@@ -552,7 +558,16 @@ fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> 
         batch.push(Pending {
             problem: p as u32,
             slot: slot as u32,
-            record: r,
+            sample_index: r.sample_index,
+            text: r.response.or(r.extracted),
+            truncated: r.outcome == UnitOutcome::Truncated,
+            served: r.served_model,
+            cost: UnitCost {
+                usage: r.usage,
+                choices_in_request: r.choices_in_request,
+                latency_ms: r.latency_ms,
+                search: r.search.map(|s| s.stats),
+            },
         });
         if batch.len() == BATCH {
             send(
@@ -584,18 +599,17 @@ fn gold_of(problem: &Problem) -> Gold {
 }
 
 fn grade_one(u: Pending, inputs: &ScoreInputs, golds: &[OnceLock<Gold>]) -> Graded {
-    let r = u.record;
-    // Without the response, the answer extracted at run time is graded as the whole reply.
-    let response = r
-        .response
-        .as_deref()
-        .or(r.extracted.as_deref())
-        .unwrap_or("");
+    let response = u.text.as_deref().unwrap_or("");
     let p = u.problem as usize;
     let gold = golds[p].get_or_init(|| gold_of(&inputs.problems[p]));
     let verdict = grade_against(gold, response, inputs.grade);
     let outcome = match inputs.judge {
-        Some(j) => j.decide(&r.problem_id, r.sample_index, response, verdict.outcome),
+        Some(j) => j.decide(
+            &inputs.problems[p].id,
+            u.sample_index,
+            response,
+            verdict.outcome,
+        ),
         None => verdict.outcome,
     };
     let class = verdict.extracted.as_deref().map(|answer| {
@@ -608,14 +622,9 @@ fn grade_one(u: Pending, inputs: &ScoreInputs, golds: &[OnceLock<Gold>]) -> Grad
         slot: u.slot,
         outcome,
         class,
-        truncated: r.outcome == UnitOutcome::Truncated,
-        served: r.served_model,
-        cost: UnitCost {
-            usage: r.usage,
-            choices_in_request: r.choices_in_request,
-            latency_ms: r.latency_ms,
-            search: r.search.map(|s| s.stats),
-        },
+        truncated: u.truncated,
+        served: u.served,
+        cost: u.cost,
     }
 }
 
