@@ -28,11 +28,24 @@ impl ApiKey {
 
     /// Replaces every occurrence of the key in `text` (servers sometimes echo it in errors).
     pub fn redact(&self, text: &str) -> String {
-        if self.0.len() >= 4 && text.contains(&self.0) {
+        if self.appears_in(text) {
             text.replace(&self.0, "[REDACTED]")
         } else {
             text.to_string()
         }
+    }
+
+    /// [`ApiKey::redact`] of an owned text: the text itself, uncopied, when the key is not in it.
+    pub fn redact_owned(&self, text: String) -> String {
+        if self.appears_in(&text) {
+            text.replace(&self.0, "[REDACTED]")
+        } else {
+            text
+        }
+    }
+
+    fn appears_in(&self, text: &str) -> bool {
+        self.0.len() >= 4 && text.contains(&self.0)
     }
 }
 
@@ -298,6 +311,8 @@ pub const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
 pub struct Client {
     http: reqwest::Client,
     url: String,
+    /// `url` parsed once (None when it does not parse: each request then fails as reqwest says).
+    parsed_url: Option<reqwest::Url>,
     key: Option<ApiKey>,
     max_body: u64,
     /// Ask for and read server-sent events, the whole request ending after this long.
@@ -345,6 +360,7 @@ impl Client {
             })?;
         Ok(Client {
             http,
+            parsed_url: reqwest::Url::parse(&url).ok(),
             url,
             key,
             max_body,
@@ -392,6 +408,15 @@ impl Client {
         }
     }
 
+    /// [`Client::redact`] of an owned text, which is returned as it is when there is nothing to
+    /// redact.
+    fn redact_owned(&self, s: String) -> String {
+        match &self.key {
+            Some(k) => k.redact_owned(s),
+            None => s,
+        }
+    }
+
     /// Sends one chat-completion body and classifies the outcome.
     pub async fn chat(&self, body: &serde_json::Value) -> Result<ChatResponse, ApiError> {
         self.chat_bytes(serde_json::to_vec(body).unwrap_or_default())
@@ -408,7 +433,7 @@ impl Client {
             }
             // Plain JSON to a stream request (a server that ignores `stream`) is under the deadline too.
             let bytes = self.read_body(resp, status).await?;
-            decode_reply(status, &bytes, retry_after, |m| self.redact(&m))
+            decode_reply(status, &bytes, retry_after, |m| self.redact_owned(m))
         })
         .await
     }
@@ -418,9 +443,12 @@ impl Client {
         &self,
         payload: Vec<u8>,
     ) -> Result<(reqwest::Response, u16, Option<Duration>), ApiError> {
-        let mut req = self
-            .http
-            .post(&self.url)
+        // The same URL reqwest would parse from `url` on every request, parsed once.
+        let req = match &self.parsed_url {
+            Some(u) => self.http.post(u.clone()),
+            None => self.http.post(&self.url),
+        };
+        let mut req = req
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(payload);
         if let Some(k) = &self.key {
@@ -549,7 +577,7 @@ impl Client {
         let (status, retry_after, bytes) = self.within_deadline(exchange).await?;
         if !(200..300).contains(&status) {
             return Err(status_error(status, &bytes, retry_after, |m| {
-                self.redact(&m)
+                self.redact_owned(m)
             }));
         }
         // Redacted before parsing: a server that echoes the key must not get it into a file.
@@ -607,7 +635,7 @@ impl Client {
                 }
             }
         }
-        let (resp, any_choice) = asm.finish(|s| self.redact(&s)).map_err(stream_err)?;
+        let (resp, any_choice) = asm.finish(|s| self.redact_owned(s)).map_err(stream_err)?;
         if resp.choices.is_empty() {
             return Err(if any_choice > 0 {
                 err(
