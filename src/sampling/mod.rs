@@ -375,13 +375,14 @@ fn fixed_body_fields(m: &ModelSettings, greedy: bool) -> String {
 
 /// `{"messages":…,<fixed fields>,"seed":S[,"n":N]}`.
 fn compose_body(messages_json: &str, fixed: &str, seed: u64, choices: usize) -> Vec<u8> {
+    use std::fmt::Write as _;
     let mut body = String::with_capacity(messages_json.len() + fixed.len() + 48);
     body.push_str("{\"messages\":");
     body.push_str(messages_json);
     body.push_str(fixed);
-    body.push_str(&format!(",\"seed\":{seed}"));
+    let _ = write!(body, ",\"seed\":{seed}");
     if choices > 1 {
-        body.push_str(&format!(",\"n\":{choices}"));
+        let _ = write!(body, ",\"n\":{choices}");
     }
     body.push('}');
     body.into_bytes()
