@@ -416,7 +416,8 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
         }
         ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
         tried.attempts = attempts;
-        let reply = ctx.client.chat_bytes(body).await;
+        // Boxed: the exchange's state is most of this future's size, which spawning moves.
+        let reply = Box::pin(ctx.client.chat_bytes(body)).await;
         ctx.settle(reserved, prep, pending.len(), &reply);
         let err = match reply {
             Ok(resp) => match ctx.take_choices(prep, &resp, &mut pending, seed, &tried) {
