@@ -5,6 +5,7 @@
 
 pub mod retry;
 mod stream;
+mod wire;
 
 pub use stream::StreamStats;
 
@@ -28,11 +29,24 @@ impl ApiKey {
 
     /// Replaces every occurrence of the key in `text` (servers sometimes echo it in errors).
     pub fn redact(&self, text: &str) -> String {
-        if self.0.len() >= 4 && text.contains(&self.0) {
+        if self.appears_in(text) {
             text.replace(&self.0, "[REDACTED]")
         } else {
             text.to_string()
         }
+    }
+
+    /// [`ApiKey::redact`] of an owned text: the text itself, uncopied, when the key is not in it.
+    pub fn redact_owned(&self, text: String) -> String {
+        if self.appears_in(&text) {
+            text.replace(&self.0, "[REDACTED]")
+        } else {
+            text
+        }
+    }
+
+    fn appears_in(&self, text: &str) -> bool {
+        self.0.len() >= 4 && text.contains(&self.0)
     }
 }
 
@@ -233,16 +247,17 @@ pub struct ChatResponse {
 
 // Reply shapes: unknown fields are ignored on purpose (servers add their own). Fields that are
 // only informative (`model`, `usage`, …) are read leniently: an odd value there never costs a sample.
+// The lenient fields are read as `serde_json::Value` would be, without building one (see `wire`).
 #[derive(Deserialize)]
 struct WireResponse {
     #[serde(default)]
-    model: Option<serde_json::Value>,
+    model: wire::Text,
     #[serde(default)]
-    system_fingerprint: Option<serde_json::Value>,
+    system_fingerprint: wire::Text,
     #[serde(default)]
     choices: Vec<WireChoice>,
     #[serde(default)]
-    usage: Option<serde_json::Value>,
+    usage: wire::LenientUsage,
 }
 
 #[derive(Deserialize)]
@@ -251,15 +266,15 @@ struct WireChoice {
     index: Option<u64>,
     message: Option<WireMessage>,
     #[serde(default)]
-    finish_reason: Option<serde_json::Value>,
+    finish_reason: wire::Text,
 }
 
 #[derive(Deserialize)]
 struct WireMessage {
     #[serde(default)]
-    content: Option<serde_json::Value>,
+    content: wire::Content,
     #[serde(default)]
-    reasoning_content: Option<serde_json::Value>,
+    reasoning_content: wire::Content,
 }
 
 /// A string field, or None when absent, null or not a string.
@@ -298,6 +313,8 @@ pub const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
 pub struct Client {
     http: reqwest::Client,
     url: String,
+    /// `url` parsed once (None when it does not parse: each request then fails as reqwest says).
+    parsed_url: Option<reqwest::Url>,
     key: Option<ApiKey>,
     max_body: u64,
     /// Ask for and read server-sent events, the whole request ending after this long.
@@ -335,6 +352,7 @@ impl Client {
             })?;
         Ok(Client {
             http,
+            parsed_url: reqwest::Url::parse(&url).ok(),
             url,
             key,
             max_body,
@@ -382,6 +400,15 @@ impl Client {
         }
     }
 
+    /// [`Client::redact`] of an owned text, which is returned as it is when there is nothing to
+    /// redact.
+    fn redact_owned(&self, s: String) -> String {
+        match &self.key {
+            Some(k) => k.redact_owned(s),
+            None => s,
+        }
+    }
+
     /// Sends one chat-completion body and classifies the outcome.
     pub async fn chat(&self, body: &serde_json::Value) -> Result<ChatResponse, ApiError> {
         self.chat_bytes(serde_json::to_vec(body).unwrap_or_default())
@@ -398,7 +425,7 @@ impl Client {
             }
             // Plain JSON to a stream request (a server that ignores `stream`) is under the deadline too.
             let bytes = self.read_body(resp, status).await?;
-            decode_reply(status, &bytes, retry_after, |m| self.redact(&m))
+            decode_reply(status, &bytes, retry_after, |m| self.redact_owned(m))
         })
         .await
     }
@@ -408,9 +435,12 @@ impl Client {
         &self,
         payload: Vec<u8>,
     ) -> Result<(reqwest::Response, u16, Option<Duration>), ApiError> {
-        let mut req = self
-            .http
-            .post(&self.url)
+        // The same URL reqwest would parse from `url` on every request, parsed once.
+        let req = match &self.parsed_url {
+            Some(u) => self.http.post(u.clone()),
+            None => self.http.post(&self.url),
+        };
+        let mut req = req
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(payload);
         if let Some(k) = &self.key {
@@ -539,7 +569,7 @@ impl Client {
         let (status, retry_after, bytes) = self.within_deadline(exchange).await?;
         if !(200..300).contains(&status) {
             return Err(status_error(status, &bytes, retry_after, |m| {
-                self.redact(&m)
+                self.redact_owned(m)
             }));
         }
         // Redacted before parsing: a server that echoes the key must not get it into a file.
@@ -597,7 +627,7 @@ impl Client {
                 }
             }
         }
-        let (resp, any_choice) = asm.finish(|s| self.redact(&s)).map_err(stream_err)?;
+        let (resp, any_choice) = asm.finish(|s| self.redact_owned(s)).map_err(stream_err)?;
         if resp.choices.is_empty() {
             return Err(if any_choice > 0 {
                 err(
@@ -653,20 +683,17 @@ fn parse_reply(wire: WireResponse, clean: impl Fn(String) -> String) -> ChatResp
             Some((
                 c.index.unwrap_or(i as u64),
                 Choice {
-                    content: clean(content_of(m.content)?),
-                    reasoning_content: content_of(m.reasoning_content).map(&clean),
-                    finish_reason: text_of(c.finish_reason).map(&clean),
+                    content: clean(m.content.0?),
+                    reasoning_content: m.reasoning_content.0.map(&clean),
+                    finish_reason: c.finish_reason.0.map(&clean),
                 },
             ))
         })
         .collect();
     choices.sort_by_key(|(i, _)| *i);
-    let usage = wire
-        .usage
-        .filter(serde_json::Value::is_object)
-        .and_then(|u| serde_json::from_value::<Usage>(u).ok());
+    let usage = wire.usage.0;
     // Names are metadata shown in reports: control characters in them are escaped as well.
-    let name = |v| text_of(v).map(|s| crate::util::printable(&clean(s)).into_owned());
+    let name = |v: wire::Text| v.0.map(|s| crate::util::printable(&clean(s)).into_owned());
     ChatResponse {
         served_model: name(wire.model),
         system_fingerprint: name(wire.system_fingerprint),
@@ -829,6 +856,73 @@ mod tests {
         let none = reply(r#"{"usage":"n/a","model":7,"choices":[{"message":{"content":null}}]}"#);
         assert!(none.usage.is_none() && none.served_model.is_none());
         assert!(none.choices.is_empty());
+    }
+
+    /// The reply as the fields were read before `wire`: each lenient field as a whole `Value`.
+    fn reply_via_values(json: &str) -> Option<ChatResponse> {
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
+        let field = |o: &serde_json::Value, k: &str| o.get(k).cloned();
+        let mut choices: Vec<(u64, Choice)> = Vec::new();
+        for (i, c) in v.get("choices")?.as_array()?.iter().enumerate() {
+            let Some(m) = c.get("message").filter(|m| !m.is_null()) else {
+                continue;
+            };
+            let Some(content) = content_of(field(m, "content")) else {
+                continue;
+            };
+            let index = c.get("index").and_then(serde_json::Value::as_u64);
+            choices.push((
+                index.unwrap_or(i as u64),
+                Choice {
+                    content,
+                    reasoning_content: content_of(field(m, "reasoning_content")),
+                    finish_reason: text_of(field(c, "finish_reason")),
+                },
+            ));
+        }
+        choices.sort_by_key(|(i, _)| *i);
+        let usage = field(&v, "usage")
+            .filter(serde_json::Value::is_object)
+            .and_then(|u| serde_json::from_value::<Usage>(u).ok());
+        let name = |k| text_of(field(&v, k)).map(|s| crate::util::printable(&s).into_owned());
+        Some(ChatResponse {
+            served_model: name("model"),
+            system_fingerprint: name("system_fingerprint"),
+            choices: choices.into_iter().map(|(_, c)| c).collect(),
+            usage,
+            stream: None,
+        })
+    }
+
+    #[test]
+    fn lenient_fields_read_as_whole_values_would() {
+        let cases = [
+            r#"{"model":"m","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7},
+                "choices":[{"index":0,"finish_reason":"stop","message":{"content":"a"}}]}"#,
+            r#"{"model":["m"],"system_fingerprint":{"a":[1,{"b":null}]},"usage":[1,2],
+                "choices":[{"finish_reason":7,"message":{"content":{"text":"x"},"reasoning_content":["r",{"text":"s"}]}},
+                           {"message":{"content":["p",{"type":"text","text":"q"},{"text":5},3]}}]}"#,
+            r#"{"usage":{"prompt_tokens":1,"prompt_tokens":"2","completion_tokens":true,
+                "prompt_tokens_details":{"cached_tokens":1},"prompt_tokens_details":[],
+                "completion_tokens_details":{"reasoning_tokens":"4","reasoning_tokens":5},"x":{"y":[]}},
+                "choices":[{"message":{"content":"a"}}]}"#,
+            r#"{"usage":null,"model":null,"choices":[{"index":2,"message":{"content":"late"}},
+                {"index":1,"message":{"content":"early","reasoning_content":false},"finish_reason":null}]}"#,
+            r#"{"usage":"n/a","model":1.5,"system_fingerprint":true,"choices":[{"message":null},{"message":{"content":[]}}]}"#,
+            r#"{"model":"\u006d\n","usage":{"prompt\u005ftokens":9},"choices":[{"message":{"content":"\ud83d\ude00"}}]}"#,
+        ];
+        for json in cases {
+            let got = reply(json);
+            assert_eq!(Some(got), reply_via_values(json), "{json}");
+        }
+        for bad in [
+            r#"{"model":["\ud800"],"choices":[]}"#,
+            r#"{"usage":{"a":1e999},"choices":[]}"#,
+            r#"{"choices":[{"message":{"content":[1,]}}]}"#,
+        ] {
+            assert!(serde_json::from_str::<WireResponse>(bad).is_err(), "{bad}");
+            assert!(reply_via_values(bad).is_none(), "{bad}");
+        }
     }
 
     #[test]

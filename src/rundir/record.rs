@@ -243,9 +243,14 @@ impl<H, A, R> Record<H, A, R> {
 /// each line whole, so a crash tears at most the last line.
 pub struct CheckpointWriter {
     path: PathBuf,
-    file: Mutex<File>,
+    /// The file, and the buffer of the batch last written (kept for its capacity: swapped with
+    /// `queued` on each write, so lines are serialized into memory already allocated).
+    file: Mutex<(File, Vec<u8>)>,
     queued: Mutex<Vec<u8>>,
 }
+
+/// Above this capacity a written batch's buffer is freed rather than kept.
+const KEEP_BATCH_CAPACITY: usize = 1 << 20;
 
 impl CheckpointWriter {
     /// Opens for appending, first cutting off a torn last line left by a crash.
@@ -279,7 +284,7 @@ impl CheckpointWriter {
         }
         Ok(CheckpointWriter {
             path: path.to_path_buf(),
-            file: Mutex::new(file),
+            file: Mutex::new((file, Vec::new())),
             queued: Mutex::new(Vec::new()),
         })
     }
@@ -315,9 +320,17 @@ impl CheckpointWriter {
                     self.file.lock().unwrap_or_else(|p| p.into_inner())
                 }
             };
-            let batch = std::mem::take(&mut *self.queued.lock().unwrap_or_else(|p| p.into_inner()));
+            let (file, batch) = &mut *f;
+            batch.clear();
+            if batch.capacity() > KEEP_BATCH_CAPACITY {
+                *batch = Vec::new();
+            }
+            std::mem::swap(
+                batch,
+                &mut *self.queued.lock().unwrap_or_else(|p| p.into_inner()),
+            );
             if !batch.is_empty() {
-                f.write_all(&batch).map_err(|e| self.io(e))?;
+                file.write_all(batch).map_err(|e| self.io(e))?;
             }
             drop(f);
             // A line queued while the file was held, after the take, is ours to write now.
@@ -343,7 +356,7 @@ impl CheckpointWriter {
     pub fn sync(&self) -> Result<(), CheckpointError> {
         self.drain(true)?;
         let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        f.sync_data().map_err(|e| self.io(e))
+        f.0.sync_data().map_err(|e| self.io(e))
     }
 }
 

@@ -391,13 +391,14 @@ fn fixed_body_fields(m: &ModelSettings, greedy: bool) -> String {
 
 /// `{"messages":…,<fixed fields>,"seed":S[,"n":N]}`.
 fn compose_body(messages_json: &str, fixed: &str, seed: u64, choices: usize) -> Vec<u8> {
+    use std::fmt::Write as _;
     let mut body = String::with_capacity(messages_json.len() + fixed.len() + 48);
     body.push_str("{\"messages\":");
     body.push_str(messages_json);
     body.push_str(fixed);
-    body.push_str(&format!(",\"seed\":{seed}"));
+    let _ = write!(body, ",\"seed\":{seed}");
     if choices > 1 {
-        body.push_str(&format!(",\"n\":{choices}"));
+        let _ = write!(body, ",\"n\":{choices}");
     }
     body.push('}');
     body.into_bytes()
@@ -431,7 +432,8 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
         }
         ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
         tried.attempts = attempts;
-        let reply = ctx.client.chat_bytes(body).await;
+        // Boxed: the exchange's state is most of this future's size, which spawning moves.
+        let reply = Box::pin(ctx.client.chat_bytes(body)).await;
         ctx.settle(reserved, prep, pending.len(), &reply);
         let err = match reply {
             Ok(resp) => match ctx.take_choices(prep, &resp, &mut pending, seed, &tried) {

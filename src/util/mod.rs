@@ -132,7 +132,15 @@ pub fn shell_quote(s: &str) -> String {
 
 /// Now as RFC 3339 UTC with milliseconds.
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+    use std::fmt::Write as _;
+    // "2026-12-01T16:30:00.123Z": 24 bytes, written into one allocation of that size.
+    let mut s = String::with_capacity(24);
+    let _ = write!(
+        s,
+        "{}",
+        humantime::format_rfc3339_millis(std::time::SystemTime::now())
+    );
+    s
 }
 
 /// The candidate closest to a misspelt name by edit distance, when it is close enough to be a typo.
