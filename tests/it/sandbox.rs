@@ -273,8 +273,23 @@ fn tmp_and_dev_shm_are_bounded_tmpfs_even_for_forked_writers() {
     assert_eq!(ends.len(), 12, "{out}");
     // 64 MiB of tmpfs in all: /tmp and /dev/shm fill up, /dev itself takes nothing.
     assert!(total <= 64 << 20, "wrote {total} bytes: {out}");
-    for (place, why) in &ends {
-        let want = if place == "/dev" { "EROFS" } else { "ENOSPC" };
-        assert_eq!(why, want, "{place}: {out}");
+    // Four writers ask 160 MiB of each place, so each tmpfs must refuse someone; a writer the
+    // scheduler ran first may reach its own 40 MiB cap before the place is full.
+    for place in ["/tmp", "/dev/shm"] {
+        let whys: Vec<&str> = ends
+            .iter()
+            .filter(|(p, _)| p == place)
+            .map(|(_, w)| w.as_str())
+            .collect();
+        assert!(
+            whys.iter().all(|w| *w == "ENOSPC" || *w == "cap"),
+            "{place}: {out}"
+        );
+        assert!(whys.contains(&"ENOSPC"), "{place} never filled up: {out}");
     }
+    let dev = ends.iter().filter(|(p, _)| p == "/dev");
+    assert!(
+        dev.clone().count() == 4 && dev.into_iter().all(|(_, w)| w == "EROFS"),
+        "{out}"
+    );
 }
