@@ -118,6 +118,6 @@ fn sample(cfg: &Path, run_dir: &Path) {
 fn grade_and_report(cfg: &Path, run_dir: &Path) {
     let run_dir = &RunDir::at(run_dir);
     let plan = plan::load(cfg, &[], None, None).expect("plan");
-    let results = score_run(&plan, run_dir, None, None).expect("score");
+    let results = score_run(&plan, run_dir, None, None, &Default::default()).expect("score");
     write_all(run_dir, &results).expect("reports");
 }

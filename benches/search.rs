@@ -102,8 +102,12 @@ fn main() {
     let mut total = SearchStats::default();
     let mut elapsed = Duration::ZERO;
     for seed in 0..searches {
-        let cache = RequestCache::open(&dir.path().join(format!("{seed}.jsonl")), &HashSet::new())
-            .expect("cache");
+        let cache = RequestCache::open(
+            &dir.path().join(format!("{seed}.jsonl")),
+            &HashSet::new(),
+            &Default::default(),
+        )
+        .expect("cache");
         let start = Instant::now();
         let (mut p, mut r) = (FakePolicy(&cache, &settings), FakeReward(&cache));
         let out = search(&input, &settings, seed, &mut p, Some(&mut r), &mut Instant0);

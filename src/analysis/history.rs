@@ -226,8 +226,11 @@ fn dataset_matches(entry: &RunEntry, want: &str) -> bool {
 /// hides the others.
 fn load_series(entries: Vec<RunEntry>, warnings: &mut Vec<String>) -> Vec<Loaded> {
     let mut out: Vec<Loaded> = Vec::new();
+    let (notes, said) = crate::util::Notes::collect();
     for entry in entries {
-        let results = match load_run(&RunDir::at(&entry.dir)) {
+        let loaded = load_run(&RunDir::at(&entry.dir), &notes);
+        warnings.append(&mut said.lock().unwrap_or_else(|p| p.into_inner()));
+        let results = match loaded {
             Ok(r) => r,
             Err(e) => {
                 let why = crate::error::render(&e);

@@ -45,7 +45,8 @@ pub struct AuditArgs {
 pub fn run(args: AuditArgs) -> Result<ExitStatus> {
     let published = read_published(&args.published)?;
     let map = parse_model_map(&args.model_map)?;
-    let results = load_run(&RunDir::at(&args.run_dir)).map_err(bad_input)?;
+    let results =
+        load_run(&RunDir::at(&args.run_dir), &super::stderr_notes()).map_err(bad_input)?;
     let input = AuditInput {
         run_dir: &args.run_dir,
         results: &results,

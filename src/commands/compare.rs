@@ -52,8 +52,8 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     }
     let (run_a, run_b) = resolve_runs(&args)?;
     let runs = [run_a.as_path(), run_b.as_path()];
-    let a = load_run(&RunDir::at(&run_a)).map_err(bad_input)?;
-    let b = load_run(&RunDir::at(&run_b)).map_err(bad_input)?;
+    let a = load_run(&RunDir::at(&run_a), &super::stderr_notes()).map_err(bad_input)?;
+    let b = load_run(&RunDir::at(&run_b), &super::stderr_notes()).map_err(bad_input)?;
     check_dataset(&a, &b)?;
     for note in unmatched_models(&a, &b, runs) {
         eprintln!("{note}");

@@ -261,7 +261,7 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<Manifest> {
             ))
             .into());
         }
-        let writer = CheckpointWriter::open(&target)?;
+        let writer = CheckpointWriter::open(&target, &super::stderr_notes())?;
         for (dir, _) in &loaded {
             read_records(&RunDir::at(dir).checkpoint(model), |r| writer.append(&r))?;
         }

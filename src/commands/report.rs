@@ -36,7 +36,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
     if let Some(out) = &args.out {
         check_out(&args.run_dir, out)?;
     }
-    let results = load_run(&RunDir::at(&args.run_dir)).map_err(bad_input)?;
+    let results =
+        load_run(&RunDir::at(&args.run_dir), &super::stderr_notes()).map_err(bad_input)?;
     let bytes = match args.format {
         Format::Table => report::terminal_table(&results, args.wide).into_bytes(),
         f => f.exporter().export(&results)?,

@@ -215,11 +215,19 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
         eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
         return Ok((run_dir, ExitStatus::Interrupted));
     }
+    let notes = super::stderr_notes();
     let call = judge_key.map(|key| JudgeCall {
         key,
         shutdown: &shutdown,
+        notes: &notes,
     });
-    let results = match score_run(plan, &run_dir, Some(manifest.clone()), call.as_ref()) {
+    let results = match score_run(
+        plan,
+        &run_dir,
+        Some(manifest.clone()),
+        call.as_ref(),
+        &notes,
+    ) {
         Ok(r) => r,
         Err(e) => {
             // The samples are saved; say how to grade them again rather than only failing.
@@ -290,7 +298,13 @@ fn import_batch(
         })
         .collect();
     let keys: Vec<_> = keys.iter().collect();
-    let (got, ends) = crate::sampling::batch_file::import(plan, run_dir, run_id, file, &keys)?;
+    let (got, ends) = crate::sampling::batch_file::import(
+        plan,
+        run_dir,
+        run_id,
+        file,
+        (&keys, &super::stderr_notes()),
+    )?;
     if quiet {
         return Ok(ends);
     }

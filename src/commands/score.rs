@@ -36,7 +36,7 @@ pub fn run(args: ScoreArgs) -> Result<ExitStatus> {
         }
     }
     let run_dir = RunDir::at(&args.run_dir);
-    let results = load_run_with(&run_dir, &args.set).map_err(bad_input)?;
+    let results = load_run_with(&run_dir, &args.set, &super::stderr_notes()).map_err(bad_input)?;
     let raw_kept = results
         .manifest
         .as_ref()

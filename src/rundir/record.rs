@@ -2,6 +2,7 @@
 
 use crate::client::Usage;
 use crate::error::BadInput;
+use crate::util::Notes;
 use crate::util::{Lines, MAX_LINE};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fs::{File, OpenOptions};
@@ -254,11 +255,8 @@ const KEEP_BATCH_CAPACITY: usize = 1 << 20;
 
 impl CheckpointWriter {
     /// Opens for appending, first cutting off a torn last line left by a crash.
-    #[expect(
-        clippy::print_stderr,
-        reason = "the torn-line note; to move up to the command layer (issue 23)"
-    )]
-    pub fn open(path: &Path) -> Result<CheckpointWriter, CheckpointError> {
+    /// The cut is told to `notes`.
+    pub fn open(path: &Path, notes: &Notes) -> Result<CheckpointWriter, CheckpointError> {
         let io = |source| CheckpointError::Io {
             path: path.to_path_buf(),
             source,
@@ -276,11 +274,11 @@ impl CheckpointWriter {
         let keep = complete_prefix_len(&mut file, len).map_err(io)?;
         if keep < len {
             file.set_len(keep).map_err(io)?;
-            eprintln!(
-                "note: {}: dropped a torn last line ({} bytes) left by an interrupted write; its units are requested again",
+            notes.note(&format!(
+                "{}: dropped a torn last line ({} bytes) left by an interrupted write; its units are requested again",
                 path.display(),
                 len - keep
-            );
+            ));
         }
         Ok(CheckpointWriter {
             path: path.to_path_buf(),
@@ -689,7 +687,7 @@ mod tests {
     fn a_record_with_every_field_set_writes_todays_line_and_reads_back_equal() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.jsonl");
-        let w = CheckpointWriter::open(&path).unwrap();
+        let w = CheckpointWriter::open(&path, &Notes::default()).unwrap();
         let r = full();
         w.append(&r).unwrap();
         let borrowed: RecordRef<'_> = view(&r, String::as_str, String::as_str, String::as_str);
@@ -777,7 +775,7 @@ mod tests {
     fn concurrent_appends_write_every_line_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.jsonl");
-        let w = CheckpointWriter::open(&path).unwrap();
+        let w = CheckpointWriter::open(&path, &Notes::default()).unwrap();
         std::thread::scope(|s| {
             for t in 0..4 {
                 let w = &w;
@@ -818,7 +816,7 @@ mod tests {
     fn torn_last_line_is_skipped_then_cut_before_appending() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.jsonl");
-        let w = CheckpointWriter::open(&path).unwrap();
+        let w = CheckpointWriter::open(&path, &Notes::default()).unwrap();
         w.append(&record("p1", SampleIndex::Sample(0), UnitOutcome::Ok))
             .unwrap();
         w.append(&record("p1", SampleIndex::Sample(1), UnitOutcome::Ok))
@@ -841,7 +839,7 @@ mod tests {
                 torn_tail: true
             }
         );
-        let w = CheckpointWriter::open(&path).unwrap();
+        let w = CheckpointWriter::open(&path, &Notes::default()).unwrap();
         w.append(&record("p1", SampleIndex::Greedy, UnitOutcome::Ok))
             .unwrap();
         let mut after = vec![];

@@ -213,7 +213,8 @@ fn record_output(
     notes: &Notes,
 ) -> Result<ModelEnd> {
     let keys: Vec<&ApiKey> = key.into_iter().collect();
-    let (_, ends) = crate::sampling::batch_file::import(plan, run_dir, run_id, output, &keys)?;
+    let (_, ends) =
+        crate::sampling::batch_file::import(plan, run_dir, run_id, output, (&keys, notes))?;
     let end = ends
         .into_iter()
         .find(|(n, _)| n == &m.name)

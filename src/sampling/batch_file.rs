@@ -13,6 +13,7 @@ use crate::plan::Plan;
 use crate::rundir::record::{CheckpointWriter, SampleIndex};
 use crate::rundir::RunDir;
 use crate::sampling::{load_done, missing_work, request_for, Attempted, ModelEnd, Unit};
+use crate::util::Notes;
 use crate::util::{hex, now_rfc3339, printable, write_atomic, Lines, MAX_LINE};
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -241,7 +242,7 @@ pub fn import(
     run_dir: &RunDir,
     run_id: &str,
     file: &Path,
-    keys: &[&ApiKey],
+    (keys, notes): (&[&ApiKey], &Notes),
 ) -> Result<(Imported, Vec<(String, ModelEnd)>)> {
     let checker = Checker::new(plan);
     let mut seen = HashMap::new();
@@ -260,7 +261,7 @@ pub fn import(
         }
         Ok(())
     })?;
-    let mut w = Writers::new(plan, run_dir, run_id);
+    let mut w = Writers::new(plan, run_dir, run_id, notes);
     for_each_line(file, |_, line| {
         let out: OutputLine =
             serde_json::from_str(line).map_err(|e| BadInput::new(e.to_string()))?;
@@ -322,6 +323,7 @@ struct Writers<'a> {
     plan: &'a Plan,
     run_dir: &'a RunDir,
     run_id: &'a str,
+    notes: &'a Notes,
     strip: Option<crate::grade::GradeConfig>,
     open: HashMap<usize, (CheckpointWriter, crate::sampling::DoneSet)>,
     got: Imported,
@@ -330,11 +332,12 @@ struct Writers<'a> {
 }
 
 impl<'a> Writers<'a> {
-    fn new(plan: &'a Plan, run_dir: &'a RunDir, run_id: &'a str) -> Writers<'a> {
+    fn new(plan: &'a Plan, run_dir: &'a RunDir, run_id: &'a str, notes: &'a Notes) -> Writers<'a> {
         Writers {
             plan,
             run_dir,
             run_id,
+            notes,
             strip: (!plan.settings.evaluation.save_raw_responses)
                 .then(|| plan.settings.evaluation.grade_config()),
             open: HashMap::new(),
@@ -352,7 +355,7 @@ impl<'a> Writers<'a> {
             Entry::Vacant(e) => {
                 let path = self.run_dir.checkpoint(&m.name);
                 let done = load_done(&path, &self.plan.id_index())?;
-                e.insert((CheckpointWriter::open(&path)?, done))
+                e.insert((CheckpointWriter::open(&path, self.notes)?, done))
             }
         };
         let unit = Unit {

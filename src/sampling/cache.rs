@@ -3,6 +3,7 @@
 
 use crate::client::Usage;
 use crate::rundir::record::{read_lines, CheckpointError, CheckpointWriter};
+use crate::util::Notes;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -48,9 +49,13 @@ pub fn request_key(url: &str, body: &[u8]) -> String {
 
 impl RequestCache {
     /// Loads the replies of the searches not in `finished`; a torn last line is cut off.
-    pub fn open(path: &Path, finished: &HashSet<String>) -> Result<RequestCache, CheckpointError> {
+    pub fn open(
+        path: &Path,
+        finished: &HashSet<String>,
+        notes: &Notes,
+    ) -> Result<RequestCache, CheckpointError> {
         // Opening the writer first cuts a torn last line, so appends never follow half a line.
-        let writer = CheckpointWriter::open(path)?;
+        let writer = CheckpointWriter::open(path, notes)?;
         let mut map: HashMap<String, HashMap<String, Cached>> = HashMap::new();
         read_lines(path, |l: Line| {
             if !finished.contains(&l.unit) {
@@ -94,7 +99,7 @@ mod tests {
     fn replies_survive_a_reopen_and_finished_searches_are_not_loaded() {
         let dir = tempfile::tempdir().unwrap();
         let path = crate::rundir::RunDir::at(dir.path()).cache("m");
-        let c = RequestCache::open(&path, &HashSet::new()).unwrap();
+        let c = RequestCache::open(&path, &HashSet::new(), &Notes::default()).unwrap();
         let reply = Cached {
             texts: vec!["x = 1".into()],
             ..Cached::default()
@@ -112,14 +117,19 @@ mod tests {
             .unwrap()
             .write_all(b"{\"unit\":\"0#2\",\"ke")
             .unwrap();
-        let again = RequestCache::open(&path, &HashSet::from(["0#1".to_string()])).unwrap();
+        let again = RequestCache::open(
+            &path,
+            &HashSet::from(["0#1".to_string()]),
+            &Notes::default(),
+        )
+        .unwrap();
         assert_eq!(again.get("0#0", &k), Some(reply));
         assert_eq!(again.get("0#1", &k), None);
         again.forget("0#0");
         assert_eq!(again.get("0#0", &k), None);
         again.put("0#3", &k, &Cached::default()).unwrap();
         drop(again);
-        let third = RequestCache::open(&path, &HashSet::new()).unwrap();
+        let third = RequestCache::open(&path, &HashSet::new(), &Notes::default()).unwrap();
         assert_eq!(third.get("0#3", &k), Some(Cached::default()));
     }
 }

@@ -699,7 +699,7 @@ fn model_ctx(
         limit: Arc::new(AdaptiveLimit::new(m.api.concurrency)),
         pace: Pace::new(m.api.rpm, m.api.tpm),
         policy: m.api.retry_policy(),
-        writer: CheckpointWriter::open(path)?,
+        writer: CheckpointWriter::open(path, &job.notes)?,
         counters: Arc::new(Counters::default()),
         prepared: job.prepared.clone(),
         fatal: Mutex::new(None),
@@ -733,7 +733,7 @@ fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Op
         .filter(|(_, k)| *k >= 0)
         .map(|&(p, k)| search::unit_name(&job.prepared[p as usize].id, k as u32))
         .collect();
-    let cache = RequestCache::open(&job.run_dir.cache(&m.name), &finished)?;
+    let cache = RequestCache::open(&job.run_dir.cache(&m.name), &finished, &job.notes)?;
     Ok(Some(SearchCtx {
         settings: settings.clone(),
         inputs: sj.inputs.clone(),

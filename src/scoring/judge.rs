@@ -6,6 +6,7 @@ use crate::client::{ApiError, ApiKey, Client, ErrorClass};
 use crate::config::{GraderMode, JudgeSettings};
 use crate::grade::Outcome;
 use crate::rundir::record::{read_lines, CheckpointError, CheckpointWriter, SampleIndex};
+use crate::util::Notes;
 use crate::util::{hex, now_rfc3339, Shutdown};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -133,13 +134,13 @@ pub fn judge_pending(
     key: Option<ApiKey>,
     jobs: Vec<JudgeJob>,
     out: &Path,
-    shutdown: &Shutdown,
+    (shutdown, notes): (&Shutdown, &Notes),
 ) -> anyhow::Result<JudgeStats> {
     if jobs.is_empty() {
         return Ok(JudgeStats::default());
     }
     let pass = Arc::new(Pass {
-        writer: CheckpointWriter::open(out)?,
+        writer: CheckpointWriter::open(out, notes)?,
         client: settings.api.chat_client(key)?,
         policy: settings.api.retry_policy(),
         model: settings.model_id.clone(),

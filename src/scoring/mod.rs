@@ -21,7 +21,7 @@ use crate::scoring::judge::{
     judge_pending, render, response_hash, JudgeJob, JudgeStats, JudgeVerdicts,
 };
 use crate::stats::{estimates, problem_values, Estimate, ProblemValues, Vote};
-use crate::util::{id_index, short, Shutdown};
+use crate::util::{id_index, short, Notes, Shutdown};
 use anyhow::{Context, Result};
 use num_rational::Ratio;
 use std::collections::BTreeMap;
@@ -228,6 +228,8 @@ pub struct ScoreInputs<'a> {
     pub grade: &'a GradeConfig,
     /// Stored LLM-judge verdicts, when the config uses the judge.
     pub judge: Option<&'a JudgeVerdicts>,
+    /// Where scoring's warnings go.
+    pub notes: &'a Notes,
 }
 
 /// Calls `each(problem position, slot, record)` for the first usable record of every planned unit
@@ -327,7 +329,8 @@ pub fn judge_model(
             Ok(())
         },
     )?;
-    judge_pending(judge, call.key.clone(), jobs, grades_path, call.shutdown)
+    let ctl = (call.shutdown, call.notes);
+    judge_pending(judge, call.key.clone(), jobs, grades_path, ctl)
 }
 
 /// Grades one model's checkpoint (the first usable record of each unit counts) and aggregates.
@@ -510,7 +513,7 @@ fn grade_units(
         }
         drop(done_tx);
         let mut order = InOrder::default();
-        let read = read_units(units, |batch_no, batch| {
+        let read = read_units(units, inputs.notes, |batch_no, batch| {
             // A send fails only when every worker is gone, which the receive loop below reports.
             let _ = work_tx.send((batch_no, batch));
             while let Ok((i, graded)) = done_rx.try_recv() {
@@ -529,11 +532,11 @@ fn grade_units(
 
 /// Reads the units of a checkpoint into numbered batches; returns how many batches there were.
 /// A unit recorded twice is scored once, with a warning naming the file and the count.
-#[expect(
-    clippy::print_stderr,
-    reason = "scoring warnings; to move up to the command layer (issue 23)"
-)]
-fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> Result<usize> {
+fn read_units(
+    units: &ModelUnits,
+    notes: &Notes,
+    mut send: impl FnMut(usize, Vec<Pending>),
+) -> Result<usize> {
     let index = id_index(units.problems, |p| p.id.as_str());
     let width = units.n as usize + 1;
     let mut seen = vec![false; units.problems.len() * width];
@@ -584,11 +587,11 @@ fn read_units(units: &ModelUnits, mut send: impl FnMut(usize, Vec<Pending>)) -> 
     }
     if duplicates > 0 {
         // Only two processes writing one run leave a unit twice; say so rather than pick quietly.
-        eprintln!(
-            "warning: {}: {duplicates} duplicate records of units already recorded (two processes \
+        notes.warn(&format!(
+            "{}: {duplicates} duplicate records of units already recorded (two processes \
              wrote this run at once?); each unit's first record is scored, the later ones ignored",
             units.checkpoint.display()
-        );
+        ));
     }
     Ok(batches)
 }
@@ -646,12 +649,12 @@ impl InOrder {
 }
 
 /// Re-grades a run directory offline: the config, dataset, limit and shard come from its manifest.
-pub fn load_run(run_dir: &RunDir) -> Result<RunResults> {
-    load_run_with(run_dir, &[])
+pub fn load_run(run_dir: &RunDir, notes: &Notes) -> Result<RunResults> {
+    load_run_with(run_dir, &[], notes)
 }
 
 /// [`load_run`] with `--set` overrides applied to the stored config.
-pub fn load_run_with(run_dir: &RunDir, set: &[String]) -> Result<RunResults> {
+pub fn load_run_with(run_dir: &RunDir, set: &[String], notes: &Notes) -> Result<RunResults> {
     let manifest = run_dir.read_manifest()?;
     let where_ = run_dir.manifest_path();
     let raw_kept = manifest.config["evaluation"]["save_raw_responses"].as_bool() != Some(false);
@@ -695,13 +698,14 @@ pub fn load_run_with(run_dir: &RunDir, set: &[String]) -> Result<RunResults> {
         .into());
     }
     // Offline: stored judge verdicts are used, the judge is never called.
-    score_run(&plan, run_dir, Some(manifest), None)
+    score_run(&plan, run_dir, Some(manifest), None, notes)
 }
 
 /// Permission to call the LLM judge during scoring: its key and the shutdown that stops it.
 pub struct JudgeCall<'a> {
     pub key: Option<ApiKey>,
     pub shutdown: &'a Shutdown,
+    pub notes: &'a Notes,
 }
 
 /// Grades and aggregates every model; with `judge` the judge is asked about samples it has not
@@ -711,18 +715,20 @@ pub fn score_run(
     run_dir: &RunDir,
     manifest: Option<Manifest>,
     judge: Option<&JudgeCall>,
+    notes: &Notes,
 ) -> Result<RunResults> {
     let ev = &plan.settings.evaluation;
     let grade = ev.grade_config();
     let mut models = Vec::new();
     for m in &plan.settings.models {
-        let verdicts = verdicts_for(plan, run_dir, m, &grade, judge)?;
+        let verdicts = verdicts_for(plan, run_dir, m, &grade, (judge, notes))?;
         let inputs = ScoreInputs {
             problems: &plan.problems,
             ks: &ev.ks,
             taus: &ev.taus,
             grade: &grade,
             judge: verdicts.as_ref(),
+            notes,
         };
         models.push(score_model(
             &run_dir.checkpoint(&m.name),
@@ -757,16 +763,12 @@ pub fn score_run(
 
 /// The judge verdicts one model's scoring uses (None when the rule grader decides alone), after
 /// asking the judge about new samples when `call` allows it.
-#[expect(
-    clippy::print_stderr,
-    reason = "scoring warnings; to move up to the command layer (issue 23)"
-)]
 fn verdicts_for(
     plan: &Plan,
     run_dir: &RunDir,
     m: &ModelSettings,
     grade: &GradeConfig,
-    call: Option<&JudgeCall>,
+    (call, notes): (Option<&JudgeCall>, &Notes),
 ) -> Result<Option<JudgeVerdicts>> {
     let mode = plan.settings.evaluation.grader;
     let Some(judge) = plan
@@ -788,10 +790,10 @@ fn verdicts_for(
         let stats = judge_model(&unit, &grades_path, grade, judge, mode, call)
             .with_context(|| format!("judging the samples of model {}", m.name))?;
         if stats.judged + stats.unparsed + stats.failed > 0 {
-            eprintln!(
+            notes.say(&format!(
                 "judge {}: {} verdicts for {}, {} unreadable replies, {} failed (the rule verdict stands for those)",
                 judge.model_id, stats.judged, m.name, stats.unparsed, stats.failed
-            );
+            ));
         }
     }
     Ok(Some(JudgeVerdicts::load(&grades_path, mode)?))
