@@ -173,6 +173,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
     let bars = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (shutdown, _signals) = super::shutdown_on_signals(args.quiet || bars)?;
     interrupted_on_quit_now(&shutdown, &run_dir);
+    let job_notes = super::stderr_notes();
     let job = SamplingJob {
         budgets: sampling::BudgetBook::default(),
         settings: plan.settings.clone(),
@@ -181,29 +182,13 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
         prepared: plan.prepared.clone(),
         keys,
         quiet: args.quiet,
-        notes: super::stderr_notes(),
+        notes: job_notes.clone(),
         progress_interval: Duration::from_secs_f64(args.progress_interval.max(0.05)),
         search,
     };
     let ends = match &args.import_batch {
         Some(file) => import_batch(plan, &run_dir, &run.manifest.run_id, file, args.quiet)?,
-        None => {
-            let notes = super::stderr_notes();
-            let ctl = crate::sampling::batch_api::Control {
-                shutdown: &shutdown,
-                notes: &notes,
-            };
-            let mut ends = crate::sampling::batch_api::drive_all(plan, &mut run, &job.keys, ctl)?;
-            let mut job = job;
-            // Opened after the batches are recorded, from every model's checkpoint: the run's
-            // budget counts what the batches cost.
-            job.budgets = sampling::BudgetBook::open(&plan.settings, &plan.prepared, &run_dir)?;
-            job.settings.models.retain(|m| m.api.batch.is_none());
-            if !job.settings.models.is_empty() {
-                ends.extend(sampling::sample_all(&job, &shutdown)?);
-            }
-            ends
-        }
+        None => sample(plan, &mut run, job, &shutdown)?,
     };
     let interrupted = record_ends(plan, &mut run, &ends)?;
     let manifest = &run.manifest;
@@ -215,19 +200,13 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
         eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
         return Ok((run_dir, ExitStatus::Interrupted));
     }
-    let notes = super::stderr_notes();
+    let notes = &job_notes;
     let call = judge_key.map(|key| JudgeCall {
         key,
         shutdown: &shutdown,
-        notes: &notes,
+        notes,
     });
-    let results = match score_run(
-        plan,
-        &run_dir,
-        Some(manifest.clone()),
-        call.as_ref(),
-        &notes,
-    ) {
+    let results = match score_run(plan, &run_dir, Some(manifest.clone()), call.as_ref(), notes) {
         Ok(r) => r,
         Err(e) => {
             // The samples are saved; say how to grade them again rather than only failing.
@@ -250,6 +229,28 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
         explain_failures(&run.manifest, &resume_cmd);
     }
     Ok((run_dir, status))
+}
+
+/// Sends the Batch API models' batches, then samples the others live; each model's end.
+fn sample(
+    plan: &Plan,
+    run: &mut OpenRun,
+    mut job: SamplingJob,
+    shutdown: &crate::util::Shutdown,
+) -> Result<Vec<(String, ModelEnd)>> {
+    let ctl = crate::sampling::batch_api::Control {
+        shutdown,
+        notes: &job.notes,
+    };
+    let mut ends = crate::sampling::batch_api::drive_all(plan, run, &job.keys, ctl)?;
+    // Opened after the batches are recorded, from every model's checkpoint: the run's budget
+    // counts what the batches cost.
+    job.budgets = sampling::BudgetBook::open(&plan.settings, &plan.prepared, &run.dir)?;
+    job.settings.models.retain(|m| m.api.batch.is_none());
+    if !job.settings.models.is_empty() {
+        ends.extend(sampling::sample_all(&job, shutdown)?);
+    }
+    Ok(ends)
 }
 
 /// A second Ctrl-C quits at once: the manifest must not be left saying `running`.
@@ -412,7 +413,7 @@ fn warn_coarse_k(plan: &Plan) {
 fn open_run_dir(plan: &Plan, resume_dir: Option<RunDir>, force: bool) -> Result<OpenRun> {
     let Some(dir) = resume_dir else {
         let output_dir = &plan.settings.evaluation.output_dir;
-        let base = sampling::new_run_id(&plan.settings.config_hash);
+        let base = crate::rundir::new_run_id(&plan.settings.config_hash);
         return Ok(RunDir::create(output_dir, &base, |id| {
             plan.new_manifest(id)
         })?);

@@ -30,6 +30,13 @@ pub enum RunDirError {
     },
 }
 
+/// A new run's id: UTC time plus the config hash's first 8 hex digits.
+pub fn new_run_id(config_hash: &str) -> String {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let compact: String = now.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("{compact}-{}", &config_hash[..8.min(config_hash.len())])
+}
+
 /// A run directory: where its manifest, checkpoints, verdicts, caches, trees, batch files and
 /// reports live. Nothing outside this type joins a path inside a run.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

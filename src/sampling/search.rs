@@ -75,7 +75,7 @@ pub(super) async fn search_model(
         });
         while tasks.try_join_next().is_some() {}
     }
-    super::finish_model(ctx, tasks, grace).await
+    super::worker::finish_model(ctx, tasks, grace).await
 }
 
 /// One search, start to end: replayed calls first (a resumed search), then live ones.
