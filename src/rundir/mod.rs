@@ -5,6 +5,7 @@
 pub mod difference;
 pub mod lock;
 pub mod manifest;
+pub mod merge;
 pub mod record;
 
 use crate::error::BadInput;
