@@ -2,7 +2,7 @@
 //! manifest fields that record them; also whether an existing run may be resumed under this plan.
 
 use crate::config::raw::field_map;
-use crate::config::{self, Settings};
+use crate::config::{self, RunSettings};
 use crate::dataset::shard::Shard;
 use crate::dataset::{self, FieldMap};
 use crate::error::BadInput;
@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 /// Everything resolved before any request is sent.
 pub struct Plan {
-    pub settings: Settings,
+    pub settings: RunSettings,
     pub dataset: dataset::Dataset,
     pub prepared: Arc<Vec<Prepared>>,
     /// The problems under evaluation (the dataset's own list is moved here).
@@ -66,7 +66,11 @@ pub fn load_tasks(
     Ok((plans, loaded.notes))
 }
 
-fn only_models(mut settings: Settings, models: &[String], config_path: &Path) -> Result<Settings> {
+fn only_models(
+    mut settings: RunSettings,
+    models: &[String],
+    config_path: &Path,
+) -> Result<RunSettings> {
     if !models.is_empty() {
         let known: Vec<&str> = settings.models.iter().map(|m| m.name.as_str()).collect();
         for want in models {
@@ -89,7 +93,7 @@ fn only_models(mut settings: Settings, models: &[String], config_path: &Path) ->
 
 /// Loads the dataset and renders the prompts for resolved settings; `limit` overrides the config's.
 /// `gpassk score` rebuilds a finished run's plan through this from its manifest.
-pub fn build(settings: Settings, limit: Option<usize>, shard: Option<Shard>) -> Result<Plan> {
+pub fn build(settings: RunSettings, limit: Option<usize>, shard: Option<Shard>) -> Result<Plan> {
     let ev = &settings.evaluation;
     let fields = field_map(ev.fields.as_ref());
     let mut ds = dataset::load(&ev.dataset, fields.as_ref())

@@ -1,4 +1,4 @@
-//! The run configuration: reading `config.toml`, validating it, and resolving it into [`Settings`].
+//! The run configuration: reading `config.toml`, validating it, and resolving it into [`RunSettings`].
 //!
 //! Two stages: [`raw`] mirrors the file (unknown keys rejected), `settings` is the validated value
 //! the rest of the program uses. Errors name the file, the line and the key.
@@ -16,7 +16,7 @@ pub use search::{
     SEARCH_KEYS,
 };
 pub use settings::{
-    parse_metric, ApiSettings, EvalSettings, ModelSettings, SamplingSettings, Settings,
+    parse_metric, ApiSettings, EvalSettings, ModelSettings, RunSettings, SamplingSettings,
 };
 
 pub use settings_json::TaskFile;
@@ -69,7 +69,7 @@ pub struct Sources {
 /// of a settings.json array), and notes the command prints once on stderr.
 #[derive(Debug)]
 pub struct Loaded {
-    pub tasks: Vec<Settings>,
+    pub tasks: Vec<RunSettings>,
     pub notes: Vec<String>,
 }
 
@@ -148,7 +148,7 @@ fn resolve_doc(
     overrides: &[Override],
     text: &str,
     path: &Path,
-) -> Result<Settings, ConfigError> {
+) -> Result<RunSettings, ConfigError> {
     overrides::apply(&mut doc, overrides, path)?;
     let raw: raw::RawConfig =
         Value::Table(doc.clone())
@@ -181,7 +181,7 @@ pub(crate) fn compile_answer_regex(pat: &str) -> Result<regex::Regex, regex::Err
 }
 
 /// Reads and resolves a config file.
-pub fn load(path: &Path) -> Result<Settings, ConfigError> {
+pub fn load(path: &Path) -> Result<RunSettings, ConfigError> {
     let text = read_bounded_string(path, MAX_TEXT_FILE).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
@@ -190,14 +190,14 @@ pub fn load(path: &Path) -> Result<Settings, ConfigError> {
 }
 
 /// Resolves config text; `path` is used in messages and for the config hash's provenance.
-pub fn load_str(text: &str, path: &Path) -> Result<Settings, ConfigError> {
+pub fn load_str(text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
     let raw: raw::RawConfig = toml::from_str(text).map_err(|e| parse_error(&e, text, path))?;
     settings::resolve(raw, text, path)
 }
 
 /// Resolves a config stored as JSON (a run manifest's `config`): it is turned back into TOML text
 /// and resolved like a file, so the same validation applies. The config hash is of that text.
-pub fn load_json(value: &serde_json::Value, path: &Path) -> Result<Settings, ConfigError> {
+pub fn load_json(value: &serde_json::Value, path: &Path) -> Result<RunSettings, ConfigError> {
     load_json_with(value, path, &[])
 }
 
@@ -206,7 +206,7 @@ pub fn load_json_with(
     value: &serde_json::Value,
     path: &Path,
     set: &[String],
-) -> Result<Settings, ConfigError> {
+) -> Result<RunSettings, ConfigError> {
     let invalid = |message: String| ConfigError::Invalid {
         path: path.to_path_buf(),
         line: None,

@@ -12,9 +12,10 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Everything a run needs, validated.
+/// Everything a run needs, validated: config.toml with its settings.json task and `--set`
+/// overrides applied (the file settings.json itself is a [`crate::config::TaskFile`]).
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct RunSettings {
     pub config_path: PathBuf,
     /// sha256 of the config file's bytes, hex.
     pub config_hash: String,
@@ -263,7 +264,7 @@ fn text_path<'a>(cx: &Ctx<'a>) -> (&'a str, &'a Path) {
     (cx.text, cx.path)
 }
 
-pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<Settings, ConfigError> {
+pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
     let cx = Ctx { text, path };
     let config_json = serde_json::to_value(&raw).unwrap_or(serde_json::Value::Null);
     if raw.models.is_empty() {
@@ -314,7 +315,7 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<Setting
             "needs a [judge] table (model_id, base_url, ...)",
         ));
     }
-    Ok(Settings {
+    Ok(RunSettings {
         config_path: path.to_path_buf(),
         config_hash: hex(&Sha256::digest(text.as_bytes())),
         config_json,

@@ -1,7 +1,7 @@
 //! Budgets (`max_cost`): each model's ledger and the run's, opened from the most the checkpoints
 //! can have cost, so a request that could pass a limit is never sent, across resumes too.
 
-use crate::config::{ModelSettings, Settings};
+use crate::config::{ModelSettings, RunSettings};
 use crate::cost::{Ledger, Money};
 use crate::plan::Prepared;
 use crate::rundir::record::{read_lines, RecordHead, UnitOutcome};
@@ -33,7 +33,7 @@ pub struct BudgetBook {
 impl BudgetBook {
     /// The budgets of `settings`' models (all of them: the run's ledger counts every model).
     pub fn open(
-        settings: &Settings,
+        settings: &RunSettings,
         prepared: &[Prepared],
         run_dir: &RunDir,
     ) -> Result<BudgetBook> {

@@ -1,13 +1,13 @@
 //! API keys, read from the environment variables the config names (never from a file).
 
 use crate::client::ApiKey;
-use crate::config::Settings;
+use crate::config::RunSettings;
 use crate::error::BadInput;
 use anyhow::Result;
 use std::collections::HashMap;
 
 /// Reads each model's API key from its environment variable; a missing one is an error before any request.
-pub fn read_keys(settings: &Settings) -> Result<HashMap<String, Option<ApiKey>>, BadInput> {
+pub fn read_keys(settings: &RunSettings) -> Result<HashMap<String, Option<ApiKey>>, BadInput> {
     let mut keys = HashMap::new();
     for m in &settings.models {
         let key = read_key(m.api.api_key_env.as_deref(), &format!("model {}", m.name))?;

@@ -33,7 +33,7 @@ use worker::ModelCtx;
 pub use worker::{request_for, Attempted, Unit};
 
 use crate::client::ApiKey;
-use crate::config::{ModelSettings, Settings};
+use crate::config::{ModelSettings, RunSettings};
 use crate::rundir::record::{read_lines, RecordHead};
 use crate::util::{id_index, Shutdown};
 use anyhow::{Context, Result};
@@ -71,7 +71,7 @@ pub fn load_done(path: &Path, index: &HashMap<&str, usize>) -> Result<DoneSet> {
 
 /// Inputs for sampling, resolved by the command layer.
 pub struct SamplingJob {
-    pub settings: Settings,
+    pub settings: RunSettings,
     pub run_dir: RunDir,
     pub run_id: String,
     pub prepared: Arc<Vec<Prepared>>,

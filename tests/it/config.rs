@@ -5,7 +5,7 @@ use gpassk::config::{self, ConfigError};
 use gpassk::metrics::{MetricKind, Tau};
 use std::path::Path;
 
-fn load(text: &str) -> Result<config::Settings, ConfigError> {
+fn load(text: &str) -> Result<config::RunSettings, ConfigError> {
     config::load_str(text, Path::new("cfg.toml"))
 }
 

@@ -19,7 +19,7 @@ strategy = "mcts"
 dataset = "gsm8k"
 "#;
 
-fn load(text: &str) -> Result<config::Settings, config::ConfigError> {
+fn load(text: &str) -> Result<config::RunSettings, config::ConfigError> {
     config::load_str(text, Path::new("cfg.toml"))
 }
 
