@@ -176,20 +176,28 @@ pub fn grade_against(gold: &Gold, response: &str, cfg: &GradeConfig) -> Verdict 
     let extracted = extract(response, cfg);
     let outcome = match &extracted {
         None => Outcome::NoAnswer,
-        Some(pred) => {
-            let pred = equiv::prepare(pred);
-            let same = match equiv::same_option(&gold.prepared, &pred, &gold.options, cfg) {
-                Some(same) => same,
-                None => equiv::equivalent_prepared(&gold.prepared, &pred, cfg),
-            };
-            if same {
-                Outcome::Correct
-            } else {
-                Outcome::Wrong
-            }
-        }
+        Some(pred) => outcome_of(gold, &equiv::prepare(pred), cfg),
     };
     Verdict { outcome, extracted }
+}
+
+/// An extracted answer's outcome against `gold` and its voting key ([`canonical_key`]), from
+/// one parse of the answer.
+pub fn grade_extracted(gold: &Gold, answer: &str, cfg: &GradeConfig) -> (Outcome, String) {
+    let pred = equiv::prepare(answer);
+    (outcome_of(gold, &pred, cfg), equiv::key(&pred))
+}
+
+fn outcome_of(gold: &Gold, pred: &equiv::ParsedAnswer, cfg: &GradeConfig) -> Outcome {
+    let same = match equiv::same_option(&gold.prepared, pred, &gold.options, cfg) {
+        Some(same) => same,
+        None => equiv::equivalent_prepared(&gold.prepared, pred, cfg),
+    };
+    if same {
+        Outcome::Correct
+    } else {
+        Outcome::Wrong
+    }
 }
 
 /// [`grade`] for a multiple-choice problem whose options are known.

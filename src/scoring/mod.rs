@@ -9,7 +9,7 @@ use crate::client::{ApiKey, Usage};
 use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings, Strategy};
 use crate::dataset::Problem;
 use crate::error::BadInput;
-use crate::grade::{canonical_key, grade_against, grade_with_options, Gold, GradeConfig, Outcome};
+use crate::grade::{extract, grade_extracted, grade_with_options, Gold, GradeConfig, Outcome};
 use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
@@ -24,7 +24,7 @@ use crate::stats::{estimates, problem_values, Estimate, ProblemValues, Vote};
 use crate::util::{id_index, short, Notes, Shutdown};
 use anyhow::{Context, Result};
 use num_rational::Ratio;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::{mpsc, Mutex, OnceLock};
@@ -489,8 +489,8 @@ fn grade_units(
     inputs: &ScoreInputs,
     mut apply: impl FnMut(Graded),
 ) -> Result<()> {
-    let golds: Vec<OnceLock<Gold>> = (0..inputs.problems.len())
-        .map(|_| OnceLock::new())
+    let golds: Vec<ProblemGrader> = (0..inputs.problems.len())
+        .map(|_| ProblemGrader::default())
         .collect();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<Pending>)>(workers * 2);
@@ -601,25 +601,51 @@ fn gold_of(problem: &Problem) -> Gold {
     Gold::with_options(&problem.answer, &problem.choice_options())
 }
 
-fn grade_one(u: Pending, inputs: &ScoreInputs, golds: &[OnceLock<Gold>]) -> Graded {
+/// One problem's gold, parsed once, and the verdicts of the answers already graded against it:
+/// samples of a problem repeat a few answers, each parsed and compared once.
+#[derive(Default)]
+struct ProblemGrader {
+    gold: OnceLock<Gold>,
+    seen: Mutex<HashMap<String, (Outcome, u64)>>,
+}
+
+/// The distinct answers a problem remembers (more are graded each time they come).
+const SEEN_PER_PROBLEM: usize = 256;
+
+impl ProblemGrader {
+    /// The rule outcome and voting class of an extracted answer.
+    fn grade(&self, problem: &Problem, answer: &str, cfg: &GradeConfig) -> (Outcome, u64) {
+        let lock = || self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&hit) = lock().get(answer) {
+            return hit;
+        }
+        let gold = self.gold.get_or_init(|| gold_of(problem));
+        let (outcome, key) = grade_extracted(gold, answer, cfg);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        let graded = (outcome, h.finish());
+        let mut seen = lock();
+        if seen.len() < SEEN_PER_PROBLEM {
+            seen.insert(answer.to_string(), graded);
+        }
+        graded
+    }
+}
+
+fn grade_one(u: Pending, inputs: &ScoreInputs, golds: &[ProblemGrader]) -> Graded {
     let response = u.text.as_deref().unwrap_or("");
     let p = u.problem as usize;
-    let gold = golds[p].get_or_init(|| gold_of(&inputs.problems[p]));
-    let verdict = grade_against(gold, response, inputs.grade);
-    let outcome = match inputs.judge {
-        Some(j) => j.decide(
-            &inputs.problems[p].id,
-            u.sample_index,
-            response,
-            verdict.outcome,
-        ),
-        None => verdict.outcome,
+    let (rule, class) = match extract(response, inputs.grade) {
+        None => (Outcome::NoAnswer, None),
+        Some(answer) => {
+            let (outcome, class) = golds[p].grade(&inputs.problems[p], &answer, inputs.grade);
+            (outcome, Some(class))
+        }
     };
-    let class = verdict.extracted.as_deref().map(|answer| {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        canonical_key(answer).hash(&mut h);
-        h.finish()
-    });
+    let outcome = match inputs.judge {
+        Some(j) => j.decide(&inputs.problems[p].id, u.sample_index, response, rule),
+        None => rule,
+    };
     Graded {
         problem: u.problem,
         slot: u.slot,
@@ -802,6 +828,37 @@ fn verdicts_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remembered_answers_grade_as_a_fresh_parse_does_past_the_cap_too() {
+        let problem = Problem {
+            id: "p".into(),
+            question: "q".into(),
+            answer: "\\frac{1}{2}".into(),
+            subset: None,
+            fields: Default::default(),
+        };
+        let cfg = GradeConfig::default();
+        let grader = ProblemGrader::default();
+        let mut answers: Vec<String> =
+            vec!["0.5".into(), "1/2".into(), "2".into(), "\\dfrac12".into()];
+        answers.extend((0..SEEN_PER_PROBLEM + 10).map(|i| format!("{i}/{}", 2 * i + 1)));
+        for round in 0..2 {
+            for a in &answers {
+                let fresh = grade_extracted(&gold_of(&problem), a, &cfg);
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                fresh.1.hash(&mut h);
+                assert_eq!(
+                    grader.grade(&problem, a, &cfg),
+                    (fresh.0, h.finish()),
+                    "{a} round {round}"
+                );
+            }
+        }
+        assert_eq!(grader.grade(&problem, "1/2", &cfg).0, Outcome::Correct);
+        assert_eq!(grader.grade(&problem, "2", &cfg).0, Outcome::Wrong);
+        assert!(grader.seen.lock().unwrap().len() <= SEEN_PER_PROBLEM);
+    }
 
     fn usage(prompt: u64, completion: u64) -> Option<Usage> {
         Some(Usage {
