@@ -606,11 +606,12 @@ fn gold_of(problem: &Problem) -> Gold {
 #[derive(Default)]
 struct ProblemGrader {
     gold: OnceLock<Gold>,
-    seen: Mutex<HashMap<String, (Outcome, u64)>>,
+    seen: Mutex<HashMap<Box<str>, (Outcome, u64)>>,
 }
 
-/// The distinct answers a problem remembers (more are graded each time they come).
-const SEEN_PER_PROBLEM: usize = 256;
+/// The distinct answers a problem remembers (more are graded each time they come): the common
+/// ones come early, and memory stays a few hundred bytes per problem.
+const SEEN_PER_PROBLEM: usize = 16;
 
 impl ProblemGrader {
     /// The rule outcome and voting class of an extracted answer.
@@ -626,7 +627,7 @@ impl ProblemGrader {
         let graded = (outcome, h.finish());
         let mut seen = lock();
         if seen.len() < SEEN_PER_PROBLEM {
-            seen.insert(answer.to_string(), graded);
+            seen.insert(answer.into(), graded);
         }
         graded
     }
