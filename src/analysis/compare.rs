@@ -237,10 +237,9 @@ pub fn regressions(shown: &[&Comparison], pct: f64) -> Vec<String> {
 /// `drift: …` line each.
 pub fn drift_lines(run_a: &Path, run_b: &Path, b: &RunResults) -> Result<Vec<String>, BadInput> {
     let entry = |dir: &Path| -> Result<RunEntry, BadInput> {
-        Ok(RunEntry {
-            dir: dir.to_path_buf(),
-            manifest: RunDir::at(dir).read_manifest()?,
-        })
+        let dir = RunDir::at(dir);
+        let manifest = dir.read_manifest()?;
+        Ok(RunEntry { dir, manifest })
     };
     let (ea, eb) = (entry(run_a)?, entry(run_b)?);
     let mut out = Vec::new();

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 /// One run directory found under a results folder.
 #[derive(Debug, Clone)]
 pub struct RunEntry {
-    pub dir: PathBuf,
+    pub dir: RunDir,
     pub manifest: Manifest,
 }
 
@@ -36,10 +36,7 @@ pub fn discover(root: &Path) -> Result<(Vec<RunEntry>, Vec<String>), BadInput> {
     })?;
     let skipped = found.skipped;
     let mut runs: Vec<RunEntry> = (found.runs.into_iter())
-        .map(|(dir, manifest)| RunEntry {
-            dir: dir.path().to_path_buf(),
-            manifest,
-        })
+        .map(|(dir, manifest)| RunEntry { dir, manifest })
         .collect();
     runs.sort_by(|a, b| {
         (a.manifest.created_at.as_str(), &a.dir).cmp(&(b.manifest.created_at.as_str(), &b.dir))
@@ -60,7 +57,7 @@ pub fn previous_run(run: &Path) -> Result<Option<PathBuf>, BadInput> {
     let me = std::fs::canonicalize(run).ok();
     Ok(runs
         .into_iter()
-        .filter(|r| std::fs::canonicalize(&r.dir).ok() != me)
+        .filter(|r| std::fs::canonicalize(r.dir.path()).ok() != me)
         .filter(|r| r.manifest.created_at < this.created_at)
         .rfind(|r| {
             !r.manifest.differences(&this).iter().any(|d| {
@@ -70,7 +67,7 @@ pub fn previous_run(run: &Path) -> Result<Option<PathBuf>, BadInput> {
                 )
             })
         })
-        .map(|r| r.dir))
+        .map(|r| r.dir.path().to_path_buf()))
 }
 
 /// What changed for one model between two runs: served model or system fingerprint.
@@ -146,9 +143,9 @@ fn fingerprints(m: &ModelManifest) -> BTreeSet<String> {
 
 /// Share of a model's usable samples whose fingerprint is not in `known` (read from its
 /// checkpoint); `None` when the checkpoint cannot be read or holds no usable sample.
-fn new_fingerprint_share(dir: &Path, model: &str, known: &BTreeSet<String>) -> Option<f64> {
+fn new_fingerprint_share(dir: &RunDir, model: &str, known: &BTreeSet<String>) -> Option<f64> {
     let (mut total, mut new) = (0u64, 0u64);
-    read_records(&RunDir::at(dir).checkpoint(model), |r| {
+    read_records(&dir.checkpoint(model), |r| {
         if r.usable() {
             total += 1;
             new += r
@@ -228,7 +225,7 @@ fn load_series(entries: Vec<RunEntry>, warnings: &mut Vec<String>) -> Vec<Loaded
     let mut out: Vec<Loaded> = Vec::new();
     let (notes, said) = crate::util::Notes::collect();
     for entry in entries {
-        let loaded = load_run(&RunDir::at(&entry.dir), &notes);
+        let loaded = load_run(&entry.dir, &notes);
         warnings.append(&mut said.lock().unwrap_or_else(|p| p.into_inner()));
         let results = match loaded {
             Ok(r) => r,
@@ -293,7 +290,7 @@ fn changes_of(series: &[Loaded], i: usize, model: &str) -> Vec<String> {
 }
 
 fn run_name(l: &Loaded) -> String {
-    l.entry.dir.file_name().map_or_else(
+    l.entry.dir.path().file_name().map_or_else(
         || l.results.run_id.clone(),
         |n| n.to_string_lossy().into_owned(),
     )

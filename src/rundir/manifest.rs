@@ -191,6 +191,12 @@ impl Manifest {
         };
     }
 
+    /// Stopped before it finished: interrupted, with no finish time.
+    pub fn mark_interrupted(&mut self) {
+        self.status = Status::Interrupted;
+        self.finished_at = None;
+    }
+
     /// Writes the manifest file at `path` (callers go through [`crate::rundir::RunDir`]).
     pub(super) fn write(&self, path: &Path) -> std::io::Result<()> {
         let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;

@@ -240,9 +240,8 @@ impl RunDir {
     /// left saying `running`); best effort, for a process about to exit.
     pub fn mark_interrupted_now(&self) {
         if let Ok(mut m) = self.read_manifest() {
-            m.status = Status::Interrupted;
+            m.mark_interrupted();
             m.updated_at = now_rfc3339();
-            m.finished_at = None;
             let _ = self.write_manifest(&m);
         }
     }
@@ -289,8 +288,7 @@ impl OpenRun {
 
     /// Stopped after sampling (while judging): the manifest says interrupted, not finished.
     pub fn interrupt(&mut self) -> Result<(), RunDirError> {
-        self.manifest.status = Status::Interrupted;
-        self.manifest.finished_at = None;
+        self.manifest.mark_interrupted();
         self.write()
     }
 

@@ -489,7 +489,7 @@ fn grade_units(
     inputs: &ScoreInputs,
     mut apply: impl FnMut(Graded),
 ) -> Result<()> {
-    let golds: Vec<ProblemGrader> = (0..inputs.problems.len())
+    let graders: Vec<ProblemGrader> = (0..inputs.problems.len())
         .map(|_| ProblemGrader::default())
         .collect();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -498,13 +498,13 @@ fn grade_units(
     let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Graded>)>();
     std::thread::scope(|scope| {
         for _ in 0..workers {
-            let (work_rx, done_tx, golds) = (&work_rx, done_tx.clone(), &golds);
+            let (work_rx, done_tx, graders) = (&work_rx, done_tx.clone(), &graders);
             scope.spawn(move || loop {
                 let job = work_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 let Ok((i, batch)) = job else { break };
                 let graded = batch
                     .into_iter()
-                    .map(|u| grade_one(u, inputs, golds))
+                    .map(|u| grade_one(u, inputs, graders))
                     .collect();
                 if done_tx.send((i, graded)).is_err() {
                     break;
@@ -633,13 +633,13 @@ impl ProblemGrader {
     }
 }
 
-fn grade_one(u: Pending, inputs: &ScoreInputs, golds: &[ProblemGrader]) -> Graded {
+fn grade_one(u: Pending, inputs: &ScoreInputs, graders: &[ProblemGrader]) -> Graded {
     let response = u.text.as_deref().unwrap_or("");
     let p = u.problem as usize;
     let (rule, class) = match extract(response, inputs.grade) {
         None => (Outcome::NoAnswer, None),
         Some(answer) => {
-            let (outcome, class) = golds[p].grade(&inputs.problems[p], &answer, inputs.grade);
+            let (outcome, class) = graders[p].grade(&inputs.problems[p], &answer, inputs.grade);
             (outcome, Some(class))
         }
     };
