@@ -18,6 +18,7 @@ pub mod rundir;
 
 pub mod plan;
 pub mod sampling;
+pub mod import;
 pub mod scoring;
 pub mod search;
 

@@ -8,9 +8,8 @@ use crate::dataset::{self, FieldMap};
 use crate::error::BadInput;
 use crate::prompt;
 use crate::rundir::difference::{Difference, ModelSetting};
-use crate::rundir::manifest::Status;
 use crate::rundir::manifest::{git_commit, DatasetInfo, Manifest, ModelManifest};
-use crate::util::{closest, hex, id_index, now_rfc3339, short};
+use crate::util::{closest, hex, id_index, short};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
@@ -148,29 +147,8 @@ pub fn build(settings: RunSettings, limit: Option<usize>, shard: Option<Shard>) 
 impl Plan {
     /// A new run's manifest.
     pub fn new_manifest(&self, run_id: &str) -> Manifest {
-        let now = now_rfc3339();
-        let mut m = Manifest {
-            harness: format!("gpassk {}", env!("CARGO_PKG_VERSION")),
-            git_commit: git_commit(),
-            run_id: run_id.to_string(),
-            created_at: now.clone(),
-            updated_at: now,
-            finished_at: None,
-            status: Status::Running,
-            config_path: String::new(),
-            config: serde_json::Value::Null,
-            config_hash: String::new(),
-            settings: None,
-            overrides: Vec::new(),
-            task_name: None,
-            dataset: DatasetInfo::default(),
-            prompt_template: String::new(),
-            prompt_hash: String::new(),
-            few_shot_examples: 0,
-            models: Default::default(),
-            shard: None,
-            merged_from: Vec::new(),
-        };
+        let mut m = Manifest::new(run_id);
+        m.git_commit = git_commit();
         self.fill_manifest(&mut m);
         m
     }

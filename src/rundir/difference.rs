@@ -320,6 +320,7 @@ mod tests {
             models: [("a".to_string(), model("m-a")), ("b".into(), model("m-b"))].into(),
             shard: None,
             merged_from: vec![],
+            imported: None,
         }
     }
 

@@ -43,6 +43,9 @@ pub struct Manifest {
     /// The run directories a `gpassk merge` joined into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<String>,
+    /// What an imported run (`gpassk import`) was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<super::provenance::ImportInfo>,
 }
 
 /// How a run, or one model of it, stands: the one spelling of every status a manifest holds.
@@ -167,6 +170,34 @@ impl ModelManifest {
 }
 
 impl Manifest {
+    /// A new run's manifest before anything is known but its id: running, created now.
+    pub fn new(run_id: &str) -> Manifest {
+        let now = crate::util::now_rfc3339();
+        Manifest {
+            harness: format!("gpassk {}", env!("CARGO_PKG_VERSION")),
+            git_commit: None,
+            run_id: run_id.to_string(),
+            created_at: now.clone(),
+            updated_at: now,
+            finished_at: None,
+            status: Status::Running,
+            config_path: String::new(),
+            config: serde_json::Value::Null,
+            config_hash: String::new(),
+            settings: None,
+            overrides: Vec::new(),
+            task_name: None,
+            dataset: DatasetInfo::default(),
+            prompt_template: String::new(),
+            prompt_hash: String::new(),
+            few_shot_examples: 0,
+            models: BTreeMap::new(),
+            shard: None,
+            merged_from: Vec::new(),
+            imported: None,
+        }
+    }
+
     /// How the run was graded, from its stored config: the grader mode and the judge's model id.
     pub fn grading(&self) -> (String, Option<String>) {
         let mode = self.config["evaluation"]["grader"]

@@ -6,6 +6,7 @@ pub mod difference;
 pub mod lock;
 pub mod manifest;
 pub mod merge;
+pub mod provenance;
 pub mod record;
 
 use crate::error::BadInput;
@@ -155,6 +156,12 @@ impl RunDir {
     /// A report or other file at the top of the run (`report.html`, `labels.jsonl`…).
     pub fn file(&self, name: &str) -> PathBuf {
         self.root.join(name)
+    }
+
+    /// Where an imported run keeps its problems and gold answers, relative to the run:
+    /// `dataset/<task>.jsonl`.
+    pub fn imported_dataset(task: &str) -> PathBuf {
+        Path::new("dataset").join(format!("{}.jsonl", path_component(task)))
     }
 
     /// Claims a fresh run directory under `output_dir`, named `base` (or `base-1`, `base-2`… when
@@ -377,6 +384,7 @@ mod tests {
             models: Default::default(),
             shard: None,
             merged_from: Vec::new(),
+            imported: None,
         }
     }
 

@@ -117,8 +117,9 @@ pub struct Record<H = String, A = H, R = A> {
     pub problem_id: H,
     pub sample_index: SampleIndex,
     pub seed: Option<u64>,
-    pub temperature: f64,
-    pub top_p: f64,
+    /// None on imported samples whose source did not record it.
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
     pub max_tokens: Option<u32>,
     pub prompt_hash: R,
     pub response: Option<A>,
@@ -157,6 +158,9 @@ pub struct Record<H = String, A = H, R = A> {
     /// A tree search's unit (`strategy = "mcts"`): its answer path and statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchRecord<R>>,
+    /// An imported sample (`gpassk import`): where it was read and the source's verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<super::provenance::SourceRef<R>>,
 }
 
 /// A record borrowed from the runner's state: the same line, written without copying its texts.
@@ -434,6 +438,7 @@ pub struct ReadStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rundir::provenance::SourceRef;
     use crate::util::write_atomic;
 
     pub(crate) fn record(problem: &str, idx: SampleIndex, outcome: UnitOutcome) -> Record {
@@ -446,8 +451,8 @@ mod tests {
             problem_id: problem.into(),
             sample_index: idx,
             seed: Some(1),
-            temperature: 0.7,
-            top_p: 1.0,
+            temperature: Some(0.7),
+            top_p: Some(1.0),
             max_tokens: None,
             prompt_hash: "h".into(),
             response: Some("\\boxed{1}".into()),
@@ -468,6 +473,7 @@ mod tests {
             error_class: None,
             error: None,
             search: None,
+            source: None,
         }
     }
 
@@ -510,6 +516,7 @@ mod tests {
             error_class,
             error,
             search,
+            source,
         } = r;
         let search = search.as_ref().map(|s| {
             let SearchRecord {
@@ -556,6 +563,12 @@ mod tests {
             error_class: error_class.as_ref().map(&x),
             error: error.as_ref().map(&h),
             search,
+            source: source.as_ref().map(|s| SourceRef {
+                file: s.file,
+                at: x(&s.at),
+                verdict: s.verdict,
+                extracted: s.extracted.as_ref().map(&x),
+            }),
         }
     }
 
@@ -577,7 +590,7 @@ mod tests {
     }
 
     /// Every field of a line set (none left to its default or skipped), as the writer writes it.
-    const FULL_LINE: &str = r#"{"run_id":"run-1","model":"m","model_id":"m-id","served_model":"m-served","system_fingerprint":"fp_1","problem_id":"p\"1","sample_index":3,"seed":7,"temperature":0.7,"top_p":0.95,"max_tokens":64,"prompt_hash":"h","response":"so \\boxed{4}","extracted":"4","response_sha256":"ab12","reasoning_content":"think","finish_reason":"length","usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":3}},"choices_in_request":2,"latency_ms":3,"ttft_ms":120,"tokens_per_s":42.5,"started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z","attempts":2,"billable_failures":1,"outcome":"truncated","error_class":"server","error":"server (HTTP 500): boom","search":{"answer":"4","path":["x = 2 + 2\n","\\boxed{4}"],"tree":"trees/m/p/3.json","stats":{"simulations":2,"policy_calls":3,"reward_calls":4,"tokens":9,"code_executions":5,"dead_steps":1,"steps":6,"reward_parse_failures":1,"unvalued_terminals":1,"cap_hit":true,"failed":"x","replayed_calls":2}}}"#;
+    const FULL_LINE: &str = r#"{"run_id":"run-1","model":"m","model_id":"m-id","served_model":"m-served","system_fingerprint":"fp_1","problem_id":"p\"1","sample_index":3,"seed":7,"temperature":0.7,"top_p":0.95,"max_tokens":64,"prompt_hash":"h","response":"so \\boxed{4}","extracted":"4","response_sha256":"ab12","reasoning_content":"think","finish_reason":"length","usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":3}},"choices_in_request":2,"latency_ms":3,"ttft_ms":120,"tokens_per_s":42.5,"started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z","attempts":2,"billable_failures":1,"outcome":"truncated","error_class":"server","error":"server (HTTP 500): boom","search":{"answer":"4","path":["x = 2 + 2\n","\\boxed{4}"],"tree":"trees/m/p/3.json","stats":{"simulations":2,"policy_calls":3,"reward_calls":4,"tokens":9,"code_executions":5,"dead_steps":1,"steps":6,"reward_parse_failures":1,"unvalued_terminals":1,"cap_hit":true,"failed":"x","replayed_calls":2}},"source":{"file":1,"at":"line 12","verdict":true,"extracted":"4"}}"#;
 
     fn full_search() -> SearchRecord {
         SearchRecord {
@@ -628,8 +641,8 @@ mod tests {
             problem_id: "p\"1".into(),
             sample_index: SampleIndex::Sample(3),
             seed: Some(7),
-            temperature: 0.7,
-            top_p: 0.95,
+            temperature: Some(0.7),
+            top_p: Some(0.95),
             max_tokens: Some(64),
             prompt_hash: "h".into(),
             response: Some("so \\boxed{4}".into()),
@@ -650,6 +663,12 @@ mod tests {
             error_class: Some("server".into()),
             error: Some("server (HTTP 500): boom".into()),
             search: Some(full_search()),
+            source: Some(SourceRef {
+                file: 1,
+                at: "line 12".into(),
+                verdict: Some(true),
+                extracted: Some("4".into()),
+            }),
         }
     }
 

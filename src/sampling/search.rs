@@ -513,7 +513,7 @@ impl Finished<'_> {
         };
         let slot = (SampleIndex::Sample(self.index), self.seed);
         let mut r = unit.line(&ctx.prepared[self.problem], slot, &timing, finished_at);
-        r.temperature = self.sc.settings.policy_temperature;
+        r.temperature = Some(self.sc.settings.policy_temperature);
         r.max_tokens = Some(self.sc.settings.policy_max_tokens);
         r.served_model = state.served_model.as_deref();
         r.usage = state.usage.clone();

@@ -229,8 +229,8 @@ impl<'a> Unit<'a> {
             problem_id: &prep.id,
             sample_index: slot,
             seed: Some(seed),
-            temperature: if greedy { 0.0 } else { m.sampling.temperature },
-            top_p: if greedy { 1.0 } else { m.sampling.top_p },
+            temperature: Some(if greedy { 0.0 } else { m.sampling.temperature }),
+            top_p: Some(if greedy { 1.0 } else { m.sampling.top_p }),
             max_tokens: m.sampling.max_tokens,
             prompt_hash: &prep.prompt_hash,
             response: None,
@@ -251,6 +251,7 @@ impl<'a> Unit<'a> {
             error_class: None,
             error: None,
             search: None,
+            source: None,
         }
     }
 

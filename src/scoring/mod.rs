@@ -711,8 +711,20 @@ pub fn load_run_with(run_dir: &RunDir, set: &[String], notes: &Notes) -> Result<
         ))
         .into());
     }
-    let plan = crate::plan::build(settings, manifest.dataset.limit, manifest.shard)
+    // An imported run keeps its problems beside its manifest, wherever the run is moved.
+    let imported = manifest.imported.is_some();
+    if imported {
+        let file = manifest.dataset.files.first().map(Path::new);
+        settings.evaluation.dataset = run_dir
+            .resolve(file.unwrap_or(Path::new("dataset")))
+            .display()
+            .to_string();
+    }
+    let mut plan = crate::plan::build(settings, manifest.dataset.limit, manifest.shard)
         .with_context(|| format!("re-loading the plan of {}", run_dir.display()))?;
+    if imported {
+        plan.dataset.name = manifest.dataset.name.clone();
+    }
     if plan.dataset.sha256 != manifest.dataset.sha256 {
         return Err(BadInput(format!(
             "{}: field `dataset.sha256`: dataset {} changed since the run ({} then, {} now); \

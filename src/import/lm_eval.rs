@@ -1,0 +1,13 @@
+//! Reader of lm_eval sample logs (being written).
+
+use super::{ImportError, ReadOptions, Sink, SourceSummary};
+use std::path::PathBuf;
+
+/// Streams the files under `paths` into `sink`.
+pub fn read(
+    _paths: &[PathBuf],
+    _opts: &ReadOptions,
+    _sink: &mut dyn Sink,
+) -> Result<SourceSummary, ImportError> {
+    Err(ImportError::Input("lm_eval import is not written yet".into()))
+}

@@ -1,0 +1,189 @@
+//! Reading harness files without holding them whole: JSON Lines line by line, and a top-level
+//! JSON array or object entry by entry, each line or entry under a size bound.
+
+use super::{At, ImportError, Sink};
+use crate::util::{open_regular, Lines, MAX_LINE};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use std::cell::Cell;
+use std::io::{BufReader, Read};
+use std::path::Path;
+use std::rc::Rc;
+
+/// One entry of a JSON array or object (or one line) may hold this much: long reasoning outputs
+/// repeated K times make lines of megabytes, never of gigabytes.
+pub(crate) const MAX_ENTRY: u64 = MAX_LINE as u64;
+
+/// Calls `each(line number, value)` for every non-blank line of a JSON Lines file. A line that is
+/// not JSON goes to [`Sink::bad`] (an error, or counted with `--skip-bad`).
+pub(crate) fn json_lines(
+    sink: &mut dyn Sink,
+    file: usize,
+    mut each: impl FnMut(&mut dyn Sink, u64, Value) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    let path = sink.path(file).to_path_buf();
+    let mut lines = Lines::open(&path, MAX_LINE).map_err(ImportError::io("read", &path))?;
+    let mut buf = Vec::new();
+    loop {
+        let line = match lines.next_into(&mut buf) {
+            Ok(Some(n)) => n as u64,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                return Err(ImportError::Bad {
+                    path,
+                    at: At::File,
+                    message: e.to_string(),
+                })
+            }
+        };
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(&buf) {
+            Ok(v) => each(sink, line, v)?,
+            Err(e) => sink.bad(file, At::Line(line), format!("not JSON: {e}"))?,
+        }
+    }
+}
+
+/// What the top of a JSON file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Top {
+    Array,
+    Object,
+    Other,
+}
+
+/// The first non-blank byte of a file tells whether it is one JSON array, one object, or
+/// something else (JSON Lines start with `{` too: callers decide by name and content).
+pub(crate) fn peek_top(path: &Path) -> Result<Top, ImportError> {
+    let mut f = open_regular(path).map_err(ImportError::io("read", path))?;
+    let mut buf = [0u8; 512];
+    let n = f.read(&mut buf).map_err(ImportError::io("read", path))?;
+    let first = buf[..n].iter().find(|b| !b.is_ascii_whitespace());
+    Ok(match first {
+        Some(b'[') => Top::Array,
+        Some(b'{') => Top::Object,
+        _ => Top::Other,
+    })
+}
+
+/// Calls `each(key, value)` for every entry of the file's top-level JSON object or array (keys of
+/// an array are positions), reading one entry at a time.
+pub(crate) fn json_entries(
+    path: &Path,
+    mut each: impl FnMut(String, Value) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    let count = Rc::new(Cell::new(0u64));
+    let file = open_regular(path).map_err(ImportError::io("read", path))?;
+    let reader = Bounded {
+        inner: BufReader::with_capacity(1 << 16, file),
+        count: count.clone(),
+    };
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let mut failure = None;
+    let seed = Entries {
+        each: &mut each,
+        count: &count,
+        failure: &mut failure,
+    };
+    let parsed = de.deserialize_any(seed).and_then(|()| de.end());
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    parsed.map_err(|e| {
+        let too_long = count.get() > MAX_ENTRY;
+        ImportError::Bad {
+            path: path.to_path_buf(),
+            at: if e.line() > 0 {
+                At::Line(e.line() as u64)
+            } else {
+                At::File
+            },
+            message: if too_long {
+                format!("an entry is longer than {} MiB", MAX_ENTRY >> 20)
+            } else {
+                format!("not JSON: {e}")
+            },
+        }
+    })
+}
+
+/// A reader that fails once one entry has taken more than [`MAX_ENTRY`] bytes.
+struct Bounded<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.count.get() > MAX_ENTRY {
+            return Err(std::io::Error::other("entry too long"));
+        }
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+struct Entries<'a, F> {
+    each: &'a mut F,
+    count: &'a Rc<Cell<u64>>,
+    failure: &'a mut Option<ImportError>,
+}
+
+impl<'de, F: FnMut(String, Value) -> Result<(), ImportError>> DeserializeSeed<'de>
+    for Entries<'_, F>
+{
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, F: FnMut(String, Value) -> Result<(), ImportError>> Visitor<'de> for Entries<'_, F> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON array or object")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0u64;
+        loop {
+            self.count.set(0);
+            let Some(v) = seq.next_element::<Value>()? else {
+                return Ok(());
+            };
+            if let Err(e) = (self.each)(i.to_string(), v) {
+                *self.failure = Some(e);
+                return Err(serde::de::Error::custom("stopped"));
+            }
+            i += 1;
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        loop {
+            self.count.set(0);
+            let Some((k, v)) = map.next_entry::<String, Value>()? else {
+                return Ok(());
+            };
+            if let Err(e) = (self.each)(k, v) {
+                *self.failure = Some(e);
+                return Err(serde::de::Error::custom("stopped"));
+            }
+        }
+    }
+}
+
+/// Reads a small JSON file (results, reports, configs) whole, under the text-file bound.
+pub(crate) fn small_json(path: &Path) -> Result<Value, ImportError> {
+    let bytes = crate::util::read_bounded(path, crate::util::MAX_TEXT_FILE)
+        .map_err(ImportError::io("read", path))?;
+    serde_json::from_slice(&bytes).map_err(|e| ImportError::Bad {
+        path: path.to_path_buf(),
+        at: At::Line(e.line() as u64),
+        message: format!("not JSON: {e}"),
+    })
+}
