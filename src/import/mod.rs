@@ -288,3 +288,66 @@ pub(crate) fn json_verdict(v: &serde_json::Value) -> Option<bool> {
         _ => None,
     }
 }
+
+/// A sink that keeps what it is sent, for the readers' tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    #[derive(Default)]
+    pub(crate) struct Collect {
+        pub files: Vec<PathBuf>,
+        pub samples: Vec<SourceSample>,
+        pub bad: Vec<String>,
+        /// Count bad records instead of failing (as `--skip-bad`).
+        pub skip_bad: bool,
+    }
+
+    impl Collect {
+        /// Per (model, problem): samples and source-correct samples (None when any sample of the
+        /// problem has no source verdict).
+        pub(crate) fn counts(&self) -> BTreeMap<(String, String), (u32, Option<u32>)> {
+            let mut out: BTreeMap<(String, String), (u32, Option<u32>)> = BTreeMap::new();
+            for s in &self.samples {
+                let e = out
+                    .entry((s.model.clone(), s.problem_id.clone()))
+                    .or_insert((0, Some(0)));
+                e.0 += 1;
+                e.1 = match (e.1, s.verdict) {
+                    (Some(c), Some(v)) => Some(c + v as u32),
+                    _ => None,
+                };
+            }
+            out
+        }
+    }
+
+    impl Sink for Collect {
+        fn open(&mut self, path: &Path) -> Result<usize, ImportError> {
+            self.files.push(path.to_path_buf());
+            Ok(self.files.len() - 1)
+        }
+        fn sample(&mut self, sample: SourceSample) -> Result<(), ImportError> {
+            self.samples.push(sample);
+            Ok(())
+        }
+        fn bad(&mut self, file: usize, at: At, message: String) -> Result<(), ImportError> {
+            let path = self.files[file].clone();
+            if !self.skip_bad {
+                return Err(ImportError::Bad { path, at, message });
+            }
+            self.bad.push(format!("{}{at}: {message}", path.display()));
+            Ok(())
+        }
+        fn path(&self, file: usize) -> &Path {
+            &self.files[file]
+        }
+    }
+
+    /// A fixture under `tests/fixtures/import/`.
+    pub(crate) fn fixture(rel: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/import")
+            .join(rel)
+    }
+}
