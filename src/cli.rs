@@ -44,6 +44,9 @@ pub enum Command {
     Datasets(crate::commands::datasets::DatasetsArgs),
     /// Re-grade every stored sample of a run offline and rewrite all its output files.
     Score(crate::commands::score::ScoreArgs),
+    /// Turn another harness's sample logs (lm-eval, OpenCompass, lighteval, EvalScope,
+    /// Qwen2.5-Math, JSONL) into a gpassk run: exact G-Pass@k, intervals, both verdicts.
+    Import(crate::commands::import::ImportArgs),
     /// Print or write one report format of a run (table, csv, per-problem, json, md, html).
     Report(crate::commands::report::ReportArgs),
     /// Compare two runs per model and metric (B − A) with exact paired tests, Holm-corrected.

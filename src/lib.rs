@@ -16,9 +16,9 @@ pub mod config;
 pub mod cost;
 pub mod rundir;
 
+pub mod import;
 pub mod plan;
 pub mod sampling;
-pub mod import;
 pub mod scoring;
 pub mod search;
 

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Grade(args) => commands::grade::run(args),
         Command::Datasets(args) => commands::datasets::run(args),
         Command::Score(args) => commands::score::run(args),
+        Command::Import(args) => commands::import::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Compare(args) => commands::compare::run(args),
         Command::History(args) => commands::history::run(args),

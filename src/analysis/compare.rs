@@ -122,9 +122,20 @@ pub fn check_dataset(a: &RunResults, b: &RunResults) -> Result<(), BadInput> {
         return Ok(());
     }
     let short = |h: &str| h.chars().take(12).collect::<String>();
+    let imported_alone = [a, b].iter().any(|r| {
+        r.manifest
+            .as_ref()
+            .and_then(|m| m.imported.as_ref())
+            .is_some_and(|i| i.dataset_sha256.is_none())
+    });
+    let hint = if imported_alone {
+        " (an imported run compares with a native one when it was imported with --dataset NAME)"
+    } else {
+        ""
+    };
     Err(BadInput(format!(
         "different datasets: A ran on {} (sha256 {}), B on {} (sha256 {}); compare needs the \
-         same dataset",
+         same dataset{hint}",
         a.dataset,
         short(&a.dataset_sha256),
         b.dataset,

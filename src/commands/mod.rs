@@ -10,6 +10,7 @@ pub mod datasets;
 pub mod exec;
 pub mod grade;
 pub mod history;
+pub mod import;
 pub mod label;
 pub mod merge;
 pub mod report;

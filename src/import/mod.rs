@@ -6,6 +6,7 @@
 //! which writes through [`crate::rundir::RunDir`] and [`crate::rundir::record::Record`].
 
 pub mod detect;
+mod disagree;
 pub mod evalscope;
 pub mod jsonl;
 pub mod lighteval;
@@ -233,7 +234,11 @@ pub(crate) fn files_under(
     Ok(out)
 }
 
-fn walk(dir: &Path, wanted: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
+fn walk(
+    dir: &Path,
+    wanted: &dyn Fn(&Path) -> bool,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), ImportError> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(ImportError::io("read folder", dir))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -9,5 +9,7 @@ pub fn read(
     _opts: &ReadOptions,
     _sink: &mut dyn Sink,
 ) -> Result<SourceSummary, ImportError> {
-    Err(ImportError::Input("qwen_math import is not written yet".into()))
+    Err(ImportError::Input(
+        "qwen_math import is not written yet".into(),
+    ))
 }

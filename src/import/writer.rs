@@ -27,6 +27,10 @@ pub struct ImportOptions {
     /// Gold answers (and questions) from a shipped dataset or JSONL file, by problem id.
     pub dataset: Option<String>,
     pub skip_bad: bool,
+    /// The name the (one) imported model gets in this run, to match a native run's.
+    pub rename: Option<String>,
+    /// Where to write the samples whose source verdict and gpassk's re-grade differ.
+    pub disagreements: Option<PathBuf>,
 }
 
 /// What an import made.
@@ -35,6 +39,8 @@ pub struct Imported {
     pub dir: RunDir,
     pub info: ImportInfo,
     pub problems: usize,
+    /// Samples written to `--disagreements`.
+    pub disagreements: Option<u64>,
 }
 
 /// The most malformed records an import names (the rest are counted).
@@ -74,6 +80,12 @@ pub fn import(opts: &ImportOptions, notes: &Notes) -> Result<Imported, ImportErr
 
 fn fill(run: OpenRun, opts: &ImportOptions, notes: &Notes) -> Result<Imported, ImportError> {
     let mut w = Writer::new(run, opts.skip_bad);
+    w.rename = opts.rename.clone();
+    if let Some(name) = &opts.dataset {
+        let ds = crate::dataset::load(name, None)
+            .map_err(|e| ImportError::Input(format!("--dataset {name}: {e}")))?;
+        w.dataset = Some(Known::new(name, ds));
+    }
     let summary = opts.format.read(&opts.paths, &opts.read, &mut w)?;
     if w.models.values().all(|m| m.samples == 0) {
         return Err(ImportError::Input(format!(
@@ -84,7 +96,7 @@ fn fill(run: OpenRun, opts: &ImportOptions, notes: &Notes) -> Result<Imported, I
         )));
     }
     w.sync()?;
-    let mut problems = w.problems(opts.dataset.as_deref(), notes)?;
+    let mut problems = w.problems(notes)?;
     w.finish(opts, summary, &mut problems, notes)
 }
 
@@ -114,8 +126,51 @@ struct ModelOut {
     max_index: u32,
 }
 
+/// `--dataset`: its problems by id, and whether the source's ids turned out to be positions.
+struct Known {
+    name: String,
+    sha256: String,
+    problems: Vec<Problem>,
+    by_id: HashMap<String, usize>,
+    by_position: u64,
+}
+
+impl Known {
+    fn new(name: &str, ds: crate::dataset::Dataset) -> Known {
+        let by_id = ds
+            .problems
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.id.clone(), i))
+            .collect();
+        Known {
+            name: name.to_string(),
+            sha256: ds.sha256,
+            problems: ds.problems,
+            by_id,
+            by_position: 0,
+        }
+    }
+
+    /// The dataset's problem for a source id: by id, else (harnesses that number documents,
+    /// like lm-eval's `doc_id`) by position.
+    fn find(&mut self, id: &str) -> Option<usize> {
+        if let Some(&i) = self.by_id.get(id) {
+            return Some(i);
+        }
+        let i = id
+            .parse::<usize>()
+            .ok()
+            .filter(|&i| i < self.problems.len())?;
+        self.by_position += 1;
+        Some(i)
+    }
+}
+
 struct Writer {
     run: OpenRun,
+    rename: Option<String>,
+    dataset: Option<Known>,
     skip_bad: bool,
     files: Vec<(PathBuf, InputFile)>,
     models: BTreeMap<String, ModelOut>,
@@ -133,6 +188,8 @@ impl Writer {
     fn new(run: OpenRun, skip_bad: bool) -> Writer {
         Writer {
             run,
+            rename: None,
+            dataset: None,
             skip_bad,
             files: Vec::new(),
             models: BTreeMap::new(),
@@ -152,7 +209,15 @@ impl Writer {
         if let Some(n) = self.names.get(source) {
             return Ok(n.clone());
         }
-        let mut base: String = source
+        if let (Some(new), Some(first)) = (&self.rename, self.names.keys().next()) {
+            return Err(ImportError::Input(format!(
+                "--name {new}: the files hold more than one model ({first:?}, {source:?}); pick one with --model"
+            )));
+        }
+        let mut base: String = self
+            .rename
+            .as_deref()
+            .unwrap_or(source)
             .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
@@ -205,7 +270,9 @@ impl Writer {
                     (Some(a), Some(b)) if a.trim() != b.trim() && self.conflicts.len() < 20 => {
                         self.conflicts.push(format!(
                             "problem {}: {what} differs between {} and {}; the first is kept",
-                            s.problem_id, seen.first, self.files[s.file].0.display()
+                            s.problem_id,
+                            seen.first,
+                            self.files[s.file].0.display()
                         ))
                     }
                     _ => {}
@@ -221,7 +288,8 @@ impl Writer {
             subset: s.subset.clone(),
             first: at,
         });
-        self.index.insert(s.problem_id.clone(), self.problems.len() - 1);
+        self.index
+            .insert(s.problem_id.clone(), self.problems.len() - 1);
         self.problems.len() - 1
     }
 
@@ -268,9 +336,23 @@ impl Sink for Writer {
         Ok(())
     }
 
-    fn sample(&mut self, s: SourceSample) -> Result<(), ImportError> {
+    fn sample(&mut self, mut s: SourceSample) -> Result<(), ImportError> {
         if s.problem_id.is_empty() {
             return self.bad(s.file, s.at, "no problem id".into());
+        }
+        if let Some(known) = &mut self.dataset {
+            let Some(i) = known.find(&s.problem_id) else {
+                return Err(ImportError::Bad {
+                    path: self.files[s.file].0.clone(),
+                    at: s.at,
+                    message: format!(
+                        "problem {} is not in --dataset {} (by id or position)",
+                        crate::util::printable(&s.problem_id),
+                        known.name
+                    ),
+                });
+            };
+            s.problem_id = known.problems[i].id.clone();
         }
         let name = self.model_name(&s.model)?;
         let p = self.problem(&s);
@@ -358,38 +440,22 @@ fn hash_file(path: &Path) -> Result<(String, u64), ImportError> {
 impl Writer {
     /// The run's problems: questions and gold from the files, or from `dataset` by id (checked
     /// against the files' gold, disagreements named).
-    fn problems(&mut self, dataset: Option<&str>, notes: &Notes) -> Result<Vec<Problem>, ImportError> {
-        let Some(name) = dataset else {
+    fn problems(&mut self, notes: &Notes) -> Result<Vec<Problem>, ImportError> {
+        let Some(known) = &self.dataset else {
             return self.problems_from_files();
         };
-        let ds = crate::dataset::load(name, None)
-            .map_err(|e| ImportError::Input(format!("--dataset {name}: {e}")))?;
-        let by_id: HashMap<&str, &Problem> = ds.problems.iter().map(|p| (p.id.as_str(), p)).collect();
-        // Harnesses that number documents (lm-eval's doc_id) are matched by position.
-        let by_position = !self.problems.iter().any(|p| by_id.contains_key(p.id.as_str()))
-            && self.problems.iter().all(|p| p.id.parse::<usize>().is_ok_and(|i| i < ds.problems.len()));
-        if by_position {
+        let name = &known.name;
+        if known.by_position > 0 {
             notes.note(&format!(
-                "--dataset {name}: the imported problem ids are positions (0..{}), matched to the dataset's problems in order",
-                ds.problems.len()
+                "--dataset {name}: the source's problem ids are positions (0..{}), matched to the dataset's problems in order",
+                known.problems.len()
             ));
         }
         let cfg = GradeConfig::default();
         let mut out = Vec::with_capacity(self.problems.len());
         let mut differ = Vec::new();
         for seen in &self.problems {
-            let found = if by_position {
-                seen.id.parse::<usize>().ok().and_then(|i| ds.problems.get(i))
-            } else {
-                by_id.get(seen.id.as_str()).copied()
-            };
-            let Some(d) = found else {
-                return Err(ImportError::Input(format!(
-                    "--dataset {name}: problem {} (first read at {}) is not in the dataset",
-                    crate::util::printable(&seen.id),
-                    seen.first
-                )));
-            };
+            let d = &known.problems[known.by_id[&seen.id]];
             if let Some(g) = &seen.gold {
                 if !equivalent(&d.answer, g, &cfg) {
                     differ.push(format!(
@@ -400,10 +466,7 @@ impl Writer {
                     ));
                 }
             }
-            out.push(Problem {
-                id: seen.id.clone(),
-                ..d.clone()
-            });
+            out.push(d.clone());
         }
         if !differ.is_empty() {
             notes.warn(&format!(
@@ -499,10 +562,32 @@ impl Writer {
         // `finish` settles the run from its models; an import is done when it is written.
         self.run.manifest.status = Status::Complete;
         self.run.save().map_err(|e| ImportError::Write(e.into()))?;
+        let disagreements = match &opts.disagreements {
+            None => None,
+            Some(out) => {
+                let models: Vec<(String, u32)> = (self.models.iter())
+                    .map(|(name, m)| (name.clone(), m.max_index + 1))
+                    .collect();
+                let cfg = plan.settings.evaluation.grade_config();
+                let both = (models.as_slice(), &cfg);
+                // The run is written by now: a failure here must not remove it.
+                match super::disagree::write(out, &self.run.dir, &info, problems, both) {
+                    Ok(n) => Some(n),
+                    Err(e) => {
+                        notes.warn(&format!(
+                            "--disagreements {}: {e:#}; the run itself is written",
+                            out.display()
+                        ));
+                        None
+                    }
+                }
+            }
+        };
         Ok(Imported {
             dir: self.run.dir.clone(),
             info,
             problems: problems.len(),
+            disagreements,
         })
     }
 
@@ -574,6 +659,7 @@ impl Writer {
                 Some(d) => format!("dataset {d}"),
                 None => "the imported files".into(),
             },
+            dataset_sha256: self.dataset.as_ref().map(|d| d.sha256.clone()),
             verdicts: summary.verdicts,
             models,
             aggregates: summary.aggregates,

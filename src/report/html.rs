@@ -850,6 +850,17 @@ impl Exporter for HtmlReport {
             }
             out.push_str("</ul>\n");
         }
+        let provenance = super::imported::provenance(results);
+        if !provenance.is_empty() {
+            out.push_str("<h2>Imported from</h2>\n<ul>\n");
+            for l in &provenance {
+                let _ = writeln!(out, "<li>{}</li>", esc(l));
+            }
+            out.push_str("</ul>\n");
+        }
+        for grid in super::imported::grids(results) {
+            let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
+        }
         out.push_str(&HtmlReport::plots(results));
         if let Some(grid) = subset_grid(results) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));

@@ -77,6 +77,24 @@ fn banner(results: &RunResults) -> String {
     md
 }
 
+/// An imported run's provenance and its two verdicts; empty for a native run.
+fn imported_sections(results: &RunResults) -> String {
+    let lines = super::imported::provenance(results);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let esc = |s: &str| s.replace('_', "\\_").replace('<', "&lt;");
+    let mut md = String::from("## Imported from\n\n");
+    for l in &lines {
+        md.push_str(&format!("- {}\n", esc(l)));
+    }
+    md.push('\n');
+    for grid in super::imported::grids(results) {
+        md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
+    }
+    md
+}
+
 impl Exporter for MarkdownReport {
     fn file_name(&self) -> &'static str {
         "report.md"
@@ -97,6 +115,7 @@ impl Exporter for MarkdownReport {
         if let Some(grid) = subset_grid(results) {
             md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
         }
+        md.push_str(&imported_sections(results));
         let counts = Grid {
             title: "Samples".into(),
             header: [
@@ -164,7 +183,14 @@ impl Exporter for MarkdownReport {
             if !m.merged_from.is_empty() {
                 lines.push(format!("- merged from: {}", m.merged_from.join(", ")));
             }
-            for (name, mm) in &m.models {
+            for (name, mm) in m.models.iter().filter(|_| m.imported.is_some()) {
+                // The source's settings are in "Imported from"; the config's are not real here.
+                lines.push(format!(
+                    "- {name}: `{}`, n = {}, imported, status {}",
+                    mm.model_id, mm.sampling.n, mm.status
+                ));
+            }
+            for (name, mm) in m.models.iter().filter(|_| m.imported.is_none()) {
                 let s = &mm.sampling;
                 lines.push(format!(
                     "- {name}: `{}`, n = {}, temperature {}, top-p {}, max tokens {}, status {}",

@@ -6,6 +6,7 @@
 
 mod csv;
 mod html;
+mod imported;
 mod json;
 mod markdown;
 mod markup;
@@ -16,6 +17,7 @@ mod tabular;
 
 pub use self::csv::MetricsCsv;
 pub use self::html::HtmlReport;
+pub use self::imported::{import_summary, source_agreement};
 pub use self::json::MetricsJson;
 pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;

@@ -113,7 +113,13 @@ impl Manifest {
             }));
         }
         let (a, b) = (&self.dataset, &other.dataset);
-        out.extend(change(&a.sha256, &b.sha256).map(Difference::Dataset));
+        let (x, y) = (self.dataset_identity(), other.dataset_identity());
+        out.extend(change(&x, &y).map(|c| {
+            Difference::Dataset(Change {
+                before: c.before.to_string(),
+                after: c.after.to_string(),
+            })
+        }));
         out.extend(change(&a.limit, &b.limit).map(Difference::DatasetLimit));
         out.extend(change(&self.shard, &other.shard).map(Difference::Shard));
         out.extend(

@@ -222,6 +222,15 @@ impl Manifest {
         };
     }
 
+    /// What the run's problems are drawn from, by content: the dataset's sha256, or for a run
+    /// imported with `--dataset`, that dataset's (its own file holds just the imported problems).
+    pub fn dataset_identity(&self) -> &str {
+        self.imported
+            .as_ref()
+            .and_then(|i| i.dataset_sha256.as_deref())
+            .unwrap_or(&self.dataset.sha256)
+    }
+
     /// Stopped before it finished: interrupted, with no finish time.
     pub fn mark_interrupted(&mut self) {
         self.status = Status::Interrupted;

@@ -17,6 +17,9 @@ pub struct ImportInfo {
     pub files: Vec<InputFile>,
     /// Where the gold answers came from: `the imported files`, or `dataset NAME`.
     pub gold_from: String,
+    /// The sha256 of `--dataset`'s files: a native run on that dataset compares with this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_sha256: Option<String>,
     /// Which of the source's marks are the per-sample source verdicts, or why there are none.
     pub verdicts: String,
     /// Per model (its name in this run): the source's name and settings, and what was read.

@@ -59,6 +59,106 @@ pub struct ModelScore {
     pub estimates: Vec<Estimate>,
     /// What the scored units cost: calls, tokens, code runs, wall time.
     pub effort: Effort,
+    /// An imported run's second verdict: the source harness's own, where it kept one per sample.
+    pub source: Option<SourceScore>,
+}
+
+/// The source harness's verdicts of an imported run's samples, beside gpassk's re-grade.
+#[derive(Debug, Clone)]
+pub struct SourceScore {
+    pub agreement: Agreement,
+    /// Per problem, counting only the samples the source judged (aligned with the model's).
+    pub problems: Vec<ProblemCounts>,
+    pub aggregate: Aggregate,
+    /// Every metric from the source's verdicts, with its 95% interval.
+    pub estimates: Vec<Estimate>,
+}
+
+impl SourceScore {
+    pub fn estimate(&self, metric: &MetricKind, subset: Option<&str>) -> Option<&Estimate> {
+        self.estimates
+            .iter()
+            .find(|e| &e.metric == metric && e.subset.as_deref() == subset)
+    }
+}
+
+/// Samples judged by both the source and gpassk, by the two verdicts (no answer is wrong).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Agreement {
+    pub both_correct: u64,
+    pub only_gpassk: u64,
+    pub only_source: u64,
+    pub both_wrong: u64,
+}
+
+impl Agreement {
+    pub fn total(&self) -> u64 {
+        self.both_correct + self.only_gpassk + self.only_source + self.both_wrong
+    }
+
+    pub fn agreeing(&self) -> u64 {
+        self.both_correct + self.both_wrong
+    }
+
+    fn add(&mut self, gpassk: bool, source: bool) {
+        match (gpassk, source) {
+            (true, true) => self.both_correct += 1,
+            (true, false) => self.only_gpassk += 1,
+            (false, true) => self.only_source += 1,
+            (false, false) => self.both_wrong += 1,
+        }
+    }
+}
+
+/// The source verdicts met while grading one model: per problem (judged, correct).
+#[derive(Default)]
+struct SourceTally {
+    per_problem: Vec<(u64, u64)>,
+    agreement: Agreement,
+}
+
+impl SourceTally {
+    fn add(&mut self, problems: usize, p: usize, gpassk: bool, source: bool) {
+        if self.per_problem.is_empty() {
+            self.per_problem = vec![(0, 0); problems];
+        }
+        self.per_problem[p].0 += 1;
+        self.per_problem[p].1 += source as u64;
+        self.agreement.add(gpassk, source);
+    }
+
+    /// The source's counts and metrics, when it judged any sample.
+    fn score(
+        self,
+        scored: &[ProblemCounts],
+        n: u32,
+        inputs: &ScoreInputs,
+    ) -> Result<Option<SourceScore>> {
+        if self.per_problem.is_empty() {
+            return Ok(None);
+        }
+        let problems: Vec<ProblemCounts> = scored
+            .iter()
+            .zip(&self.per_problem)
+            .map(|(p, &(judged, c))| ProblemCounts {
+                n: judged,
+                c,
+                greedy: None,
+                ..p.clone()
+            })
+            .collect();
+        let aggregate = aggregate(&problems, n as u64, inputs.ks, inputs.taus)?;
+        // The source kept verdicts, not answers: there is nothing to vote on.
+        let votes = vec![Vote::default(); problems.len()];
+        let values = problem_values(&problems, &votes, inputs.ks, inputs.taus)?;
+        let estimates = estimates(&problems, &values, &aggregate, n as u64);
+        Ok(Some(SourceScore {
+            agreement: self.agreement,
+            problems,
+            aggregate,
+            estimates,
+        }))
+    }
 }
 
 impl ModelScore {
@@ -351,6 +451,7 @@ pub fn score_model(
     let mut classes: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); inputs.problems.len()];
     let mut effort = Effort::default();
     let mut has_unit = vec![false; inputs.problems.len()];
+    let mut source = SourceTally::default();
     let units = ModelUnits {
         checkpoint: path,
         problems: inputs.problems,
@@ -374,6 +475,10 @@ pub fn score_model(
                 None => classes[p].push((key, 1, ok)),
             }
         }
+        if let (Some(v), true) = (g.source, slot < n as usize) {
+            let problems = inputs.problems.len();
+            source.add(problems, p, g.outcome == Outcome::Correct, v);
+        }
         truncated += (g.truncated && slot < n as usize) as u64;
         if let Some(s) = g.served {
             *served.entry(s).or_default() += 1;
@@ -383,7 +488,12 @@ pub fn score_model(
     let score = tally(
         name, model_id, n, greedy, inputs, &state, classes, truncated, served,
     )?;
-    Ok(ModelScore { effort, ..score })
+    let source = source.score(&score.problems, n, inputs)?;
+    Ok(ModelScore {
+        effort,
+        source,
+        ..score
+    })
 }
 
 /// Per-problem counts, votes, metrics and intervals from the graded unit states.
@@ -451,6 +561,7 @@ fn tally(
         values,
         estimates,
         effort: Effort::default(),
+        source: None,
     })
 }
 
@@ -465,6 +576,8 @@ struct Pending {
     truncated: bool,
     served: Option<String>,
     cost: UnitCost,
+    /// An imported sample's verdict by the source harness.
+    source: Option<bool>,
 }
 
 /// One unit's grade, as the tally needs it.
@@ -477,6 +590,7 @@ struct Graded {
     truncated: bool,
     served: Option<String>,
     cost: UnitCost,
+    source: Option<bool>,
 }
 
 /// Units per batch handed to a grading thread: large enough to amortise the hand-off.
@@ -571,6 +685,7 @@ fn read_units(
                 latency_ms: r.latency_ms,
                 search: r.search.map(|s| s.stats),
             },
+            source: r.source.and_then(|s| s.verdict),
         });
         if batch.len() == BATCH {
             send(
@@ -655,6 +770,7 @@ fn grade_one(u: Pending, inputs: &ScoreInputs, graders: &[ProblemGrader]) -> Gra
         truncated: u.truncated,
         served: u.served,
         cost: u.cost,
+        source: u.source,
     }
 }
 
