@@ -37,6 +37,44 @@ struct JsonModel<'a> {
     /// Only in runs with a search model, so sampling-only reports keep their bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     effort: Option<JsonEffort>,
+    /// An imported run's second verdict: the source's, beside gpassk's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<JsonSource>,
+}
+
+#[derive(Serialize)]
+struct JsonSource {
+    judged_by_both: u64,
+    both_correct: u64,
+    only_gpassk: u64,
+    only_source: u64,
+    both_wrong: u64,
+    /// Every metric from the source's verdicts (the samples it judged), as the tidy rows.
+    metrics: Vec<JsonRow>,
+}
+
+impl JsonSource {
+    fn new(results: &RunResults, m: &crate::scoring::ModelScore) -> Option<JsonSource> {
+        let s = m.source.as_ref()?;
+        let a = s.agreement;
+        Some(JsonSource {
+            judged_by_both: a.total(),
+            both_correct: a.both_correct,
+            only_gpassk: a.only_gpassk,
+            only_source: a.only_source,
+            both_wrong: a.both_wrong,
+            metrics: s
+                .estimates
+                .iter()
+                .map(|e| JsonRow {
+                    row: MetricRow::new(results, m, e),
+                    exact: e.exact.as_ref().map(exact_text),
+                    excluded: e.excluded,
+                    short: e.short,
+                })
+                .collect(),
+        })
+    }
 }
 
 /// A model's cost, raw: totals (exact text beside fractional ones) and per-problem floats.
@@ -169,6 +207,7 @@ impl Exporter for MetricsJson {
                     truncated: m.truncated,
                     missing: m.missing,
                     effort: searched.then(|| JsonEffort::new(&m.effort)),
+                    source: JsonSource::new(results, m),
                 })
                 .collect(),
             metrics: rows(results)

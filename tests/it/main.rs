@@ -15,6 +15,7 @@ mod datasets_cli;
 mod grade_cases;
 mod history;
 mod hostile_server;
+mod import_cli;
 mod input_bounds;
 mod label_fake;
 mod metrics_reference;

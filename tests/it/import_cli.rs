@@ -1,0 +1,255 @@
+//! `gpassk import`: other harnesses' sample logs become runs that score, report and compare like
+//! native ones; the metrics are checked against values computed here from the fixture files.
+
+use crate::common::{ok, read, repo, run as gpassk, run_dirs, stderr, Fixture, Toml, RUN_FILES};
+use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn fixture(rel: &str) -> PathBuf {
+    repo().join("tests/fixtures/import").join(rel)
+}
+
+fn json_lines(path: &Path) -> Vec<Value> {
+    read(path)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Per problem of the generic fixture: (question, gold, samples, marked correct), read here.
+fn generic_counts() -> BTreeMap<String, (String, String, u64, u64)> {
+    let mut out: BTreeMap<String, (String, String, u64, u64)> = BTreeMap::new();
+    for v in json_lines(&fixture("jsonl/one-sample-per-line.jsonl")) {
+        let e = out
+            .entry(v["problem_id"].as_str().unwrap().to_string())
+            .or_insert_with(|| {
+                let q = v["question"].as_str().unwrap().to_string();
+                (q, v["gold"].as_str().unwrap().to_string(), 0, 0)
+            });
+        e.2 += 1;
+        e.3 += v["correct"].as_bool().unwrap() as u64;
+    }
+    out
+}
+
+fn choose(n: u64, k: u64) -> f64 {
+    if k > n {
+        return 0.0;
+    }
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// G-Pass@k_τ of one problem by its definition: P(at least ⌈τk⌉ correct among k drawn of n).
+fn g_pass(n: u64, c: u64, k: u64, tau: f64) -> f64 {
+    let need = ((tau * k as f64).ceil() as u64).max(1);
+    (need..=k)
+        .map(|j| choose(c, j) * choose(n - c, k - j) / choose(n, k))
+        .sum()
+}
+
+/// The value of one metric row of metrics.json (model, metric, k, τ, overall).
+fn metric(json: &Value, model: &str, name: &str, k: u64, tau: Option<f64>) -> f64 {
+    let rows = json["metrics"].as_array().unwrap();
+    let row = rows
+        .iter()
+        .find(|r| {
+            r["model"] == model
+                && r["metric"] == name
+                && r["k"] == k
+                && r["subset"].is_null()
+                && tau.is_none_or(|t| (r["tau"].as_f64().unwrap_or(-1.0) - t).abs() < 1e-9)
+        })
+        .unwrap_or_else(|| panic!("no row {model} {name} k={k} tau={tau:?}"));
+    row["value"].as_f64().unwrap()
+}
+
+/// Answers every question with the gold of the generic fixture, so the native run is all
+/// correct: the comparison has something to find.
+fn gold_reply(r: &Recorded) -> Reply {
+    let q = r.user_text().unwrap_or_default();
+    let gold = generic_counts()
+        .into_values()
+        .find(|(question, ..)| q.contains(question.as_str()))
+        .map_or("0".to_string(), |(_, g, ..)| g);
+    Reply {
+        choices: (0..r.n())
+            .map(|_| ChoiceReply::stop(format!("So \\boxed{{{gold}}}.")))
+            .collect(),
+        served_model: None,
+        system_fingerprint: None,
+        usage: None,
+    }
+}
+
+fn dataset_text() -> String {
+    generic_counts()
+        .iter()
+        .map(|(id, (q, gold, ..))| {
+            let line = serde_json::json!({"id": id, "question": q, "answer": gold});
+            format!("{line}\n")
+        })
+        .collect()
+}
+
+#[test]
+fn an_imported_run_scores_exactly_reports_both_verdicts_and_compares_with_a_native_run() {
+    let env =
+        Fixture::new(&dataset_text()).with_server(FakeServer::builder().responder(gold_reply));
+    let cfg = env.config(Toml {
+        base_url: None,
+        api: "timeout = 5\nconcurrency = 2",
+        sampling: "n = 6\ntemperature = 0.7\nseed = 3",
+        models: "[[models]]\nname = \"stub-math\"\nmodel_id = \"stub-math\"",
+        evaluation: "",
+    });
+    ok(&gpassk(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--quiet",
+    ]));
+    let native = env.run_dir();
+
+    let imported = env.file("imported");
+    let data = env.file("data.jsonl");
+    let out = ok(&gpassk(&[
+        "import",
+        "jsonl",
+        fixture("jsonl/one-sample-per-line.jsonl").to_str().unwrap(),
+        "--out",
+        imported.to_str().unwrap(),
+        "--dataset",
+        data.to_str().unwrap(),
+        "--disagreements",
+        env.file("disagree.jsonl").to_str().unwrap(),
+    ]));
+    assert!(out.contains("imported 47 samples of 8 problems"), "{out}");
+    assert!(out.contains("Source verdicts beside gpassk's"), "{out}");
+
+    // Exact values against the definition, from the fixture's own counts (arith-04 has 5).
+    let counts = generic_counts();
+    let json: Value = serde_json::from_str(&read(&imported.join("metrics.json"))).unwrap();
+    for tau in [0.5, 1.0] {
+        let want: f64 = counts
+            .values()
+            .map(|&(_, _, n, c)| g_pass(n, c, 4, tau))
+            .sum::<f64>()
+            / counts.len() as f64;
+        let got = metric(&json, "stub-math", "g_pass@k", 4, Some(tau));
+        assert!((got - want).abs() < 1e-9, "τ={tau}: {got} vs {want}");
+    }
+    let model = &json["models"][0];
+    assert_eq!(model["source"]["judged_by_both"], 47, "{model}");
+    let m: Value = serde_json::from_str(&read(&imported.join("manifest.json"))).unwrap();
+    assert_eq!(m["imported"]["format"], "jsonl");
+    assert_eq!(
+        m["imported"]["files"][0]["sha256"].as_str().unwrap().len(),
+        64
+    );
+    // Nothing the source did not record is invented.
+    assert!(m["imported"]["models"]["stub-math"]["settings"]["temperature"].is_null());
+    let line: Value = serde_json::from_str(
+        read(&imported.join("checkpoints/stub-math.jsonl"))
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        line["temperature"].is_null() && line["source"]["at"] == "line 1",
+        "{line}"
+    );
+    let md = read(&imported.join("report.md"));
+    assert!(md.contains("## Imported from") && md.contains("## Metrics from each verdict"));
+
+    // Re-scoring offline gives the same bytes.
+    let before: Vec<String> = RUN_FILES.iter().map(|f| read(&imported.join(f))).collect();
+    ok(&gpassk(&["score", imported.to_str().unwrap(), "--quiet"]));
+    for (f, b) in RUN_FILES.iter().zip(&before) {
+        assert_eq!(&read(&imported.join(f)), b, "{f}");
+    }
+    // The native run answered every problem right; the imported one did not.
+    let cmp = ok(&gpassk(&[
+        "compare",
+        native.to_str().unwrap(),
+        imported.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    let rows: Value = serde_json::from_str(&cmp).unwrap();
+    let rows = rows.as_array().or_else(|| rows["rows"].as_array()).unwrap();
+    assert!(
+        rows.iter().any(|r| r["model"] == "stub-math"
+            && r["metric"] == "Pass@1"
+            && r["delta"].as_f64().unwrap() < 0.0),
+        "{cmp}"
+    );
+    for cmd in ["audit", "history"] {
+        let target = if cmd == "history" {
+            env.path()
+        } else {
+            imported.as_path()
+        };
+        let o = gpassk(&[cmd, target.to_str().unwrap()]);
+        assert!(
+            o.status.code().is_some_and(|c| c < 2),
+            "{cmd}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn a_malformed_line_stops_with_exit_2_naming_file_and_line_and_leaves_nothing() {
+    let env = Fixture::new("");
+    let mut text = read(&fixture("jsonl/one-sample-per-line.jsonl"));
+    let lines: Vec<&str> = text.lines().collect();
+    let broken = format!(
+        "{}\n{}\n{{\"problem_id\": \"arith-00\", oops\n{}\n",
+        lines[0],
+        lines[1],
+        lines[2..].join("\n")
+    );
+    text = broken;
+    let input = env.write("samples.jsonl", &text);
+    let out_dir = env.file("run");
+    let o = gpassk(&[
+        "import",
+        "jsonl",
+        input.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("samples.jsonl:3"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!out_dir.exists());
+
+    let o = ok(&gpassk(&[
+        "import",
+        "jsonl",
+        input.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--skip-bad",
+    ]));
+    assert!(o.contains("1 malformed records skipped"), "{o}");
+    let m: Value = serde_json::from_str(&read(&out_dir.join("manifest.json"))).unwrap();
+    assert_eq!(m["imported"]["bad_records"], 1);
+
+    // An existing --out is never written into.
+    let again = gpassk(&[
+        "import",
+        "jsonl",
+        input.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("already exists"));
+    assert_eq!(run_dirs(env.path()).len(), 1);
+}
