@@ -232,6 +232,16 @@ pub fn merge(runs: &[RunDir], out: &RunDir, notes: &Notes) -> Result<Manifest> {
     for dir in runs {
         loaded.push((dir.clone(), dir.read_manifest()?));
     }
+    if let Some((dir, _)) = loaded.iter().find(|(_, m)| m.imported.is_some()) {
+        // Each import numbers its own input files and keeps its own problem file: one
+        // `gpassk import` of all the files gives the joined run, with provenance intact.
+        return Err(BadInput(format!(
+            "refusing to merge: {} was imported (gpassk import); import all the files in one \
+             `gpassk import` instead (it takes several files and folders)",
+            dir.display()
+        ))
+        .into());
+    }
     check_compatible(&loaded)?;
     let models = check_units(&loaded)?;
     check_shards(&loaded)?;
