@@ -39,7 +39,7 @@ pub(crate) fn json_lines(
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<Value>(&buf) {
+        match lenient_json(&buf) {
             Ok(v) => each(sink, line, v)?,
             Err(e) => sink.bad(file, At::Line(line), format!("not JSON: {e}"))?,
         }
@@ -181,9 +181,81 @@ impl<'de, F: FnMut(String, Value) -> Result<(), ImportError>> Visitor<'de> for E
 pub(crate) fn small_json(path: &Path) -> Result<Value, ImportError> {
     let bytes = crate::util::read_bounded(path, crate::util::MAX_TEXT_FILE)
         .map_err(ImportError::io("read", path))?;
-    serde_json::from_slice(&bytes).map_err(|e| ImportError::Bad {
+    lenient_json(&bytes).map_err(|e| ImportError::Bad {
         path: path.to_path_buf(),
         at: At::Line(e.line() as u64),
         message: format!("not JSON: {e}"),
     })
+}
+
+/// Parses JSON that Python may have written: its `json` module writes a float NaN or infinity as
+/// the bare tokens `NaN`, `Infinity`, `-Infinity`, which strict JSON rejects; they read as null
+/// (no value). Strict parsing is tried first, so ordinary input pays nothing.
+pub(crate) fn lenient_json(bytes: &[u8]) -> serde_json::Result<Value> {
+    match serde_json::from_slice(bytes) {
+        Ok(v) => Ok(v),
+        Err(e) => match without_python_floats(bytes) {
+            Some(fixed) => serde_json::from_slice(&fixed).map_err(|_| e),
+            None => Err(e),
+        },
+    }
+}
+
+/// `bytes` with every `NaN`, `Infinity` and `-Infinity` outside strings replaced by `null`, or
+/// None when there is none.
+fn without_python_floats(bytes: &[u8]) -> Option<Vec<u8>> {
+    const TOKENS: [&[u8]; 3] = [b"NaN", b"-Infinity", b"Infinity"];
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if let Some(t) = TOKENS.iter().find(|t| bytes[i..].starts_with(t)) {
+            out.extend_from_slice(b"null");
+            i += t.len();
+            changed = true;
+            continue;
+        }
+        out.push(b);
+        i += 1;
+    }
+    changed.then_some(out)
+}
+
+/// The first non-blank line of a JSON Lines file, parsed; None when the file cannot be read or
+/// that line is not JSON (for the readers' `claims`, which must stay cheap and never fail).
+pub(crate) fn first_line(path: &Path) -> Option<Value> {
+    let mut lines = Lines::open(path, MAX_LINE).ok()?;
+    let mut buf = Vec::new();
+    while lines.next_into(&mut buf).ok()?.is_some() {
+        if !buf.iter().all(u8::is_ascii_whitespace) {
+            return lenient_json(&buf).ok();
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod lenient_tests {
+    use super::*;
+
+    #[test]
+    fn python_float_tokens_read_as_null_outside_strings_only() {
+        let v = lenient_json(br#"{"a": NaN, "b": [Infinity, -Infinity], "c": "NaN \" Infinity"}"#)
+            .unwrap();
+        assert_eq!(v["a"], Value::Null);
+        assert_eq!(v["b"], serde_json::json!([null, null]));
+        assert_eq!(v["c"], "NaN \" Infinity");
+        assert!(lenient_json(b"{\"a\": Nope}").is_err());
+        assert_eq!(lenient_json(b"[1, 2]").unwrap(), serde_json::json!([1, 2]));
+    }
 }
