@@ -144,12 +144,17 @@ pub fn expected_problems(benchmark: &str) -> Option<usize> {
 }
 
 /// Ways a model's run differs from the paper's protocol; `grader` is (mode, judge model id).
+/// For an imported run, `source` holds the settings as the source recorded them (the run's own
+/// sampling settings are then not real).
 pub fn protocol_warnings(
     s: &SamplingSettings,
     ks: &[u64],
     dataset: &str,
     benchmark: &str,
-    grader: (&str, Option<&str>),
+    (grader, source): (
+        (&str, Option<&str>),
+        Option<&crate::rundir::provenance::SourceSettings>,
+    ),
 ) -> Vec<String> {
     let mut w = Vec::new();
     if ks.contains(&16) && s.n < 48 {
@@ -158,25 +163,46 @@ pub fn protocol_warnings(
             s.n
         ));
     }
-    if s.temperature != 1.0 {
-        w.push(format!(
-            "temperature {}; the paper samples at 1.0",
-            s.temperature
-        ));
+    let unrecorded = |what: &str, paper: &str| {
+        format!("{what} not recorded by the imported files; the paper uses {paper}")
+    };
+    let (temperature, top_p) = match source {
+        Some(src) => (src.temperature, src.top_p),
+        None => (Some(s.temperature), Some(s.top_p)),
+    };
+    match temperature {
+        Some(t) if t != 1.0 => w.push(format!("temperature {t}; the paper samples at 1.0")),
+        Some(_) => {}
+        None => w.push(unrecorded("temperature", "1.0")),
     }
-    if s.top_p != 0.8 {
-        w.push(format!("top-p {}; the paper uses 0.8", s.top_p));
+    match top_p {
+        Some(p) if p != 0.8 => w.push(format!("top-p {p}; the paper uses 0.8")),
+        Some(_) => {}
+        None => w.push(unrecorded("top-p", "0.8")),
     }
-    match s.max_tokens {
-        Some(t) if t >= 8192 => {}
-        Some(t) => w.push(format!(
+    // Outer None: the imported files did not record it; inner None: the run left it unset.
+    let max_tokens = source.map_or(Some(s.max_tokens), |src| src.max_tokens.map(Some));
+    match max_tokens {
+        Some(Some(t)) if t >= 8192 => {}
+        Some(Some(t)) => w.push(format!(
             "max tokens {t}; the paper allows 8,192 new tokens (32,768 for o1-like models, 4,096–8,192 for APIs)"
         )),
-        None => w.push(
+        Some(None) => w.push(
             "max tokens unset (server default); the paper allows 8,192 new tokens (32,768 for o1-like models)"
                 .to_string(),
         ),
+        None => w.push(unrecorded("max tokens", "8,192 new tokens")),
     }
+    finish_warnings(w, dataset, benchmark, grader)
+}
+
+/// The dataset and grader warnings, after the sampling ones.
+fn finish_warnings(
+    mut w: Vec<String>,
+    dataset: &str,
+    benchmark: &str,
+    grader: (&str, Option<&str>),
+) -> Vec<String> {
     if benchmark.to_ascii_lowercase().contains("livemathbench")
         && dataset.to_ascii_lowercase().contains("livemathbench")
     {
@@ -594,12 +620,16 @@ fn warnings(results: &RunResults, benchmark: &str, rows: &[AuditRow]) -> Vec<Str
             continue;
         };
         let grader = (mode.as_str(), judge.as_deref());
+        let imported = manifest.and_then(|x| x.imported.as_ref());
+        let source = imported
+            .and_then(|i| i.models.get(&m.name))
+            .map(|i| &i.settings);
         let ws = protocol_warnings(
             &mm.sampling,
             &results.ks,
             &results.dataset,
             benchmark,
-            grader,
+            (grader, source),
         );
         per_model.push((&m.name, ws));
     }
@@ -689,9 +719,9 @@ mod tests {
             stop: vec![],
         };
         let judge = ("judge", Some("Qwen2.5-72B-Instruct"));
-        let l5 = protocol_warnings(&s, &[16], "math500_l5", "MATH500-L5", judge);
+        let l5 = protocol_warnings(&s, &[16], "math500_l5", "MATH500-L5", (judge, None));
         assert!(l5.is_empty(), "{l5:?}");
-        let full = protocol_warnings(&s, &[16], "math500", "MATH500-L5", judge);
+        let full = protocol_warnings(&s, &[16], "math500", "MATH500-L5", (judge, None));
         assert!(full.join(" ").contains("`math500_l5`"), "{full:?}");
     }
 
@@ -718,6 +748,35 @@ mod tests {
     }
 
     #[test]
+    fn an_imported_run_is_audited_on_the_settings_its_source_recorded() {
+        let s = SamplingSettings {
+            n: 48,
+            temperature: 1.0,
+            top_p: 0.8,
+            top_k: None,
+            seed: 42,
+            max_tokens: Some(8192),
+            greedy: false,
+            use_n_param: false,
+            n_per_request: 1,
+            stop: vec![],
+        };
+        let recorded = crate::rundir::provenance::SourceSettings {
+            temperature: Some(0.6),
+            ..Default::default()
+        };
+        let judge = ("judge", Some("Qwen2.5-72B-Instruct"));
+        let w = protocol_warnings(&s, &[16], "aime25", "AIME2025", (judge, Some(&recorded)));
+        let all = w.join("\n");
+        assert!(all.contains("temperature 0.6"), "{all}");
+        assert!(
+            all.contains("top-p not recorded by the imported files"),
+            "{all}"
+        );
+        assert!(all.contains("max tokens not recorded"), "{all}");
+    }
+
+    #[test]
     fn protocol_differences_are_listed() {
         let s = SamplingSettings {
             n: 16,
@@ -736,7 +795,7 @@ mod tests {
             &[16],
             "livemathbench_202412",
             "LiveMathBench-202412",
-            ("rule", None),
+            (("rule", None), None),
         );
         let all = w.join("\n");
         for needle in [
@@ -754,7 +813,7 @@ mod tests {
             &[16],
             "aime25",
             "AIME2025",
-            ("judge", Some("Qwen/Qwen2.5-72B-Instruct")),
+            (("judge", Some("Qwen/Qwen2.5-72B-Instruct")), None),
         );
         assert!(!paper_judge.join("\n").contains("judge"), "{paper_judge:?}");
         let other = protocol_warnings(
@@ -762,7 +821,7 @@ mod tests {
             &[16],
             "x",
             "AIME2025",
-            ("rule_then_judge", Some("gpt-4o")),
+            (("rule_then_judge", Some("gpt-4o")), None),
         )
         .join("\n");
         assert!(

@@ -601,6 +601,8 @@ impl Writer {
                 name: Some(name.clone()),
                 model_id: Some(m.source_name.clone()),
                 n: Some(i64::from(m.max_index) + 1),
+                // A source's greedy answer, if any, is one more sample: none is planned.
+                greedy: Some(false),
                 ..RawModel::default()
             })
             .collect();
