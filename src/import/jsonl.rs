@@ -4,8 +4,8 @@
 
 use super::stream::{first_line, json_lines};
 use super::{
-    file_name, files_under, json_text, json_verdict, At, ImportError, ReadOptions, Sink,
-    SourceSample, SourceSummary,
+    distinct_files, file_name, files_under, json_text, json_verdict, At, ImportError, ReadOptions,
+    Sink, SourceSample, SourceSummary,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,7 +49,7 @@ pub fn read(
     sink: &mut dyn Sink,
 ) -> Result<SourceSummary, ImportError> {
     let fields = Fields::new(opts)?;
-    let files = files_under(paths, |p| file_name(p).ends_with(".jsonl"))?;
+    let files = distinct_files(files_under(paths, |p| file_name(p).ends_with(".jsonl"))?);
     if files.is_empty() {
         return Err(ImportError::Input(format!(
             "jsonl: no .jsonl file in {}",
@@ -516,6 +516,11 @@ mod tests {
         }
         // arith-04 lost a sample in the one-per-line file, and it keeps its own n.
         assert_eq!(expected("one-sample-per-line.jsonl")["arith-04"].0, 5);
+        // A folder and a file in it, spelled another way: the file is read once.
+        let both = [fixture("jsonl"), fixture("jsonl/./list-per-problem.jsonl")];
+        let (sink, out) = run(&both, &ReadOptions::default(), false);
+        out.unwrap();
+        assert_eq!(sink.files.len(), 2);
     }
 
     #[test]
@@ -555,7 +560,7 @@ mod tests {
         ] {
             opts.fields.insert(k.into(), v.into());
         }
-        let (sink, out) = run(&[path.clone()], &opts, false);
+        let (sink, out) = run(std::slice::from_ref(&path), &opts, false);
         out.unwrap();
         let c = sink.counts();
         assert_eq!(c[&("my-run".to_string(), "7".to_string())], (2, Some(1)));
@@ -581,7 +586,7 @@ mod tests {
             r#"{"problem_id": "p5", "response": "w"}"#,
         ];
         std::fs::write(&path, lines.join("\n")).unwrap();
-        let (_, out) = run(&[path.clone()], &ReadOptions::default(), false);
+        let (_, out) = run(std::slice::from_ref(&path), &ReadOptions::default(), false);
         let e = out.unwrap_err().to_string();
         assert!(e.contains("s.jsonl:2") && e.contains("`problem_id`"), "{e}");
         let (sink, out) = run(&[path], &ReadOptions::default(), true);

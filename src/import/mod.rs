@@ -294,6 +294,21 @@ pub(crate) fn json_verdict(v: &serde_json::Value) -> Option<bool> {
     }
 }
 
+/// `files` with each file once, in their first order, however each was reached (a folder and a
+/// file inside it may both be given, spelled differently).
+pub(crate) fn distinct_files(files: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut seen = std::collections::HashSet::new();
+    files
+        .into_iter()
+        .filter(|f| {
+            let key = std::fs::canonicalize(f)
+                .or_else(|_| std::path::absolute(f))
+                .unwrap_or_else(|_| f.clone());
+            seen.insert(key)
+        })
+        .collect()
+}
+
 /// A sink that keeps what it is sent, for the readers' tests.
 #[cfg(test)]
 pub(crate) mod testing {

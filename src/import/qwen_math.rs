@@ -6,8 +6,8 @@
 
 use super::stream::{first_line, json_lines, small_json};
 use super::{
-    file_name, files_under, json_text, json_verdict, AggregateCheck, At, ImportError, ReadOptions,
-    Sink, SourceSample, SourceSettings, SourceSummary,
+    distinct_files, file_name, files_under, json_text, json_verdict, AggregateCheck, At,
+    ImportError, ReadOptions, Sink, SourceSample, SourceSettings, SourceSummary,
 };
 use regex::Regex;
 use serde_json::Value;
@@ -75,7 +75,7 @@ pub fn read(
             "qwen-math: --field {k}=…: Qwen's outputs have fixed fields (idx, question, gt, code, pred, score)"
         )));
     }
-    let mut found = files_under(paths, |p| named(p).is_some() || claims(p))?;
+    let mut found = distinct_files(files_under(paths, |p| named(p).is_some() || claims(p))?);
     // A metrics file named on the command line is read beside its outputs, not as one.
     found.retain(|p| file_name(p).ends_with(".jsonl"));
     let (files, mut notes) = choose(found, opts)?;
@@ -608,7 +608,7 @@ mod tests {
             l[2] = "{\"idx\": 2, \"code\": [".into();
             l[4] = l[4].replacen("\"score\": [", "\"score\": [true, ", 1);
         });
-        let (_, out) = run(&[path.clone()], &ReadOptions::default(), false);
+        let (_, out) = run(std::slice::from_ref(&path), &ReadOptions::default(), false);
         let e = out.unwrap_err().to_string();
         assert!(e.contains("test_cot_-1_seed0_t0.7_s0_e-1.jsonl:3"), "{e}");
         let (sink, out) = run(&[path], &ReadOptions::default(), true);
