@@ -29,7 +29,7 @@ struct Line<'a> {
 }
 
 /// Writes the disagreeing samples of every model to `out`; returns how many there were.
-pub fn write(
+pub(super) fn write(
     out: &Path,
     dir: &RunDir,
     info: &ImportInfo,

@@ -281,8 +281,8 @@ pub(crate) fn json_verdict(v: &serde_json::Value) -> Option<bool> {
     match v {
         serde_json::Value::Bool(b) => Some(*b),
         serde_json::Value::Number(n) => match n.as_f64() {
-            Some(x) if x == 1.0 => Some(true),
-            Some(x) if x == 0.0 => Some(false),
+            Some(1.0) => Some(true),
+            Some(0.0) => Some(false),
             _ => None,
         },
         serde_json::Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {

@@ -161,51 +161,57 @@ impl Exporter for MarkdownReport {
             md.push_str(&format!("- {n}\n"));
         }
         if let Some(m) = &results.manifest {
-            md.push_str("\n## Run\n\n");
-            let mut lines = vec![
-                format!("- harness: {}", m.harness),
-                format!(
-                    "- git commit: {}",
-                    m.git_commit.as_deref().unwrap_or("unknown")
-                ),
-                format!("- status: {}", m.status),
-                format!("- created: {}", m.created_at),
-                format!(
-                    "- finished: {}",
-                    m.finished_at.as_deref().unwrap_or("not finished")
-                ),
-                format!("- config: `{}` (hash `{}`)", m.config_path, m.config_hash),
-                format!("- prompt hash: `{}`", m.prompt_hash),
-            ];
-            if let Some(s) = m.shard {
-                lines.push(format!("- shard: {s}"));
-            }
-            if !m.merged_from.is_empty() {
-                lines.push(format!("- merged from: {}", m.merged_from.join(", ")));
-            }
-            for (name, mm) in m.models.iter().filter(|_| m.imported.is_some()) {
-                // The source's settings are in "Imported from"; the config's are not real here.
-                lines.push(format!(
-                    "- {name}: `{}`, n = {}, imported, status {}",
-                    mm.model_id, mm.sampling.n, mm.status
-                ));
-            }
-            for (name, mm) in m.models.iter().filter(|_| m.imported.is_none()) {
-                let s = &mm.sampling;
-                lines.push(format!(
-                    "- {name}: `{}`, n = {}, temperature {}, top-p {}, max tokens {}, status {}",
-                    mm.model_id,
-                    s.n,
-                    s.temperature,
-                    s.top_p,
-                    s.max_tokens
-                        .map_or_else(|| "unset".to_string(), |t| t.to_string()),
-                    mm.status
-                ));
-            }
-            md.push_str(&lines.join("\n"));
-            md.push('\n');
+            md.push_str(&run_section(m));
         }
         Ok(md.into_bytes())
     }
+}
+
+/// The run's provenance: harness, times, config and each model's settings.
+fn run_section(m: &crate::rundir::manifest::Manifest) -> String {
+    let mut md = String::from("\n## Run\n\n");
+    let mut lines = vec![
+        format!("- harness: {}", m.harness),
+        format!(
+            "- git commit: {}",
+            m.git_commit.as_deref().unwrap_or("unknown")
+        ),
+        format!("- status: {}", m.status),
+        format!("- created: {}", m.created_at),
+        format!(
+            "- finished: {}",
+            m.finished_at.as_deref().unwrap_or("not finished")
+        ),
+        format!("- config: `{}` (hash `{}`)", m.config_path, m.config_hash),
+        format!("- prompt hash: `{}`", m.prompt_hash),
+    ];
+    if let Some(s) = m.shard {
+        lines.push(format!("- shard: {s}"));
+    }
+    if !m.merged_from.is_empty() {
+        lines.push(format!("- merged from: {}", m.merged_from.join(", ")));
+    }
+    for (name, mm) in m.models.iter().filter(|_| m.imported.is_some()) {
+        // The source's settings are in "Imported from"; the config's are not real here.
+        lines.push(format!(
+            "- {name}: `{}`, n = {}, imported, status {}",
+            mm.model_id, mm.sampling.n, mm.status
+        ));
+    }
+    for (name, mm) in m.models.iter().filter(|_| m.imported.is_none()) {
+        let s = &mm.sampling;
+        lines.push(format!(
+            "- {name}: `{}`, n = {}, temperature {}, top-p {}, max tokens {}, status {}",
+            mm.model_id,
+            s.n,
+            s.temperature,
+            s.top_p,
+            s.max_tokens
+                .map_or_else(|| "unset".to_string(), |t| t.to_string()),
+            mm.status
+        ));
+    }
+    md.push_str(&lines.join("\n"));
+    md.push('\n');
+    md
 }
