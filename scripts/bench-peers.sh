@@ -9,6 +9,8 @@
 # 2. grading:    Math-Verify parse+verify vs `gpassk grade --cases` on the Math-Verify test cases
 # 3. metrics:    SciPy hypergeom.sf per problem and threshold vs gpassk's exact values, 100,000 problems
 # 4. re-scoring: a stored run of 1,000,000 samples graded and scored again
+# 5. import:     the same 1,000,000 samples as another harness's JSONL, imported (`gpassk import jsonl`,
+#                which also grades, scores and writes every report)
 #
 # Prints one table, writes results/bench/<timestamp>.json and, in full mode, the latest-run section of
 # BENCHMARKS.md. Environment: GPASSK_BENCH_CACHE (venv and tools; default ~/.cache/gpassk-bench),
@@ -216,6 +218,15 @@ fi
 [[ -f $RUN_DIR/metrics.json ]] || note "re-scoring wrote no metrics.json (see the exit code)"
 "$PY" -c 'import json,sys; json.dump({"how": sys.argv[1], "samples": int(sys.argv[2])}, open(sys.argv[3], "w"))' \
     "$HOW" "$SAMPLES" "$PARTS/rescore_info.json"
+
+# ---------------------------------------------------------------- 5. import
+say "5. importing the stored samples as generic JSONL"
+"$PY" "$HELP/gen.py" import-jsonl "$RUN_DIR" "$WORK/problems.jsonl" "$WORK/import.jsonl"
+measure import_measure --stdout "$WORK/import.out" -- "$BIN" import jsonl "$WORK/import.jsonl" \
+    --out "$WORK/imported" --quiet || true
+[[ -f $WORK/imported/metrics.json ]] || note "the import wrote no metrics.json (see the exit code)"
+"$PY" -c 'import json,sys; json.dump({"samples": sum(1 for _ in open(sys.argv[1])), "bytes": __import__("os").path.getsize(sys.argv[1])}, open(sys.argv[2], "w"))' \
+    "$WORK/import.jsonl" "$PARTS/import_info.json"
 
 # ---------------------------------------------------------------- report
 note "load average (1, 5, 15 min) at start $LOAD_START, at end $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown) on $(nproc) cores: the cores may be shared, so absolute figures vary between runs; each pair runs back to back, so ratios vary less"

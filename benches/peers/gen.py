@@ -7,6 +7,8 @@
     gen.py span CHECKPOINT.jsonl            -> JSON: units and sampling span from the timestamps
     gen.py vary RUN_DIR --cases CASES.jsonl -> replaces the canned responses with the cases' preds
     gen.py wrk-lua OUT.lua                  -> a wrk script POSTing a gpassk-like chat request
+    gen.py import-jsonl RUN_DIR DATASET OUT -> the run's samples as generic JSONL (one per line,
+                                               with gold and a source verdict) for `gpassk import`
 """
 import argparse
 import datetime as dt
@@ -110,6 +112,30 @@ def cmd_vary(a):
         os.replace(tmp, path)
 
 
+def cmd_import_jsonl(a):
+    gold = {}
+    with open(a.dataset, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                p = json.loads(line)
+                gold[str(p["id"])] = p["answer"]
+    with open(a.out, "w", encoding="utf-8") as dst:
+        for path in sorted(glob.glob(os.path.join(a.run_dir, "checkpoints", "*.jsonl"))):
+            with open(path, encoding="utf-8") as src:
+                for line in src:
+                    r = json.loads(line)
+                    if r.get("outcome") == "api_error" or not isinstance(r.get("sample_index"), int):
+                        continue
+                    text = r.get("response") or ""
+                    g = gold.get(r["problem_id"], "")
+                    dst.write(json.dumps({
+                        "problem_id": r["problem_id"], "sample_index": r["sample_index"],
+                        "model": r["model"], "gold": g, "response": text,
+                        # A naive source grader: the gold string appears in the reply.
+                        "correct": bool(g) and g in text,
+                    }) + "\n")
+
+
 def cmd_wrk_lua(a):
     body = {
         "model": "fake-model",
@@ -150,9 +176,13 @@ def main():
     s.add_argument("--cases", required=True)
     s = sub.add_parser("wrk-lua")
     s.add_argument("out")
+    s = sub.add_parser("import-jsonl")
+    s.add_argument("run_dir")
+    s.add_argument("dataset")
+    s.add_argument("out")
     a = p.parse_args()
     {"dataset": cmd_dataset, "config": cmd_config, "counts": cmd_counts, "span": cmd_span,
-     "vary": cmd_vary, "wrk-lua": cmd_wrk_lua}[a.cmd](a)
+     "vary": cmd_vary, "wrk-lua": cmd_wrk_lua, "import-jsonl": cmd_import_jsonl}[a.cmd](a)
 
 
 if __name__ == "__main__":

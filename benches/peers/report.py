@@ -133,6 +133,16 @@ def main():
     check("re-scoring: wall s, 1,000,000 samples", rs and rs["wall_s"], "<", 10, applies=big, why=why)
     check("re-scoring: peak RSS MB", rs and rs["peak_rss_mb"], "<", 500, applies=big, why=why)
 
+    # 5. Import.
+    im, imi = P("import_measure"), P("import_info")
+    if im:
+        row("import", "gpassk import jsonl (read, write the run, grade, score, report)", im["wall_s"], "s",
+            im["peak_rss_mb"], f"{imi['samples']} samples, {imi['bytes'] / 1e6:.0f} MB of JSONL; "
+            f"{fmt(im.get('cpu_s'))} CPU s; exit {im['exit']}")
+    big = bool(imi and imi["samples"] >= 1_000_000)
+    check("import: wall s, 1,000,000 samples", im and im["wall_s"], "<", 20, applies=big,
+          why=f"quick mode: {imi and imi['samples']} samples only")
+
     # Print.
     print()
     print(f"gpassk side-by-side benchmarks ({a.mode} mode, {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, "

@@ -8,7 +8,7 @@ use crate::dataset::Problem;
 use crate::grade::{equivalent, GradeConfig};
 use crate::rundir::manifest::Status;
 use crate::rundir::provenance::{ImportInfo, ImportedModel, InputFile, SourceRef};
-use crate::rundir::record::{CheckpointWriter, Record, SampleIndex, UnitOutcome};
+use crate::rundir::record::{Record, SampleIndex, UnitOutcome};
 use crate::rundir::{OpenRun, RunDir};
 use crate::util::{hex, now_rfc3339, open_regular, Notes};
 use sha2::{Digest, Sha256};
@@ -117,7 +117,10 @@ struct SeenProblem {
 
 struct ModelOut {
     source_name: String,
-    writer: CheckpointWriter,
+    /// A new file of a new run, written by this process alone: plain buffered writes (a failed
+    /// import removes the whole directory, so no torn line is ever resumed from).
+    writer: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
     /// Per problem: the sample indices taken.
     taken: HashMap<usize, HashSet<u32>>,
     samples: u64,
@@ -238,13 +241,18 @@ impl Writer {
             name = format!("{base}-{i}");
         }
         let path = self.run.dir.checkpoint(&name);
-        let writer = CheckpointWriter::open(&path, &Notes::default())
-            .map_err(|e| ImportError::Write(e.into()))?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(ImportError::io("create", &path))?;
+        let writer = std::io::BufWriter::with_capacity(1 << 20, file);
         self.models.insert(
             name.clone(),
             ModelOut {
                 source_name: source.to_string(),
                 writer,
+                path,
                 taken: HashMap::new(),
                 samples: 0,
                 with_verdict: 0,
@@ -293,9 +301,11 @@ impl Writer {
         self.problems.len() - 1
     }
 
-    fn sync(&self) -> Result<(), ImportError> {
-        for m in self.models.values() {
-            m.writer.sync().map_err(|e| ImportError::Write(e.into()))?;
+    fn sync(&mut self) -> Result<(), ImportError> {
+        use std::io::Write;
+        for m in self.models.values_mut() {
+            m.writer.flush().map_err(ImportError::io("write", &m.path))?;
+            m.writer.get_ref().sync_data().map_err(ImportError::io("write", &m.path))?;
         }
         Ok(())
     }
@@ -356,7 +366,7 @@ impl Sink for Writer {
         }
         let name = self.model_name(&s.model)?;
         let p = self.problem(&s);
-        let run_id = self.run.manifest.run_id.clone();
+        let run_id = &self.run.manifest.run_id;
         let m = self.models.get_mut(&name).expect("model_name inserted it");
         let taken = m.taken.entry(p).or_default();
         let index = match s.repeat {
@@ -373,7 +383,7 @@ impl Sink for Writer {
         m.max_index = m.max_index.max(index);
         let truncated = matches!(s.finish_reason.as_deref(), Some("length"));
         let record = Record::<&str> {
-            run_id: &run_id,
+            run_id,
             model: &name,
             model_id: &s.model,
             served_model: None,
@@ -414,9 +424,12 @@ impl Sink for Writer {
                 extracted: s.extracted.as_deref(),
             }),
         };
-        m.writer
-            .append(&record)
-            .map_err(|e| ImportError::Write(e.into()))
+        let io = ImportError::io("write", &m.path);
+        let mut line = serde_json::to_writer(&mut m.writer, &record);
+        if line.is_ok() {
+            line = std::io::Write::write_all(&mut m.writer, b"\n").map_err(serde_json::Error::io);
+        }
+        line.map_err(|e| io(std::io::Error::other(e)))
     }
 }
 
