@@ -43,6 +43,9 @@ pub struct Imported {
     pub disagreements: Option<u64>,
 }
 
+/// The question of a problem whose source kept none.
+const NO_QUESTION: &str = "(the imported files hold no question for this problem)";
+
 /// The most malformed records an import names (the rest are counted).
 const BAD_NAMED: usize = 20;
 
@@ -304,8 +307,13 @@ impl Writer {
     fn sync(&mut self) -> Result<(), ImportError> {
         use std::io::Write;
         for m in self.models.values_mut() {
-            m.writer.flush().map_err(ImportError::io("write", &m.path))?;
-            m.writer.get_ref().sync_data().map_err(ImportError::io("write", &m.path))?;
+            m.writer
+                .flush()
+                .map_err(ImportError::io("write", &m.path))?;
+            m.writer
+                .get_ref()
+                .sync_data()
+                .map_err(ImportError::io("write", &m.path))?;
         }
         Ok(())
     }
@@ -505,7 +513,10 @@ impl Writer {
             };
             out.push(Problem {
                 id: seen.id.clone(),
-                question: seen.question.clone().unwrap_or_default(),
+                // Reports and prompts need a question; say plainly there was none.
+                question: (seen.question.clone())
+                    .filter(|q| !q.trim().is_empty())
+                    .unwrap_or_else(|| NO_QUESTION.to_string()),
                 answer: gold,
                 subset: seen.subset.clone(),
                 fields: BTreeMap::new(),

@@ -262,3 +262,26 @@ fn a_malformed_line_stops_with_exit_2_naming_file_and_line_and_leaves_nothing() 
     assert!(stderr(&again).contains("already exists"));
     assert_eq!(run_dirs(env.path()).len(), 1);
 }
+
+#[test]
+fn samples_without_questions_or_verdicts_import_and_are_graded_by_gpassk_alone() {
+    let env = Fixture::new("");
+    let input = env.write(
+        "bare.jsonl",
+        "{\"problem_id\": \"a\", \"gold\": \"4\", \"response\": \"so \\\\boxed{4}\"}\n\
+         {\"problem_id\": \"a\", \"gold\": \"4\", \"response\": \"so \\\\boxed{5}\"}\n\
+         {\"problem_id\": \"b\", \"gold\": \"1/2\", \"response\": \"\\\\boxed{0.5}\"}\n",
+    );
+    let run = env.file("run");
+    let out = ok(&gpassk(&[
+        "import",
+        "jsonl",
+        input.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]));
+    assert!(!out.contains("Source verdicts beside"), "{out}");
+    let json: Value = serde_json::from_str(&read(&run.join("metrics.json"))).unwrap();
+    assert_eq!(json["models"][0]["correct"], 2, "{}", json["models"][0]);
+    assert!(json["models"][0]["source"].is_null());
+}
