@@ -114,6 +114,11 @@ fn metrics_table(results: &RunResults) -> Option<Tabular> {
     let mut rows = Vec::new();
     for m in &results.models {
         let Some(src) = &m.source else { continue };
+        // A source that judged fewer samples per problem than any k shown has no metric here.
+        let value = |metric: &&MetricKind| src.estimate(metric, None).and_then(|e| e.value);
+        if shown.iter().all(|metric| value(metric).is_none()) {
+            continue;
+        }
         for metric in &shown {
             let ours = m.estimate(metric, None);
             let theirs = src.estimate(metric, None);
@@ -153,11 +158,8 @@ fn aggregates_table(info: &ImportInfo) -> Option<Tabular> {
             vec![
                 Cell::text(printable(&a.model)),
                 Cell::text(printable(&a.name)),
-                Cell::num(Some(a.source), format!("{}", a.source)),
-                Cell::num(
-                    a.recomputed,
-                    a.recomputed.map_or("-".into(), |r| format!("{r:.6}")),
-                ),
+                Cell::num(Some(a.source), number(a.source)),
+                Cell::num(a.recomputed, a.recomputed.map_or("-".into(), number)),
                 Cell::text(verdict),
                 Cell::text(printable(&a.basis)),
             ]
@@ -181,9 +183,22 @@ fn aggregates_table(info: &ImportInfo) -> Option<Tabular> {
             "from",
         ],
         rows,
-        machine_only: &[],
+        // The basis is a sentence: Markdown, HTML and the machine formats carry it.
+        machine_only: &["basis"],
         group: Some("model"),
     })
+}
+
+/// A stored or recomputed aggregate to six decimals at most, without trailing zeros, so the two
+/// read alike (`0.5625` and `0.5625`, not `0.5625` and `0.562500`).
+fn number(x: f64) -> String {
+    let text = format!("{x:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".into()
+    } else {
+        text.to_string()
+    }
 }
 
 /// The three tables with their titles, for whichever the run has.
@@ -231,14 +246,20 @@ pub fn source_agreement(results: &RunResults) -> String {
 /// What `gpassk import` read, for the terminal.
 pub fn import_summary(info: &ImportInfo, problems: usize) -> String {
     let samples: u64 = info.models.values().map(|m| m.samples).sum();
-    let mut out = format!(
-        "imported {samples} samples of {problems} problems, {} model(s), from {} {} file(s) ({})\n",
+    let head = format!(
+        "imported {samples} samples of {problems} problems, {} model(s), from {} {} file(s) ({})",
         info.models.len(),
         info.files.len(),
         info.format,
         printable(&info.layout)
     );
-    out.push_str(&format!("source verdicts: {}\n", printable(&info.verdicts)));
+    let width = crate::util::terminal_width();
+    let verdicts = format!("source verdicts: {}", printable(&info.verdicts));
+    let mut out = format!(
+        "{}\n{}\n",
+        super::wrap(&head, width, "  "),
+        super::wrap(&verdicts, width, "  ")
+    );
     if info.bad_records > 0 {
         out.push_str(&format!(
             "{} malformed records skipped; the first: {}\n",
