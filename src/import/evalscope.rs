@@ -201,14 +201,18 @@ fn sources(
     })?;
     let mut by_key: BTreeMap<(Option<PathBuf>, String, String), (Kind, PathBuf)> = BTreeMap::new();
     for f in files {
-        let kind = folder_kind(&f).unwrap_or(Kind::Reviews);
-        let model = f.parent().map(file_name).unwrap_or_default();
-        let root = f
-            .parent()
-            .and_then(Path::parent)
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
-        let stem = file_name(&f).trim_end_matches(".jsonl").to_string();
+        let (kind, root, model, stem) = match folder_kind(&f) {
+            Some(kind) => (
+                kind,
+                f.parent()
+                    .and_then(Path::parent)
+                    .and_then(Path::parent)
+                    .map(Path::to_path_buf),
+                f.parent().map(file_name).unwrap_or_default(),
+                file_name(&f).trim_end_matches(".jsonl").to_string(),
+            ),
+            None => loose_file(&f),
+        };
         let key = (root, model, stem);
         match by_key.get(&key) {
             Some((Kind::Reviews, _)) if kind == Kind::Predictions => {
@@ -251,6 +255,44 @@ fn sources(
         });
     }
     Ok((out, configs))
+}
+
+/// A file named on its own outside `reviews/<model>/`: what its first row says (the model its
+/// rows name, predictions or reviews); a `reviews_<model>_` or `predictions_<model>_` prefix
+/// (how a flattened copy of the folders is often named) is taken off the name.
+fn loose_file(f: &Path) -> (Kind, Option<PathBuf>, String, String) {
+    let row = first_row(f);
+    let kind = match row.as_ref().and_then(row_kind) {
+        Some(RowKind::Prediction1) => Kind::Predictions,
+        Some(RowKind::Choices0)
+            if !row
+                .as_ref()
+                .is_some_and(|r| r.pointer("/choices/0/review").is_some()) =>
+        {
+            Kind::Predictions
+        }
+        _ => Kind::Reviews,
+    };
+    let named = row.as_ref().and_then(|r| {
+        let assistant = r
+            .get("messages")?
+            .as_array()?
+            .iter()
+            .rev()
+            .find_map(|m| m.get("model"));
+        r.get("model").or(assistant)?.as_str().map(str::to_string)
+    });
+    let model = named.unwrap_or_else(|| f.parent().map(file_name).unwrap_or_default());
+    let mut stem = file_name(f).trim_end_matches(".jsonl").to_string();
+    for prefix in ["reviews_", "predictions_"] {
+        if let Some(rest) = stem
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_prefix(&format!("{model}_")))
+        {
+            stem = rest.to_string();
+        }
+    }
+    (kind, None, model, stem)
 }
 
 /// `gsm8k_main` → (`gsm8k`, `main`): the longest known benchmark name followed by `_`, else a cut
@@ -1068,6 +1110,21 @@ mod tests {
             "{:?}",
             sink.bad
         );
+    }
+
+    #[test]
+    fn a_file_outside_the_folders_takes_its_model_from_its_rows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let from = fixture("evalscope/v1.14.1/reviews/stub-math/gsm8k_main.jsonl");
+        let to = tmp.path().join("reviews_stub-math_gsm8k_main.jsonl");
+        std::fs::copy(from, &to).unwrap();
+        let (sink, out) = run(&[to], false);
+        let summary = out.unwrap();
+        assert_eq!(
+            sink.counts(),
+            expected_counts(&expected("v1.14.1"), "group_id")
+        );
+        assert_eq!(summary.task.as_deref(), Some("gsm8k"));
     }
 
     #[test]
