@@ -1,15 +1,1173 @@
-//! Reader of evalscope sample logs (being written).
+//! Reader of EvalScope outputs (FORMATS.md §4): `reviews/<model>/<bench>_<subset>.jsonl` (per-sample
+//! verdicts) or, where no review exists, `predictions/…`; 1.x rows are one repeat each (`group_id`
+//! the problem, `generation_index` the repeat), 0.x rows one problem each with its `choices[]`.
+//! Settings come from `configs/task_config*.yaml`, read by a line reader of the few flat keys
+//! needed (this crate has no YAML parser); aggregates from `reports/<model>/<bench>.json`.
 
-use super::{ImportError, ReadOptions, Sink, SourceSummary};
-use std::path::PathBuf;
+use super::stream::{json_lines, small_json};
+use super::{
+    file_name, files_under, json_text, json_verdict, At, ImportError, ReadOptions, Sink,
+    SourceSample, SourceSettings, SourceSummary,
+};
+use crate::rundir::provenance::AggregateCheck;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Whether EvalScope wrote `path`: a `.jsonl` under `reviews/<model>/` or `predictions/<model>/`
+/// whose first row has EvalScope's fields.
+pub fn claims(path: &Path) -> bool {
+    if !file_name(path).ends_with(".jsonl") || folder_kind(path).is_none() {
+        return false;
+    }
+    first_row(path).is_some_and(|v| row_kind(&v).is_some())
+}
+
+/// The first non-blank line of a JSON Lines file, parsed (None when unreadable).
+fn first_row(path: &Path) -> Option<Value> {
+    let mut lines = crate::util::Lines::open(path, crate::util::MAX_LINE).ok()?;
+    let mut buf = Vec::new();
+    while lines.next_into(&mut buf).ok()?.is_some() {
+        if !buf.iter().all(u8::is_ascii_whitespace) {
+            return serde_json::from_slice(&buf).ok();
+        }
+    }
+    None
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Reviews,
+    Predictions,
+}
+
+fn folder_kind(path: &Path) -> Option<Kind> {
+    match path.parent()?.parent()?.file_name()?.to_str()? {
+        "reviews" => Some(Kind::Reviews),
+        "predictions" => Some(Kind::Predictions),
+        _ => None,
+    }
+}
+
+/// What one row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum RowKind {
+    /// 1.x: one repeat, with `sample_score`.
+    Review1,
+    /// 1.x prediction: one repeat, `model_output`, no verdict.
+    Prediction1,
+    /// 0.x: one problem with `choices[]` (with `review` in reviews files).
+    Choices0,
+}
+
+fn row_kind(v: &Value) -> Option<RowKind> {
+    if v.get("sample_score").is_some() {
+        Some(RowKind::Review1)
+    } else if v.get("model_output").is_some() {
+        Some(RowKind::Prediction1)
+    } else if v.get("choices").is_some_and(Value::is_array) {
+        Some(RowKind::Choices0)
+    } else {
+        None
+    }
+}
+
+/// One samples file to read.
+#[derive(Debug, Clone)]
+struct Source {
+    root: Option<PathBuf>,
+    model: String,
+    bench: String,
+    subset: String,
+    path: PathBuf,
+}
 
 /// Streams the files under `paths` into `sink`.
 pub fn read(
-    _paths: &[PathBuf],
-    _opts: &ReadOptions,
-    _sink: &mut dyn Sink,
+    paths: &[PathBuf],
+    opts: &ReadOptions,
+    sink: &mut dyn Sink,
 ) -> Result<SourceSummary, ImportError> {
-    Err(ImportError::Input(
-        "evalscope import is not written yet".into(),
-    ))
+    let mut summary = SourceSummary::default();
+    let configs = Configs::default();
+    let (sources, mut configs) = sources(paths, opts, configs, &mut summary)?;
+    if sources.is_empty() {
+        return Err(ImportError::Input(format!(
+            "no EvalScope reviews/<model>/<bench>_<subset>.jsonl or predictions/… files{} under {}",
+            if opts.task.is_some() || opts.model.is_some() {
+                " matching --task/--model"
+            } else {
+                ""
+            },
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let pairs: BTreeSet<(&str, &str)> = sources
+        .iter()
+        .map(|s| (s.bench.as_str(), s.subset.as_str()))
+        .collect();
+    let benches: BTreeSet<&str> = pairs.iter().map(|p| p.0).collect();
+    let qualify = match (pairs.len(), benches.len()) {
+        (1, _) => Qualify::None,
+        (_, 1) => Qualify::Subset,
+        _ => Qualify::Bench,
+    };
+    let mut tally = Tally::default();
+    let mut kinds = BTreeSet::new();
+    for s in &sources {
+        let settings = configs.for_model(s.root.as_deref(), &s.model, sink)?;
+        let repeats = settings
+            .as_ref()
+            .and_then(|c| c.top.get("repeats"))
+            .and_then(Value::as_u64);
+        let kind = read_file(s, qualify, repeats, sink, &mut tally)?;
+        kinds.insert(kind);
+        summary
+            .models
+            .entry(s.model.clone())
+            .or_insert_with(|| settings.map(|c| c.settings()).unwrap_or_default());
+    }
+    if tally.duplicates > 0 {
+        summary.notes.push(format!(
+            "{} rows repeat an index already read (EvalScope appends on re-runs); the first of each was kept",
+            tally.duplicates
+        ));
+    }
+    reports(&sources, &tally, sink, &mut summary)?;
+    summary.layout = kinds
+        .iter()
+        .map(|k| layout(*k))
+        .collect::<Vec<_>>()
+        .join("; ");
+    summary.verdicts = verdicts(&kinds);
+    if benches.len() == 1 {
+        summary.task = benches.first().map(|b| b.to_string());
+    }
+    if summary
+        .models
+        .values()
+        .all(|s| *s == SourceSettings::default())
+    {
+        summary.notes.push(
+            "no configs/task_config*.yaml beside the files: generation settings are unknown".into(),
+        );
+    }
+    Ok(summary)
+}
+
+fn layout(k: RowKind) -> &'static str {
+    match k {
+        RowKind::Review1 => "EvalScope 1.x reviews: one row per repeat",
+        RowKind::Prediction1 => "EvalScope 1.x predictions: one row per repeat",
+        RowKind::Choices0 => "EvalScope 0.x: one row per problem with choices[]",
+    }
+}
+
+fn verdicts(kinds: &BTreeSet<RowKind>) -> String {
+    let mut out = Vec::new();
+    if kinds.contains(&RowKind::Review1) {
+        out.push("per sample: reviews `sample_score.score.value[main_score_name]`");
+    }
+    if kinds.contains(&RowKind::Choices0) {
+        out.push("per sample: `choices[i].review.result` (none in 0.x predictions files)");
+    }
+    if kinds.contains(&RowKind::Prediction1) {
+        out.push("none for predictions files without reviews");
+    }
+    out.join("; ")
+}
+
+/// How problem ids are qualified: not (one bench and subset), by subset, by bench and subset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Qualify {
+    None,
+    Subset,
+    Bench,
+}
+
+/// The files to read: per (model, bench, subset) the reviews file, else the predictions file.
+fn sources(
+    paths: &[PathBuf],
+    opts: &ReadOptions,
+    mut configs: Configs,
+    summary: &mut SourceSummary,
+) -> Result<(Vec<Source>, Configs), ImportError> {
+    let files = files_under(paths, |p| {
+        file_name(p).ends_with(".jsonl") && folder_kind(p).is_some()
+    })?;
+    let mut by_key: BTreeMap<(Option<PathBuf>, String, String), (Kind, PathBuf)> = BTreeMap::new();
+    for f in files {
+        let (kind, root, model, stem) = match folder_kind(&f) {
+            Some(kind) => (
+                kind,
+                f.parent()
+                    .and_then(Path::parent)
+                    .and_then(Path::parent)
+                    .map(Path::to_path_buf),
+                f.parent().map(file_name).unwrap_or_default(),
+                file_name(&f).trim_end_matches(".jsonl").to_string(),
+            ),
+            None => loose_file(&f),
+        };
+        let key = (root, model, stem);
+        match by_key.get(&key) {
+            Some((Kind::Reviews, _)) if kind == Kind::Predictions => {
+                summary.notes.push(format!(
+                    "{}: left out, its reviews file holds the same samples with verdicts",
+                    f.display()
+                ));
+            }
+            Some((Kind::Predictions, p)) if kind == Kind::Reviews => {
+                summary.notes.push(format!(
+                    "{}: left out, its reviews file holds the same samples with verdicts",
+                    p.display()
+                ));
+                by_key.insert(key, (kind, f));
+            }
+            _ => {
+                by_key.insert(key, (kind, f));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for ((root, model, stem), (_, path)) in by_key {
+        let known = configs.benches(root.as_deref(), &model);
+        let (bench, subset) = split_stem(&stem, &known);
+        let wanted = opts.task.as_deref().is_none_or(|t| t == bench || t == stem)
+            && opts.model.as_deref().is_none_or(|m| m == model);
+        if !wanted {
+            summary.notes.push(format!(
+                "left out: {} (not the benchmark or model asked for)",
+                path.display()
+            ));
+            continue;
+        }
+        out.push(Source {
+            root,
+            model,
+            bench,
+            subset,
+            path,
+        });
+    }
+    Ok((out, configs))
+}
+
+/// A file named on its own outside `reviews/<model>/`: what its first row says (the model its
+/// rows name, predictions or reviews); a `reviews_<model>_` or `predictions_<model>_` prefix
+/// (how a flattened copy of the folders is often named) is taken off the name.
+fn loose_file(f: &Path) -> (Kind, Option<PathBuf>, String, String) {
+    let row = first_row(f);
+    let kind = match row.as_ref().and_then(row_kind) {
+        Some(RowKind::Prediction1) => Kind::Predictions,
+        Some(RowKind::Choices0)
+            if row
+                .as_ref()
+                .is_none_or(|r| r.pointer("/choices/0/review").is_none()) =>
+        {
+            Kind::Predictions
+        }
+        _ => Kind::Reviews,
+    };
+    let named = row.as_ref().and_then(|r| {
+        let assistant = r
+            .get("messages")?
+            .as_array()?
+            .iter()
+            .rev()
+            .find_map(|m| m.get("model"));
+        r.get("model").or(assistant)?.as_str().map(str::to_string)
+    });
+    let model = named.unwrap_or_else(|| f.parent().map(file_name).unwrap_or_default());
+    let mut stem = file_name(f).trim_end_matches(".jsonl").to_string();
+    for prefix in ["reviews_", "predictions_"] {
+        if let Some(rest) = stem
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_prefix(&format!("{model}_")))
+        {
+            stem = rest.to_string();
+        }
+    }
+    (kind, None, model, stem)
+}
+
+/// `gsm8k_main` → (`gsm8k`, `main`): the longest known benchmark name followed by `_`, else a cut
+/// at the last `_` (benchmark names hold `_` more often than subset names do).
+fn split_stem(stem: &str, known: &BTreeSet<String>) -> (String, String) {
+    let found = known
+        .iter()
+        .filter(|b| {
+            stem.len() > b.len() + 1
+                && stem.starts_with(b.as_str())
+                && stem.as_bytes()[b.len()] == b'_'
+        })
+        .max_by_key(|b| b.len());
+    if let Some(b) = found {
+        return (b.clone(), stem[b.len() + 1..].to_string());
+    }
+    match stem.rsplit_once('_') {
+        Some((b, s)) if !b.is_empty() && !s.is_empty() => (b.to_string(), s.to_string()),
+        _ => (stem.to_string(), "default".to_string()),
+    }
+}
+
+/// (model, bench, subset).
+type FileKey = (String, String, String);
+
+/// What the rows gave per (model, bench, subset): the sum and count of each score key (the mean
+/// over rows is what EvalScope reports), and the samples per problem.
+#[derive(Debug, Default)]
+struct Tally {
+    sums: BTreeMap<FileKey, BTreeMap<String, (f64, u64)>>,
+    rows: BTreeMap<FileKey, u64>,
+    duplicates: u64,
+}
+
+impl Tally {
+    fn add(&mut self, s: &Source, key: &str, value: f64) {
+        let e = self
+            .sums
+            .entry((s.model.clone(), s.bench.clone(), s.subset.clone()))
+            .or_default()
+            .entry(key.to_string())
+            .or_insert((0.0, 0));
+        e.0 += value;
+        e.1 += 1;
+    }
+}
+
+fn read_file(
+    s: &Source,
+    qualify: Qualify,
+    repeats: Option<u64>,
+    sink: &mut dyn Sink,
+    tally: &mut Tally,
+) -> Result<RowKind, ImportError> {
+    let file = sink.open(&s.path)?;
+    let kind = first_row(&s.path)
+        .as_ref()
+        .and_then(row_kind)
+        .unwrap_or(RowKind::Review1);
+    if kind == RowKind::Prediction1 && repeats.is_none() {
+        return Err(ImportError::Input(format!(
+            "{}: a 1.x predictions row's problem is index // repeats, and no configs/task_config*.yaml beside it gives `repeats`",
+            s.path.display()
+        )));
+    }
+    let mut seen = HashSet::new();
+    let mut rows = 0u64;
+    json_lines(sink, file, |sink, line, v| {
+        let Some(index) = v.get("index").and_then(Value::as_u64) else {
+            return sink.bad(file, At::Line(line), "no integer `index`".into());
+        };
+        if !seen.insert(index) {
+            tally.duplicates += 1;
+            return Ok(());
+        }
+        rows += 1;
+        let place = Place {
+            s,
+            qualify,
+            file,
+            line,
+        };
+        let outcome = match kind {
+            RowKind::Review1 => review1(&place, index, repeats, &v, sink, tally),
+            RowKind::Prediction1 => prediction1(&place, index, repeats.unwrap_or(1), &v, sink),
+            RowKind::Choices0 => choices0(&place, index, &v, sink, tally),
+        };
+        match outcome {
+            Ok(()) => Ok(()),
+            Err(Row::Bad(m)) => sink.bad(file, At::Line(line), m),
+            Err(Row::Sink(e)) => Err(e),
+        }
+    })?;
+    *tally
+        .rows
+        .entry((s.model.clone(), s.bench.clone(), s.subset.clone()))
+        .or_default() += rows;
+    Ok(kind)
+}
+
+/// Where a row is, for the samples it becomes.
+struct Place<'a> {
+    s: &'a Source,
+    qualify: Qualify,
+    file: usize,
+    line: u64,
+}
+
+impl Place<'_> {
+    fn problem_id(&self, problem: u64) -> String {
+        match self.qualify {
+            Qualify::None => problem.to_string(),
+            Qualify::Subset => format!("{}/{problem}", self.s.subset),
+            Qualify::Bench => format!("{}/{}/{problem}", self.s.bench, self.s.subset),
+        }
+    }
+
+    fn subset(&self) -> Option<String> {
+        match self.qualify {
+            Qualify::None => None,
+            Qualify::Subset => Some(self.s.subset.clone()),
+            Qualify::Bench => Some(format!("{}/{}", self.s.bench, self.s.subset)),
+        }
+    }
+
+    fn sample(&self, problem: u64) -> SourceSample {
+        SourceSample {
+            model: self.s.model.clone(),
+            problem_id: self.problem_id(problem),
+            subset: self.subset(),
+            file: self.file,
+            at: At::Line(self.line),
+            ..SourceSample::default()
+        }
+    }
+}
+
+/// Why a row gave no sample: malformed (for [`Sink::bad`]) or the sink's own error.
+enum Row {
+    Bad(String),
+    Sink(ImportError),
+}
+
+impl From<ImportError> for Row {
+    fn from(e: ImportError) -> Row {
+        Row::Sink(e)
+    }
+}
+
+/// The text of a chat message's `content` (a string, or a list of parts with `text`).
+fn content(m: &Value) -> Option<String> {
+    match m.get("content")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// The last message of `role` in a row's `messages`.
+fn last_message(v: &Value, role: &str) -> Option<String> {
+    v.get("messages")?
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some(role))
+        .and_then(content)
+}
+
+fn review1(
+    p: &Place,
+    index: u64,
+    repeats: Option<u64>,
+    v: &Value,
+    sink: &mut dyn Sink,
+    tally: &mut Tally,
+) -> Result<(), Row> {
+    let ss = v
+        .get("sample_score")
+        .filter(|x| x.is_object())
+        .ok_or(Row::Bad("`sample_score` is not an object".into()))?;
+    let score = ss
+        .get("score")
+        .ok_or(Row::Bad("no `sample_score.score`".into()))?;
+    let values = score
+        .get("value")
+        .and_then(Value::as_object)
+        .ok_or(Row::Bad("no `score.value` object".into()))?;
+    // The older 1.x build leaves main_score_name null: its one key is the score.
+    let main = match score.get("main_score_name").and_then(Value::as_str) {
+        Some(m) => Some(m.to_string()),
+        None if values.len() == 1 => values.keys().next().cloned(),
+        None => None,
+    };
+    for (k, x) in values {
+        if let Some(x) = x.as_f64() {
+            tally.add(p.s, k, x);
+        }
+    }
+    let group = match ss.get("group_id").and_then(Value::as_u64) {
+        Some(g) => g,
+        None => index / repeats.unwrap_or(1).max(1),
+    };
+    let response = score
+        .get("prediction")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| last_message(v, "assistant"))
+        .ok_or(Row::Bad(
+            "no `score.prediction` nor assistant message".into(),
+        ))?;
+    let mut s = p.sample(group);
+    s.question = last_message(v, "user");
+    s.gold = v.get("target").and_then(json_text);
+    s.repeat = ss
+        .get("generation_index")
+        .and_then(Value::as_u64)
+        .and_then(|r| u32::try_from(r).ok());
+    s.response = response;
+    s.extracted = score.get("extracted_prediction").and_then(json_text);
+    s.verdict = main.and_then(|m| values.get(&m)).and_then(json_verdict);
+    sink.sample(s)?;
+    Ok(())
+}
+
+fn prediction1(
+    p: &Place,
+    index: u64,
+    repeats: u64,
+    v: &Value,
+    sink: &mut dyn Sink,
+) -> Result<(), Row> {
+    let choice = v
+        .pointer("/model_output/choices/0")
+        .ok_or(Row::Bad("no `model_output.choices[0]`".into()))?;
+    let response = choice.get("message").and_then(content).ok_or(Row::Bad(
+        "no `model_output.choices[0].message.content`".into(),
+    ))?;
+    let mut s = p.sample(index / repeats.max(1));
+    s.question = last_message(v, "user");
+    s.response = response;
+    s.finish_reason = choice
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    sink.sample(s)?;
+    Ok(())
+}
+
+fn choices0(
+    p: &Place,
+    index: u64,
+    v: &Value,
+    sink: &mut dyn Sink,
+    tally: &mut Tally,
+) -> Result<(), Row> {
+    let choices = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .ok_or(Row::Bad("`choices` is not a list".into()))?;
+    let raw = v.get("raw_input");
+    let question = raw
+        .and_then(|r| r.get("question"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    // GSM8K rows keep the worked answer `… #### 7/8`; EvalScope 0.x's parsed `review.gold` keeps
+    // only the last number of it (`8`), so the raw answer is the gold.
+    let gold = raw
+        .and_then(|r| r.get("answer"))
+        .and_then(Value::as_str)
+        .and_then(|a| a.rsplit_once("####"))
+        .map(|(_, g)| g.trim().to_string())
+        .or_else(|| {
+            choices
+                .first()
+                .and_then(|c| c.pointer("/review/gold"))
+                .and_then(json_text)
+        });
+    let reviewed = v.get("reviewed").and_then(Value::as_bool).unwrap_or(true);
+    for (i, c) in choices.iter().enumerate() {
+        let response = c
+            .get("message")
+            .and_then(content)
+            .ok_or_else(|| Row::Bad(format!("choices[{i}] has no message.content")))?;
+        let review = c.get("review").filter(|_| reviewed);
+        let verdict = review.and_then(|r| r.get("result")).and_then(json_verdict);
+        if let Some(x) = review
+            .and_then(|r| r.get("result"))
+            .and_then(|x| x.as_f64().or(x.as_bool().map(f64::from)))
+        {
+            tally.add(p.s, "review.result", x);
+        }
+        let mut s = p.sample(index);
+        s.question = question.clone();
+        s.gold = gold.clone();
+        s.repeat = u32::try_from(c.get("index").and_then(Value::as_u64).unwrap_or(i as u64)).ok();
+        s.response = response;
+        s.extracted = review.and_then(|r| r.get("pred")).and_then(json_text);
+        s.verdict = verdict;
+        s.finish_reason = c
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        sink.sample(s)?;
+    }
+    Ok(())
+}
+
+/// `reports/<model>/<bench>.json` beside the files: each stored score recomputed from the rows.
+fn reports(
+    sources: &[Source],
+    tally: &Tally,
+    sink: &mut dyn Sink,
+    summary: &mut SourceSummary,
+) -> Result<(), ImportError> {
+    let mut done = BTreeSet::new();
+    for s in sources {
+        let Some(root) = &s.root else { continue };
+        let path = root
+            .join("reports")
+            .join(&s.model)
+            .join(format!("{}.json", s.bench));
+        if !path.is_file() || !done.insert(path.clone()) {
+            continue;
+        }
+        sink.open(&path)?;
+        let report = small_json(&path)?;
+        let subsets: Vec<&str> = sources
+            .iter()
+            .filter(|x| x.model == s.model && x.bench == s.bench)
+            .map(|x| x.subset.as_str())
+            .collect();
+        report_checks(&report, s, &subsets, tally, summary);
+    }
+    Ok(())
+}
+
+fn report_checks(
+    report: &Value,
+    s: &Source,
+    subsets: &[&str],
+    tally: &Tally,
+    summary: &mut SourceSummary,
+) {
+    let metrics = report
+        .get("metrics")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut check = |name: String, stored: f64, key: Option<&str>, only: Option<&str>| {
+        let (recomputed, basis) =
+            recompute(tally, s, key, only.map_or(subsets.to_vec(), |o| vec![o]));
+        summary.aggregates.push(AggregateCheck {
+            model: s.model.clone(),
+            name,
+            source: stored,
+            recomputed,
+            basis,
+        });
+    };
+    for (i, m) in metrics.iter().enumerate() {
+        let name = m
+            .pointer("/identity/name")
+            .or_else(|| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("score");
+        let aggregation = m.pointer("/identity/aggregation").and_then(Value::as_str);
+        let key = score_key(name, aggregation);
+        if let Some(x) = m.get("score").and_then(Value::as_f64) {
+            check(format!("{}: {name}", s.bench), x, key.as_deref(), None);
+        }
+        if i == 0 {
+            if let Some(x) = report.get("score").and_then(Value::as_f64) {
+                check(format!("{}: score", s.bench), x, key.as_deref(), None);
+            }
+        }
+        if subsets.len() < 2 {
+            continue;
+        }
+        for sub in m
+            .get("categories")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .flat_map(|c| {
+                c.get("subsets")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+        {
+            let (Some(sn), Some(x)) = (
+                sub.get("name").and_then(Value::as_str),
+                sub.get("score").and_then(Value::as_f64),
+            ) else {
+                continue;
+            };
+            check(
+                format!("{}/{sn}: {name}", s.bench),
+                x,
+                key.as_deref(),
+                Some(sn),
+            );
+        }
+    }
+}
+
+/// The row score key a report metric is the mean of: `accuracy` (1.14, aggregation `mean`),
+/// `mean_acc` → `acc` (earlier 1.x), `AverageAccuracy` → every choice's `review.result` (0.x).
+fn score_key(name: &str, aggregation: Option<&str>) -> Option<String> {
+    match aggregation {
+        Some("mean") => Some(name.to_string()),
+        Some(_) => None,
+        None if name == "AverageAccuracy" => Some("review.result".into()),
+        None => name.strip_prefix("mean_").map(str::to_string),
+    }
+}
+
+/// The mean over rows of `key` in `subsets`, rounded to 4 decimals as EvalScope's report rounds.
+fn recompute(
+    tally: &Tally,
+    s: &Source,
+    key: Option<&str>,
+    subsets: Vec<&str>,
+) -> (Option<f64>, String) {
+    let Some(key) = key else {
+        return (
+            None,
+            "an aggregation other than the mean over rows: not recomputed".into(),
+        );
+    };
+    let (mut sum, mut count) = (0.0, 0u64);
+    for sub in &subsets {
+        let k = (s.model.clone(), s.bench.clone(), sub.to_string());
+        if let Some((x, n)) = tally.sums.get(&k).and_then(|m| m.get(key)) {
+            sum += x;
+            count += n;
+        }
+    }
+    if count == 0 {
+        return (None, format!("no row of the files read carries `{key}`"));
+    }
+    let mean = sum / count as f64;
+    let basis = format!(
+        "mean of `{key}` over the {count} rows read ({sum} / {count} = {mean}), rounded to 4 decimals as EvalScope's report does"
+    );
+    (Some((mean * 1e4).round() / 1e4), basis)
+}
+
+/// The task configs of each output folder, read once.
+#[derive(Debug, Default)]
+struct Configs {
+    read: BTreeMap<PathBuf, Vec<(PathBuf, Yaml)>>,
+}
+
+impl Configs {
+    fn load(&mut self, root: &Path) -> &Vec<(PathBuf, Yaml)> {
+        self.read.entry(root.to_path_buf()).or_insert_with(|| {
+            let dir = root.join("configs");
+            let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    let n = file_name(p);
+                    n.starts_with("task_config") && (n.ends_with(".yaml") || n.ends_with(".yml"))
+                })
+                .collect();
+            found.sort();
+            found
+                .into_iter()
+                .filter_map(|p| Some((p.clone(), read_yaml(&p).ok()?)))
+                .collect()
+        })
+    }
+
+    /// The benchmark names a folder's configs list (to split `<bench>_<subset>`).
+    fn benches(&mut self, root: Option<&Path>, model: &str) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        if let Some(root) = root {
+            out.extend(
+                self.load(root)
+                    .iter()
+                    .flat_map(|(_, y)| y.datasets.iter().cloned()),
+            );
+            let reports = root.join("reports").join(model);
+            for e in std::fs::read_dir(reports).into_iter().flatten().flatten() {
+                if let Some(b) = file_name(&e.path()).strip_suffix(".json") {
+                    out.insert(b.to_string());
+                }
+            }
+        }
+        out
+    }
+
+    /// The config of `model` (by `model` or `model_id`; the only one when one), registered.
+    fn for_model(
+        &mut self,
+        root: Option<&Path>,
+        model: &str,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<Yaml>, ImportError> {
+        let Some(root) = root else { return Ok(None) };
+        let all = self.load(root);
+        let named = |y: &Yaml| {
+            ["model", "model_id"]
+                .iter()
+                .any(|k| y.top.get(*k).and_then(Value::as_str) == Some(model))
+        };
+        let found = all
+            .iter()
+            .rev()
+            .find(|(_, y)| named(y))
+            .or(if all.len() == 1 { all.first() } else { None });
+        let Some((path, yaml)) = found.cloned() else {
+            return Ok(None);
+        };
+        sink.open(&path)?;
+        Ok(Some(yaml))
+    }
+}
+
+/// The few keys of an EvalScope `task_config.yaml` that say how samples were drawn: top-level
+/// scalars, the scalars directly under `generation_config`, and the `datasets` list.
+#[derive(Debug, Clone, Default)]
+struct Yaml {
+    top: BTreeMap<String, Value>,
+    generation: BTreeMap<String, Value>,
+    datasets: Vec<String>,
+}
+
+impl Yaml {
+    fn settings(&self) -> SourceSettings {
+        let g = &self.generation;
+        let num = |k: &str| g.get(k).and_then(Value::as_f64);
+        let int = |k: &str| g.get(k).and_then(Value::as_u64);
+        let repeats = self.top.get("repeats").and_then(Value::as_u64);
+        let nominal = match (repeats, int("n")) {
+            (Some(r), n) => Some(r * n.unwrap_or(1)),
+            (None, n) => n,
+        };
+        let mut recorded = Map::new();
+        recorded.insert(
+            "generation_config".into(),
+            Value::Object(g.clone().into_iter().collect()),
+        );
+        for k in [
+            "repeats",
+            "seed",
+            "model",
+            "model_id",
+            "eval_type",
+            "api_url",
+            "evalscope_version",
+            "limit",
+        ] {
+            if let Some(v) = self.top.get(k) {
+                recorded.insert(k.into(), v.clone());
+            }
+        }
+        SourceSettings {
+            temperature: num("temperature"),
+            top_p: num("top_p"),
+            max_tokens: int("max_tokens")
+                .or(int("max_new_tokens"))
+                .and_then(|m| u32::try_from(m).ok()),
+            // The top-level `seed` seeds EvalScope's own sampling of the dataset, not the model.
+            seed: int("seed"),
+            nominal_n: nominal.and_then(|n| u32::try_from(n).ok()),
+            recorded: Value::Object(recorded),
+        }
+    }
+}
+
+/// Reads the flat keys of a YAML file as PyYAML's `dump` writes them (block style, two-space
+/// indent); anything nested deeper, multi-line or in flow style is skipped, never guessed.
+fn read_yaml(path: &Path) -> Result<Yaml, ImportError> {
+    let text = crate::util::read_bounded_string(path, crate::util::MAX_TEXT_FILE)
+        .map_err(ImportError::io("read", path))?;
+    let mut y = Yaml::default();
+    let mut section = String::new();
+    for line in text.lines() {
+        if let Some(item) = line.strip_prefix("- ") {
+            if section == "datasets" {
+                if let Some(Value::String(s)) = scalar(item) {
+                    y.datasets.push(s);
+                }
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("  ") {
+            if section == "generation_config" && !rest.starts_with(' ') {
+                if let Some((k, Some(v))) = key_value(rest) {
+                    y.generation.insert(k, v);
+                }
+            }
+            continue;
+        }
+        if let Some((k, v)) = key_value(line) {
+            section = k.clone();
+            if let Some(v) = v {
+                y.top.insert(k, v);
+            }
+        }
+    }
+    Ok(y)
+}
+
+/// `key: value` → (key, the value when it is a one-line scalar).
+fn key_value(line: &str) -> Option<(String, Option<Value>)> {
+    let (k, rest) = line.split_once(':')?;
+    let plain_key = !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !plain_key || !(rest.is_empty() || rest.starts_with(' ')) {
+        return None;
+    }
+    let v = rest.trim();
+    Some((k.to_string(), if v.is_empty() { None } else { scalar(v) }))
+}
+
+/// A one-line YAML scalar; None for an unclosed quote, a flow collection or anything unclear.
+fn scalar(v: &str) -> Option<Value> {
+    let v = v.trim();
+    if let Some(inner) = v.strip_prefix('\'') {
+        let inner = inner.strip_suffix('\'')?;
+        return (!inner.replace("''", "").contains('\''))
+            .then(|| Value::String(inner.replace("''", "'")));
+    }
+    if v.starts_with('"') {
+        return serde_json::from_str::<String>(v).ok().map(Value::String);
+    }
+    if v.starts_with(['{', '[', '&', '*', '!', '|', '>']) {
+        return None;
+    }
+    Some(match v {
+        "null" | "~" | "Null" | "NULL" => Value::Null,
+        "true" | "True" | "TRUE" => Value::Bool(true),
+        "false" | "False" | "FALSE" => Value::Bool(false),
+        _ => match v.parse::<i64>() {
+            Ok(i) => Value::from(i),
+            Err(_) => match v.parse::<f64>() {
+                Ok(f) if f.is_finite() && v.bytes().any(|b| b.is_ascii_digit()) => Value::from(f),
+                _ => Value::String(v.to_string()),
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{fixture, Collect};
+    use super::*;
+
+    fn expected(v: &str) -> Value {
+        let text =
+            std::fs::read_to_string(fixture(&format!("evalscope/{v}/expected.json"))).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn run(paths: &[PathBuf], skip_bad: bool) -> (Collect, Result<SourceSummary, ImportError>) {
+        let mut sink = Collect {
+            skip_bad,
+            ..Collect::default()
+        };
+        let out = read(paths, &ReadOptions::default(), &mut sink);
+        (sink, out)
+    }
+
+    fn expected_counts(e: &Value, id: &str) -> BTreeMap<(String, String), (u32, Option<u32>)> {
+        e["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let key = ("stub-math".to_string(), p[id].as_u64().unwrap().to_string());
+                let c = p["correct"].as_u64().map(|c| c as u32);
+                (key, (p["samples"].as_u64().unwrap() as u32, c))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn v1_reviews_are_one_row_per_repeat_with_verdicts_and_settings() {
+        let e = expected("v1.14.1");
+        let (sink, out) = run(&[fixture("evalscope/v1.14.1")], false);
+        let summary = out.unwrap();
+        assert_eq!(sink.counts(), expected_counts(&e, "group_id"));
+        // Reviews were read, predictions left out: no double count.
+        assert_eq!(sink.samples.len() as u64, e["rows"].as_u64().unwrap());
+        assert!(sink
+            .files
+            .iter()
+            .all(|f| !f.to_string_lossy().contains("predictions")));
+        assert!(summary
+            .notes
+            .iter()
+            .any(|n| n.contains("predictions/stub-math/gsm8k_main.jsonl: left out")));
+        let mut repeats: Vec<u32> = sink
+            .samples
+            .iter()
+            .filter(|s| s.problem_id == "2")
+            .map(|s| s.repeat.unwrap())
+            .collect();
+        repeats.sort();
+        assert_eq!(repeats, (0..6).collect::<Vec<_>>());
+        let want = e["aggregates"]["report.metrics"][0]["score"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(summary.aggregates.len(), 1, "{:?}", summary.aggregates);
+        let a = &summary.aggregates[0];
+        assert_eq!((a.name.as_str(), a.source), ("gsm8k: accuracy", want));
+        assert_eq!(a.matches(), Some(true), "{a:?}");
+        let s = &summary.models["stub-math"];
+        assert_eq!(
+            (s.temperature, s.max_tokens, s.nominal_n, s.top_p, s.seed),
+            (Some(0.7), Some(256), Some(6), None, None)
+        );
+        assert_eq!(s.recorded["seed"], 42);
+        assert_eq!(summary.task.as_deref(), Some("gsm8k"));
+        let first = sink.samples.iter().find(|s| s.problem_id == "1").unwrap();
+        assert_eq!(first.gold.as_deref(), Some("7/8"));
+        assert!(first.question.as_deref().unwrap().contains("\\boxed{}"));
+    }
+
+    #[test]
+    fn v0_rows_hold_choices_and_the_raw_gold() {
+        let e = expected("v0.17.1");
+        let (sink, out) = run(&[fixture("evalscope/v0.17.1")], false);
+        let summary = out.unwrap();
+        assert_eq!(sink.counts(), expected_counts(&e, "index"));
+        // The source's own verdict is kept (it marks 3/8 right for 7/8); the gold is the raw one.
+        let p1: Vec<&SourceSample> = sink
+            .samples
+            .iter()
+            .filter(|s| s.problem_id == "1")
+            .collect();
+        assert!(p1.iter().all(|s| s.gold.as_deref() == Some("7/8")));
+        assert_eq!(p1.iter().filter(|s| s.verdict == Some(true)).count(), 1);
+        let stored = e["aggregates"]["report.score"].as_f64().unwrap();
+        assert_eq!(summary.aggregates.len(), 2);
+        for a in &summary.aggregates {
+            assert_eq!(a.source, stored);
+            assert_eq!(a.matches(), Some(true), "{a:?}");
+        }
+        let s = &summary.models["stub-math"];
+        assert_eq!(
+            (s.temperature, s.max_tokens, s.nominal_n),
+            (Some(0.7), Some(256), Some(6))
+        );
+    }
+
+    fn copy_tree(from: &Path, to: &Path, skip: &str) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let p = e.unwrap().path();
+            if file_name(&p) == skip {
+                continue;
+            }
+            if p.is_dir() {
+                copy_tree(&p, &to.join(p.file_name().unwrap()), skip);
+            } else {
+                std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn v1_predictions_alone_group_by_index_over_repeats() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&fixture("evalscope/v1.14.1"), tmp.path(), "reviews");
+        let (sink, out) = run(&[tmp.path().to_path_buf()], false);
+        let summary = out.unwrap();
+        let counts = sink.counts();
+        assert_eq!(counts.len(), 8);
+        assert!(counts.values().all(|&c| c == (6, None)), "{counts:?}");
+        assert!(summary.verdicts.contains("none"));
+        assert!(summary.aggregates.iter().all(|a| a.recomputed.is_none()));
+        // Without the config, `repeats` is unknown and the problem of a row cannot be told.
+        std::fs::remove_dir_all(tmp.path().join("configs")).unwrap();
+        let (_, out) = run(&[tmp.path().to_path_buf()], false);
+        assert!(out.unwrap_err().to_string().contains("repeats"));
+    }
+
+    #[test]
+    fn a_malformed_row_names_its_file_and_line_or_is_counted() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&fixture("evalscope/v1.14.1"), tmp.path(), "predictions");
+        let path = tmp.path().join("reviews/stub-math/gsm8k_main.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines[4] = "{\"index\": 99, \"sample_score\": 3}".into();
+        lines[6] = "{not json".into();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let (_, out) = run(&[tmp.path().to_path_buf()], false);
+        let e = out.unwrap_err().to_string();
+        assert!(
+            e.contains("gsm8k_main.jsonl:5: `sample_score` is not an object"),
+            "{e}"
+        );
+        let (sink, out) = run(&[tmp.path().to_path_buf()], true);
+        out.unwrap();
+        assert_eq!(
+            (sink.samples.len(), sink.bad.len()),
+            (46, 2),
+            "{:?}",
+            sink.bad
+        );
+        assert!(
+            sink.bad[1].contains("gsm8k_main.jsonl:7: not JSON"),
+            "{:?}",
+            sink.bad
+        );
+    }
+
+    #[test]
+    fn a_file_outside_the_folders_takes_its_model_from_its_rows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let from = fixture("evalscope/v1.14.1/reviews/stub-math/gsm8k_main.jsonl");
+        let to = tmp.path().join("reviews_stub-math_gsm8k_main.jsonl");
+        std::fs::copy(from, &to).unwrap();
+        let (sink, out) = run(&[to], false);
+        let summary = out.unwrap();
+        assert_eq!(
+            sink.counts(),
+            expected_counts(&expected("v1.14.1"), "group_id")
+        );
+        assert_eq!(summary.task.as_deref(), Some("gsm8k"));
+    }
+
+    #[test]
+    fn claims_rows_of_evalscope_only() {
+        assert!(claims(&fixture(
+            "evalscope/v1.14.1/reviews/stub-math/gsm8k_main.jsonl"
+        )));
+        assert!(claims(&fixture(
+            "evalscope/v1.14.1/predictions/stub-math/gsm8k_main.jsonl"
+        )));
+        assert!(claims(&fixture(
+            "evalscope/v0.17.1/reviews/stub-math/gsm8k_main.jsonl"
+        )));
+        assert!(!claims(&fixture(
+            "evalscope/v1.14.1/dataset/main/test.jsonl"
+        )));
+        assert!(!claims(&fixture(
+            "opencompass/n-replicas/predictions/stub-math/gpk_arith.json"
+        )));
+    }
+
+    #[test]
+    fn stems_split_on_known_benchmarks_and_yaml_scalars_parse() {
+        let known: BTreeSet<String> = ["gpqa_diamond".to_string(), "gsm8k".to_string()].into();
+        assert_eq!(
+            split_stem("gpqa_diamond_default", &known),
+            ("gpqa_diamond".into(), "default".into())
+        );
+        assert_eq!(
+            split_stem("competition_math_Level 1", &BTreeSet::new()),
+            ("competition_math".into(), "Level 1".into())
+        );
+        assert_eq!(scalar("0.7"), Some(Value::from(0.7)));
+        assert_eq!(scalar("256"), Some(Value::from(256)));
+        assert_eq!(scalar("'it''s'"), Some(Value::from("it's")));
+        assert_eq!(scalar("'open"), None);
+        assert_eq!(scalar("{}"), None);
+        assert_eq!(scalar("null"), Some(Value::Null));
+        assert_eq!(scalar("\"a\\nb\""), Some(Value::from("a\nb")));
+        assert_eq!(key_value("  x: 1"), None);
+        assert_eq!(
+            key_value("api_url: http://h:1/v1"),
+            Some(("api_url".into(), Some(Value::from("http://h:1/v1"))))
+        );
+    }
 }

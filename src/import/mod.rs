@@ -371,3 +371,56 @@ pub(crate) mod testing {
             .join(rel)
     }
 }
+
+/// A per-problem metric that harnesses average over problems, by the paper's definitions
+/// (`crate::metrics`), for recomputing a source's stored aggregate from its own verdicts.
+#[derive(Debug, Clone)]
+pub(crate) enum PaperMetric {
+    /// c/n.
+    Accuracy,
+    PassAtK(u64),
+    GPassAtK(u64, crate::metrics::Tau),
+    MGPassAtK(u64),
+}
+
+impl PaperMetric {
+    /// `G-Pass@16_0.5`, `mG-Pass@16`, `pass@4`, `accuracy`: gpassk's name of the metric.
+    pub(crate) fn label(&self) -> String {
+        match self {
+            PaperMetric::Accuracy => "c/n".into(),
+            PaperMetric::PassAtK(k) => format!("pass@{k}"),
+            PaperMetric::GPassAtK(k, t) => format!("G-Pass@{k}_{t}"),
+            PaperMetric::MGPassAtK(k) => format!("mG-Pass@{k}"),
+        }
+    }
+}
+
+/// The mean over problems of `metric` given each problem's (n, c), computed exactly and turned
+/// into f64 once; Err says why it cannot be (no problems, k above some problem's n).
+pub(crate) fn mean_over_problems(
+    counts: &[(u64, u64)],
+    metric: &PaperMetric,
+) -> Result<f64, String> {
+    use crate::metrics::{g_pass_at_k, mg_pass_at_k, pass_at_k, to_f64};
+    use num_rational::BigRational;
+    if counts.is_empty() {
+        return Err("no problems to average".into());
+    }
+    let mut sum = BigRational::from_integer(0.into());
+    for &(n, c) in counts {
+        let v = match metric {
+            PaperMetric::Accuracy if n > 0 && c <= n => {
+                Ok(BigRational::new((c as i64).into(), (n as i64).into()))
+            }
+            PaperMetric::Accuracy => return Err(format!("a problem has c = {c} of n = {n}")),
+            PaperMetric::PassAtK(k) => pass_at_k(n, c, *k),
+            PaperMetric::GPassAtK(k, t) => g_pass_at_k(n, c, *k, t),
+            PaperMetric::MGPassAtK(k) => mg_pass_at_k(n, c, *k),
+        }
+        .map_err(|e| format!("{}: {e}", metric.label()))?;
+        sum += v;
+    }
+    Ok(to_f64(
+        &(sum / BigRational::from_integer((counts.len() as i64).into())),
+    ))
+}

@@ -188,6 +188,151 @@ pub(crate) fn small_json(path: &Path) -> Result<Value, ImportError> {
     })
 }
 
+/// Like [`json_entries`] over a top-level JSON object, except that the array under `nested` is
+/// read element by element into `each_item(position, value)`: OpenCompass results keep their
+/// per-problem `details` (every prediction again) as one array that can outgrow any one-entry
+/// bound. Every other entry goes to `each_top(key, value)`.
+pub(crate) fn json_object_streaming(
+    path: &Path,
+    nested: &str,
+    mut each_top: impl FnMut(String, Value) -> Result<(), ImportError>,
+    mut each_item: impl FnMut(u64, Value) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    let count = Rc::new(Cell::new(0u64));
+    let file = open_regular(path).map_err(ImportError::io("read", path))?;
+    let reader = Bounded {
+        inner: BufReader::with_capacity(1 << 16, file),
+        count: count.clone(),
+    };
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let mut failure = None;
+    let seed = Nested {
+        nested,
+        each_top: &mut each_top,
+        each_item: &mut each_item,
+        count: &count,
+        failure: &mut failure,
+    };
+    let parsed = de.deserialize_map(seed).and_then(|()| de.end());
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    parsed.map_err(|e| ImportError::Bad {
+        path: path.to_path_buf(),
+        at: if e.line() > 0 {
+            At::Line(e.line() as u64)
+        } else {
+            At::File
+        },
+        message: if count.get() > MAX_ENTRY {
+            format!("an entry is longer than {} MiB", MAX_ENTRY >> 20)
+        } else {
+            format!("not JSON: {e}")
+        },
+    })
+}
+
+type TopFn<'a> = dyn FnMut(String, Value) -> Result<(), ImportError> + 'a;
+type ItemFn<'a> = dyn FnMut(u64, Value) -> Result<(), ImportError> + 'a;
+
+struct Nested<'a, 'f> {
+    nested: &'a str,
+    each_top: &'a mut TopFn<'f>,
+    each_item: &'a mut ItemFn<'f>,
+    count: &'a Rc<Cell<u64>>,
+    failure: &'a mut Option<ImportError>,
+}
+
+impl<'de> Visitor<'de> for Nested<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        loop {
+            self.count.set(0);
+            let Some(key) = map.next_key::<String>()? else {
+                return Ok(());
+            };
+            let outcome = if key == self.nested {
+                map.next_value_seed(Items {
+                    each: &mut *self.each_item,
+                    count: self.count,
+                    failure: &mut *self.failure,
+                })?;
+                Ok(())
+            } else {
+                let v = map.next_value::<Value>()?;
+                (self.each_top)(key, v)
+            };
+            if let Err(e) = outcome {
+                *self.failure = Some(e);
+            }
+            if self.failure.is_some() {
+                return Err(serde::de::Error::custom("stopped"));
+            }
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Nested<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+/// The elements of one nested array, each under the entry bound.
+struct Items<'a, 'f> {
+    each: &'a mut ItemFn<'f>,
+    count: &'a Rc<Cell<u64>>,
+    failure: &'a mut Option<ImportError>,
+}
+
+impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Items<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0u64;
+        loop {
+            self.count.set(0);
+            let Some(v) = seq.next_element::<Value>()? else {
+                return Ok(());
+            };
+            if let Err(e) = (self.each)(i, v) {
+                *self.failure = Some(e);
+                return Err(serde::de::Error::custom("stopped"));
+            }
+            i += 1;
+        }
+    }
+}
+
+/// The first entry of a file's top-level JSON object or array (key and value), reading no
+/// further; None when the file cannot be read or does not start so. For the readers' `claims`.
+pub(crate) fn first_entry(path: &Path) -> Option<(String, Value)> {
+    let mut first = None;
+    // Stopping after one entry is reported as an error by the parser: that error is expected.
+    let _ = json_entries(path, |k, v| {
+        first = Some((k, v));
+        Err(ImportError::Input(String::new()))
+    });
+    first
+}
+
 /// Parses JSON that Python may have written: its `json` module writes a float NaN or infinity as
 /// the bare tokens `NaN`, `Infinity`, `-Infinity`, which strict JSON rejects; they read as null
 /// (no value). Strict parsing is tried first, so ordinary input pays nothing.
