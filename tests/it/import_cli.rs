@@ -285,3 +285,68 @@ fn samples_without_questions_or_verdicts_import_and_are_graded_by_gpassk_alone()
     assert_eq!(json["models"][0]["correct"], 2, "{}", json["models"][0]);
     assert!(json["models"][0]["source"].is_null());
 }
+
+/// Every fixture format through the command line, told apart by `auto`: each aggregate the
+/// source stored is recomputed from its own verdicts and matches.
+#[test]
+fn every_format_imports_by_auto_and_its_stored_aggregates_recompute() {
+    let env = Fixture::new("");
+    for (dir, format, args, aggregates) in [
+        (
+            "lm-eval/v0.4.13",
+            "lm-eval",
+            &["--task", "gpk_arith"][..],
+            true,
+        ),
+        ("lm-eval/v0.4.13-chat", "lm-eval", &[][..], true),
+        ("lm-eval/v0.4.2", "lm-eval", &[][..], true),
+        ("opencompass/n-replicas", "opencompass", &[][..], true),
+        ("opencompass/n-replicas-split", "opencompass", &[][..], true),
+        (
+            "opencompass/replication-idx-2024-12",
+            "opencompass",
+            &[][..],
+            true,
+        ),
+        (
+            "opencompass/num-return-sequences",
+            "opencompass",
+            &[][..],
+            false,
+        ),
+        ("lighteval/v0.13.0", "lighteval", &[][..], true),
+        ("lighteval/v0.10-predictions", "lighteval", &[][..], true),
+        ("evalscope/v1.14.1", "evalscope", &[][..], true),
+        ("evalscope/v0.17.1", "evalscope", &[][..], true),
+        ("qwen-math", "qwen-math", &[][..], true),
+        ("jsonl/one-sample-per-line.jsonl", "jsonl", &[][..], false),
+    ] {
+        let out = env.file(&dir.replace('/', "_"));
+        let input = fixture(dir);
+        let mut argv = vec!["import", "auto", input.to_str().unwrap()];
+        argv.extend(["--out", out.to_str().unwrap(), "--quiet"]);
+        argv.extend(args);
+        let o = gpassk(&argv);
+        assert_eq!(o.status.code(), Some(0), "{dir}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("these are {format} files")),
+            "{dir}"
+        );
+        let m: Value = serde_json::from_str(&read(&out.join("manifest.json"))).unwrap();
+        let stored = m["imported"]["aggregates"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(!stored.is_empty(), aggregates, "{dir}: {stored:?}");
+        for a in &stored {
+            let (s, r) = (a["source"].as_f64().unwrap(), a["recomputed"].as_f64());
+            let r = r.unwrap_or_else(|| panic!("{dir}: {a} not recomputed"));
+            let tol = if s.abs() > 1.0 { 0.006 } else { 1e-6 };
+            assert!((s - r).abs() <= tol, "{dir}: {a}");
+        }
+        assert!(
+            read(&out.join("report.md")).contains("## Imported from"),
+            "{dir}"
+        );
+    }
+}
