@@ -350,3 +350,36 @@ fn every_format_imports_by_auto_and_its_stored_aggregates_recompute() {
         );
     }
 }
+
+/// EvalScope 0.17.1's GSM8K parser keeps the last number, so it marks `\boxed{3/8}` correct for
+/// gold 7/8: the one sample where the verdicts part is written out for a person to judge.
+#[test]
+fn disagreements_are_written_with_both_verdicts_and_where_the_sample_was_read() {
+    let env = Fixture::new("");
+    let (out, file) = (env.file("run"), env.file("disagree.jsonl"));
+    ok(&gpassk(&[
+        "import",
+        "evalscope",
+        fixture("evalscope/v0.17.1").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--disagreements",
+        file.to_str().unwrap(),
+        "--quiet",
+    ]));
+    let lines = json_lines(&file);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let d = &lines[0];
+    assert_eq!(
+        (d["source_verdict"].as_bool(), d["gpassk_verdict"].as_str()),
+        (Some(true), Some("wrong")),
+        "{d}"
+    );
+    assert!(
+        d["response_excerpt"].as_str().unwrap().contains("3/8"),
+        "{d}"
+    );
+    assert!(d["from"].as_str().unwrap().contains("reviews"), "{d}");
+    let md = read(&out.join("report.md"));
+    assert!(md.contains("| stub-math | 48 | 27 | 0 | 1 | 20 |"), "{md}");
+}
