@@ -4,7 +4,7 @@
 //! Settings come from `configs/task_config*.yaml`, read by a line reader of the few flat keys
 //! needed (this crate has no YAML parser); aggregates from `reports/<model>/<bench>.json`.
 
-use super::stream::{json_lines, small_json};
+use super::stream::{first_line as first_row, json_lines, small_json};
 use super::{
     file_name, files_under, json_text, json_verdict, At, ImportError, ReadOptions, Sink,
     SourceSample, SourceSettings, SourceSummary,
@@ -21,18 +21,6 @@ pub fn claims(path: &Path) -> bool {
         return false;
     }
     first_row(path).is_some_and(|v| row_kind(&v).is_some())
-}
-
-/// The first non-blank line of a JSON Lines file, parsed (None when unreadable).
-fn first_row(path: &Path) -> Option<Value> {
-    let mut lines = crate::util::Lines::open(path, crate::util::MAX_LINE).ok()?;
-    let mut buf = Vec::new();
-    while lines.next_into(&mut buf).ok()?.is_some() {
-        if !buf.iter().all(u8::is_ascii_whitespace) {
-            return serde_json::from_slice(&buf).ok();
-        }
-    }
-    None
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
