@@ -384,7 +384,7 @@ pub(crate) enum PaperMetric {
 }
 
 impl PaperMetric {
-    /// `G-Pass@16_0.5`, `mG-Pass@16`, `pass@4`, `accuracy`: gpassk's name of the metric.
+    /// `G-Pass@16_0.5`, `mG-Pass@16`, `pass@4`, `c/n`: gpassk's name of the metric.
     pub(crate) fn label(&self) -> String {
         match self {
             PaperMetric::Accuracy => "c/n".into(),
