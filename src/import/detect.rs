@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 /// Files looked at before deciding: an archive folder may hold thousands.
 const MAX_LOOKED_AT: usize = 500;
 
+/// A reader's cheap "is this file mine?".
+type Claims = fn(&Path) -> bool;
+
 /// The most specific first: generic JSONL would claim the others' JSONL files.
-const ORDER: [(Format, fn(&Path) -> bool); 6] = [
+const ORDER: [(Format, Claims); 6] = [
     (Format::LmEval, lm_eval::claims),
     (Format::Opencompass, opencompass::claims),
     (Format::Lighteval, lighteval::claims),
