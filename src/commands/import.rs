@@ -42,7 +42,7 @@ pub struct ImportArgs {
     pub dataset: Option<String>,
     /// Which source field holds what, e.g. `--field problem_id=qid` (jsonl: problem_id,
     /// response, gold, question, model, verdict, extracted, repeat, subset; lm-eval: problem_id
-    /// and question name fields of `doc`, verdict=<metric>,<filter> picks the first-repeat
+    /// and question name fields of `doc`, `verdict=METRIC,FILTER` picks the first-repeat
     /// verdict).
     #[arg(long = "field", value_name = "KEY=FIELD")]
     pub fields: Vec<String>,
