@@ -430,13 +430,17 @@ fn decode_line<T: serde::de::DeserializeOwned>(
     if line.iter().all(|b| b.is_ascii_whitespace()) {
         return Ok(None);
     }
-    serde_json::from_slice(line)
-        .map(Some)
-        .map_err(|e| CheckpointError::Corrupt {
-            path: path.to_path_buf(),
-            line: line_no,
-            source: BadInput::new(e.to_string()),
-        })
+    // Checked as UTF-8 once, the line's strings are not checked one by one; a line that is not
+    // UTF-8 is decoded from bytes, so its error reads as it always has.
+    let decoded = match std::str::from_utf8(line) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(line),
+    };
+    decoded.map(Some).map_err(|e| CheckpointError::Corrupt {
+        path: path.to_path_buf(),
+        line: line_no,
+        source: BadInput::new(e.to_string()),
+    })
 }
 
 /// Whole lines of a JSON Lines file, read by [`read_batches`] and not yet decoded.
@@ -963,6 +967,15 @@ mod tests {
         std::fs::write(&path, format!("{good}\nnot json\n{good}\n")).unwrap();
         let err = read_records(&path, |_| Ok(())).unwrap_err().to_string();
         assert!(err.contains("m.jsonl:2:"), "{err}");
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_reads_as_the_same_error_as_before() {
+        let line = b"{\"run_id\":\"\xff\"}";
+        let from_bytes = serde_json::from_slice::<Record>(line).unwrap_err();
+        let got = decode_line::<Record>(Path::new("m.jsonl"), 3, line).unwrap_err();
+        let want = format!("m.jsonl:3: corrupt checkpoint line: {from_bytes}");
+        assert_eq!(got.to_string(), want);
     }
 
     #[test]
