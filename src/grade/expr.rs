@@ -392,26 +392,43 @@ pub(super) fn parse_number(s: &str) -> Option<Expr> {
     };
     let decimal = mant.contains('.');
     let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    let digits = format!("{int}{frac}");
-    if digits.len() > MAX_NUMBER_DIGITS {
-        return None;
-    }
-    let n: BigInt = if digits.is_empty() {
-        BigInt::zero()
-    } else {
-        digits.parse().ok()?
+    let n: BigInt = match small_digits(int, frac) {
+        Some(v) => BigInt::from(v),
+        None => {
+            let digits = format!("{int}{frac}");
+            if digits.len() > MAX_NUMBER_DIGITS {
+                return None;
+            }
+            if digits.is_empty() {
+                BigInt::zero()
+            } else {
+                digits.parse().ok()?
+            }
+        }
     };
     if exp.abs() > MAX_SCI_EXP {
         return None;
     }
     let ten = BigInt::from(10);
-    let mut value = BigRational::new(n, num_traits::pow(ten.clone(), frac.len()));
+    let mut value = if frac.is_empty() {
+        BigRational::from_integer(n)
+    } else {
+        BigRational::new(n, num_traits::pow(ten.clone(), frac.len()))
+    };
     if exp > 0 {
         value *= BigRational::from_integer(num_traits::pow(ten, exp as usize));
     } else if exp < 0 {
         value /= BigRational::from_integer(num_traits::pow(ten, (-exp) as usize));
     }
     Some(Expr::Num(value, decimal || exp != 0))
+}
+
+/// The digits of `int` then `frac` as one u64, when they are at most 19 ASCII digits (always
+/// below 2^64): most numbers, read without building and parsing a text of them.
+fn small_digits(int: &str, frac: &str) -> Option<u64> {
+    let digits = || int.bytes().chain(frac.bytes());
+    (int.len() + frac.len() <= 19 && digits().all(|b| b.is_ascii_digit()))
+        .then(|| digits().fold(0, |v, b| v * 10 + u64::from(b - b'0')))
 }
 
 struct Parser {
@@ -1165,6 +1182,55 @@ mod tests {
 
     fn p(s: &str) -> Expr {
         parse(s).unwrap_or_else(|| panic!("no parse: {s}"))
+    }
+
+    #[test]
+    fn numbers_read_from_a_u64_equal_the_text_parse() {
+        // The text round trip that every number took before the u64 path.
+        let by_text = |s: &str| {
+            let (mant, exp) = match s.find(['e', 'E']) {
+                Some(p) => (&s[..p], s[p + 1..].parse::<i64>().ok()?),
+                None => (s, 0),
+            };
+            let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+            let digits = format!("{int}{frac}");
+            let n: BigInt = if digits.is_empty() {
+                BigInt::zero()
+            } else {
+                digits.parse().ok()?
+            };
+            let scale = BigRational::from_integer(num_traits::pow(
+                BigInt::from(10),
+                exp.unsigned_abs() as usize,
+            ));
+            let v = BigRational::new(n, num_traits::pow(BigInt::from(10), frac.len()));
+            let v = if exp < 0 { v / scale } else { v * scale };
+            Some(Expr::Num(v, mant.contains('.') || exp != 0))
+        };
+        let cases = [
+            "0",
+            "007",
+            "42",
+            "12.50",
+            ".5",
+            "5.",
+            "",
+            ".",
+            "0.000",
+            "1e3",
+            "2.5e-2",
+            "3E+2",
+            "9999999999999999999",
+            "99999999999.99999999",
+            "18446744073709551615",
+            "18446744073709551616",
+            "123456789012345678901234567890.5",
+            "1.5e-3",
+            "+5",
+        ];
+        for s in cases {
+            assert_eq!(parse_number(s), by_text(s), "{s:?}");
+        }
     }
 
     #[test]
