@@ -469,7 +469,12 @@ impl Parser {
     }
 
     fn bump(&mut self) -> Option<Tok> {
-        let t = self.toks.get(self.pos).cloned();
+        // Tokens are read once, front to back (nothing looks behind `pos`): a consumed one is
+        // taken, not cloned.
+        let t = self
+            .toks
+            .get_mut(self.pos)
+            .map(|t| std::mem::replace(t, Tok::RowSep));
         self.pos += 1;
         t
     }
@@ -579,7 +584,13 @@ impl Parser {
 
     fn parse_rel(&mut self) -> PResult {
         self.enter()?;
-        let mut parts = vec![self.parse_union()?];
+        let first = self.parse_union()?;
+        // Most items are a single term: no lists for them.
+        if self.relop().is_none() {
+            self.leave();
+            return Ok(first);
+        }
+        let mut parts = vec![first];
         let mut ops = Vec::new();
         while let Some(op) = self.relop() {
             self.pos += 1;
@@ -587,37 +598,33 @@ impl Parser {
             ops.push(op);
         }
         self.leave();
-        if ops.is_empty() {
-            parts.pop().ok_or(())
-        } else {
-            Ok(Expr::Rel(parts, ops))
-        }
+        Ok(Expr::Rel(parts, ops))
     }
 
     fn parse_union(&mut self) -> PResult {
-        let mut parts = vec![self.parse_ratio()?];
+        let first = self.parse_ratio()?;
+        if !self.is_cmd("cup") {
+            return Ok(first);
+        }
+        let mut parts = vec![first];
         while self.is_cmd("cup") {
             self.pos += 1;
             parts.push(self.parse_ratio()?);
         }
-        Ok(if parts.len() == 1 {
-            parts.pop().ok_or(())?
-        } else {
-            Expr::Union(parts)
-        })
+        Ok(Expr::Union(parts))
     }
 
     fn parse_ratio(&mut self) -> PResult {
-        let mut parts = vec![self.parse_sum()?];
+        let first = self.parse_sum()?;
+        if !self.is_op(':') {
+            return Ok(first);
+        }
+        let mut parts = vec![first];
         while self.is_op(':') {
             self.pos += 1;
             parts.push(self.parse_sum()?);
         }
-        Ok(if parts.len() == 1 {
-            parts.pop().ok_or(())?
-        } else {
-            Expr::Ratio(parts)
-        })
+        Ok(Expr::Ratio(parts))
     }
 
     fn parse_sum(&mut self) -> PResult {
