@@ -9,8 +9,17 @@ pub fn normalize_unicode(s: &str) -> String {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + 8);
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut chars = s.chars();
+    loop {
+        // ASCII passes through unchanged: each run of it is copied whole, not char by char.
+        let rest = chars.as_str();
+        let ascii = rest
+            .bytes()
+            .position(|b| !b.is_ascii())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..ascii]);
+        chars = rest[ascii..].chars();
+        let Some(c) = chars.next() else { break };
         match c {
             // Full-width ASCII block (digits, colon, letters, brackets).
             '\u{FF01}'..='\u{FF5E}' => {
@@ -34,20 +43,15 @@ pub fn normalize_unicode(s: &str) -> String {
             '¾' => out.push_str("\\frac{3}{4}"),
             '√' => {
                 // `√23` means the root of 23, so take the whole digit run as the radicand.
-                let mut digits = String::new();
-                while let Some(&d) = chars.peek() {
-                    if d.is_ascii_digit() {
-                        digits.push(d);
-                        chars.next();
-                    } else {
-                        break;
-                    }
-                }
+                let rest = chars.as_str();
+                let (digits, after) =
+                    rest.split_at(rest.bytes().take_while(u8::is_ascii_digit).count());
+                chars = after.chars();
                 if digits.is_empty() {
                     out.push_str("\\sqrt ");
                 } else {
                     out.push_str("\\sqrt{");
-                    out.push_str(&digits);
+                    out.push_str(digits);
                     out.push('}');
                 }
             }
@@ -305,6 +309,8 @@ mod tests {
         assert_eq!(normalize_unicode("１２：３"), "12:3");
         assert_eq!(normalize_unicode("−3"), "-3");
         assert_eq!(normalize_unicode("√23"), "\\sqrt{23}");
+        assert_eq!(normalize_unicode("x √ 2 √4y"), "x \\sqrt  2 \\sqrt{4}y");
+        assert_eq!(normalize_unicode("a−b ≤ c½"), "a-b \\le  c\\frac{1}{2}");
         assert!(normalize_unicode("2×3").contains("\\times"));
         assert!(normalize_unicode("6÷3").contains("\\div"));
         assert_eq!(normalize_unicode("3½"), "3\\frac{1}{2}");
