@@ -508,7 +508,13 @@ pub fn decode_reply(
     if !(200..300).contains(&status) {
         return Err(status_error(status, bytes, retry_after, &clean));
     }
-    let wire: WireResponse = serde_json::from_slice(bytes).map_err(|e| {
+    // Checked as UTF-8 once, the reply's strings are not checked one by one; a reply that is not
+    // UTF-8 is decoded from bytes, so its error reads as it always has.
+    let wire: Result<WireResponse, _> = match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    };
+    let wire = wire.map_err(|e| {
         err(
             ErrorClass::MalformedJson,
             Some(status),
@@ -781,6 +787,28 @@ pub fn parse_retry_after(v: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_is_decoded_as_text_with_the_errors_of_its_bytes() {
+        let decode = |bytes: &[u8]| decode_reply(200, bytes, None, |m| m);
+        let ok =
+            br#"{"model":"m","choices":[{"message":{"content":"x = 2"},"finish_reason":"stop"}]}"#;
+        assert_eq!(decode(ok).unwrap().choices[0].content, "x = 2");
+        for bad in [
+            &b"{\"choices\": [}"[..],
+            b"{\"model\":\"\xff\",\"choices\":[]}",
+        ] {
+            let Err(from_bytes) = serde_json::from_slice::<WireResponse>(bad) else {
+                panic!("{bad:?} decodes")
+            };
+            let e = decode(bad).unwrap_err();
+            assert_eq!(e.class, ErrorClass::MalformedJson);
+            assert_eq!(
+                e.message,
+                format!("reply is not a chat completion: {from_bytes}")
+            );
+        }
+    }
 
     #[test]
     fn retry_after_forms() {

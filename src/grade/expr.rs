@@ -392,26 +392,43 @@ pub(super) fn parse_number(s: &str) -> Option<Expr> {
     };
     let decimal = mant.contains('.');
     let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    let digits = format!("{int}{frac}");
-    if digits.len() > MAX_NUMBER_DIGITS {
-        return None;
-    }
-    let n: BigInt = if digits.is_empty() {
-        BigInt::zero()
-    } else {
-        digits.parse().ok()?
+    let n: BigInt = match small_digits(int, frac) {
+        Some(v) => BigInt::from(v),
+        None => {
+            let digits = format!("{int}{frac}");
+            if digits.len() > MAX_NUMBER_DIGITS {
+                return None;
+            }
+            if digits.is_empty() {
+                BigInt::zero()
+            } else {
+                digits.parse().ok()?
+            }
+        }
     };
     if exp.abs() > MAX_SCI_EXP {
         return None;
     }
     let ten = BigInt::from(10);
-    let mut value = BigRational::new(n, num_traits::pow(ten.clone(), frac.len()));
+    let mut value = if frac.is_empty() {
+        BigRational::from_integer(n)
+    } else {
+        BigRational::new(n, num_traits::pow(ten.clone(), frac.len()))
+    };
     if exp > 0 {
         value *= BigRational::from_integer(num_traits::pow(ten, exp as usize));
     } else if exp < 0 {
         value /= BigRational::from_integer(num_traits::pow(ten, (-exp) as usize));
     }
     Some(Expr::Num(value, decimal || exp != 0))
+}
+
+/// The digits of `int` then `frac` as one u64, when they are at most 19 ASCII digits (always
+/// below 2^64): most numbers, read without building and parsing a text of them.
+fn small_digits(int: &str, frac: &str) -> Option<u64> {
+    let digits = || int.bytes().chain(frac.bytes());
+    (int.len() + frac.len() <= 19 && digits().all(|b| b.is_ascii_digit()))
+        .then(|| digits().fold(0, |v, b| v * 10 + u64::from(b - b'0')))
 }
 
 struct Parser {
@@ -452,7 +469,12 @@ impl Parser {
     }
 
     fn bump(&mut self) -> Option<Tok> {
-        let t = self.toks.get(self.pos).cloned();
+        // Tokens are read once, front to back (nothing looks behind `pos`): a consumed one is
+        // taken, not cloned.
+        let t = self
+            .toks
+            .get_mut(self.pos)
+            .map(|t| std::mem::replace(t, Tok::RowSep));
         self.pos += 1;
         t
     }
@@ -562,7 +584,13 @@ impl Parser {
 
     fn parse_rel(&mut self) -> PResult {
         self.enter()?;
-        let mut parts = vec![self.parse_union()?];
+        let first = self.parse_union()?;
+        // Most items are a single term: no lists for them.
+        if self.relop().is_none() {
+            self.leave();
+            return Ok(first);
+        }
+        let mut parts = vec![first];
         let mut ops = Vec::new();
         while let Some(op) = self.relop() {
             self.pos += 1;
@@ -570,37 +598,33 @@ impl Parser {
             ops.push(op);
         }
         self.leave();
-        if ops.is_empty() {
-            parts.pop().ok_or(())
-        } else {
-            Ok(Expr::Rel(parts, ops))
-        }
+        Ok(Expr::Rel(parts, ops))
     }
 
     fn parse_union(&mut self) -> PResult {
-        let mut parts = vec![self.parse_ratio()?];
+        let first = self.parse_ratio()?;
+        if !self.is_cmd("cup") {
+            return Ok(first);
+        }
+        let mut parts = vec![first];
         while self.is_cmd("cup") {
             self.pos += 1;
             parts.push(self.parse_ratio()?);
         }
-        Ok(if parts.len() == 1 {
-            parts.pop().ok_or(())?
-        } else {
-            Expr::Union(parts)
-        })
+        Ok(Expr::Union(parts))
     }
 
     fn parse_ratio(&mut self) -> PResult {
-        let mut parts = vec![self.parse_sum()?];
+        let first = self.parse_sum()?;
+        if !self.is_op(':') {
+            return Ok(first);
+        }
+        let mut parts = vec![first];
         while self.is_op(':') {
             self.pos += 1;
             parts.push(self.parse_sum()?);
         }
-        Ok(if parts.len() == 1 {
-            parts.pop().ok_or(())?
-        } else {
-            Expr::Ratio(parts)
-        })
+        Ok(Expr::Ratio(parts))
     }
 
     fn parse_sum(&mut self) -> PResult {
@@ -1165,6 +1189,55 @@ mod tests {
 
     fn p(s: &str) -> Expr {
         parse(s).unwrap_or_else(|| panic!("no parse: {s}"))
+    }
+
+    #[test]
+    fn numbers_read_from_a_u64_equal_the_text_parse() {
+        // The text round trip that every number took before the u64 path.
+        let by_text = |s: &str| {
+            let (mant, exp) = match s.find(['e', 'E']) {
+                Some(p) => (&s[..p], s[p + 1..].parse::<i64>().ok()?),
+                None => (s, 0),
+            };
+            let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+            let digits = format!("{int}{frac}");
+            let n: BigInt = if digits.is_empty() {
+                BigInt::zero()
+            } else {
+                digits.parse().ok()?
+            };
+            let scale = BigRational::from_integer(num_traits::pow(
+                BigInt::from(10),
+                exp.unsigned_abs() as usize,
+            ));
+            let v = BigRational::new(n, num_traits::pow(BigInt::from(10), frac.len()));
+            let v = if exp < 0 { v / scale } else { v * scale };
+            Some(Expr::Num(v, mant.contains('.') || exp != 0))
+        };
+        let cases = [
+            "0",
+            "007",
+            "42",
+            "12.50",
+            ".5",
+            "5.",
+            "",
+            ".",
+            "0.000",
+            "1e3",
+            "2.5e-2",
+            "3E+2",
+            "9999999999999999999",
+            "99999999999.99999999",
+            "18446744073709551615",
+            "18446744073709551616",
+            "123456789012345678901234567890.5",
+            "1.5e-3",
+            "+5",
+        ];
+        for s in cases {
+            assert_eq!(parse_number(s), by_text(s), "{s:?}");
+        }
     }
 
     #[test]

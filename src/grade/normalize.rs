@@ -9,8 +9,17 @@ pub fn normalize_unicode(s: &str) -> String {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + 8);
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut chars = s.chars();
+    loop {
+        // ASCII passes through unchanged: each run of it is copied whole, not char by char.
+        let rest = chars.as_str();
+        let ascii = rest
+            .bytes()
+            .position(|b| !b.is_ascii())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..ascii]);
+        chars = rest[ascii..].chars();
+        let Some(c) = chars.next() else { break };
         match c {
             // Full-width ASCII block (digits, colon, letters, brackets).
             '\u{FF01}'..='\u{FF5E}' => {
@@ -34,20 +43,15 @@ pub fn normalize_unicode(s: &str) -> String {
             '¾' => out.push_str("\\frac{3}{4}"),
             '√' => {
                 // `√23` means the root of 23, so take the whole digit run as the radicand.
-                let mut digits = String::new();
-                while let Some(&d) = chars.peek() {
-                    if d.is_ascii_digit() {
-                        digits.push(d);
-                        chars.next();
-                    } else {
-                        break;
-                    }
-                }
+                let rest = chars.as_str();
+                let (digits, after) =
+                    rest.split_at(rest.bytes().take_while(u8::is_ascii_digit).count());
+                chars = after.chars();
                 if digits.is_empty() {
                     out.push_str("\\sqrt ");
                 } else {
                     out.push_str("\\sqrt{");
-                    out.push_str(&digits);
+                    out.push_str(digits);
                     out.push('}');
                 }
             }
@@ -113,69 +117,74 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| {
 /// Canonical LaTeX spelling of an extracted answer: no wrappers, no spacing, no units of display.
 pub(super) fn normalize_latex(s: &str) -> String {
     let r = &*RULES;
-    // Each rewrite is guarded by a cheap substring test: most answers are short and plain.
-    let mut t = if s.contains("\\\\") {
-        r.double_backslash_cmd.replace_all(s, "$1\\$2").into_owned()
-    } else {
-        s.to_string()
-    };
-    if t.contains('$') {
-        t = t.replace("\\$", " ").replace('$', " ");
+    // Each rewrite is guarded by a cheap substring test (a text every match of its regex holds):
+    // most answers are short and plain. A rewrite that changes nothing leaves `t` as it is.
+    let mut t = s.to_string();
+    if s.contains("\\\\") {
+        rewrite(&mut t, &r.double_backslash_cmd, "$1\\$2");
     }
-    if t.contains('{') {
-        t = r.thousands_brace.replace_all(&t, "$1$2").into_owned();
+    if t.contains('$') {
+        replace(&mut t, "\\$", " ");
+        replace(&mut t, "$", " ");
+    }
+    if t.contains('{') && t.contains(',') {
+        rewrite(&mut t, &r.thousands_brace, "$1$2");
     }
     if t.contains('\\') {
-        t = t.replace("\\(", " ").replace("\\)", " ");
-        t = t.replace("\\[", " ").replace("\\]", " ");
-        t = r.thousands_bang.replace_all(&t, ",").into_owned();
-        // Twice, because the regex consumes the leading digit of the next group.
-        t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
-        t = r.thousands_thin.replace_all(&t, "$1$2").into_owned();
+        for delimiter in ["\\(", "\\)", "\\[", "\\]"] {
+            replace(&mut t, delimiter, " ");
+        }
+        if t.contains(",\\!") {
+            rewrite(&mut t, &r.thousands_bang, ",");
+        }
+        if t.contains("\\,") {
+            // Twice, because the regex consumes the leading digit of the next group.
+            rewrite(&mut t, &r.thousands_thin, "$1$2");
+            rewrite(&mut t, &r.thousands_thin, "$1$2");
+        }
         if t.contains("frac") {
-            t = t
-                .replace("\\dfrac", "\\frac")
-                .replace("\\tfrac", "\\frac")
-                .replace("\\cfrac", "\\frac");
-            t = r.frac_dd.replace_all(&t, "\\frac{$1}{$2}").into_owned();
-            t = r.frac_d_brace.replace_all(&t, "\\frac{$1}{").into_owned();
-            t = r.frac_brace_d.replace_all(&t, "\\frac$1{$2}").into_owned();
-            t = r.frac_d.replace_all(&t, "\\frac{$1}").into_owned();
+            for variant in ["\\dfrac", "\\tfrac", "\\cfrac"] {
+                replace(&mut t, variant, "\\frac");
+            }
+            rewrite(&mut t, &r.frac_dd, "\\frac{$1}{$2}");
+            rewrite(&mut t, &r.frac_d_brace, "\\frac{$1}{");
+            rewrite(&mut t, &r.frac_brace_d, "\\frac$1{$2}");
+            rewrite(&mut t, &r.frac_d, "\\frac{$1}");
         }
         if t.contains("\\sqrt") {
-            t = r.sqrt_d.replace_all(&t, "\\sqrt{$1}").into_owned();
+            rewrite(&mut t, &r.sqrt_d, "\\sqrt{$1}");
         }
         t = unwrap_text_commands(&t, &r.text_cmd);
     }
     if t.contains('\\') || t.contains('~') {
         // Row breaks `\\` are matched first so their second backslash is not read as `\ `.
-        t = r
-            .spacing
-            .replace_all(
-                &t,
-                |c: &regex::Captures| if &c[0] == "\\\\" { "\\\\" } else { " " },
-            )
-            .into_owned();
+        rewrite(&mut t, &r.spacing, |c: &regex::Captures| {
+            if &c[0] == "\\\\" {
+                "\\\\"
+            } else {
+                " "
+            }
+        });
     }
     if t.contains("circ") || t.contains("degree") {
         // Inside sin/cos/… a degree sign changes the value, so it is kept as a token there.
         let trig = has_trig(&t);
         let mark = if trig { " \\degree " } else { " " };
-        t = t
-            .replace("^{\\circ}", mark)
-            .replace("^\\circ", mark)
-            .replace("\\circ", mark)
-            .replace("\\degree", mark);
+        for sign in ["^{\\circ}", "^\\circ", "\\circ", "\\degree"] {
+            replace(&mut t, sign, mark);
+        }
         if trig && t.contains("degree") {
             // `\tan 45 degrees` as well; the marker itself is left as it is.
-            t = DEGREE_WORD.replace_all(&t, " \\degree ").into_owned();
+            rewrite(&mut t, &DEGREE_WORD, " \\degree ");
         }
     }
     if t.contains('%') {
-        t = t.replace("\\%", " ").replace('%', " ");
+        replace(&mut t, "\\%", " ");
+        replace(&mut t, "%", " ");
     }
-    if t.contains(['p', 'P']) {
-        t = r.percent_word.replace_all(&t, " ").into_owned();
+    // `(?i)` folds no other letter into these ASCII ones (only i, k and s have such folds).
+    if has_ascii_ignoring_case(&t, "percent") || has_ascii_ignoring_case(&t, "pct") {
+        rewrite(&mut t, &r.percent_word, " ");
     }
     // Markdown emphasis (`**5**`) and code ticks wrap answers but are not part of them.
     let trimmed = t
@@ -195,6 +204,27 @@ pub(super) fn normalize_latex(s: &str) -> String {
         }
     }
     trimmed.to_string()
+}
+
+/// `t` with every match of `re` replaced; untouched (not copied) when nothing matches.
+fn rewrite(t: &mut String, re: &Regex, with: impl regex::Replacer) {
+    if let std::borrow::Cow::Owned(changed) = re.replace_all(t, with) {
+        *t = changed;
+    }
+}
+
+/// `t` with every `from` replaced by `to`; untouched (not copied) when it holds none.
+fn replace(t: &mut String, from: &str, to: &str) {
+    if t.contains(from) {
+        *t = t.replace(from, to);
+    }
+}
+
+/// Whether `s` holds `word` with any ASCII letter case.
+fn has_ascii_ignoring_case(s: &str, word: &str) -> bool {
+    s.as_bytes()
+        .windows(word.len())
+        .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
 }
 
 fn has_trig(s: &str) -> bool {
@@ -305,6 +335,8 @@ mod tests {
         assert_eq!(normalize_unicode("１２：３"), "12:3");
         assert_eq!(normalize_unicode("−3"), "-3");
         assert_eq!(normalize_unicode("√23"), "\\sqrt{23}");
+        assert_eq!(normalize_unicode("x √ 2 √4y"), "x \\sqrt  2 \\sqrt{4}y");
+        assert_eq!(normalize_unicode("a−b ≤ c½"), "a-b \\le  c\\frac{1}{2}");
         assert!(normalize_unicode("2×3").contains("\\times"));
         assert!(normalize_unicode("6÷3").contains("\\div"));
         assert_eq!(normalize_unicode("3½"), "3\\frac{1}{2}");

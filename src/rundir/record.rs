@@ -7,6 +7,7 @@ use crate::util::{Lines, MAX_LINE};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -414,19 +415,117 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(
             stats.torn_tail = true;
             break;
         }
-        let line = &buf[..buf.len() - 1];
-        if line.iter().all(|b| b.is_ascii_whitespace()) {
+        let Some(rec) = decode_line(path, line_no, &buf[..buf.len() - 1])? else {
             continue;
-        }
-        let rec: T = serde_json::from_slice(line).map_err(|e| CheckpointError::Corrupt {
-            path: path.to_path_buf(),
-            line: line_no,
-            source: BadInput::new(e.to_string()),
-        })?;
+        };
         stats.records += 1;
         each(rec)?;
     }
     Ok(stats)
+}
+
+/// One line (without its `\n`) as [`read_lines`] reads it: a blank line is `None`, an unreadable
+/// one an error naming the file and line.
+fn decode_line<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    line_no: usize,
+    line: &[u8],
+) -> Result<Option<T>, CheckpointError> {
+    if line.iter().all(|b| b.is_ascii_whitespace()) {
+        return Ok(None);
+    }
+    // Checked as UTF-8 once, the line's strings are not checked one by one; a line that is not
+    // UTF-8 is decoded from bytes, so its error reads as it always has.
+    let decoded = match std::str::from_utf8(line) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(line),
+    };
+    decoded.map(Some).map_err(|e| CheckpointError::Corrupt {
+        path: path.to_path_buf(),
+        line: line_no,
+        source: BadInput::new(e.to_string()),
+    })
+}
+
+/// Whole lines of a JSON Lines file, read by [`read_batches`] and not yet decoded.
+#[derive(Debug, Default)]
+pub struct LineBatch {
+    /// The number of its first line in the file.
+    first: usize,
+    /// Its lines, each ending in `\n`.
+    bytes: Vec<u8>,
+    /// Where each line ends (after its `\n`): the reader knows, so nobody scans for it again.
+    ends: Vec<usize>,
+}
+
+impl LineBatch {
+    /// Its lines, blank ones included.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Decodes its lines in order as [`read_lines`] does: blank lines skipped, an unreadable one
+    /// an error naming `path` (the file it came from) and its line.
+    pub fn decode<'a, T: serde::de::DeserializeOwned>(
+        &'a self,
+        path: &'a Path,
+    ) -> impl Iterator<Item = Result<T, CheckpointError>> + 'a {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .enumerate()
+            .filter_map(move |(i, (start, &end))| {
+                decode_line(path, self.first + i, &self.bytes[start..end - 1]).transpose()
+            })
+    }
+}
+
+/// Reads a JSON Lines file with the rules of [`read_lines`] (a torn last line is skipped, a
+/// missing file reads as empty) into batches of whole lines of about `bytes` each, left for the
+/// caller to decode, on any thread, with [`LineBatch::decode`]. Stops when `each` breaks.
+pub fn read_batches(
+    path: &Path,
+    bytes: usize,
+    mut each: impl FnMut(LineBatch) -> ControlFlow<()>,
+) -> Result<(), CheckpointError> {
+    let io = |source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut lines = match Lines::open(path, MAX_LINE) {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(e)),
+    };
+    // Room for the line that crosses `bytes`, so a batch is seldom reallocated.
+    let empty = || LineBatch {
+        bytes: Vec::with_capacity(bytes + bytes / 4),
+        ..LineBatch::default()
+    };
+    let mut batch = empty();
+    while let Some(line_no) = lines.append_next(&mut batch.bytes).map_err(io)? {
+        if batch.bytes.last() != Some(&b'\n') {
+            batch
+                .bytes
+                .truncate(batch.ends.last().copied().unwrap_or(0));
+            break;
+        }
+        if batch.ends.is_empty() {
+            batch.first = line_no;
+        }
+        batch.ends.push(batch.bytes.len());
+        if batch.bytes.len() >= bytes && each(std::mem::replace(&mut batch, empty())).is_break() {
+            return Ok(());
+        }
+    }
+    if !batch.is_empty() {
+        let _ = each(batch);
+    }
+    Ok(())
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -887,6 +986,51 @@ mod tests {
         std::fs::write(&path, format!("{good}\nnot json\n{good}\n")).unwrap();
         let err = read_records(&path, |_| Ok(())).unwrap_err().to_string();
         assert!(err.contains("m.jsonl:2:"), "{err}");
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_reads_as_the_same_error_as_before() {
+        let line = b"{\"run_id\":\"\xff\"}";
+        let from_bytes = serde_json::from_slice::<Record>(line).unwrap_err();
+        let got = decode_line::<Record>(Path::new("m.jsonl"), 3, line).unwrap_err();
+        let want = format!("m.jsonl:3: corrupt checkpoint line: {from_bytes}");
+        assert_eq!(got.to_string(), want);
+    }
+
+    #[test]
+    fn line_batches_keep_the_rules_of_read_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n.jsonl");
+        // Line 2 is blank, line 4 corrupt, line 6 torn; a batch closes once it holds 4 bytes.
+        std::fs::write(&path, "1\n\n2\nx\n3\n4").unwrap();
+        let mut batches = Vec::new();
+        read_batches(&path, 4, |b| {
+            let lines: Vec<_> = b
+                .decode::<u32>(&path)
+                .map(|r| r.map_err(|e| e.to_string()))
+                .collect();
+            batches.push((b.len(), lines));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let corrupt = batches[1].1[0].clone().unwrap_err();
+        assert!(
+            corrupt.contains("n.jsonl:4: corrupt checkpoint line"),
+            "{corrupt}"
+        );
+        assert_eq!(
+            batches,
+            [(3, vec![Ok(1), Ok(2)]), (2, vec![Err(corrupt), Ok(3)])]
+        );
+        // Reading stops when asked; a missing file has no batch.
+        let mut seen = 0;
+        read_batches(&path, 1, |_| {
+            seen += 1;
+            ControlFlow::Break(())
+        })
+        .unwrap();
+        assert_eq!(seen, 1);
+        read_batches(&dir.path().join("none.jsonl"), 1, |_| panic!("no batch")).unwrap();
     }
 
     #[test]

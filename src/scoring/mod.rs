@@ -14,7 +14,8 @@ use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::record::{
-    read_lines, read_records, Record, RecordAnswer, SampleIndex, SearchStats, UnitOutcome,
+    read_batches, read_records, CheckpointError, LineBatch, Record, RecordAnswer, SearchStats,
+    UnitOutcome,
 };
 use crate::rundir::RunDir;
 use crate::scoring::judge::{
@@ -26,6 +27,7 @@ use anyhow::{Context, Result};
 use num_rational::Ratio;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::{mpsc, Mutex, OnceLock};
 
@@ -565,21 +567,6 @@ fn tally(
     })
 }
 
-/// One unit waiting for its grade: what grading and the tally take from its record (kept small,
-/// as a few thousand wait at a time).
-struct Pending {
-    problem: u32,
-    slot: u32,
-    sample_index: SampleIndex,
-    /// The response; without it, the answer extracted at run time (graded as the whole reply).
-    text: Option<String>,
-    truncated: bool,
-    served: Option<String>,
-    cost: UnitCost,
-    /// An imported sample's verdict by the source harness.
-    source: Option<bool>,
-}
-
 /// One unit's grade, as the tally needs it.
 struct Graded {
     problem: u32,
@@ -593,11 +580,16 @@ struct Graded {
     source: Option<bool>,
 }
 
-/// Units per batch handed to a grading thread: large enough to amortise the hand-off.
-const BATCH: usize = 2048;
+/// Checkpoint bytes per batch handed to a grading thread: large enough to amortise the hand-off,
+/// small enough that the batches in flight (two queued and one decoding per thread) stay near 2 MB.
+const BATCH_BYTES: usize = 256 << 10;
 
-/// Reads the first usable record of every planned unit (in file order) and grades them on every
-/// core; `apply` sees the grades in file order, so results never depend on thread timing.
+/// One batch's grades, and the error of its first unreadable line (grading stopped there).
+type GradedBatch = (Vec<Graded>, Option<CheckpointError>);
+
+/// Reads a checkpoint and grades its units on every core: the reading thread only splits the file
+/// into batches of lines, the grading threads decode and grade them. `apply` sees the first usable
+/// record of every planned unit in file order, so results never depend on thread timing.
 fn grade_units(
     units: &ModelUnits,
     inputs: &ScoreInputs,
@@ -606,109 +598,90 @@ fn grade_units(
     let graders: Vec<ProblemGrader> = (0..inputs.problems.len())
         .map(|_| ProblemGrader::default())
         .collect();
+    let index = id_index(units.problems, |p| p.id.as_str());
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<Pending>)>(workers * 2);
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, LineBatch)>(workers * 2);
     let work_rx = Mutex::new(work_rx);
-    let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Graded>)>();
+    let (done_tx, done_rx) = mpsc::channel::<(usize, GradedBatch)>();
     std::thread::scope(|scope| {
         for _ in 0..workers {
-            let (work_rx, done_tx, graders) = (&work_rx, done_tx.clone(), &graders);
+            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
+            let (index, graders) = (&index, &graders);
             scope.spawn(move || loop {
                 let job = work_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 let Ok((i, batch)) = job else { break };
-                let graded = batch
-                    .into_iter()
-                    .map(|u| grade_one(u, inputs, graders))
-                    .collect();
+                let graded = grade_batch(&batch, units, index, inputs, graders);
                 if done_tx.send((i, graded)).is_err() {
                     break;
                 }
             });
         }
         drop(done_tx);
-        let mut order = InOrder::default();
-        let read = read_units(units, inputs.notes, |batch_no, batch| {
-            // A send fails only when every worker is gone, which the receive loop below reports.
-            let _ = work_tx.send((batch_no, batch));
+        let mut order = InOrder::new(units);
+        let mut batches = 0;
+        let read = read_batches(units.checkpoint, BATCH_BYTES, |batch| {
+            // A send fails only when every worker is gone, which the count below reports.
+            let _ = work_tx.send((batches, batch));
+            batches += 1;
             while let Ok((i, graded)) = done_rx.try_recv() {
                 order.push(i, graded, &mut apply);
+            }
+            match order.failed {
+                Some(_) => ControlFlow::Break(()),
+                None => ControlFlow::Continue(()),
             }
         });
         drop(work_tx);
         for (i, graded) in done_rx {
             order.push(i, graded, &mut apply);
         }
-        let batches = read?;
+        // The batches sent all come before where reading stopped: their error is the earlier one.
+        if let Some(e) = order.failed {
+            return Err(e.into());
+        }
+        read?;
         anyhow::ensure!(order.next == batches, "a grading thread stopped early");
+        if order.duplicates > 0 {
+            // Only two processes writing one run leave a unit twice; say so rather than pick
+            // quietly.
+            inputs.notes.warn(&format!(
+                "{}: {} duplicate records of units already recorded (two processes wrote this \
+                 run at once?); each unit's first record is scored, the later ones ignored",
+                units.checkpoint.display(),
+                order.duplicates
+            ));
+        }
         Ok(())
     })
 }
 
-/// Reads the units of a checkpoint into numbered batches; returns how many batches there were.
-/// A unit recorded twice is scored once, with a warning naming the file and the count.
-fn read_units(
+/// Decodes and grades one batch of checkpoint lines: the usable records of planned units, up to
+/// its first unreadable line.
+fn grade_batch(
+    batch: &LineBatch,
     units: &ModelUnits,
-    notes: &Notes,
-    mut send: impl FnMut(usize, Vec<Pending>),
-) -> Result<usize> {
-    let index = id_index(units.problems, |p| p.id.as_str());
-    let width = units.n as usize + 1;
-    let mut seen = vec![false; units.problems.len() * width];
-    let mut batch = Vec::with_capacity(BATCH);
-    let (mut batches, mut duplicates) = (0, 0u64);
-    read_lines(units.checkpoint, |r: RecordAnswer| {
+    index: &HashMap<&str, usize>,
+    inputs: &ScoreInputs,
+    graders: &[ProblemGrader],
+) -> GradedBatch {
+    let mut graded = Vec::with_capacity(batch.len());
+    for r in batch.decode::<RecordAnswer>(units.checkpoint) {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => return (graded, Some(e)),
+        };
         if r.outcome == UnitOutcome::ApiError {
-            return Ok(());
+            continue;
         }
         let Some(&p) = index.get(r.problem_id.as_str()) else {
-            return Ok(());
+            continue;
         };
-        let slot = match r.sample_index {
-            SampleIndex::Sample(i) if i < units.n => i as usize,
-            SampleIndex::Greedy if units.greedy => units.n as usize,
-            _ => return Ok(()),
+        let Some(slot) = r.sample_index.slot(units.n, units.greedy) else {
+            continue;
         };
-        if std::mem::replace(&mut seen[p * width + slot], true) {
-            duplicates += 1;
-            return Ok(());
-        }
-        batch.push(Pending {
-            problem: p as u32,
-            slot: slot as u32,
-            sample_index: r.sample_index,
-            text: r.response.or(r.extracted),
-            truncated: r.outcome == UnitOutcome::Truncated,
-            served: r.served_model,
-            cost: UnitCost {
-                usage: r.usage,
-                choices_in_request: r.choices_in_request,
-                latency_ms: r.latency_ms,
-                search: r.search.map(|s| s.stats),
-            },
-            source: r.source.and_then(|s| s.verdict),
-        });
-        if batch.len() == BATCH {
-            send(
-                batches,
-                std::mem::replace(&mut batch, Vec::with_capacity(BATCH)),
-            );
-            batches += 1;
-        }
-        Ok(())
-    })?;
-    if !batch.is_empty() {
-        send(batches, batch);
-        batches += 1;
+        graded.push(grade_one(r, p, slot, inputs, graders));
     }
-    if duplicates > 0 {
-        // Only two processes writing one run leave a unit twice; say so rather than pick quietly.
-        notes.warn(&format!(
-            "{}: {duplicates} duplicate records of units already recorded (two processes \
-             wrote this run at once?); each unit's first record is scored, the later ones ignored",
-            units.checkpoint.display()
-        ));
-    }
-    Ok(batches)
+    (graded, None)
 }
 
 /// A problem's gold answer, with its multiple-choice options when the dataset gives them.
@@ -748,9 +721,16 @@ impl ProblemGrader {
     }
 }
 
-fn grade_one(u: Pending, inputs: &ScoreInputs, graders: &[ProblemGrader]) -> Graded {
-    let response = u.text.as_deref().unwrap_or("");
-    let p = u.problem as usize;
+fn grade_one(
+    r: RecordAnswer,
+    p: usize,
+    slot: usize,
+    inputs: &ScoreInputs,
+    graders: &[ProblemGrader],
+) -> Graded {
+    // Without the response, the answer extracted at run time is graded as the whole reply.
+    let text = r.response.or(r.extracted);
+    let response = text.as_deref().unwrap_or("");
     let (rule, class) = match extract(response, inputs.grade) {
         None => (Outcome::NoAnswer, None),
         Some(answer) => {
@@ -759,34 +739,66 @@ fn grade_one(u: Pending, inputs: &ScoreInputs, graders: &[ProblemGrader]) -> Gra
         }
     };
     let outcome = match inputs.judge {
-        Some(j) => j.decide(&inputs.problems[p].id, u.sample_index, response, rule),
+        Some(j) => j.decide(&inputs.problems[p].id, r.sample_index, response, rule),
         None => rule,
     };
     Graded {
-        problem: u.problem,
-        slot: u.slot,
+        problem: p as u32,
+        slot: slot as u32,
         outcome,
         class,
-        truncated: u.truncated,
-        served: u.served,
-        cost: u.cost,
-        source: u.source,
+        truncated: r.outcome == UnitOutcome::Truncated,
+        served: r.served_model,
+        cost: UnitCost {
+            usage: r.usage,
+            choices_in_request: r.choices_in_request,
+            latency_ms: r.latency_ms,
+            search: r.search.map(|s| s.stats),
+        },
+        source: r.source.and_then(|s| s.verdict),
     }
 }
 
-/// Re-orders numbered batches of grades so they are applied in file order.
-#[derive(Default)]
+/// The in-order step: numbered batches of grades applied in file order, each unit's first record
+/// only (later ones are counted as duplicates), up to the first unreadable line.
 struct InOrder {
     next: usize,
-    waiting: BTreeMap<usize, Vec<Graded>>,
+    waiting: BTreeMap<usize, GradedBatch>,
+    width: usize,
+    seen: Vec<bool>,
+    duplicates: u64,
+    failed: Option<CheckpointError>,
 }
 
 impl InOrder {
-    fn push(&mut self, i: usize, graded: Vec<Graded>, apply: &mut impl FnMut(Graded)) {
+    fn new(units: &ModelUnits) -> InOrder {
+        let width = units.n as usize + 1;
+        InOrder {
+            next: 0,
+            waiting: BTreeMap::new(),
+            width,
+            seen: vec![false; units.problems.len() * width],
+            duplicates: 0,
+            failed: None,
+        }
+    }
+
+    fn push(&mut self, i: usize, graded: GradedBatch, apply: &mut impl FnMut(Graded)) {
         self.waiting.insert(i, graded);
-        while let Some(batch) = self.waiting.remove(&self.next) {
-            batch.into_iter().for_each(&mut *apply);
+        while let Some((batch, error)) = self.waiting.remove(&self.next) {
             self.next += 1;
+            if self.failed.is_some() {
+                continue;
+            }
+            for g in batch {
+                let cell = g.problem as usize * self.width + g.slot as usize;
+                if std::mem::replace(&mut self.seen[cell], true) {
+                    self.duplicates += 1;
+                } else {
+                    apply(g);
+                }
+            }
+            self.failed = error;
         }
     }
 }
@@ -987,6 +999,117 @@ mod tests {
         assert_eq!(grader.grade(&problem, "1/2", &cfg).0, Outcome::Correct);
         assert_eq!(grader.grade(&problem, "2", &cfg).0, Outcome::Wrong);
         assert!(grader.seen.lock().unwrap().len() <= SEEN_PER_PROBLEM);
+    }
+
+    /// A checkpoint line of one unit; `padding` makes the file span several batches.
+    fn unit_line(problem: &str, sample: &str, outcome: &str, answer: &str) -> String {
+        let padding = "x".repeat(300);
+        format!(
+            r#"{{"run_id":"r","model":"m","model_id":"m","served_model":"s","system_fingerprint":null,"problem_id":"{problem}","sample_index":{sample},"seed":1,"temperature":0.7,"top_p":1.0,"max_tokens":null,"prompt_hash":"{padding}","response":"so \\boxed{{{answer}}}","finish_reason":"stop","usage":null,"latency_ms":1,"started_at":"t","finished_at":"t","attempts":1,"outcome":"{outcome}"}}"#
+        )
+    }
+
+    /// Problems `p0`, `p1`, … whose answer is 7.
+    fn sevens(count: usize) -> Vec<Problem> {
+        (0..count)
+            .map(|i| Problem {
+                id: format!("p{i}"),
+                question: "q".into(),
+                answer: "7".into(),
+                subset: None,
+                fields: Default::default(),
+            })
+            .collect()
+    }
+
+    /// (problem, slot, outcome) of each unit `grade_units` applied, in order.
+    type Applied = Vec<(u32, u32, Outcome)>;
+
+    /// What `grade_units` applies, in order, with the notes it left.
+    fn graded(text: &str, problems: &[Problem], n: u32) -> (Result<Applied>, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let (notes, kept) = Notes::collect();
+        let grade = GradeConfig::default();
+        let inputs = ScoreInputs {
+            problems,
+            ks: &[],
+            taus: &[],
+            grade: &grade,
+            judge: None,
+            notes: &notes,
+        };
+        let units = ModelUnits {
+            checkpoint: &path,
+            problems,
+            n,
+            greedy: true,
+        };
+        let mut applied = Vec::new();
+        let result = grade_units(&units, &inputs, |g| {
+            applied.push((g.problem, g.slot, g.outcome))
+        });
+        let kept = kept.lock().unwrap().clone();
+        (result.map(|()| applied), kept)
+    }
+
+    #[test]
+    fn units_are_applied_in_file_order_across_batches_and_the_first_record_wins() {
+        let (n, problems) = (300, sevens(10));
+        let mut lines = Vec::new();
+        let mut want = Vec::new();
+        // An API error is no record of its unit: the unit's later answer counts.
+        lines.push(unit_line("p1", "1", "api_error", "1"));
+        for (p, id) in problems.iter().enumerate() {
+            for s in 0..=n {
+                let (sample, answer) = match s {
+                    s if s == n => ("\"greedy\"".to_string(), "7"),
+                    s => (s.to_string(), if s % 2 == 0 { "7" } else { "8" }),
+                };
+                lines.push(unit_line(&id.id, &sample, "ok", answer));
+                let outcome = if answer == "7" {
+                    Outcome::Correct
+                } else {
+                    Outcome::Wrong
+                };
+                want.push((p as u32, s, outcome));
+            }
+        }
+        // Units the plan does not have, a blank line, and a later record of a scored unit.
+        lines.push(unit_line("nope", "0", "ok", "7"));
+        lines.push(unit_line("p2", &n.to_string(), "ok", "7"));
+        lines.push("  ".into());
+        lines.push(unit_line("p0", "1", "truncated", "7"));
+        let mut text = lines.join("\n") + "\n";
+        assert!(
+            text.len() > 4 * BATCH_BYTES,
+            "the file spans several batches"
+        );
+        // A torn last line is not read.
+        text.push_str(&unit_line("p3", "0", "ok", "8")[..100]);
+        let (applied, notes) = graded(&text, &problems, n);
+        assert_eq!(applied.unwrap(), want);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("m.jsonl: 1 duplicate records"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn the_first_corrupt_line_in_the_file_is_the_error_whatever_batch_it_is_in() {
+        let problems = sevens(1);
+        let good = unit_line("p0", "0", "ok", "7");
+        let mut lines = vec![good.clone(); 3000];
+        lines[1500] = "{\"run_id\": tor".into();
+        lines[2800] = "not json".into();
+        let (result, _) = graded(&(lines.join("\n") + "\n"), &problems, 1);
+        let err = format!("{:#}", result.unwrap_err());
+        assert!(
+            err.contains("m.jsonl:1501: corrupt checkpoint line"),
+            "{err}"
+        );
     }
 
     fn usage(prompt: u64, completion: u64) -> Option<Usage> {

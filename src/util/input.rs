@@ -95,13 +95,18 @@ impl Lines {
     /// returns its 1-based number, or `None` at the end. A longer line is an error naming it.
     pub fn next_into(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Option<usize>> {
         buf.clear();
+        self.append_next(buf)
+    }
+
+    /// [`Lines::next_into`] without clearing `buf`: the line is appended after what it holds.
+    pub fn append_next(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Option<usize>> {
         let limit = self.max as u64 + 1;
         let n = (&mut self.reader).take(limit).read_until(b'\n', buf)?;
         if n == 0 {
             return Ok(None);
         }
         self.line += 1;
-        if buf.len() > self.max && buf.last() != Some(&b'\n') {
+        if n > self.max && buf.last() != Some(&b'\n') {
             return Err(refused(format!(
                 "line {} is longer than {}",
                 self.line,
@@ -163,6 +168,16 @@ mod tests {
             got,
             [(1, "ab\n".into()), (2, "cdefgh\n".into()), (3, "ij".into())]
         );
+        // Appending keeps what the buffer held and bounds the new line alone.
+        let mut lines = Lines::open(&path, 6).unwrap();
+        let mut buf = b"held".to_vec();
+        assert_eq!(lines.append_next(&mut buf).unwrap(), Some(1));
+        assert_eq!(lines.append_next(&mut buf).unwrap(), Some(2));
+        assert_eq!(buf, b"heldab\ncdefgh\n");
+        let mut lines = Lines::open(&path, 3).unwrap();
+        lines.append_next(&mut buf).unwrap();
+        let e = lines.append_next(&mut buf).unwrap_err();
+        assert_eq!(e.to_string(), "line 2 is longer than 3 bytes");
         assert_eq!(size(2 << 30), "2.0 GiB");
         assert_eq!(size(16 << 20), "16 MiB");
     }
