@@ -936,22 +936,16 @@ fn scalar(v: &str) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{fixture, Collect};
+    use super::super::testing::{self, fixture, read_into, Collect};
+    use super::super::Format;
     use super::*;
 
     fn expected(v: &str) -> Value {
-        let text =
-            std::fs::read_to_string(fixture(&format!("evalscope/{v}/expected.json"))).unwrap();
-        serde_json::from_str(&text).unwrap()
+        testing::expected(&format!("evalscope/{v}"))
     }
 
     fn run(paths: &[PathBuf], skip_bad: bool) -> (Collect, Result<SourceSummary, ImportError>) {
-        let mut sink = Collect {
-            skip_bad,
-            ..Collect::default()
-        };
-        let out = read(paths, &ReadOptions::default(), &mut sink);
-        (sink, out)
+        read_into(Format::Evalscope, paths, &ReadOptions::default(), skip_bad)
     }
 
     fn expected_counts(e: &Value, id: &str) -> BTreeMap<(String, String), (u32, Option<u32>)> {

@@ -457,7 +457,8 @@ fn parallel<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{fixture, Collect};
+    use super::super::testing::{fixture, read_into, Collect};
+    use super::super::Format;
     use super::*;
 
     /// Per problem (samples, correct) from expected.json, computed there from the raw fields.
@@ -481,12 +482,7 @@ mod tests {
         opts: &ReadOptions,
         skip_bad: bool,
     ) -> (Collect, Result<SourceSummary, ImportError>) {
-        let mut sink = Collect {
-            skip_bad,
-            ..Collect::default()
-        };
-        let out = read(paths, opts, &mut sink);
-        (sink, out)
+        read_into(Format::Jsonl, paths, opts, skip_bad)
     }
 
     fn by_problem(sink: &Collect) -> BTreeMap<String, (u32, u32)> {

@@ -650,23 +650,17 @@ fn recompute(
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{fixture, Collect};
+    use super::super::testing::{self, fixture, read_into, Collect};
+    use super::super::Format;
     use super::*;
     use std::collections::BTreeMap;
 
     fn expected(v: &str) -> Value {
-        let text =
-            std::fs::read_to_string(fixture(&format!("lighteval/{v}/expected.json"))).unwrap();
-        serde_json::from_str(&text).unwrap()
+        testing::expected(&format!("lighteval/{v}"))
     }
 
     fn run(paths: &[PathBuf], skip_bad: bool) -> (Collect, Result<SourceSummary, ImportError>) {
-        let mut sink = Collect {
-            skip_bad,
-            ..Collect::default()
-        };
-        let out = read(paths, &ReadOptions::default(), &mut sink);
-        (sink, out)
+        read_into(Format::Lighteval, paths, &ReadOptions::default(), skip_bad)
     }
 
     /// Per problem: (samples, None): lighteval has no per-sample verdict.

@@ -1128,7 +1128,8 @@ impl TaskRead<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{fixture, Collect};
+    use super::super::testing::{self, fixture, read_into, Collect};
+    use super::super::Format;
     use super::*;
 
     const NEW: &str = "lm-eval/v0.4.13/stub-math";
@@ -1140,12 +1141,7 @@ mod tests {
         opts: &ReadOptions,
         skip_bad: bool,
     ) -> (Collect, Result<SourceSummary, ImportError>) {
-        let mut sink = Collect {
-            skip_bad,
-            ..Collect::default()
-        };
-        let out = read(paths, opts, &mut sink);
-        (sink, out)
+        read_into(Format::LmEval, paths, opts, skip_bad)
     }
 
     fn task(t: &str) -> ReadOptions {
@@ -1156,8 +1152,7 @@ mod tests {
     }
 
     fn expected(dir: &str) -> Value {
-        let text = std::fs::read_to_string(fixture(&format!("{dir}/expected.json"))).unwrap();
-        serde_json::from_str(&text).unwrap()
+        testing::expected(dir)
     }
 
     /// Checks a task's import against expected.json (written from the raw records): each

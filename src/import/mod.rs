@@ -364,6 +364,27 @@ pub(crate) mod testing {
         }
     }
 
+    /// Runs `format`'s reader over `paths` into a fresh [`Collect`].
+    pub(crate) fn read_into(
+        format: Format,
+        paths: &[PathBuf],
+        opts: &ReadOptions,
+        skip_bad: bool,
+    ) -> (Collect, Result<SourceSummary, ImportError>) {
+        let mut sink = Collect {
+            skip_bad,
+            ..Collect::default()
+        };
+        let out = format.read(paths, opts, &mut sink);
+        (sink, out)
+    }
+
+    /// The `expected.json` of a fixture folder under `tests/fixtures/import/`.
+    pub(crate) fn expected(dir: &str) -> serde_json::Value {
+        let text = std::fs::read_to_string(fixture(&format!("{dir}/expected.json"))).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
     /// A fixture under `tests/fixtures/import/`.
     pub(crate) fn fixture(rel: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -860,23 +860,22 @@ fn parse_metric(name: &str) -> Option<PaperMetric> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{fixture, Collect};
+    use super::super::testing::{self, fixture, read_into, Collect};
+    use super::super::Format;
     use super::*;
     use std::collections::BTreeMap;
 
     fn expected(dir: &str) -> Value {
-        let text =
-            std::fs::read_to_string(fixture(&format!("opencompass/{dir}/expected.json"))).unwrap();
-        serde_json::from_str(&text).unwrap()
+        testing::expected(&format!("opencompass/{dir}"))
     }
 
     fn run(paths: &[PathBuf], skip_bad: bool) -> (Collect, Result<SourceSummary, ImportError>) {
-        let mut sink = Collect {
+        read_into(
+            Format::Opencompass,
+            paths,
+            &ReadOptions::default(),
             skip_bad,
-            ..Collect::default()
-        };
-        let out = read(paths, &ReadOptions::default(), &mut sink);
-        (sink, out)
+        )
     }
 
     /// Per problem id: (samples, source-correct) as expected.json states them.

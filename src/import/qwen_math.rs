@@ -521,7 +521,8 @@ fn metrics_file(path: &Path, named: Option<&Named>) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{fixture, Collect};
+    use super::super::testing::{self, fixture, read_into, Collect};
+    use super::super::Format;
     use super::*;
 
     const FILE: &str = "qwen-math/gpk_arith/test_cot_-1_seed0_t0.7_s0_e-1.jsonl";
@@ -531,17 +532,11 @@ mod tests {
         opts: &ReadOptions,
         skip_bad: bool,
     ) -> (Collect, Result<SourceSummary, ImportError>) {
-        let mut sink = Collect {
-            skip_bad,
-            ..Collect::default()
-        };
-        let out = read(paths, opts, &mut sink);
-        (sink, out)
+        read_into(Format::QwenMath, paths, opts, skip_bad)
     }
 
     fn expected() -> Value {
-        let text = std::fs::read_to_string(fixture("qwen-math/expected.json")).unwrap();
-        serde_json::from_str(&text).unwrap()
+        testing::expected("qwen-math")
     }
 
     #[test]
