@@ -104,11 +104,11 @@ def main():
             f"{run['units']} units sampled in {run['span_s']:.2f} s; whole run incl. grading "
             f"{run_meas['wall_s']:.1f} s ({fmt(run_meas.get('cpu_s'))} CPU s), exit {run_meas['exit']}")
     check("runner: gpassk / load generator (median of rounds)", statistics.median(ratios) if ratios else None,
-          ">=", 0.5)
+          ">=", 0.6)
     check("runner: gpassk / OpenAI SDK", g_rps / py_rps if g_rps and py_rps else None, ">=", 50)
     check("runner: gpassk req/s", g_rps, ">=", 20000)
     units = run and run["units"]
-    check("runner: gpassk peak RSS MB, 1,000,000-unit run", run_meas and run_meas["peak_rss_mb"], "<", 200,
+    check("runner: gpassk peak RSS MB, 1,000,000-unit run", run_meas and run_meas["peak_rss_mb"], "<=", 110,
           applies=bool(units and units >= 1_000_000), why=f"quick mode: {units} units only")
 
     # 2. Grading.
@@ -129,7 +129,7 @@ def main():
         agreement = same / n if n else None
         row("grading", "agreement gpassk vs Math-Verify", agreement * 100 if agreement is not None else None,
             "% of cases", None, f"{same}/{n} same verdict")
-    check("grading: gpassk / Math-Verify", g_cps / mv_cps if g_cps and mv_cps else None, ">=", 1000)
+    check("grading: gpassk / Math-Verify", g_cps / mv_cps if g_cps and mv_cps else None, ">=", 2800)
 
     # 3. Metrics.
     sp, gm = P("metrics_scipy"), P("metrics_gpassk")
@@ -153,7 +153,7 @@ def main():
             f"{rsi['samples']} stored samples; {fmt(rs.get('cpu_s'))} CPU s (user + system); exit {rs['exit']}")
     big = bool(rsi and rsi["samples"] >= 1_000_000)
     why = f"quick mode: {rsi and rsi['samples']} samples only"
-    check("re-scoring: wall s, 1,000,000 samples", rs and rs["wall_s"], "<", 10, applies=big, why=why)
+    check("re-scoring: wall s, 1,000,000 samples", rs and rs["wall_s"], "<=", 5, applies=big, why=why)
     check("re-scoring: peak RSS MB", rs and rs["peak_rss_mb"], "<", 500, applies=big, why=why)
 
     # 5. Import.
