@@ -38,10 +38,11 @@ pub fn run(args: MergeArgs) -> Result<ExitStatus> {
         );
     }
     println!(
-        "merged {} runs into {} ({} models); score it with: gpassk score {}",
+        "merged {} runs into {} ({} model{}); score it with: gpassk score {}",
         args.runs.len(),
         args.out.display(),
         m.models.len(),
+        if m.models.len() == 1 { "" } else { "s" },
         args.out.display()
     );
     Ok(ExitStatus::Success)

@@ -7,7 +7,7 @@ use crate::config::raw::{RawApi, RawConfig, RawEvaluation, RawFields, RawModel};
 use crate::dataset::Problem;
 use crate::grade::{equivalent, GradeConfig};
 use crate::rundir::manifest::Status;
-use crate::rundir::provenance::{ImportInfo, ImportedModel, InputFile, SourceRef};
+use crate::rundir::provenance::{ImportInfo, ImportedModel, ImportedProblem, InputFile, SourceRef};
 use crate::rundir::record::{Record, SampleIndex, UnitOutcome};
 use crate::rundir::{OpenRun, RunDir};
 use crate::util::{hex, now_rfc3339, open_regular, Notes};
@@ -42,9 +42,6 @@ pub struct Imported {
     /// Samples written to `--disagreements`.
     pub disagreements: Option<u64>,
 }
-
-/// The question of a problem whose source kept none.
-const NO_QUESTION: &str = "(the imported files hold no question for this problem)";
 
 /// The most malformed records an import names (the rest are counted).
 const BAD_NAMED: usize = 20;
@@ -516,7 +513,7 @@ impl Writer {
                 // Reports and prompts need a question; say plainly there was none.
                 question: (seen.question.clone())
                     .filter(|q| !q.trim().is_empty())
-                    .unwrap_or_else(|| NO_QUESTION.to_string()),
+                    .unwrap_or_else(|| ImportedProblem::NO_QUESTION.to_string()),
                 answer: gold,
                 subset: seen.subset.clone(),
                 fields: BTreeMap::new(),
@@ -524,16 +521,6 @@ impl Writer {
         }
         Ok(out)
     }
-}
-
-/// What the dataset file of an imported run holds per line.
-#[derive(serde::Serialize)]
-struct DatasetLine<'a> {
-    id: &'a str,
-    question: &'a str,
-    answer: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    subset: Option<&'a str>,
 }
 
 impl Writer {
@@ -701,11 +688,11 @@ fn write_dataset(dir: &RunDir, task: &str, problems: &[Problem]) -> Result<PathB
     let relative = RunDir::imported_dataset(task);
     let mut bytes = Vec::new();
     for p in problems {
-        let line = DatasetLine {
-            id: &p.id,
-            question: &p.question,
-            answer: &p.answer,
-            subset: p.subset.as_deref(),
+        let line = ImportedProblem {
+            id: p.id.clone(),
+            question: p.question.clone(),
+            answer: p.answer.clone(),
+            subset: p.subset.clone(),
         };
         serde_json::to_writer(&mut bytes, &line).map_err(|e| ImportError::Write(e.into()))?;
         bytes.push(b'\n');

@@ -121,3 +121,19 @@ pub struct SourceRef<T = String> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extracted: Option<T>,
 }
+
+/// One line of an imported run's own dataset file (`dataset/<task>.jsonl`): written by the
+/// import, read back by scoring through the config's field mapping and by `merge`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportedProblem {
+    pub id: String,
+    pub question: String,
+    pub answer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<String>,
+}
+
+impl ImportedProblem {
+    /// The question of a problem whose source kept none.
+    pub const NO_QUESTION: &'static str = "(the imported files hold no question for this problem)";
+}

@@ -383,3 +383,103 @@ fn disagreements_are_written_with_both_verdicts_and_where_the_sample_was_read() 
     let md = read(&out.join("report.md"));
     assert!(md.contains("| stub-math | 48 | 27 | 0 | 1 | 20 |"), "{md}");
 }
+
+/// Imports of parts of one evaluation merge into the run one import of all the files gives:
+/// the same metrics, every input file listed, each sample still naming its own file.
+#[test]
+fn imported_runs_merge_like_one_import_and_refuse_what_is_not_one_evaluation() {
+    let env = Fixture::new("");
+    let text = read(&fixture("jsonl/one-sample-per-line.jsonl"));
+    let (low, high): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| {
+        ["arith-00", "arith-01", "arith-02", "arith-03"]
+            .iter()
+            .any(|p| l.contains(p))
+    });
+    let a = env.write("a.jsonl", &(low.join("\n") + "\n"));
+    let b = env.write("b.jsonl", &(high.join("\n") + "\n"));
+    let import = |out: &str, files: &[&Path]| {
+        let mut args = vec!["import".to_string(), "jsonl".into()];
+        args.extend(files.iter().map(|f| f.display().to_string()));
+        args.extend([
+            "--out".into(),
+            env.file(out).display().to_string(),
+            "--quiet".into(),
+        ]);
+        gpassk(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    for (out, files) in [
+        ("whole", vec![&*a, &*b]),
+        ("a", vec![&*a]),
+        ("b", vec![&*b]),
+    ] {
+        ok(&import(out, &files));
+    }
+    let merged = env.file("merged");
+    let arg = |p: &Path| p.display().to_string();
+    let merge = |inputs: &[&str], out: &Path| {
+        let mut args = vec!["merge".to_string()];
+        args.extend(inputs.iter().map(|i| arg(&env.file(i))));
+        args.extend(["--out".into(), arg(out)]);
+        gpassk(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    ok(&merge(&["a", "b"], &merged));
+    ok(&gpassk(&["score", merged.to_str().unwrap(), "--quiet"]));
+    let metrics = |dir: &Path| -> Value {
+        let mut v: Value = serde_json::from_str(&read(&dir.join("metrics.json"))).unwrap();
+        v.as_object_mut()
+            .unwrap()
+            .retain(|k, _| k == "metrics" || k == "models");
+        v
+    };
+    assert_eq!(metrics(&merged), metrics(&env.file("whole")));
+    let m: Value = serde_json::from_str(&read(&merged.join("manifest.json"))).unwrap();
+    let files = m["imported"]["files"].as_array().unwrap();
+    assert!(
+        files[0]["path"].as_str().unwrap().ends_with("a.jsonl"),
+        "{m}"
+    );
+    assert!(
+        files[1]["path"].as_str().unwrap().ends_with("b.jsonl"),
+        "{m}"
+    );
+    assert_eq!(m["imported"]["models"]["stub-math"]["samples"], 47);
+    let records = json_lines(&merged.join("checkpoints/stub-math.jsonl"));
+    let of_b = records
+        .iter()
+        .find(|r| r["problem_id"] == "arith-07")
+        .unwrap();
+    assert_eq!(of_b["source"]["file"], 1, "{of_b}");
+
+    // Samples without a stated repeat are numbered on: two files of `x` give x four samples.
+    let bare = |name: &str, answers: [&str; 2]| {
+        let lines: String = answers
+            .iter()
+            .map(|r| format!("{{\"model\": \"m\", \"problem_id\": \"x\", \"gold\": \"4\", \"response\": \"\\\\boxed{{{r}}}\"}}\n"))
+            .collect();
+        env.write(name, &lines)
+    };
+    let (c, d) = (bare("c.jsonl", ["4", "5"]), bare("d.jsonl", ["4", "4"]));
+    ok(&import("c", &[&c]));
+    ok(&import("d", &[&d]));
+    let cd = env.file("cd");
+    ok(&merge(&["c", "d"], &cd));
+    ok(&gpassk(&["score", cd.to_str().unwrap(), "--quiet"]));
+    let json: Value = serde_json::from_str(&read(&cd.join("metrics.json"))).unwrap();
+    assert_eq!(json["models"][0]["correct"], 3, "{}", json["models"][0]);
+    assert_eq!(json["models"][0]["n"], 4, "{}", json["models"][0]);
+
+    // Not one evaluation: refused with exit 2, naming why, writing nothing.
+    let refused = |inputs: &[&str], why: &str| {
+        let out = env.file("refused");
+        let o = merge(inputs, &out);
+        assert_eq!(o.status.code(), Some(2), "{inputs:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(why), "{inputs:?}: {}", stderr(&o));
+        assert!(!out.join("manifest.json").exists());
+    };
+    ok(&import("a-again", &[&a]));
+    refused(&["a", "a-again"], "the same file was imported");
+    let other_gold = env.write("e.jsonl", &low[0].replace("\"gold\": \"", "\"gold\": \"9"));
+    ok(&import("e", &[&other_gold]));
+    refused(&["a", "e"], "has gold");
+    refused(&["a", "c"], "refusing to merge");
+}

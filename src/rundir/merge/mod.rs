@@ -3,7 +3,9 @@
 //!
 //! Inputs must agree on the config (its `output_dir` aside), the dataset sha256 and limit, the prompt
 //! hash, the models and the shard count; a unit (model, problem, sample index) may come from one input
-//! only. Records are copied verbatim.
+//! only. Records are copied verbatim; imported runs ([`imported`]) are joined by their own rules.
+
+mod imported;
 
 use super::difference::{Difference, OUTPUT_DIR_KEY};
 use super::manifest::{Manifest, Status};
@@ -13,7 +15,7 @@ use crate::dataset::shard::Shard;
 use crate::error::BadInput;
 use crate::util::{now_rfc3339, Notes};
 use anyhow::{Context, Result};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 /// Checks that the inputs describe the same evaluation: the same config (its `output_dir` aside:
@@ -232,19 +234,30 @@ pub fn merge(runs: &[RunDir], out: &RunDir, notes: &Notes) -> Result<Manifest> {
     for dir in runs {
         loaded.push((dir.clone(), dir.read_manifest()?));
     }
-    if let Some((dir, _)) = loaded.iter().find(|(_, m)| m.imported.is_some()) {
-        // Each import numbers its own input files and keeps its own problem file: one
-        // `gpassk import` of all the files gives the joined run, with provenance intact.
+    let imports = loaded.iter().filter(|(_, m)| m.imported.is_some()).count();
+    let mut joined = None;
+    if imports == 0 {
+        check_compatible(&loaded)?;
+    } else if imports < loaded.len() {
+        let (dir, _) = (loaded.iter().find(|(_, m)| m.imported.is_none()))
+            .expect("some input is not imported");
         return Err(BadInput(format!(
-            "refusing to merge: {} was imported (gpassk import); import all the files in one \
-             `gpassk import` instead (it takes several files and folders)",
+            "refusing to merge: {} was sampled by gpassk but the other inputs were imported \
+             (gpassk import); compare them instead (gpassk compare)",
             dir.display()
         ))
         .into());
+    } else {
+        joined = Some(imported::join(&loaded)?);
     }
-    check_compatible(&loaded)?;
-    let models = check_units(&loaded)?;
+    // Imported samples are renumbered where they meet ([`imported::Renumber`]), not refused.
+    let models = match joined {
+        None => check_units(&loaded)?,
+        Some(_) => loaded[0].1.models.keys().cloned().collect(),
+    };
     check_shards(&loaded)?;
+    let offsets = imported::file_offsets(&loaded);
+    let mut placed = BTreeMap::new();
     for model in &models {
         let target = out.checkpoint(model);
         if target.exists() {
@@ -256,10 +269,19 @@ pub fn merge(runs: &[RunDir], out: &RunDir, notes: &Notes) -> Result<Manifest> {
             .into());
         }
         let writer = CheckpointWriter::open(&target, notes)?;
-        for (dir, _) in &loaded {
-            read_records(&dir.checkpoint(model), |r| writer.append(&r))?;
+        let mut renumber = imported::Renumber::default();
+        for ((dir, _), &offset) in loaded.iter().zip(&offsets) {
+            read_records(&dir.checkpoint(model), |mut r| {
+                // An imported record names its input file by place in `imported.files`.
+                if let Some(s) = &mut r.source {
+                    s.file += offset;
+                    renumber.place(&mut r);
+                }
+                writer.append(&r)
+            })?;
         }
         writer.sync()?;
+        placed.insert(model.clone(), renumber);
     }
     for (dir, _) in &loaded {
         copy_tree_files(&dir.trees_dir(), &out.trees_dir())?;
@@ -269,7 +291,10 @@ pub fn merge(runs: &[RunDir], out: &RunDir, notes: &Notes) -> Result<Manifest> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "merged".into());
-    let manifest = merged_manifest(&loaded, &run_id);
+    let mut manifest = merged_manifest(&loaded, &run_id);
+    if let Some(joined) = joined {
+        imported::finish(joined, &loaded, &placed, out, &mut manifest)?;
+    }
     out.write_manifest(&manifest)
         .with_context(|| format!("cannot write the manifest in {}", out.display()))?;
     Ok(manifest)
