@@ -77,7 +77,7 @@ pub(crate) fn json_entries(
     let count = Rc::new(Cell::new(0u64));
     let file = open_regular(path).map_err(ImportError::io("read", path))?;
     let reader = Bounded {
-        inner: BufReader::with_capacity(1 << 16, file),
+        inner: PythonFloats::new(BufReader::with_capacity(1 << 16, file)),
         count: count.clone(),
     };
     let mut de = serde_json::Deserializer::from_reader(reader);
@@ -177,6 +177,90 @@ impl<'de, F: FnMut(String, Value) -> Result<(), ImportError>> Visitor<'de> for E
     }
 }
 
+/// Python's `json` writes a float NaN or infinity as the bare tokens `NaN`, `Infinity`,
+/// `-Infinity`, which strict JSON rejects: this reader turns each one outside a string into
+/// `null` (no value) as the bytes stream by, so streamed files read like [`lenient_json`] ones.
+pub(crate) struct PythonFloats<R> {
+    inner: R,
+    /// Bytes read and not yet looked at (a token cut by a read waits here for the rest).
+    input: Vec<u8>,
+    out: Vec<u8>,
+    pos: usize,
+    in_string: bool,
+    escaped: bool,
+    eof: bool,
+}
+
+const PYTHON_FLOATS: [&[u8]; 3] = [b"NaN", b"-Infinity", b"Infinity"];
+
+impl<R: Read> PythonFloats<R> {
+    pub(crate) fn new(inner: R) -> PythonFloats<R> {
+        PythonFloats {
+            inner,
+            input: Vec::new(),
+            out: Vec::new(),
+            pos: 0,
+            in_string: false,
+            escaped: false,
+            eof: false,
+        }
+    }
+
+    /// Moves what can be decided of `input` to `out`; keeps a possible token's start.
+    fn convert(&mut self) {
+        let mut i = 0;
+        while i < self.input.len() {
+            let b = self.input[i];
+            if self.in_string {
+                match b {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => self.in_string = false,
+                    _ => {}
+                }
+            } else if b == b'"' {
+                self.in_string = true;
+            } else if matches!(b, b'N' | b'I' | b'-') {
+                let rest = &self.input[i..];
+                if let Some(t) = PYTHON_FLOATS.iter().find(|t| rest.starts_with(t)) {
+                    self.out.extend_from_slice(b"null");
+                    i += t.len();
+                    continue;
+                }
+                if !self.eof && PYTHON_FLOATS.iter().any(|t| t.starts_with(rest)) {
+                    break;
+                }
+            }
+            self.out.push(b);
+            i += 1;
+        }
+        self.input.drain(..i);
+    }
+}
+
+impl<R: Read> Read for PythonFloats<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if self.pos < self.out.len() {
+                let n = buf.len().min(self.out.len() - self.pos);
+                buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            self.out.clear();
+            self.pos = 0;
+            if self.eof && self.input.is_empty() {
+                return Ok(0);
+            }
+            let mut chunk = [0u8; 1 << 14];
+            let n = self.inner.read(&mut chunk)?;
+            self.eof = n == 0;
+            self.input.extend_from_slice(&chunk[..n]);
+            self.convert();
+        }
+    }
+}
+
 /// Reads a small JSON file (results, reports, configs) whole, under the text-file bound.
 pub(crate) fn small_json(path: &Path) -> Result<Value, ImportError> {
     let bytes = crate::util::read_bounded(path, crate::util::MAX_TEXT_FILE)
@@ -201,7 +285,7 @@ pub(crate) fn json_object_streaming(
     let count = Rc::new(Cell::new(0u64));
     let file = open_regular(path).map_err(ImportError::io("read", path))?;
     let reader = Bounded {
-        inner: BufReader::with_capacity(1 << 16, file),
+        inner: PythonFloats::new(BufReader::with_capacity(1 << 16, file)),
         count: count.clone(),
     };
     let mut de = serde_json::Deserializer::from_reader(reader);
@@ -402,5 +486,32 @@ mod lenient_tests {
         assert_eq!(v["c"], "NaN \" Infinity");
         assert!(lenient_json(b"{\"a\": Nope}").is_err());
         assert_eq!(lenient_json(b"[1, 2]").unwrap(), serde_json::json!([1, 2]));
+    }
+
+    /// One byte per read: every token is cut somewhere, and still becomes null.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some((&b, rest)) = self.0.split_first() else {
+                return Ok(0);
+            };
+            buf[0] = b;
+            self.0 = rest;
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn streamed_python_floats_read_as_null_even_cut_between_reads() {
+        let text = br#"{"0": {"v": NaN, "w": [-Infinity, Infinity, -1], "s": "NaN \" -Infinity"}, "1": N}"#;
+        let mut out = String::new();
+        PythonFloats::new(Trickle(text))
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(
+            out,
+            r#"{"0": {"v": null, "w": [null, null, -1], "s": "NaN \" -Infinity"}, "1": N}"#
+        );
     }
 }
