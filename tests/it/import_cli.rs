@@ -483,3 +483,42 @@ fn imported_runs_merge_like_one_import_and_refuse_what_is_not_one_evaluation() {
     refused(&["a", "e"], "has gold");
     refused(&["a", "c"], "refusing to merge");
 }
+
+/// Python's `json` writes float NaN and infinities as bare `NaN`/`-Infinity`; OpenCompass files
+/// that hold them import as if the value were absent, with the same samples and metrics.
+#[test]
+fn python_nan_and_infinity_in_streamed_files_read_as_absent() {
+    let env = Fixture::new("");
+    let from = fixture("opencompass/n-replicas");
+    let to = env.file("oc");
+    for rel in [
+        "predictions/stub-math/gpk_arith.json",
+        "results/stub-math/gpk_arith.json",
+    ] {
+        let text = read(&from.join(rel));
+        let text = if rel.starts_with("predictions") {
+            text.replace(
+                "\"prediction\": ",
+                "\"entropy\": -Infinity, \"nll\": NaN, \"prediction\": ",
+            )
+        } else {
+            text
+        };
+        std::fs::create_dir_all(to.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(to.join(rel), text).unwrap();
+    }
+    let metrics = |input: &Path, out: &str| -> Value {
+        let out = env.file(out);
+        ok(&gpassk(&[
+            "import",
+            "opencompass",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]));
+        let v: Value = serde_json::from_str(&read(&out.join("metrics.json"))).unwrap();
+        v["metrics"].clone()
+    };
+    assert_eq!(metrics(&to, "with-nan"), metrics(&from, "plain"));
+}
