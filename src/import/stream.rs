@@ -74,6 +74,26 @@ pub(crate) fn json_entries(
     path: &Path,
     mut each: impl FnMut(String, Value) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
+    stream_json(path, |de, count, failure| {
+        let seed = Entries {
+            each: &mut each,
+            count,
+            failure,
+        };
+        de.deserialize_any(seed)
+    })
+}
+
+type Stream = serde_json::Deserializer<
+    serde_json::de::IoRead<Bounded<PythonFloats<BufReader<std::fs::File>>>>,
+>;
+
+/// Opens `path` as one bounded stream of JSON (Python's float tokens read as null) for `drive`,
+/// which reports an `each` callback's error through `failure`; any other error names the line.
+fn stream_json(
+    path: &Path,
+    drive: impl FnOnce(&mut Stream, &Rc<Cell<u64>>, &mut Option<ImportError>) -> serde_json::Result<()>,
+) -> Result<(), ImportError> {
     let count = Rc::new(Cell::new(0u64));
     let file = open_regular(path).map_err(ImportError::io("read", path))?;
     let reader = Bounded {
@@ -82,31 +102,44 @@ pub(crate) fn json_entries(
     };
     let mut de = serde_json::Deserializer::from_reader(reader);
     let mut failure = None;
-    let seed = Entries {
-        each: &mut each,
-        count: &count,
-        failure: &mut failure,
-    };
-    let parsed = de.deserialize_any(seed).and_then(|()| de.end());
+    let parsed = drive(&mut de, &count, &mut failure).and_then(|()| de.end());
     if let Some(e) = failure {
         return Err(e);
     }
-    parsed.map_err(|e| {
-        let too_long = count.get() > MAX_ENTRY;
-        ImportError::Bad {
-            path: path.to_path_buf(),
-            at: if e.line() > 0 {
-                At::Line(e.line() as u64)
-            } else {
-                At::File
-            },
-            message: if too_long {
-                format!("an entry is longer than {} MiB", MAX_ENTRY >> 20)
-            } else {
-                format!("not JSON: {e}")
-            },
-        }
+    parsed.map_err(|e| ImportError::Bad {
+        path: path.to_path_buf(),
+        at: if e.line() > 0 {
+            At::Line(e.line() as u64)
+        } else {
+            At::File
+        },
+        message: if count.get() > MAX_ENTRY {
+            format!("an entry is longer than {} MiB", MAX_ENTRY >> 20)
+        } else {
+            format!("not JSON: {e}")
+        },
     })
+}
+
+/// Hands every element of `seq` to `each(position, value)`, each under the entry bound.
+fn each_element<'de, A: SeqAccess<'de>>(
+    mut seq: A,
+    count: &Cell<u64>,
+    failure: &mut Option<ImportError>,
+    mut each: impl FnMut(u64, Value) -> Result<(), ImportError>,
+) -> Result<(), A::Error> {
+    let mut i = 0u64;
+    loop {
+        count.set(0);
+        let Some(v) = seq.next_element::<Value>()? else {
+            return Ok(());
+        };
+        if let Err(e) = each(i, v) {
+            *failure = Some(e);
+            return Err(serde::de::Error::custom("stopped"));
+        }
+        i += 1;
+    }
 }
 
 /// A reader that fails once one entry has taken more than [`MAX_ENTRY`] bytes.
@@ -148,19 +181,10 @@ impl<'de, F: FnMut(String, Value) -> Result<(), ImportError>> Visitor<'de> for E
         f.write_str("a JSON array or object")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0u64;
-        loop {
-            self.count.set(0);
-            let Some(v) = seq.next_element::<Value>()? else {
-                return Ok(());
-            };
-            if let Err(e) = (self.each)(i.to_string(), v) {
-                *self.failure = Some(e);
-                return Err(serde::de::Error::custom("stopped"));
-            }
-            i += 1;
-        }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        each_element(seq, self.count, self.failure, |i, v| {
+            (self.each)(i.to_string(), v)
+        })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
@@ -282,37 +306,15 @@ pub(crate) fn json_object_streaming(
     mut each_top: impl FnMut(String, Value) -> Result<(), ImportError>,
     mut each_item: impl FnMut(u64, Value) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
-    let count = Rc::new(Cell::new(0u64));
-    let file = open_regular(path).map_err(ImportError::io("read", path))?;
-    let reader = Bounded {
-        inner: PythonFloats::new(BufReader::with_capacity(1 << 16, file)),
-        count: count.clone(),
-    };
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let mut failure = None;
-    let seed = Nested {
-        nested,
-        each_top: &mut each_top,
-        each_item: &mut each_item,
-        count: &count,
-        failure: &mut failure,
-    };
-    let parsed = de.deserialize_map(seed).and_then(|()| de.end());
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    parsed.map_err(|e| ImportError::Bad {
-        path: path.to_path_buf(),
-        at: if e.line() > 0 {
-            At::Line(e.line() as u64)
-        } else {
-            At::File
-        },
-        message: if count.get() > MAX_ENTRY {
-            format!("an entry is longer than {} MiB", MAX_ENTRY >> 20)
-        } else {
-            format!("not JSON: {e}")
-        },
+    stream_json(path, |de, count, failure| {
+        let seed = Nested {
+            nested,
+            each_top: &mut each_top,
+            each_item: &mut each_item,
+            count,
+            failure,
+        };
+        de.deserialize_map(seed)
     })
 }
 
@@ -389,19 +391,8 @@ impl<'de> Visitor<'de> for Items<'_, '_> {
         f.write_str("a JSON array")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0u64;
-        loop {
-            self.count.set(0);
-            let Some(v) = seq.next_element::<Value>()? else {
-                return Ok(());
-            };
-            if let Err(e) = (self.each)(i, v) {
-                *self.failure = Some(e);
-                return Err(serde::de::Error::custom("stopped"));
-            }
-            i += 1;
-        }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        each_element(seq, self.count, self.failure, &mut *self.each)
     }
 }
 
