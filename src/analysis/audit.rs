@@ -703,10 +703,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn math500_l5_is_the_papers_level_5_benchmark() {
-        assert_eq!(guess_benchmark("math500_l5"), Some("MATH500-L5"));
-        let s = SamplingSettings {
+    /// The paper's protocol: n = 48, temperature 1.0, top-p 0.8, 8,192 tokens, with a greedy answer.
+    fn paper_settings() -> SamplingSettings {
+        SamplingSettings {
             n: 48,
             temperature: 1.0,
             top_p: 0.8,
@@ -717,7 +716,13 @@ mod tests {
             use_n_param: false,
             n_per_request: 1,
             stop: vec![],
-        };
+        }
+    }
+
+    #[test]
+    fn math500_l5_is_the_papers_level_5_benchmark() {
+        assert_eq!(guess_benchmark("math500_l5"), Some("MATH500-L5"));
+        let s = paper_settings();
         let judge = ("judge", Some("Qwen2.5-72B-Instruct"));
         let l5 = protocol_warnings(&s, &[16], "math500_l5", "MATH500-L5", (judge, None));
         assert!(l5.is_empty(), "{l5:?}");
@@ -750,16 +755,8 @@ mod tests {
     #[test]
     fn an_imported_run_is_audited_on_the_settings_its_source_recorded() {
         let s = SamplingSettings {
-            n: 48,
-            temperature: 1.0,
-            top_p: 0.8,
-            top_k: None,
-            seed: 42,
-            max_tokens: Some(8192),
             greedy: false,
-            use_n_param: false,
-            n_per_request: 1,
-            stop: vec![],
+            ..paper_settings()
         };
         let recorded = crate::rundir::provenance::SourceSettings {
             temperature: Some(0.6),
@@ -782,13 +779,8 @@ mod tests {
             n: 16,
             temperature: 0.7,
             top_p: 0.95,
-            top_k: None,
-            seed: 42,
             max_tokens: Some(1024),
-            greedy: true,
-            use_n_param: false,
-            n_per_request: 1,
-            stop: vec![],
+            ..paper_settings()
         };
         let w = protocol_warnings(
             &s,
