@@ -4,9 +4,10 @@
 
 use crate::analysis::history::{drift, RunEntry};
 use crate::error::BadInput;
-use crate::metrics::{to_f64, MetricKind};
-use crate::report::{Cell, TableFormat, Tabular};
+use crate::metrics::{to_f64, MetricIdentity, MetricKind};
+use crate::report::{md_text, Cell, TableFormat, Tabular};
 use crate::rundir::difference::{Difference, ModelSetting};
+use crate::rundir::manifest::Status;
 use crate::rundir::RunDir;
 use crate::scoring::{ModelScore, RunResults};
 use crate::stats::paired::{ALPHA, MIN_SHARED};
@@ -22,15 +23,36 @@ pub struct Comparison {
     /// The metric as the reports name it (`Pass@16`, `G-Pass@16_0.5`, `maj@n`, …).
     pub metric: String,
     pub kind: MetricKind,
+    /// Other names of the same quantity, shown in this row (`G-Pass@4_0.25` is `Pass@4`).
+    pub same_as: Vec<String>,
     pub test: PairedTest,
-    /// Holm-adjusted p-value over every tested row of the comparison; `None` when untested.
+    /// In the tested family (the headline metrics, declared before the data); other rows are
+    /// exploratory: shown, never flagged.
+    pub in_family: bool,
+    /// Holm-adjusted p-value over the family's tested rows; `None` outside it or untested.
     pub adjusted: Option<f64>,
+    /// The smallest change this benchmark detects here ([`PairedTest::detectable`] at Holm's
+    /// strictest step), for the family's tested rows.
+    pub detectable: Option<f64>,
 }
 
 impl Comparison {
     /// True when the difference is significant at [`ALPHA`] after Holm's correction.
     pub fn flagged(&self) -> bool {
-        self.adjusted.is_some_and(|p| p < ALPHA)
+        self.in_family && self.adjusted.is_some_and(|p| p < ALPHA)
+    }
+
+    /// The metric with the other names of its quantity: `Pass@4 = G-Pass@4_0.25`, or
+    /// `Pass@1 = G-Pass@1_0.25…1.0` for a run of them.
+    pub fn label(&self) -> String {
+        match self.same_as.as_slice() {
+            [] => self.metric.clone(),
+            [one] => format!("{} = {one}", self.metric),
+            [first, .., last] => {
+                let tail = last.rsplit('_').next().unwrap_or(last);
+                format!("{} = {first}…{tail}", self.metric)
+            }
+        }
     }
 }
 
@@ -39,38 +61,61 @@ impl Comparison {
 pub struct Compared {
     pub rows: Vec<Comparison>,
     pub skipped: Vec<String>,
+    /// Tested rows of the family: Holm's correction runs over these.
+    pub family_tested: usize,
 }
 
-/// Pairs every metric of every model present in both runs, then applies Holm's correction.
-pub fn compare(a: &RunResults, b: &RunResults) -> Compared {
+/// Pairs every metric of every model present in both runs (a quantity once, whatever its
+/// names), then applies Holm's correction over the rows `in_family` keeps.
+pub fn compare(
+    a: &RunResults,
+    b: &RunResults,
+    in_family: &dyn Fn(&MetricKind) -> bool,
+) -> Compared {
     let mut out = Compared::default();
     for mb in &b.models {
         let Some(ma) = a.models.iter().find(|m| m.name == mb.name) else {
             continue;
         };
-        compare_model(ma, mb, &mut out);
+        compare_model(ma, mb, in_family, &mut out);
     }
     let tested: Vec<usize> = (0..out.rows.len())
-        .filter(|&i| out.rows[i].test.p.is_some())
+        .filter(|&i| out.rows[i].in_family && out.rows[i].test.p.is_some())
         .collect();
     let raw: Vec<f64> = tested.iter().filter_map(|&i| out.rows[i].test.p).collect();
+    out.family_tested = tested.len();
+    let strictest = ALPHA / tested.len().max(1) as f64;
     for (&i, p) in tested.iter().zip(holm(&raw)) {
-        out.rows[i].adjusted = Some(p);
+        let row = &mut out.rows[i];
+        row.adjusted = Some(p);
+        row.detectable = row.test.detectable(strictest);
     }
     out
 }
 
-fn compare_model(ma: &ModelScore, mb: &ModelScore, out: &mut Compared) {
+fn compare_model(
+    ma: &ModelScore,
+    mb: &ModelScore,
+    in_family: &dyn Fn(&MetricKind) -> bool,
+    out: &mut Compared,
+) {
     let index: HashMap<&str, usize> = ma
         .problems
         .iter()
         .enumerate()
         .map(|(i, p)| (p.id.as_str(), i))
         .collect();
+    let mut seen: HashMap<MetricIdentity, usize> = HashMap::new();
     for (cb, metric) in mb.values.metrics.iter().enumerate() {
         let Some(ca) = ma.values.column(metric) else {
             continue;
         };
+        if let Some(&row) = seen.get(&metric.identity()) {
+            let row = &mut out.rows[row];
+            row.same_as.push(crate::report::metric_label(metric));
+            row.in_family |= in_family(metric);
+            continue;
+        }
         if *metric == MetricKind::Majority && ma.n != mb.n {
             out.skipped.push(format!(
                 "{} maj@n: not compared, n = {} in A and {} in B (a majority of more votes is \
@@ -91,15 +136,180 @@ fn compare_model(ma: &ModelScore, mb: &ModelScore, out: &mut Compared) {
             })
             .collect();
         if let Some(test) = paired_test(&pairs) {
+            seen.insert(metric.identity(), out.rows.len());
             out.rows.push(Comparison {
                 model: mb.name.clone(),
                 metric: crate::report::metric_label(metric),
                 kind: metric.clone(),
+                same_as: Vec::new(),
                 test,
+                in_family: in_family(metric),
                 adjusted: None,
+                detectable: None,
             });
         }
     }
+}
+
+/// What a comparison concludes about one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Improved,
+    Regressed,
+    /// Flagged both ways: better on some headline metrics, worse on others.
+    Mixed,
+    NoDetectableChange,
+    NotComparable,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "REGRESSED",
+            Verdict::Mixed => "CHANGED both ways",
+            Verdict::NoDetectableChange => "no detectable change",
+            Verdict::NotComparable => "not comparable",
+        }
+    }
+}
+
+/// One model's verdict, why, and what else changed for it (served model, fingerprint).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelVerdict {
+    pub model: String,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub drift: Vec<String>,
+}
+
+/// A verdict per model of either run (B's order, then models only A has): from the flagged
+/// family rows, or why the model cannot be compared; `drift` holds (model, change) pairs.
+pub fn verdicts(
+    a: &RunResults,
+    b: &RunResults,
+    compared: &Compared,
+    drift: &[(String, String)],
+) -> Vec<ModelVerdict> {
+    let mut names: Vec<&str> = b.models.iter().map(|m| m.name.as_str()).collect();
+    for m in &a.models {
+        if !names.contains(&m.name.as_str()) {
+            names.push(&m.name);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let (verdict, reason) = match not_comparable(a, b, name) {
+                Some(why) => (Verdict::NotComparable, why),
+                None => from_rows(name, compared),
+            };
+            let drift = (drift.iter())
+                .filter(|(m, _)| m == name)
+                .map(|(_, d)| d.clone())
+                .collect();
+            ModelVerdict {
+                model: name.to_string(),
+                verdict,
+                reason,
+                drift,
+            }
+        })
+        .collect()
+}
+
+/// Why `name` cannot be compared: absent from a run, or failed in one (with its error).
+fn not_comparable(a: &RunResults, b: &RunResults, name: &str) -> Option<String> {
+    for (run, r) in [("A", a), ("B", b)] {
+        if !r.models.iter().any(|m| m.name == name) {
+            return Some(format!("not in run {run}"));
+        }
+        let entry = r.manifest.as_ref().and_then(|m| m.models.get(name));
+        let usable = r
+            .models
+            .iter()
+            .any(|m| m.name == name && !m.problems.is_empty());
+        if entry.is_some_and(|e| e.status == Status::Failed) || !usable {
+            let error = entry.and_then(|e| e.error.as_deref());
+            let why = error.map_or(String::new(), |e| format!(": {}", printable(e)));
+            return Some(format!("failed in run {run}{why}"));
+        }
+    }
+    None
+}
+
+/// The verdict of a model both runs scored, from its family rows.
+fn from_rows(name: &str, compared: &Compared) -> (Verdict, String) {
+    let family: Vec<&Comparison> = (compared.rows.iter())
+        .filter(|c| c.model == name && c.in_family && c.test.p.is_some())
+        .collect();
+    if family.is_empty() {
+        let shared =
+            (compared.rows.iter().find(|c| c.model == name)).map_or(0, |c| c.test.problems);
+        return (
+            Verdict::NotComparable,
+            format!("{shared} shared problems; a test needs at least {MIN_SHARED}"),
+        );
+    }
+    let flagged: Vec<&&Comparison> = family.iter().filter(|c| c.flagged()).collect();
+    let (up, down) = (
+        flagged.iter().any(|c| c.test.delta > 0.0),
+        flagged.iter().any(|c| c.test.delta < 0.0),
+    );
+    let verdict = match (up, down) {
+        (true, true) => Verdict::Mixed,
+        (true, false) => Verdict::Improved,
+        (false, true) => Verdict::Regressed,
+        (false, false) => Verdict::NoDetectableChange,
+    };
+    if verdict != Verdict::NoDetectableChange {
+        let listed: Vec<String> = (flagged.iter().take(3))
+            .map(|c| {
+                let p = match c.adjusted {
+                    Some(p) if p < 1e-4 => "p < 0.0001".to_string(),
+                    p => format!("p = {}", p_text(p)),
+                };
+                format!("{} {:+.1} points ({p})", c.metric, 100.0 * c.test.delta)
+            })
+            .collect();
+        let more = flagged.len().saturating_sub(3);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        return (verdict, format!("{}{more}", listed.join(", ")));
+    }
+    let problems = family[0].test.problems;
+    let moved: Vec<&&Comparison> = family.iter().filter(|c| c.test.spread > 0.0).collect();
+    if moved.is_empty() {
+        let floor = family
+            .iter()
+            .filter_map(|c| c.detectable)
+            .fold(0.0, f64::max);
+        return (
+            verdict,
+            format!(
+                "every headline value is the same on all {problems} problems (a change \
+                 would need about {:.0} points to be flagged)",
+                100.0 * floor
+            ),
+        );
+    }
+    let sizes: Vec<f64> = moved.iter().filter_map(|c| c.detectable).collect();
+    let lo = sizes.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = sizes.iter().copied().fold(0.0, f64::max);
+    let size = if (100.0 * lo).round() == (100.0 * hi).round() {
+        format!("{:.0}", 100.0 * hi)
+    } else {
+        format!("{:.0}–{:.0}", 100.0 * lo, 100.0 * hi)
+    };
+    (
+        verdict,
+        format!(
+            "on {problems} problems only changes of about {size} points are detectable (80% power)"
+        ),
+    )
 }
 
 /// True when a flagged drop is larger than `pct` percentage points.
@@ -244,9 +454,13 @@ pub fn regressions(shown: &[&Comparison], pct: f64) -> Vec<String> {
         .collect()
 }
 
-/// Every served-model or fingerprint change of the models of B from run A to run B, one
-/// `drift: …` line each.
-pub fn drift_lines(run_a: &Path, run_b: &Path, b: &RunResults) -> Result<Vec<String>, BadInput> {
+/// Every served-model or fingerprint change of the models of B from run A to run B, as
+/// (model, change) pairs.
+pub fn drift_lines(
+    run_a: &Path,
+    run_b: &Path,
+    b: &RunResults,
+) -> Result<Vec<(String, String)>, BadInput> {
     let entry = |dir: &Path| -> Result<RunEntry, BadInput> {
         let dir = RunDir::at(dir);
         let manifest = dir.read_manifest()?;
@@ -256,7 +470,7 @@ pub fn drift_lines(run_a: &Path, run_b: &Path, b: &RunResults) -> Result<Vec<Str
     let mut out = Vec::new();
     for m in &b.models {
         for d in drift(&ea, &eb, &m.name) {
-            out.push(format!("drift: {}: {}", m.name, printable(&d.describe())));
+            out.push((m.name.clone(), printable(&d.describe()).into_owned()));
         }
     }
     Ok(out)
@@ -278,43 +492,71 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
         .iter()
         .map(|c| {
             let d = &c.test;
-            let flag = match (d.p, c.flagged(), d.delta > 0.0) {
-                (None, _, _) => "untested".to_string(),
-                (Some(_), false, _) => String::new(),
-                (Some(_), true, true) => "improved".into(),
-                (Some(_), true, false) => "REGRESSED".into(),
+            let flag = match (c.in_family, d.p, c.flagged(), d.delta > 0.0) {
+                (false, ..) => "exploratory".to_string(),
+                (true, None, ..) => "untested".to_string(),
+                (true, Some(_), false, _) => String::new(),
+                (true, Some(_), true, true) => "improved".into(),
+                (true, Some(_), true, false) => "REGRESSED".into(),
             };
+            let detect = c
+                .detectable
+                .map_or("-".into(), |x| format!("±{:.1}", 100.0 * x));
             vec![
                 Cell::text(&c.model),
-                Cell::text(&c.metric),
+                // Machines get the metric's own name; its other names go in `same_as`.
+                Cell {
+                    text: c.label(),
+                    raw: serde_json::Value::String(c.metric.clone()),
+                },
+                Cell::text(c.same_as.join(",")),
                 pct(d.a),
                 pct(d.b),
                 Cell::num(Some(d.delta), format!("{:+.1}", 100.0 * d.delta)),
                 Cell::num(d.p, p_text(d.p)),
                 Cell::num(c.adjusted, p_text(c.adjusted)),
+                Cell::num(c.detectable, detect),
                 Cell::int(d.problems as u64),
+                Cell {
+                    text: c.in_family.to_string(),
+                    raw: serde_json::Value::Bool(c.in_family),
+                },
                 Cell::text(flag),
             ]
         })
         .collect();
     Tabular {
         keys: vec![
-            "model", "metric", "a", "b", "delta", "p", "p_holm", "problems", "flag",
+            "model",
+            "metric",
+            "same_as",
+            "a",
+            "b",
+            "delta",
+            "p",
+            "p_holm",
+            "detectable",
+            "problems",
+            "family",
+            "flag",
         ],
         titles: vec![
-            "model", "metric", "A %", "B %", "B − A", "p", "p (Holm)", "problems", "flag",
+            "model", "metric", "same as", "A %", "B %", "B − A", "p", "p (Holm)", "detect",
+            "problems", "family", "flag",
         ],
         rows,
-        machine_only: &["p"],
+        machine_only: &["same_as", "p", "problems", "family"],
         group: Some("model"),
     }
 }
 
-/// What `gpassk compare` prints: in a machine format the table alone; in a human one the table
-/// with its legend, the runs, the setting `differences` and the counts of tested and flagged rows.
+/// What `gpassk compare` prints: in a machine format the table alone; in a human one the
+/// verdict per model first, then the table with its legend, the runs, the setting `differences`
+/// and the counts of tested and flagged rows.
 pub fn render(
     [run_a, run_b]: [&Path; 2],
     compared: &Compared,
+    verdicts: &[ModelVerdict],
     shown: &[&Comparison],
     differences: &[String],
     format: TableFormat,
@@ -324,15 +566,12 @@ pub fn render(
         return Ok(body);
     }
     let md = format == TableFormat::Md;
-    // The legend's two lines are one paragraph in Markdown.
-    let mut out =
-        "B − A in percentage points over the problems both runs scored; exact paired\n".to_string();
+    let mut out = String::new();
     // A line of text; in Markdown a paragraph of its own.
     let mut line = |s: &str| {
         out.push_str(s);
         out.push_str(if md { "\n\n" } else { "\n" });
     };
-    line("sign-flip test (McNemar for 0/1 values), Holm-corrected over the tested rows");
     line(&format!("A: {}", run_a.display()));
     line(&format!("B: {}", run_b.display()));
     for d in differences {
@@ -341,20 +580,76 @@ pub fn render(
     if !differences.is_empty() {
         line("differences may come from these settings");
     }
+    out.push_str(&verdict_block(compared, verdicts, md));
+    out.push_str(&legend(md));
     out.push_str(&body);
     out.push_str(&footer(compared, shown, md));
     Ok(out)
 }
 
+/// The verdicts: a heading naming the tested family, then per model its name on a line of its
+/// own (long names never squeeze the text) and the verdict, reason and drift under it.
+fn verdict_block(compared: &Compared, verdicts: &[ModelVerdict], md: bool) -> String {
+    let head = format!(
+        "Verdict per model (tested: the headline metrics; Holm at {}% over {} tests)",
+        100.0 * ALPHA,
+        compared.family_tested
+    );
+    let width = crate::util::terminal_width().clamp(40, 100);
+    let mut out = if md {
+        format!("**{head}**\n\n")
+    } else {
+        format!("{}\n", crate::report::wrap(&head, width, ""))
+    };
+    for v in verdicts {
+        let name = printable(&v.model);
+        let mut what = format!("{}: {}", v.verdict.as_str(), v.reason);
+        for d in &v.drift {
+            what.push_str(&format!("; drift: {d}"));
+        }
+        if md {
+            out.push_str(&format!("- **{}**: {}\n", md_text(&name), md_text(&what)));
+        } else {
+            out.push_str(&format!("  {name}\n"));
+            out.push_str(&format!(
+                "    {}\n",
+                crate::report::wrap(&what, width - 4, "    ")
+            ));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// How to read the table.
+fn legend(md: bool) -> String {
+    let text = "B − A in percentage points over the problems both runs scored; exact paired \
+        sign-flip test (McNemar for 0/1 values), Holm-corrected over the headline metrics only; \
+        other rows are exploratory (shown, never flagged); a quantity with two names is one \
+        row; detect: the change 80% power would catch at Holm's strictest level";
+    if md {
+        format!("{text}\n\n")
+    } else {
+        let width = crate::util::terminal_width().clamp(40, 100);
+        format!("{}\n", crate::report::wrap(text, width, ""))
+    }
+}
+
 /// The lines under the table: skipped rows and the counts of tested, flagged and shown rows.
 fn footer(compared: &Compared, shown: &[&Comparison], md: bool) -> String {
     let mut lines: Vec<String> = compared.skipped.clone();
-    let tested = compared.rows.iter().filter(|c| c.test.p.is_some()).count();
+    let tested = compared.family_tested;
     let flagged = compared.rows.iter().filter(|c| c.flagged()).count();
     lines.push(format!(
-        "{flagged} of {tested} tested differences significant at {}% family-wise (Holm over {tested} tests)",
+        "{flagged} of {tested} tested headline differences significant at {}% family-wise (Holm over {tested} tests)",
         100.0 * ALPHA
     ));
+    let exploratory = compared.rows.iter().filter(|c| !c.in_family).count();
+    if exploratory > 0 {
+        lines.push(format!(
+            "{exploratory} exploratory rows, not part of the tested family"
+        ));
+    }
     if shown.len() < compared.rows.len() {
         lines.push(format!(
             "{} of {} rows shown (--metric/--k)",
@@ -362,13 +657,20 @@ fn footer(compared: &Compared, shown: &[&Comparison], md: bool) -> String {
             compared.rows.len()
         ));
     }
-    let untested = compared.rows.len() - tested;
+    let untested = (compared.rows.iter())
+        .filter(|c| c.in_family && c.test.p.is_none())
+        .count();
     if untested > 0 {
         lines.push(format!(
             "{untested} differences not tested: fewer than {MIN_SHARED} shared problems \
              cannot support a flag"
         ));
     }
-    let end = if md { "\n\n" } else { "\n" };
-    lines.iter().map(|l| format!("{l}{end}")).collect()
+    if md {
+        return lines.iter().map(|l| format!("{l}\n\n")).collect();
+    }
+    let width = crate::util::terminal_width().clamp(40, 100);
+    (lines.iter())
+        .map(|l| format!("{}\n", crate::report::wrap(l, width, "  ")))
+        .collect()
 }

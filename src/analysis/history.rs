@@ -188,7 +188,7 @@ pub fn setting_changes(differences: &[Difference]) -> Vec<String> {
 }
 
 /// Why a model's part of a run is partial (`None` when complete): status and usable units.
-pub fn partial(m: &Manifest, name: &str) -> Option<String> {
+fn partial(m: &Manifest, name: &str) -> Option<String> {
     let mm = m.models.get(name)?;
     let usable = mm.ok + mm.truncated;
     (!mm.status.is_complete() || usable < mm.units_planned).then(|| {
@@ -246,7 +246,11 @@ fn load_series(entries: Vec<RunEntry>, warnings: &mut Vec<String>) -> Vec<Loaded
                     .iter()
                     .any(|d| matches!(d, Difference::Dataset(_)));
                 let changes = setting_changes(&differences);
-                (same_data.then(|| compare(&prev.results, &results)), changes)
+                let family = results.tested_family();
+                let in_family =
+                    |m: &MetricKind| family.iter().any(|h| h.identity() == m.identity());
+                let compared = same_data.then(|| compare(&prev.results, &results, &in_family));
+                (compared, changes)
             }
             None => (None, Vec::new()),
         };
@@ -260,24 +264,17 @@ fn load_series(entries: Vec<RunEntry>, warnings: &mut Vec<String>) -> Vec<Loaded
     out
 }
 
-/// The headline metrics of a run: its config's `metrics`, else every overall estimate.
-fn headline(r: &RunResults) -> Vec<MetricKind> {
-    if !r.shown.is_empty() {
-        return r.shown.clone();
-    }
-    let mut all: Vec<MetricKind> = Vec::new();
-    for e in r.models.iter().flat_map(|m| &m.estimates) {
-        if e.subset.is_none() && !all.contains(&e.metric) {
-            all.push(e.metric.clone());
-        }
-    }
-    all
-}
-
 /// Every change marker of one model in run `i` of a series.
 fn changes_of(series: &[Loaded], i: usize, model: &str) -> Vec<String> {
+    let mut out = series[i].run_changes.clone();
+    out.extend(model_changes(series, i, model));
+    out
+}
+
+/// The change markers of one model alone in run `i`: drift and coverage.
+fn model_changes(series: &[Loaded], i: usize, model: &str) -> Vec<String> {
     let l = &series[i];
-    let mut out = l.run_changes.clone();
+    let mut out = Vec::new();
     if i > 0 {
         out.extend(
             drift(&series[i - 1].entry, &l.entry, model)
@@ -285,8 +282,24 @@ fn changes_of(series: &[Loaded], i: usize, model: &str) -> Vec<String> {
                 .map(|d| d.describe()),
         );
     }
-    out.extend(partial(&l.entry.manifest, model));
+    let before = i.checked_sub(1).map(|j| &series[j].entry.manifest);
+    out.extend(coverage_change(before, &l.entry.manifest, model));
     out
+}
+
+/// A marker where a model's coverage changed: it became partial (or its status changed), or it
+/// is complete again. A model failing week after week is marked once, where it started.
+fn coverage_change(before: Option<&Manifest>, now: &Manifest, name: &str) -> Option<String> {
+    let state = |m: &Manifest| {
+        let mm = m.models.get(name)?;
+        partial(m, name).map(|_| mm.status)
+    };
+    let was = before.and_then(state);
+    match (was, state(now)) {
+        (w, Some(s)) if w != Some(s) => partial(now, name),
+        (Some(_), None) if now.models.contains_key(name) => Some("coverage complete again".into()),
+        _ => None,
+    }
 }
 
 fn run_name(l: &Loaded) -> String {
@@ -323,12 +336,13 @@ fn series_rows(
         }
     }
     let mut trends = Vec::new();
-    for metric in headline(&last.results) {
+    for metric in last.results.tested_family() {
         let label = metric_label(&metric);
         let mut trend = Trend {
             dataset: dataset.clone(),
             metric: label.clone(),
             series: Vec::new(),
+            run_changes: series.iter().map(|l| l.run_changes.clone()).collect(),
         };
         for model in &models {
             let mut points = Vec::new();
@@ -342,7 +356,7 @@ fn series_rows(
                 let test = l.compared.as_ref().and_then(|c| {
                     c.rows
                         .iter()
-                        .find(|r| &r.model == model && r.kind == metric)
+                        .find(|r| &r.model == model && r.kind.identity() == metric.identity())
                 });
                 let marks = changes_of(series, i, model);
                 rows.push(row(&dataset, model, &label, l, est, test, &marks));
@@ -350,7 +364,7 @@ fn series_rows(
                     label: l.entry.manifest.created_at.chars().take(10).collect(),
                     value: est.and_then(|e| e.value),
                     ci: est.and_then(|e| e.ci),
-                    changes: marks,
+                    changes: model_changes(series, i, model),
                 });
             }
             trend.series.push(Series {

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-/// One point of a trend: a run's value of one metric for one model, with its interval and the
-/// change markers of that run.
+/// One point of a trend: a run's value of one metric for one model, with its interval and what
+/// changed for that model in that run.
 #[derive(Debug, Clone)]
 pub struct Point {
     pub label: String,
@@ -26,6 +26,8 @@ pub struct Trend {
     pub dataset: String,
     pub metric: String,
     pub series: Vec<Series>,
+    /// Per run, what changed for every model (settings of the run).
+    pub run_changes: Vec<Vec<String>>,
 }
 
 fn esc(s: &str) -> String {
@@ -104,6 +106,18 @@ pub fn trend_svg(t: &Trend) -> String {
                 esc(&p.label),
                 100.0 * v
             );
+            // What changed for this model alone is marked on its own point.
+            if !p.changes.is_empty() {
+                let _ = write!(
+                    svg,
+                    "<circle class=\"change\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"8\" fill=\"none\" \
+                     stroke=\"#D55E00\" stroke-width=\"2\"><title>{}: {}</title></circle>",
+                    x(i),
+                    y(v),
+                    esc(&s.model),
+                    esc(&p.changes.join("; "))
+                );
+            }
         }
     }
     let _ = write!(
@@ -117,16 +131,11 @@ pub fn trend_svg(t: &Trend) -> String {
 }
 
 /// The run labels under the x axis, and a dashed marker (its reasons as a tooltip) at every
-/// run where something changed; `bottom` is the plot area's lower edge.
+/// run whose settings changed for all models; `bottom` is the plot area's lower edge.
 fn run_labels(t: &Trend, svg: &mut String, runs: usize, x: impl Fn(usize) -> f64, bottom: f64) {
     let (y0, h) = (12.0, bottom - 12.0);
     for i in 0..runs {
-        let reasons: Vec<String> = t
-            .series
-            .iter()
-            .filter_map(|s| s.points.get(i))
-            .flat_map(|p| p.changes.iter().cloned())
-            .collect();
+        let reasons = t.run_changes.get(i).cloned().unwrap_or_default();
         let label = t
             .series
             .iter()
@@ -154,6 +163,32 @@ fn run_labels(t: &Trend, svg: &mut String, runs: usize, x: impl Fn(usize) -> f64
     }
 }
 
+/// The plot's legend: each model's colour beside its whole name (wrapped, never cut), and what
+/// the markers mean when the plot has any.
+fn legend(t: &Trend) -> String {
+    let mut out = String::from("<ul class=\"legend\">");
+    for (si, s) in t.series.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>",
+            COLORS[si % COLORS.len()],
+            esc(&s.model)
+        );
+    }
+    let marked = t
+        .series
+        .iter()
+        .any(|s| s.points.iter().any(|p| !p.changes.is_empty()));
+    if marked {
+        out.push_str("<li><span class=\"ring\"></span>changed for that model (hover for why)</li>");
+    }
+    if t.run_changes.iter().any(|c| !c.is_empty()) {
+        out.push_str("<li>⚑ settings changed for every model</li>");
+    }
+    out.push_str("</ul>");
+    out
+}
+
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1em auto;padding:0 1em;\
 color:#222;max-width:1600px}h1,h2,h3,p,li{overflow-wrap:anywhere}\
 .scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse}\
@@ -161,7 +196,11 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}\
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:1em 2em}\
 svg.plot{display:block;width:100%;height:auto;max-width:700px}\
 .axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}\
-.label{font-size:12px;fill:#444}.changes li{color:#9b2c00}";
+.label{font-size:12px;fill:#444}.changes li{color:#9b2c00}\
+.legend{list-style:none;padding:0;margin:.3em 0;font-size:13px;overflow-wrap:anywhere}\
+.legend li{margin:.15em 0}.swatch{display:inline-block;width:1.4em;height:.35em;\
+vertical-align:middle;margin-right:.4em}.ring{display:inline-block;width:.7em;height:.7em;\
+border:2px solid #D55E00;border-radius:50%;vertical-align:middle;margin-right:.4em}";
 
 /// The history page: a trend plot per headline metric, then a table (header and text cells,
 /// escaped here) and the list of changes.
@@ -187,9 +226,10 @@ pub fn html_page(
         }
         let _ = writeln!(
             out,
-            "<figure><h3>{}</h3>{}</figure>",
+            "<figure><h3>{}</h3>{}{}</figure>",
             esc(&t.metric),
-            trend_svg(t)
+            trend_svg(t),
+            legend(t)
         );
     }
     if dataset.is_some() {
@@ -222,6 +262,8 @@ pub fn html_page(
 mod tests {
     use super::*;
 
+    /// A model's own change rings its own point; a settings change of the run is the dashed
+    /// line; the legend names every model whole.
     #[test]
     fn trend_marks_changed_runs_and_escapes_text() {
         let point = |v: f64, changes: Vec<String>| Point {
@@ -240,11 +282,26 @@ mod tests {
                     point(0.6, vec!["system fingerprint: a → <b>".into()]),
                 ],
             }],
+            run_changes: vec![vec![], vec!["grader: rule → judge".into()]],
         };
         let svg = trend_svg(&t);
         assert_eq!(svg.matches("<line class=\"change\"").count(), 1, "{svg}");
-        assert!(svg.contains("system fingerprint: a → &lt;b&gt;"));
+        assert!(svg.contains("grader: rule → judge"));
+        assert_eq!(svg.matches("<circle class=\"change\"").count(), 1, "{svg}");
+        assert!(svg.contains("m&lt;script&gt;: system fingerprint: a → &lt;b&gt;"));
         assert!(!svg.contains("<script>") && !svg.contains("<w1>"));
-        assert_eq!(svg.matches("<circle").count(), 2);
+        assert_eq!(svg.matches("<circle").count(), 3);
+        let legend = legend(&t);
+        assert!(
+            legend.contains("m&lt;script&gt;</li>") && legend.contains("changed for that model")
+        );
+        let quiet = Trend {
+            run_changes: vec![vec![], vec![]],
+            ..t.clone()
+        };
+        assert_eq!(
+            trend_svg(&quiet).matches("<line class=\"change\"").count(),
+            0
+        );
     }
 }

@@ -4,7 +4,7 @@
 use super::{MetricFilter, OutFormat};
 use crate::analysis::compare::{
     check_dataset, compare, drift_lines, nothing_compared, regressions, render,
-    setting_differences, unmatched_models, Comparison,
+    setting_differences, unmatched_models, verdicts, Comparison,
 };
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::rundir::RunDir;
@@ -36,7 +36,9 @@ pub struct CompareArgs {
     /// table (fits the terminal), md (to paste into a PR), json or csv (raw fractions in [0, 1]).
     #[arg(long, value_enum, default_value = "table")]
     pub format: OutFormat,
-    /// Rows shown (and checked by --fail-on-regression); Holm still corrects over every tested row.
+    /// Rows shown and tested: the tested family is the headline metrics (the config's `metrics`)
+    /// that pass these filters, or the filtered rows when none of them is a headline metric;
+    /// other shown rows are exploratory. --fail-on-regression checks the shown family rows.
     #[command(flatten)]
     pub filter: MetricFilter,
 }
@@ -58,7 +60,12 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     for note in unmatched_models(&a, &b, runs) {
         eprintln!("{note}");
     }
-    let compared = compare(&a, &b);
+    let headline = b.tested_family();
+    let narrowed = headline.iter().any(|m| args.filter.keeps(m));
+    let in_family = |m: &crate::metrics::MetricKind| {
+        args.filter.keeps(m) && (!narrowed || headline.iter().any(|h| h.identity() == m.identity()))
+    };
+    let compared = compare(&a, &b, &in_family);
     if compared.rows.is_empty() {
         return Err(nothing_compared(&a, &b, runs).into());
     }
@@ -77,22 +84,28 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         )
         .into());
     }
+    let drift = drift_lines(&run_a, &run_b, &b)?;
+    let verdicts = verdicts(&a, &b, &compared, &drift);
     print!(
         "{}",
-        render(runs, &compared, &shown, &differences, args.format.into())?
+        render(
+            runs,
+            &compared,
+            &verdicts,
+            &shown,
+            &differences,
+            args.format.into()
+        )?
     );
     let failed = args
         .fail_on_regression
         .map_or_else(Vec::new, |p| regressions(&shown, p));
-    let drifted = if args.fail_on_drift {
-        let lines = drift_lines(&run_a, &run_b, &b)?;
-        for l in &lines {
-            eprintln!("{l}");
+    let drifted = args.fail_on_drift && !drift.is_empty();
+    if drifted {
+        for (model, d) in &drift {
+            eprintln!("drift: {model}: {d}");
         }
-        !lines.is_empty()
-    } else {
-        false
-    };
+    }
     if !failed.is_empty() {
         eprintln!(
             "regression beyond {} points in {} of the rows:\n{}",

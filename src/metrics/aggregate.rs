@@ -56,6 +56,51 @@ impl MetricKind {
             _ => None,
         }
     }
+
+    /// The headline metrics when a config names none: greedy, then Pass@k, G-Pass@k_τ for every
+    /// τ and mG-Pass@k at the largest k, then maj@n.
+    pub fn default_headline(ks: &[u64], taus: &[Tau]) -> Vec<MetricKind> {
+        let mut all = vec![MetricKind::Greedy];
+        if let Some(&k) = ks.iter().max() {
+            all.push(MetricKind::PassAtK { k });
+            for t in taus {
+                all.push(MetricKind::GPassAtK { k, tau: t.clone() });
+            }
+            all.push(MetricKind::MGPassAtK { k });
+        }
+        all.push(MetricKind::Majority);
+        all
+    }
+
+    /// What the metric is by definition, so that two names of one quantity compare equal:
+    /// G-Pass@k_τ depends on τ only through m = max(⌈τk⌉, 1), and m = 1 is Pass@k.
+    pub fn identity(&self) -> MetricIdentity {
+        match self {
+            MetricKind::Greedy => MetricIdentity::Greedy,
+            MetricKind::PassAtK { k } => MetricIdentity::AtLeast { k: *k, m: 1 },
+            MetricKind::GPassAtK { k, tau } => MetricIdentity::AtLeast {
+                k: *k,
+                m: tau.threshold(*k),
+            },
+            MetricKind::MGPassAtK { k } => MetricIdentity::Mean { k: *k },
+            MetricKind::Majority => MetricIdentity::Majority,
+        }
+    }
+}
+
+/// A metric up to its name ([`MetricKind::identity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MetricIdentity {
+    Greedy,
+    /// At least m of k drawn samples correct.
+    AtLeast {
+        k: u64,
+        m: u64,
+    },
+    Mean {
+        k: u64,
+    },
+    Majority,
 }
 
 impl fmt::Display for MetricKind {
@@ -303,6 +348,20 @@ fn new_group(nk: usize) -> Group {
 mod tests {
     use super::super::{g_pass_at_k, mg_pass_at_k, pass_at_k};
     use super::*;
+
+    /// ⌈0.25·4⌉ = 1: G-Pass@4_0.25 is Pass@4; every G-Pass@1_τ is Pass@1; at k = 2, τ = 0.6 and
+    /// 1.0 both need m = 2 (⌈1.2⌉ = 2), while τ = 0.5 needs 1.
+    #[test]
+    fn names_of_one_quantity_share_an_identity() {
+        let t = |s: &str| s.parse::<Tau>().unwrap();
+        let g = |k, tau: &str| MetricKind::GPassAtK { k, tau: t(tau) }.identity();
+        assert_eq!(g(4, "0.25"), MetricKind::PassAtK { k: 4 }.identity());
+        assert_eq!(g(1, "1.0"), MetricKind::PassAtK { k: 1 }.identity());
+        assert_ne!(g(16, "0.5"), g(16, "0.75"));
+        assert_eq!(g(2, "0.6"), g(2, "1.0"));
+        assert_ne!(g(2, "0.5"), g(2, "0.6"));
+        assert_ne!(MetricKind::MGPassAtK { k: 4 }.identity(), g(4, "0.75"));
+    }
 
     fn p(id: &str, subset: &str, n: u64, c: u64, greedy: Option<bool>) -> ProblemCounts {
         ProblemCounts {

@@ -8,7 +8,7 @@ mod binom;
 mod problem;
 mod tau;
 
-pub use aggregate::{aggregate, Aggregate, MetricKind, MetricValue, ProblemCounts};
+pub use aggregate::{aggregate, Aggregate, MetricIdentity, MetricKind, MetricValue, ProblemCounts};
 pub use binom::binomial;
 pub use problem::{
     g_pass_at_k, g_pass_at_k_threshold, mg_pass_at_k, mg_thresholds, pass_at_k, problem_metrics,

@@ -7,7 +7,6 @@ use super::markup::{search_grid, search_notes, summaries};
 use super::partial::banner;
 use super::tabular::wrap;
 use super::{metric_label, Exporter};
-use crate::metrics::MetricKind;
 use crate::scoring::RunResults;
 use crate::stats::Estimate;
 use crate::util::{abbreviate, terminal_width};
@@ -141,30 +140,13 @@ fn plus_minus(e: Option<&Estimate>) -> String {
     }
 }
 
-/// The headline metrics: the config's `metrics`, or every metric of the largest k.
-fn headline(results: &RunResults) -> Vec<MetricKind> {
-    if !results.shown.is_empty() {
-        return results.shown.clone();
-    }
-    let mut all = vec![MetricKind::Greedy];
-    if let Some(&k) = results.ks.iter().max() {
-        all.push(MetricKind::PassAtK { k });
-        for t in &results.taus {
-            all.push(MetricKind::GPassAtK { k, tau: t.clone() });
-        }
-        all.push(MetricKind::MGPassAtK { k });
-    }
-    all.push(MetricKind::Majority);
-    all
-}
-
 /// Shortest name width tried before the table is transposed.
 const MIN_NAME: usize = 12;
 const GAP: &str = "  ";
 
 fn compact(results: &RunResults, width: usize) -> String {
     let problems = results.models.first().map_or(0, |m| m.problems.len());
-    let metrics = headline(results);
+    let metrics = results.headline();
     let mut header: Vec<String> = metrics.iter().map(metric_label).collect();
     let mut cells: Vec<Vec<String>> = results
         .models

@@ -169,6 +169,23 @@ impl Tabular {
     }
 }
 
+/// Text for a Markdown paragraph: characters Markdown would read as markup are escaped, so a
+/// model name or a server's message shows as written.
+pub fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
 /// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole);
 /// continuation lines start with `indent`.
 pub fn wrap(text: &str, width: usize, indent: &str) -> String {

@@ -196,6 +196,29 @@ impl RunResults {
         }
     }
 
+    /// The headline metrics: the config's `metrics`, or every metric of the largest k.
+    pub fn headline(&self) -> Vec<MetricKind> {
+        if self.shown.is_empty() {
+            MetricKind::default_headline(&self.ks, &self.taus)
+        } else {
+            self.shown.clone()
+        }
+    }
+
+    /// The metrics `compare` and `history` test, declared before the data: the config's
+    /// `metrics` when it lists them, else the headline of the largest k (every k and τ the
+    /// config computes would make the family, and so the correction, grow with them).
+    pub fn tested_family(&self) -> Vec<MetricKind> {
+        let declared = (self.manifest.as_ref())
+            .and_then(|m| m.config.get("evaluation")?.get("metrics"))
+            .is_some_and(|v| !v.is_null());
+        if declared {
+            self.headline()
+        } else {
+            MetricKind::default_headline(&self.ks, &self.taus)
+        }
+    }
+
     /// Whether any model's scored units are tree searches (reports then show their cost).
     pub fn any_search(&self) -> bool {
         self.models

@@ -83,6 +83,9 @@ pub struct Simulated {
     pub metrics: Vec<MetricOutcome>,
     /// Repetitions where any metric was flagged after Holm's correction.
     pub familywise: usize,
+    /// Repetitions where `compare`'s tested family flagged: the default headline metrics
+    /// ([`MetricKind::default_headline`]), each quantity once, Holm over those alone.
+    pub headline_flags: usize,
 }
 
 /// Per-problem values by outcome, and the population truths, for one setup.
@@ -225,6 +228,8 @@ pub fn simulate(setup: &Setup, reps: usize, seed: u64) -> Simulated {
         })
         .collect();
     let mut familywise = 0;
+    let mut headline_flags = 0;
+    let family = family_columns(&model.metrics, setup);
     for _ in 0..reps {
         let levels: Vec<usize> = (0..setup.problems).map(|_| rng.below(LEVELS)).collect();
         let a = model.run(&levels, setup.n, 0.0, &mut rng);
@@ -251,12 +256,31 @@ pub fn simulate(setup: &Setup, reps: usize, seed: u64) -> Simulated {
             out.flagged_adjusted += (q < ALPHA) as usize;
         }
         familywise += adjusted.iter().any(|&q| q < ALPHA) as usize;
+        let tested: Vec<f64> = family.iter().map(|&c| p[c]).collect();
+        headline_flags += holm(&tested).iter().any(|&q| q < ALPHA) as usize;
     }
     Simulated {
         reps,
         metrics,
         familywise,
+        headline_flags,
     }
+}
+
+/// The columns of `compare`'s family: one per quantity of the default headline metrics.
+fn family_columns(metrics: &[MetricKind], setup: &Setup) -> Vec<usize> {
+    let headline = MetricKind::default_headline(&setup.ks, &setup.taus);
+    let mut seen = Vec::new();
+    (0..metrics.len())
+        .filter(|&c| {
+            let id = metrics[c].identity();
+            let wanted = headline.iter().any(|h| h.identity() == id);
+            wanted && !seen.contains(&id) && {
+                seen.push(id);
+                true
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -357,6 +381,13 @@ mod tests {
             assert!(
                 familywise <= 0.06,
                 "{problems} problems: family-wise {familywise}"
+            );
+            // compare's family (the headline metrics): same-model flags under 5%, with the
+            // same ±0.6-point Monte Carlo margin.
+            let headline = outs.iter().map(|o| o.headline_flags).sum::<usize>() as f64 / runs;
+            assert!(
+                headline <= 0.056,
+                "{problems} problems: headline family {headline}"
             );
         }
     }

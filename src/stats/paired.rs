@@ -8,6 +8,7 @@
 //! reports a p-value of zero (Phipson and Smyth 2010).
 
 use super::SplitMix64;
+use statrs::distribution::{ContinuousCDF, Normal};
 use statrs::function::factorial::ln_binomial;
 
 /// Below this many shared problems, no difference is tested or flagged.
@@ -34,6 +35,8 @@ pub struct PairedTest {
     /// Two-sided p-value of "no difference"; `None` below [`MIN_SHARED`] problems.
     pub p: Option<f64>,
     pub problems: usize,
+    /// The spread of the mean difference under "no difference": sqrt(Σ d²) / problems.
+    pub spread: f64,
 }
 
 /// Tests B − A over `(a, b)` pairs of per-problem values; `None` when there is no pair.
@@ -57,7 +60,25 @@ pub fn paired_test(pairs: &[(f64, f64)]) -> Option<PairedTest> {
         delta: diffs.iter().fold(0.0, |s, d| s + d) / len,
         p,
         problems: pairs.len(),
+        spread: diffs.iter().map(|d| d * d).sum::<f64>().sqrt() / len,
     })
+}
+
+/// The power at which [`PairedTest::detectable`] states the smallest detectable change.
+pub const POWER: f64 = 0.8;
+
+impl PairedTest {
+    /// The smallest |B − A| that the test at level `alpha` flags with probability [`POWER`] on
+    /// problems like these: (z₁₋α/₂ + z_power) times the null spread (normal approximation),
+    /// and never below what any test of this many problems can flag: m problems moving the whole
+    /// scale the same way, with 2·2⁻ᵐ < α. `None` when the difference is not tested.
+    pub fn detectable(&self, alpha: f64) -> Option<f64> {
+        self.p?;
+        let normal = Normal::new(0.0, 1.0).ok()?;
+        let z = normal.inverse_cdf(1.0 - alpha / 2.0) + normal.inverse_cdf(POWER);
+        let least = ((2.0 / alpha).log2().floor() + 1.0) / self.problems as f64;
+        Some((z * self.spread).max(least).min(1.0))
+    }
 }
 
 /// Two-sided p-value of the sign-flip test on the non-zero differences.
@@ -180,6 +201,26 @@ mod tests {
         assert_eq!(
             (same.p, format!("{:+.1}", same.delta)),
             (Some(1.0), "+0.0".into())
+        );
+    }
+
+    /// 30 problems, 10 of them moving by one: the null spread is √10/30, so 80% power at 5% needs
+    /// (1.96 + 0.84)·0.105 ≈ 29.5 points; with nothing moving, the floor of 6 problems (2·2⁻⁶ < 5%).
+    #[test]
+    fn the_detectable_change_follows_the_spread_and_has_a_floor() {
+        let mut pairs = vec![(0.0, 0.0); 20];
+        pairs.extend(vec![(1.0, 0.0); 5]);
+        pairs.extend(vec![(0.0, 1.0); 5]);
+        let t = paired_test(&pairs).unwrap();
+        let d = t.detectable(ALPHA).unwrap();
+        assert!((d - 2.8016 * 10f64.sqrt() / 30.0).abs() < 1e-3, "{d}");
+        // A stricter level (Holm's first step over 6 tests) needs a larger change.
+        assert!(t.detectable(ALPHA / 6.0).unwrap() > d);
+        let same = paired_test(&[(0.5, 0.5); 30]).unwrap();
+        assert!((same.detectable(ALPHA).unwrap() - 6.0 / 30.0).abs() < 1e-12);
+        assert_eq!(
+            paired_test(&[(1.0, 0.0); 9]).unwrap().detectable(ALPHA),
+            None
         );
     }
 

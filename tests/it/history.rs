@@ -112,9 +112,16 @@ fn history_and_compare_baseline_show_a_fingerprint_change() {
         2,
         "{html}"
     );
-    // One marker per plot, at the third run only.
-    assert_eq!(html.matches("<line class=\"change\"").count(), 2, "{html}");
-    assert!(html.contains("fp-A → fp-B"));
+    // One marker per plot, on m1's point of the third run only; nothing changed for every model.
+    assert_eq!(
+        html.matches("<circle class=\"change\"").count(),
+        2,
+        "{html}"
+    );
+    assert_eq!(html.matches("<line class=\"change\"").count(), 0, "{html}");
+    assert!(html.contains("m1: system fingerprint: fp-A → fp-B"));
+    // Every plot names its models in a visible legend.
+    assert_eq!(html.matches("<ul class=\"legend\">").count(), 2, "{html}");
     assert_eq!(
         html.matches("<polyline class=\"trend-line\" data-model=\"m1\"")
             .count(),

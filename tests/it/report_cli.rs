@@ -401,11 +401,21 @@ fn compare_of_a_run_with_itself_flags_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let run = Synthetic::new(12).write(dir.path(), "a", |i, s| !(i + s as usize).is_multiple_of(3));
     let out = ok(&compare(&run, &run, &["--fail-on-regression", "0"]));
+    // The family is the headline metrics, each quantity once: Greedy, Pass@4 (= G-Pass@4_0.25),
+    // G-Pass@4_0.5, mG-Pass@4 (the fixture's config asks for k = 4, τ = 0.25 and 0.5).
     assert!(
-        out.contains("0 of 14 tested differences significant at 5% family-wise"),
+        out.contains("0 of 4 tested headline differences significant at 5% family-wise"),
         "{out}"
     );
     assert!(!out.contains("REGRESSED") && !out.contains("improved") && !out.contains("WARNING"));
+    // The verdict comes first and says how large a change could have been seen.
+    let verdict = (out.find("no detectable change: every headline value is the same on all 12"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        verdict < out.find("B − A in percentage points").unwrap(),
+        "{out}"
+    );
+    assert!(out.contains("Pass@4 = G-Pass@4_0.25"), "{out}");
 }
 
 #[test]
@@ -434,7 +444,11 @@ fn compare_flags_a_drop_on_enough_problems_only() {
     ));
     assert!(out.contains("untested") && !out.contains("REGRESSED"));
     assert!(
-        out.contains("28 differences not tested: fewer than 10 shared problems"),
+        out.contains("8 differences not tested: fewer than 10 shared problems"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not comparable: 8 shared problems; a test needs at least 10"),
         "{out}"
     );
 }
@@ -452,14 +466,14 @@ fn compare_formats_and_filters_use_the_report_names() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("model,metric,a,b,delta,p,p_holm,problems,flag")
+        Some("model,metric,same_as,a,b,delta,p,p_holm,detectable,problems,family,flag")
     );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 2, "{csv}");
     assert!(
-        rows[0].starts_with("alpha,Pass@4,")
+        rows[0].starts_with("alpha,Pass@4,G-Pass@4_0.25,")
             && rows[0].contains(",-1.0,")
-            && rows[0].ends_with(",20,REGRESSED"),
+            && rows[0].ends_with(",20,true,REGRESSED"),
         "{csv}"
     );
     assert!(rows[1].starts_with("alpha,G-Pass@4_1.0,"), "{csv}");
@@ -478,10 +492,14 @@ fn compare_formats_and_filters_use_the_report_names() {
     assert!(v[0]["p_holm"].as_f64().is_some() && v[0]["delta"].as_f64().is_some());
     let md = ok(&compare(&a, &b, &["--format", "md", "--metric", "Pass@4"]));
     assert!(
-        md.contains("| model | metric | A % | B % | B − A | p (Holm) | problems | flag |"),
+        md.contains("| model | metric | A % | B % | B − A | p (Holm) | detect | flag |"),
         "{md}"
     );
-    assert!(md.contains("| alpha | Pass@4 | "), "{md}");
+    assert!(md.contains("| alpha | Pass@4 = G-Pass@4_0.25 | "), "{md}");
+    assert!(
+        md.contains("- **alpha**: REGRESSED: Pass@4 -100.0 points (p \\< 0.0001)"),
+        "{md}"
+    );
     let narrow = crate::common::gpassk()
         .args([
             "compare",
@@ -501,8 +519,9 @@ fn compare_formats_and_filters_use_the_report_names() {
     }
     let err = String::from_utf8_lossy(&narrow.stderr);
     assert!(
-        err.contains(" of the rows:\n  alpha Greedy: -75.0 points\n  alpha Pass@1: ")
-            && err.contains("\n  alpha Pass@4: -100.0 points\n"),
+        err.contains(
+            " of the rows:\n  alpha Greedy: -75.0 points\n  alpha Pass@4: -100.0 points\n"
+        ),
         "{err}"
     );
     let none = compare(&a, &b, &["--metric", "Pass@99"]);
@@ -515,8 +534,9 @@ fn compare_never_fails_on_one_shared_problem() {
     let a = Synthetic::new(1).write(dir.path(), "a", |_, _| true);
     let b = Synthetic::new(1).write(dir.path(), "b", |_, _| false);
     let out = ok(&compare(&a, &b, &["--fail-on-regression", "5"]));
-    assert!(out.contains("0 of 0 tested differences"), "{out}");
+    assert!(out.contains("0 of 0 tested headline differences"), "{out}");
     assert!(!out.contains("REGRESSED"));
+    assert!(out.contains("not comparable: 1 shared problems"), "{out}");
 }
 
 #[test]

@@ -40,14 +40,40 @@ const STOPPED: &str = "HTTP 503: <h1>Service Unavailable</h1>";
 
 /// Correct samples of model `j` on problem `i`: harder problems later, c = 0 and c = n both occur.
 fn correct(i: usize, j: usize) -> u32 {
+    correct_at(i, MODELS[j].2)
+}
+
+fn correct_at(i: usize, skill: f64) -> u32 {
     let difficulty = i as f64 / (PROBLEMS - 1) as f64;
-    let p = (MODELS[j].2 + 0.6 - 1.3 * difficulty).clamp(0.0, 1.0);
+    let p = (skill + 0.6 - 1.3 * difficulty).clamp(0.0, 1.0);
     (p * f64::from(N)).round() as u32
 }
 
 /// Writes a scored-to-be run directory under `root`; with `partial`, model 4 stops after
 /// [`INTERRUPTED_AFTER`] problems and model 6 has no checkpoint at all.
 pub(crate) fn six_model_run(root: &Path, partial: bool) -> PathBuf {
+    let week = Week {
+        name: "six-models",
+        partial,
+        ..Week::default()
+    };
+    six_model_week(root, &week)
+}
+
+/// One run of the weekly job: which model did worse and whose fingerprint changed this week.
+#[derive(Default)]
+pub(crate) struct Week {
+    pub name: &'static str,
+    /// Model 4 interrupted and model 6 failed.
+    pub partial: bool,
+    /// Models whose skill fell this week, and by how much.
+    pub weaker: &'static [(usize, f64)],
+    /// A model served with another system fingerprint this week.
+    pub fingerprint: Option<usize>,
+}
+
+/// [`six_model_run`] for one week: the run directory `root/<week.name>`.
+pub(crate) fn six_model_week(root: &Path, week: &Week) -> PathBuf {
     use sha2::{Digest, Sha256};
     let data = root.join("levels.jsonl");
     let lines: String = (0..PROBLEMS)
@@ -61,13 +87,14 @@ pub(crate) fn six_model_run(root: &Path, partial: bool) -> PathBuf {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let run = root.join("six-models");
+    let run = root.join(week.name);
     std::fs::create_dir_all(run.join("checkpoints")).unwrap();
     let fixture = repo().join("tests/fixtures/report_run");
     let text = std::fs::read_to_string(fixture.join("manifest.json")).unwrap();
     let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
     let path = data.to_str().unwrap();
-    m["run_id"] = "six-models".into();
+    m["run_id"] = week.name.into();
+    let partial = week.partial;
     m["status"] = if partial { "interrupted" } else { "complete" }.into();
     m["dataset"] = serde_json::json!({"name": path, "files": [path], "sha256": sha,
         "problems": PROBLEMS, "limit": null});
@@ -99,26 +126,45 @@ pub(crate) fn six_model_run(root: &Path, partial: bool) -> PathBuf {
         e["error"] = error.into();
         e["ok"] = (done as u64 * u64::from(N + 1)).into();
         e["served_models"] = serde_json::json!({});
+        let fingerprint = (week.fingerprint == Some(j)).then_some("fp_b");
+        if let Some(f) = fingerprint {
+            e["system_fingerprints"] = serde_json::json!([f]);
+        }
         entries.insert(name.to_string(), e);
         if done > 0 {
-            write_checkpoint(&run, &fixture, j, done);
+            let fell = week
+                .weaker
+                .iter()
+                .find(|(m, _)| *m == j)
+                .map_or(0.0, |w| w.1);
+            let skill = MODELS[j].2 - fell;
+            write_checkpoint(&run, &fixture, (j, skill, fingerprint), done);
         }
     }
     std::fs::write(run.join("manifest.json"), m.to_string()).unwrap();
     run
 }
 
-/// Model `j`'s samples and greedy answer for its first `done` problems.
-fn write_checkpoint(run: &Path, fixture: &Path, j: usize, done: usize) {
+/// Model `j`'s samples and greedy answer for its first `done` problems, at `skill`, served
+/// with `fingerprint`.
+fn write_checkpoint(
+    run: &Path,
+    fixture: &Path,
+    (j, skill, fingerprint): (usize, f64, Option<&str>),
+    done: usize,
+) {
     let template = std::fs::read_to_string(fixture.join("checkpoints/alpha.jsonl")).unwrap();
     let mut r: serde_json::Value = serde_json::from_str(template.lines().next().unwrap()).unwrap();
     let (name, id, _) = MODELS[j];
-    r["run_id"] = "six-models".into();
+    r["run_id"] = run.file_name().unwrap().to_str().unwrap().into();
+    if let Some(f) = fingerprint {
+        r["system_fingerprint"] = f.into();
+    }
     r["model"] = name.into();
     r["model_id"] = id.into();
     let mut out = String::new();
     for i in 0..done {
-        let c = correct(i, j);
+        let c = correct_at(i, skill);
         for s in 0..=N {
             r["problem_id"] = format!("p{i}").into();
             r["sample_index"] = if s == N { "greedy".into() } else { s.into() };
@@ -344,4 +390,142 @@ fn write_screenshot_run() {
     let run = six_model_run(&root, true);
     ok(&gpassk(&["score", run.to_str().unwrap(), "--quiet"]));
     assert!(run.join("report.html").is_file());
+}
+
+/// The weekly job's two runs: in week 2 the Llama model is much weaker and QwQ a little, the
+/// Qwen-Math model is served with another fingerprint, and gemma has failed.
+pub(crate) fn two_weeks(root: &Path) -> (PathBuf, PathBuf) {
+    let week1 = six_model_week(
+        root,
+        &Week {
+            name: "2026-11-23",
+            ..Week::default()
+        },
+    );
+    let week2 = Week {
+        name: "2026-11-30",
+        partial: true,
+        weaker: &[(1, 0.6), (4, 0.1)],
+        fingerprint: Some(2),
+    };
+    (week1, six_model_week(root, &week2))
+}
+
+/// compare opens with a verdict per model that names the regression, the fingerprint change
+/// and the failure with its reason, and fits 80 columns.
+#[test]
+fn compare_of_two_weeks_delivers_a_verdict_per_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_weeks(dir.path());
+    for run in [&a, &b] {
+        ok(&gpassk(&["score", run.to_str().unwrap(), "--quiet"]));
+    }
+    let out = crate::common::gpassk()
+        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // A model's verdict: the indented lines under its name, joined.
+    let verdict = |model: &str| -> String {
+        let at =
+            (text.find(&format!("\n  {model}\n"))).unwrap_or_else(|| panic!("{model}: {text}"));
+        let lines = text[at..].lines().skip(2);
+        let under: Vec<&str> = lines
+            .take_while(|l| l.starts_with("    "))
+            .map(str::trim)
+            .collect();
+        under.join(" ")
+    };
+    assert!(
+        verdict("Llama-3.1-8B-Instruct").starts_with("REGRESSED: "),
+        "{text}"
+    );
+    assert!(
+        verdict("Qwen2.5-Math-72B-Instruct").contains("drift: system fingerprint"),
+        "{text}"
+    );
+    let failed = verdict("gemma-2-27b-it");
+    assert!(
+        failed.starts_with("not comparable: failed in run B: connection refused"),
+        "{text}"
+    );
+    let steady = verdict("DeepSeek-R1-Distill-Qwen-32B");
+    assert!(
+        steady.starts_with("no detectable change: every headline value is the same on all 24"),
+        "{text}"
+    );
+    // A model that moved without a flag says how large a change could have been seen.
+    let small = verdict("QwQ-32B-Preview");
+    assert!(
+        small.starts_with("no detectable change: on 24 problems only changes of about"),
+        "{text}"
+    );
+    // The verdicts come before the rows, and nothing but the run paths is wider than 80.
+    assert!(text.find("REGRESSED: ").unwrap() < text.find("B − A in percentage points").unwrap());
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with("A: ") && !l.starts_with("B: "))
+    {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+}
+
+/// Writes the two weeks (and a third like the second) to `$GPASSK_WEEKS_DIR`, scored, for
+/// scripts/html-screenshots.sh to render `compare` and `history` from.
+#[test]
+#[ignore = "run by scripts/html-screenshots.sh"]
+fn write_two_weeks() {
+    let root = PathBuf::from(std::env::var("GPASSK_WEEKS_DIR").expect("GPASSK_WEEKS_DIR"));
+    std::fs::create_dir_all(&root).unwrap();
+    for run in three_weeks(&root) {
+        ok(&gpassk(&["score", run.to_str().unwrap(), "--quiet"]));
+    }
+}
+
+/// [`two_weeks`] and a third week like the second.
+fn three_weeks(root: &Path) -> [PathBuf; 3] {
+    let (a, b) = two_weeks(root);
+    let week3 = Week {
+        name: "2026-12-07",
+        partial: true,
+        weaker: &[(1, 0.6), (4, 0.1)],
+        fingerprint: Some(2),
+    };
+    [a, b, six_model_week(root, &week3)]
+}
+
+/// A model that failed two weeks running is marked once, where it started failing; the
+/// fingerprint change is marked on that model's points only; every plot has a legend.
+#[test]
+fn history_marks_what_changed_for_each_model_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for run in three_weeks(dir.path()) {
+        ok(&gpassk(&["score", run.to_str().unwrap(), "--quiet"]));
+    }
+    let html = ok(&gpassk(&[
+        "history",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "html",
+    ]));
+    let changes = &html[html.find("<h2>Changes</h2>").expect("a Changes list")..];
+    let changes = &changes[..changes.find("</ul>").unwrap()];
+    assert_eq!(
+        changes.matches("gemma-2-27b-it: partial coverage").count(),
+        1,
+        "{changes}"
+    );
+    assert!(changes.contains("2026-11-30 gemma-2-27b-it"), "{changes}");
+    assert_eq!(
+        changes
+            .matches("Qwen2.5-Math-72B-Instruct: system fingerprint")
+            .count(),
+        1
+    );
+    let plots = html.matches("<svg class=\"plot trend\"").count();
+    assert_eq!(html.matches("<ul class=\"legend\">").count(), plots);
+    assert!(html.contains("Mistral-Small-24B-Instruct-2501</li>"));
+    // Nothing changed for every model: no run-wide marker.
+    assert_eq!(html.matches("<line class=\"change\"").count(), 0);
 }
