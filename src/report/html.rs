@@ -4,9 +4,10 @@
 //! per model on a shared scale, and the manifest folded away.
 
 use super::markup::{
-    columns, coverage, headline_ks, notes, percent_table, search_grid, search_notes, subset_grid,
-    Grid,
+    columns, coverage, headline_ks, notes, pct_ci, percent_table, search_grid, search_notes,
+    subset_grid, Grid,
 };
+use super::metric_label;
 use super::Exporter;
 use crate::metrics::MetricKind;
 use crate::rundir::manifest::Status;
@@ -42,7 +43,18 @@ font-size:0.9em}.legend li{min-width:0;overflow-wrap:anywhere}\
 .banner{border:2px solid #D55E00;background:#fff3e8;padding:0.6em 1em;margin:1em 0}\
 .banner ul{margin:0.3em 0 0}.failed{color:#9b2c00}\
 .axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}\
-.label{font-size:12.5px;fill:#444}.title{font-size:13px;fill:#222}";
+.label{font-size:12.5px;fill:#444}.title{font-size:13px;fill:#222}\
+table.headline{margin:0.5em 0 1em}table.headline td,table.headline th{white-space:normal}\
+table.headline td:first-child,table.headline th:first-child{position:static;max-width:24em;\
+overflow-wrap:anywhere}table.headline td small{display:block;color:#555;white-space:nowrap}\
+details.all{margin:0 0 1.5em}details.all summary{cursor:pointer;font-weight:600}\
+@media (max-width:760px){table.headline,table.headline tbody,table.headline tr,\
+table.headline td{display:block}table.headline thead{display:none}\
+table.headline tr{border:1px solid #ccc;margin:0 0 0.8em;padding:0.3em 0.6em}\
+table.headline td{border:none;display:grid;grid-template-columns:1fr auto 8.5em;\
+align-items:baseline;gap:0 0.6em;padding:2px 0}table.headline td::before{content:attr(data-label);color:#444;text-align:left}\
+table.headline td small{display:inline}table.headline td:first-child{display:block;font-weight:600}\
+table.headline td:first-child::before{content:none}}";
 
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -283,6 +295,46 @@ fn headline_metrics(results: &RunResults) -> Vec<(MetricKind, String)> {
         }
     }
     all
+}
+
+/// The headline: per model the tested family's metrics (the config's `metrics`, else the
+/// largest k's), each cell its value over its interval. Narrow screens get one card per model
+/// instead of a table (the CSS's `table.headline`), so nothing scrolls sideways.
+fn headline_table(results: &RunResults, partial: bool) -> String {
+    let metrics = results.tested_family();
+    let total = dataset_size(results);
+    let scope = if partial { "run incomplete; " } else { "" };
+    let mut out = format!(
+        "<h2>Headline: % with 95% CI over problems ({scope}{total} problems)</h2>\n\
+         <table class=\"headline\">\n<thead><tr><th>model</th>"
+    );
+    for m in &metrics {
+        let _ = write!(out, "<th>{}</th>", esc(&metric_label(m)));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for model in &results.models {
+        let _ = write!(out, "<tr><td>{}</td>", esc(&model.name));
+        for m in &metrics {
+            let text = pct_ci(model.estimate(m, None));
+            let (value, ci) = text
+                .split_once(" [")
+                .map_or((text.as_str(), ""), |(v, c)| (v, c));
+            let ci = if ci.is_empty() {
+                String::new()
+            } else {
+                format!("<small>[{}</small>", esc(ci))
+            };
+            let _ = write!(
+                out,
+                "<td data-label=\"{}\"><b>{}</b>{ci}</td>",
+                esc(&metric_label(m)),
+                esc(value)
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+    out
 }
 
 /// Per model and metric, how many problems entered the value, out of the dataset's.
@@ -828,9 +880,19 @@ impl Exporter for HtmlReport {
         if partial {
             out.push_str(&banner(results, &causes));
         }
-        for grid in percent_grids(results, partial) {
-            let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
+        out.push_str(&headline_table(results, partial));
+        let grids = percent_grids(results, partial);
+        let ks: Vec<String> = headline_ks(results).iter().map(u64::to_string).collect();
+        let _ = writeln!(
+            out,
+            "<details class=\"all\">\n<summary>Every metric, k = {} ({} tables)</summary>",
+            ks.join(", "),
+            grids.len()
+        );
+        for grid in grids {
+            let _ = write!(out, "<h3>{}</h3>\n{}", esc(&grid.title), table(&grid));
         }
+        out.push_str("</details>\n");
         if partial {
             let grid = problem_counts(results);
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));

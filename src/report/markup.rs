@@ -154,13 +154,13 @@ pub(super) fn subset_grid(results: &RunResults) -> Option<Grid> {
             let mut row = vec![s.clone(), m.name.clone(), count.to_string()];
             row.extend(
                 cols.iter()
-                    .map(|(metric, _)| pct(m.estimate(metric, Some(s)).and_then(|e| e.value))),
+                    .map(|(metric, _)| pct_ci(m.estimate(metric, Some(s)))),
             );
             rows.push(row);
         }
     }
     Some(Grid {
-        title: format!("Per subset, k = {k} (%)"),
+        title: format!("Per subset, k = {k}: % with 95% CI over the subset's problems"),
         header,
         rows,
     })

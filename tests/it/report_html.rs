@@ -240,10 +240,24 @@ fn page_is_responsive_tables_scroll_and_plots_scale() {
     assert!(counts[0].contains("<th>no answer</th>"));
     let pcts = sections(
         &html,
-        "% with 95% CI over problems (up to 24 problems; run incomplete)</h2>",
+        "% with 95% CI over problems (up to 24 problems; run incomplete)</h3>",
         "</table>",
     );
     assert_eq!(pcts.len(), 3);
+    // The headline comes first: the largest k's metrics (the config names none), each cell its
+    // value over its interval, labelled for the narrow-screen cards; the full grids fold.
+    let headline = sections(&html, "<table class=\"headline\">", "</table>");
+    assert_eq!(headline.len(), 1);
+    let head = headline[0];
+    for m in ["Greedy", "Pass@16", "G-Pass@16_1.0", "mG-Pass@16", "maj@n"] {
+        assert!(head.contains(&format!("<th>{m}</th>")), "{m}: {head}");
+    }
+    assert!(!head.contains("Pass@4"), "{head}");
+    assert!(
+        head.contains("<td data-label=\"G-Pass@16_1.0\"><b>"),
+        "{head}"
+    );
+    assert!(html.find("<table class=\"headline\">") < html.find("<details class=\"all\">"));
     for pct in pcts {
         assert!(!pct.contains("no answer") && !pct.contains("missing"));
         assert!(
