@@ -13,7 +13,7 @@ use crate::config::ModelSettings;
 use crate::cost::Money;
 use crate::plan::Prepared;
 use crate::rundir::record::{CheckpointWriter, RecordRef, SampleIndex, UnitOutcome};
-use crate::util::{hex, now_rfc3339, printable, Shutdown};
+use crate::util::{hex, now_rfc3339, Shutdown};
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -126,11 +126,12 @@ impl ModelCtx {
             );
             if !self.quiet {
                 // The progress reporter prints it between frames, so no bar is left half-drawn.
-                *self.counters.note.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some(format!("error: {}", printable(&msg)));
+                *self.counters.stop.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(reason.to_string());
             }
             *f = Some(msg);
         }
+        self.counters.failed.store(true, Ordering::SeqCst);
         self.stopped.store(true, Ordering::SeqCst);
     }
 
