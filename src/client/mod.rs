@@ -84,6 +84,26 @@ impl ErrorClass {
         )
     }
 
+    /// Every class, in declaration order.
+    pub const ALL: [ErrorClass; 11] = [
+        ErrorClass::RateLimited,
+        ErrorClass::Server,
+        ErrorClass::Timeout,
+        ErrorClass::Connection,
+        ErrorClass::MalformedJson,
+        ErrorClass::EmptyChoices,
+        ErrorClass::Auth,
+        ErrorClass::NotFound,
+        ErrorClass::BadRequest,
+        ErrorClass::TooLarge,
+        ErrorClass::NoContent,
+    ];
+
+    /// The class [`ErrorClass::as_str`] names.
+    pub fn from_name(name: &str) -> Option<ErrorClass> {
+        ErrorClass::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorClass::RateLimited => "rate_limited",
@@ -117,10 +137,15 @@ impl ApiError {
     /// stream or an unreadable 2xx reply may have been generated and billed in full.
     pub fn may_be_billed(&self) -> bool {
         let refused_status = self.status.is_some_and(|s| !(200..300).contains(&s));
-        let never_connected = matches!(self.class, ErrorClass::Connection | ErrorClass::Timeout)
+        !(refused_status || self.never_connected())
+    }
+
+    /// Whether the request never reached the server: no connection could be made (refused,
+    /// unresolvable, or a connect timeout).
+    pub fn never_connected(&self) -> bool {
+        matches!(self.class, ErrorClass::Connection | ErrorClass::Timeout)
             && self.status.is_none()
-            && self.message.starts_with(CANNOT_CONNECT);
-        !(refused_status || never_connected)
+            && self.message.starts_with(CANNOT_CONNECT)
     }
 }
 
@@ -362,6 +387,12 @@ impl Client {
 
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The URL as messages may show it: no query or fragment, the key redacted.
+    pub fn shown_url(&self) -> String {
+        let bare = self.url.split(['?', '#']).next().unwrap_or_default();
+        self.redact(bare)
     }
 
     /// Whether replies are read as server-sent events.
@@ -757,11 +788,11 @@ fn server_error_text(bytes: &[u8]) -> String {
         }
     }
     let text = String::from_utf8_lossy(bytes);
-    let t: String = text.trim().chars().take(300).collect();
+    let t = crate::util::clip_words(text.trim(), 300);
     if t.is_empty() {
         "(empty body)".into()
     } else {
-        t
+        t.into_owned()
     }
 }
 

@@ -39,7 +39,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
     let results =
         load_run(&RunDir::at(&args.run_dir), &super::stderr_notes()).map_err(bad_input)?;
     let bytes = match args.format {
-        Format::Table => report::terminal_table(&results, args.wide).into_bytes(),
+        Format::Table => {
+            let width = crate::util::terminal_width();
+            let text = report::terminal_table(&results, args.wide);
+            (text + &report::failures_block(&results, width)).into_bytes()
+        }
         f => f.exporter().export(&results)?,
     };
     match &args.out {

@@ -194,9 +194,12 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
     let manifest = &run.manifest;
     let resume_cmd = resume_command(args, &run_dir);
     if interrupted {
-        for (name, m) in manifest.models.iter().filter(|(_, m)| m.api_error > 0) {
-            eprintln!("model {name}: {} failed{}", units(m.api_error), causes(m));
-        }
+        let failed = report::failures(manifest);
+        let failed: Vec<_> = failed
+            .into_iter()
+            .filter(|f| f.models.iter().any(|h| h.failed > 0))
+            .collect();
+        eprint!("{}", report::failures_text(&failed, "", stderr_width()));
         eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
         return Ok((run_dir, ExitStatus::Interrupted));
     }
@@ -222,7 +225,13 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
         return Ok((run_dir, ExitStatus::Interrupted));
     }
     report::write_all(&run_dir, &results)?;
-    print!("{}", report::terminal_table(&results, args.wide));
+    let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
+    if answered {
+        print!("{}", report::terminal_table(&results, args.wide));
+    } else {
+        // A table of dashes would only hide the reasons below.
+        println!("no values: no model answered any unit");
+    }
     println!("results: {}", run_dir.display());
     let status = sampling::exit_status_for(&ends, &run.manifest);
     if status != ExitStatus::Success {
@@ -466,49 +475,28 @@ fn record_ends(plan: &Plan, run: &mut OpenRun, ends: &[(String, ModelEnd)]) -> R
     Ok(interrupted)
 }
 
+/// Each reason units failed for, once however many models share it, with the advice it calls
+/// for; the resume command only when resuming is the way on.
 fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
-    for (name, m) in &manifest.models {
-        if let Some(e) = &m.error {
-            eprintln!("error: {}", crate::util::printable(e));
-            if m.api_error > 0 {
-                eprintln!("  {} failed{}", units(m.api_error), causes(m));
-            }
-        } else if !m.status.is_complete() {
-            if m.api_error > 0 {
-                eprintln!(
-                    "error: model {name}: {} still failed after retries{}",
-                    units(m.api_error),
-                    causes(m)
-                );
-            }
-            let unanswered = m
-                .units_planned
-                .saturating_sub(m.ok + m.truncated + m.api_error);
-            if unanswered > 0 {
-                eprintln!(
-                    "error: model {name}: {} have no answer yet",
-                    units(unanswered)
-                );
-            }
-        }
+    let failures = report::failures(manifest);
+    eprint!(
+        "{}",
+        report::failures_text(&failures, "error: ", stderr_width())
+    );
+    if failures.iter().any(|f| f.advice.resumes()) {
+        eprintln!("continue the run with:\n  {resume_cmd}");
     }
-    eprintln!("some units failed; request them again with:\n  {resume_cmd}");
 }
 
-/// The failure causes of a model, one indented line each (`  connection: … refused ×25`), after
-/// a colon; nothing when no cause is known.
-fn causes(m: &crate::rundir::manifest::ModelManifest) -> String {
-    let width = crate::util::terminal_width().saturating_sub(2);
-    sampling::describe_causes(&m.failure_causes, width)
-        .iter()
-        .fold(String::new(), |acc, line| {
-            let lead = if acc.is_empty() { ":" } else { "" };
-            format!("{acc}{lead}\n  {line}")
-        })
-}
-
-fn units(n: u64) -> String {
-    format!("{n} unit{}", if n == 1 { "" } else { "s" })
+/// The width reasons are wrapped to on stderr: the terminal's, or none in a log (one line a
+/// reason, for grep).
+fn stderr_width() -> usize {
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if terminal || std::env::var_os("COLUMNS").is_some() {
+        crate::util::terminal_width()
+    } else {
+        usize::MAX
+    }
 }
 
 /// `--resume DIR`, or for `latest` the newest run under output_dir of this config (same config

@@ -12,6 +12,7 @@ use super::Exporter;
 use crate::metrics::MetricKind;
 use crate::rundir::manifest::Status;
 use crate::scoring::{ModelScore, RunResults};
+use crate::util::printable;
 use std::fmt::Write;
 
 pub struct HtmlReport;
@@ -41,7 +42,7 @@ figure{margin:0 0 1.5em;min-width:0}svg.plot{display:block;width:100%;height:aut
 font-size:0.9em}.legend li{min-width:0;overflow-wrap:anywhere}\
 .legend svg{width:30px;height:12px;vertical-align:middle;margin-right:0.3em;flex:none}\
 .banner{border:2px solid #D55E00;background:#fff3e8;padding:0.6em 1em;margin:1em 0}\
-.banner ul{margin:0.3em 0 0}.failed{color:#9b2c00}\
+.banner ul{margin:0.3em 0 0}.failed{color:#9b2c00}.failures li{overflow-wrap:anywhere}\
 .axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}\
 .label{font-size:12.5px;fill:#444}.title{font-size:13px;fill:#222}\
 table.headline{margin:0.5em 0 1em}table.headline td,table.headline th{white-space:normal}\
@@ -179,9 +180,14 @@ fn cost_grid(results: &RunResults) -> Option<Grid> {
         .iter()
         .filter_map(|(name, m)| {
             let c = m.cost.as_ref()?;
+            // A total of nothing would read as a cheap model, not as one that never answered.
+            let total = match c.per_sample {
+                Some(_) => amount(Some(c.total)),
+                None => "no request succeeded".into(),
+            };
             Some(vec![
                 name.clone(),
-                amount(Some(c.total)),
+                total,
                 amount(c.per_sample),
                 amount(c.per_problem),
                 c.currency.clone(),
@@ -215,16 +221,29 @@ fn status(results: &RunResults, m: &ModelScore) -> String {
     entry.map_or_else(|| "no manifest entry".to_string(), |e| e.status.to_string())
 }
 
-/// Why a model has no values: its manifest status and error, when the run recorded them.
-fn reason(results: &RunResults, m: &ModelScore) -> String {
-    let entry = results
+/// The run's failures, each reason once with its models and advice; empty when nothing failed.
+fn failures_section(results: &RunResults) -> String {
+    let all = results
         .manifest
         .as_ref()
-        .and_then(|x| x.models.get(&m.name));
-    match entry.and_then(|e| e.error.as_ref()) {
-        Some(err) => format!("{}: {err}", status(results, m)),
-        None => status(results, m),
+        .map(super::failures)
+        .unwrap_or_default();
+    if all.is_empty() {
+        return String::new();
     }
+    let mut out = String::from("<h2>Failures</h2>\n<ul class=\"failures\">\n");
+    for f in &all {
+        let _ = writeln!(
+            out,
+            "<li><strong>{}</strong>: <span class=\"failed\">{}</span><br>{}; {}</li>",
+            esc(&f.who()),
+            esc(&printable(&f.reason)),
+            esc(&f.counts()),
+            esc(&f.advice.text())
+        );
+    }
+    out.push_str("</ul>\n");
+    out
 }
 
 /// A model none of whose planned units gave a usable answer.
@@ -249,11 +268,11 @@ fn partial_causes(results: &RunResults) -> Vec<String> {
             .manifest
             .as_ref()
             .and_then(|x| x.models.get(&m.name));
-        let status = entry.map_or(Status::Complete, |e| e.status);
-        if m.missing == 0 && status.is_complete() {
+        let state = entry.map_or(Status::Complete, |e| e.status);
+        if m.missing == 0 && state.is_complete() {
             continue;
         }
-        let mut line = format!("{}: {}", m.name, reason(results, m));
+        let mut line = format!("{}: {}", m.name, status(results, m));
         if m.missing > 0 {
             match entry {
                 Some(e) => write!(
@@ -383,7 +402,7 @@ fn percent_grids(results: &RunResults, partial: bool) -> Vec<Grid> {
         .collect()
 }
 
-/// Sample counts per model (never percentages), with each model's status and reason.
+/// Sample counts per model (never percentages), with each model's status (reasons: Failures).
 fn counts_table(results: &RunResults) -> String {
     let mut out = String::from(
         "<div class=\"scroll\"><table>\n<tr><th>model</th><th class=\"t\">status</th><th class=\"t\">model id</th><th>n</th>\
@@ -392,7 +411,7 @@ fn counts_table(results: &RunResults) -> String {
     );
     for m in &results.models {
         let greedy = m.problems.iter().filter(|p| p.greedy.is_some()).count();
-        let status = reason(results, m);
+        let status = status(results, m);
         let class = if no_data(m) {
             "reason failed"
         } else {
@@ -534,7 +553,7 @@ fn curves(results: &RunResults, k: u64) -> String {
                 "<li class=\"failed\">{}{}: no values ({})</li>",
                 key(i),
                 esc(&m.name),
-                esc(&reason(results, m))
+                esc(&status(results, m))
             );
             continue;
         }
@@ -736,7 +755,7 @@ fn histogram(results: &RunResults, m: &ModelScore, i: usize, top: usize) -> Stri
             "<figure class=\"hist\" data-model=\"{}\">{caption}<p class=\"failed\">No samples to \
              count: {}</p></figure>\n",
             esc(&m.name),
-            esc(&reason(results, m))
+            esc(&status(results, m))
         );
     }
     let f = Frame {
@@ -880,6 +899,7 @@ impl Exporter for HtmlReport {
         if partial {
             out.push_str(&banner(results, &causes));
         }
+        out.push_str(&failures_section(results));
         out.push_str(&headline_table(results, partial));
         let grids = percent_grids(results, partial);
         let ks: Vec<String> = headline_ks(results).iter().map(u64::to_string).collect();

@@ -173,7 +173,17 @@ struct JsonReport<'a> {
     intervals: Intervals,
     models: Vec<JsonModel<'a>>,
     metrics: Vec<JsonRow>,
+    /// Why models failed, each reason once with its models (raw text, not escaped).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    failures: Vec<JsonFailure>,
     manifest: Option<&'a Manifest>,
+}
+
+#[derive(Serialize)]
+struct JsonFailure {
+    #[serde(flatten)]
+    failure: super::Failure,
+    advice_text: String,
 }
 
 impl Exporter for MetricsJson {
@@ -217,6 +227,14 @@ impl Exporter for MetricsJson {
                     exact: e.exact.as_ref().map(exact_text),
                     excluded: e.excluded,
                     short: e.short,
+                })
+                .collect(),
+            failures: (results.manifest.as_ref().map(super::failures))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|f| JsonFailure {
+                    advice_text: f.advice.text(),
+                    failure: f,
                 })
                 .collect(),
             manifest: results.manifest.as_ref(),

@@ -109,6 +109,9 @@ impl Exporter for MarkdownReport {
             results.dataset_sha256.chars().take(12).collect::<String>()
         ));
         md.push_str(&banner(results));
+        if let Some(m) = &results.manifest {
+            md.push_str(&super::failures::failures_md(&super::failures(m)));
+        }
         for grid in summaries(results) {
             md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
         }

@@ -5,6 +5,7 @@
 //! their 95% intervals. CSV and JSON rows are both [`MetricRow`]s.
 
 mod csv;
+mod failures;
 mod html;
 mod imported;
 mod json;
@@ -16,6 +17,7 @@ mod table;
 mod tabular;
 
 pub use self::csv::MetricsCsv;
+pub use self::failures::{failures, failures_block, failures_text, Advice, Failure, Hit};
 pub use self::html::HtmlReport;
 pub use self::imported::{import_summary, source_agreement};
 pub use self::json::MetricsJson;

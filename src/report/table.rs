@@ -22,14 +22,18 @@ impl Exporter for SummaryTable {
     }
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
-        let text = if self.wide {
+        let mut text = if self.wide {
             wide(results)
         } else {
             compact(results, terminal_width())
         };
+        text.push_str(&super::failures::failures_block(results, SUMMARY_WIDTH));
         Ok(text.into_bytes())
     }
 }
+
+/// The width summary.txt's text is wrapped to (a file does not know the terminal's).
+const SUMMARY_WIDTH: usize = 100;
 
 /// The table a command prints: compact for the terminal's width unless `wide`.
 pub fn terminal_table(results: &RunResults, wide: bool) -> String {
@@ -55,10 +59,10 @@ pub(super) fn cost_line(results: &RunResults) -> Option<String> {
         .iter()
         .filter_map(|(name, m)| {
             let c = m.cost.as_ref()?;
-            let per = c
-                .per_sample
-                .map(|p| format!(" ({} per sample)", show(p, &c.currency)))
-                .unwrap_or_default();
+            let Some(per) = c.per_sample else {
+                return Some(format!("{name} no request succeeded"));
+            };
+            let per = format!(" ({} per sample)", show(per, &c.currency));
             let missing = match c.samples_without_usage {
                 0 => String::new(),
                 k => format!(", {k} samples without usage"),

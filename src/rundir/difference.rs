@@ -280,6 +280,7 @@ mod tests {
         ModelManifest {
             model_id: id.into(),
             base_url: "http://127.0.0.1:1/v1".into(),
+            api_key_env: None,
             sampling: sampling(),
             status: Status::Complete,
             error: None,

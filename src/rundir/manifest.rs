@@ -104,6 +104,10 @@ pub struct DatasetInfo {
 pub struct ModelManifest {
     pub model_id: String,
     pub base_url: String,
+    /// The environment variable the key is read from (never the key): named when the server
+    /// refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
     pub sampling: SamplingSettings,
     /// `pending`, `complete`, `incomplete`, `failed`, `interrupted`.
     pub status: Status,
@@ -153,6 +157,7 @@ impl ModelManifest {
         ModelManifest {
             model_id: m.model_id.clone(),
             base_url: m.api.base_url.clone(),
+            api_key_env: m.api.api_key_env.clone(),
             sampling: m.sampling.clone(),
             status: Status::Pending,
             error: None,

@@ -86,25 +86,39 @@ const OK: u8 = 1;
 const TRUNCATED: u8 = 2;
 const FAILED: u8 = 3;
 
-/// A failed unit's cause for grouping: the error class (and HTTP status) with the innermost
-/// message of the chain, e.g. `connection: Connection refused (os error 111)`. The text comes from
-/// a server, so control characters are dropped and the length is bounded.
+/// The most characters a failure cause keeps (cut at a word boundary).
+pub const CAUSE_MAX: usize = 300;
+
+/// A failed unit's cause for grouping: the error class (and HTTP status) with the server's
+/// message whole, or for a transport error (no status) the innermost message of its chain, e.g.
+/// `connection: Connection refused (os error 111)`. The text comes from a server, so control
+/// characters and runs of spaces become one space and the length is bounded at a word boundary.
 pub fn failure_cause(error: &str) -> String {
     let (class, rest) = error.split_once(": ").unwrap_or(("error", error));
-    let inner = rest
-        .rsplit(": ")
-        .find(|s| !s.trim().is_empty())
-        .unwrap_or(rest);
-    let text = format!("{class}: {}", inner.trim());
-    let clean: String = text
-        .chars()
-        .map(|ch| if ch.is_control() { ' ' } else { ch })
-        .collect();
-    if clean.chars().count() > 100 {
-        clean.chars().take(99).chain(['…']).collect()
+    let inner = if class.contains("(HTTP ") {
+        rest
     } else {
-        clean
-    }
+        rest.rsplit(": ")
+            .find(|s| !s.trim().is_empty())
+            .unwrap_or(rest)
+    };
+    let text = format!("{class}: {}", inner.trim());
+    let clean: Vec<&str> = text
+        .split(|ch: char| ch.is_control() || ch.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    crate::util::clip_words(&clean.join(" "), CAUSE_MAX).into_owned()
+}
+
+/// A cause's error class and HTTP status: `server (HTTP 500): …` → (`server`, Some(500)); text
+/// that is not a cause (a budget stop, a disk error) has no class.
+pub fn cause_class(cause: &str) -> (Option<crate::client::ErrorClass>, Option<u16>) {
+    let head = cause.split(": ").next().unwrap_or("");
+    let (name, status) = match head.split_once(" (HTTP ") {
+        Some((name, rest)) => (name, rest.trim_end_matches(')').parse().ok()),
+        None => (head, None),
+    };
+    (crate::client::ErrorClass::from_name(name), status)
 }
 
 /// Keeps the [`MAX_CAUSES`] most frequent causes; the rest are summed under `other`.
@@ -120,25 +134,6 @@ fn cap_causes(causes: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
     let mut kept: BTreeMap<String, u64> = all.into_iter().collect();
     *kept.entry("other".into()).or_default() += other;
     kept
-}
-
-/// One line per cause, most frequent first, each at most `width` characters:
-/// `connection: Connection refused (os error 111) ×25`.
-pub fn describe_causes(causes: &BTreeMap<String, u64>, width: usize) -> Vec<String> {
-    let mut all: Vec<(&String, &u64)> = causes.iter().collect();
-    all.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-    all.iter()
-        .map(|(cause, n)| {
-            let count = format!(" ×{n}");
-            let room = width.saturating_sub(count.chars().count()).max(10);
-            let text: String = if cause.chars().count() > room {
-                cause.chars().take(room - 1).chain(['…']).collect()
-            } else {
-                cause.to_string()
-            };
-            text + &count
-        })
-        .collect()
 }
 
 /// The manifest's per-model section from the checkpoint counts and the model's end state.
@@ -252,20 +247,23 @@ mod tests {
             failure_cause("server (HTTP 503): upstream busy\u{1b}[2J"),
             "server (HTTP 503): upstream busy [2J"
         );
-        assert!(
-            failure_cause(&format!("server (HTTP 500): {}", "x".repeat(500)))
-                .chars()
-                .count()
-                <= 100
+        // A server's message is kept whole, its own colons too.
+        let cuda = "server (HTTP 500): CUDA error: an illegal memory access was encountered";
+        assert_eq!(failure_cause(cuda), cuda);
+        let long = failure_cause(&format!("server (HTTP 500): {}", "word ".repeat(200)));
+        assert!(long.chars().count() <= CAUSE_MAX, "{long}");
+        assert!(long.ends_with("word…"), "{long}");
+        use crate::client::ErrorClass;
+        assert_eq!(cause_class(cuda), (Some(ErrorClass::Server), Some(500)));
+        assert_eq!(
+            cause_class("connection: Connection refused (os error 111)"),
+            (Some(ErrorClass::Connection), None)
         );
+        assert_eq!(cause_class("budget reached: max_cost 1 USD"), (None, None));
         let many: BTreeMap<String, u64> = (0..30).map(|i| (format!("c{i:02}"), 30 - i)).collect();
         let capped = cap_causes(many);
         assert_eq!(capped.len(), crate::rundir::manifest::MAX_CAUSES);
         assert_eq!(capped.values().sum::<u64>(), (1..=30).sum::<u64>());
         assert_eq!(capped["c00"], 30);
-        let two = BTreeMap::from([("a: x".to_string(), 2), ("b: y".to_string(), 25)]);
-        assert_eq!(describe_causes(&two, 80), ["b: y ×25", "a: x ×2"]);
-        let long = BTreeMap::from([("c".repeat(100), 7)]);
-        assert_eq!(describe_causes(&long, 40)[0].chars().count(), 40);
     }
 }

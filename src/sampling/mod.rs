@@ -23,8 +23,8 @@ use crate::util::Notes;
 pub use budget::BudgetBook;
 pub use cache::{request_key, Cached, RequestCache};
 pub use ends::{
-    count_checkpoint, describe_causes, exit_status_for, failure_cause, model_manifest,
-    CheckpointCounts,
+    cause_class, count_checkpoint, exit_status_for, failure_cause, model_manifest,
+    CheckpointCounts, CAUSE_MAX,
 };
 pub use keys::{read_key, read_keys};
 pub use search::SearchCtx;

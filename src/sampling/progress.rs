@@ -3,7 +3,7 @@
 //! Every figure comes from counters bumped right after a checkpoint record is written, so what is
 //! shown never runs ahead of the checkpoints; the last frame is drawn from the final counts.
 
-use crate::util::{abbreviate, terminal_width, Notes, Shutdown};
+use crate::util::{abbreviate, clip_words, printable, terminal_width, Notes, Shutdown};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,8 +24,13 @@ pub(super) struct Counters {
     pub requests: AtomicU64,
     /// Set when the model's session is over: no ETA from then on.
     pub ended: AtomicBool,
+    /// Set when the model stopped on an error (auth, unknown model, unreachable, budget, disk).
+    pub failed: AtomicBool,
     /// A message for the user (why the model stopped), printed once by the reporter.
     pub note: Mutex<Option<String>>,
+    /// Why the model stopped, printed once by the reporter: a reason told for an earlier model
+    /// is named, not repeated.
+    pub stop: Mutex<Option<String>>,
 }
 
 /// One moment of a model's counters.
@@ -38,6 +43,14 @@ pub(super) struct Snapshot {
     pub tokens: u64,
     pub requests: u64,
     pub ended: bool,
+    pub failed: bool,
+}
+
+impl Snapshot {
+    /// Whether errors are most of what was done: the line must not read like progress.
+    pub(super) fn failing(&self) -> bool {
+        self.failed || (self.errors > 0 && 2 * self.errors >= self.done)
+    }
 }
 
 impl Counters {
@@ -50,11 +63,16 @@ impl Counters {
             tokens: self.tokens.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
             ended: self.ended.load(Ordering::SeqCst),
+            failed: self.failed.load(Ordering::SeqCst),
         }
     }
 
     fn take_note(&self) -> Option<String> {
         self.note.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    fn take_stop(&self) -> Option<String> {
+        self.stop.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
@@ -91,6 +109,8 @@ struct Watch {
     stop: Arc<tokio::sync::Notify>,
     shutdown: Shutdown,
     width: usize,
+    /// The stop reasons told so far, with the model first stopped for each.
+    told: Mutex<Vec<(String, String)>>,
 }
 
 impl Reporter {
@@ -108,6 +128,7 @@ impl Reporter {
             stop: stop.clone(),
             shutdown: shutdown.clone(),
             width: terminal_width().clamp(40, 120),
+            told: Mutex::new(Vec::new()),
         };
         let task = match mode {
             Mode::Quiet => None,
@@ -145,10 +166,24 @@ impl Watch {
     }
 
     fn notes(&self) -> Vec<String> {
-        self.models
+        let mut notes: Vec<String> = self
+            .models
             .iter()
             .filter_map(|(_, c)| c.take_note())
-            .collect()
+            .collect();
+        let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, c) in &self.models {
+            let Some(reason) = c.take_stop() else {
+                continue;
+            };
+            let shown = printable(&clip_words(&reason, super::ends::CAUSE_MAX)).into_owned();
+            notes.push(match told.iter().find(|(r, _)| *r == reason) {
+                Some((_, first)) => format!("error: model {name} stopped: as model {first} did"),
+                None => format!("error: model {name} stopped: {shown}"),
+            });
+            told.push((reason, name.clone()));
+        }
+        notes
     }
 }
 
@@ -169,6 +204,8 @@ async fn bars(w: Watch) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(5));
     let style =
         ProgressStyle::with_template("{msg}").unwrap_or_else(|_| ProgressStyle::default_bar());
+    // A model whose units mostly fail is drawn in red: a full bar of errors is not success.
+    let failing = ProgressStyle::with_template("{msg:.red}").unwrap_or_else(|_| style.clone());
     let bars: Vec<ProgressBar> = w
         .models
         .iter()
@@ -192,6 +229,9 @@ async fn bars(w: Watch) {
             let _ = multi.println(note);
         }
         for (i, bar) in bars.iter().enumerate() {
+            if w.models[i].1.snapshot().failing() {
+                bar.set_style(failing.clone());
+            }
             bar.set_message(w.describe(i, start.elapsed().as_secs_f64(), true));
         }
         tokio::select! {
@@ -240,6 +280,21 @@ fn rate(requests: u64, elapsed: f64) -> Option<String> {
     })
 }
 
+/// The bar: answered units `█`, failed units `×`, the rest `░`; any error shows at least one `×`.
+fn bar_cells(s: Snapshot, cells: usize) -> String {
+    let of = |n: u64| {
+        (n.min(s.total) * cells as u64)
+            .checked_div(s.total)
+            .unwrap_or(0) as usize
+    };
+    let failed = match s.errors {
+        0 => 0,
+        e => of(e).clamp(1, cells),
+    };
+    let done = of(s.done).max(failed);
+    "█".repeat(done - failed) + &"×".repeat(failed) + &"░".repeat(cells - done)
+}
+
 /// One model's progress line, at most `width` characters: name, bar, counts, then as many of
 /// errors, retries, rate, ETA and tokens as fit (in that order of importance).
 pub(super) fn describe(
@@ -252,16 +307,13 @@ pub(super) fn describe(
 ) -> String {
     let mut line = format!("{:<NAME_WIDTH$} ", abbreviate(name, NAME_WIDTH));
     if bar {
-        let cells = 20usize.min(width.saturating_sub(60)).max(8);
-        let filled = (s.done.min(s.total) * cells as u64)
-            .checked_div(s.total)
-            .unwrap_or(0) as usize;
-        line.push_str(&"█".repeat(filled));
-        line.push_str(&"░".repeat(cells - filled));
+        line.push_str(&bar_cells(s, 20usize.min(width.saturating_sub(60)).max(8)));
         line.push(' ');
     }
     line.push_str(&format!("{}/{} units", s.done, s.total));
     let state = match (s.ended, stopping, s.done >= s.total) {
+        (true, _, _) if s.failing() => Some("failed".to_string()),
+        (false, false, _) if s.failing() => Some("failing".to_string()),
         (true, _, true) if s.errors == 0 => Some("done".to_string()),
         (true, true, _) | (false, true, _) => Some("stopped".to_string()),
         (true, false, _) => Some("ended".to_string()),
@@ -273,7 +325,9 @@ pub(super) fn describe(
         extras.push((0, st.clone()));
     }
     if s.errors > 0 {
-        extras.push((1, plural(s.errors, "error", "errors")));
+        // Errors that are most of the work go last, if at all, when room is short.
+        let importance = if s.failing() { 0 } else { 1 };
+        extras.push((importance, plural(s.errors, "error", "errors")));
     }
     if s.retries > 0 {
         extras.push((2, plural(s.retries, "retry", "retries")));
@@ -334,12 +388,35 @@ mod tests {
             tokens: 9_876_543_210,
             requests: 5_000_000,
             ended: false,
+            failed: false,
         };
         for bar in [true, false] {
             let line = describe("Llama-3.1-Nemotron-70B-Instruct-HF", s, 3.0, false, bar, 80);
             assert!(line.chars().count() <= 80, "{line}");
             assert!(line.contains("98765 errors"), "{line}");
         }
+    }
+
+    #[test]
+    fn errors_are_drawn_apart_and_a_line_of_errors_says_so() {
+        let mut s = snap(10, 10);
+        s.errors = 1;
+        let line = describe("m", s, 2.0, false, true, 80);
+        assert_eq!(line.matches('×').count(), 2, "a tenth of 20 cells: {line}");
+        assert!(!line.contains("mostly"), "{line}");
+        s.errors = 10;
+        s.ended = true;
+        let line = describe("m", s, 2.0, false, true, 80);
+        assert!(!line.contains('█'), "{line}");
+        assert!(line.contains("10/10 units, failed, 10 errors"), "{line}");
+        s.ended = false;
+        let running = describe("m", s, 2.0, false, false, 80);
+        assert!(running.contains("10/10 units, failing"), "{running}");
+        // With little room, the error count outlasts the rate and tokens.
+        s.requests = 30;
+        s.tokens = 123_456;
+        let long = describe(&"n".repeat(40), s, 2.0, false, true, 60);
+        assert!(long.ends_with("failing, 10 errors"), "{long}");
     }
 
     #[test]

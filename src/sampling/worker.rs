@@ -13,11 +13,11 @@ use crate::config::ModelSettings;
 use crate::cost::Money;
 use crate::plan::Prepared;
 use crate::rundir::record::{CheckpointWriter, RecordRef, SampleIndex, UnitOutcome};
-use crate::util::{hex, now_rfc3339, printable, Shutdown};
+use crate::util::{hex, now_rfc3339, Shutdown};
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,8 @@ pub(super) struct ModelCtx {
     pub(super) prepared: Arc<Vec<Prepared>>,
     pub(super) fatal: Mutex<Option<String>>,
     pub(super) stopped: AtomicBool,
+    /// Attempts in a row that could not connect (see [`ModelCtx::note_reach`]).
+    unreached: AtomicU32,
     pub(super) shutdown: Shutdown,
     pub(super) quiet: bool,
     /// Set when `save_raw_responses = false`: responses are replaced by the answer this grader
@@ -124,12 +126,32 @@ impl ModelCtx {
             );
             if !self.quiet {
                 // The progress reporter prints it between frames, so no bar is left half-drawn.
-                *self.counters.note.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some(format!("error: {}", printable(&msg)));
+                *self.counters.stop.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(reason.to_string());
             }
             *f = Some(msg);
         }
+        self.counters.failed.store(true, Ordering::SeqCst);
         self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    /// Counts attempts in a row that could not connect; at [`unreachable_after`] of them the model
+    /// stops, naming the URL, instead of retrying every unit against a server that is not there.
+    fn note_reach(&self, reply: &Result<ChatResponse, ApiError>) {
+        let err = match reply {
+            Err(e) if e.never_connected() => e,
+            _ => return self.unreached.store(0, Ordering::SeqCst),
+        };
+        let n = self.unreached.fetch_add(1, Ordering::SeqCst) + 1;
+        if n < unreachable_after(self.settings.api.concurrency) {
+            return;
+        }
+        let cause = super::ends::failure_cause(&err.to_string());
+        let inner = cause.split_once(": ").map_or(cause.as_str(), |(_, m)| m);
+        self.fail(&format!(
+            "connection: cannot reach {}: {n} attempts in a row failed to connect ({inner})",
+            self.client.shown_url()
+        ));
     }
 
     pub(super) fn shutting_down(&self) -> bool {
@@ -177,6 +199,12 @@ impl ModelCtx {
             self.fail(&format!("disk error: {e}"));
         }
     }
+}
+
+/// Attempts in a row that fail to connect before a model stops: twice the requests in flight, so
+/// one burst of refusals is enough, and at least 4, so a single refusal between answers is not.
+pub(super) fn unreachable_after(concurrency: usize) -> u32 {
+    u32::try_from(2 * concurrency).map_or(u32::MAX, |n| n.max(4))
 }
 
 /// How one request went, for each record it writes.
@@ -403,6 +431,7 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
         // Boxed: the exchange's state is most of this future's size, which spawning moves.
         let reply = Box::pin(ctx.client.chat_bytes(body)).await;
         ctx.settle(reserved, prep, pending.len(), &reply);
+        ctx.note_reach(&reply);
         let err = match reply {
             Ok(resp) => match ctx.take_choices(prep, &resp, &mut pending, seed, &tried) {
                 None => return,
@@ -582,6 +611,7 @@ pub(super) fn model_ctx(
         prepared: job.prepared.clone(),
         fatal: Mutex::new(None),
         stopped: AtomicBool::new(false),
+        unreached: AtomicU32::new(0),
         shutdown: shutdown.clone(),
         quiet: job.quiet,
         strip: (!job.settings.evaluation.save_raw_responses)

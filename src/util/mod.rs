@@ -307,9 +307,46 @@ pub fn abbreviate(name: &str, width: usize) -> String {
     s
 }
 
+/// `text` in at most `max` characters, cut at a word boundary with `…` when longer: a server's
+/// message is bounded, never cut mid-word (one word longer than `max` alone is cut inside it).
+pub fn clip_words(text: &str, max: usize) -> Cow<'_, str> {
+    if text.chars().count() <= max {
+        return Cow::Borrowed(text);
+    }
+    let room = max.saturating_sub(1);
+    let end = text.char_indices().nth(room).map_or(text.len(), |(i, _)| i);
+    let head = &text[..end];
+    // Cut at the last space when the cut fell inside a word (the next character is not a space).
+    let inside = !text[end..].starts_with(char::is_whitespace);
+    let head = match head.rfind(char::is_whitespace) {
+        Some(i) if inside && i > 0 => &head[..i],
+        _ => head,
+    };
+    Cow::Owned(format!("{}…", head.trim_end()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clipped_text_ends_at_a_word_boundary() {
+        assert_eq!(
+            clip_words("an illegal memory access", 30),
+            "an illegal memory access"
+        );
+        assert_eq!(
+            clip_words("an illegal memory access", 20),
+            "an illegal memory…"
+        );
+        assert_eq!(
+            clip_words("an illegal memory access", 18),
+            "an illegal memory…"
+        );
+        assert_eq!(clip_words("an illegal memory access", 11), "an illegal…");
+        assert_eq!(clip_words("aaaaaaaaaaaa", 5), "aaaa…");
+        assert_eq!(clip_words("é é é é", 4).chars().count(), 4);
+    }
 
     #[test]
     fn short_never_splits_a_character() {

@@ -283,10 +283,12 @@ fn one_tau_plot_per_k_with_a_line_per_model_that_has_values() {
             "y-axis title"
         );
         assert_eq!(plot.matches("<polyline class=\"curve\"").count(), 5);
-        // Every model is in the legend by its full name; the failed one with its reason.
+        // Every model is in the legend by its full name; the failed one with its status (its
+        // reason is in the Failures section, once).
         assert!(plot.contains("DeepSeek-R1-Distill-Qwen-32B</li>"));
         assert!(plot.contains("Mistral-Small-24B-Instruct-2501</li>"));
-        assert!(plot.contains("gemma-2-27b-it: no values (failed: connection refused ×25"));
+        assert!(plot.contains("gemma-2-27b-it: no values (failed)</li>"));
+        assert!(!plot.contains("connection refused"));
     }
 }
 
@@ -326,7 +328,7 @@ fn histograms_have_one_bar_per_c_on_a_shared_scale() {
     assert!(
         figures[0].contains("never solved (c = 0)") && figures[0].contains("always solved (c = n)")
     );
-    assert!(figures[5].contains("No samples to count: failed: connection refused"));
+    assert!(figures[5].contains("No samples to count: failed</p>"));
 }
 
 #[test]
@@ -336,8 +338,16 @@ fn failed_and_interrupted_models_are_named_with_their_reason() {
     assert_eq!(banner.len(), 1);
     assert!(banner[0].contains("<strong>Incomplete run.</strong>"));
     assert!(banner[0].contains("run status: interrupted"));
-    assert!(banner[0].contains("gemma-2-27b-it: failed: connection refused ×25"));
+    assert!(banner[0].contains("gemma-2-27b-it: failed — "));
     assert!(banner[0].contains("Mistral-Small-24B-Instruct-2501: interrupted"));
+    // Each reason once, in the Failures section, with what to do about it.
+    let page = &html[..html.find("<details>").expect("the manifest")];
+    assert_eq!(page.matches(FAILED).count(), 1, "{page}");
+    let failures = sections(&html, "<ul class=\"failures\">", "</ul>");
+    assert!(failures[0].contains(&format!(
+        "<strong>model gemma-2-27b-it</strong>: <span class=\"failed\">{FAILED}</span>"
+    )));
+    assert!(failures[0].contains("--resume"), "{}", failures[0]);
     assert!(
         html.contains("<title>G-Pass@k report: levels.jsonl (incomplete)</title>")
             || html.contains(" (incomplete)</title>")
@@ -375,7 +385,9 @@ fn names_are_escaped_and_long_labels_turn_without_clipping() {
     assert!(
         html.contains("<td class=\"t\">Qwen/QwQ-32B-Preview &lt;rerun &amp; &#39;b&#39;&gt;</td>")
     );
-    assert!(html.contains("interrupted: HTTP 503: &lt;h1&gt;Service Unavailable&lt;/h1&gt;"));
+    assert!(html.contains(
+        "<span class=\"failed\">HTTP 503: &lt;h1&gt;Service Unavailable&lt;/h1&gt;</span>"
+    ));
     let bars = sections(&html, "<svg class=\"plot bars\"", "</svg>")[0];
     let labels = sections(bars, "<text class=\"label model\"", "</text>");
     assert_eq!(labels.len(), 6);

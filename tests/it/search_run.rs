@@ -422,7 +422,7 @@ fn no_reward_model_means_no_reward_calls() {
 fn a_401_from_the_policy_or_the_reward_model_stops_the_model_with_exit_1() {
     require_sandbox();
     for (locked, named) in [
-        (POLICY, "model tree (pol) stopped"),
+        (POLICY, "model tree: auth (HTTP 401)"),
         (PRM, "reward model prm"),
     ] {
         let server = scripted_server()
