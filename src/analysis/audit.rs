@@ -1,124 +1,20 @@
-//! Auditing a run against published numbers (a CSV shaped `source,benchmark,model,metric,value`,
-//! values in percent): each published value beside the run's measurement and its interval, and
-//! warnings where the run's protocol differs from the paper's (REFERENCE.md: n = 48 for k = 16,
-//! temperature 1.0, top-p 0.8, 8,192 max tokens, both languages of LiveMathBench, an LLM judge).
+//! Auditing a run against published numbers ([`crate::analysis::published`]: the paper's tables,
+//! the GPassK README, its leaderboard): each published value beside the run's measurement and its
+//! interval, with the sources it came from and where they disagree, and warnings where the run's
+//! protocol differs from the paper's (REFERENCE.md: n = 48 for k = 16, temperature 1.0, top-p 0.8,
+//! 8,192 max tokens, both languages of LiveMathBench, an LLM judge).
 
+use crate::analysis::published::{
+    claims, did_you_mean, disagreements, model_key, nearest, parse_metric, Claim, Published,
+    PublishedSet,
+};
 use crate::config::SamplingSettings;
 use crate::error::BadInput;
-use crate::metrics::{MetricKind, Tau};
+use crate::metrics::MetricKind;
 use crate::report::{Cell, TableFormat, Tabular};
 use crate::scoring::{ModelScore, RunResults};
-use crate::util::closest;
 use std::collections::BTreeSet;
-use std::path::Path;
-
-/// One published value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Published {
-    pub source: String,
-    pub benchmark: String,
-    pub model: String,
-    /// As written in the table: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`.
-    pub metric_name: String,
-    pub metric: MetricKind,
-    /// Percent.
-    pub value: f64,
-    pub line: usize,
-}
-
-/// Parses a published metric name into a metric.
-pub fn parse_published_metric(name: &str) -> Option<MetricKind> {
-    if name.eq_ignore_ascii_case("greedy") {
-        return Some(MetricKind::Greedy);
-    }
-    if let Some(k) = name.strip_prefix("mG-Pass@") {
-        return Some(MetricKind::MGPassAtK { k: k.parse().ok()? });
-    }
-    if let Some(rest) = name.strip_prefix("G-Pass@") {
-        let (k, tau) = rest.split_once('_')?;
-        let tau: Tau = tau.parse().ok()?;
-        return Some(MetricKind::GPassAtK {
-            k: k.parse().ok()?,
-            tau,
-        });
-    }
-    if let Some(k) = name.strip_prefix("Pass@") {
-        return Some(MetricKind::PassAtK { k: k.parse().ok()? });
-    }
-    None
-}
-
-/// Reads a published table; every problem names the file, line and field.
-pub fn read_published(path: &Path) -> Result<Vec<Published>, BadInput> {
-    let text = crate::util::read_bounded_string(path, crate::util::MAX_DATA_FILE)
-        .map_err(|e| BadInput(format!("{}: cannot read: {e}", path.display())))?;
-    parse_published(&text, path)
-}
-
-pub fn parse_published(text: &str, path: &Path) -> Result<Vec<Published>, BadInput> {
-    let at = |line: usize, msg: String| BadInput(format!("{}:{line}: {msg}", path.display()));
-    let mut r = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_reader(text.as_bytes());
-    let headers = r
-        .headers()
-        .map_err(|e| at(1, format!("cannot read the header: {e}")))?
-        .clone();
-    let want = ["source", "benchmark", "model", "metric", "value"];
-    let cols: Vec<usize> = want
-        .iter()
-        .map(|w| {
-            headers.iter().position(|h| h.trim() == *w).ok_or_else(|| {
-                at(
-                    1,
-                    format!(
-                        "missing column `{w}` (the header must have {})",
-                        want.join(",")
-                    ),
-                )
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    let mut out = Vec::new();
-    for rec in r.records() {
-        let rec = rec.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line() as usize);
-            at(line, format!("malformed CSV: {e}"))
-        })?;
-        let line = rec.position().map_or(0, |p| p.line() as usize);
-        let get = |i: usize| rec.get(cols[i]).unwrap_or("").trim().to_string();
-        let metric_name = get(3);
-        let metric = parse_published_metric(&metric_name).ok_or_else(|| {
-            at(
-                line,
-                format!(
-                    "field `metric`: {metric_name:?} is not Greedy, Pass@K, G-Pass@K_TAU or mG-Pass@K"
-                ),
-            )
-        })?;
-        let raw = get(4);
-        let value: f64 = raw
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite() && (0.0..=100.0).contains(v))
-            .ok_or_else(|| {
-                at(
-                    line,
-                    format!("field `value`: {raw:?} is not a percentage in [0, 100]"),
-                )
-            })?;
-        out.push(Published {
-            source: get(0),
-            benchmark: get(1),
-            model: get(2),
-            metric_name,
-            metric,
-            value,
-            line,
-        });
-    }
-    Ok(out)
-}
+use std::path::{Path, PathBuf};
 
 /// The published benchmark name for a shipped dataset, when it is the same benchmark (MATH500-L5
 /// and AIME2024-45 are subsets or supersets of the shipped files, so they must be named).
@@ -241,48 +137,92 @@ fn finish_warnings(
     w
 }
 
-/// One audited value.
+/// One audited value: a published claim (values of one or more sources that agree) and the run's
+/// measurement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditRow {
     pub model: String,
     pub published_model: String,
     pub metric: String,
     pub published: f64,
+    /// The published value as written (`31.3`, `4.55`).
+    pub published_text: String,
+    /// The files it came from (indices into the sources read).
+    pub files: Vec<usize>,
+    /// What each of its values cites (`arXiv2412.13147v5:Table8`, `README.md:136`).
+    pub cites: Vec<String>,
+    /// Whether another source gives this metric a different value.
+    pub contested: bool,
     /// Percent, with its interval.
     pub measured: Option<(f64, f64, f64)>,
     /// "within", "outside" or "not measured".
     pub verdict: &'static str,
 }
 
-/// Published values are rounded to 0.1 points: allow that much on either side of the interval.
-const ROUNDING: f64 = 0.05;
+/// Half a unit of the value's last place on either side of the interval: the table's rounding.
+fn rounding(claim: &Claim) -> f64 {
+    0.5 * 10f64.powi(-(claim.decimals as i32))
+}
 
-fn audit_model(m: &ModelScore, published_model: &str, table: &[&Published]) -> Vec<AuditRow> {
-    table
+/// The published values of one model (the `key` of [`model_key`]), one row per claim.
+fn audit_model(m: &ModelScore, key: &str, table: &[&Published]) -> Vec<AuditRow> {
+    let mine: Vec<&Published> = table
         .iter()
-        .filter(|p| p.model == published_model)
-        .map(|p| {
-            let measured = m
-                .estimate(&p.metric, None)
-                .and_then(|e| Some((e.value?, e.ci?)))
-                .map(|(v, (lo, hi))| (100.0 * v, 100.0 * lo, 100.0 * hi));
+        .copied()
+        .filter(|p| model_key(&p.model) == key)
+        .collect();
+    let mut metrics: Vec<&MetricKind> = Vec::new();
+    for p in &mine {
+        if !metrics.contains(&&p.metric) {
+            metrics.push(&p.metric);
+        }
+    }
+    let mut rows = Vec::new();
+    for metric in metrics {
+        let values: Vec<&Published> = mine
+            .iter()
+            .copied()
+            .filter(|p| &p.metric == metric)
+            .collect();
+        let claims = claims(&values);
+        let measured = m
+            .estimate(metric, None)
+            .and_then(|e| Some((e.value?, e.ci?)))
+            .map(|(v, (lo, hi))| (100.0 * v, 100.0 * lo, 100.0 * hi));
+        for c in &claims {
+            let r = rounding(c);
             let verdict = match measured {
                 None => "not measured",
-                Some((_, lo, hi)) if p.value >= lo - ROUNDING && p.value <= hi + ROUNDING => {
-                    "within"
-                }
+                Some((_, lo, hi)) if c.value >= lo - r && c.value <= hi + r => "within",
                 Some(_) => "outside",
             };
-            AuditRow {
+            rows.push(AuditRow {
                 model: m.name.clone(),
-                published_model: published_model.to_string(),
-                metric: p.metric_name.clone(),
-                published: p.value,
+                published_model: mine[0].model.clone(),
+                metric: values[0].metric_name.clone(),
+                published: c.value,
+                published_text: c.text(),
+                files: c.files(),
+                cites: c.values.iter().map(|v| v.source.clone()).collect(),
+                contested: claims.len() > 1,
                 measured,
                 verdict,
-            }
-        })
-        .collect()
+            });
+        }
+    }
+    rows
+}
+
+/// The published model a run model is audited against (its [`model_key`]): the `--model-map`
+/// entry, else the published model its name or model id spells.
+fn target(m: &ModelScore, table: &[&Published], map: &[(String, String)]) -> Option<String> {
+    if let Some((_, p)) = map.iter().find(|(r, _)| r == &m.name) {
+        return Some(model_key(p));
+    }
+    [&m.name, &m.model_id]
+        .into_iter()
+        .map(|n| model_key(n))
+        .find(|k| table.iter().any(|p| &model_key(&p.model) == k))
 }
 
 /// Audits every model of a run that has published values.
@@ -292,164 +232,174 @@ pub fn audit(
     benchmark: &str,
     map: &[(String, String)],
 ) -> Vec<AuditRow> {
-    let table: Vec<&Published> = published
-        .iter()
-        .filter(|p| p.benchmark == benchmark)
-        .collect();
+    let table = on_benchmark(published, benchmark);
     let mut out = Vec::new();
     for m in &results.models {
-        let target = map
-            .iter()
-            .find(|(r, _)| r == &m.name)
-            .map(|(_, p)| p.clone())
-            .or_else(|| {
-                [&m.name, &m.model_id].into_iter().find_map(|name| {
-                    table
-                        .iter()
-                        .find(|p| p.model.eq_ignore_ascii_case(name))
-                        .map(|p| p.model.clone())
-                })
-            });
-        if let Some(t) = target {
-            out.extend(audit_model(m, &t, &table));
+        if let Some(key) = target(m, &table, map) {
+            out.extend(audit_model(m, &key, &table));
         }
     }
     out
 }
 
-/// Run models with no published row for the benchmark, each with the closest published name.
+fn on_benchmark<'a>(published: &'a [Published], benchmark: &str) -> Vec<&'a Published> {
+    published
+        .iter()
+        .filter(|p| p.benchmark == benchmark)
+        .collect()
+}
+
+/// The benchmark's published model names, each spelling once.
+fn model_names<'a>(published: &'a [Published], benchmark: &str) -> Vec<&'a str> {
+    let mut seen = BTreeSet::new();
+    on_benchmark(published, benchmark)
+        .into_iter()
+        .filter(|p| seen.insert(model_key(&p.model)))
+        .map(|p| p.model.as_str())
+        .collect()
+}
+
+/// Run models with no published row for the benchmark, each with the nearest published names.
 fn unmatched_models(
     results: &RunResults,
     published: &[Published],
     benchmark: &str,
     map: &[(String, String)],
-) -> Vec<(String, Option<String>)> {
-    let names: BTreeSet<&str> = published
-        .iter()
-        .filter(|p| p.benchmark == benchmark)
-        .map(|p| p.model.as_str())
-        .collect();
+) -> Vec<(String, Vec<String>)> {
+    let table = on_benchmark(published, benchmark);
+    let names = model_names(published, benchmark);
     results
         .models
         .iter()
-        .filter(|m| {
-            !map.iter().any(|(r, _)| r == &m.name)
-                && ![&m.name, &m.model_id]
-                    .iter()
-                    .any(|n| names.iter().any(|p| p.eq_ignore_ascii_case(n)))
-        })
+        .filter(|m| target(m, &table, map).is_none())
         .map(|m| {
-            let guess = closest(&m.name, names.iter().copied())
-                .or_else(|| closest(&m.model_id, names.iter().copied()));
-            (m.name.clone(), guess.map(str::to_string))
+            let mut near = nearest(&m.name, names.iter().copied());
+            if near.is_empty() {
+                near = nearest(&m.model_id, names.iter().copied());
+            }
+            let near = near.into_iter().map(str::to_string).collect();
+            (m.name.clone(), near)
         })
         .collect()
 }
 
-fn unmatched_text(unmatched: &[(String, Option<String>)]) -> String {
+fn unmatched_text(unmatched: &[(String, Vec<String>)]) -> String {
     unmatched
         .iter()
-        .map(|(n, g)| match g {
-            Some(g) => format!("{n}: did you mean {g}?"),
-            None => n.clone(),
+        .map(|(n, near)| {
+            let near: Vec<&str> = near.iter().map(String::as_str).collect();
+            match did_you_mean(&near) {
+                Some(hint) => format!("{n}: {hint}"),
+                None => n.clone(),
+            }
         })
         .collect::<Vec<_>>()
         .join("; ")
 }
 
-/// The benchmark audited: `given`, else the one the dataset's name is; it must be in the table.
+/// The sources in messages: the file, or how many there are.
+fn sources_text(set: &PublishedSet) -> String {
+    match set.files.as_slice() {
+        [one] => one.display().to_string(),
+        many => format!("{} published sources", many.len()),
+    }
+}
+
+/// The benchmark audited: `given`, else the one the dataset's name is; it must be in a source.
 fn pick_benchmark(
     given: Option<&str>,
-    published_path: &Path,
-    published: &[Published],
+    set: &PublishedSet,
     results: &RunResults,
 ) -> Result<String, BadInput> {
-    let benchmarks: BTreeSet<&str> = published.iter().map(|p| p.benchmark.as_str()).collect();
+    let benchmarks: BTreeSet<&str> = set.values.iter().map(|p| p.benchmark.as_str()).collect();
+    let listed = benchmarks.iter().copied().collect::<Vec<_>>().join(", ");
+    let hint = |name: &str| {
+        did_you_mean(&nearest(name, benchmarks.iter().copied()))
+            .map(|h| format!("{h} "))
+            .unwrap_or_default()
+    };
     let benchmark = match given {
         Some(b) => b.to_string(),
         None => guess_benchmark(&results.dataset)
             .map(str::to_string)
             .ok_or_else(|| {
                 BadInput(format!(
-                    "cannot tell which benchmark of {} dataset {} is; pass --benchmark (one of: {})",
-                    published_path.display(),
+                    "cannot tell which published benchmark dataset {} is; pass --benchmark ({}one of: {listed})",
                     results.dataset,
-                    benchmarks.iter().copied().collect::<Vec<_>>().join(", ")
+                    hint(&results.dataset).replace("did you mean ", "did you mean --benchmark "),
                 ))
             })?,
     };
     if !benchmarks.contains(benchmark.as_str()) {
         return Err(BadInput(format!(
-            "--benchmark {benchmark:?}: not in {} (it has: {})",
-            published_path.display(),
-            benchmarks.iter().copied().collect::<Vec<_>>().join(", ")
+            "--benchmark {benchmark:?}: not in {}; {}(they have: {listed})",
+            sources_text(set),
+            hint(&benchmark),
         )));
     }
     Ok(benchmark)
 }
 
-/// Refuses a `--model-map` entry naming a model the run or the table's benchmark lacks.
+/// Refuses a `--model-map` entry naming a model the run or the benchmark's sources lack.
 fn check_model_map(
-    published_path: &Path,
-    published: &[Published],
+    set: &PublishedSet,
     results: &RunResults,
     benchmark: &str,
     map: &[(String, String)],
 ) -> Result<(), BadInput> {
-    let published_models: BTreeSet<&str> = published
-        .iter()
-        .filter(|p| p.benchmark == benchmark)
-        .map(|p| p.model.as_str())
-        .collect();
+    let published_models = model_names(&set.values, benchmark);
+    let run_models: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
     for (r, p) in map {
-        if !results.models.iter().any(|m| &m.name == r) {
-            let guess = closest(r, results.models.iter().map(|m| m.name.as_str()))
-                .map(|g| format!("did you mean {g:?}? "))
+        if !run_models.contains(&r.as_str()) {
+            let hint = did_you_mean(&nearest(r, run_models.iter().copied()))
+                .map(|h| format!("{h} "))
                 .unwrap_or_default();
             return Err(BadInput(format!(
-                "--model-map {r}={p}: the run has no model {r:?}; {guess}(it has: {})",
-                results
-                    .models
-                    .iter()
-                    .map(|m| m.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "--model-map {r}={p}: the run has no model {r:?}; {hint}(it has: {})",
+                run_models.join(", ")
             )));
         }
-        if !published_models.contains(p.as_str()) {
-            let guess = closest(p, published_models.iter().copied())
-                .map(|g| format!("; did you mean {g:?}?"))
+        if !published_models
+            .iter()
+            .any(|m| model_key(m) == model_key(p))
+        {
+            let hint = did_you_mean(&nearest(p, published_models.iter().copied()))
+                .map(|h| format!("; {h}"))
                 .unwrap_or_default();
             return Err(BadInput(format!(
-                "--model-map {r}={p}: {benchmark} in {} has no model {p:?}{guess}",
-                published_path.display()
+                "--model-map {r}={p}: {benchmark} has no model {p:?} in {}{hint}",
+                sources_text(set)
             )));
         }
     }
     Ok(())
 }
 
-/// What to audit: a scored run against a published table.
+/// What to audit: a scored run against published sources.
 pub struct AuditInput<'a> {
     pub run_dir: &'a Path,
     pub results: &'a RunResults,
-    /// The published table's path, for messages.
-    pub published_path: &'a Path,
-    pub published: &'a [Published],
-    /// The benchmark in that table; guessed from the dataset's name when `None`.
+    pub published: &'a PublishedSet,
+    /// The benchmark in those sources; guessed from the dataset's name when `None`.
     pub benchmark: Option<&'a str>,
     /// Run model names mapped to published ones.
     pub map: &'a [(String, String)],
 }
 
-/// What `gpassk audit` shows.
+/// What `gpassk audit` shows, in the order it is shown: what the verdicts rest on first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditReport {
     /// The heading above the table, for people.
     pub title: String,
+    /// One line per source read: `[1] datasets/published/gpassk_paper_v5.csv`.
+    pub sources: Vec<String>,
+    /// The run's size and protocol differences from the paper.
+    pub warnings: Vec<String>,
+    /// The audited values on which the sources disagree, one line each.
+    pub contested: Vec<String>,
     /// The table in the format asked for.
     pub body: String,
-    /// The protocol warnings, the verdict counts and the models not audited.
+    /// The verdict counts and the models not audited.
     pub notes: Vec<String>,
     /// Values shown.
     pub shown: usize,
@@ -464,13 +414,13 @@ impl AuditInput<'_> {
         keep: impl Fn(&MetricKind) -> bool,
         format: TableFormat,
     ) -> anyhow::Result<AuditReport> {
-        let (results, published, map) = (self.results, self.published, self.map);
-        let benchmark = pick_benchmark(self.benchmark, self.published_path, published, results)?;
-        check_model_map(self.published_path, published, results, &benchmark, map)?;
-        let unmatched = unmatched_models(results, published, &benchmark, map);
-        let rows: Vec<AuditRow> = audit(results, published, &benchmark, map)
+        let (results, set, map) = (self.results, self.published, self.map);
+        let benchmark = pick_benchmark(self.benchmark, set, results)?;
+        check_model_map(set, results, &benchmark, map)?;
+        let unmatched = unmatched_models(results, &set.values, &benchmark, map);
+        let rows: Vec<AuditRow> = audit(results, &set.values, &benchmark, map)
             .into_iter()
-            .filter(|r| parse_published_metric(&r.metric).is_some_and(|m| keep(&m)))
+            .filter(|r| parse_metric(&r.metric).is_some_and(|m| keep(&m)))
             .collect();
         if rows.is_empty() {
             let mut msg = format!("no published {benchmark} value to audit: ");
@@ -481,41 +431,108 @@ impl AuditInput<'_> {
             });
             return Err(BadInput(msg).into());
         }
-        let body = render(&rows, format)?;
-        let mut notes: Vec<String> = warnings(results, &benchmark, &rows);
-        let count = |v: &str| rows.iter().filter(|r| r.verdict == v).count();
-        let outside = count("outside");
-        notes.push(format!(
-            "{} within, {outside} outside, {} not measured (of {} published values shown)",
-            count("within"),
-            count("not measured"),
-            rows.len()
-        ));
-        for (name, guess) in &unmatched {
-            notes.push(match guess {
-                Some(g) => format!("not audited: {name} has no published {benchmark} row; did you mean {g}? (--model-map {name}={g})"),
-                None => format!("not audited: {name} has no published {benchmark} row (map it with --model-map {name}=PUBLISHED)"),
-            });
-        }
-        let title = format!(
-            "audit of {} against {} ({benchmark}); measured with 95% CI (Clopper–Pearson), in %",
-            self.run_dir.display(),
-            self.published_path.display()
-        );
+        let outside = rows.iter().filter(|r| r.verdict == "outside").count();
         Ok(AuditReport {
-            title,
-            body,
-            notes,
+            title: format!(
+                "audit of {} against published {benchmark} values; measured with 95% CI (Clopper–Pearson), in %",
+                self.run_dir.display()
+            ),
+            sources: source_lines(set, format),
+            warnings: warnings(results, &benchmark, &rows),
+            contested: contested_lines(&rows),
+            body: render(&rows, format, &set.files)?,
+            notes: closing_notes(&rows, &unmatched, set, &benchmark),
             shown: rows.len(),
             outside,
         })
     }
 }
 
+fn source_lines(set: &PublishedSet, format: TableFormat) -> Vec<String> {
+    let legend = set
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| format!("[{}] {}", i + 1, f.display()));
+    match format {
+        TableFormat::Table | TableFormat::Md => {
+            std::iter::once("sources (column src):".to_string())
+                .chain(legend)
+                .collect()
+        }
+        // The machine formats cite each value's own source in the `sources` column.
+        _ => Vec::new(),
+    }
+}
+
+/// `DeepSeek-Distill-Qwen-32B G-Pass@16_1.0: 31.3 [1, 2] vs 33.6 [3]`, once per contested metric.
+fn contested_lines(rows: &[AuditRow]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for r in rows.iter().filter(|r| r.contested) {
+        if !seen.insert((&r.model, &r.metric)) {
+            continue;
+        }
+        let claims: Vec<String> = rows
+            .iter()
+            .filter(|o| o.model == r.model && o.metric == r.metric)
+            .map(|o| format!("{} {}", o.published_text, src_text(&o.files)))
+            .collect();
+        out.push(format!(
+            "* the sources disagree on {} {}: {}",
+            r.published_model,
+            r.metric,
+            claims.join(" vs ")
+        ));
+    }
+    out
+}
+
+/// `[1, 2]`: the 1-based source numbers of the legend.
+fn src_text(files: &[usize]) -> String {
+    let n: Vec<String> = files.iter().map(|f| (f + 1).to_string()).collect();
+    format!("[{}]", n.join(", "))
+}
+
+/// The verdict counts, the disagreements outside this audit, and the models not audited.
+fn closing_notes(
+    rows: &[AuditRow],
+    unmatched: &[(String, Vec<String>)],
+    set: &PublishedSet,
+    benchmark: &str,
+) -> Vec<String> {
+    let count = |v: &str| rows.iter().filter(|r| r.verdict == v).count();
+    let mut notes = vec![format!(
+        "{} within, {} outside, {} not measured (of {} published values shown)",
+        count("within"),
+        count("outside"),
+        count("not measured"),
+        rows.len()
+    )];
+    let audited: BTreeSet<String> = rows.iter().map(|r| model_key(&r.published_model)).collect();
+    let elsewhere = disagreements(&set.values)
+        .iter()
+        .filter(|d| d.benchmark != benchmark || !audited.contains(&model_key(d.model)))
+        .count();
+    if elsewhere > 0 {
+        notes.push(format!(
+            "the sources also disagree on {elsewhere} values of other models or benchmarks"
+        ));
+    }
+    for (name, near) in unmatched {
+        let near: Vec<&str> = near.iter().map(String::as_str).collect();
+        notes.push(match did_you_mean(&near) {
+            Some(hint) => format!("not audited: {name} has no published {benchmark} row; {hint} (--model-map {name}={})", near[0]),
+            None => format!("not audited: {name} has no published {benchmark} row (map it with --model-map {name}=PUBLISHED)"),
+        });
+    }
+    notes
+}
+
 /// The rows in `format`; the terminal table has one section per model, so it fits 80 columns.
-fn render(rows: &[AuditRow], format: TableFormat) -> anyhow::Result<String> {
+fn render(rows: &[AuditRow], format: TableFormat, files: &[PathBuf]) -> anyhow::Result<String> {
     if format != TableFormat::Table {
-        return tabular(rows, true).render(format);
+        return tabular(rows, true, files).render(format);
     }
     let mut out = String::new();
     let mut models: Vec<(&str, &str)> = rows
@@ -530,40 +547,23 @@ fn render(rows: &[AuditRow], format: TableFormat) -> anyhow::Result<String> {
             .cloned()
             .collect();
         out.push_str(&format!("{model} (published as {published}):\n"));
-        out.push_str(&tabular(&part, false).render(format)?);
+        out.push_str(&tabular(&part, false, files).render(format)?);
     }
     Ok(out)
 }
 
-fn tabular(rows: &[AuditRow], with_model: bool) -> Tabular {
-    let rows = rows
-        .iter()
-        .map(|r| {
-            let m = r.measured;
-            let measured = m.map_or_else(
-                || "-".to_string(),
-                |(v, lo, hi)| format!("{v:.1} [{lo:.1}, {hi:.1}]"),
-            );
-            let diff = m.map(|(v, _, _)| v - r.published);
-            vec![
-                Cell::text(&r.model),
-                Cell::text(&r.published_model),
-                Cell::text(&r.metric),
-                Cell::num(Some(r.published), format!("{:.1}", r.published)),
-                Cell::num(m.map(|x| x.0), measured),
-                Cell::num(m.map(|x| x.1), ""),
-                Cell::num(m.map(|x| x.2), ""),
-                Cell::num(diff, diff.map_or("-".into(), |d| format!("{d:+.1}"))),
-                Cell::text(r.verdict),
-            ]
-        })
-        .collect();
+/// The table; `files` are the sources' paths, which the machine formats name in full.
+fn tabular(rows: &[AuditRow], with_model: bool, files: &[PathBuf]) -> Tabular {
+    let rows = rows.iter().map(|r| cells(r, files)).collect();
     Tabular {
         keys: vec![
             "model",
             "published_as",
             "metric",
             "published",
+            "files",
+            "sources",
+            "contested",
             "measured",
             "ci_low",
             "ci_high",
@@ -575,6 +575,9 @@ fn tabular(rows: &[AuditRow], with_model: bool) -> Tabular {
             "published as",
             "metric",
             "published",
+            "src",
+            "",
+            "",
             "measured [95% CI]",
             "",
             "",
@@ -583,12 +586,56 @@ fn tabular(rows: &[AuditRow], with_model: bool) -> Tabular {
         ],
         rows,
         machine_only: if with_model {
-            &["ci_low", "ci_high"]
+            &["sources", "contested", "ci_low", "ci_high"]
         } else {
-            &["model", "published_as", "ci_low", "ci_high"]
+            &[
+                "model",
+                "published_as",
+                "sources",
+                "contested",
+                "ci_low",
+                "ci_high",
+            ]
         },
         group: None,
     }
+}
+
+fn cells(r: &AuditRow, files: &[PathBuf]) -> Vec<Cell> {
+    let m = r.measured;
+    let measured = m.map_or_else(
+        || "-".to_string(),
+        |(v, lo, hi)| format!("{v:.1} [{lo:.1}, {hi:.1}]"),
+    );
+    let diff = m.map(|(v, _, _)| v - r.published);
+    // A contested value's sources carry a `*`, pointing at the lines above the table.
+    let star = if r.contested { "*" } else { "" };
+    let src: Vec<String> = r.files.iter().map(|f| (f + 1).to_string()).collect();
+    let paths: Vec<String> = r
+        .files
+        .iter()
+        .map(|&f| files[f].display().to_string())
+        .collect();
+    vec![
+        Cell::text(&r.model),
+        Cell::text(&r.published_model),
+        Cell::text(&r.metric),
+        Cell::num(Some(r.published), r.published_text.clone()),
+        Cell {
+            text: format!("{}{star}", src.join(",")),
+            raw: serde_json::Value::String(paths.join("; ")),
+        },
+        Cell::text(r.cites.join("; ")),
+        Cell {
+            text: r.contested.to_string(),
+            raw: serde_json::Value::Bool(r.contested),
+        },
+        Cell::num(m.map(|x| x.0), measured),
+        Cell::num(m.map(|x| x.1), ""),
+        Cell::num(m.map(|x| x.2), ""),
+        Cell::num(diff, diff.map_or("-".into(), |d| format!("{d:+.1}"))),
+        Cell::text(r.verdict),
+    ]
 }
 
 /// The run's size and protocol differences from the paper, each stated once with the models it
@@ -665,27 +712,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn published_metric_names() {
-        assert_eq!(parse_published_metric("Greedy"), Some(MetricKind::Greedy));
-        assert_eq!(
-            parse_published_metric("Pass@16"),
-            Some(MetricKind::PassAtK { k: 16 })
-        );
-        assert_eq!(
-            parse_published_metric("mG-Pass@16"),
-            Some(MetricKind::MGPassAtK { k: 16 })
-        );
-        assert_eq!(
-            parse_published_metric("G-Pass@16_0.75"),
-            Some(MetricKind::GPassAtK {
-                k: 16,
-                tau: "0.75".parse().unwrap()
-            })
-        );
-        assert_eq!(parse_published_metric("G-Pass@16"), None);
-    }
-
-    #[test]
     fn warnings_are_stated_once_with_their_models() {
         let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let per_model = [
@@ -728,28 +754,6 @@ mod tests {
         assert!(l5.is_empty(), "{l5:?}");
         let full = protocol_warnings(&s, &[16], "math500", "MATH500-L5", (judge, None));
         assert!(full.join(" ").contains("`math500_l5`"), "{full:?}");
-    }
-
-    #[test]
-    fn bad_rows_name_line_and_field() {
-        let p = Path::new("pub.csv");
-        let text = "source,benchmark,model,metric,value\ns,B,M,Pass@16,12.5\ns,B,M,Pass@x,1\n";
-        let e = parse_published(text, p).unwrap_err().to_string();
-        assert!(e.contains("pub.csv:3:") && e.contains("`metric`"), "{e}");
-        let e = parse_published("source,benchmark,model,metric,value\ns,B,M,Greedy,abc\n", p)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("pub.csv:2:") && e.contains("`value`"), "{e}");
-        let e = parse_published("source,model\n", p)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("missing column `benchmark`"), "{e}");
-        let ok = parse_published(
-            text.lines().take(2).collect::<Vec<_>>().join("\n").as_str(),
-            p,
-        )
-        .unwrap();
-        assert_eq!((ok[0].value, ok[0].line), (12.5, 2));
     }
 
     #[test]

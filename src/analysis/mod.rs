@@ -4,4 +4,5 @@
 pub mod audit;
 pub mod compare;
 pub mod history;
+pub mod published;
 pub mod trend;

@@ -1,8 +1,9 @@
-//! `gpassk audit`: the arguments and the printing of [`crate::analysis::audit`], and the exit
-//! status (`--fail-outside`).
+//! `gpassk audit`: the arguments and the printing of [`crate::analysis::audit`] (what the verdicts
+//! rest on, sources and warnings, before the table), and the exit status (`--fail-outside`).
 
 use super::{MetricFilter, OutFormat};
-use crate::analysis::audit::{read_published, AuditInput};
+use crate::analysis::audit::{AuditInput, AuditReport};
+use crate::analysis::published::{default_sources, read_sources};
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::report::{wrap, TableFormat};
 use crate::rundir::RunDir;
@@ -14,14 +15,16 @@ use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  gpassk audit results/<run> --published datasets/published/gpassk_paper_v5.csv\n  gpassk audit results/<run> --published table.csv --benchmark LiveMathBench-202412 --model-map qwen7b=Qwen2.5-7B-Instruct"
+    after_help = "Examples:\n  gpassk audit results/<run> --benchmark AIME2025   (the shipped sources: paper, README, leaderboard)\n  gpassk audit results/<run> --published datasets/published/gpassk_paper_v5.csv\n  gpassk audit results/<run> --published table.csv --benchmark LiveMathBench-202412 --model-map qwen7b=Qwen2.5-7B-Instruct"
 )]
 pub struct AuditArgs {
     /// The run directory to audit.
     pub run_dir: PathBuf,
-    /// The published table (`source,benchmark,model,metric,value`, values in percent).
-    #[arg(long)]
-    pub published: PathBuf,
+    /// A published source, repeatable: a CSV (`source,benchmark,model,metric,value`, percent), a
+    /// README's Markdown tables (.md) or a leaderboard results.json. Default: the shipped paper
+    /// tables, GPassK README and leaderboard (datasets/published/).
+    #[arg(long, value_name = "FILE")]
+    pub published: Vec<PathBuf>,
     /// The benchmark name in that table (guessed from the dataset name when omitted).
     #[arg(long)]
     pub benchmark: Option<String>,
@@ -43,32 +46,24 @@ pub struct AuditArgs {
 }
 
 pub fn run(args: AuditArgs) -> Result<ExitStatus> {
-    let published = read_published(&args.published)?;
+    let paths = if args.published.is_empty() {
+        default_sources()
+    } else {
+        args.published.clone()
+    };
+    let published = read_sources(&paths).map_err(bad_input)?;
     let map = parse_model_map(&args.model_map)?;
     let results =
         load_run(&RunDir::at(&args.run_dir), &super::stderr_notes()).map_err(bad_input)?;
     let input = AuditInput {
         run_dir: &args.run_dir,
         results: &results,
-        published_path: &args.published,
         published: &published,
         benchmark: args.benchmark.as_deref(),
         map: &map,
     };
     let report = input.report(|m| args.filter.keeps(m), args.format.into())?;
-    let width = terminal_width();
-    if TableFormat::from(args.format).is_human() {
-        println!("{}", wrap(&report.title, width, ""));
-        print!("{}", report.body);
-        for n in &report.notes {
-            println!("{}", wrap(n, width, "  "));
-        }
-    } else {
-        print!("{}", report.body);
-        for n in &report.notes {
-            eprintln!("{}", wrap(n, width, "  "));
-        }
-    }
+    print_report(&report, TableFormat::from(args.format).is_human());
     if args.fail_outside && report.outside > 0 {
         eprintln!(
             "--fail-outside: {} of {} values outside their intervals",
@@ -77,6 +72,27 @@ pub fn run(args: AuditArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
+}
+
+/// What the verdicts rest on (sources, warnings, contested values), then the table and its notes;
+/// machine formats keep stdout to the table.
+fn print_report(report: &AuditReport, human: bool) {
+    let width = terminal_width();
+    let lines =
+        |ls: &[String]| -> String { ls.iter().map(|l| wrap(l, width, "  ") + "\n").collect() };
+    let before = [
+        wrap(&report.title, width, "") + "\n",
+        lines(&report.sources),
+        lines(&report.warnings),
+        lines(&report.contested),
+    ];
+    if human {
+        print!("{}{}{}", before.concat(), report.body, lines(&report.notes));
+    } else {
+        eprint!("{}", before[2..].concat());
+        print!("{}", report.body);
+        eprint!("{}", lines(&report.notes));
+    }
 }
 
 fn parse_model_map(entries: &[String]) -> Result<Vec<(String, String)>> {

@@ -251,11 +251,13 @@ fn audit_formats_filters_fail_outside_and_did_you_mean() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "model,published_as,metric,published,measured,ci_low,ci_high,difference,verdict"
+        "model,published_as,metric,published,files,sources,contested,measured,ci_low,ci_high,difference,verdict"
     );
     assert_eq!(lines.len(), 2, "{csv}");
     assert!(
-        lines[1].starts_with("mine,Qwen2.5-Math-72B-Instruct,Pass@16,30.1,29.9"),
+        lines[1].starts_with(
+            "mine,Qwen2.5-Math-72B-Instruct,Pass@16,30.1,datasets/published/gpassk_paper_v5.csv,arXiv2412.13147v5:Table9,false,29.9"
+        ),
         "{csv}"
     );
     let json = audit_at_80(
@@ -280,7 +282,7 @@ fn audit_formats_filters_fail_outside_and_did_you_mean() {
     ));
     assert!(
         md.contains(
-            "| model | published as | metric | published | measured [95% CI] | diff | verdict |"
+            "| model | published as | metric | published | src | measured [95% CI] | diff | verdict |"
         ),
         "{md}"
     );
@@ -291,15 +293,193 @@ fn audit_formats_filters_fail_outside_and_did_you_mean() {
     );
     assert_eq!(typo.status.code(), Some(2));
     assert!(
-        stderr(&typo).contains("did you mean \"Qwen2.5-Math-72B-Instruct\"?"),
+        stderr(&typo).contains("did you mean Qwen2.5-Math-72B-Instruct?"),
         "{}",
         stderr(&typo)
     );
     let unmapped = audit_at_80(close.path(), &[]);
     assert_eq!(unmapped.status.code(), Some(2));
     assert!(
-        stderr(&unmapped).contains("no run model matches a published model by name (mine)"),
+        stderr(&unmapped).contains(
+            "no run model matches a published model by name (mine: did you mean Qwen2.5-Math-72B-Instruct?)"
+        ),
         "{}",
         stderr(&unmapped)
+    );
+}
+
+#[test]
+fn audit_prints_warnings_before_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    build_run(dir.path(), 16, 0.7, &[(16, true); 30]);
+    let out = audit_at_80(
+        dir.path(),
+        &["--model-map", "mine=Qwen2.5-Math-72B-Instruct"],
+    );
+    let stdout = stdout(&out);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let first = |pred: &dyn Fn(&str) -> bool| lines.iter().position(|l| pred(l)).unwrap();
+    let warning = first(&|l| l.starts_with("warning:"));
+    let last_warning = lines
+        .iter()
+        .rposition(|l| l.starts_with("warning:"))
+        .unwrap();
+    let verdict = first(&|l| l.ends_with("outside"));
+    let counts = first(&|l| l.contains(" within, "));
+    assert!(
+        warning < verdict && last_warning < verdict && verdict < counts,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn audit_hints_the_nearest_benchmark_when_none_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    build_run(dir.path(), 16, 1.0, &[(1, false); 3]);
+    let run = dir.path().to_str().unwrap();
+    let out = gpassk(&[
+        "audit",
+        run,
+        "--published",
+        PUBLISHED,
+        "--benchmark",
+        "aime2024",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("--benchmark \"aime2024\": not in datasets/published/gpassk_paper_v5.csv; did you mean AIME2024-45?"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// A run mapped to DeepSeek-Distill-Qwen-32B on AIME2024-45, audited against the shipped sources
+/// (no `--published`): the paper and README say 31.3 for G-Pass@16_1.0, the leaderboard 33.6.
+#[test]
+fn audit_of_the_shipped_sources_lists_their_disagreements() {
+    let dir = tempfile::tempdir().unwrap();
+    build_run(dir.path(), 48, 1.0, &paper_like_counts());
+    let args = [
+        "audit",
+        dir.path().to_str().unwrap(),
+        "--benchmark",
+        "AIME2024-45",
+        "--model-map",
+        "mine=DeepSeek-Distill-Qwen-32B",
+    ];
+    let out = crate::common::gpassk()
+        .args(args)
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let stdout = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", stderr(&out));
+    for source in [
+        "[1] datasets/published/gpassk_paper_v5.csv",
+        "[2] datasets/published/gpassk_readme_2025-08-05.csv",
+        "[3] datasets/published/gpassk_leaderboard_2025-03-18.csv",
+    ] {
+        assert!(stdout.lines().any(|l| l == source), "{source}: {stdout}");
+    }
+    assert!(
+        stdout.contains("* the sources disagree on DeepSeek-Distill-Qwen-32B G-Pass@16_1.0: 31.3 [1, 2] vs 33.6 [3]"),
+        "{stdout}"
+    );
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("G-Pass@16_1.0 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(
+        rows[0].contains("31.3") && rows[0].contains("1,2*"),
+        "{}",
+        rows[0]
+    );
+    assert!(
+        rows[1].contains("33.6") && rows[1].contains(" 3* "),
+        "{}",
+        rows[1]
+    );
+    let pass = stdout.lines().find(|l| l.starts_with("Pass@16 ")).unwrap();
+    assert!(pass.contains(" 1 "), "only the paper gives Pass@16: {pass}");
+}
+
+/// Three sources of one's own, one per format: a value they agree on within rounding is one row
+/// citing all three; a value they disagree on is a row per claim, flagged in the machine formats.
+#[test]
+fn audit_reads_several_sources_and_cites_each_value() {
+    let dir = tempfile::tempdir().unwrap();
+    build_run(dir.path(), 48, 1.0, &paper_like_counts());
+    let csv = dir.path().join("paper.csv");
+    std::fs::write(&csv, "source,benchmark,model,metric,value\nT9,AIME2025,Qwen2.5-Math-72B-Instruct,Greedy,13.3\nT9,AIME2025,Qwen2.5-Math-72B-Instruct,G-Pass@16_1.0,13.3\n").unwrap();
+    let md = dir.path().join("README.md");
+    std::fs::write(&md, "### *AIME2025*\n|LLMs|Greedy|G-Pass@16_1.0|\n|--|--|--|\n|Qwen2.5-Math-72B-Instruct 🏐|13.3|13.3|\n").unwrap();
+    let json = dir.path().join("results.json");
+    std::fs::write(&json, r#"{"Qwen2.5 Math 72B Instruct": {"Greedy": {"AIME2025": 13.33}, "G-Pass@16-1.0": {"AIME2025": 4.4}}}"#).unwrap();
+    let [csv, md, json] = [&csv, &md, &json].map(|p| p.to_str().unwrap().to_string());
+    let run = dir.path().to_str().unwrap();
+    let base = [
+        "audit",
+        run,
+        "--published",
+        &csv,
+        "--published",
+        &md,
+        "--published",
+        &json,
+    ];
+    let map = [
+        "--benchmark",
+        "AIME2025",
+        "--model-map",
+        "mine=Qwen2.5-Math-72B-Instruct",
+    ];
+    let out = crate::common::gpassk()
+        .args([&base[..], &map[..], &["--format", "json"]].concat())
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows: Vec<(&str, f64, &str, bool)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap();
+            (
+                s("metric"),
+                r["published"].as_f64().unwrap(),
+                s("sources"),
+                r["contested"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Greedy", 13.33, "T9; README.md:4; results.json", false),
+            ("G-Pass@16_1.0", 13.3, "T9; README.md:4", true),
+            ("G-Pass@16_1.0", 4.4, "results.json", true),
+        ]
+    );
+    assert!(stderr(&out).contains("* the sources disagree on Qwen2.5-Math-72B-Instruct G-Pass@16_1.0: 13.3 [1, 2] vs 4.4 [3]"), "{}", stderr(&out));
+    let bad = dir.path().join("bad.md");
+    std::fs::write(
+        &bad,
+        "## AIME2025\n|LLMs|Greedy|\n|--|--|\n|M|13.3|\n|N|n/a|\n",
+    )
+    .unwrap();
+    let out = gpassk(&[
+        "audit",
+        run,
+        "--published",
+        &csv,
+        "--published",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("bad.md:5: field `Greedy`: \"n/a\""),
+        "{}",
+        stderr(&out)
     );
 }

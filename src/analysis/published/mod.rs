@@ -1,0 +1,254 @@
+//! Published numbers from several sources (the paper's tables as CSV, the GPassK README's Markdown
+//! tables, its leaderboard `results.json`): one reader per format, names brought to one spelling so
+//! the sources can be set side by side, and the places where they disagree.
+
+mod csv;
+mod disagree;
+mod leaderboard;
+mod markdown;
+
+pub use disagree::{claims, disagreements, Claim, Disagreement};
+
+use crate::metrics::{MetricKind, Tau};
+use std::path::{Path, PathBuf};
+
+/// A published source that cannot be used; each names the file, and the line where there is one.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishedError {
+    #[error("{}:{line}: {message}", path.display())]
+    Bad {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    /// A problem with no line to point at (a JSON value, a missing table).
+    #[error("{}: {message}", path.display())]
+    File { path: PathBuf, message: String },
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl PublishedError {
+    fn bad(path: &Path, line: usize, message: impl Into<String>) -> PublishedError {
+        PublishedError::Bad {
+            path: path.to_path_buf(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    fn file(path: &Path, message: impl Into<String>) -> PublishedError {
+        PublishedError::File {
+            path: path.to_path_buf(),
+            message: message.into(),
+        }
+    }
+}
+
+/// One published value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Published {
+    /// What the row cites: a CSV's `source` cell, `README.md:67`, `results.json`.
+    pub source: String,
+    /// The index of its file among the sources read.
+    pub file: usize,
+    /// In its one spelling ([`canonical_benchmark`]).
+    pub benchmark: String,
+    /// As the source spells it; [`model_key`] matches spellings.
+    pub model: String,
+    /// In the reports' spelling: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`.
+    pub metric_name: String,
+    pub metric: MetricKind,
+    /// Percent.
+    pub value: f64,
+    /// Decimal places as written: the value stands for value ± half a unit of the last place.
+    pub decimals: usize,
+    /// 1-based line in its file (0 where the format has none, as in JSON).
+    pub line: usize,
+}
+
+/// The values of every source read, and the files they came from (in the order given).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PublishedSet {
+    pub files: Vec<PathBuf>,
+    pub values: Vec<Published>,
+}
+
+/// The sources `gpassk audit` reads when none is named: the paper's tables, the GPassK README's
+/// tables and its leaderboard, as shipped under `datasets/published/` (datasets/PROVENANCE.md).
+pub fn default_sources() -> Vec<PathBuf> {
+    let dir = crate::dataset::datasets_dir().join("published");
+    // Relative to the working directory when inside it: shorter to read in the source list.
+    let dir = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| dir.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .unwrap_or(dir);
+    SHIPPED.iter().map(|f| dir.join(f)).collect()
+}
+
+/// The shipped sources, paper first (its values lead when the sources agree).
+pub const SHIPPED: [&str; 3] = [
+    "gpassk_paper_v5.csv",
+    "gpassk_readme_2025-08-05.csv",
+    "gpassk_leaderboard_2025-03-18.csv",
+];
+
+/// Reads every source, each by the format its name ends with (`.csv`, `.md`, `.json`).
+pub fn read_sources(paths: &[PathBuf]) -> Result<PublishedSet, PublishedError> {
+    let mut set = PublishedSet::default();
+    for (file, path) in paths.iter().enumerate() {
+        let text = crate::util::read_bounded_string(path, crate::util::MAX_DATA_FILE).map_err(
+            |source| PublishedError::Read {
+                path: path.clone(),
+                source,
+            },
+        )?;
+        let mut values = parse_source(&text, path)?;
+        for v in &mut values {
+            v.file = file;
+        }
+        set.files.push(path.clone());
+        set.values.extend(values);
+    }
+    Ok(set)
+}
+
+/// One source's values, read by the format its file name ends with.
+pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Published>, PublishedError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "csv" => csv::parse(text, path),
+        "md" | "markdown" => markdown::parse(text, path),
+        "json" => leaderboard::parse(text, path),
+        _ => Err(PublishedError::file(
+            path,
+            "unknown published format: name a .csv (source,benchmark,model,metric,value), a .md \
+             (README tables) or a .json (leaderboard results.json)",
+        )),
+    }
+}
+
+/// Parses a published metric name; `G-Pass@16-0.5` (the leaderboard's spelling) reads as
+/// `G-Pass@16_0.5`.
+pub fn parse_metric(name: &str) -> Option<MetricKind> {
+    if name.eq_ignore_ascii_case("greedy") {
+        return Some(MetricKind::Greedy);
+    }
+    if let Some(k) = name.strip_prefix("mG-Pass@") {
+        return Some(MetricKind::MGPassAtK { k: k.parse().ok()? });
+    }
+    if let Some(rest) = name.strip_prefix("G-Pass@") {
+        let (k, tau) = rest.split_once(['_', '-'])?;
+        let tau: Tau = tau.parse().ok()?;
+        return Some(MetricKind::GPassAtK {
+            k: k.parse().ok()?,
+            tau,
+        });
+    }
+    if let Some(k) = name.strip_prefix("Pass@") {
+        return Some(MetricKind::PassAtK { k: k.parse().ok()? });
+    }
+    None
+}
+
+/// The reports' spelling of a published metric name (`G-Pass@16-1.0` → `G-Pass@16_1.0`).
+fn metric_spelling(name: &str) -> String {
+    match name.strip_prefix("G-Pass@").and_then(|r| r.split_once('-')) {
+        Some((k, tau)) => format!("G-Pass@{k}_{tau}"),
+        None if name.eq_ignore_ascii_case("greedy") => "Greedy".to_string(),
+        None => name.to_string(),
+    }
+}
+
+/// One spelling per benchmark: the leaderboard writes `LiveMathBench-2412` for the paper's
+/// `LiveMathBench-202412`.
+pub fn canonical_benchmark(name: &str) -> String {
+    match name.trim() {
+        "LiveMathBench-2412" => "LiveMathBench-202412".to_string(),
+        "LiveMathBench-Hard-2412" => "LiveMathBench-Hard-202412".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The key two spellings of one model share: letters and digits, lower case
+/// (`DeepSeek Distill Qwen-32B` and `DeepSeek-Distill-Qwen-32B`).
+pub fn model_key(name: &str) -> String {
+    name.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// A percentage cell: its value and decimal places, or a message naming `field`.
+fn percent(raw: &str, field: &str) -> Result<(f64, usize), String> {
+    raw.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && (0.0..=100.0).contains(v))
+        .map(|v| (v, raw.split_once('.').map_or(0, |(_, f)| f.len())))
+        .ok_or_else(|| format!("field `{field}`: {raw:?} is not a percentage in [0, 100]"))
+}
+
+/// Up to three of `names` nearest `query`, for "did you mean", once case and punctuation are
+/// dropped: names that contain it (`AIME2024` → `AIME2024-45`), else the closest in edit distance,
+/// else names holding its letters in order (`qwen-math-72b` → `Qwen2.5-Math-72B-Instruct`).
+pub fn nearest<'a>(query: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let q = model_key(query);
+    let mut scored: Vec<((u8, usize), &str)> = names
+        .into_iter()
+        .filter_map(|name| {
+            let k = model_key(name);
+            let d = strsim::damerau_levenshtein(&q, &k);
+            let extra = k.len().abs_diff(q.len());
+            // Containing or in order only counts when the shorter is at least half the longer
+            // (else `mine` would suggest `Gemini-…`).
+            let half = 2 * q.len().min(k.len()) >= q.len().max(k.len());
+            if half && (k.contains(&q) || q.contains(&k)) {
+                Some(((0, extra), name))
+            } else if d <= 2.max(k.len() / 3) && d < k.len().max(q.len()) {
+                Some(((1, d), name))
+            } else if half && (in_order(&q, &k) || in_order(&k, &q)) {
+                Some(((2, extra), name))
+            } else {
+                None
+            }
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    // Only the best kind of match, and among edit distances only the smallest.
+    let Some(&((tier, best), _)) = scored.first() else {
+        return Vec::new();
+    };
+    scored
+        .into_iter()
+        .filter(|((t, score), _)| *t == tier && (tier != 1 || *score == best))
+        .take(3)
+        .map(|(_, n)| n)
+        .collect()
+}
+
+/// Whether `short`'s characters appear in `long` in order.
+fn in_order(short: &str, long: &str) -> bool {
+    let mut rest = long.chars();
+    short.chars().all(|c| rest.any(|l| l == c))
+}
+
+/// `did you mean A, B or C?`, or nothing when there is no near name.
+pub fn did_you_mean(near: &[&str]) -> Option<String> {
+    let (last, first) = near.split_last()?;
+    Some(if first.is_empty() {
+        format!("did you mean {last}?")
+    } else {
+        format!("did you mean {} or {last}?", first.join(", "))
+    })
+}
+
+#[cfg(test)]
+mod tests;
