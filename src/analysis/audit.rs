@@ -6,7 +6,7 @@
 use crate::config::SamplingSettings;
 use crate::error::BadInput;
 use crate::metrics::{MetricKind, Tau};
-use crate::report::{Cell, TableFormat, Tabular};
+use crate::report::{Cell, Interval, TableFormat, Tabular};
 use crate::scoring::{ModelScore, RunResults};
 use crate::util::closest;
 use std::collections::BTreeSet;
@@ -540,10 +540,10 @@ fn tabular(rows: &[AuditRow], with_model: bool) -> Tabular {
         .iter()
         .map(|r| {
             let m = r.measured;
-            let measured = m.map_or_else(
-                || "-".to_string(),
-                |(v, lo, hi)| format!("{v:.1} [{lo:.1}, {hi:.1}]"),
-            );
+            // Already in points: held to the percentage scale like every other interval.
+            let measured = Interval::plain(m.map(|x| x.0), m.map(|x| (x.1, x.2)))
+                .within(0.0, 100.0)
+                .to_string();
             let diff = m.map(|(v, _, _)| v - r.published);
             vec![
                 Cell::text(&r.model),

@@ -5,7 +5,7 @@
 use crate::analysis::history::{drift, RunEntry};
 use crate::error::BadInput;
 use crate::metrics::{to_f64, MetricKind};
-use crate::report::{Cell, TableFormat, Tabular};
+use crate::report::{Cell, Interval, TableFormat, Tabular};
 use crate::rundir::difference::{Difference, ModelSetting};
 use crate::rundir::RunDir;
 use crate::scoring::{ModelScore, RunResults};
@@ -273,7 +273,7 @@ fn p_text(p: Option<f64>) -> String {
 
 /// The shown rows as cells: percentages for people, raw fractions and p-values for machines.
 fn tabular(shown: &[&Comparison]) -> Tabular {
-    let pct = |v: f64| Cell::num(Some(v), format!("{:.1}", 100.0 * v));
+    let pct = |v: f64| Cell::num(Some(v), Interval::percent(Some(v), None).to_string());
     let rows = shown
         .iter()
         .map(|c| {

@@ -7,10 +7,11 @@ use super::markup::{
     columns, coverage, headline_ks, notes, percent_table, search_grid, search_notes, subset_grid,
     Grid,
 };
-use super::Exporter;
+use super::{Exporter, Interval};
 use crate::metrics::MetricKind;
 use crate::rundir::manifest::Status;
 use crate::scoring::{ModelScore, RunResults};
+use crate::stats::Estimate;
 use std::fmt::Write;
 
 pub struct HtmlReport;
@@ -423,21 +424,16 @@ fn svg_open(class: &str, width: f64, height: f64, label: &str) -> String {
     )
 }
 
-/// A model's G-Pass@k points for τ = 0 (Pass@k) and every τ of the run.
-fn tau_points(results: &RunResults, m: &ModelScore, k: u64) -> Vec<(f64, f64)> {
+/// A model's G-Pass@k points (τ, estimate) for τ = 0 (Pass@k) and every τ of the run.
+fn tau_points<'a>(results: &RunResults, m: &'a ModelScore, k: u64) -> Vec<(f64, &'a Estimate)> {
     let mut points = Vec::new();
-    if let Some(v) = m
-        .estimate(&MetricKind::PassAtK { k }, None)
-        .and_then(|e| e.value)
-    {
-        points.push((0.0, v));
-    }
+    let pass = m.estimate(&MetricKind::PassAtK { k }, None);
+    points.extend(pass.map(|e| (0.0, e)));
     for t in &results.taus {
         let metric = MetricKind::GPassAtK { k, tau: t.clone() };
-        if let Some(v) = m.estimate(&metric, None).and_then(|e| e.value) {
-            points.push((t.to_f64(), v));
-        }
+        points.extend(m.estimate(&metric, None).map(|e| (t.to_f64(), e)));
     }
+    points.retain(|(_, e)| e.value.is_some());
     points
 }
 
@@ -486,9 +482,10 @@ fn curves(results: &RunResults, k: u64) -> String {
             );
             continue;
         }
+        let y_of = |e: &Estimate| f.y(e.value.unwrap_or(0.0));
         let path: Vec<String> = points
             .iter()
-            .map(|&(t, v)| format!("{:.1},{:.1}", x_of(t), f.y(v)))
+            .map(|&(t, e)| format!("{:.1},{:.1}", x_of(t), y_of(e)))
             .collect();
         let _ = write!(
             svg,
@@ -499,13 +496,13 @@ fn curves(results: &RunResults, k: u64) -> String {
             DASHES[i % DASHES.len()],
             path.join(" ")
         );
-        for &(t, v) in &points {
+        for &(t, e) in &points {
             let _ = write!(
                 svg,
-                "<g>{}<title>{}: {:.1}%</title></g>",
-                marker(i, x_of(t), f.y(v)),
+                "<g>{}<title>{}: {} %</title></g>",
+                marker(i, x_of(t), y_of(e)),
                 esc(&m.name),
-                100.0 * v
+                Interval::of(Some(e))
             );
         }
         let _ = write!(legend, "<li>{}{}</li>", key(i), esc(&m.name));
@@ -568,12 +565,12 @@ fn bars(results: &RunResults, k: u64) -> String {
             let _ = write!(
                 svg,
                 "<rect class=\"bar\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\">\
-                 <title>{} {label}: {:.1}%</title></rect>",
+                 <title>{} {label}: {} %</title></rect>",
                 f.y(v),
                 bar - 2.0,
                 f.y0 + f.h - f.y(v),
                 esc(&m.name),
-                100.0 * v
+                Interval::of(Some(e))
             );
             if let Some((lo, hi)) = e.ci {
                 let wx = x + (bar - 2.0) / 2.0;

@@ -2,11 +2,12 @@
 //!
 //! Machine formats (`metrics.csv`, `per_problem.csv`, `metrics.json`) keep raw fractions in [0, 1];
 //! the human formats (terminal table, Markdown, HTML) show percentages rounded to one decimal with
-//! their 95% intervals. CSV and JSON rows are both [`MetricRow`]s.
+//! their 95% intervals, printed by [`Interval`]. CSV and JSON rows are both [`MetricRow`]s.
 
 mod csv;
 mod html;
 mod imported;
+mod interval;
 mod json;
 mod markdown;
 mod markup;
@@ -18,6 +19,7 @@ mod tabular;
 pub use self::csv::MetricsCsv;
 pub use self::html::HtmlReport;
 pub use self::imported::{import_summary, source_agreement};
+pub use self::interval::Interval;
 pub use self::json::MetricsJson;
 pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;

@@ -1,15 +1,13 @@
 //! The terminal summary. The compact default fits the terminal: a row per model with the config's
-//! headline metrics as `value ±half-width` (transposed, or split into blocks, when that is what
-//! fits). The wide form (`--wide`, and `summary.txt`) has every metric of every headline k with
-//! its exact interval bounds.
+//! headline metrics as `value [lo, hi]` (transposed, or split into blocks, when that is what
+//! fits). The wide form (`--wide`, and `summary.txt`) has every metric of every headline k.
 
 use super::markup::{search_grid, search_notes, summaries};
 use super::partial::banner;
 use super::tabular::wrap;
-use super::{metric_label, Exporter};
+use super::{metric_label, Exporter, Interval};
 use crate::metrics::MetricKind;
 use crate::scoring::RunResults;
-use crate::stats::Estimate;
 use crate::util::{abbreviate, terminal_width};
 
 /// The terminal table as an exporter; `summary.txt` holds the wide form.
@@ -124,23 +122,6 @@ fn search_section(results: &RunResults, width: Option<usize>) -> String {
     out
 }
 
-/// `45.2 ±6.1`: the estimate and the distance to its farther 95% bound, rounded up.
-fn plus_minus(e: Option<&Estimate>) -> String {
-    match e {
-        Some(Estimate {
-            value: Some(v),
-            ci: Some((lo, hi)),
-            ..
-        }) => {
-            let half = (v - lo).max(hi - v);
-            let up = (1000.0 * half - 1e-6).ceil().max(0.0) / 10.0;
-            format!("{:.1} ±{up:.1}", 100.0 * v)
-        }
-        Some(Estimate { value: Some(v), .. }) => format!("{:.1}", 100.0 * v),
-        _ => "-".into(),
-    }
-}
-
 /// The headline metrics: the config's `metrics`, or every metric of the largest k.
 fn headline(results: &RunResults) -> Vec<MetricKind> {
     if !results.shown.is_empty() {
@@ -158,6 +139,9 @@ fn headline(results: &RunResults) -> Vec<MetricKind> {
     all
 }
 
+/// Under the compact table: what the brackets hold (the same print as every other report).
+const FOOTER: &str = "[lo, hi]: 95% interval, bounds rounded outward · --wide: every metric\n";
+
 /// Shortest name width tried before the table is transposed.
 const MIN_NAME: usize = 12;
 const GAP: &str = "  ";
@@ -172,7 +156,7 @@ fn compact(results: &RunResults, width: usize) -> String {
         .map(|m| {
             metrics
                 .iter()
-                .map(|k| plus_minus(m.estimate(k, None)))
+                .map(|k| Interval::of(m.estimate(k, None)).to_string())
                 .collect()
         })
         .collect();
@@ -184,11 +168,11 @@ fn compact(results: &RunResults, width: usize) -> String {
     }
     let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
     let mut out = banner_text(results);
-    let title = format!(" ({problems} problems): % ±95% CI");
+    let title = format!(" ({problems} problems): % [95% CI]");
     let room = width.saturating_sub(title.chars().count()).max(MIN_NAME);
     out.push_str(&format!("{}{title}\n", abbreviate(&results.label(), room)));
     out.push_str(&layout_fitting(&names, &header, &cells, width));
-    out.push_str("±: to the farther 95% bound · --wide: every metric, exact bounds\n");
+    out.push_str(FOOTER);
     out.push_str(&search_section(results, Some(width)));
     out
 }
@@ -327,13 +311,16 @@ fn aligned(rows: &[Vec<String>]) -> String {
 mod tests {
     use super::*;
 
+    /// The widest cell a percentage interval prints.
+    const CELL: &str = "100.0 [88.4, 100.0]";
+
     fn grid(models: usize, metrics: usize) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
         let names = (0..models)
             .map(|i| format!("DeepSeek-R1-Distill-Qwen-{i}B"))
             .collect();
         let header = (0..metrics).map(|j| format!("G-Pass@16_0.{j}")).collect();
         let cells = (0..models)
-            .map(|_| (0..metrics).map(|_| "100.0 ±12.3".to_string()).collect())
+            .map(|_| (0..metrics).map(|_| CELL.to_string()).collect())
             .collect();
         (names, header, cells)
     }
@@ -356,7 +343,7 @@ mod tests {
                     );
                 }
                 // Every cell is still shown.
-                assert_eq!(text.matches("±12.3").count(), models * metrics, "{text}");
+                assert_eq!(text.matches(CELL).count(), models * metrics, "{text}");
             }
         }
     }
@@ -371,11 +358,11 @@ mod tests {
             "{wide}"
         );
         // Long names give way to the columns, the same way in every row.
-        let narrow = layout(6, 4, 80);
+        let narrow = layout(6, 2, 60);
         let rows: Vec<&str> = narrow.lines().skip(2).collect();
         assert_eq!(rows.len(), 6, "{narrow}");
         assert!(
-            rows.iter().all(|r| r.starts_with("DeepSeek-…ll-Qwen-")),
+            rows.iter().all(|r| r.starts_with("DeepSeek…l-Qwen-")),
             "{narrow}"
         );
     }

@@ -218,7 +218,10 @@ fn the_summary_table_fits_80_columns_with_six_long_names_unless_wide() {
                 "{name} missing:\n{text}"
             );
         }
-        assert!(text.contains("G-Pass@4_") && text.contains("±"), "{text}");
+        assert!(
+            text.contains("G-Pass@4_") && text.contains("[lo, hi]: 95% interval"),
+            "{text}"
+        );
         assert!(!text.contains("INCOMPLETE"), "{text}");
     }
     let wide = gpassk()
