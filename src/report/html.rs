@@ -12,6 +12,7 @@ use crate::metrics::MetricKind;
 use crate::rundir::manifest::Status;
 use crate::scoring::{ModelScore, RunResults};
 use crate::stats::Estimate;
+use crate::util::{abbreviate, shorten_names};
 use std::fmt::Write;
 
 pub struct HtmlReport;
@@ -62,16 +63,6 @@ fn esc(s: &str) -> String {
 
 fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
-}
-
-/// At most `max` characters, with an ellipsis when cut (the full text is in a legend or table).
-fn abbreviate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let head: String = s.chars().take(max.saturating_sub(1)).collect();
-        format!("{head}…")
-    }
 }
 
 /// Model i's marker centred on (x, y): eight shapes, so series differ without colour.
@@ -512,7 +503,8 @@ fn curves(results: &RunResults, k: u64) -> String {
 
 /// Approximate width of a 12.5px label character, generous so estimates err towards more room.
 const CHAR_W: f64 = 7.5;
-/// Longest model label under a bar group; longer names are cut and listed in full below.
+/// Longest model label under a bar group; longer names are shortened (kept apart) and listed in
+/// full below.
 const LABEL_MAX: usize = 26;
 
 /// Greedy accuracy versus mG-Pass@k per model, with 95% interval whiskers. Model labels stay
@@ -521,11 +513,8 @@ fn bars(results: &RunResults, k: u64) -> String {
     let count = results.models.len().max(1);
     let (w, h) = (470.0, 230.0);
     let group = w / count as f64;
-    let labels: Vec<String> = results
-        .models
-        .iter()
-        .map(|m| abbreviate(&m.name, LABEL_MAX))
-        .collect();
+    let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
+    let labels = shorten_names(&names, LABEL_MAX);
     let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64 * CHAR_W;
     let rotate = longest > group - 8.0;
     let reach = if rotate {

@@ -8,7 +8,7 @@ use super::tabular::wrap;
 use super::{metric_label, Exporter, Interval};
 use crate::metrics::MetricKind;
 use crate::scoring::RunResults;
-use crate::util::{abbreviate, terminal_width};
+use crate::util::{abbreviate, shorten_names, terminal_width};
 
 /// The terminal table as an exporter; `summary.txt` holds the wide form.
 pub struct SummaryTable {
@@ -177,8 +177,8 @@ fn compact(results: &RunResults, width: usize) -> String {
     out
 }
 
-/// Models as rows when that fits (abbreviating long names down to [`MIN_NAME`]), else metrics
-/// as rows, else models as rows in blocks of columns.
+/// Models as rows when that fits (shortening long names down to [`MIN_NAME`], kept apart by
+/// [`shorten_names`]), else metrics as rows, else models as rows in blocks of columns.
 fn layout_fitting(
     names: &[&str],
     header: &[String],
@@ -201,7 +201,7 @@ fn layout_fitting(
             .max(MIN_NAME.min(longest));
         return models_as_rows(names, name_width, header, cells, 0..header.len());
     }
-    let short: Vec<String> = names.iter().map(|n| abbreviate(n, MIN_NAME)).collect();
+    let short = shorten_names(names, MIN_NAME);
     let label_width = header.iter().map(|h| h.chars().count()).max().unwrap_or(6);
     let model_cols: usize = (0..names.len())
         .map(|i| column_width(&short[i], cells[i].iter().map(String::as_str)) + GAP.len())
@@ -209,27 +209,34 @@ fn layout_fitting(
     if label_width + model_cols <= width {
         return metrics_as_rows(&short, header, cells, label_width);
     }
-    // Blocks of metric columns, each with the (abbreviated) model column.
-    let name_width = longest.min(MIN_NAME);
-    let mut out = String::new();
+    // Blocks of metric columns, each with the model column: as wide as the widest block leaves.
+    let mut blocks = Vec::new();
     let mut start = 0;
     while start < header.len() {
         let mut end = start;
-        let mut used = name_width;
+        let mut used = longest.min(MIN_NAME);
         while end < header.len() && (end == start || used + col_widths[end] + GAP.len() <= width) {
             used += col_widths[end] + GAP.len();
             end += 1;
         }
-        out.push_str(&models_as_rows(
-            names,
-            name_width,
-            header,
-            cells,
-            start..end,
-        ));
+        blocks.push(start..end);
         start = end;
     }
-    out
+    let widest = blocks
+        .iter()
+        .map(|b| {
+            col_widths[b.clone()]
+                .iter()
+                .map(|w| w + GAP.len())
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
+    let name_width = longest.min(width.saturating_sub(widest).max(MIN_NAME));
+    blocks
+        .into_iter()
+        .map(|cols| models_as_rows(names, name_width, header, cells, cols))
+        .collect()
 }
 
 fn column_width<'a>(head: &str, cells: impl Iterator<Item = &'a str>) -> usize {
@@ -250,8 +257,8 @@ fn models_as_rows(
     let mut rows = vec![std::iter::once("model".to_string())
         .chain(header[cols.clone()].iter().cloned())
         .collect::<Vec<_>>()];
-    for (name, row) in names.iter().zip(cells) {
-        let mut r = vec![abbreviate(name, name_width)];
+    for (name, row) in shorten_names(names, name_width).into_iter().zip(cells) {
+        let mut r = vec![name];
         r.extend(row[cols.clone()].iter().cloned());
         rows.push(r);
     }
@@ -365,5 +372,50 @@ mod tests {
             rows.iter().all(|r| r.starts_with("DeepSeek…l-Qwen-")),
             "{narrow}"
         );
+    }
+
+    /// The model names a layout shows, per block (header rows hold them when metrics are rows).
+    fn shown_names(text: &str) -> Vec<Vec<String>> {
+        let mut blocks = Vec::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.starts_with("metric ") {
+                blocks.push(line.split_whitespace().skip(1).map(String::from).collect());
+            } else if line.starts_with("model ") {
+                let rows = lines[i + 2..]
+                    .iter()
+                    .take_while(|l| !l.starts_with("model "));
+                blocks.push(
+                    rows.map(|r| r.split("  ").next().unwrap_or("").to_string())
+                        .collect(),
+                );
+            }
+        }
+        blocks
+    }
+
+    #[test]
+    fn names_that_differ_inside_or_at_the_end_stay_apart_in_every_layout() {
+        let names = [
+            "Llama-3.1-70B-Instruct",
+            "Llama-3.1-8B-Instruct",
+            "Qwen2.5-Math-7B-Instruct",
+            "Qwen2.5-Math-7B-Instruct-search",
+        ];
+        for metrics in 1..=8 {
+            let header: Vec<String> = (0..metrics).map(|j| format!("G-Pass@16_0.{j}")).collect();
+            let cells = vec![vec![CELL.to_string(); metrics]; names.len()];
+            for width in [50, 60, 80, 120] {
+                let text = layout_fitting(&names, &header, &cells, width);
+                let blocks = shown_names(&text);
+                assert!(!blocks.is_empty(), "{text}");
+                for shown in blocks {
+                    let mut apart = shown.clone();
+                    apart.sort();
+                    apart.dedup();
+                    assert_eq!(apart.len(), names.len(), "{metrics} at {width}:\n{text}");
+                }
+            }
+        }
     }
 }
