@@ -201,13 +201,17 @@ fn layout_fitting(
             .max(MIN_NAME.min(longest));
         return models_as_rows(names, name_width, header, cells, 0..header.len());
     }
-    let short = shorten_names(names, MIN_NAME);
+    // Metrics as rows: a model's name may take its column's width, which its cells set anyway.
     let label_width = header.iter().map(|h| h.chars().count()).max().unwrap_or(6);
-    let model_cols: usize = (0..names.len())
-        .map(|i| column_width(&short[i], cells[i].iter().map(String::as_str)) + GAP.len())
-        .sum();
-    if label_width + model_cols <= width {
-        return metrics_as_rows(&short, header, cells, label_width);
+    let widest_cell = cells.iter().flatten().map(|c| c.chars().count()).max();
+    for name_width in [widest_cell.unwrap_or(0).max(MIN_NAME), MIN_NAME] {
+        let short = shorten_names(names, name_width);
+        let model_cols: usize = (0..names.len())
+            .map(|i| column_width(&short[i], cells[i].iter().map(String::as_str)) + GAP.len())
+            .sum();
+        if label_width + model_cols <= width {
+            return metrics_as_rows(&short, header, cells, label_width);
+        }
     }
     // Blocks of metric columns, each with the model column: as wide as the widest block leaves.
     let mut blocks = Vec::new();
