@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Renders the six-model HTML report (long model names, one interrupted and one failed model) in
-# headless Chromium at 1400 and 420 px wide, as a user would open it, and checks what a reader
-# would notice: horizontal page scroll, and text in a plot that overlaps other text or leaves the
-# SVG. Installs Debian's chromium when it is missing. PNGs go to target/html-screenshots/
-# (git-ignored); look at them. Exit 1 when a check fails.
+# Renders the six-model HTML report (long model names, one interrupted and one failed model) and
+# the history of the weekly job over three weeks (one model weaker, one fingerprint changed, one
+# failing) in headless Chromium at 1400 and 420 px wide, as a user would open them, and checks
+# what a reader would notice: horizontal page scroll, and text in a plot that overlaps other text
+# or leaves the SVG. The same weeks' `compare` is rendered at 80 columns (no line wider, the run
+# paths aside) and as Markdown (no table wider than 8 columns). Installs Debian's chromium when it
+# is missing. PNGs and texts go to target/html-screenshots/ (git-ignored); look at them. Exit 1
+# when a check fails.
 #
 # Usage: scripts/html-screenshots.sh [OUT_DIR]
 set -euo pipefail
@@ -23,6 +26,12 @@ rm -rf "$out/run"
 GPASSK_HTML_RUN="$out/run" cargo test --quiet --test it -- --ignored --exact \
     report_html::write_screenshot_run >/dev/null
 report="$out/run/six-models/report.html"
+rm -rf "$out/weeks"
+GPASSK_WEEKS_DIR="$out/weeks" cargo test --quiet --test it -- --ignored --exact \
+    report_html::write_two_weeks >/dev/null
+cargo build --quiet
+gpassk="${CARGO_TARGET_DIR:-target}/debug/gpassk"
+"$gpassk" history "$out/weeks" --format html >"$out/history.html"
 
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT
@@ -35,8 +44,7 @@ chrome() {
 # A copy of the report that measures itself and posts the result to its parent: the page width
 # against its frame, and per plot the text boxes that overlap or leave the SVG (labels turned 45°
 # are not compared with each other: their bounding boxes overlap by geometry, the text does not).
-cp "$report" "$out/measured.html"
-cat >>"$out/measured.html" <<'JS'
+cat >"$out/measure.js" <<'JS'
 <script>
 const res = {page: document.documentElement.scrollWidth, frame: innerWidth, overlaps: [], clipped: []};
 const meet = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
@@ -54,6 +62,8 @@ for (const svg of document.querySelectorAll("svg.plot")) {
 parent.postMessage(JSON.stringify(res), "*");
 </script>
 JS
+cat "$report" "$out/measure.js" >"$out/measured.html"
+cat "$out/history.html" "$out/measure.js" >"$out/measured-history.html"
 
 # Headless Chromium will not make a window narrower than 500 px, so each width is measured in a
 # frame of exactly that width inside a wider window.
@@ -67,24 +77,39 @@ frame() { # WIDTH PAGE -> a wrapper page showing PAGE in a WIDTH-px frame
 }
 
 status=0
-for width in 1400 420; do
+for page in measured.html measured-history.html; do for width in 1400 420; do
     result="$(chrome --dump-dom --virtual-time-budget=3000 --window-size="$(( width < 500 ? 500 : width )),900" \
-        "file://$(frame "$width" "$out/measured.html")" | sed -n 's|.*<pre id="result">\(.*\)</pre>.*|\1|p')"
-    echo "$width px: $result"
+        "file://$(frame "$width" "$out/$page")" | sed -n 's|.*<pre id="result">\(.*\)</pre>.*|\1|p')"
+    echo "$page, $width px: $result"
     python3 - "$result" <<'PY' || { echo "  FAIL at $width px" >&2; status=1; }
 import html, json, sys
 r = json.loads(html.unescape(sys.argv[1]))
 sys.exit(0 if r["page"] <= r["frame"] and not r["overlaps"] and not r["clipped"] else 1)
 PY
+done; done
+
+# The weekly comparison as a terminal of 80 columns and as Markdown for a PR.
+weeks=("$out/weeks/2026-11-23" "$out/weeks/2026-11-30")
+COLUMNS=80 "$gpassk" compare "${weeks[@]}" >"$out/compare-80.txt"
+"$gpassk" compare "${weeks[@]}" --format md >"$out/compare.md"
+COLUMNS=80 "$gpassk" history "$out/weeks" >"$out/history-80.txt"
+for f in compare-80.txt history-80.txt; do
+    wide="$(grep -v '^[AB]: ' "$out/$f" | awk 'length($0) > 80' | head -3)"
+    if [ -n "$wide" ]; then echo "FAIL: $f has lines over 80 columns:" >&2; echo "$wide" >&2; status=1; fi
 done
+columns="$(grep '^|' "$out/compare.md" | awk -F'|' '{print NF - 2}' | sort -n | tail -1)"
+if [ "${columns:-0}" -gt 8 ]; then echo "FAIL: compare.md has a table of $columns columns" >&2; status=1; fi
+echo "$out/compare-80.txt $out/compare.md $out/history-80.txt"
 
 # Screenshots: frames are not painted in headless screenshots, so below 500 px the copy's root
 # element is held to the width instead (the strip right of it stays blank).
-for width in 1400 420; do
-    page="$out/report-$width.html"
-    sed "s|</head>|<style>html{width:${width}px}</style></head>|" "$report" >"$page"
-    chrome --screenshot="$out/report-$width.png" --window-size="$(( width < 500 ? 500 : width )),5600" \
+for name in report history; do for width in 1400 420; do
+    source="$report"
+    [ "$name" = history ] && source="$out/history.html"
+    page="$out/$name-$width.html"
+    sed "s|</head>|<style>html{width:${width}px}</style></head>|" "$source" >"$page"
+    chrome --screenshot="$out/$name-$width.png" --window-size="$(( width < 500 ? 500 : width )),5600" \
         "file://$page"
-    echo "$out/report-$width.png"
-done
+    echo "$out/$name-$width.png"
+done; done
 exit "$status"

@@ -11,7 +11,7 @@ use crate::analysis::published::{
 use crate::config::SamplingSettings;
 use crate::error::BadInput;
 use crate::metrics::MetricKind;
-use crate::report::{Cell, TableFormat, Tabular};
+use crate::report::{Cell, Interval, TableFormat, Tabular};
 use crate::scoring::{ModelScore, RunResults};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -603,10 +603,10 @@ fn tabular(rows: &[AuditRow], with_model: bool, files: &[PathBuf]) -> Tabular {
 
 fn cells(r: &AuditRow, files: &[PathBuf]) -> Vec<Cell> {
     let m = r.measured;
-    let measured = m.map_or_else(
-        || "-".to_string(),
-        |(v, lo, hi)| format!("{v:.1} [{lo:.1}, {hi:.1}]"),
-    );
+    // Already in points: held to the percentage scale like every other interval.
+    let measured = Interval::plain(m.map(|x| x.0), m.map(|x| (x.1, x.2)))
+        .within(0.0, 100.0)
+        .to_string();
     let diff = m.map(|(v, _, _)| v - r.published);
     // A contested value's sources carry a `*`, pointing at the lines above the table.
     let star = if r.contested { "*" } else { "" };

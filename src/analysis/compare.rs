@@ -5,7 +5,7 @@
 use crate::analysis::history::{drift, RunEntry};
 use crate::error::BadInput;
 use crate::metrics::{to_f64, MetricIdentity, MetricKind};
-use crate::report::{md_text, Cell, TableFormat, Tabular};
+use crate::report::{md_text, Cell, Interval, TableFormat, Tabular};
 use crate::rundir::difference::{Difference, ModelSetting};
 use crate::rundir::manifest::Status;
 use crate::rundir::RunDir;
@@ -487,7 +487,7 @@ fn p_text(p: Option<f64>) -> String {
 
 /// The shown rows as cells: percentages for people, raw fractions and p-values for machines.
 fn tabular(shown: &[&Comparison]) -> Tabular {
-    let pct = |v: f64| Cell::num(Some(v), format!("{:.1}", 100.0 * v));
+    let pct = |v: f64| Cell::num(Some(v), Interval::percent(Some(v), None).to_string());
     let rows = shown
         .iter()
         .map(|c| {

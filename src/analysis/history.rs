@@ -7,7 +7,7 @@ use crate::analysis::compare::{compare, Compared, Comparison};
 use crate::analysis::trend::{html_page, Point, Series, Trend};
 use crate::error::BadInput;
 use crate::metrics::MetricKind;
-use crate::report::{metric_label, Cell, Tabular};
+use crate::report::{metric_label, Cell, Interval, Tabular};
 use crate::rundir::difference::Difference;
 use crate::rundir::manifest::{Manifest, ModelManifest};
 use crate::rundir::record::read_records;
@@ -398,13 +398,7 @@ fn row(
 ) -> Vec<Cell> {
     let value = est.and_then(|e| e.value);
     let ci = est.and_then(|e| e.ci);
-    let text = match (value, ci) {
-        (Some(v), Some((lo, hi))) => {
-            format!("{:.1} [{:.1}, {:.1}]", 100.0 * v, 100.0 * lo, 100.0 * hi)
-        }
-        (Some(v), None) => format!("{:.1}", 100.0 * v),
-        _ => "-".into(),
-    };
+    let text = Interval::percent(value, ci).to_string();
     let delta = test.map(|t| t.test.delta);
     let flag = match test {
         None => String::new(),

@@ -1,6 +1,7 @@
 //! The trend page of `gpassk history`: one plot per headline metric of a dataset (a line per
 //! model with its intervals, a marker where something changed), the values table and the changes.
 
+use crate::report::Interval;
 use std::fmt::Write;
 
 /// One point of a trend: a run's value of one metric for one model, with its interval and what
@@ -99,12 +100,12 @@ pub fn trend_svg(t: &Trend) -> String {
             }
             let _ = write!(
                 svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{c}\"><title>{} {}: {:.1}%</title></circle>",
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{c}\"><title>{} {}: {} %</title></circle>",
                 x(i),
                 y(v),
                 esc(&s.model),
                 esc(&p.label),
-                100.0 * v
+                Interval::percent(Some(v), p.ci)
             );
             // What changed for this model alone is marked on its own point.
             if !p.changes.is_empty() {

@@ -2,6 +2,7 @@
 //! manifest entry, a reason several models share shown once, each with the advice its cause calls
 //! for; as text for the terminal (escaped), Markdown, HTML, and raw for metrics.json.
 
+use super::tabular::md_text;
 use crate::client::ErrorClass;
 use crate::rundir::manifest::{Manifest, ModelManifest};
 use crate::sampling::{cause_class, CAUSE_MAX};
@@ -236,25 +237,6 @@ pub fn failures_text(failures: &[Failure], lead: &str, width: usize) -> String {
         let tail = format!("  {}; {}", f.counts(), f.advice.text());
         out.push_str(&super::wrap(&tail, width, "    "));
         out.push('\n');
-    }
-    out
-}
-
-/// Server text inside Markdown: control characters made visible, and the characters that would
-/// become markup (emphasis, links, tags, tables, code) escaped.
-pub(super) fn md_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in printable(text).chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '#' | '!' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
     }
     out
 }

@@ -4,15 +4,16 @@
 //! per model on a shared scale, and the manifest folded away.
 
 use super::markup::{
-    columns, coverage, headline_ks, notes, pct_ci, percent_table, search_grid, search_notes,
+    columns, coverage, headline_ks, notes, percent_table, search_grid, search_notes,
     subset_grid, Grid,
 };
 use super::metric_label;
-use super::Exporter;
+use super::{Exporter, Interval};
 use crate::metrics::MetricKind;
 use crate::rundir::manifest::Status;
 use crate::scoring::{ModelScore, RunResults};
-use crate::util::printable;
+use crate::stats::Estimate;
+use crate::util::{abbreviate, printable, shorten_names};
 use std::fmt::Write;
 
 pub struct HtmlReport;
@@ -74,16 +75,6 @@ fn esc(s: &str) -> String {
 
 fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
-}
-
-/// At most `max` characters, with an ellipsis when cut (the full text is in a legend or table).
-fn abbreviate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let head: String = s.chars().take(max.saturating_sub(1)).collect();
-        format!("{head}…")
-    }
 }
 
 /// Model i's marker centred on (x, y): eight shapes, so series differ without colour.
@@ -334,7 +325,7 @@ fn headline_table(results: &RunResults, partial: bool) -> String {
     for model in &results.models {
         let _ = write!(out, "<tr><td>{}</td>", esc(&model.name));
         for m in &metrics {
-            let text = pct_ci(model.estimate(m, None));
+            let text = Interval::of(model.estimate(m, None)).to_string();
             let (value, ci) = text
                 .split_once(" [")
                 .map_or((text.as_str(), ""), |(v, c)| (v, c));
@@ -494,21 +485,16 @@ fn svg_open(class: &str, width: f64, height: f64, label: &str) -> String {
     )
 }
 
-/// A model's G-Pass@k points for τ = 0 (Pass@k) and every τ of the run.
-fn tau_points(results: &RunResults, m: &ModelScore, k: u64) -> Vec<(f64, f64)> {
+/// A model's G-Pass@k points (τ, estimate) for τ = 0 (Pass@k) and every τ of the run.
+fn tau_points<'a>(results: &RunResults, m: &'a ModelScore, k: u64) -> Vec<(f64, &'a Estimate)> {
     let mut points = Vec::new();
-    if let Some(v) = m
-        .estimate(&MetricKind::PassAtK { k }, None)
-        .and_then(|e| e.value)
-    {
-        points.push((0.0, v));
-    }
+    let pass = m.estimate(&MetricKind::PassAtK { k }, None);
+    points.extend(pass.map(|e| (0.0, e)));
     for t in &results.taus {
         let metric = MetricKind::GPassAtK { k, tau: t.clone() };
-        if let Some(v) = m.estimate(&metric, None).and_then(|e| e.value) {
-            points.push((t.to_f64(), v));
-        }
+        points.extend(m.estimate(&metric, None).map(|e| (t.to_f64(), e)));
     }
+    points.retain(|(_, e)| e.value.is_some());
     points
 }
 
@@ -557,9 +543,10 @@ fn curves(results: &RunResults, k: u64) -> String {
             );
             continue;
         }
+        let y_of = |e: &Estimate| f.y(e.value.unwrap_or(0.0));
         let path: Vec<String> = points
             .iter()
-            .map(|&(t, v)| format!("{:.1},{:.1}", x_of(t), f.y(v)))
+            .map(|&(t, e)| format!("{:.1},{:.1}", x_of(t), y_of(e)))
             .collect();
         let _ = write!(
             svg,
@@ -570,13 +557,13 @@ fn curves(results: &RunResults, k: u64) -> String {
             DASHES[i % DASHES.len()],
             path.join(" ")
         );
-        for &(t, v) in &points {
+        for &(t, e) in &points {
             let _ = write!(
                 svg,
-                "<g>{}<title>{}: {:.1}%</title></g>",
-                marker(i, x_of(t), f.y(v)),
+                "<g>{}<title>{}: {} %</title></g>",
+                marker(i, x_of(t), y_of(e)),
                 esc(&m.name),
-                100.0 * v
+                Interval::of(Some(e))
             );
         }
         let _ = write!(legend, "<li>{}{}</li>", key(i), esc(&m.name));
@@ -586,7 +573,8 @@ fn curves(results: &RunResults, k: u64) -> String {
 
 /// Approximate width of a 12.5px label character, generous so estimates err towards more room.
 const CHAR_W: f64 = 7.5;
-/// Longest model label under a bar group; longer names are cut and listed in full below.
+/// Longest model label under a bar group; longer names are shortened (kept apart) and listed in
+/// full below.
 const LABEL_MAX: usize = 26;
 
 /// Greedy accuracy versus mG-Pass@k per model, with 95% interval whiskers. Model labels stay
@@ -595,11 +583,8 @@ fn bars(results: &RunResults, k: u64) -> String {
     let count = results.models.len().max(1);
     let (w, h) = (470.0, 230.0);
     let group = w / count as f64;
-    let labels: Vec<String> = results
-        .models
-        .iter()
-        .map(|m| abbreviate(&m.name, LABEL_MAX))
-        .collect();
+    let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
+    let labels = shorten_names(&names, LABEL_MAX);
     let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64 * CHAR_W;
     let rotate = longest > group - 8.0;
     let reach = if rotate {
@@ -639,12 +624,12 @@ fn bars(results: &RunResults, k: u64) -> String {
             let _ = write!(
                 svg,
                 "<rect class=\"bar\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\">\
-                 <title>{} {label}: {:.1}%</title></rect>",
+                 <title>{} {label}: {} %</title></rect>",
                 f.y(v),
                 bar - 2.0,
                 f.y0 + f.h - f.y(v),
                 esc(&m.name),
-                100.0 * v
+                Interval::of(Some(e))
             );
             if let Some((lo, hi)) = e.ci {
                 let wx = x + (bar - 2.0) / 2.0;

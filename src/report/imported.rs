@@ -2,8 +2,9 @@
 //! verdicts beside gpassk's re-grade (agreement and the metrics from each), and the source's
 //! stored aggregates beside their recomputation.
 
-use super::markup::{pct_ci, Grid};
+use super::markup::Grid;
 use super::tabular::{Cell, TableFormat, Tabular};
+use super::Interval;
 use crate::metrics::MetricKind;
 use crate::rundir::provenance::ImportInfo;
 use crate::scoring::RunResults;
@@ -125,8 +126,11 @@ fn metrics_table(results: &RunResults) -> Option<Tabular> {
             rows.push(vec![
                 Cell::text(&m.name),
                 Cell::text(super::metric_label(metric)),
-                Cell::num(ours.and_then(|e| e.value), pct_ci(ours)),
-                Cell::num(theirs.and_then(|e| e.value), pct_ci(theirs)),
+                Cell::num(ours.and_then(|e| e.value), Interval::of(ours).to_string()),
+                Cell::num(
+                    theirs.and_then(|e| e.value),
+                    Interval::of(theirs).to_string(),
+                ),
             ]);
         }
     }

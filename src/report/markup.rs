@@ -1,10 +1,10 @@
 //! What the human formats share: the summary grid (a row per model) and the per-subset grid, as
 //! text cells; the table, Markdown and HTML exporters only lay them out.
 
+use super::Interval;
 use crate::config::Strategy;
 use crate::metrics::MetricKind;
 use crate::scoring::{Effort, ModelScore, RunResults};
-use crate::stats::Estimate;
 use num_rational::Ratio;
 
 /// A titled grid of text cells.
@@ -12,28 +12,6 @@ pub(super) struct Grid {
     pub title: String,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
-}
-
-/// A percentage with one decimal: `45.2`; `-` when there is no value.
-pub(super) fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{:.1}", 100.0 * v))
-}
-
-/// `45.2 [38.1, 52.0]`: a percentage with its interval. The bounds are rounded outward, so a
-/// narrow interval at 0 or 100 never prints as `[0.0, 0.0]`, which would read as certainty.
-pub(super) fn pct_ci(e: Option<&Estimate>) -> String {
-    // The tolerance keeps bounds that are exact tenths (87.5) from moving a step.
-    let down = |x: f64| (1000.0 * x + 1e-6).floor() / 10.0;
-    let up = |x: f64| (1000.0 * x - 1e-6).ceil() / 10.0;
-    match e {
-        Some(Estimate {
-            value: Some(v),
-            ci: Some((lo, hi)),
-            ..
-        }) => format!("{:.1} [{:.1}, {:.1}]", 100.0 * v, down(*lo), up(*hi)),
-        Some(e) => pct(e.value),
-        None => "-".into(),
-    }
 }
 
 /// The headline metrics for one k, in report order, with their column labels.
@@ -81,7 +59,7 @@ pub(super) fn percent_table(results: &RunResults, k: u64) -> (Vec<String>, Vec<V
             let mut row = vec![m.name.clone()];
             row.extend(
                 cols.iter()
-                    .map(|(metric, _)| pct_ci(m.estimate(metric, None))),
+                    .map(|(metric, _)| Interval::of(m.estimate(metric, None)).to_string()),
             );
             row
         })
@@ -154,7 +132,7 @@ pub(super) fn subset_grid(results: &RunResults) -> Option<Grid> {
             let mut row = vec![s.clone(), m.name.clone(), count.to_string()];
             row.extend(
                 cols.iter()
-                    .map(|(metric, _)| pct_ci(m.estimate(metric, Some(s)))),
+                    .map(|(metric, _)| Interval::of(m.estimate(metric, Some(s))).to_string()),
             );
             rows.push(row);
         }
@@ -278,8 +256,8 @@ pub(super) fn search_notes(results: &RunResults) -> Vec<String> {
 pub(super) fn notes(results: &RunResults) -> Vec<String> {
     let mut notes = vec![
         "Intervals: 95% Clopper–Pearson bounds on the sum of per-problem values (exact for 0/1 \
-         values, conservative for fractional ones; never zero width); point estimates are exact \
-         means over problems."
+         values, conservative for fractional ones; never zero width), printed rounded outward so \
+         they contain the computed bounds; point estimates are exact means over problems."
             .to_string(),
         "Problems with fewer usable samples than n are scored with their own n (coverage shows \
          how many planned samples were usable); problems with n < k are left out of that k."
@@ -316,45 +294,4 @@ pub(super) fn notes(results: &RunResults) -> Vec<String> {
         }
     }
     notes
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn estimate(value: f64, ci: (f64, f64)) -> Estimate {
-        Estimate {
-            metric: MetricKind::Greedy,
-            subset: None,
-            exact: None,
-            value: Some(value),
-            ci: Some(ci),
-            problems: 20_000,
-            excluded: 0,
-            short: 0,
-            coverage: 1.0,
-        }
-    }
-
-    #[test]
-    fn interval_bounds_round_outward() {
-        // 0 of 20,000 correct: the upper bound 0.018% must not print as a certain 0.0.
-        assert_eq!(
-            pct_ci(Some(&estimate(0.0, (0.0, 0.000184)))),
-            "0.0 [0.0, 0.1]"
-        );
-        assert_eq!(
-            pct_ci(Some(&estimate(1.0, (0.999816, 1.0)))),
-            "100.0 [99.9, 100.0]"
-        );
-        // Bounds that are exact tenths stay where they are.
-        assert_eq!(
-            pct_ci(Some(&estimate(0.5, (0.25, 0.875)))),
-            "50.0 [25.0, 87.5]"
-        );
-        assert_eq!(
-            pct_ci(Some(&estimate(0.5, (0.24449, 0.91477)))),
-            "50.0 [24.4, 91.5]"
-        );
-    }
 }

@@ -2,12 +2,13 @@
 //!
 //! Machine formats (`metrics.csv`, `per_problem.csv`, `metrics.json`) keep raw fractions in [0, 1];
 //! the human formats (terminal table, Markdown, HTML) show percentages rounded to one decimal with
-//! their 95% intervals. CSV and JSON rows are both [`MetricRow`]s.
+//! their 95% intervals, printed by [`Interval`]. CSV and JSON rows are both [`MetricRow`]s.
 
 mod csv;
 mod failures;
 mod html;
 mod imported;
+mod interval;
 mod json;
 mod markdown;
 mod markup;
@@ -20,6 +21,7 @@ pub use self::csv::MetricsCsv;
 pub use self::failures::{failures, failures_block, failures_text, Advice, Failure, Hit};
 pub use self::html::HtmlReport;
 pub use self::imported::{import_summary, source_agreement};
+pub use self::interval::Interval;
 pub use self::json::MetricsJson;
 pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;

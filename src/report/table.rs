@@ -1,15 +1,13 @@
 //! The terminal summary. The compact default fits the terminal: a row per model with the config's
-//! headline metrics as `value ±half-width` (transposed, or split into blocks, when that is what
-//! fits). The wide form (`--wide`, and `summary.txt`) has every metric of every headline k with
-//! its exact interval bounds.
+//! headline metrics as `value [lo, hi]` (transposed, or split into blocks, when that is what
+//! fits). The wide form (`--wide`, and `summary.txt`) has every metric of every headline k.
 
 use super::markup::{search_grid, search_notes, summaries};
 use super::partial::banner;
 use super::tabular::wrap;
-use super::{metric_label, Exporter};
+use super::{metric_label, Exporter, Interval};
 use crate::scoring::RunResults;
-use crate::stats::Estimate;
-use crate::util::{abbreviate, terminal_width};
+use crate::util::{abbreviate, shorten_names, terminal_width};
 
 /// The terminal table as an exporter; `summary.txt` holds the wide form.
 pub struct SummaryTable {
@@ -127,22 +125,8 @@ fn search_section(results: &RunResults, width: Option<usize>) -> String {
     out
 }
 
-/// `45.2 ±6.1`: the estimate and the distance to its farther 95% bound, rounded up.
-fn plus_minus(e: Option<&Estimate>) -> String {
-    match e {
-        Some(Estimate {
-            value: Some(v),
-            ci: Some((lo, hi)),
-            ..
-        }) => {
-            let half = (v - lo).max(hi - v);
-            let up = (1000.0 * half - 1e-6).ceil().max(0.0) / 10.0;
-            format!("{:.1} ±{up:.1}", 100.0 * v)
-        }
-        Some(Estimate { value: Some(v), .. }) => format!("{:.1}", 100.0 * v),
-        _ => "-".into(),
-    }
-}
+/// Under the compact table: what the brackets hold (the same print as every other report).
+const FOOTER: &str = "[lo, hi]: 95% interval, bounds rounded outward · --wide: every metric\n";
 
 /// Shortest name width tried before the table is transposed.
 const MIN_NAME: usize = 12;
@@ -158,7 +142,7 @@ fn compact(results: &RunResults, width: usize) -> String {
         .map(|m| {
             metrics
                 .iter()
-                .map(|k| plus_minus(m.estimate(k, None)))
+                .map(|k| Interval::of(m.estimate(k, None)).to_string())
                 .collect()
         })
         .collect();
@@ -170,17 +154,17 @@ fn compact(results: &RunResults, width: usize) -> String {
     }
     let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
     let mut out = banner_text(results);
-    let title = format!(" ({problems} problems): % ±95% CI");
+    let title = format!(" ({problems} problems): % [95% CI]");
     let room = width.saturating_sub(title.chars().count()).max(MIN_NAME);
     out.push_str(&format!("{}{title}\n", abbreviate(&results.label(), room)));
     out.push_str(&layout_fitting(&names, &header, &cells, width));
-    out.push_str("±: to the farther 95% bound · --wide: every metric, exact bounds\n");
+    out.push_str(FOOTER);
     out.push_str(&search_section(results, Some(width)));
     out
 }
 
-/// Models as rows when that fits (abbreviating long names down to [`MIN_NAME`]), else metrics
-/// as rows, else models as rows in blocks of columns.
+/// Models as rows when that fits (shortening long names down to [`MIN_NAME`], kept apart by
+/// [`shorten_names`]), else metrics as rows, else models as rows in blocks of columns.
 fn layout_fitting(
     names: &[&str],
     header: &[String],
@@ -203,35 +187,46 @@ fn layout_fitting(
             .max(MIN_NAME.min(longest));
         return models_as_rows(names, name_width, header, cells, 0..header.len());
     }
-    let short: Vec<String> = names.iter().map(|n| abbreviate(n, MIN_NAME)).collect();
+    // Metrics as rows: a model's name may take its column's width, which its cells set anyway.
     let label_width = header.iter().map(|h| h.chars().count()).max().unwrap_or(6);
-    let model_cols: usize = (0..names.len())
-        .map(|i| column_width(&short[i], cells[i].iter().map(String::as_str)) + GAP.len())
-        .sum();
-    if label_width + model_cols <= width {
-        return metrics_as_rows(&short, header, cells, label_width);
+    let widest_cell = cells.iter().flatten().map(|c| c.chars().count()).max();
+    for name_width in [widest_cell.unwrap_or(0).max(MIN_NAME), MIN_NAME] {
+        let short = shorten_names(names, name_width);
+        let model_cols: usize = (0..names.len())
+            .map(|i| column_width(&short[i], cells[i].iter().map(String::as_str)) + GAP.len())
+            .sum();
+        if label_width + model_cols <= width {
+            return metrics_as_rows(&short, header, cells, label_width);
+        }
     }
-    // Blocks of metric columns, each with the (abbreviated) model column.
-    let name_width = longest.min(MIN_NAME);
-    let mut out = String::new();
+    // Blocks of metric columns, each with the model column: as wide as the widest block leaves.
+    let mut blocks = Vec::new();
     let mut start = 0;
     while start < header.len() {
         let mut end = start;
-        let mut used = name_width;
+        let mut used = longest.min(MIN_NAME);
         while end < header.len() && (end == start || used + col_widths[end] + GAP.len() <= width) {
             used += col_widths[end] + GAP.len();
             end += 1;
         }
-        out.push_str(&models_as_rows(
-            names,
-            name_width,
-            header,
-            cells,
-            start..end,
-        ));
+        blocks.push(start..end);
         start = end;
     }
-    out
+    let widest = blocks
+        .iter()
+        .map(|b| {
+            col_widths[b.clone()]
+                .iter()
+                .map(|w| w + GAP.len())
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
+    let name_width = longest.min(width.saturating_sub(widest).max(MIN_NAME));
+    blocks
+        .into_iter()
+        .map(|cols| models_as_rows(names, name_width, header, cells, cols))
+        .collect()
 }
 
 fn column_width<'a>(head: &str, cells: impl Iterator<Item = &'a str>) -> usize {
@@ -252,8 +247,8 @@ fn models_as_rows(
     let mut rows = vec![std::iter::once("model".to_string())
         .chain(header[cols.clone()].iter().cloned())
         .collect::<Vec<_>>()];
-    for (name, row) in names.iter().zip(cells) {
-        let mut r = vec![abbreviate(name, name_width)];
+    for (name, row) in shorten_names(names, name_width).into_iter().zip(cells) {
+        let mut r = vec![name];
         r.extend(row[cols.clone()].iter().cloned());
         rows.push(r);
     }
@@ -313,13 +308,16 @@ fn aligned(rows: &[Vec<String>]) -> String {
 mod tests {
     use super::*;
 
+    /// The widest cell a percentage interval prints.
+    const CELL: &str = "100.0 [88.4, 100.0]";
+
     fn grid(models: usize, metrics: usize) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
         let names = (0..models)
             .map(|i| format!("DeepSeek-R1-Distill-Qwen-{i}B"))
             .collect();
         let header = (0..metrics).map(|j| format!("G-Pass@16_0.{j}")).collect();
         let cells = (0..models)
-            .map(|_| (0..metrics).map(|_| "100.0 ±12.3".to_string()).collect())
+            .map(|_| (0..metrics).map(|_| CELL.to_string()).collect())
             .collect();
         (names, header, cells)
     }
@@ -342,7 +340,7 @@ mod tests {
                     );
                 }
                 // Every cell is still shown.
-                assert_eq!(text.matches("±12.3").count(), models * metrics, "{text}");
+                assert_eq!(text.matches(CELL).count(), models * metrics, "{text}");
             }
         }
     }
@@ -357,12 +355,57 @@ mod tests {
             "{wide}"
         );
         // Long names give way to the columns, the same way in every row.
-        let narrow = layout(6, 4, 80);
+        let narrow = layout(6, 2, 60);
         let rows: Vec<&str> = narrow.lines().skip(2).collect();
         assert_eq!(rows.len(), 6, "{narrow}");
         assert!(
-            rows.iter().all(|r| r.starts_with("DeepSeek-…ll-Qwen-")),
+            rows.iter().all(|r| r.starts_with("DeepSeek…l-Qwen-")),
             "{narrow}"
         );
+    }
+
+    /// The model names a layout shows, per block (header rows hold them when metrics are rows).
+    fn shown_names(text: &str) -> Vec<Vec<String>> {
+        let mut blocks = Vec::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.starts_with("metric ") {
+                blocks.push(line.split_whitespace().skip(1).map(String::from).collect());
+            } else if line.starts_with("model ") {
+                let rows = lines[i + 2..]
+                    .iter()
+                    .take_while(|l| !l.starts_with("model "));
+                blocks.push(
+                    rows.map(|r| r.split("  ").next().unwrap_or("").to_string())
+                        .collect(),
+                );
+            }
+        }
+        blocks
+    }
+
+    #[test]
+    fn names_that_differ_inside_or_at_the_end_stay_apart_in_every_layout() {
+        let names = [
+            "Llama-3.1-70B-Instruct",
+            "Llama-3.1-8B-Instruct",
+            "Qwen2.5-Math-7B-Instruct",
+            "Qwen2.5-Math-7B-Instruct-search",
+        ];
+        for metrics in 1..=8 {
+            let header: Vec<String> = (0..metrics).map(|j| format!("G-Pass@16_0.{j}")).collect();
+            let cells = vec![vec![CELL.to_string(); metrics]; names.len()];
+            for width in [50, 60, 80, 120] {
+                let text = layout_fitting(&names, &header, &cells, width);
+                let blocks = shown_names(&text);
+                assert!(!blocks.is_empty(), "{text}");
+                for shown in blocks {
+                    let mut apart = shown.clone();
+                    apart.sort();
+                    apart.dedup();
+                    assert_eq!(apart.len(), names.len(), "{metrics} at {width}:\n{text}");
+                }
+            }
+        }
     }
 }

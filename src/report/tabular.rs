@@ -169,18 +169,20 @@ impl Tabular {
     }
 }
 
-/// Text for a Markdown paragraph: characters Markdown would read as markup are escaped, so a
-/// model name or a server's message shows as written.
-pub fn md_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' => {
+/// Text inside Markdown (a model name, a server's message): control characters made visible,
+/// and the characters that would become markup (emphasis, links, tags, tables, code) escaped.
+pub fn md_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in crate::util::printable(text).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '#' | '!' => {
                 out.push('\\');
-                out.push(ch);
+                out.push(c);
             }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(ch),
+            c => out.push(c),
         }
     }
     out

@@ -3,7 +3,7 @@
 //! Every figure comes from counters bumped right after a checkpoint record is written, so what is
 //! shown never runs ahead of the checkpoints; the last frame is drawn from the final counts.
 
-use crate::util::{abbreviate, clip_words, printable, terminal_width, Notes, Shutdown};
+use crate::util::{clip_words, printable, shorten_names, terminal_width, Notes, Shutdown};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -104,6 +104,8 @@ pub(super) struct Reporter {
 /// What the drawing task needs.
 struct Watch {
     models: Vec<(String, Arc<Counters>)>,
+    /// The models' names as shown: shortened to [`NAME_WIDTH`] together, so no two read alike.
+    labels: Vec<String>,
     /// Where the plain lines go.
     out: Notes,
     stop: Arc<tokio::sync::Notify>,
@@ -122,7 +124,9 @@ impl Reporter {
         out: Notes,
     ) -> Reporter {
         let stop = Arc::new(tokio::sync::Notify::new());
+        let names: Vec<&str> = models.iter().map(|(n, _)| n.as_str()).collect();
         let watch = Watch {
+            labels: shorten_names(&names, NAME_WIDTH),
             models,
             out,
             stop: stop.clone(),
@@ -148,11 +152,11 @@ impl Reporter {
 
 impl Watch {
     fn describe(&self, i: usize, elapsed: f64, bar: bool) -> String {
-        let (name, c) = &self.models[i];
+        let c = &self.models[i].1;
         let stopping = self.shutdown.is_triggered();
         // Live bars leave room for the terminal's `^C` echo: a wrapped line would stay on screen.
         let width = if bar { self.width - 3 } else { self.width };
-        describe(name, c.snapshot(), elapsed, stopping, bar, width)
+        describe(&self.labels[i], c.snapshot(), elapsed, stopping, bar, width)
     }
 
     /// The notes not told yet, then one line per model.
@@ -248,7 +252,7 @@ async fn bars(w: Watch) {
     w.say_all(start.elapsed().as_secs_f64(), true);
 }
 
-/// The longest model name shown as is; longer ones keep their head and tail around an ellipsis.
+/// The longest model name shown as is; longer ones are shortened by [`shorten_names`].
 pub(super) const NAME_WIDTH: usize = 16;
 
 /// `1 retry`, `2 retries`.
@@ -295,17 +299,18 @@ fn bar_cells(s: Snapshot, cells: usize) -> String {
     "█".repeat(done - failed) + &"×".repeat(failed) + &"░".repeat(cells - done)
 }
 
-/// One model's progress line, at most `width` characters: name, bar, counts, then as many of
-/// errors, retries, rate, ETA and tokens as fit (in that order of importance).
+/// One model's progress line, at most `width` characters: its label (at most [`NAME_WIDTH`]),
+/// bar, counts, then as many of errors, retries, rate, ETA and tokens as fit (in that order of
+/// importance).
 pub(super) fn describe(
-    name: &str,
+    label: &str,
     s: Snapshot,
     elapsed: f64,
     stopping: bool,
     bar: bool,
     width: usize,
 ) -> String {
-    let mut line = format!("{:<NAME_WIDTH$} ", abbreviate(name, NAME_WIDTH));
+    let mut line = format!("{label:<NAME_WIDTH$} ");
     if bar {
         line.push_str(&bar_cells(s, 20usize.min(width.saturating_sub(60)).max(8)));
         line.push(' ');
@@ -370,12 +375,18 @@ mod tests {
     }
 
     #[test]
-    fn long_names_are_abbreviated_consistently() {
-        let a = abbreviate("DeepSeek-R1-Distill-Qwen-32B", NAME_WIDTH);
-        assert_eq!(a, "DeepSee…Qwen-32B");
-        assert_eq!(a.chars().count(), NAME_WIDTH);
-        assert_eq!(a, abbreviate("DeepSeek-R1-Distill-Qwen-32B", NAME_WIDTH));
-        assert_eq!(abbreviate("gpt-4o", NAME_WIDTH), "gpt-4o");
+    fn long_names_are_shortened_apart() {
+        let names = ["Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct", "gpt-4o"];
+        let labels = shorten_names(&names, NAME_WIDTH);
+        assert_eq!(labels, ["Lla…70B-Instruct", "Llam…8B-Instruct", "gpt-4o"]);
+        let lines: Vec<String> = labels
+            .iter()
+            .map(|l| describe(l, snap(10, 3), 3.0, false, true, 80))
+            .collect();
+        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{lines:?}");
+        // The counts start in one column whatever the name.
+        let at = |l: &String| l.find('█').map(|b| l[..b].chars().count());
+        assert_eq!(at(&lines[0]), at(&lines[2]), "{lines:?}");
     }
 
     #[test]
@@ -391,7 +402,8 @@ mod tests {
             failed: false,
         };
         for bar in [true, false] {
-            let line = describe("Llama-3.1-Nemotron-70B-Instruct-HF", s, 3.0, false, bar, 80);
+            let label = &shorten_names(&["Llama-3.1-Nemotron-70B-Instruct-HF"], NAME_WIDTH)[0];
+            let line = describe(label, s, 3.0, false, bar, 80);
             assert!(line.chars().count() <= 80, "{line}");
             assert!(line.contains("98765 errors"), "{line}");
         }

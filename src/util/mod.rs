@@ -1,12 +1,14 @@
 //! Small helpers every layer may use: hex and short hashes, the problem-id index, atomic writes,
 //! bounded reads of input files, names that become path components, shell quoting, timestamps,
-//! names' nearest match, terminal-safe text, and the [`Shutdown`] signal passed down to
+//! names' nearest match, names shortened to a width, terminal-safe text, and the [`Shutdown`] signal passed down to
 //! long-running work.
 
 mod input;
 mod notes;
+mod shorten;
 
 pub use notes::Notes;
+pub use shorten::{abbreviate, shorten_names};
 
 pub use input::{
     open_regular, read_bounded, read_bounded_string, Lines, MAX_DATA_FILE, MAX_LINE, MAX_TEXT_FILE,
@@ -290,21 +292,6 @@ impl Shutdown {
         let mut rx = self.rx.clone();
         let _ = rx.wait_for(|s| *s).await;
     }
-}
-
-/// `DeepSeek-R1-Distill-Qwen-32B` → `DeepSee…Qwen-32B` at 16: head and tail around an ellipsis, so
-/// the same name always reads the same and the size suffix stays visible.
-pub fn abbreviate(name: &str, width: usize) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    if chars.len() <= width || width < 3 {
-        return name.to_string();
-    }
-    let head = (width - 1) / 2;
-    let tail = width - 1 - head;
-    let mut s: String = chars[..head].iter().collect();
-    s.push('…');
-    s.extend(&chars[chars.len() - tail..]);
-    s
 }
 
 /// `text` in at most `max` characters, cut at a word boundary with `…` when longer: a server's

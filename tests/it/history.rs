@@ -283,3 +283,51 @@ fn one_unreadable_run_is_skipped_with_a_warning_naming_it() {
         .collect();
     assert_eq!(shown, [name(&runs[0]), name(&runs[2])], "{csv}");
 }
+
+/// The cells of a Markdown table row, trimmed.
+fn md_cells(row: &str) -> Vec<&str> {
+    let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.split(" | ").map(str::trim).collect()
+}
+
+#[test]
+fn an_interval_prints_the_same_in_report_and_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = crate::report_html::six_model_run(dir.path(), false);
+    let report = ok(&run_gpassk(&[
+        "report",
+        run.to_str().unwrap(),
+        "--format",
+        "md",
+    ]));
+    let terminal = gpassk()
+        .args(["report", run.to_str().unwrap()])
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let terminal = ok(&terminal);
+    let root = dir.path().to_str().unwrap();
+    let history = ok(&run_gpassk(&["history", root, "--format", "md"]));
+    let lines: Vec<&str> = report.lines().collect();
+    let mut checked = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if !line.starts_with("| model | Greedy |") {
+            continue;
+        }
+        let header = md_cells(line);
+        for row in lines[i + 2..].iter().take_while(|l| l.starts_with('|')) {
+            let cells = md_cells(row);
+            for (metric, cell) in header.iter().zip(&cells).filter(|(_, c)| c.contains('[')) {
+                let series = format!(" · {} · {metric} |", cells[0]);
+                // History shows the metrics it can follow over runs (not maj@n).
+                let Some(line) = history.lines().find(|l| l.contains(&series)) else {
+                    continue;
+                };
+                assert!(line.contains(&format!(" | {cell} |")), "{cell}: {line}");
+                assert!(terminal.contains(cell), "{cell} not in\n{terminal}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 6 * 7, "{checked} intervals in\n{report}");
+}

@@ -9,8 +9,11 @@ const N: u32 = 16;
 const PROBLEMS: usize = 24;
 const INTERRUPTED_AFTER: usize = 15;
 
-/// Name, model id and skill; the fourth is interrupted and the sixth failed in the partial run.
-const MODELS: [(&str, &str, f64); 6] = [
+/// A model of a fixture run: name, model id and skill.
+type Model = (&'static str, &'static str, f64);
+
+/// The fourth is interrupted and the sixth failed in the partial run.
+const MODELS: [Model; 6] = [
     (
         "DeepSeek-R1-Distill-Qwen-32B",
         "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
@@ -38,12 +41,9 @@ const FAILED: &str = "connection refused ×25 (http://127.0.0.1:9/v1/chat/comple
 /// Server text in the interrupted model's error: it must reach the page escaped.
 const STOPPED: &str = "HTTP 503: <h1>Service Unavailable</h1>";
 
-/// Correct samples of model `j` on problem `i`: harder problems later, c = 0 and c = n both occur.
-fn correct(i: usize, j: usize) -> u32 {
-    correct_at(i, MODELS[j].2)
-}
-
-fn correct_at(i: usize, skill: f64) -> u32 {
+/// Correct samples of a model of `skill` on problem `i`: harder problems later, c = 0 and c = n
+/// both occur.
+fn correct(i: usize, skill: f64) -> u32 {
     let difficulty = i as f64 / (PROBLEMS - 1) as f64;
     let p = (skill + 0.6 - 1.3 * difficulty).clamp(0.0, 1.0);
     (p * f64::from(N)).round() as u32
@@ -52,12 +52,17 @@ fn correct_at(i: usize, skill: f64) -> u32 {
 /// Writes a scored-to-be run directory under `root`; with `partial`, model 4 stops after
 /// [`INTERRUPTED_AFTER`] problems and model 6 has no checkpoint at all.
 pub(crate) fn six_model_run(root: &Path, partial: bool) -> PathBuf {
+    run_of(root, partial, &MODELS)
+}
+
+/// [`six_model_run`] with other models (the fourth and sixth as there when `partial`).
+fn run_of(root: &Path, partial: bool, models: &[Model]) -> PathBuf {
     let week = Week {
         name: "six-models",
         partial,
         ..Week::default()
     };
-    six_model_week(root, &week)
+    six_model_week(root, &week, models)
 }
 
 /// One run of the weekly job: which model did worse and whose fingerprint changed this week.
@@ -72,8 +77,8 @@ pub(crate) struct Week {
     pub fingerprint: Option<usize>,
 }
 
-/// [`six_model_run`] for one week: the run directory `root/<week.name>`.
-pub(crate) fn six_model_week(root: &Path, week: &Week) -> PathBuf {
+/// [`run_of`] for one week: the run directory `root/<week.name>`.
+pub(crate) fn six_model_week(root: &Path, week: &Week, models: &[Model]) -> PathBuf {
     use sha2::{Digest, Sha256};
     let data = root.join("levels.jsonl");
     let lines: String = (0..PROBLEMS)
@@ -104,7 +109,7 @@ pub(crate) fn six_model_week(root: &Path, week: &Week) -> PathBuf {
     ev.as_object_mut().unwrap().remove("metrics");
     ev["fields"] = serde_json::json!({"id": "id", "subset": "level"});
     m["config"]["sampling"]["n"] = N.into();
-    m["config"]["models"] = MODELS
+    m["config"]["models"] = models
         .iter()
         .map(|(name, id, _)| serde_json::json!({"name": name, "model_id": id}))
         .collect();
@@ -112,9 +117,9 @@ pub(crate) fn six_model_week(root: &Path, week: &Week) -> PathBuf {
     let entries = m["models"].as_object_mut().unwrap();
     entries.clear();
     let planned = PROBLEMS as u64 * u64::from(N + 1);
-    for (j, (name, id, _)) in MODELS.iter().enumerate() {
+    for (j, &(name, id, skill)) in models.iter().enumerate() {
         let mut e = template.clone();
-        e["model_id"] = (*id).into();
+        e["model_id"] = id.into();
         e["sampling"]["n"] = N.into();
         e["units_planned"] = planned.into();
         let (status, error, done) = match j {
@@ -132,30 +137,27 @@ pub(crate) fn six_model_week(root: &Path, week: &Week) -> PathBuf {
         }
         entries.insert(name.to_string(), e);
         if done > 0 {
-            let fell = week
-                .weaker
-                .iter()
+            let fell = (week.weaker.iter())
                 .find(|(m, _)| *m == j)
                 .map_or(0.0, |w| w.1);
-            let skill = MODELS[j].2 - fell;
-            write_checkpoint(&run, &fixture, (j, skill, fingerprint), done);
+            write_checkpoint(&run, &fixture, (name, id, skill - fell), fingerprint, done);
         }
     }
     std::fs::write(run.join("manifest.json"), m.to_string()).unwrap();
     run
 }
 
-/// Model `j`'s samples and greedy answer for its first `done` problems, at `skill`, served
-/// with `fingerprint`.
+/// A model's samples and greedy answer for its first `done` problems, served with
+/// `fingerprint`.
 fn write_checkpoint(
     run: &Path,
     fixture: &Path,
-    (j, skill, fingerprint): (usize, f64, Option<&str>),
+    (name, id, skill): Model,
+    fingerprint: Option<&str>,
     done: usize,
 ) {
     let template = std::fs::read_to_string(fixture.join("checkpoints/alpha.jsonl")).unwrap();
     let mut r: serde_json::Value = serde_json::from_str(template.lines().next().unwrap()).unwrap();
-    let (name, id, _) = MODELS[j];
     r["run_id"] = run.file_name().unwrap().to_str().unwrap().into();
     if let Some(f) = fingerprint {
         r["system_fingerprint"] = f.into();
@@ -164,7 +166,7 @@ fn write_checkpoint(
     r["model_id"] = id.into();
     let mut out = String::new();
     for i in 0..done {
-        let c = correct_at(i, skill);
+        let c = correct(i, skill);
         for s in 0..=N {
             r["problem_id"] = format!("p{i}").into();
             r["sample_index"] = if s == N { "greedy".into() } else { s.into() };
@@ -305,7 +307,7 @@ fn histograms_have_one_bar_per_c_on_a_shared_scale() {
         assert_eq!(cs, expected, "model {j}");
         let done = if j == 3 { INTERRUPTED_AFTER } else { PROBLEMS };
         for c in [0, N] {
-            let count = (0..done).filter(|&i| correct(i, j) == c).count();
+            let count = (0..done).filter(|&i| correct(i, MODELS[j].2) == c).count();
             assert!(
                 fig.contains(&format!("<title>c = {c}: {count} problems</title>")),
                 "model {j} c = {c}"
@@ -314,7 +316,7 @@ fn histograms_have_one_bar_per_c_on_a_shared_scale() {
         for bar in &bars {
             let height: f64 = attr(bar, "height").parse().unwrap();
             let c: u32 = attr(bar, "data-c").parse().unwrap();
-            let count = (0..done).filter(|&i| correct(i, j) == c).count() as f64;
+            let count = (0..done).filter(|&i| correct(i, MODELS[j].2) == c).count() as f64;
             if count > 0.0 {
                 let r = height / count;
                 let shared = *ratio.get_or_insert(r);
@@ -395,7 +397,7 @@ fn names_are_escaped_and_long_labels_turn_without_clipping() {
         assert!(l.contains("rotate(-45)"), "{l}");
     }
     // Long names are cut in the chart and listed in full below it.
-    assert!(bars.contains(">Mistral-Small-24B-Instruc…<"));
+    assert!(bars.contains(">Mistral-Smal…Instruct-2501<"));
     let figure = sections(&html, "<svg class=\"plot bars\"", "</figure>")[0];
     assert!(figure.contains("<li>Mistral-Small-24B-Instruct-2501</li>"));
     // The rotated labels have room: the viewBox leaves enough below and left of the plot.
@@ -404,6 +406,75 @@ fn names_are_escaped_and_long_labels_turn_without_clipping() {
         .map(|v| v.parse().unwrap())
         .collect();
     assert!(view[3] > 12.0 + 230.0 + 26.0 * 7.5 * 0.7, "{view:?}");
+}
+
+/// A sampling and a search variant that differ only at the end, and two sizes that differ only
+/// inside; every name longer than the bar chart's labels and the 80-column table's name column.
+const ALIKE: [Model; 4] = [
+    (
+        "Qwen2.5-Math-7B-Instruct-sample",
+        "Qwen/Qwen2.5-Math-7B-Instruct",
+        0.6,
+    ),
+    (
+        "Qwen2.5-Math-7B-Instruct-search",
+        "Qwen/Qwen2.5-Math-7B-Instruct",
+        0.8,
+    ),
+    (
+        "Llama-3.1-70B-Instruct-sampling",
+        "meta-llama/Llama-3.1-70B-Instruct",
+        0.7,
+    ),
+    (
+        "Llama-3.1-8B-Instruct-sampling",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        0.4,
+    ),
+];
+
+/// Whether `shown` holds one distinct label per model of [`ALIKE`].
+fn apart(shown: &[&str]) -> bool {
+    let mut distinct = shown.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    distinct.len() == ALIKE.len() && shown.len() == ALIKE.len()
+}
+
+#[test]
+fn names_alike_stay_apart_in_the_bar_chart_and_the_terminal_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_of(dir.path(), false, &ALIKE);
+    let html = html_of(&run);
+    let bars = sections(&html, "<svg class=\"plot bars\"", "</svg>")[0];
+    let labels: Vec<&str> = sections(bars, "<text class=\"label model\"", "</text>")
+        .iter()
+        .map(|l| l.rsplit('>').next().unwrap())
+        .collect();
+    assert!(apart(&labels), "{labels:?}");
+    assert!(
+        labels[0].ends_with("sample") && labels[1].ends_with("search"),
+        "{labels:?}"
+    );
+    assert!(labels.iter().all(|l| l.chars().count() <= 26), "{labels:?}");
+    let out = crate::common::gpassk()
+        .args(["report", run.to_str().unwrap()])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    // Every block of the table names each model once, in a column no wider than it needs.
+    for block in text.split("\nmodel ").skip(1) {
+        let names: Vec<&str> = block
+            .lines()
+            .skip(2)
+            .take(ALIKE.len())
+            .map(|l| l.split("  ").next().unwrap())
+            .collect();
+        assert!(apart(&names), "{names:?} in\n{text}");
+        assert!(names.iter().any(|n| n.contains("70B")), "{text}");
+    }
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 }
 
 /// Writes the six-model run to `$GPASSK_HTML_RUN` and its report there; scripts/html-screenshots.sh
@@ -427,6 +498,7 @@ pub(crate) fn two_weeks(root: &Path) -> (PathBuf, PathBuf) {
             name: "2026-11-23",
             ..Week::default()
         },
+        &MODELS,
     );
     let week2 = Week {
         name: "2026-11-30",
@@ -434,7 +506,7 @@ pub(crate) fn two_weeks(root: &Path) -> (PathBuf, PathBuf) {
         weaker: &[(1, 0.6), (4, 0.1)],
         fingerprint: Some(2),
     };
-    (week1, six_model_week(root, &week2))
+    (week1, six_model_week(root, &week2, &MODELS))
 }
 
 /// compare opens with a verdict per model that names the regression, the fingerprint change
@@ -518,7 +590,7 @@ fn three_weeks(root: &Path) -> [PathBuf; 3] {
         weaker: &[(1, 0.6), (4, 0.1)],
         fingerprint: Some(2),
     };
-    [a, b, six_model_week(root, &week3)]
+    [a, b, six_model_week(root, &week3, &MODELS)]
 }
 
 /// A model that failed two weeks running is marked once, where it started failing; the

@@ -3,7 +3,7 @@
 //!
 //! Inputs must agree on the config (its `output_dir` aside), the dataset sha256 and limit, the prompt
 //! hash, the models and the shard count; a unit (model, problem, sample index) may come from one input
-//! only. Records are copied verbatim; imported runs ([`imported`]) are joined by their own rules.
+//! only. Records are copied verbatim; imported runs (`imported.rs`) are joined by their own rules.
 
 mod imported;
 
