@@ -17,11 +17,22 @@ Examples:
 
 More: gpassk <command> --help; shell completions: gpassk completions bash|zsh|fish";
 
+/// The name line of `gpassk -h` and the man page.
+const ABOUT: &str = "Exact, resumable G-Pass@k evaluation of language models";
+
+/// `gpassk --help`'s description: [`ABOUT`] and, in one line, what the headline metric is.
+fn long_about() -> String {
+    format!(
+        "{ABOUT}\n\nG-Pass@k_τ: the chance that ⌈τ·k⌉ or more of k samples drawn from n are correct"
+    )
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "gpassk",
     version,
-    about = "Exact, resumable G-Pass@k evaluation of language models",
+    about = ABOUT,
+    long_about = long_about(),
     arg_required_else_help = true,
     after_help = EXAMPLES
 )]
@@ -32,7 +43,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Compute pass@k, G-Pass@k_τ and mG-Pass@k for one problem from n, c and k.
+    #[command(
+        about = crate::commands::calc::ABOUT,
+        long_about = crate::commands::calc::long_about()
+    )]
     Calc(crate::commands::calc::CalcArgs),
     /// Sample every enabled model of a config, checkpointing each sample, then grade and report.
     Run(crate::commands::run::RunArgs),
