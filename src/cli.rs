@@ -6,16 +6,16 @@ use clap::{Parser, Subcommand};
 /// Shown under `gpassk --help`.
 const EXAMPLES: &str = "\
 Examples:
-  gpassk run --config configs/local.toml --dry-run    the plan: units, requests, tokens
-  gpassk run --config configs/config.toml             sample, grade, report
+  gpassk run --config configs/local.toml --dry-run   # the plan: units, tokens
+  gpassk run --config configs/config.toml            # sample, grade, report
   gpassk run --config configs/config.toml --resume latest
-  gpassk score results/<run>                          re-grade offline, rewrite every file
+  gpassk score results/<run>                         # re-grade, rewrite files
   gpassk report results/<run> --format html --out report.html
   gpassk compare results/<last week> results/<this week> --fail-on-regression 5
   gpassk history results --format html > history.html
   gpassk calc --n 48 --c 30 --k 16
 
-More: gpassk <command> --help; shell completions: gpassk completions bash|zsh|fish";
+More: gpassk <command> --help; completions: gpassk completions bash|zsh|fish";
 
 /// The name line of `gpassk -h` and the man page.
 const ABOUT: &str = "Exact, resumable G-Pass@k evaluation of language models";

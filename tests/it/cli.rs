@@ -134,3 +134,27 @@ fn the_help_and_the_man_pages_say_what_the_metrics_are() {
         );
     }
 }
+
+/// Issue 25 item 8: at 80 columns the top-level examples keep one command a line (no wrapped
+/// tails), so each can be copied whole.
+#[test]
+fn the_top_level_examples_fit_80_columns() {
+    let out = crate::common::gpassk()
+        .arg("--help")
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let help = stdout(&out);
+    let examples = &help[help.find("Examples:\n").expect("examples")..];
+    let lines: Vec<&str> = examples
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(lines.len() >= 8, "{examples}");
+    for line in lines {
+        assert!(line.starts_with("  gpassk "), "a wrapped example: {line:?}");
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    assert!(help.lines().all(|l| l.chars().count() <= 80), "{help}");
+}
