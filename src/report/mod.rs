@@ -23,7 +23,7 @@ pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;
 pub use self::per_problem::PerProblemCsv;
 pub use self::table::{terminal_table, SummaryTable};
-pub use self::tabular::{wrap, Cell, TableFormat, Tabular};
+pub use self::tabular::{wrap, wrap_list, Cell, TableFormat, Tabular};
 
 use crate::metrics::MetricKind;
 use crate::rundir::RunDir;

@@ -1,6 +1,7 @@
 //! Tables of cells for `compare`, `audit` and `history`, in the format the caller picks: a
 //! terminal table that fits the width, Markdown to paste into a PR, or CSV/JSON with raw
-//! (unrounded) values; and [`wrap`], the one way text is broken to the terminal's width.
+//! (unrounded) values; and [`wrap`] and [`wrap_list`], the one way text is broken to the terminal's
+//! width.
 
 use crate::util::terminal_width;
 use serde_json::Value;
@@ -191,6 +192,32 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     lines.join("\n")
 }
 
+/// `head` then `items` joined by ", ", in lines of at most `width` characters broken only between
+/// items, so an item (a name to copy) stays whole; continuation lines start with `indent`.
+pub fn wrap_list(head: &str, items: &[&str], width: usize, indent: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = head.to_string();
+    let mut fresh = true;
+    for (i, item) in items.iter().enumerate() {
+        let piece = if i + 1 < items.len() {
+            format!("{item},")
+        } else {
+            item.to_string()
+        };
+        if !fresh && line.chars().count() + 1 + piece.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, indent.to_string()));
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(&piece);
+        fresh = false;
+    }
+    lines.push(line);
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +239,20 @@ mod tests {
             text.split(' ').collect::<Vec<_>>()
         );
         assert_eq!(wrap("short", 40, "  "), "short");
+    }
+
+    #[test]
+    fn wrap_list_breaks_between_items_only() {
+        let items = [
+            "Counting & Probability",
+            "Intermediate Algebra",
+            "Prealgebra",
+        ];
+        let wrapped = wrap_list("subsets: ", &items, 36, "  ");
+        assert_eq!(
+            wrapped,
+            "subsets: Counting & Probability,\n  Intermediate Algebra, Prealgebra"
+        );
+        assert_eq!(wrap_list("subsets: ", &["a"], 36, "  "), "subsets: a");
     }
 }
