@@ -731,7 +731,7 @@ fn shards_of_a_dry_run_partition_the_problems() {
             "--shard",
             shard,
         ]));
-        let line = out.lines().next().unwrap();
+        let line = out.lines().find(|l| l.starts_with("dataset ")).unwrap();
         let n = line.split(" — ").nth(1).unwrap().split(' ').next().unwrap();
         n.parse().unwrap()
     };

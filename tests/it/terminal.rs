@@ -1,5 +1,6 @@
 //! What a user sees in the terminal during and after `run`: progress that matches the checkpoints
-//! (after Ctrl-C and on resume) and the cause of failed units, once per model.
+//! (after Ctrl-C and on resume), the cause of failed units, once per model, and a dry run that
+//! fits 80 columns.
 
 use crate::common::{both, gpassk, stderr, Fixture, Toml, NO_SERVER};
 use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
@@ -302,4 +303,43 @@ fn a_partial_run_says_so_with_problem_counts_in_the_table_and_report_md() {
         md.contains("> - 4 problems per model: Greedy, Pass@1, G-Pass@1_0.25,"),
         "{md}"
     );
+}
+
+/// Issue 25 item 8: the dry run of six long-named models fits 80 columns, keeps every name whole
+/// on a line of its own and ends with the total of what the models would send.
+#[test]
+fn the_dry_run_fits_80_columns_and_ends_with_the_total() {
+    let env = Fixture::new(&problems(4));
+    let mut models: String = SIX
+        .iter()
+        .map(|m| format!("[[models]]\nname = \"{m}\"\nmodel_id = \"{m}\"\n"))
+        .collect();
+    models.push_str("[pricing]\ninput = 1\noutput = 2\n");
+    config(&env, Some(NO_SERVER), "n = 4\nmax_tokens = 100", &models);
+    let out = env
+        .command(&["run", "--dry-run"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = crate::common::ok(&out);
+    for line in text.lines().filter(|l| !l.starts_with("dataset /")) {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    for name in SIX {
+        assert!(text.contains(&format!("\n  {name}\n")), "{name}:\n{text}");
+    }
+    // Each model: 4 problems × (4 samples + greedy) = 20 units of at most 100 tokens.
+    assert_eq!(
+        text.matches("→ 20 units in 20 requests\n").count(),
+        6,
+        "{text}"
+    );
+    let tail: Vec<&str> = text.lines().rev().take(4).collect();
+    assert_eq!(tail[3], "total: 120 units in 120 requests", "{text}");
+    assert!(tail[2].ends_with(", ≤ 12000 completion tokens"), "{text}");
+    assert!(
+        tail[1].starts_with("  cost ") && tail[1].contains(" USD – "),
+        "{text}"
+    );
+    assert!(tail[0].contains("worst case"), "{text}");
 }
