@@ -11,6 +11,7 @@ mod json;
 mod markdown;
 mod markup;
 mod partial;
+mod paste;
 mod per_problem;
 mod table;
 mod tabular;

@@ -156,16 +156,43 @@ impl Tabular {
             .collect()
     }
 
+    /// Markdown that pastes into a PR (see [`super::paste`]): long texts of the group column
+    /// (model names) become labels, spelled out in a legend table before the table.
     fn markdown(&self) -> String {
         let cols = self.human_columns();
-        let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
-        let titles: Vec<&str> = cols.iter().map(|&i| self.titles[i]).collect();
-        let mut out = format!("| {} |\n", titles.join(" | "));
-        out.push_str(&format!("|{}\n", " --- |".repeat(cols.len())));
-        for r in &self.rows {
-            let cells: Vec<String> = cols.iter().map(|&i| esc(&r[i].text)).collect();
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        let header: Vec<String> = cols.iter().map(|&i| self.titles[i].to_string()).collect();
+        let mut rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| cols.iter().map(|&i| r[i].text.clone()).collect())
+            .collect();
+        let group = self
+            .group
+            .and_then(|g| cols.iter().position(|&i| self.keys[i] == g));
+        let Some(at) = group else {
+            return super::paste::table(&header, &rows, 1);
+        };
+        let names: Vec<&str> = rows.iter().map(|r| r[at].as_str()).collect();
+        let prefix = header[at]
+            .chars()
+            .next()
+            .unwrap_or('N')
+            .to_ascii_uppercase();
+        let Some(legend) = super::paste::Legend::of(&names, prefix) else {
+            return super::paste::table(&header, &rows, 1);
+        };
+        let pairs: Vec<Vec<String>> = legend
+            .pairs
+            .iter()
+            .map(|(l, n)| vec![l.clone(), n.clone()])
+            .collect();
+        let legend_header = vec!["label".to_string(), header[at].clone()];
+        let mut out = super::paste::table(&legend_header, &pairs, 1);
+        for r in &mut rows {
+            r[at] = legend.label(&r[at]).to_string();
         }
+        out.push('\n');
+        out.push_str(&super::paste::table(&header, &rows, 1));
         out
     }
 }

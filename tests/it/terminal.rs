@@ -1,6 +1,6 @@
 //! What a user sees in the terminal during and after `run`: progress that matches the checkpoints
-//! (after Ctrl-C and on resume), the cause of failed units, once per model, and a dry run that
-//! fits 80 columns.
+//! (after Ctrl-C and on resume), the cause of failed units, once per model, a dry run and tables
+//! that fit 80 columns, and Markdown that pastes into a PR.
 
 use crate::common::{both, gpassk, stderr, Fixture, Toml, NO_SERVER};
 use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
@@ -342,4 +342,79 @@ fn the_dry_run_fits_80_columns_and_ends_with_the_total() {
         "{text}"
     );
     assert!(tail[0].contains("worst case"), "{text}");
+}
+
+/// The Markdown tables of `text`: each a list of rows (the rule row second), each a list of cells.
+fn markdown_tables(text: &str) -> Vec<Vec<Vec<String>>> {
+    let mut tables: Vec<Vec<Vec<String>>> = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let Some(body) = line.strip_prefix('|').and_then(|l| l.strip_suffix('|')) else {
+            inside = false;
+            continue;
+        };
+        let row = body.split('|').map(|c| c.trim().to_string()).collect();
+        if !inside {
+            tables.push(Vec::new());
+            inside = true;
+        }
+        tables.last_mut().unwrap().push(row);
+    }
+    tables
+}
+
+/// Issue 25 item 8: report.md and `compare --format md` of six long-named models paste into a
+/// PR: at most 8 columns a table, numbers right-aligned, the long names once, in a legend.
+#[test]
+fn markdown_tables_fit_a_pr_with_right_aligned_numbers_and_a_legend() {
+    let env = Fixture::new(&problems(4)).with_server(FakeServer::builder().responder(reply));
+    let run_dir = six_model_run(&env);
+    let dir = run_dir.to_str().unwrap();
+    let md = crate::common::read(&run_dir.join("report.md"));
+    let compare = crate::common::ok(
+        &gpassk()
+            .args(["compare", dir, dir, "--format", "md"])
+            .output()
+            .unwrap(),
+    );
+    for (what, text) in [("report.md", &md), ("compare", &compare)] {
+        let tables = markdown_tables(text);
+        let legend = tables
+            .iter()
+            .position(|t| t[0][0] == "label")
+            .unwrap_or_else(|| panic!("{what}: no legend:\n{text}"));
+        for (i, name) in SIX.iter().enumerate() {
+            let label = format!("M{}", i + 1);
+            assert!(
+                tables[legend]
+                    .iter()
+                    .any(|r| r[0] == label && r[1] == *name),
+                "{what}: {label} is not {name}"
+            );
+        }
+        for (t, table) in tables.iter().enumerate() {
+            assert!(
+                table[0].len() <= 8,
+                "{what}: {} columns: {:?}",
+                table[0].len(),
+                table[0]
+            );
+            for (c, rule) in table[1].iter().enumerate() {
+                let numbers = table[2..]
+                    .iter()
+                    .all(|r| r[c].starts_with(|ch: char| ch.is_ascii_digit()));
+                assert!(
+                    !numbers || rule == "---:",
+                    "{what}: {:?} not right-aligned",
+                    table[0][c]
+                );
+            }
+            let names_outside =
+                t != legend && table.iter().flatten().any(|c| SIX.contains(&c.as_str()));
+            assert!(
+                !names_outside,
+                "{what}: a long name outside the legend: {table:?}"
+            );
+        }
+    }
 }
