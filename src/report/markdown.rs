@@ -1,8 +1,8 @@
-//! `report.md`: a Markdown write-up of a run: its models, summary per k, per-subset table,
-//! counts, notes and the run's provenance. Tables paste into a PR (see [`super::paste`]): long
-//! model names become `M1`, `M2`, … with the Models table as legend.
+//! `report.md`: a Markdown write-up of a run: its models, summary per k, what the numbers mean,
+//! per-subset table, counts, notes and the run's provenance. Tables paste into a PR (see
+//! [`super::paste`]): long model names become `M1`, `M2`, … with the Models table as legend.
 
-use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid};
+use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid, MEANING};
 use super::paste::{self, Legend};
 use super::Exporter;
 use crate::scoring::RunResults;
@@ -90,6 +90,16 @@ fn search_section(results: &RunResults, tables: &Tables) -> String {
     md
 }
 
+/// "What these numbers mean", a list of terms.
+fn meaning() -> String {
+    let mut md = String::from("## What these numbers mean\n\n");
+    for (term, text) in MEANING {
+        md.push_str(&format!("- **{term}**: {text}\n"));
+    }
+    md.push('\n');
+    md
+}
+
 /// The incomplete-run banner as a quoted block (empty for a complete run): a partial run must
 /// not read as a complete one.
 fn banner(results: &RunResults) -> String {
@@ -150,6 +160,7 @@ impl Exporter for MarkdownReport {
         for grid in summaries(results) {
             md.push_str(&tables.section(&grid, 1));
         }
+        md.push_str(&meaning());
         if let Some(grid) = subset_grid(results) {
             md.push_str(&tables.section(&grid, 2));
         }

@@ -417,4 +417,5 @@ fn markdown_tables_fit_a_pr_with_right_aligned_numbers_and_a_legend() {
             );
         }
     }
+    assert!(md.contains("## What these numbers mean\n"), "{md}");
 }
