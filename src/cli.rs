@@ -6,22 +6,33 @@ use clap::{Parser, Subcommand};
 /// Shown under `gpassk --help`.
 const EXAMPLES: &str = "\
 Examples:
-  gpassk run --config configs/local.toml --dry-run    the plan: units, requests, tokens
-  gpassk run --config configs/config.toml             sample, grade, report
+  gpassk run --config configs/local.toml --dry-run   # the plan: units, tokens
+  gpassk run --config configs/config.toml            # sample, grade, report
   gpassk run --config configs/config.toml --resume latest
-  gpassk score results/<run>                          re-grade offline, rewrite every file
+  gpassk score results/<run>                         # re-grade, rewrite files
   gpassk report results/<run> --format html --out report.html
   gpassk compare results/<last week> results/<this week> --fail-on-regression 5
   gpassk history results --format html > history.html
   gpassk calc --n 48 --c 30 --k 16
 
-More: gpassk <command> --help; shell completions: gpassk completions bash|zsh|fish";
+More: gpassk <command> --help; completions: gpassk completions bash|zsh|fish";
+
+/// The name line of `gpassk -h` and the man page.
+const ABOUT: &str = "Exact, resumable G-Pass@k evaluation of language models";
+
+/// `gpassk --help`'s description: [`ABOUT`] and, in one line, what the headline metric is.
+fn long_about() -> String {
+    format!(
+        "{ABOUT}\n\nG-Pass@k_τ: the chance that ⌈τ·k⌉ or more of k samples drawn from n are correct"
+    )
+}
 
 #[derive(Debug, Parser)]
 #[command(
     name = "gpassk",
     version,
-    about = "Exact, resumable G-Pass@k evaluation of language models",
+    about = ABOUT,
+    long_about = long_about(),
     arg_required_else_help = true,
     after_help = EXAMPLES
 )]
@@ -32,7 +43,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Compute pass@k, G-Pass@k_τ and mG-Pass@k for one problem from n, c and k.
+    #[command(
+        about = crate::commands::calc::ABOUT,
+        long_about = crate::commands::calc::long_about()
+    )]
     Calc(crate::commands::calc::CalcArgs),
     /// Sample every enabled model of a config, checkpointing each sample, then grade and report.
     Run(crate::commands::run::RunArgs),

@@ -1,12 +1,27 @@
 //! `gpassk calc`: the metrics of one problem from n, c and k, as a table or one JSON object.
 
 use crate::error::{bad_input, BadInput, ExitStatus};
-use crate::metrics::{exact_text, problem_metrics, to_f64, Tau};
+use crate::metrics::{exact_text, problem_metrics, to_f64, Tau, GLOSSARY, GLOSSARY_INTRO};
+use crate::report::wrap;
 use crate::util::coarse_k_note;
 use anyhow::Result;
 use clap::Args;
 use num_rational::BigRational;
 use serde::Serialize;
+
+/// The one line `gpassk --help` lists for `calc`.
+pub const ABOUT: &str = "Compute pass@k, G-Pass@k_τ and mG-Pass@k for one problem from n, c and k.";
+
+/// `gpassk calc --help`'s description: [`ABOUT`] and what each metric and `m` mean, in 80 columns.
+pub fn long_about() -> String {
+    let mut text = format!("{ABOUT}\n\n{}\n", wrap(GLOSSARY_INTRO, 80, ""));
+    for (term, meaning) in GLOSSARY {
+        let indent = " ".repeat(15);
+        let line = format!("  {term:<12} {meaning}");
+        text.push_str(&format!("{}\n", wrap(&line, 80, &indent)));
+    }
+    text
+}
 
 #[derive(Debug, Args)]
 #[command(

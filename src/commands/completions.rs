@@ -1,5 +1,5 @@
 //! `gpassk completions SHELL` and `gpassk man`: shell completion scripts and roff man pages,
-//! generated from the same clap definitions the parser uses.
+//! generated from the same clap definitions the parser uses, with the metrics explained.
 
 use crate::error::{BadInput, ExitStatus};
 use anyhow::{Context, Result};
@@ -40,9 +40,7 @@ pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> Result<Exit
 /// Prints the main man page, or writes every page into `--out`.
 pub fn man(args: ManArgs, cmd: clap::Command) -> Result<ExitStatus> {
     let Some(dir) = args.out else {
-        let mut out = Vec::new();
-        clap_mangen::Man::new(cmd).render(&mut out)?;
-        crate::util::write_stdout(&out)?;
+        crate::util::write_stdout(&page(cmd)?)?;
         return Ok(ExitStatus::Success);
     };
     std::fs::create_dir_all(&dir)
@@ -52,13 +50,56 @@ pub fn man(args: ManArgs, cmd: clap::Command) -> Result<ExitStatus> {
         let page = sub.clone().name(format!("gpassk-{}", sub.get_name()));
         pages.push((format!("gpassk-{}.1", sub.get_name()), page));
     }
-    for (file, page) in pages {
-        let mut bytes = Vec::new();
-        clap_mangen::Man::new(page).render(&mut bytes)?;
+    for (file, cmd) in pages {
+        let bytes = page(cmd)?;
         let path = dir.join(&file);
         crate::util::write_atomic(&path, &bytes)
             .with_context(|| format!("cannot write {}", path.display()))?;
         println!("wrote {}", path.display());
     }
     Ok(ExitStatus::Success)
+}
+
+/// One man page; the main page and `calc`'s gain a METRICS section (calc's description is then
+/// its one line, as the section says the rest in man's own layout).
+fn page(cmd: clap::Command) -> Result<Vec<u8>> {
+    let explained = cmd.get_name() == "gpassk" || cmd.get_name() == "gpassk-calc";
+    let cmd = if cmd.get_name() == "gpassk-calc" {
+        cmd.long_about(None)
+    } else {
+        cmd
+    };
+    let mut bytes = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut bytes)?;
+    if !explained {
+        return Ok(bytes);
+    }
+    let text = String::from_utf8(bytes)?;
+    // Before OPTIONS, right after the description; at the end when a page has no options.
+    let at = text.find("\n.SH OPTIONS").map_or(text.len(), |i| i + 1);
+    Ok(format!("{}{}{}", &text[..at], metrics_section(), &text[at..]).into_bytes())
+}
+
+/// The METRICS section in roff: the opening sentence, then one tagged paragraph per term.
+fn metrics_section() -> String {
+    use crate::metrics::{GLOSSARY, GLOSSARY_INTRO};
+    let mut roff = format!(".SH METRICS\n{}\n", roff_text(GLOSSARY_INTRO));
+    for (term, meaning) in GLOSSARY {
+        roff.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            roff_text(term),
+            roff_text(meaning)
+        ));
+    }
+    roff
+}
+
+/// Text as a roff line: backslashes escaped, and a leading `.` or `'` kept from reading as a request.
+fn roff_text(s: &str) -> String {
+    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    if s.starts_with('.') || s.starts_with('\'') {
+        format!("\\&{s}")
+    } else {
+        s
+    }
 }

@@ -1,4 +1,5 @@
-//! `gpassk datasets`: list the shipped datasets, or show a few rendered prompts of one.
+//! `gpassk datasets`: list the shipped datasets (a table, or a list where the table would not fit),
+//! or show a few rendered prompts of one.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -10,6 +11,7 @@ use crate::dataset::registry::{self, Entry, REGISTRY};
 use crate::dataset::{load, FewShot};
 use crate::error::{bad_input, ExitStatus};
 use crate::prompt;
+use crate::report::{wrap, wrap_list};
 
 /// Arguments of `gpassk datasets`.
 #[derive(Debug, Clone, clap::Args)]
@@ -92,48 +94,50 @@ fn list_json(out: &mut impl Write) -> anyhow::Result<ExitStatus> {
     Ok(status)
 }
 
+/// One dataset as the list shows it (a dataset that failed to load keeps its name and language).
+struct Listed {
+    name: &'static str,
+    problems: String,
+    language: &'static str,
+    subsets: Vec<String>,
+    sha256: String,
+    note: &'static str,
+}
+
 fn list(out: &mut impl Write) -> anyhow::Result<ExitStatus> {
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED);
-    // Fit the terminal: long subset lists and notes wrap inside their cells.
-    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-    table.set_width(u16::try_from(crate::util::terminal_width()).unwrap_or(u16::MAX));
-    table.set_header(vec![
-        "dataset",
-        "problems",
-        "lang",
-        "subsets",
-        "sha256 (--json: full)",
-        "note",
-    ]);
+    let mut listed = Vec::new();
     let mut failures = Vec::new();
     for entry in REGISTRY {
-        match load(entry.name, None) {
-            Ok(dataset) => {
-                let subsets = dataset.subsets().join(", ");
-                table.add_row(vec![
-                    Cell::new(entry.name),
-                    Cell::new(dataset.problems.len()).set_alignment(CellAlignment::Right),
-                    Cell::new(dataset.language.code()),
-                    Cell::new(if subsets.is_empty() { "-" } else { &subsets }),
-                    Cell::new(crate::util::short(&dataset.sha256)),
-                    Cell::new(note(entry)),
-                ]);
-            }
+        listed.push(match load(entry.name, None) {
+            Ok(dataset) => Listed {
+                name: entry.name,
+                problems: dataset.problems.len().to_string(),
+                language: dataset.language.code(),
+                subsets: dataset.subsets().into_iter().map(String::from).collect(),
+                sha256: crate::util::short(&dataset.sha256).to_string(),
+                note: note(entry),
+            },
             Err(error) => {
-                table.add_row(vec![
-                    Cell::new(entry.name),
-                    Cell::new("?").set_alignment(CellAlignment::Right),
-                    Cell::new(entry.language.code()),
-                    Cell::new("-"),
-                    Cell::new("-"),
-                    Cell::new("cannot load (see below)"),
-                ]);
                 failures.push(error);
+                Listed {
+                    name: entry.name,
+                    problems: "?".into(),
+                    language: entry.language.code(),
+                    subsets: Vec::new(),
+                    sha256: "-".into(),
+                    note: "cannot load (see below)",
+                }
             }
-        }
+        });
     }
-    writeln!(out, "{table}")?;
+    // A table that does not fit would break names mid-word; a list keeps every name whole.
+    let width = crate::util::terminal_width();
+    let table = table(&listed).to_string();
+    if table.lines().all(|l| l.chars().count() <= width) {
+        writeln!(out, "{table}")?;
+    } else {
+        write!(out, "{}", as_list(&listed, width))?;
+    }
     writeln!(
         out,
         "datasets folder: {}",
@@ -147,6 +151,56 @@ fn list(out: &mut impl Write) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Failure
     })
+}
+
+/// The datasets as a table at its natural width.
+fn table(listed: &[Listed]) -> Table {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    table.set_header(vec![
+        "dataset",
+        "problems",
+        "lang",
+        "subsets",
+        "sha256 (--json: full)",
+        "note",
+    ]);
+    for d in listed {
+        let subsets = d.subsets.join(", ");
+        table.add_row(vec![
+            Cell::new(d.name),
+            Cell::new(&d.problems).set_alignment(CellAlignment::Right),
+            Cell::new(d.language),
+            Cell::new(if subsets.is_empty() { "-" } else { &subsets }),
+            Cell::new(&d.sha256),
+            Cell::new(d.note),
+        ]);
+    }
+    table
+}
+
+/// The datasets as a list for narrow terminals: each name on its own line, the details indented
+/// and broken only between words and between subsets.
+fn as_list(listed: &[Listed], width: usize) -> String {
+    let mut text = String::new();
+    for d in listed {
+        let facts = format!(
+            "  {} problems · {} · sha256 {}",
+            d.problems, d.language, d.sha256
+        );
+        text.push_str(&format!("{}\n{}\n", d.name, wrap(&facts, width, "  ")));
+        if !d.subsets.is_empty() {
+            let subsets: Vec<&str> = d.subsets.iter().map(String::as_str).collect();
+            let line = wrap_list("  subsets: ", &subsets, width, "    ");
+            text.push_str(&format!("{line}\n"));
+        }
+        text.push_str(&format!(
+            "{}\n\n",
+            wrap(&format!("  {}", d.note), width, "  ")
+        ));
+    }
+    text.push_str("sha256: the first 12 digits (--json: whole)\n");
+    text
 }
 
 fn note(entry: &Entry) -> &'static str {

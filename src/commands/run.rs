@@ -2,6 +2,7 @@
 
 use crate::client::ApiKey;
 use crate::config::{self, GraderMode};
+use crate::cost::Money;
 use crate::dataset::shard::Shard;
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::plan::{self, Plan};
@@ -573,103 +574,210 @@ fn search_job(plan: &Plan) -> Result<Option<sampling::SearchJob>> {
     }))
 }
 
+/// What the dry run adds up over the models: its closing total.
+struct PlanTotal {
+    units: u64,
+    requests: u64,
+    /// Calls of the search models (min, max).
+    search_calls: (u64, u64),
+    prompt: u64,
+    /// None once a model has no `max_tokens`: nothing bounds the completions.
+    completion: Option<u64>,
+    /// Per currency, the (min, max) cost of the priced sampling models; max None when unbounded.
+    cost: std::collections::BTreeMap<String, (Money, Option<Money>)>,
+    /// Sampling models with a price, of all sampling models.
+    priced: (usize, usize),
+}
+
+impl PlanTotal {
+    fn new() -> PlanTotal {
+        PlanTotal {
+            units: 0,
+            requests: 0,
+            search_calls: (0, 0),
+            prompt: 0,
+            completion: Some(0),
+            cost: Default::default(),
+            priced: (0, 0),
+        }
+    }
+}
+
+/// The dry run: one block per model (its name on a line of its own, so long names never push the
+/// figures past 80 columns), where the config came from, and the total.
 fn print_plan(plan: &Plan, resume: Option<&RunDir>) -> Result<()> {
     let index = plan.id_index();
-    let prompt_tokens: u64 = plan.prepared.iter().map(|p| p.prompt_tokens_estimate).sum();
+    let pass: u64 = plan.prepared.iter().map(|p| p.prompt_tokens_estimate).sum();
+    println!("plan (dry run, nothing is sent)");
     println!(
-        "plan (dry run, nothing is sent): dataset {} — {} problems, {} few-shot examples",
+        "dataset {} — {} problems, {} few-shot examples",
         plan.dataset.name,
         plan.prepared.len(),
         plan.few_shot_examples
     );
-    let (mut all_units, mut all_requests) = (0u64, 0u64);
-    let mut search_calls = (0u64, 0u64);
+    println!("  prompts: ~{pass} tokens a pass over the problems");
+    let mut total = PlanTotal::new();
     for m in &plan.settings.models {
         let done = match resume {
             Some(dir) => load_done(&dir.checkpoint(&m.name), &index)?,
             None => DoneSet::new(),
         };
-        let (mut units, mut requests, mut prompt) = (0u64, 0u64, 0u64);
+        println!("  {}", m.name);
+        let mut work = Work::default();
         for w in missing_work(plan.prepared.len(), &m.sampling, &done) {
-            units += w.slots.len() as u64;
-            requests += 1;
-            prompt += plan.prepared[w.problem].prompt_tokens_estimate;
+            work.units += w.slots.len() as u64;
+            work.requests += 1;
+            work.prompt += plan.prepared[w.problem].prompt_tokens_estimate;
         }
-        if let Some(search) = &m.search {
-            let (lo, hi) = print_search_plan(plan, m, search, units);
-            all_units += units;
-            search_calls = (search_calls.0 + lo, search_calls.1 + hi);
-            continue;
+        total.units += work.units;
+        match &m.search {
+            Some(search) => print_search_plan(plan, m, search, work.units, &mut total),
+            None => print_sampling_plan(plan, m, &work, &mut total),
         }
-        let completion = match m.sampling.max_tokens {
-            Some(t) => format!("≤ {} completion tokens", units * t as u64),
-            None => "completion tokens unbounded (no max_tokens)".into(),
-        };
-        println!(
-            "  {}: {} problems × ({} samples{}) → {units} units in {requests} requests; ~{prompt} prompt tokens, {completion}",
-            m.name,
-            plan.prepared.len(),
-            m.sampling.n,
-            if m.sampling.greedy { " + greedy" } else { "" },
-        );
-        if let Some(p) = &m.pricing {
-            println!(
-                "    {}",
-                cost_estimate(p, prompt, units, m.sampling.max_tokens)
-            );
-        }
-        all_units += units;
-        all_requests += requests;
     }
-    let searched = if search_calls.1 > 0 {
-        format!(" + {}–{} search calls", search_calls.0, search_calls.1)
-    } else {
-        String::new()
-    };
-    println!("  total: {all_units} units, {all_requests} requests{searched} (prompt ~{prompt_tokens} tokens per pass over the problems)");
     print_sources(plan, resume);
+    print_total(&total);
     Ok(())
 }
 
+/// What one model still has to send.
+#[derive(Default)]
+struct Work {
+    units: u64,
+    requests: u64,
+    prompt: u64,
+}
+
+/// The dry run's lines for a sampling model: units, requests, tokens and cost, added to the total.
+fn print_sampling_plan(plan: &Plan, m: &config::ModelSettings, w: &Work, total: &mut PlanTotal) {
+    println!(
+        "    {} problems × ({} samples{}) → {} units in {} requests",
+        plan.prepared.len(),
+        m.sampling.n,
+        if m.sampling.greedy { " + greedy" } else { "" },
+        w.units,
+        w.requests
+    );
+    let completion = m.sampling.max_tokens.map(|t| w.units * u64::from(t));
+    println!(
+        "    ~{} prompt tokens, {}",
+        w.prompt,
+        completion_text(completion)
+    );
+    total.requests += w.requests;
+    total.prompt += w.prompt;
+    total.completion = total.completion.zip(completion).map(|(a, b)| a + b);
+    total.priced.1 += 1;
+    let Some(p) = &m.pricing else {
+        return;
+    };
+    let (min, max) = cost_bounds(p, w.prompt, completion);
+    let range = cost_range(&min, max.as_ref(), &p.currency);
+    println!("    cost estimate: {range}");
+    let price = format!("    price: {}", p.source);
+    println!("{}", report::wrap(&price, 80, "      "));
+    let zero = || Money::from_integer(0);
+    let sum = total
+        .cost
+        .entry(p.currency.clone())
+        .or_insert_with(|| (zero(), Some(zero())));
+    sum.0 += min;
+    sum.1 = sum.1.take().zip(max).map(|(a, b)| a + b);
+    total.priced.0 += 1;
+}
+
+/// `≤ N completion tokens`, or why there is no bound.
+fn completion_text(completion: Option<u64>) -> String {
+    match completion {
+        Some(t) => format!("≤ {t} completion tokens"),
+        None => "completion tokens unbounded (no max_tokens)".into(),
+    }
+}
+
+/// The dry run's last lines: units, requests, tokens and the worst-case cost over every model.
+fn print_total(t: &PlanTotal) {
+    let searched = if t.search_calls.1 > 0 {
+        format!(" + {}–{} search calls", t.search_calls.0, t.search_calls.1)
+    } else {
+        String::new()
+    };
+    // A search's prompts grow with its tree: the plan cannot count them.
+    let theirs = if searched.is_empty() {
+        ""
+    } else {
+        " + the searches'"
+    };
+    println!(
+        "total: {} units in {} requests{searched}",
+        t.units, t.requests
+    );
+    println!(
+        "  ~{} prompt tokens{theirs}, {}",
+        t.prompt,
+        completion_text(t.completion)
+    );
+    if t.cost.is_empty() {
+        return;
+    }
+    let costs: Vec<String> = t
+        .cost
+        .iter()
+        .map(|(currency, (min, max))| cost_range(min, max.as_ref(), currency))
+        .collect();
+    let mut line = format!("  cost {}", costs.join("; "));
+    if t.priced.0 < t.priced.1 {
+        line.push_str(&format!(", {} of {} models priced", t.priced.0, t.priced.1));
+    }
+    println!("{}", report::wrap(&line, 80, "    "));
+    println!("  (min: the prompts alone; max, the worst case: every sample uses max_tokens)");
+}
+
 /// The dry run's lines for an mcts model: searches, the call budget (min–max) and the completion
-/// tokens it bounds; returns the calls (min, max).
+/// tokens it bounds, added to the total.
 fn print_search_plan(
     plan: &Plan,
     m: &config::ModelSettings,
     s: &config::SearchSettings,
     searches: u64,
-) -> (u64, u64) {
+    total: &mut PlanTotal,
+) {
     let (lo, hi) = s.call_budget();
     let (lo, hi) = (searches * lo, searches * hi);
+    let completion = searches * s.completion_budget();
     println!(
-        "  {}: {} problems × {} searches → {searches} searches\n    {lo}–{hi} calls (policy + reward), ≤ {} completion tokens",
-        m.name,
+        "    {} problems × {} searches → {searches} searches\n    {lo}–{hi} calls (policy + reward), ≤ {completion} completion tokens",
         plan.prepared.len(),
         m.sampling.n,
-        searches * s.completion_budget()
     );
     if m.pricing.is_some() {
-        println!("    cost: set by the trees (prompts grow with depth); max_cost, when set, is held call by call");
+        let note = "    cost: set by the trees (prompts grow with depth); max_cost, when set, is held call by call";
+        println!("{}", report::wrap(note, 80, "      "));
     }
-    (lo, hi)
+    total.search_calls = (total.search_calls.0 + lo, total.search_calls.1 + hi);
+    total.completion = total.completion.map(|t| t + completion);
 }
 
-/// The dry run's cost line: min = the prompts alone, max = prompts plus max_tokens per sample.
-fn cost_estimate(p: &crate::cost::Price, prompt: u64, units: u64, max: Option<u32>) -> String {
-    use crate::cost::{show, to_f64};
-    let min = to_f64(&p.estimate(prompt, 0));
-    let max = match max {
-        Some(t) => show(
-            to_f64(&p.estimate(prompt, units * u64::from(t))),
-            &p.currency,
-        ),
-        None => "unbounded (no max_tokens)".into(),
-    };
-    format!(
-        "cost estimate: {} – {max} (min: prompts only; max: every sample uses max_tokens; price: {})",
-        show(min, &p.currency),
-        p.source
+/// The dry run's cost bounds: min = the prompts alone, max = prompts plus max_tokens per sample
+/// (None without max_tokens).
+fn cost_bounds(
+    p: &crate::cost::Price,
+    prompt: u64,
+    completion: Option<u64>,
+) -> (Money, Option<Money>) {
+    (
+        p.estimate(prompt, 0),
+        completion.map(|c| p.estimate(prompt, c)),
     )
+}
+
+/// `MIN – MAX` in a currency; MAX is `unbounded (no max_tokens)` when there is none.
+fn cost_range(min: &Money, max: Option<&Money>, currency: &str) -> String {
+    use crate::cost::{show, to_f64};
+    let max = max.map_or_else(
+        || "unbounded (no max_tokens)".into(),
+        |m| show(to_f64(m), currency),
+    );
+    format!("{} – {max}", show(to_f64(min), currency))
 }
 
 /// The dry run's account of where the configuration came from.

@@ -20,6 +20,40 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::ToPrimitive;
 
+/// What the metrics mean, for people (`gpassk calc --help` and the man page lay it out): an
+/// opening sentence, then (term, meaning) pairs; `m` is the threshold column of `calc`'s table.
+pub const GLOSSARY_INTRO: &str =
+    "For one problem, n samples were drawn and c of them are correct; \
+    the metrics ask about k of the n drawn again without replacement.";
+
+/// See [`GLOSSARY_INTRO`]; the last pair says what a benchmark score is.
+pub const GLOSSARY: [(&str, &str); 5] = [
+    (
+        "pass@k",
+        "the probability that at least one of the k is correct: 1−C(n−c,k)/C(n,k).",
+    ),
+    (
+        "G-Pass@k_τ",
+        "the probability that at least m = ⌈τ·k⌉ of the k are correct, given c of n (a \
+         hypergeometric tail; 0 when m > c). τ = 0 counts as m = 1, which is pass@k; τ = 1 asks \
+         for all k correct.",
+    ),
+    (
+        "mG-Pass@k",
+        "(2/k)·Σ G-Pass@k over m = ⌈k/2⌉+1 … k: for even k the mean over τ in (0.5, 1] \
+         (k = 16: m = 9..16); for odd k, (k−1)/k times that mean.",
+    ),
+    (
+        "m",
+        "the threshold: how many of the k must be correct (1 for pass@k; for mG-Pass@k the \
+         range summed).",
+    ),
+    (
+        "score",
+        "a benchmark's score is 100 × the mean of a metric over its problems.",
+    ),
+];
+
 /// Errors from invalid metric arguments.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MetricsError {

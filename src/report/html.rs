@@ -1,11 +1,11 @@
 //! `report.html`: one self-contained, responsive page (inline CSS and SVG, no scripts, no external
-//! references): an "incomplete" banner when the run is partial, percentage and count tables, a
-//! G-Pass@k versus τ plot per k, greedy versus mG-Pass@k bars, per-subset values, histograms of c
-//! per model on a shared scale, and the manifest folded away.
+//! references): an "incomplete" banner when the run is partial, percentage and count tables, what
+//! the numbers mean, a G-Pass@k versus τ plot per k, greedy versus mG-Pass@k bars, per-subset
+//! values, histograms of c per model on a shared scale, and the manifest folded away.
 
 use super::markup::{
-    columns, coverage, headline_ks, notes, percent_table, search_grid, search_notes,
-    subset_grid, Grid,
+    columns, coverage, headline_ks, notes, percent_table, search_grid, search_notes, subset_grid,
+    Grid, MEANING,
 };
 use super::metric_label;
 use super::{Exporter, Interval};
@@ -872,6 +872,16 @@ impl HtmlReport {
     }
 }
 
+/// "What these numbers mean", a list of terms.
+fn meaning() -> String {
+    let mut out = String::from("<h2>What these numbers mean</h2>\n<ul>\n");
+    for (term, text) in MEANING {
+        let _ = writeln!(out, "<li><b>{}</b>: {}</li>", esc(term), esc(text));
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
 impl Exporter for HtmlReport {
     fn file_name(&self) -> &'static str {
         "report.html"
@@ -898,6 +908,7 @@ impl Exporter for HtmlReport {
             let _ = write!(out, "<h3>{}</h3>\n{}", esc(&grid.title), table(&grid));
         }
         out.push_str("</details>\n");
+        out.push_str(&meaning());
         if partial {
             let grid = problem_counts(results);
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));

@@ -1,11 +1,73 @@
-//! `report.md`: a Markdown write-up of a run: summary per k, per-subset table, counts, notes and
-//! the run's provenance.
+//! `report.md`: a Markdown write-up of a run: its models, summary per k, what the numbers mean,
+//! per-subset table, counts, notes and the run's provenance. Tables paste into a PR (see
+//! [`super::paste`]): long model names become `M1`, `M2`, … with the Models table as legend.
 
-use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid};
+use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid, MEANING};
+use super::paste::{self, Legend};
 use super::Exporter;
 use crate::scoring::RunResults;
 
 pub struct MarkdownReport;
+
+/// How this report's tables are laid out: the model labels every table uses.
+struct Tables {
+    legend: Option<Legend>,
+}
+
+impl Tables {
+    fn of(results: &RunResults) -> Tables {
+        let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
+        Tables {
+            legend: Legend::of(&names, 'M'),
+        }
+    }
+
+    /// A grid as titled Markdown tables; `keys` leading columns are repeated when it splits, and a
+    /// `model` column shows labels when the names are long.
+    fn section(&self, grid: &Grid, keys: usize) -> String {
+        format!("## {}\n\n{}\n", grid.title, self.table(grid, keys))
+    }
+
+    fn table(&self, grid: &Grid, keys: usize) -> String {
+        let model = grid.header.iter().position(|h| h == "model");
+        let rows: Vec<Vec<String>> = match (&self.legend, model) {
+            (Some(legend), Some(at)) => grid
+                .rows
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    r[at] = legend.label(&r[at]).to_string();
+                    r
+                })
+                .collect(),
+            _ => grid.rows.clone(),
+        };
+        paste::table(&grid.header, &rows, keys)
+    }
+
+    /// The models: label (when names are long), name, model id and the names the servers used.
+    fn models(&self, results: &RunResults) -> String {
+        let mut header = vec!["model", "model_id", "served as"];
+        if self.legend.is_some() {
+            header.insert(0, "label");
+        }
+        let rows: Vec<Vec<String>> = results
+            .models
+            .iter()
+            .map(|m| {
+                let served: Vec<&str> = m.served_models.keys().map(String::as_str).collect();
+                let mut row = vec![m.name.clone(), m.model_id.clone(), served.join(", ")];
+                if let Some(legend) = &self.legend {
+                    row.insert(0, legend.label(&m.name).to_string());
+                }
+                row
+            })
+            .collect();
+        let header: Vec<String> = header.into_iter().map(String::from).collect();
+        // No `model` relabelling here: this table is the legend.
+        format!("## Models\n\n{}\n", paste::table(&header, &rows, 1))
+    }
+}
 
 /// The cost line as a paragraph; empty when no model is priced.
 fn cost_paragraph(results: &RunResults) -> String {
@@ -16,11 +78,11 @@ fn cost_paragraph(results: &RunResults) -> String {
 }
 
 /// The search and sampling cost table with its notes; empty when no model searched.
-fn search_section(results: &RunResults) -> String {
+fn search_section(results: &RunResults, tables: &Tables) -> String {
     let Some(grid) = search_grid(results) else {
         return String::new();
     };
-    let mut md = format!("## {}\n\n{}\n", grid.title, table(&grid));
+    let mut md = tables.section(&grid, 1);
     for n in search_notes(results) {
         md.push_str(&format!("- {}\n", n.replace('_', "\\_")));
     }
@@ -28,30 +90,14 @@ fn search_section(results: &RunResults) -> String {
     md
 }
 
-/// A Markdown table; pipes inside cells are escaped.
-fn table(grid: &Grid) -> String {
-    let esc = |s: &str| s.replace('|', "\\|");
-    let mut out = format!(
-        "| {} |\n|{}|\n",
-        grid.header
-            .iter()
-            .map(|h| esc(h))
-            .collect::<Vec<_>>()
-            .join(" | "),
-        grid.header
-            .iter()
-            .enumerate()
-            .map(|(i, _)| if i == 0 { " --- " } else { " ---: " })
-            .collect::<Vec<_>>()
-            .join("|")
-    );
-    for row in &grid.rows {
-        out.push_str(&format!(
-            "| {} |\n",
-            row.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
-        ));
+/// "What these numbers mean", a list of terms.
+fn meaning() -> String {
+    let mut md = String::from("## What these numbers mean\n\n");
+    for (term, text) in MEANING {
+        md.push_str(&format!("- **{term}**: {text}\n"));
     }
-    out
+    md.push('\n');
+    md
 }
 
 /// The incomplete-run banner as a quoted block (empty for a complete run): a partial run must
@@ -78,7 +124,7 @@ fn banner(results: &RunResults) -> String {
 }
 
 /// An imported run's provenance and its two verdicts; empty for a native run.
-fn imported_sections(results: &RunResults) -> String {
+fn imported_sections(results: &RunResults, tables: &Tables) -> String {
     let lines = super::imported::provenance(results);
     if lines.is_empty() {
         return String::new();
@@ -90,7 +136,7 @@ fn imported_sections(results: &RunResults) -> String {
     }
     md.push('\n');
     for grid in super::imported::grids(results) {
-        md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
+        md.push_str(&tables.section(&grid, 1));
     }
     md
 }
@@ -101,6 +147,7 @@ impl Exporter for MarkdownReport {
     }
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
+        let tables = Tables::of(results);
         let mut md = format!("# G-Pass@k report: {}\n\n", results.label());
         md.push_str(&format!(
             "Run `{}` · dataset `{}` (sha256 `{}`)\n\n",
@@ -112,53 +159,18 @@ impl Exporter for MarkdownReport {
         if let Some(m) = &results.manifest {
             md.push_str(&super::failures::failures_md(&super::failures(m)));
         }
+        md.push_str(&tables.models(results));
         for grid in summaries(results) {
-            md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
+            md.push_str(&tables.section(&grid, 1));
         }
+        md.push_str(&meaning());
         if let Some(grid) = subset_grid(results) {
-            md.push_str(&format!("## {}\n\n{}\n", grid.title, table(&grid)));
+            md.push_str(&tables.section(&grid, 2));
         }
-        md.push_str(&imported_sections(results));
-        let counts = Grid {
-            title: "Samples".into(),
-            header: [
-                "model",
-                "model_id",
-                "served as",
-                "n",
-                "correct",
-                "wrong",
-                "no answer",
-                "truncated",
-                "missing",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: results
-                .models
-                .iter()
-                .map(|m| {
-                    vec![
-                        m.name.clone(),
-                        m.model_id.clone(),
-                        m.served_models
-                            .keys()
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        m.n.to_string(),
-                        m.correct.to_string(),
-                        m.wrong.to_string(),
-                        m.no_answer.to_string(),
-                        m.truncated.to_string(),
-                        m.missing.to_string(),
-                    ]
-                })
-                .collect(),
-        };
-        md.push_str(&format!("## Samples\n\n{}\n", table(&counts)));
+        md.push_str(&imported_sections(results, &tables));
+        md.push_str(&tables.section(&counts(results), 1));
         md.push_str(&cost_paragraph(results));
-        md.push_str(&search_section(results));
+        md.push_str(&search_section(results, &tables));
         md.push_str("## Notes\n\n");
         for n in notes(results) {
             md.push_str(&format!("- {n}\n"));
@@ -167,6 +179,38 @@ impl Exporter for MarkdownReport {
             md.push_str(&run_section(m));
         }
         Ok(md.into_bytes())
+    }
+}
+
+/// The sample counts, a row per model (names and ids are in the Models table).
+fn counts(results: &RunResults) -> Grid {
+    let header = [
+        "model",
+        "n",
+        "correct",
+        "wrong",
+        "no answer",
+        "truncated",
+        "missing",
+    ];
+    Grid {
+        title: "Samples".into(),
+        header: header.map(String::from).to_vec(),
+        rows: results
+            .models
+            .iter()
+            .map(|m| {
+                vec![
+                    m.name.clone(),
+                    m.n.to_string(),
+                    m.correct.to_string(),
+                    m.wrong.to_string(),
+                    m.no_answer.to_string(),
+                    m.truncated.to_string(),
+                    m.missing.to_string(),
+                ]
+            })
+            .collect(),
     }
 }
 

@@ -252,6 +252,37 @@ pub(super) fn search_notes(results: &RunResults) -> Vec<String> {
     notes
 }
 
+/// "What these numbers mean": (term, explanation) pairs every human report carries under its
+/// headline tables, so a reader need not know the paper.
+pub(super) const MEANING: [(&str, &str); 5] = [
+    (
+        "G-Pass@k_τ",
+        "the chance that at least ⌈τ·k⌉ of k samples, drawn without replacement from a \
+         problem's n, are correct, averaged over problems: it rewards answering right again and \
+         again, not once.",
+    ),
+    (
+        "Pass@k",
+        "G-Pass@k with ⌈τ·k⌉ = 1 (τ = 0, or τ ≤ 1/k as in G-Pass@4_0.25): at least one of k \
+         correct. At τ = 1 all k must be correct.",
+    ),
+    (
+        "mG-Pass@k",
+        "G-Pass@k averaged over the thresholds above half, m = ⌈k/2⌉+1 … k (τ in (0.5, 1]), as \
+         the paper defines it.",
+    ),
+    (
+        "Greedy, maj@n",
+        "one temperature-0 answer per problem; the majority answer of the n samples. Both are \
+         the fraction of problems answered correctly.",
+    ),
+    (
+        "Intervals",
+        "95%, over problems (never over samples): how far the score could move on another set \
+         of problems like these.",
+    ),
+];
+
 /// Notes every human report carries.
 pub(super) fn notes(results: &RunResults) -> Vec<String> {
     let mut notes = vec![

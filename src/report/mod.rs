@@ -13,6 +13,7 @@ mod json;
 mod markdown;
 mod markup;
 mod partial;
+mod paste;
 mod per_problem;
 mod table;
 mod tabular;
@@ -27,7 +28,7 @@ pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;
 pub use self::per_problem::PerProblemCsv;
 pub use self::table::{terminal_table, SummaryTable};
-pub use self::tabular::{md_text, wrap, Cell, TableFormat, Tabular};
+pub use self::tabular::{md_text, wrap, wrap_list, Cell, TableFormat, Tabular};
 
 use crate::metrics::MetricKind;
 use crate::rundir::RunDir;

@@ -1,6 +1,7 @@
 //! Tables of cells for `compare`, `audit` and `history`, in the format the caller picks: a
 //! terminal table that fits the width, Markdown to paste into a PR, or CSV/JSON with raw
-//! (unrounded) values; and [`wrap`], the one way text is broken to the terminal's width.
+//! (unrounded) values; and [`wrap`] and [`wrap_list`], the one way text is broken to the terminal's
+//! width.
 
 use crate::util::terminal_width;
 use serde_json::Value;
@@ -155,16 +156,43 @@ impl Tabular {
             .collect()
     }
 
+    /// Markdown that pastes into a PR (see [`super::paste`]): long texts of the group column
+    /// (model names) become labels, spelled out in a legend table before the table.
     fn markdown(&self) -> String {
         let cols = self.human_columns();
-        let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
-        let titles: Vec<&str> = cols.iter().map(|&i| self.titles[i]).collect();
-        let mut out = format!("| {} |\n", titles.join(" | "));
-        out.push_str(&format!("|{}\n", " --- |".repeat(cols.len())));
-        for r in &self.rows {
-            let cells: Vec<String> = cols.iter().map(|&i| esc(&r[i].text)).collect();
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        let header: Vec<String> = cols.iter().map(|&i| self.titles[i].to_string()).collect();
+        let mut rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| cols.iter().map(|&i| r[i].text.clone()).collect())
+            .collect();
+        let group = self
+            .group
+            .and_then(|g| cols.iter().position(|&i| self.keys[i] == g));
+        let Some(at) = group else {
+            return super::paste::table(&header, &rows, 1);
+        };
+        let names: Vec<&str> = rows.iter().map(|r| r[at].as_str()).collect();
+        let prefix = header[at]
+            .chars()
+            .next()
+            .unwrap_or('N')
+            .to_ascii_uppercase();
+        let Some(legend) = super::paste::Legend::of(&names, prefix) else {
+            return super::paste::table(&header, &rows, 1);
+        };
+        let pairs: Vec<Vec<String>> = legend
+            .pairs
+            .iter()
+            .map(|(l, n)| vec![l.clone(), n.clone()])
+            .collect();
+        let legend_header = vec!["label".to_string(), header[at].clone()];
+        let mut out = super::paste::table(&legend_header, &pairs, 1);
+        for r in &mut rows {
+            r[at] = legend.label(&r[at]).to_string();
         }
+        out.push('\n');
+        out.push_str(&super::paste::table(&header, &rows, 1));
         out
     }
 }
@@ -210,6 +238,32 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     lines.join("\n")
 }
 
+/// `head` then `items` joined by ", ", in lines of at most `width` characters broken only between
+/// items, so an item (a name to copy) stays whole; continuation lines start with `indent`.
+pub fn wrap_list(head: &str, items: &[&str], width: usize, indent: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = head.to_string();
+    let mut fresh = true;
+    for (i, item) in items.iter().enumerate() {
+        let piece = if i + 1 < items.len() {
+            format!("{item},")
+        } else {
+            item.to_string()
+        };
+        if !fresh && line.chars().count() + 1 + piece.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, indent.to_string()));
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(&piece);
+        fresh = false;
+    }
+    lines.push(line);
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +285,20 @@ mod tests {
             text.split(' ').collect::<Vec<_>>()
         );
         assert_eq!(wrap("short", 40, "  "), "short");
+    }
+
+    #[test]
+    fn wrap_list_breaks_between_items_only() {
+        let items = [
+            "Counting & Probability",
+            "Intermediate Algebra",
+            "Prealgebra",
+        ];
+        let wrapped = wrap_list("subsets: ", &items, 36, "  ");
+        assert_eq!(
+            wrapped,
+            "subsets: Counting & Probability,\n  Intermediate Algebra, Prealgebra"
+        );
+        assert_eq!(wrap_list("subsets: ", &["a"], 36, "  "), "subsets: a");
     }
 }

@@ -90,3 +90,71 @@ fn a_closed_stdout_pipe_is_not_an_error() {
         assert!(err.is_empty(), "{args:?}: {err}");
     }
 }
+
+/// Issue 25 item 7: where a user looks for what G-Pass@k_τ is (the top help, `calc --help`,
+/// the man pages), the tool says it.
+#[test]
+fn the_help_and_the_man_pages_say_what_the_metrics_are() {
+    let top = stdout(&run(&["--help"]));
+    assert!(
+        top.contains("G-Pass@k_τ: the chance that ⌈τ·k⌉ or more of k samples drawn from n"),
+        "{top}"
+    );
+    let calc = crate::common::gpassk()
+        .args(["calc", "--help"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let calc = stdout(&calc);
+    for said in [
+        "at least m = ⌈τ·k⌉ of the k are correct",
+        "drawn again without replacement",
+        "τ = 0 counts\n               as m = 1, which is pass@k",
+        "  mG-Pass@k    (2/k)·Σ G-Pass@k over m = ⌈k/2⌉+1 … k",
+        "  m            the threshold: how many of the k must be correct",
+    ] {
+        assert!(calc.contains(said), "calc --help lacks {said:?}:\n{calc}");
+    }
+    assert!(calc.lines().all(|l| l.chars().count() <= 80), "{calc}");
+    let man = stdout(&run(&["man"]));
+    let dir = tempfile::tempdir().unwrap();
+    run(&["man", "--out", dir.path().to_str().unwrap()]);
+    let calc_page = crate::common::read(&dir.path().join("gpassk-calc.1"));
+    for page in [&man, &calc_page] {
+        let section = &page[page.find(".SH METRICS\n").expect("a METRICS section")..];
+        assert!(section.contains(".TP\n\\fBG\\-Pass@k_τ\\fR\n"), "{section}");
+        assert!(section.contains("\\fBmG\\-Pass@k\\fR"), "{section}");
+        assert!(
+            section.contains(".TP\n\\fBm\\fR\nthe threshold"),
+            "{section}"
+        );
+        assert!(
+            section.find(".SH OPTIONS") > Some(0),
+            "before OPTIONS: {page}"
+        );
+    }
+}
+
+/// Issue 25 item 8: at 80 columns the top-level examples keep one command a line (no wrapped
+/// tails), so each can be copied whole.
+#[test]
+fn the_top_level_examples_fit_80_columns() {
+    let out = crate::common::gpassk()
+        .arg("--help")
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let help = stdout(&out);
+    let examples = &help[help.find("Examples:\n").expect("examples")..];
+    let lines: Vec<&str> = examples
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(lines.len() >= 8, "{examples}");
+    for line in lines {
+        assert!(line.starts_with("  gpassk "), "a wrapped example: {line:?}");
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    assert!(help.lines().all(|l| l.chars().count() <= 80), "{help}");
+}

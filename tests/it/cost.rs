@@ -40,10 +40,13 @@ fn hand_cost(checkpoint: &str, input: u64, output: u64) -> f64 {
     total / 1e12
 }
 
-/// The (min, max) of a dry run's cost line for `model`.
+/// The (min, max) of a dry run's cost line for `model` (in the block under its name).
 fn estimate(dry: &str, model: &str) -> (f64, f64) {
-    let at = dry.find(&format!("  {model}: ")).unwrap();
-    let line = dry[at..].lines().nth(1).unwrap();
+    let at = dry.find(&format!("  {model}\n")).unwrap();
+    let line = dry[at..]
+        .lines()
+        .find(|l| l.starts_with("    cost estimate: "))
+        .unwrap();
     let nums: Vec<f64> = line
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
@@ -59,6 +62,15 @@ fn cost_matches_the_recorded_usage_and_the_dry_run_brackets_it() {
         dry.contains("cost estimate:") && dry.contains("EUR"),
         "{dry}"
     );
+    // The closing total adds the models' bounds.
+    let (shared, single) = (estimate(&dry, "shared"), estimate(&dry, "single"));
+    let total = dry.lines().find(|l| l.starts_with("  cost ")).unwrap();
+    let sum: Vec<f64> = total
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!((sum[0] - shared.0 - single.0).abs() < 2e-6, "{dry}");
+    assert!((sum[1] - shared.1 - single.1).abs() < 2e-6, "{dry}");
     let table = ok(&env.command(&["run", "--quiet"]).output().unwrap());
     let dir = env.run_dir();
     let manifest: Value = serde_json::from_str(&read(&dir.join("manifest.json"))).unwrap();

@@ -68,6 +68,26 @@ fn the_list_fits_an_80_column_terminal() {
         );
     }
     assert!(text.contains("727fb04fc64b"), "{text}");
+    // Issue 25 item 8: nothing a user copies is broken across lines: each name stands on a line of
+    // its own, and each subset and hash is whole on one line.
+    let json = stdout(&gpassk(&["datasets", "--json"]));
+    for line in json.lines() {
+        let d: serde_json::Value = serde_json::from_str(line).unwrap();
+        let name = d["dataset"].as_str().unwrap();
+        assert!(
+            text.lines().any(|l| l == name),
+            "{name} is not whole:\n{text}"
+        );
+        let sha = &d["sha256"].as_str().unwrap()[..12];
+        assert!(text.contains(sha), "{sha}:\n{text}");
+        for subset in d["subsets"].as_array().unwrap() {
+            let subset = subset.as_str().unwrap();
+            assert!(
+                text.lines().any(|l| l.contains(subset)),
+                "{subset}:\n{text}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -233,6 +233,38 @@ fn table_and_markdown_snapshots() {
     snapshot("report.md", &md);
 }
 
+/// Issue 25 item 7: report.md and report.html say what their numbers mean, right under the
+/// headline tables.
+#[test]
+fn both_reports_say_what_the_numbers_mean() {
+    let (md, html) = (report("md"), report("html"));
+    for (text, head, end) in [
+        (&md, "## What these numbers mean\n", "\n## "),
+        (&html, "<h2>What these numbers mean</h2>", "</ul>"),
+    ] {
+        let at = text
+            .find(head)
+            .unwrap_or_else(|| panic!("no {head:?}:\n{text}"));
+        let section = &text[at + head.len()..];
+        let section = &section[..section.find(end).unwrap()];
+        for said in [
+            "G-Pass@k_τ",
+            "at least ⌈τ·k⌉ of k samples, drawn without replacement",
+            "G-Pass@k with ⌈τ·k⌉ = 1",
+            "At τ = 1 all k must be correct",
+            "mG-Pass@k",
+            "Greedy, maj@n",
+            "over problems (never over samples)",
+        ] {
+            assert!(section.contains(said), "{said:?} missing from:\n{section}");
+        }
+        assert!(
+            text.find("G-Pass@4_0.25").unwrap() < at,
+            "not under the headline table"
+        );
+    }
+}
+
 #[test]
 fn score_twice_gives_byte_identical_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -751,7 +783,7 @@ fn shards_of_a_dry_run_partition_the_problems() {
             "--shard",
             shard,
         ]));
-        let line = out.lines().next().unwrap();
+        let line = out.lines().find(|l| l.starts_with("dataset ")).unwrap();
         let n = line.split(" — ").nth(1).unwrap().split(' ').next().unwrap();
         n.parse().unwrap()
     };

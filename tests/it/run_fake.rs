@@ -675,10 +675,11 @@ fn a_checkpoint_that_cannot_be_written_is_a_disk_error() {
     let server = FakeServer::builder().responder(smart_reply);
     let env = Fixture::new(&sums(20)).with_server(server);
     let cfg = configure(&env, "n = 4", ONE_MODEL, "");
-    // A 16 KiB file-size limit (SIGXFSZ ignored, so writes past it fail with EFBIG) lets the
-    // manifest through and stops the checkpoint after a few dozen lines.
+    // A 32 KiB file-size limit (SIGXFSZ ignored, so writes past it fail with EFBIG) lets the
+    // manifest and the partial run's reports through and stops the checkpoint (some 54 KiB
+    // whole) after about sixty lines.
     let script = format!(
-        "trap '' XFSZ; ulimit -f 32; exec '{}' run --config '{}' --quiet",
+        "trap '' XFSZ; ulimit -f 64; exec '{}' run --config '{}' --quiet",
         env!("CARGO_BIN_EXE_gpassk"),
         cfg.display()
     );

@@ -152,11 +152,11 @@ fn dry_run_prints_the_call_budget() {
     // 2 problems × 3 searches; each 1 to 2 sims × depth 3 × (1 policy + 2 reward) = 18 calls.
     // Completion tokens: 108 calls / 3 per expansion = 36 expansions × (2 × 1024 + 2 × 16).
     assert!(
-        out.contains("tree: 2 problems × 3 searches → 6 searches\n    6–108 calls (policy + reward), ≤ 74880 completion tokens"),
+        out.contains("  tree\n    2 problems × 3 searches → 6 searches\n    6–108 calls (policy + reward), ≤ 74880 completion tokens"),
         "{out}"
     );
     assert!(
-        out.contains("total: 6 units, 0 requests + 6–108 search calls"),
+        out.contains("total: 6 units in 0 requests + 6–108 search calls\n  ~0 prompt tokens + the searches', ≤ 74880 completion tokens"),
         "{out}"
     );
 }

@@ -505,8 +505,8 @@ fn set_overrides_are_validated_like_the_file_recorded_and_shown_in_the_dry_run()
         ],
     );
     let out = ok(&o);
-    assert!(out.contains("m: 4 problems × (2 samples)"), "{out}");
-    assert!(!out.contains("deepseek-v2.5:"), "{out}");
+    assert!(out.contains("  m\n    4 problems × (2 samples)"), "{out}");
+    assert!(!out.contains("  deepseek-v2.5\n"), "{out}");
     assert!(out.contains("override: --set sampling.n=2"), "{out}");
     let cases: &[(&str, &[&str])] = &[
         (

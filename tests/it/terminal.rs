@@ -1,5 +1,6 @@
 //! What a user sees in the terminal during and after `run`: progress that matches the checkpoints
-//! (after Ctrl-C and on resume) and the cause of failed units, once for the models it stopped.
+//! (after Ctrl-C and on resume), the cause of failed units, once for the models it stopped, a
+//! dry run and tables that fit 80 columns, and Markdown that pastes into a PR.
 
 use crate::common::{both, gpassk, stderr, Fixture, Toml, NO_SERVER};
 use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
@@ -316,4 +317,119 @@ fn a_partial_run_says_so_with_problem_counts_in_the_table_and_report_md() {
         md.contains("> - 4 problems per model: Greedy, Pass@1, G-Pass@1_0.25,"),
         "{md}"
     );
+}
+
+/// Issue 25 item 8: the dry run of six long-named models fits 80 columns, keeps every name whole
+/// on a line of its own and ends with the total of what the models would send.
+#[test]
+fn the_dry_run_fits_80_columns_and_ends_with_the_total() {
+    let env = Fixture::new(&problems(4));
+    let mut models: String = SIX
+        .iter()
+        .map(|m| format!("[[models]]\nname = \"{m}\"\nmodel_id = \"{m}\"\n"))
+        .collect();
+    models.push_str("[pricing]\ninput = 1\noutput = 2\n");
+    config(&env, Some(NO_SERVER), "n = 4\nmax_tokens = 100", &models);
+    let out = env
+        .command(&["run", "--dry-run"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = crate::common::ok(&out);
+    for line in text.lines().filter(|l| !l.starts_with("dataset /")) {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    for name in SIX {
+        assert!(text.contains(&format!("\n  {name}\n")), "{name}:\n{text}");
+    }
+    // Each model: 4 problems × (4 samples + greedy) = 20 units of at most 100 tokens.
+    assert_eq!(
+        text.matches("→ 20 units in 20 requests\n").count(),
+        6,
+        "{text}"
+    );
+    let tail: Vec<&str> = text.lines().rev().take(4).collect();
+    assert_eq!(tail[3], "total: 120 units in 120 requests", "{text}");
+    assert!(tail[2].ends_with(", ≤ 12000 completion tokens"), "{text}");
+    assert!(
+        tail[1].starts_with("  cost ") && tail[1].contains(" USD – "),
+        "{text}"
+    );
+    assert!(tail[0].contains("worst case"), "{text}");
+}
+
+/// The Markdown tables of `text`: each a list of rows (the rule row second), each a list of cells.
+fn markdown_tables(text: &str) -> Vec<Vec<Vec<String>>> {
+    let mut tables: Vec<Vec<Vec<String>>> = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let Some(body) = line.strip_prefix('|').and_then(|l| l.strip_suffix('|')) else {
+            inside = false;
+            continue;
+        };
+        let row = body.split('|').map(|c| c.trim().to_string()).collect();
+        if !inside {
+            tables.push(Vec::new());
+            inside = true;
+        }
+        tables.last_mut().unwrap().push(row);
+    }
+    tables
+}
+
+/// Issue 25 item 8: report.md and `compare --format md` of six long-named models paste into a
+/// PR: at most 8 columns a table, numbers right-aligned, the long names once, in a legend.
+#[test]
+fn markdown_tables_fit_a_pr_with_right_aligned_numbers_and_a_legend() {
+    let env = Fixture::new(&problems(4)).with_server(FakeServer::builder().responder(reply));
+    let run_dir = six_model_run(&env);
+    let dir = run_dir.to_str().unwrap();
+    let md = crate::common::read(&run_dir.join("report.md"));
+    let compare = crate::common::ok(
+        &gpassk()
+            .args(["compare", dir, dir, "--format", "md"])
+            .output()
+            .unwrap(),
+    );
+    for (what, text) in [("report.md", &md), ("compare", &compare)] {
+        let tables = markdown_tables(text);
+        let legend = tables
+            .iter()
+            .position(|t| t[0][0] == "label")
+            .unwrap_or_else(|| panic!("{what}: no legend:\n{text}"));
+        for (i, name) in SIX.iter().enumerate() {
+            let label = format!("M{}", i + 1);
+            assert!(
+                tables[legend]
+                    .iter()
+                    .any(|r| r[0] == label && r[1] == *name),
+                "{what}: {label} is not {name}"
+            );
+        }
+        for (t, table) in tables.iter().enumerate() {
+            assert!(
+                table[0].len() <= 8,
+                "{what}: {} columns: {:?}",
+                table[0].len(),
+                table[0]
+            );
+            for (c, rule) in table[1].iter().enumerate() {
+                let numbers = table[2..]
+                    .iter()
+                    .all(|r| r[c].starts_with(|ch: char| ch.is_ascii_digit()));
+                assert!(
+                    !numbers || rule == "---:",
+                    "{what}: {:?} not right-aligned",
+                    table[0][c]
+                );
+            }
+            let names_outside =
+                t != legend && table.iter().flatten().any(|c| SIX.contains(&c.as_str()));
+            assert!(
+                !names_outside,
+                "{what}: a long name outside the legend: {table:?}"
+            );
+        }
+    }
+    assert!(md.contains("## What these numbers mean\n"), "{md}");
 }
