@@ -184,8 +184,33 @@ pub fn grade_against(gold: &Gold, response: &str, cfg: &GradeConfig) -> Verdict 
 /// An extracted answer's outcome against `gold` and its voting key ([`canonical_key`]), from
 /// one parse of the answer.
 pub fn grade_extracted(gold: &Gold, answer: &str, cfg: &GradeConfig) -> (Outcome, String) {
-    let pred = equiv::prepare(answer);
-    (outcome_of(gold, &pred, cfg), equiv::key(&pred))
+    let pred = Answer::new(answer);
+    (pred.outcome(gold, cfg), pred.key)
+}
+
+/// An extracted answer parsed once, to be graded against any number of golds: the same answers
+/// (`2`, `\frac{1}{2}`) come back across the problems of a run.
+pub struct Answer {
+    parsed: equiv::ParsedAnswer,
+    key: String,
+}
+
+impl Answer {
+    pub fn new(answer: &str) -> Answer {
+        let parsed = equiv::prepare(answer);
+        let key = equiv::key(&parsed);
+        Answer { parsed, key }
+    }
+
+    /// The voting key ([`canonical_key`]).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The outcome against `gold`, as [`grade_extracted`] gives it.
+    pub fn outcome(&self, gold: &Gold, cfg: &GradeConfig) -> Outcome {
+        outcome_of(gold, &self.parsed, cfg)
+    }
 }
 
 fn outcome_of(gold: &Gold, pred: &equiv::ParsedAnswer, cfg: &GradeConfig) -> Outcome {

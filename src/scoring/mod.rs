@@ -9,7 +9,7 @@ use crate::client::{ApiKey, Usage};
 use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings, Strategy};
 use crate::dataset::Problem;
 use crate::error::BadInput;
-use crate::grade::{extract, grade_extracted, grade_with_options, Gold, GradeConfig, Outcome};
+use crate::grade::{extract, grade_with_options, Answer, Gold, GradeConfig, Outcome};
 use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::{mpsc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 // Per-unit states, kept as one byte per (problem, slot) so a million units cost a megabyte.
 const MISSING: u8 = 0;
@@ -618,9 +618,12 @@ fn grade_units(
     inputs: &ScoreInputs,
     mut apply: impl FnMut(Graded),
 ) -> Result<()> {
-    let graders: Vec<ProblemGrader> = (0..inputs.problems.len())
-        .map(|_| ProblemGrader::default())
-        .collect();
+    let graders = Graders {
+        problems: (0..inputs.problems.len())
+            .map(|_| ProblemGrader::default())
+            .collect(),
+        answers: Answers::default(),
+    };
     let index = id_index(units.problems, |p| p.id.as_str());
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, LineBatch)>(workers * 2);
@@ -685,7 +688,7 @@ fn grade_batch(
     units: &ModelUnits,
     index: &HashMap<&str, usize>,
     inputs: &ScoreInputs,
-    graders: &[ProblemGrader],
+    graders: &Graders,
 ) -> GradedBatch {
     let mut graded = Vec::with_capacity(batch.len());
     for r in batch.decode::<RecordAnswer>(units.checkpoint) {
@@ -712,8 +715,50 @@ fn gold_of(problem: &Problem) -> Gold {
     Gold::with_options(&problem.answer, &problem.choice_options())
 }
 
+/// What the grading threads share: each problem's grader, and the answers parsed so far.
+struct Graders {
+    problems: Vec<ProblemGrader>,
+    answers: Answers,
+}
+
+/// Short answers parsed once for the whole run, with their voting class: the same few (`2`,
+/// `\frac{1}{2}`) come back across problems, and parsing is most of grading one.
+#[derive(Default)]
+struct Answers {
+    parsed: Mutex<HashMap<Box<str>, SharedAnswer>>,
+}
+
+/// A parsed answer and the hash of its voting key.
+type SharedAnswer = Arc<(Answer, u64)>;
+
+/// Answers longer than this are parsed each time (rarely the same twice); with the count cap, the
+/// cache stays a few MB.
+const SHARED_ANSWER_BYTES: usize = 64;
+const SHARED_ANSWERS: usize = 8192;
+
+impl Answers {
+    fn get(&self, answer: &str) -> SharedAnswer {
+        let lock = || self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        let short = answer.len() <= SHARED_ANSWER_BYTES;
+        if short {
+            if let Some(hit) = lock().get(answer) {
+                return hit.clone();
+            }
+        }
+        let parsed = Answer::new(answer);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        parsed.key().hash(&mut h);
+        let entry = Arc::new((parsed, h.finish()));
+        let mut map = lock();
+        if short && map.len() < SHARED_ANSWERS {
+            map.insert(answer.into(), entry.clone());
+        }
+        entry
+    }
+}
+
 /// One problem's gold, parsed once, and the verdicts of the answers already graded against it:
-/// samples of a problem repeat a few answers, each parsed and compared once.
+/// samples of a problem repeat a few answers, each compared once.
 #[derive(Default)]
 struct ProblemGrader {
     gold: OnceLock<Gold>,
@@ -726,16 +771,20 @@ const SEEN_PER_PROBLEM: usize = 16;
 
 impl ProblemGrader {
     /// The rule outcome and voting class of an extracted answer.
-    fn grade(&self, problem: &Problem, answer: &str, cfg: &GradeConfig) -> (Outcome, u64) {
+    fn grade(
+        &self,
+        answers: &Answers,
+        problem: &Problem,
+        answer: &str,
+        cfg: &GradeConfig,
+    ) -> (Outcome, u64) {
         let lock = || self.seen.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(&hit) = lock().get(answer) {
             return hit;
         }
         let gold = self.gold.get_or_init(|| gold_of(problem));
-        let (outcome, key) = grade_extracted(gold, answer, cfg);
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        key.hash(&mut h);
-        let graded = (outcome, h.finish());
+        let parsed = answers.get(answer);
+        let graded = (parsed.0.outcome(gold, cfg), parsed.1);
         let mut seen = lock();
         if seen.len() < SEEN_PER_PROBLEM {
             seen.insert(answer.into(), graded);
@@ -749,7 +798,7 @@ fn grade_one(
     p: usize,
     slot: usize,
     inputs: &ScoreInputs,
-    graders: &[ProblemGrader],
+    graders: &Graders,
 ) -> Graded {
     // Without the response, the answer extracted at run time is graded as the whole reply.
     let text = r.response.or(r.extracted);
@@ -757,7 +806,12 @@ fn grade_one(
     let (rule, class) = match extract(response, inputs.grade) {
         None => (Outcome::NoAnswer, None),
         Some(answer) => {
-            let (outcome, class) = graders[p].grade(&inputs.problems[p], &answer, inputs.grade);
+            let (outcome, class) = graders.problems[p].grade(
+                &graders.answers,
+                &inputs.problems[p],
+                &answer,
+                inputs.grade,
+            );
             (outcome, Some(class))
         }
     };
@@ -1004,24 +1058,63 @@ mod tests {
         };
         let cfg = GradeConfig::default();
         let grader = ProblemGrader::default();
+        let shared = Answers::default();
         let mut answers: Vec<String> =
             vec!["0.5".into(), "1/2".into(), "2".into(), "\\dfrac12".into()];
         answers.extend((0..SEEN_PER_PROBLEM + 10).map(|i| format!("{i}/{}", 2 * i + 1)));
         for round in 0..2 {
             for a in &answers {
-                let fresh = grade_extracted(&gold_of(&problem), a, &cfg);
+                let fresh = crate::grade::grade_extracted(&gold_of(&problem), a, &cfg);
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 fresh.1.hash(&mut h);
                 assert_eq!(
-                    grader.grade(&problem, a, &cfg),
+                    grader.grade(&shared, &problem, a, &cfg),
                     (fresh.0, h.finish()),
                     "{a} round {round}"
                 );
             }
         }
-        assert_eq!(grader.grade(&problem, "1/2", &cfg).0, Outcome::Correct);
-        assert_eq!(grader.grade(&problem, "2", &cfg).0, Outcome::Wrong);
+        assert_eq!(
+            grader.grade(&shared, &problem, "1/2", &cfg).0,
+            Outcome::Correct
+        );
+        assert_eq!(grader.grade(&shared, &problem, "2", &cfg).0, Outcome::Wrong);
         assert!(grader.seen.lock().unwrap().len() <= SEEN_PER_PROBLEM);
+    }
+
+    #[test]
+    fn answers_parsed_for_one_problem_grade_against_another_gold_as_fresh() {
+        let problem = |id: &str, answer: &str| Problem {
+            id: id.into(),
+            question: "q".into(),
+            answer: answer.into(),
+            subset: None,
+            fields: Default::default(),
+        };
+        let problems = [
+            problem("a", "\\frac{1}{2}"),
+            problem("b", "2"),
+            problem("c", "x+1"),
+        ];
+        let graders: Vec<ProblemGrader> =
+            problems.iter().map(|_| ProblemGrader::default()).collect();
+        let (shared, cfg) = (Answers::default(), GradeConfig::default());
+        let long = format!("{}+1", "1".repeat(SHARED_ANSWER_BYTES));
+        for a in ["0.5", "2", "1+x", "2.0", long.as_str()] {
+            for (p, g) in problems.iter().zip(&graders) {
+                let fresh = crate::grade::grade_extracted(&gold_of(p), a, &cfg);
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                fresh.1.hash(&mut h);
+                assert_eq!(
+                    g.grade(&shared, p, a, &cfg),
+                    (fresh.0, h.finish()),
+                    "{a} vs {}",
+                    p.answer
+                );
+            }
+        }
+        // The long answer was graded but not kept.
+        assert_eq!(shared.parsed.lock().unwrap().len(), 4);
     }
 
     /// A checkpoint line of one unit; `padding` makes the file span several batches.
