@@ -541,8 +541,18 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
             "flag",
         ],
         titles: vec![
-            "model", "metric", "same as", "A %", "B %", "B − A", "p", "p (Holm)", "detect",
-            "problems", "family", "flag",
+            "model",
+            "metric",
+            "same as",
+            "A %",
+            "B %",
+            "B − A",
+            "p",
+            "p (Holm)",
+            "detect ±",
+            "problems",
+            "family",
+            "flag",
         ],
         rows,
         machine_only: &["same_as", "p", "problems", "family"],
@@ -583,6 +593,10 @@ pub fn render(
     out.push_str(&verdict_block(compared, verdicts, md));
     out.push_str(&legend(md));
     out.push_str(&body);
+    if md && !body.ends_with("\n\n") {
+        // A line right under a Markdown table would be read as one more row.
+        out.push('\n');
+    }
     out.push_str(&footer(compared, shown, md));
     Ok(out)
 }

@@ -524,12 +524,12 @@ fn compare_formats_and_filters_use_the_report_names() {
     assert!(v[0]["p_holm"].as_f64().is_some() && v[0]["delta"].as_f64().is_some());
     let md = ok(&compare(&a, &b, &["--format", "md", "--metric", "Pass@4"]));
     assert!(
-        md.contains("| model | metric | A % | B % | B − A | p (Holm) | detect | flag |"),
+        md.contains("| model | metric | A % | B % | B − A | p (Holm) | detect ± | flag |"),
         "{md}"
     );
     assert!(md.contains("| alpha | Pass@4 = G-Pass@4_0.25 | "), "{md}");
     assert!(
-        md.contains("- **alpha**: REGRESSED: Pass@4 -100.0 points (p \\< 0.0001)"),
+        md.contains("- **alpha**: REGRESSED: Pass@4 -100.0 points (p &lt; 0.0001)"),
         "{md}"
     );
     let narrow = crate::common::gpassk()
