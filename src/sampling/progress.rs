@@ -427,7 +427,8 @@ mod tests {
         // With little room, the error count outlasts the rate and tokens.
         s.requests = 30;
         s.tokens = 123_456;
-        let long = describe(&"n".repeat(40), s, 2.0, false, true, 60);
+        // Labels come shortened to NAME_WIDTH (shorten_names, once per run).
+        let long = describe(&"n".repeat(NAME_WIDTH), s, 2.0, false, true, 60);
         assert!(long.ends_with("failing, 10 errors"), "{long}");
     }
 
