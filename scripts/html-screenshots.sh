@@ -94,7 +94,11 @@ COLUMNS=80 "$gpassk" compare "${weeks[@]}" >"$out/compare-80.txt"
 "$gpassk" compare "${weeks[@]}" --format md >"$out/compare.md"
 COLUMNS=80 "$gpassk" history "$out/weeks" >"$out/history-80.txt"
 for f in compare-80.txt history-80.txt; do
-    wide="$(grep -v '^[AB]: ' "$out/$f" | awk 'length($0) > 80' | head -3)"
+    # Characters, not bytes (awk counts the box-drawing rules' bytes).
+    wide="$(python3 -c 'import sys
+for l in open(sys.argv[1], encoding="utf-8"):
+    l = l.rstrip("\n")
+    if len(l) > 80 and not l.startswith(("A: ", "B: ")): print(l)' "$out/$f" | head -3)"
     if [ -n "$wide" ]; then echo "FAIL: $f has lines over 80 columns:" >&2; echo "$wide" >&2; status=1; fi
 done
 columns="$(grep '^|' "$out/compare.md" | awk -F'|' '{print NF - 2}' | sort -n | tail -1)"
