@@ -71,25 +71,7 @@ pub fn banner(results: &RunResults) -> Vec<String> {
 /// `  4 problems per model: Pass@4, G-Pass@4_0.5, …`, continued on lines indented by four
 /// spaces so no line passes 78 characters (continuations belong to the item above).
 fn item(head: &str, labels: &[String]) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = format!("  {head}");
-    let mut fresh = false;
-    for (i, label) in labels.iter().enumerate() {
-        let piece = if i + 1 < labels.len() {
-            format!("{label},")
-        } else {
-            label.clone()
-        };
-        if !fresh && line.chars().count() + 1 + piece.chars().count() > 78 {
-            lines.push(std::mem::replace(&mut line, "    ".to_string()));
-            fresh = true;
-        }
-        if !fresh {
-            line.push(' ');
-        }
-        line.push_str(&piece);
-        fresh = false;
-    }
-    lines.push(line);
-    lines
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let text = super::wrap_list(&format!("  {head} "), &labels, 78, "    ");
+    text.lines().map(str::to_string).collect()
 }
