@@ -318,27 +318,21 @@ fn headline_table(results: &RunResults, partial: bool) -> String {
         "<h2>Headline: % with 95% CI over problems ({scope}{total} problems)</h2>\n\
          <table class=\"headline\">\n<thead><tr><th>model</th>"
     );
-    for m in &metrics {
-        let _ = write!(out, "<th>{}</th>", esc(&metric_label(m)));
+    let labels: Vec<String> = metrics.iter().map(|m| esc(&metric_label(m))).collect();
+    for label in &labels {
+        let _ = write!(out, "<th>{label}</th>");
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for model in &results.models {
         let _ = write!(out, "<tr><td>{}</td>", esc(&model.name));
-        for m in &metrics {
-            let text = Interval::of(model.estimate(m, None)).to_string();
-            let (value, ci) = text
-                .split_once(" [")
-                .map_or((text.as_str(), ""), |(v, c)| (v, c));
-            let ci = if ci.is_empty() {
-                String::new()
-            } else {
-                format!("<small>[{}</small>", esc(ci))
-            };
+        for (m, label) in metrics.iter().zip(&labels) {
+            let interval = Interval::of(model.estimate(m, None));
+            let ci = (interval.bounds_text())
+                .map_or(String::new(), |b| format!("<small>{}</small>", esc(&b)));
             let _ = write!(
                 out,
-                "<td data-label=\"{}\"><b>{}</b>{ci}</td>",
-                esc(&metric_label(m)),
-                esc(value)
+                "<td data-label=\"{label}\"><b>{}</b>{ci}</td>",
+                esc(&interval.value_text())
             );
         }
         out.push_str("</tr>\n");

@@ -94,15 +94,22 @@ impl Interval {
 }
 
 /// `40.0 [22.6, 59.4]`; `40.0` without bounds; `-` without a value.
+impl Interval {
+    /// `[lo, hi]` as printed after the value; `None` without a value or bounds.
+    pub fn bounds_text(&self) -> Option<String> {
+        self.value?;
+        let (lo, hi) = self.printed_bounds()?;
+        let d = self.decimals;
+        Some(format!("[{lo:.d$}, {hi:.d$}]"))
+    }
+}
+
 impl fmt::Display for Interval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.value_text())?;
-        match (self.value, self.printed_bounds()) {
-            (Some(_), Some((lo, hi))) => {
-                let d = self.decimals;
-                write!(f, " [{lo:.d$}, {hi:.d$}]")
-            }
-            _ => Ok(()),
+        match self.bounds_text() {
+            Some(b) => write!(f, " {b}"),
+            None => Ok(()),
         }
     }
 }
