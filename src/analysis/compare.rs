@@ -457,16 +457,20 @@ pub fn regressions(shown: &[&Comparison], pct: f64) -> Vec<String> {
 /// Every served-model or fingerprint change of the models of B from run A to run B, as
 /// (model, change) pairs.
 pub fn drift_lines(
-    run_a: &Path,
-    run_b: &Path,
+    [run_a, run_b]: [&Path; 2],
+    a: &RunResults,
     b: &RunResults,
 ) -> Result<Vec<(String, String)>, BadInput> {
-    let entry = |dir: &Path| -> Result<RunEntry, BadInput> {
+    // The manifests were read with the results; only results without one read it here.
+    let entry = |dir: &Path, r: &RunResults| -> Result<RunEntry, BadInput> {
         let dir = RunDir::at(dir);
-        let manifest = dir.read_manifest()?;
+        let manifest = match &r.manifest {
+            Some(m) => m.clone(),
+            None => dir.read_manifest()?,
+        };
         Ok(RunEntry { dir, manifest })
     };
-    let (ea, eb) = (entry(run_a)?, entry(run_b)?);
+    let (ea, eb) = (entry(run_a, a)?, entry(run_b, b)?);
     let mut out = Vec::new();
     for m in &b.models {
         for d in drift(&ea, &eb, &m.name) {

@@ -84,7 +84,7 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         )
         .into());
     }
-    let drift = drift_lines(&run_a, &run_b, &b)?;
+    let drift = drift_lines(runs, &a, &b)?;
     let verdicts = verdicts(&a, &b, &compared, &drift);
     print!(
         "{}",
