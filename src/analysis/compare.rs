@@ -594,26 +594,27 @@ pub fn render(
     if !differences.is_empty() {
         line("differences may come from these settings");
     }
-    out.push_str(&verdict_block(compared, verdicts, md));
-    out.push_str(&legend(md));
+    // One width for every wrapped line (Markdown is not wrapped).
+    let width = crate::util::terminal_width().clamp(40, 100);
+    out.push_str(&verdict_block(compared, verdicts, md, width));
+    out.push_str(&legend(md, width));
     out.push_str(&body);
     if md && !body.ends_with("\n\n") {
         // A line right under a Markdown table would be read as one more row.
         out.push('\n');
     }
-    out.push_str(&footer(compared, shown, md));
+    out.push_str(&footer(compared, shown, md, width));
     Ok(out)
 }
 
 /// The verdicts: a heading naming the tested family, then per model its name on a line of its
 /// own (long names never squeeze the text) and the verdict, reason and drift under it.
-fn verdict_block(compared: &Compared, verdicts: &[ModelVerdict], md: bool) -> String {
+fn verdict_block(compared: &Compared, verdicts: &[ModelVerdict], md: bool, width: usize) -> String {
     let head = format!(
         "Verdict per model (tested: the headline metrics; Holm at {}% over {} tests)",
         100.0 * ALPHA,
         compared.family_tested
     );
-    let width = crate::util::terminal_width().clamp(40, 100);
     let mut out = if md {
         format!("**{head}**\n\n")
     } else {
@@ -640,7 +641,7 @@ fn verdict_block(compared: &Compared, verdicts: &[ModelVerdict], md: bool) -> St
 }
 
 /// How to read the table.
-fn legend(md: bool) -> String {
+fn legend(md: bool, width: usize) -> String {
     let text = "B − A in percentage points over the problems both runs scored; exact paired \
         sign-flip test (McNemar for 0/1 values), Holm-corrected over the headline metrics only; \
         other rows are exploratory (shown, never flagged); a quantity with two names is one \
@@ -648,13 +649,12 @@ fn legend(md: bool) -> String {
     if md {
         format!("{text}\n\n")
     } else {
-        let width = crate::util::terminal_width().clamp(40, 100);
         format!("{}\n", crate::report::wrap(text, width, ""))
     }
 }
 
 /// The lines under the table: skipped rows and the counts of tested, flagged and shown rows.
-fn footer(compared: &Compared, shown: &[&Comparison], md: bool) -> String {
+fn footer(compared: &Compared, shown: &[&Comparison], md: bool, width: usize) -> String {
     let mut lines: Vec<String> = compared.skipped.clone();
     let tested = compared.family_tested;
     let flagged = compared.rows.iter().filter(|c| c.flagged()).count();
@@ -687,7 +687,6 @@ fn footer(compared: &Compared, shown: &[&Comparison], md: bool) -> String {
     if md {
         return lines.iter().map(|l| format!("{l}\n\n")).collect();
     }
-    let width = crate::util::terminal_width().clamp(40, 100);
     (lines.iter())
         .map(|l| format!("{}\n", crate::report::wrap(l, width, "  ")))
         .collect()
