@@ -290,13 +290,12 @@ fn model_changes(series: &[Loaded], i: usize, model: &str) -> Vec<String> {
 /// A marker where a model's coverage changed: it became partial (or its status changed), or it
 /// is complete again. A model failing week after week is marked once, where it started.
 fn coverage_change(before: Option<&Manifest>, now: &Manifest, name: &str) -> Option<String> {
-    let state = |m: &Manifest| {
-        let mm = m.models.get(name)?;
-        partial(m, name).map(|_| mm.status)
-    };
-    let was = before.and_then(state);
-    match (was, state(now)) {
-        (w, Some(s)) if w != Some(s) => partial(now, name),
+    let status = |m: &Manifest| m.models.get(name).map(|mm| mm.status);
+    let was = before
+        .filter(|m| partial(m, name).is_some())
+        .and_then(status);
+    match (was, partial(now, name)) {
+        (w, Some(why)) if w != status(now) => Some(why),
         (Some(_), None) if now.models.contains_key(name) => Some("coverage complete again".into()),
         _ => None,
     }
