@@ -93,6 +93,18 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     let width = crate::util::terminal_width();
+    if format == TableFormat::Md {
+        // Paragraphs and lists of their own: a line right beside a table would join it.
+        println!("{LEGEND}\n");
+        print!("{body}");
+        if !history.changes.is_empty() {
+            println!("\n**Changes**\n");
+            for c in &history.changes {
+                println!("- {}", crate::report::md_text(c));
+            }
+        }
+        return Ok(ExitStatus::Success);
+    }
     println!("{}", wrap(LEGEND, width, ""));
     print!("{body}");
     if !history.changes.is_empty() {

@@ -308,6 +308,17 @@ fn an_interval_prints_the_same_in_report_and_history() {
     let terminal = ok(&terminal);
     let root = dir.path().to_str().unwrap();
     let history = ok(&run_gpassk(&["history", root, "--format", "md"]));
+    // Every table stands apart from the text around it, or GitHub reads the text as rows.
+    let md_lines: Vec<&str> = history.lines().collect();
+    for w in md_lines.windows(2) {
+        let (a, b) = (w[0].starts_with('|'), w[1].starts_with('|'));
+        assert!(
+            a == b || w[0].is_empty() || w[1].is_empty(),
+            "{}\n{}",
+            w[0],
+            w[1]
+        );
+    }
     // Long names are labels in both (M1… in the report's Models table, S1… in history's legend).
     let legend = |text: &str, first: &str| -> Vec<(String, String)> {
         (text.lines())
