@@ -20,7 +20,7 @@ fi
 
 say "building gpassk (release)"
 cargo build --release --quiet
-GPASSK="$ROOT/target/release/gpassk"
+GPASSK="${CARGO_TARGET_DIR:-$ROOT/target}/release/gpassk"
 
 started_here=0
 if scripts/local-model.sh status >/dev/null 2>&1; then

@@ -48,7 +48,7 @@ assert len({s["problem_id"] for s in sols}) == 2
 PY
 
 # Process labels with real rollouts: 2 problems, K = 2.
-target/release/gpassk label --config "$WORK/e2e.toml" --solutions "$WORK/solutions.jsonl" --k 2 \
+"${CARGO_TARGET_DIR:-target}"/release/gpassk label --config "$WORK/e2e.toml" --solutions "$WORK/solutions.jsonl" --k 2 \
     --max-steps 3 --out "$WORK/label" --quiet
 python3 - "$WORK/label" <<'PY'
 import csv, json, pathlib, sys
@@ -68,7 +68,7 @@ sed -e 's/^n = 4$/n = 2/' -e 's/^limit = 4$/limit = 2/' -e 's/^k = \[1, 4\]$/k =
     -e 's/pass@4/pass@2/g' -e "s#^output_dir = .*#output_dir = \"$WORK/mcts\"#" \
     configs/local-mcts.toml > "$WORK/mcts.toml"
 grep -q '^n = 2$' "$WORK/mcts.toml" || { echo "e2e: could not set n = 2 in the mcts config copy" >&2; exit 1; }
-target/release/gpassk run --config "$WORK/mcts.toml" --quiet > "$WORK/mcts.out"
+"${CARGO_TARGET_DIR:-target}"/release/gpassk run --config "$WORK/mcts.toml" --quiet > "$WORK/mcts.out"
 RUN_DIR="$(find "$WORK/mcts" -mindepth 1 -maxdepth 1 -type d | head -n 1)"
 python3 - "$RUN_DIR" "$WORK/mcts.out" <<'PY'
 import json, pathlib, sys

@@ -292,6 +292,9 @@ pub struct Tally {
     pub with_usage: u64,
     /// Samples with no usage or only part of it: their cost is missing or too low.
     pub without_usage: u64,
+    /// Failed attempts the server may have billed (each record its share of its request's):
+    /// no usage came back for them, so their cost is not in the total.
+    pub billable_failures: Ratio<u128>,
 }
 
 impl Default for Tally {
@@ -304,11 +307,18 @@ impl Default for Tally {
             reasoning: zero,
             with_usage: 0,
             without_usage: 0,
+            billable_failures: zero,
         }
     }
 }
 
 impl Tally {
+    /// Adds one record's share of the failed attempts its request made that may have been billed.
+    pub fn add_billable_failures(&mut self, failures: u32, choices_in_request: u32) {
+        let share = u128::from(choices_in_request.max(1));
+        self.billable_failures += Ratio::new(u128::from(failures), share);
+    }
+
     /// Adds one sample: `1/choices_in_request` of its request's usage (usage covers every choice).
     pub fn add(&mut self, usage: Option<&Usage>, choices_in_request: u32) {
         let Some(u) = usage else {

@@ -7,7 +7,9 @@ use crate::analysis::compare::{compare, Compared, Comparison};
 use crate::analysis::trend::{html_page, Point, Series, Trend};
 use crate::error::BadInput;
 use crate::metrics::MetricKind;
-use crate::report::{metric_label, Cell, Interval, Tabular};
+use crate::report::{
+    layout, md_table, md_text, metric_label, wrap, Cell, Corner, Interval, Tabular,
+};
 use crate::rundir::difference::Difference;
 use crate::rundir::manifest::{Manifest, ModelManifest};
 use crate::rundir::record::read_records;
@@ -192,8 +194,12 @@ fn partial(m: &Manifest, name: &str) -> Option<String> {
     let mm = m.models.get(name)?;
     let usable = mm.ok + mm.truncated;
     (!mm.status.is_complete() || usable < mm.units_planned).then(|| {
+        // A failed model says why, whole words, bounded: a server's message can be any size.
+        let why = mm.error.as_deref().map_or_else(String::new, |e| {
+            format!(": {}", crate::util::clip_words(e, 160))
+        });
         format!(
-            "partial coverage: {usable} of {} units usable (status {})",
+            "partial coverage: {usable} of {} units usable (status {}{why})",
             mm.units_planned, mm.status
         )
     })
@@ -308,17 +314,27 @@ fn run_name(l: &Loaded) -> String {
     )
 }
 
-/// Rows of one dataset's series, and its trends (one per headline metric).
-fn series_rows(
-    series: &[Loaded],
-    model_filter: Option<&str>,
-    rows: &mut Vec<Vec<Cell>>,
-    changes: &mut Vec<String>,
-) -> Vec<Trend> {
-    let Some(last) = series.last() else {
-        return Vec::new();
-    };
-    let dataset = last.results.dataset.clone();
+/// A label per run of a series for plots and the terminal: the date, else (two runs on one
+/// day) the date and minute, else the run's name, so no two runs share a label.
+fn run_labels(series: &[Loaded]) -> Vec<String> {
+    let distinct = |labels: &[String]| labels.iter().collect::<BTreeSet<_>>().len() == labels.len();
+    for chars in [10, 16] {
+        let labels: Vec<String> = series
+            .iter()
+            .map(|l| {
+                let at = &l.entry.manifest.created_at;
+                at.chars().take(chars).collect::<String>().replace('T', " ")
+            })
+            .collect();
+        if distinct(&labels) {
+            return labels;
+        }
+    }
+    series.iter().map(run_name).collect()
+}
+
+/// The models of a series in first-seen order, only `model_filter` when given.
+fn series_models(series: &[Loaded], model_filter: Option<&str>) -> Vec<String> {
     let mut models: Vec<String> = Vec::new();
     for l in series {
         for m in &l.results.models {
@@ -327,14 +343,37 @@ fn series_rows(
             }
         }
     }
+    models
+}
+
+/// What one dataset's series adds to a [`History`].
+#[derive(Default)]
+struct SeriesOut {
+    rows: Vec<Vec<Cell>>,
+    changes: Vec<String>,
+    trends: Vec<Trend>,
+    models: Vec<ModelRuns>,
+}
+
+/// Rows of one dataset's series, its trends (one per headline metric) and its models' grids.
+fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOut) {
+    let Some(last) = series.last() else {
+        return;
+    };
+    let dataset = last.results.dataset.clone();
+    let models = series_models(series, model_filter);
+    let labels = run_labels(series);
     for model in &models {
         for (i, l) in series.iter().enumerate() {
             for c in changes_of(series, i, model) {
-                changes.push(format!("{} {model}: {c}", run_name(l),));
+                out.changes.push(format!("{} {model}: {c}", run_name(l)));
             }
         }
     }
-    let mut trends = Vec::new();
+    let mut grids: Vec<ModelRuns> = models
+        .iter()
+        .map(|m| ModelRuns::new(series, &labels, &dataset, m))
+        .collect();
     for metric in last.results.tested_family() {
         let label = metric_label(&metric);
         let mut trend = Trend {
@@ -343,7 +382,8 @@ fn series_rows(
             series: Vec::new(),
             run_changes: series.iter().map(|l| l.run_changes.clone()).collect(),
         };
-        for model in &models {
+        for (model, grid) in models.iter().zip(&mut grids) {
+            grid.metrics.push(label.clone());
             let mut points = Vec::new();
             for (i, l) in series.iter().enumerate() {
                 let est = l
@@ -358,9 +398,11 @@ fn series_rows(
                         .find(|r| &r.model == model && r.kind.identity() == metric.identity())
                 });
                 let marks = changes_of(series, i, model);
-                rows.push(row(&dataset, model, &label, l, est, test, &marks));
+                out.rows
+                    .push(row(&dataset, model, &label, l, est, test, &marks));
+                grid.push(i, &label, est, test);
                 points.push(Point {
-                    label: l.entry.manifest.created_at.chars().take(10).collect(),
+                    label: labels[i].clone(),
                     value: est.and_then(|e| e.value),
                     ci: est.and_then(|e| e.ci),
                     changes: model_changes(series, i, model),
@@ -371,9 +413,155 @@ fn series_rows(
                 points,
             });
         }
-        trends.push(trend);
+        out.trends.push(trend);
     }
-    trends
+    out.models.extend(grids);
+}
+
+/// One model's runs of one dataset for the terminal: a row per run, a column per headline
+/// metric (its value, interval and a mark where the change from the run before is significant),
+/// and notes: what changed for the model in a run, and each significant change with its size.
+pub struct ModelRuns {
+    pub dataset: String,
+    pub model: String,
+    pub runs: Vec<String>,
+    pub metrics: Vec<String>,
+    /// Per run, per metric.
+    pub cells: Vec<Vec<String>>,
+    /// The run's index and the note.
+    pub notes: Vec<(usize, String)>,
+    /// What changed for every model of the run (its settings), per run.
+    pub run_changes: Vec<Vec<String>>,
+}
+
+impl ModelRuns {
+    fn new(series: &[Loaded], labels: &[String], dataset: &str, model: &str) -> ModelRuns {
+        let notes = (0..series.len())
+            .flat_map(|i| {
+                model_changes(series, i, model)
+                    .into_iter()
+                    .map(move |c| (i, c))
+            })
+            .collect();
+        ModelRuns {
+            dataset: dataset.to_string(),
+            model: model.to_string(),
+            runs: labels.to_vec(),
+            metrics: Vec::new(),
+            cells: vec![Vec::new(); series.len()],
+            notes,
+            run_changes: series.iter().map(|l| l.run_changes.clone()).collect(),
+        }
+    }
+
+    fn push(
+        &mut self,
+        run: usize,
+        metric: &str,
+        est: Option<&crate::stats::Estimate>,
+        test: Option<&Comparison>,
+    ) {
+        let text = Interval::percent(est.and_then(|e| e.value), est.and_then(|e| e.ci));
+        let mark = match test {
+            Some(t) if t.flagged() && t.test.delta > 0.0 => " ▲",
+            Some(t) if t.flagged() => " ▼",
+            _ => "",
+        };
+        self.cells[run].push(format!("{text}{mark}"));
+        if let Some(t) = test.filter(|t| t.flagged()) {
+            let p = t
+                .adjusted
+                .map_or_else(String::new, |p| format!(", p (Holm) {}", p_text(p)));
+            let what = if t.test.delta > 0.0 {
+                "improved"
+            } else {
+                "REGRESSED"
+            };
+            self.notes.push((
+                run,
+                format!("{metric} {what} {:+.1} points{p}", 100.0 * t.test.delta),
+            ));
+        }
+    }
+
+    /// The grid within `width` columns (runs as rows when that fits, else transposed), then the
+    /// notes, each under its run's label.
+    pub fn terminal(&self, width: usize) -> String {
+        // With a mark anywhere, unmarked cells are padded as wide so the intervals stay
+        // aligned whichever way the grid is laid out.
+        let marked = |t: &String| t.ends_with(['▲', '▼']);
+        let mut cells = self.cells.clone();
+        if cells.iter().flatten().any(marked) {
+            for t in cells.iter_mut().flatten().filter(|t| !marked(t)) {
+                t.push_str("  ");
+            }
+        }
+        let runs: Vec<&str> = self.runs.iter().map(String::as_str).collect();
+        let corner = Corner {
+            rows: "run",
+            columns: "metric",
+        };
+        let mut out = wrap(&printable(&self.model), width, "  ");
+        out.push('\n');
+        out.push_str(&layout(corner, &runs, &self.metrics, &cells, width));
+        let mut notes = self.notes.clone();
+        notes.sort_by_key(|(run, _)| *run);
+        for (run, note) in notes {
+            let line = format!("  {}: {}", self.runs[run], printable(&note));
+            out.push_str(&wrap(&line, width, "    "));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl ModelRuns {
+    /// The grid as Markdown that pastes into a PR: metrics as rows and runs as columns (runs as
+    /// rows when there are more than a table's columns hold), then the notes as a list.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("### {}\n\n", md_text(&self.model));
+        let (header, rows): (Vec<String>, Vec<Vec<String>>) = if self.runs.len() < 8 {
+            let header = std::iter::once("metric".to_string()).chain(self.runs.iter().cloned());
+            let rows = (0..self.metrics.len())
+                .map(|c| {
+                    std::iter::once(self.metrics[c].clone())
+                        .chain(self.cells.iter().map(|r| r[c].clone()))
+                        .collect()
+                })
+                .collect();
+            (header.collect::<Vec<_>>(), rows)
+        } else {
+            let header = std::iter::once("run".to_string()).chain(self.metrics.iter().cloned());
+            let rows = self.runs.iter().zip(&self.cells).map(|(run, cells)| {
+                std::iter::once(run.clone())
+                    .chain(cells.iter().cloned())
+                    .collect()
+            });
+            (header.collect(), rows.collect())
+        };
+        out.push_str(&md_table(&header, &rows, 1));
+        let mut notes = self.notes.clone();
+        notes.sort_by_key(|(run, _)| *run);
+        if !notes.is_empty() {
+            out.push('\n');
+        }
+        for (run, note) in notes {
+            out.push_str(&format!(
+                "- {}: {}\n",
+                md_text(&self.runs[run]),
+                md_text(&note)
+            ));
+        }
+        out
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 1e-4 {
+        "<0.0001".into()
+    } else {
+        format!("{p:.4}")
+    }
 }
 
 /// A short tag per change marker for the table's narrow column.
@@ -469,15 +657,18 @@ pub fn datasets(entries: &[RunEntry], want: Option<&str>) -> Vec<String> {
     datasets
 }
 
-/// The history table's legend.
-pub const LEGEND: &str = "Δ vs previous: percentage points against the run before (same dataset), \
-                          exact paired test, Holm-corrected per pair of runs";
+/// The legend of the terminal and Markdown views.
+pub const LEGEND: &str = "% [95% CI] per run; ▲/▼: a significant change from the run \
+                                   before (same dataset; exact paired test, Holm-corrected per \
+                                   pair of runs), its size in the notes under the model";
 
 /// The history of some runs: the table (a row per dataset, model, headline metric and run), a
-/// trend per dataset and headline metric, every change marker, and a warning per run skipped.
+/// trend per dataset and headline metric, a grid per dataset and model for the terminal, every
+/// change marker, and a warning per run skipped.
 pub struct History {
     pub table: Tabular,
     pub trends: Vec<Trend>,
+    pub models: Vec<ModelRuns>,
     pub changes: Vec<String>,
     pub warnings: Vec<String>,
 }
@@ -486,8 +677,7 @@ pub struct History {
 /// `datasets`, only model `model` when given. Its table is empty when no run could be scored
 /// or none has the model.
 pub fn history(entries: &[RunEntry], datasets: &[String], model: Option<&str>) -> History {
-    let (mut rows, mut changes, mut trends, mut warnings) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut out, mut warnings) = (SeriesOut::default(), Vec::new());
     for d in datasets {
         let of: Vec<RunEntry> = entries
             .iter()
@@ -495,24 +685,82 @@ pub fn history(entries: &[RunEntry], datasets: &[String], model: Option<&str>) -
             .cloned()
             .collect();
         let series = load_series(of, &mut warnings);
-        trends.extend(series_rows(&series, model, &mut rows, &mut changes));
+        series_rows(&series, model, &mut out);
     }
     let table = Tabular {
         keys: KEYS.to_vec(),
         titles: TITLES.to_vec(),
-        rows,
+        rows: out.rows,
         machine_only: &["dataset", "model", "metric", "date", "ci_low", "ci_high"],
         group: Some("series"),
     };
     History {
         table,
-        trends,
-        changes,
+        trends: out.trends,
+        models: out.models,
+        changes: out.changes,
         warnings,
     }
 }
 
 impl History {
+    /// The Markdown view: per dataset its settings changes, then a table per model.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let mut dataset: Option<&str> = None;
+        for m in &self.models {
+            if dataset != Some(m.dataset.as_str()) {
+                dataset = Some(&m.dataset);
+                out.push_str(&format!("## Dataset {}\n\n", md_text(&m.dataset)));
+                let mut any = false;
+                for (run, changes) in m.runs.iter().zip(&m.run_changes) {
+                    for c in changes {
+                        out.push_str(&format!(
+                            "- {}, every model: {}\n",
+                            md_text(run),
+                            md_text(c)
+                        ));
+                        any = true;
+                    }
+                }
+                if any {
+                    out.push('\n');
+                }
+            }
+            out.push_str(&m.markdown());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The terminal's view within `width` columns: per dataset its settings changes, then a grid
+    /// per model (runs by headline metrics) with its notes.
+    pub fn terminal(&self, width: usize) -> String {
+        let mut out = String::new();
+        let mut dataset: Option<&str> = None;
+        for m in &self.models {
+            if dataset != Some(m.dataset.as_str()) {
+                dataset = Some(&m.dataset);
+                out.push_str(&wrap(
+                    &format!("Dataset {}", printable(&m.dataset)),
+                    width,
+                    "  ",
+                ));
+                out.push('\n');
+                for (run, changes) in m.runs.iter().zip(&m.run_changes) {
+                    for c in changes {
+                        let line = format!("  {run}, every model: {}", printable(c));
+                        out.push_str(&wrap(&line, width, "    "));
+                        out.push('\n');
+                    }
+                }
+            }
+            out.push('\n');
+            out.push_str(&m.terminal(width));
+        }
+        out
+    }
+
     /// The HTML page: the trend plots, the table's columns people read, and the changes.
     pub fn html(&self) -> String {
         let cols: Vec<usize> = [4, 5, 1, 2, 3, 6, 9, 10, 11, 12].to_vec();

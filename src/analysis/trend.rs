@@ -87,39 +87,7 @@ pub fn trend_svg(t: &Trend) -> String {
             esc(&s.model),
             pts.join(" ")
         );
-        for (i, p) in s.points.iter().enumerate() {
-            let Some(v) = p.value else { continue };
-            if let Some((lo, hi)) = p.ci {
-                let _ = write!(
-                    svg,
-                    "<path class=\"axis\" d=\"M{0:.1} {1:.1}V{2:.1}\" stroke=\"{c}\"/>",
-                    x(i),
-                    y(lo),
-                    y(hi)
-                );
-            }
-            let _ = write!(
-                svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{c}\"><title>{} {}: {} %</title></circle>",
-                x(i),
-                y(v),
-                esc(&s.model),
-                esc(&p.label),
-                Interval::percent(Some(v), p.ci)
-            );
-            // What changed for this model alone is marked on its own point.
-            if !p.changes.is_empty() {
-                let _ = write!(
-                    svg,
-                    "<circle class=\"change\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"8\" fill=\"none\" \
-                     stroke=\"#D55E00\" stroke-width=\"2\"><title>{}: {}</title></circle>",
-                    x(i),
-                    y(v),
-                    esc(&s.model),
-                    esc(&p.changes.join("; "))
-                );
-            }
-        }
+        points(&mut svg, s, c, &x, &y);
     }
     let _ = write!(
         svg,
@@ -131,24 +99,95 @@ pub fn trend_svg(t: &Trend) -> String {
     svg
 }
 
+/// A series' points: each with its interval whisker and value tooltip, a ring where something
+/// changed for the model, and a cross on the axis where it has no value but a reason.
+fn points(
+    svg: &mut String,
+    s: &Series,
+    c: &str,
+    x: &impl Fn(usize) -> f64,
+    y: &impl Fn(f64) -> f64,
+) {
+    for (i, p) in s.points.iter().enumerate() {
+        let Some(v) = p.value else {
+            // No value where something changed (a model that failed): a cross in the
+            // model's colour on the axis, with the reason, so the change is not invisible.
+            if !p.changes.is_empty() {
+                let (cx, cy) = (x(i), y(0.0));
+                let _ = write!(
+                    *svg,
+                    "<path class=\"missing\" d=\"M{:.1} {:.1}l8 8m0 -8l-8 8\" stroke=\"{c}\" \
+                     stroke-width=\"2.5\"><title>{}: {}: no value; {}</title></path>",
+                    cx - 4.0,
+                    cy - 4.0,
+                    esc(&s.model),
+                    esc(&p.label),
+                    esc(&p.changes.join("; "))
+                );
+            }
+            continue;
+        };
+        if let Some((lo, hi)) = p.ci {
+            let _ = write!(
+                *svg,
+                "<path class=\"axis\" d=\"M{0:.1} {1:.1}V{2:.1}\" stroke=\"{c}\"/>",
+                x(i),
+                y(lo),
+                y(hi)
+            );
+        }
+        let _ = write!(
+            *svg,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{c}\"><title>{} {}: {} %</title></circle>",
+            x(i),
+            y(v),
+            esc(&s.model),
+            esc(&p.label),
+            Interval::percent(Some(v), p.ci)
+        );
+        // What changed for this model alone is marked on its own point.
+        if !p.changes.is_empty() {
+            let _ = write!(
+                *svg,
+                "<circle class=\"change\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"8\" fill=\"none\" \
+                 stroke=\"#D55E00\" stroke-width=\"2\"><title>{}: {}</title></circle>",
+                x(i),
+                y(v),
+                esc(&s.model),
+                esc(&p.changes.join("; "))
+            );
+        }
+    }
+}
+
 /// The run labels under the x axis, and a dashed marker (its reasons as a tooltip) at every
 /// run whose settings changed for all models; `bottom` is the plot area's lower edge.
 fn run_labels(t: &Trend, svg: &mut String, runs: usize, x: impl Fn(usize) -> f64, bottom: f64) {
     let (y0, h) = (12.0, bottom - 12.0);
-    for i in 0..runs {
-        let reasons = t.run_changes.get(i).cloned().unwrap_or_default();
-        let label = t
-            .series
+    let label = |i: usize| {
+        t.series
             .iter()
             .find_map(|s| s.points.get(i))
-            .map_or(String::new(), |p| p.label.clone());
-        let _ = write!(
-            *svg,
-            "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            x(i),
-            y0 + h + 16.0,
-            esc(&label)
-        );
+            .map_or(String::new(), |p| p.label.clone())
+    };
+    // Every `step`-th label, so labels (about 7 px a character at 12 px) never overlap.
+    let widest = (0..runs)
+        .map(|i| label(i).chars().count())
+        .max()
+        .unwrap_or(0);
+    let spacing = if runs > 1 { x(1) - x(0) } else { f64::MAX };
+    let step = ((widest as f64 * 7.0 + 8.0) / spacing).ceil().max(1.0) as usize;
+    for i in 0..runs {
+        let reasons = t.run_changes.get(i).cloned().unwrap_or_default();
+        if i % step == 0 {
+            let _ = write!(
+                *svg,
+                "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                x(i),
+                y0 + h + 16.0,
+                esc(&label(i))
+            );
+        }
         if !reasons.is_empty() {
             let _ = write!(
                 *svg,
@@ -183,6 +222,13 @@ fn legend(t: &Trend) -> String {
     if marked {
         out.push_str("<li><span class=\"ring\"></span>changed for that model (hover for why)</li>");
     }
+    let lost = t
+        .series
+        .iter()
+        .any(|s| (s.points.iter()).any(|p| p.value.is_none() && !p.changes.is_empty()));
+    if lost {
+        out.push_str("<li><b class=\"cross\">×</b>no value for that model (hover for why)</li>");
+    }
     if t.run_changes.iter().any(|c| !c.is_empty()) {
         out.push_str("<li>⚑ settings changed for every model</li>");
     }
@@ -199,7 +245,7 @@ svg.plot{display:block;width:100%;height:auto;max-width:700px}\
 .axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}\
 .label{font-size:12px;fill:#444}.changes li{color:#9b2c00}\
 .legend{list-style:none;padding:0;margin:.3em 0;font-size:13px;overflow-wrap:anywhere}\
-.legend li{margin:.15em 0}.swatch{display:inline-block;width:1.4em;height:.35em;\
+.legend li{margin:.15em 0}figure{margin:0}.cross{color:#444;margin-right:.4em}.swatch{display:inline-block;width:1.4em;height:.35em;\
 vertical-align:middle;margin-right:.4em}.ring{display:inline-block;width:.7em;height:.7em;\
 border:2px solid #D55E00;border-radius:50%;vertical-align:middle;margin-right:.4em}";
 

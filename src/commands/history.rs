@@ -94,24 +94,12 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
     }
     let width = crate::util::terminal_width();
     if format == TableFormat::Md {
-        // Paragraphs and lists of their own: a line right beside a table would join it.
-        println!("{LEGEND}\n");
-        print!("{body}");
-        if !history.changes.is_empty() {
-            println!("\n**Changes**\n");
-            for c in &history.changes {
-                println!("- {}", crate::report::md_text(c));
-            }
-        }
+        // A paragraph of its own: a line right beside a table would join it.
+        println!("{}\n", crate::report::md_text(LEGEND));
+        print!("{}", history.markdown());
         return Ok(ExitStatus::Success);
     }
     println!("{}", wrap(LEGEND, width, ""));
-    print!("{body}");
-    if !history.changes.is_empty() {
-        println!("Changes:");
-        for c in &history.changes {
-            println!("  {}", wrap(&printable(c), width.saturating_sub(2), "    "));
-        }
-    }
+    print!("{}", history.terminal(width));
     Ok(ExitStatus::Success)
 }

@@ -164,6 +164,10 @@ fn table(grid: &Grid) -> String {
 /// The manifest's cost ledger as a table; None when no model is priced.
 fn cost_grid(results: &RunResults) -> Option<Grid> {
     let amount = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.6}"));
+    let models = &results.manifest.as_ref()?.models;
+    let billed = models
+        .values()
+        .any(|m| m.cost.as_ref().is_some_and(|c| c.billable_failures > 0));
     let rows: Vec<Vec<String>> = results
         .manifest
         .as_ref()?
@@ -176,7 +180,7 @@ fn cost_grid(results: &RunResults) -> Option<Grid> {
                 Some(_) => amount(Some(c.total)),
                 None => "no request succeeded".into(),
             };
-            Some(vec![
+            let mut row = vec![
                 name.clone(),
                 total,
                 amount(c.per_sample),
@@ -184,10 +188,14 @@ fn cost_grid(results: &RunResults) -> Option<Grid> {
                 c.currency.clone(),
                 c.samples_without_usage.to_string(),
                 c.price_source.clone(),
-            ])
+            ];
+            if billed {
+                row.push(c.billable_failures.to_string());
+            }
+            Some(row)
         })
         .collect();
-    let header = [
+    let mut header = vec![
         "Model",
         "Total",
         "Per sample",
@@ -196,6 +204,10 @@ fn cost_grid(results: &RunResults) -> Option<Grid> {
         "Samples without usage",
         "Price source",
     ];
+    // Shown only when some model has them, so most reports keep their columns.
+    if billed {
+        header.push("Failed attempts maybe billed (not in Total)");
+    }
     (!rows.is_empty()).then(|| Grid {
         title: "Cost".into(),
         header: header.iter().map(|h| h.to_string()).collect(),

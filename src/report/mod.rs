@@ -26,8 +26,9 @@ pub use self::interval::Interval;
 pub use self::json::MetricsJson;
 pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;
+pub use self::paste::table as md_table;
 pub use self::per_problem::PerProblemCsv;
-pub use self::table::{terminal_table, SummaryTable};
+pub use self::table::{layout, terminal_table, Corner, SummaryTable};
 pub use self::tabular::{md_text, wrap, wrap_list, Cell, TableFormat, Tabular};
 
 use crate::metrics::MetricKind;

@@ -41,7 +41,7 @@ impl Legend {
 
 /// A Markdown table, split into tables of at most [`MAX_COLUMNS`] columns that each repeat the
 /// first `keys` columns; numeric columns are right-aligned, key columns never.
-pub(super) fn table(header: &[String], rows: &[Vec<String>], keys: usize) -> String {
+pub fn table(header: &[String], rows: &[Vec<String>], keys: usize) -> String {
     let keys = keys.min(header.len()).min(MAX_COLUMNS - 1);
     let data: Vec<usize> = (keys..header.len()).collect();
     // Balanced parts: 12 data columns become 6 + 6, not 7 + 5.

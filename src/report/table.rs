@@ -57,13 +57,17 @@ pub(super) fn cost_line(results: &RunResults) -> Option<String> {
         .iter()
         .filter_map(|(name, m)| {
             let c = m.cost.as_ref()?;
+            let billed = match c.billable_failures {
+                0 => String::new(),
+                k => format!(", not counting {k} failed attempts the server may have billed"),
+            };
             let Some(per) = c.per_sample else {
-                return Some(format!("{name} no request succeeded"));
+                return Some(format!("{name} no request succeeded{billed}"));
             };
             let per = format!(" ({} per sample)", show(per, &c.currency));
             let missing = match c.samples_without_usage {
-                0 => String::new(),
-                k => format!(", {k} samples without usage"),
+                0 => billed,
+                k => format!(", {k} samples without usage{billed}"),
             };
             Some(format!(
                 "{name} {}{per}{missing}",
@@ -171,6 +175,32 @@ fn layout_fitting(
     cells: &[Vec<String>],
     width: usize,
 ) -> String {
+    layout(Corner::MODEL, names, header, cells, width)
+}
+
+/// The heads of a grid's first column and first row: what its rows are, and what its columns are.
+#[derive(Clone, Copy)]
+pub struct Corner {
+    pub rows: &'static str,
+    pub columns: &'static str,
+}
+
+impl Corner {
+    const MODEL: Corner = Corner {
+        rows: "model",
+        columns: "metric",
+    };
+}
+
+/// A grid of `cells` (a row per name, a column per `header`) laid out within `width` as
+/// [`layout_fitting`] lays out the summary: rows as rows, else transposed, else blocks of columns.
+pub fn layout(
+    corner: Corner,
+    names: &[&str],
+    header: &[String],
+    cells: &[Vec<String>],
+    width: usize,
+) -> String {
     let col_widths: Vec<usize> = (0..header.len())
         .map(|c| column_width(&header[c], cells.iter().map(|r| r[c].as_str())))
         .collect();
@@ -185,7 +215,14 @@ fn layout_fitting(
         let name_width = longest
             .min(width.saturating_sub(body))
             .max(MIN_NAME.min(longest));
-        return models_as_rows(names, name_width, header, cells, 0..header.len());
+        return models_as_rows(
+            corner.rows,
+            names,
+            name_width,
+            header,
+            cells,
+            0..header.len(),
+        );
     }
     // Metrics as rows: a model's name may take its column's width, which its cells set anyway.
     let label_width = header.iter().map(|h| h.chars().count()).max().unwrap_or(6);
@@ -196,7 +233,7 @@ fn layout_fitting(
             .map(|i| column_width(&short[i], cells[i].iter().map(String::as_str)) + GAP.len())
             .sum();
         if label_width + model_cols <= width {
-            return metrics_as_rows(&short, header, cells, label_width);
+            return metrics_as_rows(corner.columns, &short, header, cells, label_width);
         }
     }
     // Blocks of metric columns, each with the model column: as wide as the widest block leaves.
@@ -225,7 +262,7 @@ fn layout_fitting(
     let name_width = longest.min(width.saturating_sub(widest).max(MIN_NAME));
     blocks
         .into_iter()
-        .map(|cols| models_as_rows(names, name_width, header, cells, cols))
+        .map(|cols| models_as_rows(corner.rows, names, name_width, header, cells, cols))
         .collect()
 }
 
@@ -238,13 +275,14 @@ fn column_width<'a>(head: &str, cells: impl Iterator<Item = &'a str>) -> usize {
 }
 
 fn models_as_rows(
+    corner: &str,
     names: &[&str],
     name_width: usize,
     header: &[String],
     cells: &[Vec<String>],
     cols: std::ops::Range<usize>,
 ) -> String {
-    let mut rows = vec![std::iter::once("model".to_string())
+    let mut rows = vec![std::iter::once(corner.to_string())
         .chain(header[cols.clone()].iter().cloned())
         .collect::<Vec<_>>()];
     for (name, row) in shorten_names(names, name_width).into_iter().zip(cells) {
@@ -256,12 +294,13 @@ fn models_as_rows(
 }
 
 fn metrics_as_rows(
+    corner: &str,
     short: &[String],
     header: &[String],
     cells: &[Vec<String>],
     label_width: usize,
 ) -> String {
-    let mut rows = vec![std::iter::once(format!("{:<label_width$}", "metric"))
+    let mut rows = vec![std::iter::once(format!("{corner:<label_width$}"))
         .chain(short.iter().cloned())
         .collect::<Vec<_>>()];
     for (c, label) in header.iter().enumerate() {

@@ -133,6 +133,10 @@ pub struct ModelManifest {
     pub batch_id: Option<String>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// A model's cost ledger, in `currency` units (exact inside, f64 here at the boundary).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CostEntry {
@@ -144,6 +148,10 @@ pub struct CostEntry {
     pub per_problem: Option<f64>,
     /// Samples whose usage the server left out (in whole or part): their cost is missing.
     pub samples_without_usage: u64,
+    /// Failed attempts the server may have billed (a timeout or error after the request was
+    /// sent): no usage came back, so they are not in `total`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub billable_failures: u64,
     /// `config`, or the shipped price file with its date.
     pub price_source: String,
 }

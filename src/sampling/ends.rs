@@ -48,6 +48,8 @@ pub fn count_checkpoint(
         if r.usable() {
             c.tokens.add(r.usage.as_ref(), r.choices_in_request);
         }
+        c.tokens
+            .add_billable_failures(r.billable_failures, r.choices_in_request);
         let at = p * width + slot;
         if state[at] == UNSEEN || state[at] == FAILED {
             state[at] = match r.outcome {
@@ -178,6 +180,8 @@ fn cost_entry(p: &crate::cost::Price, t: &crate::cost::Tally, problems: usize) -
         per_sample: per(t.with_usage + t.without_usage),
         per_problem: per(problems as u64),
         samples_without_usage: t.without_usage,
+        billable_failures: u64::try_from(t.billable_failures.round().to_integer())
+            .unwrap_or(u64::MAX),
         price_source: p.source.clone(),
     }
 }

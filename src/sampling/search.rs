@@ -244,6 +244,7 @@ impl Calls<'_> {
                 }
             };
             ctx.settle_bounded(reserved, bound, reply.as_ref().map(|r| r.usage.as_ref()));
+            ctx.note_reach(reply.as_ref().err(), self.client(to));
             let err = match reply {
                 Ok(r) => {
                     ctx.limit.on_success();

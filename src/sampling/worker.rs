@@ -37,8 +37,9 @@ pub(super) struct ModelCtx {
     pub(super) prepared: Arc<Vec<Prepared>>,
     pub(super) fatal: Mutex<Option<String>>,
     pub(super) stopped: AtomicBool,
-    /// Attempts in a row that could not connect (see [`ModelCtx::note_reach`]).
-    unreached: AtomicU32,
+    /// Attempts in a row that could not connect (see [`ModelCtx::note_reach`]): to the model's
+    /// endpoint, and to a search's reward endpoint (its own server, which may be down alone).
+    unreached: [AtomicU32; 2],
     pub(super) shutdown: Shutdown,
     pub(super) quiet: bool,
     /// Set when `save_raw_responses = false`: responses are replaced by the answer this grader
@@ -137,12 +138,13 @@ impl ModelCtx {
 
     /// Counts attempts in a row that could not connect; at [`unreachable_after`] of them the model
     /// stops, naming the URL, instead of retrying every unit against a server that is not there.
-    fn note_reach(&self, reply: &Result<ChatResponse, ApiError>) {
-        let err = match reply {
-            Err(e) if e.never_connected() => e,
-            _ => return self.unreached.store(0, Ordering::SeqCst),
+    pub(super) fn note_reach(&self, err: Option<&ApiError>, client: &Client) {
+        let count = &self.unreached[usize::from(!std::ptr::eq(client, &self.client))];
+        let err = match err {
+            Some(e) if e.never_connected() => e,
+            _ => return count.store(0, Ordering::SeqCst),
         };
-        let n = self.unreached.fetch_add(1, Ordering::SeqCst) + 1;
+        let n = count.fetch_add(1, Ordering::SeqCst) + 1;
         if n < unreachable_after(self.settings.api.concurrency) {
             return;
         }
@@ -150,7 +152,7 @@ impl ModelCtx {
         let inner = cause.split_once(": ").map_or(cause.as_str(), |(_, m)| m);
         self.fail(&format!(
             "connection: cannot reach {}: {n} attempts in a row failed to connect ({inner})",
-            self.client.shown_url()
+            client.shown_url()
         ));
     }
 
@@ -431,7 +433,7 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
         // Boxed: the exchange's state is most of this future's size, which spawning moves.
         let reply = Box::pin(ctx.client.chat_bytes(body)).await;
         ctx.settle(reserved, prep, pending.len(), &reply);
-        ctx.note_reach(&reply);
+        ctx.note_reach(reply.as_ref().err(), &ctx.client);
         let err = match reply {
             Ok(resp) => match ctx.take_choices(prep, &resp, &mut pending, seed, &tried) {
                 None => return,
@@ -611,7 +613,7 @@ pub(super) fn model_ctx(
         prepared: job.prepared.clone(),
         fatal: Mutex::new(None),
         stopped: AtomicBool::new(false),
-        unreached: AtomicU32::new(0),
+        unreached: [AtomicU32::new(0), AtomicU32::new(0)],
         shutdown: shutdown.clone(),
         quiet: job.quiet,
         strip: (!job.settings.evaluation.save_raw_responses)

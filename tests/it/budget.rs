@@ -192,6 +192,21 @@ fn timeouts_may_be_billed_and_count_against_the_budget_on_resume() {
     let out = run(&env, &[]);
     let first = env.server().request_count();
     assert!((1..=3).contains(&first), "{first} requests: {}", both(&out));
+    // The report says the total leaves them out, in every place it shows the cost.
+    let billed = format!("not counting {first} failed attempts the server may have billed");
+    let md = read(&env.run_dir().join("report.md"));
+    assert!(md.contains(&billed), "{md}");
+    let html = read(&env.run_dir().join("report.html"));
+    assert!(
+        html.contains("Failed attempts maybe billed (not in Total)"),
+        "{html}"
+    );
+    let manifest: Value =
+        serde_json::from_str(&read(&env.run_dir().join("manifest.json"))).unwrap();
+    assert_eq!(
+        manifest["models"]["m"]["cost"]["billable_failures"], first,
+        "{manifest}"
+    );
     let out = resume(&env);
     assert!(both(&out).contains("budget reached"), "{}", both(&out));
     assert_eq!(env.server().request_count(), first, "the resume sent more");

@@ -84,9 +84,24 @@ fn history_and_compare_baseline_show_a_fingerprint_change() {
         .output()
         .unwrap();
     let table = ok(&table);
-    // One series per headline metric, four runs each.
-    for series in ["m1 · Pass@2", "m1 · G-Pass@2_1.0"] {
-        assert!(table.contains(series), "{table}");
+    // One grid for m1: its headline metrics as columns, a row per run (the runs share a day, so
+    // they are told apart by name).
+    assert_eq!(table.lines().filter(|l| *l == "m1").count(), 1, "{table}");
+    let header = table
+        .lines()
+        .find(|l| l.starts_with("run "))
+        .unwrap_or_default();
+    assert!(
+        header.contains("Pass@2") && header.contains("G-Pass@2_1.0"),
+        "{table}"
+    );
+    for run in &runs {
+        let name = run.file_name().unwrap().to_string_lossy().into_owned();
+        let rows = table
+            .lines()
+            .filter(|l| l.starts_with(&format!("{name} ")))
+            .count();
+        assert_eq!(rows, 1, "one row for {name}:\n{table}");
     }
     let change = table
         .lines()
@@ -120,6 +135,31 @@ fn history_and_compare_baseline_show_a_fingerprint_change() {
     );
     assert_eq!(html.matches("<line class=\"change\"").count(), 0, "{html}");
     assert!(html.contains("m1: system fingerprint: fp-A → fp-B"));
+    // Runs of one minute are labelled by name under the axis (as many as fit), so no two
+    // labels are the same.
+    let names: Vec<String> = runs
+        .iter()
+        .map(|r| r.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let plot = &html[..html.find("</svg>").unwrap()];
+    let shown: Vec<&str> = plot
+        .split("text-anchor=\"middle\">")
+        .skip(1)
+        .filter_map(|t| t.split("</text>").next())
+        .filter(|t| !t.is_empty() && *t != "⚑")
+        .collect();
+    assert!(shown.len() >= 2, "{plot}");
+    assert!(
+        shown.iter().all(|t| names.iter().any(|n| n == t)),
+        "{shown:?}"
+    );
+    assert_eq!(
+        shown
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        shown.len()
+    );
     // Every plot names its models in a visible legend.
     assert_eq!(html.matches("<ul class=\"legend\">").count(), 2, "{html}");
     assert_eq!(
@@ -319,7 +359,7 @@ fn an_interval_prints_the_same_in_report_and_history() {
             w[1]
         );
     }
-    // Long names are labels in both (M1… in the report's Models table, S1… in history's legend).
+    // Long names are labels in the report's Models table (M1…); history heads a table per model.
     let legend = |text: &str, first: &str| -> Vec<(String, String)> {
         (text.lines())
             .map(md_cells)
@@ -328,9 +368,19 @@ fn an_interval_prints_the_same_in_report_and_history() {
             .collect()
     };
     let models = legend(&report, "M");
-    let series = legend(&history, "S");
     let model_of = |label: &str| -> String {
         (models.iter().find(|m| m.0 == label)).map_or(label.to_string(), |m| m.1.clone())
+    };
+    // The one run's cell of a model's metric in history: the last cell of the metric's row
+    // under the model's heading.
+    let history_cell = |model: &str, metric: &str| -> Option<String> {
+        let at = history.find(&format!("### {model}\n"))?;
+        let section = &history[at..];
+        let section = &section[..section[4..].find("### ").map_or(section.len(), |e| e + 4)];
+        let row = section
+            .lines()
+            .find(|l| l.starts_with(&format!("| {metric} |")))?;
+        md_cells(row).last().map(|c| c.to_string())
     };
     let lines: Vec<&str> = report.lines().collect();
     let mut checked = 0;
@@ -343,18 +393,11 @@ fn an_interval_prints_the_same_in_report_and_history() {
             let cells = md_cells(row);
             let model = model_of(cells[0]);
             for (metric, cell) in header.iter().zip(&cells).filter(|(_, c)| c.contains('[')) {
-                let name = format!(" · {model} · {metric}");
                 // History shows the metrics it follows over runs (the tested family).
-                let Some((label, _)) = series.iter().find(|s| s.1.ends_with(&name)) else {
+                let Some(shown) = history_cell(&model, metric) else {
                     continue;
                 };
-                let Some(line) = history
-                    .lines()
-                    .find(|l| l.starts_with(&format!("| {label} |")) && l.contains(" ["))
-                else {
-                    continue;
-                };
-                assert!(line.contains(&format!(" | {cell} |")), "{cell}: {line}");
+                assert_eq!(&shown, cell, "{model} {metric}");
                 // The terminal table shows the config's metrics (maj@n is not among them here).
                 if *metric != "maj@n" {
                     assert!(terminal.contains(cell), "{cell} not in\n{terminal}");

@@ -624,6 +624,59 @@ fn history_marks_what_changed_for_each_model_once() {
     let plots = html.matches("<svg class=\"plot trend\"").count();
     assert_eq!(html.matches("<ul class=\"legend\">").count(), plots);
     assert!(html.contains("Mistral-Small-24B-Instruct-2501</li>"));
+    // gemma has no value after it failed: a cross on the axis with the reason, once per plot.
+    assert_eq!(
+        html.matches("<path class=\"missing\"").count(),
+        plots,
+        "{html}"
+    );
+    assert!(html.contains("gemma-2-27b-it: 2026-11-30: no value; partial coverage"));
     // Nothing changed for every model: no run-wide marker.
     assert_eq!(html.matches("<line class=\"change\"").count(), 0);
+
+    // The terminal at 80 columns: a grid per model (not one per model and metric), each run
+    // named once per grid, intervals and notes whole on their lines.
+    let text = ok(&crate::common::gpassk()
+        .args(["history", dir.path().to_str().unwrap()])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap());
+    for (model, _, _) in MODELS {
+        assert_eq!(
+            text.lines().filter(|l| *l == model).count(),
+            1,
+            "{model}:\n{text}"
+        );
+    }
+    let dated = |l: &&str| {
+        ["2026-11-23", "2026-11-30", "2026-12-07"]
+            .iter()
+            .all(|d| l.contains(d))
+    };
+    assert_eq!(text.lines().filter(dated).count(), MODELS.len(), "{text}");
+    assert!(text.lines().count() < 15 * MODELS.len(), "{text}");
+    for line in text.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+        assert_eq!(
+            line.matches('[').count(),
+            line.matches(']').count(),
+            "{line}"
+        );
+    }
+    assert!(
+        text.contains("  2026-11-30: system fingerprint: (none) → fp_b"),
+        "{text}"
+    );
+    // A failed model's marker says why it failed.
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("(status failed: connection refused"),
+        "{text}"
+    );
+    let llama = &text[text.find("\nLlama-3.1-8B-Instruct\n").unwrap()..];
+    let llama = &llama[..llama[1..].find("\n\n").unwrap_or(llama.len() - 1)];
+    assert!(
+        llama.contains(" ▼") && llama.contains("REGRESSED"),
+        "{llama}"
+    );
 }

@@ -850,3 +850,35 @@ fn streamed_policy_replies_search_the_same_trees() {
         assert_eq!(a["search"], b["search"]);
     }
 }
+
+/// A reward server that is not there stops the search model after a bounded number of attempts
+/// in a row, naming the reward URL, instead of failing every search one by one.
+#[test]
+fn an_unreachable_reward_server_stops_the_searches_early_naming_its_url() {
+    require_sandbox();
+    let questions: String = (0..10)
+        .map(|i| format!("{{\"id\":\"p{i}\",\"question\":\"What is 2+3?\",\"answer\":\"5\"}}\n"))
+        .collect();
+    let env = Fixture::new(&questions).with_server(scripted_server());
+    let no_server = crate::common::NO_SERVER;
+    setup(
+        &env,
+        &format!("reward_base_url = \"{no_server}\""),
+        "concurrency = 2",
+    );
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let flat = both(&out).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!("cannot reach {no_server}/v1/")),
+        "{flat}"
+    );
+    assert!(
+        flat.contains("attempts in a row failed to connect"),
+        "{flat}"
+    );
+    // 20 searches planned; only those in flight when the bound was hit left a line.
+    let path = env.run_dir().join("checkpoints/tree.jsonl");
+    let lines = std::fs::read_to_string(path).map_or(0, |t| t.lines().count());
+    assert!(lines <= 4, "{lines} searches tried");
+}
