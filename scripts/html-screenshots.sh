@@ -3,9 +3,9 @@
 # the history of the weekly job over three weeks (one model weaker, one fingerprint changed, one
 # failing) in headless Chromium at 1400 and 420 px wide, as a user would open them, and checks
 # what a reader would notice: horizontal page scroll, and text in a plot that overlaps other text
-# or leaves the SVG. The same weeks' `compare` is rendered at 80 columns (no line wider, the run
-# paths aside) and as Markdown (no table wider than 8 columns). Installs Debian's chromium when it
-# is missing. PNGs and texts go to target/html-screenshots/ (git-ignored); look at them. Exit 1
+# or leaves the SVG. The same weeks' `compare` and `history` are rendered at 80 columns (no line
+# wider, the run paths aside) and as Markdown (no table wider than 8 columns). Installs Debian's
+# chromium when it is missing. PNGs and texts go to target/html-screenshots/ (git-ignored); look at them. Exit 1
 # when a check fails.
 #
 # Usage: scripts/html-screenshots.sh [OUT_DIR]
@@ -93,6 +93,7 @@ weeks=("$out/weeks/2026-11-23" "$out/weeks/2026-11-30")
 COLUMNS=80 "$gpassk" compare "${weeks[@]}" >"$out/compare-80.txt"
 "$gpassk" compare "${weeks[@]}" --format md >"$out/compare.md"
 COLUMNS=80 "$gpassk" history "$out/weeks" >"$out/history-80.txt"
+"$gpassk" history "$out/weeks" --format md >"$out/history.md"
 for f in compare-80.txt history-80.txt; do
     # Characters, not bytes (awk counts the box-drawing rules' bytes).
     wide="$(python3 -c 'import sys
@@ -101,9 +102,11 @@ for l in open(sys.argv[1], encoding="utf-8"):
     if len(l) > 80 and not l.startswith(("A: ", "B: ")): print(l)' "$out/$f" | head -3)"
     if [ -n "$wide" ]; then echo "FAIL: $f has lines over 80 columns:" >&2; echo "$wide" >&2; status=1; fi
 done
-columns="$(grep '^|' "$out/compare.md" | awk -F'|' '{print NF - 2}' | sort -n | tail -1)"
-if [ "${columns:-0}" -gt 8 ]; then echo "FAIL: compare.md has a table of $columns columns" >&2; status=1; fi
-echo "$out/compare-80.txt $out/compare.md $out/history-80.txt"
+for f in compare.md history.md; do
+    columns="$(grep '^|' "$out/$f" | awk -F'|' '{print NF - 2}' | sort -n | tail -1)"
+    if [ "${columns:-0}" -gt 8 ]; then echo "FAIL: $f has a table of $columns columns" >&2; status=1; fi
+done
+echo "$out/compare-80.txt $out/compare.md $out/history-80.txt $out/history.md"
 
 # Screenshots: frames are not painted in headless screenshots, so below 500 px the copy's root
 # element is held to the width instead (the strip right of it stays blank).
