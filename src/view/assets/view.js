@@ -97,7 +97,23 @@ function poll() {
   setInterval(tick, 3000);
 }
 
+// `#measure` or `#measure=420` (scripts/view-browser.sh): lays the page out that wide and writes
+// its content width against the width it has into the page, for a headless browser to read.
+function measure() {
+  const m = /^#measure(?:=(\d+))?$/.exec(location.hash);
+  if (!m) return;
+  if (m[1]) document.documentElement.style.width = m[1] + "px";
+  setTimeout(() => {
+    const out = document.createElement("pre");
+    out.id = "measure";
+    const b = document.body;
+    out.textContent = JSON.stringify({ page: b.scrollWidth, frame: b.clientWidth });
+    b.appendChild(out);
+  }, 200);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  measure();
   sortable();
   filters();
   readableMath();
