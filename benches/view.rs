@@ -20,10 +20,18 @@ fn write_run(root: &Path, problems: usize) -> std::path::PathBuf {
     let fixture = repo.join("tests/fixtures/report_run");
     let data = root.join("big.jsonl");
     let lines: String = (0..problems)
-        .map(|i| format!("{{\"id\":\"p{i}\",\"question\":\"What is {i}+1?\",\"answer\":\"{}\"}}\n", i + 1))
+        .map(|i| {
+            format!(
+                "{{\"id\":\"p{i}\",\"question\":\"What is {i}+1?\",\"answer\":\"{}\"}}\n",
+                i + 1
+            )
+        })
         .collect();
     std::fs::write(&data, &lines).unwrap();
-    let sha: String = Sha256::digest(lines.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let sha: String = Sha256::digest(lines.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let run = root.join("big-run");
     std::fs::create_dir_all(run.join("checkpoints")).unwrap();
     let text = std::fs::read_to_string(fixture.join("manifest.json")).unwrap();
@@ -34,7 +42,10 @@ fn write_run(root: &Path, problems: usize) -> std::path::PathBuf {
     m["config"]["evaluation"]["dataset"] = path.into();
     m["config"]["sampling"]["n"] = N.into();
     m["config"]["sampling"]["greedy"] = false.into();
-    m["config"]["models"] = MODELS.iter().map(|n| serde_json::json!({"name": n, "model_id": n})).collect();
+    m["config"]["models"] = MODELS
+        .iter()
+        .map(|n| serde_json::json!({"name": n, "model_id": n}))
+        .collect();
     let template = m["models"]["alpha"].clone();
     let entries = m["models"].as_object_mut().unwrap();
     entries.clear();
@@ -59,8 +70,14 @@ fn write_checkpoint(run: &Path, fixture: &Path, name: &str, problems: usize) {
         for s in 0..N {
             r["problem_id"] = format!("p{i}").into();
             r["sample_index"] = s.into();
-            let answer = if (i + s as usize) % 3 == 0 { i + 1 } else { i };
-            r["response"] = format!("Adding one gives {answer}. The final answer is $\\boxed{{{answer}}}$.").into();
+            let answer = if (i + s as usize).is_multiple_of(3) {
+                i + 1
+            } else {
+                i
+            };
+            r["response"] =
+                format!("Adding one gives {answer}. The final answer is $\\boxed{{{answer}}}$.")
+                    .into();
             writeln!(out, "{r}").unwrap();
         }
     }
@@ -77,8 +94,19 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
     let run = write_run(dir.path(), problems);
-    let bytes: u64 = MODELS.iter().map(|m| std::fs::metadata(run.join(format!("checkpoints/{m}.jsonl"))).unwrap().len()).sum();
-    println!("wrote {samples} samples ({:.0} MB) in {:.1} s", bytes as f64 / 1e6, t.elapsed().as_secs_f64());
+    let bytes: u64 = MODELS
+        .iter()
+        .map(|m| {
+            std::fs::metadata(run.join(format!("checkpoints/{m}.jsonl")))
+                .unwrap()
+                .len()
+        })
+        .sum();
+    println!(
+        "wrote {samples} samples ({:.0} MB) in {:.1} s",
+        bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
 
     let t = Instant::now();
     let viewer = Viewer::new(dir.path()).unwrap();
@@ -87,7 +115,10 @@ fn main() {
     let open = t.elapsed();
     assert_eq!(runs, 1);
     assert_eq!(first.models[0].samples.len(), N as usize);
-    println!("open (folder, plan, offset index of {samples} lines, first problem page): {:.0} ms", ms(open));
+    println!(
+        "open (folder, plan, offset index of {samples} lines, first problem page): {:.0} ms",
+        ms(open)
+    );
 
     let mut times: Vec<Duration> = (0..200)
         .map(|i| {
@@ -109,20 +140,34 @@ fn main() {
     );
 
     let path = run.join("checkpoints/alpha.jsonl");
-    let last = std::fs::read_to_string(&path).unwrap().lines().last().unwrap().to_string();
-    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let last = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     for _ in 0..1000 {
         writeln!(f, "{last}").unwrap();
     }
     drop(f);
     let t = Instant::now();
     data::problem_view(&viewer, "big-run", "p1").unwrap();
-    println!("problem page after 1,000 lines appended (index extended): {:.2} ms", ms(t.elapsed()));
+    println!(
+        "problem page after 1,000 lines appended (index extended): {:.2} ms",
+        ms(t.elapsed())
+    );
 
     let t = Instant::now();
     let grid = data::problems_view(&viewer, "big-run").unwrap();
     println!("run scored for the run and problems pages (all {samples} samples graded): {:.0} ms ({} rows)", ms(t.elapsed()), grid.rows.len());
     let t = Instant::now();
     data::problems_view(&viewer, "big-run").unwrap();
-    println!("problems page again (cached scores): {:.0} ms", ms(t.elapsed()));
+    println!(
+        "problems page again (cached scores): {:.0} ms",
+        ms(t.elapsed())
+    );
 }

@@ -27,12 +27,14 @@ pub struct ViewArgs {
 
 pub fn run(args: ViewArgs) -> anyhow::Result<ExitStatus> {
     let viewer = Viewer::new(&args.dir)?;
-    let listener = bind(&args.host, args.port).map_err(|e| {
-        BadInput::new(format!("--host {} --port {}: {e}", args.host, args.port))
-    })?;
+    let listener = bind(&args.host, args.port)
+        .map_err(|e| BadInput::new(format!("--host {} --port {}: {e}", args.host, args.port)))?;
     let addr = listener.local_addr()?;
     let url = format!("http://{addr}/");
-    println!("gpassk view: {} at {url} (Ctrl-C to stop)", viewer.root().display());
+    println!(
+        "gpassk view: {} at {url} (Ctrl-C to stop)",
+        viewer.root().display()
+    );
     if args.open {
         open_browser(&url);
     }

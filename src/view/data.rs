@@ -85,13 +85,16 @@ pub(super) fn runs_view(viewer: &Viewer, entries: &[RunEntry], skipped: Vec<Stri
 }
 
 fn run_row(viewer: &Viewer, e: &RunEntry, rows: &[HistoryRow]) -> RunRow {
-    let name = e.dir.path().file_name().map_or_else(String::new, |n| {
-        n.to_string_lossy().into_owned()
-    });
+    let name = e
+        .dir
+        .path()
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let mut marks: Vec<String> = (rows.iter())
         .filter(|r| r.run == name && !r.changes.is_empty())
         .map(|r| format!("{}: {}", r.model, r.changes))
         .collect();
+    marks.sort();
     marks.dedup();
     RunRow {
         previous: viewer.previous(&name),
@@ -254,7 +257,11 @@ pub fn problems_view(viewer: &Viewer, name: &str) -> Result<ProblemsView, ViewEr
 }
 
 fn problem_row(p: &Problem, cells: Vec<GridCell>, changed: bool, judge: bool) -> ProblemRow {
-    let first = p.question.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let first = p
+        .question
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
     let present: Vec<&GridCell> = cells.iter().filter(|c| c.n > 0).collect();
     let disagree = present.windows(2).any(|w| w[0].class != w[1].class);
     ProblemRow {
@@ -420,7 +427,11 @@ pub fn model_samples(
     let mut samples = Vec::new();
     let mut clusters: Vec<(String, Cluster)> = Vec::new();
     for r in slots.into_iter().flatten() {
-        let text = r.response.clone().or(r.extracted.clone()).unwrap_or_default();
+        let text = r
+            .response
+            .clone()
+            .or(r.extracted.clone())
+            .unwrap_or_default();
         let v = grade_with_options(&problem.answer, &text, &options, &grade);
         let verdict = verdicts.as_ref().map_or(v.outcome, |j| {
             j.decide(&problem.id, r.sample_index, &text, v.outcome)
@@ -434,7 +445,7 @@ pub fn model_samples(
         .filter(|s| s.index != "greedy" && s.verdict == "correct")
         .count() as u32;
     let mut clusters: Vec<Cluster> = clusters.into_iter().map(|c| c.1).collect();
-    clusters.sort_by(|a, b| b.votes.cmp(&a.votes));
+    clusters.sort_by_key(|c| std::cmp::Reverse(c.votes));
     Ok(ModelSamples {
         model: model.to_string(),
         n,
@@ -459,7 +470,12 @@ fn add_vote(clusters: &mut Vec<(String, Cluster)>, answer: &str, correct: bool) 
     }
 }
 
-fn sample_view(r: Record, extracted: Option<String>, rule: Outcome, verdict: Outcome) -> SampleView {
+fn sample_view(
+    r: Record,
+    extracted: Option<String>,
+    rule: Outcome,
+    verdict: Outcome,
+) -> SampleView {
     SampleView {
         index: r.sample_index.to_string(),
         extracted,
@@ -497,7 +513,10 @@ pub fn tree_text(
         .zip(loaded.dir.path().canonicalize().ok())
         .is_some_and(|(p, run)| p.starts_with(run));
     if !inside {
-        return Err(ViewError::BadRequest(format!("tree {}: outside the run", tree.tree)));
+        return Err(ViewError::BadRequest(format!(
+            "tree {}: outside the run",
+            tree.tree
+        )));
     }
     crate::util::read_bounded_string(&path, TREE_BYTES).map_err(|e| ViewError::Run(e.to_string()))
 }
@@ -539,9 +558,8 @@ pub fn compare_view(viewer: &Viewer, a: &str, b: &str) -> Result<CompareView, Vi
     let (_, ra) = viewer.results(a)?;
     let (_, rb) = viewer.results(b)?;
     let family = rb.tested_family();
-    let in_family = |m: &crate::metrics::MetricKind| {
-        family.iter().any(|h| h.identity() == m.identity())
-    };
+    let in_family =
+        |m: &crate::metrics::MetricKind| family.iter().any(|h| h.identity() == m.identity());
     let compared = compare(&ra, &rb, &in_family);
     let rows = (compared.rows.iter())
         .map(|row| {
@@ -572,12 +590,17 @@ pub fn compare_view(viewer: &Viewer, a: &str, b: &str) -> Result<CompareView, Vi
 }
 
 /// The problems both models scored whose value of `metric` differs.
-fn diffs(ma: &ModelScore, mb: &ModelScore, metric: &crate::metrics::MetricKind) -> Vec<ProblemDiff> {
+fn diffs(
+    ma: &ModelScore,
+    mb: &ModelScore,
+    metric: &crate::metrics::MetricKind,
+) -> Vec<ProblemDiff> {
     let (Some(ca), Some(cb)) = (ma.values.column(metric), mb.values.column(metric)) else {
         return Vec::new();
     };
-    let index: HashMap<&str, usize> =
-        (ma.problems.iter().enumerate()).map(|(i, p)| (p.id.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = (ma.problems.iter().enumerate())
+        .map(|(i, p)| (p.id.as_str(), i))
+        .collect();
     let mut out: Vec<ProblemDiff> = (mb.problems.iter().enumerate())
         .filter_map(|(ib, p)| {
             let ia = *index.get(p.id.as_str())?;

@@ -147,7 +147,9 @@ fn problem_id(line: &[u8]) -> Option<String> {
     struct Id {
         problem_id: String,
     }
-    serde_json::from_slice::<Id>(line).ok().map(|i| i.problem_id)
+    serde_json::from_slice::<Id>(line)
+        .ok()
+        .map(|i| i.problem_id)
 }
 
 #[cfg(test)]
@@ -156,7 +158,10 @@ mod tests {
 
     #[test]
     fn ids_are_read_fast_or_parsed_and_nested_keys_are_not_taken() {
-        assert_eq!(problem_id(br#"{"problem_id":"p1","x":1}"#).as_deref(), Some("p1"));
+        assert_eq!(
+            problem_id(br#"{"problem_id":"p1","x":1}"#).as_deref(),
+            Some("p1")
+        );
         assert_eq!(
             problem_id(br#"{"a":"\"problem_id\":\"no\"","problem_id":"a\"b"}"#).as_deref(),
             Some("a\"b")

@@ -142,7 +142,10 @@ impl Viewer {
     }
 
     fn cache(&self, name: &str) -> Arc<Mutex<RunCache>> {
-        lock(&self.runs).entry(name.to_string()).or_default().clone()
+        lock(&self.runs)
+            .entry(name.to_string())
+            .or_default()
+            .clone()
     }
 
     /// A run's plan, loaded once per manifest version.

@@ -88,10 +88,7 @@ pub fn error(status: u16, message: &str) -> String {
 }
 
 pub fn runs(v: &RunsView) -> String {
-    let mut body = format!(
-        "<h1>Runs</h1><p class=\"muted\">{}</p>",
-        esc(&v.folder)
-    );
+    let mut body = format!("<h1>Runs</h1><p class=\"muted\">{}</p>", esc(&v.folder));
     let head: Vec<String> = ["run", "dataset", "date", "status", "models", "changes", ""]
         .map(String::from)
         .to_vec();
@@ -111,7 +108,11 @@ fn run_row(r: &super::data::RunRow) -> String {
         let href = format!("/compare?a={}&b={}", enc(p), enc(&r.name));
         link(&href, "compare with previous")
     });
-    let marks: Vec<String> = r.marks.iter().map(|m| format!("<span class=\"mark\">{}</span>", esc(m))).collect();
+    let marks: Vec<String> = r
+        .marks
+        .iter()
+        .map(|m| format!("<span class=\"mark\">{}</span>", esc(m)))
+        .collect();
     cells(&[
         link(&run_href(&r.name), &r.name),
         esc(&r.dataset),
@@ -124,9 +125,19 @@ fn run_row(r: &super::data::RunRow) -> String {
 }
 
 fn history_table(v: &RunsView) -> String {
-    let head: Vec<String> = ["dataset", "model", "metric", "run", "% [95% CI]", "Δ", "p (Holm)", "flag", "changes"]
-        .map(String::from)
-        .to_vec();
+    let head: Vec<String> = [
+        "dataset",
+        "model",
+        "metric",
+        "run",
+        "% [95% CI]",
+        "Δ",
+        "p (Holm)",
+        "flag",
+        "changes",
+    ]
+    .map(String::from)
+    .to_vec();
     let rows: Vec<String> = (v.history.iter())
         .map(|h| {
             cells(&[
@@ -168,7 +179,10 @@ pub fn run(v: &RunView) -> String {
         link(&format!("{}/report", run_href(&v.name)), "full report"),
         v.previous.as_ref().map_or_else(
             || "no previous run".to_string(),
-            |p| link(&format!("/compare?a={}&b={}", enc(p), enc(&v.name)), "compare with previous")
+            |p| link(
+                &format!("/compare?a={}&b={}", enc(p), enc(&v.name)),
+                "compare with previous"
+            )
         ),
     );
     let mut head = vec!["model".to_string(), "status".into(), "n".into()];
@@ -177,7 +191,12 @@ pub fn run(v: &RunView) -> String {
     let rows: Vec<String> = v.models.iter().map(|m| model_row(v, m)).collect();
     body.push_str(&table("sortable headline", &head, &rows));
     body.push_str("<p class=\"muted\">Each value links to the problems it rests on.</p>");
-    shell(&v.name, &[(run_href(&v.name), v.name.clone())], &stamp(&v.name), &body)
+    shell(
+        &v.name,
+        &[(run_href(&v.name), v.name.clone())],
+        &stamp(&v.name),
+        &body,
+    )
 }
 
 fn stamp(run: &str) -> String {
@@ -187,7 +206,11 @@ fn stamp(run: &str) -> String {
 fn model_row(v: &RunView, m: &super::data::ModelRow) -> String {
     let href = format!("{}/problems?model={}", run_href(&v.name), enc(&m.name));
     let mut row = vec![
-        format!("<span class=\"name\">{}</span><br><small>{}</small>", esc(&m.name), esc(&m.model_id)),
+        format!(
+            "<span class=\"name\">{}</span><br><small>{}</small>",
+            esc(&m.name),
+            esc(&m.model_id)
+        ),
         esc(&m.status),
         m.n.to_string(),
     ];
@@ -206,37 +229,72 @@ const FILTERS: [(&str, &str); 5] = [
 ];
 
 pub fn problems(v: &ProblemsView, focus: Option<&str>) -> String {
-    let mut body = format!("<h1>Problems of {}</h1><form class=\"filters\">", esc(&v.run));
+    let mut body = format!(
+        "<h1>Problems of {}</h1><form class=\"filters\">",
+        esc(&v.run)
+    );
     for (key, text) in FILTERS {
         let off = (key == "changed" && v.previous.is_none()) || (key == "judge" && !v.judged);
         let disabled = if off { " disabled" } else { "" };
-        let _ = write!(body, "<label><input type=\"checkbox\" data-filter=\"{key}\"{disabled}> {text}</label> ");
+        let _ = write!(
+            body,
+            "<label><input type=\"checkbox\" data-filter=\"{key}\"{disabled}> {text}</label> "
+        );
     }
     body.push_str("<label>id or text <input type=\"search\" data-filter=\"text\"></label></form>");
     let _ = write!(body, "<p class=\"muted\"><span data-count>{}</span> problems; cells are c/n (correct of samples): <span class=\"c-never\">never</span> <span class=\"c-sometimes\">sometimes</span> <span class=\"c-always\">always</span>.</p>", v.rows.len());
     let short = shorten_names(&v.models, NAME_WIDTH);
     let mut head = vec!["problem".to_string()];
     for (full, s) in v.models.iter().zip(&short) {
-        let mark = if focus == Some(full.as_str()) { " class=\"focus\"" } else { "" };
-        head.push(format!("<span title=\"{}\"{mark}>{}</span>", esc(full), esc(s)));
+        let mark = if focus == Some(full.as_str()) {
+            " class=\"focus\""
+        } else {
+            ""
+        };
+        head.push(format!(
+            "<span title=\"{}\"{mark}>{}</span>",
+            esc(full),
+            esc(s)
+        ));
     }
     head.push("question".into());
     let rows: Vec<String> = v.rows.iter().map(|r| problem_row(v, r)).collect();
     body.push_str(&table("sortable grid", &head, &rows));
-    let nav = [(run_href(&v.run), v.run.clone()), (format!("{}/problems", run_href(&v.run)), "problems".into())];
+    let nav = [
+        (run_href(&v.run), v.run.clone()),
+        (format!("{}/problems", run_href(&v.run)), "problems".into()),
+    ];
     shell("problems", &nav, &stamp(&v.run), &body)
 }
 
 fn problem_row(v: &ProblemsView, r: &super::data::ProblemRow) -> String {
-    let flags = [r.unstable, r.disagree, r.changed, r.judge_disagrees, r.no_answer];
+    let flags = [
+        r.unstable,
+        r.disagree,
+        r.changed,
+        r.judge_disagrees,
+        r.no_answer,
+    ];
     let mut out = String::from("<tr");
     for ((key, _), on) in FILTERS.iter().zip(flags) {
         let _ = write!(out, " data-{key}=\"{}\"", u8::from(on));
     }
-    let _ = write!(out, " data-text=\"{}\">", esc(&format!("{} {}", r.id, r.first_line)));
-    let _ = write!(out, "<td>{}</td>", link(&problem_href(&v.run, &r.id), &r.id));
+    let _ = write!(
+        out,
+        " data-text=\"{}\">",
+        esc(&format!("{} {}", r.id, r.first_line))
+    );
+    let _ = write!(
+        out,
+        "<td>{}</td>",
+        link(&problem_href(&v.run, &r.id), &r.id)
+    );
     for c in &r.cells {
-        let share = if c.n == 0 { -1.0 } else { c.c as f64 / c.n as f64 };
+        let share = if c.n == 0 {
+            -1.0
+        } else {
+            c.c as f64 / c.n as f64
+        };
         let _ = write!(
             out,
             "<td class=\"c-{}\" data-sort=\"{share}\" title=\"{} without an answer\">{}/{}</td>",
@@ -259,9 +317,20 @@ pub fn problem(v: &ProblemView) -> String {
         body.push_str(&model_section(&v.run, &v.id, m));
     }
     if let Some(b) = &v.before {
-        let _ = write!(body, "<h2>Before: run {}</h2><div class=\"before\">", link(&problem_href(&b.run, &v.id), &b.run));
+        let _ = write!(
+            body,
+            "<h2>Before: run {}</h2><div class=\"before\">",
+            link(&problem_href(&b.run, &v.id), &b.run)
+        );
         for m in &b.models {
-            let _ = write!(body, "<div class=\"card\"><h3 class=\"name\">{}</h3><p>{} of {} correct</p>{}</div>", esc(&m.model), m.c, m.n, clusters(m));
+            let _ = write!(
+                body,
+                "<div class=\"card\"><h3 class=\"name\">{}</h3><p>{} of {} correct</p>{}</div>",
+                esc(&m.model),
+                m.c,
+                m.n,
+                clusters(m)
+            );
         }
         body.push_str("</div>");
     }
@@ -277,7 +346,12 @@ fn clusters(m: &ModelSamples) -> String {
     let mut out = String::from("<ul class=\"clusters\">");
     for c in &m.clusters {
         let class = if c.correct { "correct" } else { "wrong" };
-        let _ = write!(out, "<li class=\"v-{class}\"><code class=\"math\">{}</code> × {}</li>", esc(&c.answer), c.votes);
+        let _ = write!(
+            out,
+            "<li class=\"v-{class}\"><code class=\"math\">{}</code> × {}</li>",
+            esc(&c.answer),
+            c.votes
+        );
     }
     out.push_str("</ul>");
     out
@@ -313,8 +387,13 @@ fn sample(run: &str, id: &str, model: &str, s: &SampleView) -> String {
         s.verdict.replace(' ', "-"),
         esc(&s.index),
         esc(s.extracted.as_deref().unwrap_or("(none)")),
-        esc(&format!("{} {}", s.outcome, s.finish_reason.as_deref().unwrap_or(""))),
-        s.completion_tokens.map_or_else(|| "-".into(), |t| t.to_string()),
+        esc(&format!(
+            "{} {}",
+            s.outcome,
+            s.finish_reason.as_deref().unwrap_or("")
+        )),
+        s.completion_tokens
+            .map_or_else(|| "-".into(), |t| t.to_string()),
         s.latency_ms,
     );
     if let Some(search) = &s.search {
@@ -322,7 +401,13 @@ fn sample(run: &str, id: &str, model: &str, s: &SampleView) -> String {
         for step in &search.path {
             let _ = write!(out, "<li><pre class=\"text math\">{}</pre></li>", esc(step));
         }
-        let href = format!("/run/{}/tree?model={}&id={}&index={}", enc(run), enc(model), enc(id), enc(&s.index));
+        let href = format!(
+            "/run/{}/tree?model={}&id={}&index={}",
+            enc(run),
+            enc(model),
+            enc(id),
+            enc(&s.index)
+        );
         let _ = write!(out, "</ol><p>{}</p>", link(&href, "search tree"));
     }
     out.push_str(&response(&s.response));
@@ -353,8 +438,14 @@ pub fn compare(v: &CompareView) -> String {
         link(&run_href(&v.b), &v.b)
     );
     for r in &v.rows {
-        let flag = if r.flagged { " <b class=\"flag\">flagged</b>" } else { "" };
-        let p = r.p_holm.map_or_else(|| "untested".into(), |p| format!("p (Holm) {p:.4}"));
+        let flag = if r.flagged {
+            " <b class=\"flag\">flagged</b>"
+        } else {
+            ""
+        };
+        let p = r
+            .p_holm
+            .map_or_else(|| "untested".into(), |p| format!("p (Holm) {p:.4}"));
         let _ = write!(
             body,
             "<details class=\"cmp\"><summary><span class=\"name\">{}</span> · {} · A {} · B {} · Δ {} · {p}{flag} · {} of {} problems moved</summary>",
@@ -362,12 +453,18 @@ pub fn compare(v: &CompareView) -> String {
         );
         let head: Vec<String> = ["problem", "A", "B", "B − A"].map(String::from).to_vec();
         let rows: Vec<String> = (r.problems.iter())
-            .map(|d| cells(&[
-                format!("{} ({})", link(&problem_href(&v.b, &d.id), &d.id), link(&problem_href(&v.a, &d.id), "in A")),
-                format!("{:.3}", d.a),
-                format!("{:.3}", d.b),
-                format!("{:+.3}", d.b - d.a),
-            ]))
+            .map(|d| {
+                cells(&[
+                    format!(
+                        "{} ({})",
+                        link(&problem_href(&v.b, &d.id), &d.id),
+                        link(&problem_href(&v.a, &d.id), "in A")
+                    ),
+                    format!("{:.3}", d.a),
+                    format!("{:.3}", d.b),
+                    format!("{:+.3}", d.b - d.a),
+                ])
+            })
             .collect();
         body.push_str(&table("sortable diffs", &head, &rows));
         body.push_str("</details>");
@@ -377,6 +474,15 @@ pub fn compare(v: &CompareView) -> String {
 }
 
 pub fn tree(run: &str, what: &str, text: &str) -> String {
-    let body = format!("<h1>Search tree</h1><p>{}</p><pre class=\"text\">{}</pre>", esc(what), esc(text));
-    shell("search tree", &[(run_href(run), run.to_string())], "", &body)
+    let body = format!(
+        "<h1>Search tree</h1><p>{}</p><pre class=\"text\">{}</pre>",
+        esc(what),
+        esc(text)
+    );
+    shell(
+        "search tree",
+        &[(run_href(run), run.to_string())],
+        "",
+        &body,
+    )
 }

@@ -131,8 +131,14 @@ impl Reply {
         *resp.status_mut() = StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK);
         let h = resp.headers_mut();
         h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
-        h.insert("content-security-policy", HeaderValue::from_static(self.csp));
-        h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+        h.insert(
+            "content-security-policy",
+            HeaderValue::from_static(self.csp),
+        );
+        h.insert(
+            "x-content-type-options",
+            HeaderValue::from_static("nosniff"),
+        );
         h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
         h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
         resp
@@ -194,7 +200,10 @@ fn query(q: &str) -> Result<HashMap<String, String>, ViewError> {
     for pair in q.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let bad = || ViewError::BadRequest(format!("query {pair:?}"));
-        out.insert(decode(k, true).ok_or_else(bad)?, decode(v, true).ok_or_else(bad)?);
+        out.insert(
+            decode(k, true).ok_or_else(bad)?,
+            decode(v, true).ok_or_else(bad)?,
+        );
     }
     Ok(out)
 }

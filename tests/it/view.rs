@@ -37,7 +37,9 @@ pub(crate) fn serve(dir: &Path) -> Served {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let at = line.find("http://").unwrap_or_else(|| panic!("no URL in {line:?}"));
+    let at = line
+        .find("http://")
+        .unwrap_or_else(|| panic!("no URL in {line:?}"));
     let addr = line[at + 7..].split('/').next().unwrap().to_string();
     Served { child, addr }
 }
@@ -52,7 +54,9 @@ pub(crate) struct Reply {
 /// GET `target` exactly as written (no normalisation of `..` or escapes).
 pub(crate) fn get(s: &Served, target: &str) -> Reply {
     let mut stream = std::net::TcpStream::connect(&s.addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
     write!(
         stream,
         "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
@@ -63,7 +67,11 @@ pub(crate) fn get(s: &Served, target: &str) -> Reply {
     stream.read_to_end(&mut raw).unwrap();
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
     Reply {
         status,
         headers: head.to_lowercase(),
@@ -118,21 +126,38 @@ fn view_serves_every_page_and_api_route() {
     let (a, b) = (name(&a), name(&b));
     let runs = ok(&s, "/");
     assert!(runs.contains(&format!("href=\"/run/{a}\"")), "{runs}");
-    assert!(runs.contains(&format!("/compare?a={a}&amp;b={b}")), "{runs}");
-    assert!(runs.contains("system fingerprint"), "history's drift marker: {runs}");
+    assert!(
+        runs.contains(&format!("/compare?a={a}&amp;b={b}")),
+        "{runs}"
+    );
+    assert!(
+        runs.contains("system fingerprint"),
+        "history's drift marker: {runs}"
+    );
     let run = ok(&s, &format!("/run/{b}"));
-    assert!(run.contains("problems?model=Llama-3.1-8B-Instruct"), "{run}");
+    assert!(
+        run.contains("problems?model=Llama-3.1-8B-Instruct"),
+        "{run}"
+    );
     let grid = ok(&s, &format!("/run/{b}/problems"));
     assert_eq!(grid.matches("<tr data-unstable=").count(), 24, "{grid}");
     assert!(grid.contains("c-always") && grid.contains("c-never") && grid.contains("c-sometimes"));
-    assert!(grid.contains("data-changed=\"1\""), "week 2 changed: {grid}");
+    assert!(
+        grid.contains("data-changed=\"1\""),
+        "week 2 changed: {grid}"
+    );
     let problem = ok(&s, &format!("/run/{b}/problem?id=p3"));
     assert!(problem.contains("Before: run"), "{problem}");
     let compare = ok(&s, &format!("/compare?a={a}&b={b}"));
-    assert!(compare.contains("Llama-3.1-8B-Instruct") && compare.contains("problem?id=p"), "{compare}");
+    assert!(
+        compare.contains("Llama-3.1-8B-Instruct") && compare.contains("problem?id=p"),
+        "{compare}"
+    );
     let report = get(&s, &format!("/run/{b}/report"));
     assert_eq!(report.status, 200);
-    assert!(report.headers.contains("script-src") || !report.headers.contains("'unsafe-inline' 'self'"));
+    assert!(
+        report.headers.contains("script-src") || !report.headers.contains("'unsafe-inline' 'self'")
+    );
     assert!(report.body.contains("<svg"), "the report's plots");
     for api in [
         "/api/runs".to_string(),
@@ -149,11 +174,19 @@ fn view_serves_every_page_and_api_route() {
     }
     let detail: serde_json::Value =
         serde_json::from_str(&get(&s, &format!("/api/run/{b}/problem?id=p0")).body).unwrap();
-    assert_eq!(detail["models"][0]["samples"][0]["response"], HOSTILE, "the API keeps the text as it is");
+    assert_eq!(
+        detail["models"][0]["samples"][0]["response"], HOSTILE,
+        "the API keeps the text as it is"
+    );
     for asset in ["/static/view.js", "/static/view.css"] {
         assert!(!ok(&s, asset).is_empty(), "{asset}");
     }
-    for missing in ["/nope", "/run/nope", &format!("/run/{b}/problem?id=nope"), "/api/nope"] {
+    for missing in [
+        "/nope",
+        "/run/nope",
+        &format!("/run/{b}/problem?id=nope"),
+        "/api/nope",
+    ] {
         assert_eq!(get(&s, missing).status, 404, "{missing}");
     }
     assert_eq!(get(&s, &format!("/run/{b}/problem")).status, 400, "no id");
@@ -171,17 +204,41 @@ fn a_problem_page_shows_every_sample_of_every_model_and_hostile_text_stays_text(
     let page = ok(&s, &format!("/run/{}/problem?id=p0", name(&b)));
     // Week 2: the fourth model stopped after 15 problems and the sixth failed, p0 is in the
     // first 15: five models with 16 samples and a greedy answer each, the sixth with none.
-    assert_eq!(page.matches("<article class=\"sample").count(), 5 * 17, "{page}");
+    assert_eq!(
+        page.matches("<article class=\"sample").count(),
+        5 * 17,
+        "{page}"
+    );
     assert_eq!(page.matches("<section class=\"model\">").count(), MODELS);
-    for live in ["<script>alert", "<img", "<a href=\"javascript", "<b>bold", "onerror=alert(1)>"] {
+    for live in [
+        "<script>alert",
+        "<img",
+        "<a href=\"javascript",
+        "<b>bold",
+        "onerror=alert(1)>",
+    ] {
         assert!(!page.contains(live), "{live} reached the page as markup");
     }
-    assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), "{page}");
+    assert!(
+        page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"),
+        "{page}"
+    );
     assert!(page.contains("&lt;/pre&gt;&lt;/td&gt;&lt;/table&gt;"));
-    assert_eq!(page.matches("<script").count(), 1, "only the viewer's own script");
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "only the viewer's own script"
+    );
     let r = get(&s, &format!("/run/{}/problem?id=p0", name(&b)));
-    let csp = r.headers.lines().find(|l| l.starts_with("content-security-policy")).unwrap();
-    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+    let csp = r
+        .headers
+        .lines()
+        .find(|l| l.starts_with("content-security-policy"))
+        .unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
 }
 
 #[test]
@@ -214,9 +271,17 @@ fn paths_that_leave_the_folder_are_refused() {
         ("/run/%zz", &[400]),
     ] {
         let r = get(&s, target);
-        assert!(codes.contains(&r.status), "{target}: {} {}", r.status, r.body);
+        assert!(
+            codes.contains(&r.status),
+            "{target}: {} {}",
+            r.status,
+            r.body
+        );
     }
-    assert_eq!(get(&s, &format!("/run/{a}/problem?id=..%2F..%2Fmanifest.json")).status, 404);
+    assert_eq!(
+        get(&s, &format!("/run/{a}/problem?id=..%2F..%2Fmanifest.json")).status,
+        404
+    );
     assert_eq!(
         get(&s, &format!("/run/{a}/tree?model=..%2F..&id=p0&index=0")).status,
         404
@@ -255,14 +320,21 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
     };
     assert_eq!(samples(&s), 0, "interrupted before p20");
     let stamp = get(&s, &format!("/api/stamp?run={}", name(&b))).body;
-    for page in ["/", &format!("/run/{}", name(&b)), &format!("/run/{}/problems", name(&b))] {
+    for page in [
+        "/",
+        &format!("/run/{}", name(&b)),
+        &format!("/run/{}/problems", name(&b)),
+    ] {
         ok(&s, page);
     }
     assert_eq!(before, snapshot(dir.path()), "serving wrote into the runs");
     // The sampler appends p20's samples, the last line still being written.
     let text = std::fs::read_to_string(&checkpoint).unwrap();
     let line = text.lines().next().unwrap().replace("\"p0\"", "\"p20\"");
-    let mut f = std::fs::OpenOptions::new().append(true).open(&checkpoint).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&checkpoint)
+        .unwrap();
     write!(f, "{line}\n{}", &line[..line.len() / 2]).unwrap();
     drop(f);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -273,7 +345,10 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
     assert_ne!(stamp, get(&s, &format!("/api/stamp?run={}", name(&b))).body);
     let grid = ok(&s, &format!("/api/run/{}/problems", name(&b)));
     let v: serde_json::Value = serde_json::from_str(&grid).unwrap();
-    assert_eq!(v["rows"][20]["cells"][3]["n"], 1, "the grid rescored: {grid}");
+    assert_eq!(
+        v["rows"][20]["cells"][3]["n"], 1,
+        "the grid rescored: {grid}"
+    );
 }
 
 #[test]
@@ -287,7 +362,10 @@ fn bad_folders_ports_and_flags_are_one_line_errors_with_status_2() {
     let cases: [(Vec<&str>, &str); 4] = [
         (vec![missing.to_str().unwrap()], "missing"),
         (vec![file.to_str().unwrap()], "not a folder"),
-        (vec![dir.path().to_str().unwrap(), "--port", &port], "cannot listen"),
+        (
+            vec![dir.path().to_str().unwrap(), "--port", &port],
+            "cannot listen",
+        ),
         (vec![dir.path().to_str().unwrap(), "--port", "x"], "--port"),
     ];
     for (args, says) in cases {
