@@ -385,3 +385,33 @@ fn write_view_fixture() {
     std::fs::create_dir_all(&root).unwrap();
     hostile_weeks(&root);
 }
+
+/// A search run: the problem page shows each search's chosen path and links its tree; the tree
+/// is shown as text; a record naming a tree outside the run is refused.
+#[test]
+fn a_search_shows_its_chosen_path_and_tree_and_no_tree_outside_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = crate::report_search::write_run(dir.path(), "sampler", "searcher", true);
+    let tree = run.join("trees/searcher/p0/0.json");
+    std::fs::create_dir_all(tree.parent().unwrap()).unwrap();
+    std::fs::write(&tree, "{\"root\": \"<script>alert(4)</script>\"}").unwrap();
+    std::fs::write(dir.path().join("secret.json"), "{\"secret\": 1}").unwrap();
+    let checkpoint = run.join("checkpoints/searcher.jsonl");
+    let text = crate::common::read(&checkpoint);
+    let out = text.replacen("trees/searcher/p0/1.json", "../secret.json", 1);
+    std::fs::write(&checkpoint, out).unwrap();
+    let s = serve(&run);
+    let page = ok(&s, "/run/run/problem?id=p0");
+    assert!(
+        page.contains("chosen path:") && page.contains("# add\nx = 1\n"),
+        "{page}"
+    );
+    let href = "/run/run/tree?model=searcher&amp;id=p0&amp;index=0";
+    assert!(page.contains(href), "{page}");
+    let tree_page = ok(&s, &href.replace("&amp;", "&"));
+    assert!(tree_page.contains("&lt;script&gt;alert(4)"), "{tree_page}");
+    assert!(!tree_page.contains("<script>alert"));
+    let outside = get(&s, "/run/run/tree?model=searcher&id=p0&index=1");
+    assert_eq!(outside.status, 400, "{}", outside.body);
+    assert!(!outside.body.contains("secret\": 1"));
+}
