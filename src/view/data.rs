@@ -485,12 +485,25 @@ fn sample_view(
         outcome: unit_name(r.outcome),
         completion_tokens: r.usage.and_then(|u| u.completion_tokens),
         latency_ms: r.latency_ms,
-        response: r.response.or(r.extracted).unwrap_or_default(),
+        response: bounded(r.response.or(r.extracted).unwrap_or_default()),
         error: r.error,
         search: r.search.map(|s| SearchView {
             answer: s.answer,
             path: s.path,
         }),
+    }
+}
+
+/// Characters of one response the viewer shows (a page of many samples stays loadable).
+const RESPONSE_CHARS: usize = 100_000;
+
+fn bounded(text: String) -> String {
+    match text.char_indices().nth(RESPONSE_CHARS) {
+        None => text,
+        Some((at, _)) => {
+            let rest = text[at..].chars().count();
+            format!("{}\n[… {rest} more characters not shown]", &text[..at])
+        }
     }
 }
 

@@ -37,16 +37,17 @@ pub struct Viewer {
     root: PathBuf,
     /// When the folder is one run: its name.
     single: Option<String>,
-    runs: Mutex<HashMap<String, Arc<Mutex<RunCache>>>>,
+    runs: Mutex<HashMap<String, Arc<RunCache>>>,
     history: Mutex<Option<(Vec<Stamp>, Arc<data::RunsView>)>>,
 }
 
-/// What is kept of one run between requests, each part with the stamps it was built from.
+/// What is kept of one run between requests, each part with the stamps it was built from and
+/// its own lock (a problem page never waits for the run's scoring).
 #[derive(Default)]
 struct RunCache {
-    plan: Option<(Stamp, Arc<Loaded>)>,
-    indexes: HashMap<String, LineIndex>,
-    results: Option<(Vec<Stamp>, Arc<RunResults>)>,
+    plan: Mutex<Option<(Stamp, Arc<Loaded>)>>,
+    indexes: Mutex<HashMap<String, LineIndex>>,
+    results: Mutex<Option<(Vec<Stamp>, Arc<RunResults>)>>,
 }
 
 /// A run's plan (problems, gold answers, grading settings) and manifest.
@@ -141,7 +142,7 @@ impl Viewer {
         }
     }
 
-    fn cache(&self, name: &str) -> Arc<Mutex<RunCache>> {
+    fn cache(&self, name: &str) -> Arc<RunCache> {
         lock(&self.runs)
             .entry(name.to_string())
             .or_default()
@@ -153,8 +154,8 @@ impl Viewer {
         let dir = self.find(name)?;
         let stamp = Stamp::of(&dir.manifest_path());
         let cache = self.cache(name);
-        let mut cache = lock(&cache);
-        if let Some((s, l)) = &cache.plan {
+        let mut cached = lock(&cache.plan);
+        if let Some((s, l)) = &*cached {
             if *s == stamp {
                 return Ok(l.clone());
             }
@@ -167,7 +168,7 @@ impl Viewer {
             plan,
             manifest,
         });
-        cache.plan = Some((stamp, loaded.clone()));
+        *cached = Some((stamp, loaded.clone()));
         Ok(loaded)
     }
 
@@ -186,8 +187,8 @@ impl Viewer {
         let loaded = self.loaded(name)?;
         let stamps = Self::stamps(&loaded);
         let cache = self.cache(name);
-        let mut cache = lock(&cache);
-        if let Some((s, r)) = &cache.results {
+        let mut cached = lock(&cache.results);
+        if let Some((s, r)) = &*cached {
             if *s == stamps {
                 return Ok((loaded, r.clone()));
             }
@@ -202,7 +203,7 @@ impl Viewer {
         )
         .map_err(|e| ViewError::Run(crate::error::render(&e)))?;
         let results = Arc::new(results);
-        cache.results = Some((stamps, results.clone()));
+        *cached = Some((stamps, results.clone()));
         Ok((loaded, results))
     }
 
@@ -215,8 +216,8 @@ impl Viewer {
     ) -> Result<T, ViewError> {
         let path = loaded.dir.checkpoint(model);
         let cache = self.cache(&loaded.name);
-        let mut cache = lock(&cache);
-        let index = cache.indexes.entry(model.to_string()).or_default();
+        let mut indexes = lock(&cache.indexes);
+        let index = indexes.entry(model.to_string()).or_default();
         index
             .refresh(&path)
             .map_err(|e| ViewError::Run(e.to_string()))?;

@@ -415,3 +415,31 @@ fn a_search_shows_its_chosen_path_and_tree_and_no_tree_outside_the_run() {
     assert_eq!(outside.status, 400, "{}", outside.body);
     assert!(!outside.body.contains("secret\": 1"));
 }
+
+/// Ctrl-C (SIGINT) stops the server cleanly: exit 0 within a bound, the port released.
+#[test]
+fn ctrl_c_stops_the_server_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    two_weeks(dir.path());
+    let mut s = serve(dir.path());
+    ok(&s, "/api/runs");
+    let pid = s.child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = s.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "still serving after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        std::net::TcpListener::bind(&s.addr).is_ok(),
+        "the port is free again"
+    );
+}
