@@ -40,6 +40,35 @@ pub struct RunRow {
     pub previous: Option<String>,
     /// History's change and drift markers on this run.
     pub marks: Vec<String>,
+    /// Per model one headline value (its first G-Pass@k, else its first headline metric).
+    pub headline: Vec<Headline>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Headline {
+    pub model: String,
+    pub metric: String,
+    pub value: String,
+}
+
+/// The one value per model the runs list shows, from history's rows of run `name`.
+fn headline(rows: &[HistoryRow], name: &str) -> Vec<Headline> {
+    let mine: Vec<&HistoryRow> = rows.iter().filter(|r| r.run == name).collect();
+    let mut out: Vec<Headline> = Vec::new();
+    for r in &mine {
+        if out.iter().any(|h| h.model == r.model) {
+            continue;
+        }
+        let pick = (mine.iter())
+            .find(|x| x.model == r.model && x.metric.starts_with("G-Pass"))
+            .unwrap_or(r);
+        out.push(Headline {
+            model: pick.model.clone(),
+            metric: pick.metric.clone(),
+            value: pick.value.clone(),
+        });
+    }
+    out
 }
 
 #[derive(Debug, Serialize)]
@@ -103,6 +132,7 @@ fn run_row(viewer: &Viewer, e: &RunEntry, rows: &[HistoryRow]) -> RunRow {
         status: e.manifest.status.as_str().to_string(),
         models: e.manifest.models.keys().cloned().collect(),
         marks,
+        headline: headline(rows, &name),
         name,
     }
 }

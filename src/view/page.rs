@@ -118,10 +118,24 @@ fn run_row(r: &super::data::RunRow) -> String {
         esc(&r.dataset),
         esc(&r.created_at),
         format!("<span class=\"status s-{0}\">{0}</span>", esc(&r.status)),
-        esc(&r.models.join(", ")),
+        models_list(r),
         marks.join(" "),
         compare,
     ])
+}
+
+/// The run's models, each with its one headline value.
+fn models_list(r: &super::data::RunRow) -> String {
+    let mut out = String::from("<ul class=\"models\">");
+    for name in &r.models {
+        let _ = write!(out, "<li><span class=\"name\">{}</span>", esc(name));
+        if let Some(h) = r.headline.iter().find(|h| &h.model == name) {
+            let _ = write!(out, " <small>{} {}</small>", esc(&h.metric), esc(&h.value));
+        }
+        out.push_str("</li>");
+    }
+    out.push_str("</ul>");
+    out
 }
 
 fn history_table(v: &RunsView) -> String {
