@@ -659,3 +659,22 @@ fn diffs(
     out.sort_by(|x, y| (y.b - y.a).abs().total_cmp(&(x.b - x.a).abs()));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_responses_are_cut_with_a_note_and_classes_follow_c_of_n() {
+        let long = "é".repeat(RESPONSE_CHARS + 5);
+        let shown = bounded(long);
+        assert!(
+            shown.ends_with("[… 5 more characters not shown]"),
+            "{}",
+            &shown[shown.len() - 40..]
+        );
+        assert_eq!(bounded("short".into()), "short");
+        let classes = [(0, 0), (0, 4), (2, 4), (4, 4)].map(|(c, n)| class_of(c, n));
+        assert_eq!(classes, ["missing", "never", "sometimes", "always"]);
+    }
+}

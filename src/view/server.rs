@@ -299,3 +299,29 @@ fn tree(viewer: &Viewer, name: &str, q: &HashMap<String, String>) -> Result<Repl
     let what = format!("{model} · problem {id} · search {index}");
     Ok(Reply::html(page::tree(name, &what, &text)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_that_could_name_another_place_are_refused() {
+        assert_eq!(
+            segments("/run/a%20b/problems").unwrap(),
+            ["run", "a b", "problems"]
+        );
+        for bad in [
+            "/run/..",
+            "/run/%2e%2E",
+            "/run/a%2fb",
+            "/run/a%5Cb",
+            "/x/%00",
+            "/%zz",
+            "/%c3",
+        ] {
+            assert!(segments(bad).is_err(), "{bad}");
+        }
+        let q = query("id=a%2Fb+c&model=m").unwrap();
+        assert_eq!(q["id"], "a/b c", "a query value is data, not a path");
+    }
+}

@@ -443,3 +443,34 @@ fn ctrl_c_stops_the_server_cleanly() {
         "the port is free again"
     );
 }
+
+/// An imported run is served like a native one: its problems from the run's own dataset file,
+/// its samples on the problem page, a hostile imported response shown as text.
+#[test]
+fn an_imported_run_is_served_like_a_native_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("bare.jsonl");
+    std::fs::write(
+        &input,
+        "{\"problem_id\": \"a\", \"question\": \"2+2?\", \"gold\": \"4\", \"response\": \"<img src=x onerror=alert(1)> so \\\\boxed{4}\"}\n\
+         {\"problem_id\": \"a\", \"question\": \"2+2?\", \"gold\": \"4\", \"response\": \"so \\\\boxed{5}\"}\n\
+         {\"problem_id\": \"b\", \"question\": \"1/2?\", \"gold\": \"1/2\", \"response\": \"\\\\boxed{0.5}\"}\n",
+    )
+    .unwrap();
+    let run = dir.path().join("imported");
+    let args = [
+        "import",
+        "jsonl",
+        input.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ];
+    crate::common::ok(&crate::common::run(&args));
+    let s = serve(&run);
+    let grid = ok(&s, "/run/imported/problems");
+    assert!(grid.contains("1/2</td>") && grid.contains("2+2?"), "{grid}");
+    let page = ok(&s, "/run/imported/problem?id=a");
+    assert_eq!(page.matches("<article class=\"sample").count(), 2, "{page}");
+    assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;") && !page.contains("<img"));
+    ok(&s, "/run/imported");
+}
