@@ -28,6 +28,8 @@ function sortable() {
   for (const table of document.querySelectorAll("table.sortable")) {
     Array.from(table.tHead.rows[0].cells).forEach((th, i) => {
       th.addEventListener("click", () => sortBy(table, i, th));
+      // Arrived from a model's value on the run page: its problems, least solved first.
+      if (th.querySelector(".focus")) sortBy(table, i, th);
     });
   }
 }
