@@ -41,6 +41,7 @@ fn write_run(root: &Path, problems: usize) -> std::path::PathBuf {
         "problems": problems, "limit": null});
     let ev = &mut m["config"]["evaluation"];
     ev["dataset"] = path.into();
+    ev["fields"] = serde_json::json!({"id": "id"});
     // The fixture's metrics name greedy accuracy; this run has no greedy answers.
     ev.as_object_mut().unwrap().remove("metrics");
     m["config"]["sampling"]["n"] = N.into();
