@@ -87,18 +87,24 @@ pub struct HistoryRow {
 pub(super) fn runs_view(viewer: &Viewer, entries: &[RunEntry], skipped: Vec<String>) -> RunsView {
     let names = datasets(entries, None);
     let h = history(entries, &names, None);
-    let text = |r: &[crate::report::Cell], i: usize| r[i].text.clone();
+    // Cells by the table's own keys, so a column added to history moves nothing here.
+    let keys = &h.table.keys;
+    let text = |r: &[crate::report::Cell], key: &str| {
+        (keys.iter().position(|k| *k == key))
+            .and_then(|i| r.get(i))
+            .map_or_else(String::new, |c| c.text.clone())
+    };
     let rows: Vec<HistoryRow> = (h.table.rows.iter())
         .map(|r| HistoryRow {
-            dataset: text(r, 1),
-            model: text(r, 2),
-            metric: text(r, 3),
-            run: text(r, 4),
-            value: text(r, 6),
-            delta: text(r, 9),
-            p_holm: text(r, 10),
-            flag: text(r, 11),
-            changes: text(r, 12),
+            dataset: text(r, "dataset"),
+            model: text(r, "model"),
+            metric: text(r, "metric"),
+            run: text(r, "run"),
+            value: text(r, "value"),
+            delta: text(r, "delta"),
+            p_holm: text(r, "p_holm"),
+            flag: text(r, "flag"),
+            changes: text(r, "changes"),
         })
         .collect();
     let runs = entries.iter().rev().map(|e| run_row(viewer, e, &rows));
