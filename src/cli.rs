@@ -67,6 +67,8 @@ pub enum Command {
     Compare(crate::commands::compare::CompareArgs),
     /// Every run of a results folder in date order: trends, paired differences, drift markers.
     History(crate::commands::history::HistoryArgs),
+    /// Serve the runs of a results folder as local, read-only web pages: from every number to its samples.
+    View(crate::commands::view::ViewArgs),
     /// Set a run's measurements beside published numbers and flag protocol differences.
     Audit(crate::commands::audit::AuditArgs),
     /// Join the checkpoints of shard runs into one run directory.

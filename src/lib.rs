@@ -25,5 +25,7 @@ pub mod search;
 pub mod analysis;
 pub mod report;
 
+pub mod view;
+
 pub mod cli;
 pub mod commands;

@@ -58,7 +58,7 @@ align-items:baseline;gap:0 0.6em;padding:2px 0}table.headline td::before{content
 table.headline td small{display:inline}table.headline td:first-child{display:block;font-weight:600}\
 table.headline td:first-child::before{content:none}}";
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

@@ -20,6 +20,7 @@ mod tabular;
 
 pub use self::csv::MetricsCsv;
 pub use self::failures::{failures, failures_block, failures_text, Advice, Failure, Hit};
+pub(crate) use self::html::esc;
 pub use self::html::HtmlReport;
 pub use self::imported::{import_summary, source_agreement};
 pub use self::interval::Interval;

@@ -887,6 +887,14 @@ pub fn load_run(run_dir: &RunDir, notes: &Notes) -> Result<RunResults> {
 
 /// [`load_run`] with `--set` overrides applied to the stored config.
 pub fn load_run_with(run_dir: &RunDir, set: &[String], notes: &Notes) -> Result<RunResults> {
+    let (plan, manifest) = load_plan(run_dir, set)?;
+    // Offline: stored judge verdicts are used, the judge is never called.
+    score_run(&plan, run_dir, Some(manifest), None, notes)
+}
+
+/// A run directory's plan as its manifest records it (config with `set` applied, dataset checked
+/// against the recorded hash), and the manifest: what [`load_run_with`] scores.
+pub fn load_plan(run_dir: &RunDir, set: &[String]) -> Result<(Plan, Manifest)> {
     let manifest = run_dir.read_manifest()?;
     let where_ = run_dir.manifest_path();
     let raw_kept = manifest.config["evaluation"]["save_raw_responses"].as_bool() != Some(false);
@@ -941,8 +949,7 @@ pub fn load_run_with(run_dir: &RunDir, set: &[String], notes: &Notes) -> Result<
         ))
         .into());
     }
-    // Offline: stored judge verdicts are used, the judge is never called.
-    score_run(&plan, run_dir, Some(manifest), None, notes)
+    Ok((plan, manifest))
 }
 
 /// Permission to call the LLM judge during scoring: its key and the shutdown that stops it.

@@ -48,7 +48,7 @@ fn search_line(model: &str, p: usize, s: u32) -> Value {
 
 /// Writes a run into `root/run`: model `sample` samples 2 choices per request (usage 10 + 30 per
 /// request, 1 s each), model `search` searches; `with_search = false` drops the `search` fields.
-fn write_run(root: &Path, sample: &str, search: &str, with_search: bool) -> PathBuf {
+pub(crate) fn write_run(root: &Path, sample: &str, search: &str, with_search: bool) -> PathBuf {
     use sha2::{Digest, Sha256};
     let data = root.join("problems.jsonl");
     let lines: String = (0..PROBLEMS)

@@ -1,0 +1,290 @@
+//! `gpassk view`: a read-only local viewer over the run directories of one folder. It owns the
+//! served folder and what is cached of each run (plan, checkpoint offsets, scores), re-read when a
+//! file under the run changes; `data` builds what each page shows (also the JSON API), `page`
+//! renders it as HTML, `server` is the HTTP side.
+
+pub mod data;
+pub mod index;
+pub mod page;
+pub mod server;
+
+use crate::analysis::history::{discover, previous_run, RunEntry};
+use crate::plan::Plan;
+use crate::rundir::manifest::Manifest;
+use crate::rundir::RunDir;
+use crate::scoring::judge::JudgeVerdicts;
+use crate::scoring::{load_plan, score_run, RunResults};
+use index::{LineIndex, Stamp};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// Asked for something the served folder does not hold (or may not show).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A request the viewer refuses to read (a path that would leave the folder, a bad id).
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    /// A run that cannot be loaded: its own message.
+    #[error("{0}")]
+    Run(String),
+}
+
+/// The served folder: a results folder of run directories, or one run directory.
+pub struct Viewer {
+    root: PathBuf,
+    /// When the folder is one run: its name.
+    single: Option<String>,
+    runs: Mutex<HashMap<String, Arc<RunCache>>>,
+    history: Mutex<Option<(Vec<Stamp>, Arc<data::RunsView>)>>,
+}
+
+/// What is kept of one run between requests, each part with the stamps it was built from and
+/// its own lock (a problem page never waits for the run's scoring).
+#[derive(Default)]
+struct RunCache {
+    plan: Mutex<Option<(Stamp, Arc<Loaded>)>>,
+    indexes: Mutex<HashMap<String, LineIndex>>,
+    results: Mutex<Option<(Vec<Stamp>, Arc<RunResults>)>>,
+}
+
+/// A run's plan (problems, gold answers, grading settings) and manifest.
+pub struct Loaded {
+    pub dir: RunDir,
+    pub name: String,
+    pub plan: Plan,
+    pub manifest: Manifest,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A path segment naming a run: one plain file name (the request's own decoding done).
+pub fn plain_name(name: &str) -> Result<&str, ViewError> {
+    let bad = name.is_empty()
+        || name.starts_with('.')
+        || name.contains(['/', '\\', '\0'])
+        || name.len() > 255;
+    if bad {
+        return Err(ViewError::BadRequest(format!("not a run name: {name:?}")));
+    }
+    Ok(name)
+}
+
+impl Viewer {
+    /// Serves `dir`: a run directory, or a folder of them. A bad folder is refused here.
+    pub fn new(dir: &Path) -> Result<Viewer, crate::error::BadInput> {
+        let root = dir.canonicalize().map_err(|e| {
+            crate::error::BadInput::new(format!("{}: cannot open: {e}", dir.display()))
+        })?;
+        if !root.is_dir() {
+            return Err(crate::error::BadInput::new(format!(
+                "{}: not a folder (give a results folder or a run directory)",
+                dir.display()
+            )));
+        }
+        let single = RunDir::at(&root)
+            .is_run()
+            .then(|| root.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .flatten();
+        if single.is_none() {
+            discover(&root)?;
+        }
+        Ok(Viewer {
+            root,
+            single,
+            runs: Mutex::default(),
+            history: Mutex::default(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The runs served, oldest first, and why any was skipped.
+    pub fn entries(&self) -> (Vec<RunEntry>, Vec<String>) {
+        if self.single.is_some() {
+            let dir = RunDir::at(&self.root);
+            return match dir.read_manifest() {
+                Ok(manifest) => (vec![RunEntry { dir, manifest }], Vec::new()),
+                Err(e) => (Vec::new(), vec![e.0]),
+            };
+        }
+        let (entries, skipped) = discover(&self.root).unwrap_or_default();
+        let inside = entries.into_iter().filter(|e| self.confined(e.dir.path()));
+        (inside.collect(), skipped)
+    }
+
+    /// Whether `path` resolves (symlinks followed) inside the served folder.
+    fn confined(&self, path: &Path) -> bool {
+        path.canonicalize().is_ok_and(|p| p.starts_with(&self.root))
+    }
+
+    /// The run directory named `name`, found among those served (never joined from the name).
+    pub fn find(&self, name: &str) -> Result<RunDir, ViewError> {
+        plain_name(name)?;
+        if self.single.as_deref() == Some(name) {
+            return Ok(RunDir::at(&self.root));
+        }
+        let found = RunDir::runs_under(&self.root).ok().and_then(|f| {
+            f.runs
+                .into_iter()
+                .map(|(d, _)| d)
+                .find(|d| d.path().file_name().is_some_and(|n| n == name))
+        });
+        match found {
+            Some(d) if self.single.is_none() && self.confined(d.path()) => Ok(d),
+            _ => Err(ViewError::NotFound(format!("run {name}"))),
+        }
+    }
+
+    fn cache(&self, name: &str) -> Arc<RunCache> {
+        lock(&self.runs)
+            .entry(name.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// A run's plan, loaded once per manifest version.
+    pub fn loaded(&self, name: &str) -> Result<Arc<Loaded>, ViewError> {
+        let dir = self.find(name)?;
+        let stamp = Stamp::of(&dir.manifest_path());
+        let cache = self.cache(name);
+        let mut cached = lock(&cache.plan);
+        if let Some((s, l)) = &*cached {
+            if *s == stamp {
+                return Ok(l.clone());
+            }
+        }
+        let (plan, manifest) =
+            load_plan(&dir, &[]).map_err(|e| ViewError::Run(crate::error::render(&e)))?;
+        let loaded = Arc::new(Loaded {
+            dir,
+            name: name.to_string(),
+            plan,
+            manifest,
+        });
+        *cached = Some((stamp, loaded.clone()));
+        Ok(loaded)
+    }
+
+    /// The stamps of every file scoring reads: a new line anywhere rescores.
+    fn stamps(l: &Loaded) -> Vec<Stamp> {
+        let mut out = vec![Stamp::of(&l.dir.manifest_path())];
+        for m in &l.plan.settings.models {
+            out.push(Stamp::of(&l.dir.checkpoint(&m.name)));
+            out.push(Stamp::of(&l.dir.grades(&m.name)));
+        }
+        out
+    }
+
+    /// A run scored as `gpassk report` scores it, again only when one of its files changed.
+    pub fn results(&self, name: &str) -> Result<(Arc<Loaded>, Arc<RunResults>), ViewError> {
+        let loaded = self.loaded(name)?;
+        let stamps = Self::stamps(&loaded);
+        let cache = self.cache(name);
+        let mut cached = lock(&cache.results);
+        if let Some((s, r)) = &*cached {
+            if *s == stamps {
+                return Ok((loaded, r.clone()));
+            }
+        }
+        let (notes, _said) = crate::util::Notes::collect();
+        let results = score_run(
+            &loaded.plan,
+            &loaded.dir,
+            Some(loaded.manifest.clone()),
+            None,
+            &notes,
+        )
+        .map_err(|e| ViewError::Run(crate::error::render(&e)))?;
+        let results = Arc::new(results);
+        *cached = Some((stamps, results.clone()));
+        Ok((loaded, results))
+    }
+
+    /// Calls `f` with the up-to-date offset index of one model's checkpoint.
+    pub fn with_index<T>(
+        &self,
+        loaded: &Loaded,
+        model: &str,
+        f: impl FnOnce(&LineIndex, &Path) -> T,
+    ) -> Result<T, ViewError> {
+        let path = loaded.dir.checkpoint(model);
+        let cache = self.cache(&loaded.name);
+        let mut indexes = lock(&cache.indexes);
+        let index = indexes.entry(model.to_string()).or_default();
+        index
+            .refresh(&path)
+            .map_err(|e| ViewError::Run(e.to_string()))?;
+        Ok(f(index, &path))
+    }
+
+    /// A model's stored judge verdicts, when the run's grader uses the judge.
+    pub fn verdicts(&self, loaded: &Loaded, model: &str) -> Option<JudgeVerdicts> {
+        let mode = loaded.plan.settings.evaluation.grader;
+        loaded.plan.settings.judge.as_ref()?;
+        if mode == crate::config::GraderMode::Rule {
+            return None;
+        }
+        JudgeVerdicts::load(&loaded.dir.grades(model), mode).ok()
+    }
+
+    /// The run before `name` from the same config on the same data, when it is served too.
+    pub fn previous(&self, name: &str) -> Option<String> {
+        if self.single.is_some() {
+            return None; // the folder around one run is not served
+        }
+        let dir = self.find(name).ok()?;
+        let prev = previous_run(dir.path()).ok()??;
+        let prev_name = prev.file_name()?.to_string_lossy().into_owned();
+        self.find(&prev_name).ok().map(|_| prev_name)
+    }
+
+    /// The runs page's data, rebuilt when any manifest or checkpoint changed.
+    pub fn runs_view(&self) -> Arc<data::RunsView> {
+        let (entries, skipped) = self.entries();
+        let mut stamps: Vec<Stamp> = Vec::new();
+        for e in &entries {
+            stamps.push(Stamp::of(&e.dir.manifest_path()));
+            for m in e.manifest.models.keys() {
+                stamps.push(Stamp::of(&e.dir.checkpoint(m)));
+            }
+        }
+        let mut cached = lock(&self.history);
+        if let Some((s, v)) = &*cached {
+            if *s == stamps {
+                return v.clone();
+            }
+        }
+        let view = Arc::new(data::runs_view(self, &entries, skipped));
+        *cached = Some((stamps, view.clone()));
+        view
+    }
+}
+
+impl Viewer {
+    /// A token that changes when any file the pages read changes: of one run, or of them all.
+    /// The pages' script polls it and reloads on a change (a run still being sampled grows).
+    pub fn stamp(&self, run: Option<&str>) -> Result<String, ViewError> {
+        use std::hash::{Hash, Hasher};
+        let dirs = match run {
+            Some(name) => vec![self.find(name)?],
+            None => self.entries().0.into_iter().map(|e| e.dir).collect(),
+        };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for dir in &dirs {
+            Stamp::of(&dir.manifest_path()).hash(&mut h);
+            let models = dir.read_manifest().map(|m| m.models).unwrap_or_default();
+            for m in models.keys() {
+                Stamp::of(&dir.checkpoint(m)).hash(&mut h);
+                Stamp::of(&dir.grades(m)).hash(&mut h);
+            }
+        }
+        Ok(format!("{:016x}", h.finish()))
+    }
+}
