@@ -341,6 +341,9 @@ pub struct Client {
     /// `url` parsed once (None when it does not parse: each request then fails as reqwest says).
     parsed_url: Option<reqwest::Url>,
     key: Option<ApiKey>,
+    /// The key's `Authorization` value, built once (marked sensitive, so never printed); None
+    /// without a key or when the key is no valid header value (each request then fails as reqwest says).
+    bearer: Option<reqwest::header::HeaderValue>,
     max_body: u64,
     /// Ask for and read server-sent events, the whole request ending after this long.
     stream_deadline: Option<Duration>,
@@ -375,11 +378,17 @@ impl Client {
                 message: format!("cannot build HTTP client: {e}"),
                 retry_after: None,
             })?;
+        let bearer = key.as_ref().and_then(|k| {
+            let mut v = reqwest::header::HeaderValue::try_from(format!("Bearer {}", k.0)).ok()?;
+            v.set_sensitive(true);
+            Some(v)
+        });
         Ok(Client {
             http,
             parsed_url: reqwest::Url::parse(&url).ok(),
             url,
             key,
+            bearer,
             max_body,
             stream_deadline,
         })
@@ -471,11 +480,15 @@ impl Client {
             Some(u) => self.http.post(u.clone()),
             None => self.http.post(&self.url),
         };
+        // Header values that need no parsing or copying per request.
+        let json = reqwest::header::HeaderValue::from_static("application/json");
         let mut req = req
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::CONTENT_TYPE, json)
             .body(payload);
-        if let Some(k) = &self.key {
-            req = req.bearer_auth(&k.0);
+        match (&self.bearer, &self.key) {
+            (Some(v), _) => req = req.header(reqwest::header::AUTHORIZATION, v.clone()),
+            (None, Some(k)) => req = req.bearer_auth(&k.0),
+            (None, None) => {}
         }
         let resp = req
             .send()
