@@ -5,46 +5,12 @@
 pub mod rows;
 pub mod schema;
 
+pub use crate::config::store::StoreUrl;
 use crate::error::BadInput;
 use crate::scoring::RunResults;
 use rows::{Row, Value};
 
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
-use std::path::PathBuf;
-
-/// Where the results go: `sqlite:PATH` (a file, created with its folder on first use).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreUrl {
-    Sqlite(PathBuf),
-}
-
-impl StoreUrl {
-    /// Reads a store URL; `what` names where it came from (`[store] url`, `--db`) for errors.
-    pub fn parse(url: &str, what: &str) -> Result<StoreUrl, BadInput> {
-        if let Some(path) = url.strip_prefix("sqlite:") {
-            let path = path.strip_prefix("//").unwrap_or(path);
-            if path.is_empty() {
-                return Err(BadInput(format!(
-                    "{what}: `sqlite:` needs a file path, as in sqlite:results/gpassk.db"
-                )));
-            }
-            return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
-        }
-        let scheme = url.split(':').next().unwrap_or("");
-        Err(BadInput(format!(
-            "{what}: unknown store `{}`: expected sqlite:PATH",
-            crate::util::printable(scheme)
-        )))
-    }
-}
-
-impl std::fmt::Display for StoreUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreUrl::Sqlite(p) => write!(f, "sqlite:{}", p.display()),
-        }
-    }
-}
 
 /// What a push did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -155,3 +155,52 @@ fn a_newer_schema_and_bad_urls_are_refused_with_one_line() {
         );
     }
 }
+
+#[test]
+fn a_run_with_a_store_pushes_when_it_ends_and_a_failed_push_keeps_the_run() {
+    let env = Fixture::new(&sums(4)).with_server(FakeServer::builder().responder(smart_reply));
+    let db = env.path().join("db/results.db");
+    let models = format!("[store]\nurl = \"sqlite:{}\"\n{TWO_MODELS}", db.display());
+    configure(&env, "n = 2", &models, "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(both(&out).contains("stored in sqlite:"), "{}", both(&out));
+    let runs = csv_rows(&stdout(&store(&["export", "runs"], &db)));
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "complete");
+
+    // A store that cannot be opened: the run is kept whole, the way to push it again is given.
+    let blocker = env.write("blocker", "a file, not a folder");
+    let models = format!(
+        "[store]\nurl = \"sqlite:{}/x.db\"\n{TWO_MODELS}",
+        blocker.display()
+    );
+    configure(&env, "n = 2", &models, "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let text = both(&out);
+    assert!(
+        text.contains("the run directory is intact; push it with"),
+        "{text}"
+    );
+    assert!(text.contains("gpassk store push "), "{text}");
+    let newest = crate::common::run_dirs(&env.path().join("results"));
+    let last = newest.last().unwrap();
+    assert!(last.join("report.md").exists() && last.join("manifest.json").exists());
+}
+
+#[test]
+fn a_store_table_without_a_url_or_with_an_unknown_key_is_bad_input() {
+    let env = Fixture::new(&sums(2));
+    for (table, field) in [
+        ("[store]\n", "store.url"),
+        ("[store]\nurl = \"sqlite:x.db\"\nuser = \"me\"\n", "user"),
+    ] {
+        configure(&env, "n = 2", &format!("{table}{TWO_MODELS}"), "");
+        let out = run(&env, &["--dry-run"]);
+        assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+        let err = crate::common::stderr(&out);
+        assert!(err.contains(field), "{field}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
