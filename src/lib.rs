@@ -24,6 +24,7 @@ pub mod search;
 
 pub mod analysis;
 pub mod report;
+pub mod store;
 
 pub mod view;
 

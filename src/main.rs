@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         Command::View(args) => commands::view::run(args),
         Command::Audit(args) => commands::audit::run(args),
         Command::Merge(args) => commands::merge::run(args),
+        Command::Store(args) => commands::store::run(args),
         Command::Exec(args) => commands::exec::run(args),
         Command::Completions(args) => commands::completions::completions(args, Cli::command()),
         Command::Man(args) => commands::completions::man(args, Cli::command()),

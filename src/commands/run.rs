@@ -116,6 +116,10 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
             println!("== task {} ==", task_label(plan));
         }
         let (dir, status) = run_task(&args, plan)?;
+        let status = match &plan.settings.store {
+            Some(store) if args.export_batch.is_none() => push_at_end(&store.url, &dir, status),
+            _ => status,
+        };
         ran.push((task_label(plan), dir));
         if status == ExitStatus::Interrupted {
             return Ok(status);
@@ -131,6 +135,36 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         }
     }
     Ok(worst)
+}
+
+/// Pushes a run that ended (complete, partial or interrupted: the store records which) to the
+/// `[store]` database. A failed push leaves the run directory as it is, says how to push it
+/// again, and makes a successful run exit 1 so a scheduled job notices.
+fn push_at_end(url: &crate::store::StoreUrl, dir: &RunDir, status: ExitStatus) -> ExitStatus {
+    let pushed = (|| -> Result<crate::store::Pushed> {
+        let results = crate::scoring::load_run(dir, &super::stderr_notes())?;
+        crate::store::Store::open(url)?.push(&results)
+    })();
+    match pushed {
+        Ok(_) => {
+            eprintln!("stored in {url}");
+            status
+        }
+        Err(e) => {
+            eprintln!(
+                "warning: not stored in {url}: {}
+the run directory is intact; push it with:
+  gpassk store push {} --db {url}",
+                crate::error::render(&e),
+                dir.display()
+            );
+            if status == ExitStatus::Success {
+                ExitStatus::Failure
+            } else {
+                status
+            }
+        }
+    }
 }
 
 /// A task's name for summaries: its `task_name`, else its position in the settings file.

@@ -9,6 +9,7 @@ pub mod raw;
 mod search;
 mod settings;
 pub mod settings_json;
+pub mod store;
 
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 pub use search::{

@@ -20,6 +20,16 @@ pub struct RawConfig {
     /// MCTS parameters for models with `strategy = "mcts"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<RawSearch>,
+    /// The results database a run pushes to when it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<RawStore>,
+}
+
+/// The `[store]` table; see `config::store::StoreSettings`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStore {
+    pub url: Option<String>,
 }
 
 /// The `[search]` table (and a model's `[models.search]` override); see `config::SearchSettings`.

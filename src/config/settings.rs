@@ -30,6 +30,8 @@ pub struct RunSettings {
     pub task_file: Option<super::settings_json::TaskFile>,
     /// The `--set KEY=VALUE` overrides applied, as given.
     pub overrides: Vec<String>,
+    /// `[store]`: where the run is pushed when it ends.
+    pub store: Option<super::store::StoreSettings>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -315,6 +317,22 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSett
             "needs a [judge] table (model_id, base_url, ...)",
         ));
     }
+    let store = match &raw.store {
+        None => None,
+        Some(s) => {
+            let url = s.url.as_deref().ok_or_else(|| {
+                cx.err(
+                    "store",
+                    None,
+                    "url",
+                    "missing: sqlite:PATH, as in sqlite:results/gpassk.db",
+                )
+            })?;
+            let url = super::store::StoreUrl::parse(url, "url")
+                .map_err(|e| cx.err("store", None, "url", e.0.trim_start_matches("url: ")))?;
+            Some(super::store::StoreSettings { url })
+        }
+    };
     Ok(RunSettings {
         config_path: path.to_path_buf(),
         config_hash: hex(&Sha256::digest(text.as_bytes())),
@@ -324,6 +342,7 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSett
         judge,
         task_file: None,
         overrides: Vec::new(),
+        store,
     })
 }
 

@@ -26,7 +26,7 @@ impl Exporter for MetricsCsv {
 
 /// A cell a spreadsheet would run as a formula (`= + - @`, tab, CR at the start) gets a leading
 /// `'`, as OWASP advises; numbers (`-0.5`, `1e-3`) are left as they are. JSON keeps raw values.
-pub(super) fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
+pub fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
     let risky = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
     if risky && !is_number(cell) {
         format!("'{cell}").into()

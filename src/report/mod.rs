@@ -18,7 +18,7 @@ mod per_problem;
 mod table;
 mod tabular;
 
-pub use self::csv::MetricsCsv;
+pub use self::csv::{safe_cell as csv_cell, MetricsCsv};
 pub use self::failures::{failures, failures_block, failures_text, Advice, Failure, Hit};
 pub(crate) use self::html::esc;
 pub use self::html::HtmlReport;

@@ -30,6 +30,7 @@ mod sandbox;
 mod search_config;
 mod search_run;
 mod settings_json;
+mod store;
 mod streaming;
 mod terminal;
 mod view;

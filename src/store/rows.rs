@@ -1,0 +1,223 @@
+//! A scored run as the store's rows: one builder per table from the run's manifest and results,
+//! and a digest of them all, so pushing the same content twice writes nothing.
+
+use crate::report::metric_label;
+use crate::rundir::manifest::Manifest;
+use crate::scoring::{ModelScore, RunResults};
+use sha2::{Digest, Sha256};
+
+/// One cell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+}
+
+impl Value {
+    fn text(s: impl Into<String>) -> Value {
+        Value::Text(s.into())
+    }
+
+    fn opt_text(s: Option<impl Into<String>>) -> Value {
+        s.map_or(Value::Null, |s| Value::Text(s.into()))
+    }
+
+    fn int(n: impl TryInto<i64>) -> Value {
+        n.try_into().map_or(Value::Null, Value::Int)
+    }
+
+    fn real(v: Option<f64>) -> Value {
+        v.filter(|v| v.is_finite()).map_or(Value::Null, Value::Real)
+    }
+}
+
+/// A row: its columns by name, in the table's order.
+pub type Row = Vec<(&'static str, Value)>;
+
+/// Every row of one run, by table.
+pub struct RunRows {
+    pub runs: Vec<Row>,
+    pub run_models: Vec<Row>,
+    pub metric_values: Vec<Row>,
+    pub problem_counts: Vec<Row>,
+    /// Over every row but its own column: equal for equal content.
+    pub content_sha256: String,
+}
+
+impl RunRows {
+    /// The tables in the order they are written (parents first).
+    pub fn tables(&self) -> [(&'static str, &[Row]); 4] {
+        [
+            ("runs", &self.runs),
+            ("run_models", &self.run_models),
+            ("metric_values", &self.metric_values),
+            ("problem_counts", &self.problem_counts),
+        ]
+    }
+}
+
+/// The rows of a scored run; its manifest must be loaded with it (as `load_run` does).
+pub fn of_run(results: &RunResults) -> anyhow::Result<RunRows> {
+    let manifest = results
+        .manifest
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("run {}: no manifest loaded", results.run_id))?;
+    let mut rows = RunRows {
+        runs: Vec::new(),
+        run_models: Vec::new(),
+        metric_values: Vec::new(),
+        problem_counts: Vec::new(),
+        content_sha256: String::new(),
+    };
+    for m in &results.models {
+        rows.run_models.push(model_row(manifest, m));
+        rows.metric_values.extend(metric_rows(&results.run_id, m));
+        rows.problem_counts.extend(problem_rows(&results.run_id, m));
+    }
+    let mut run = run_row(manifest)?;
+    let mut hash = Sha256::new();
+    for (_, table) in rows.tables() {
+        for row in table {
+            digest_row(&mut hash, row);
+        }
+    }
+    digest_row(&mut hash, &run);
+    rows.content_sha256 = format!("{:x}", hash.finalize());
+    run.push(("content_sha256", Value::text(&rows.content_sha256)));
+    rows.runs.push(run);
+    Ok(rows)
+}
+
+fn digest_row(hash: &mut Sha256, row: &Row) {
+    for (column, value) in row {
+        hash.update(column.as_bytes());
+        let cell = match value {
+            Value::Null => "\u{0}null".to_string(),
+            Value::Int(v) => format!("i{v}"),
+            Value::Real(v) => format!("r{}", v.to_bits()),
+            Value::Text(s) => format!("t{}:{s}", s.len()),
+        };
+        hash.update(cell.as_bytes());
+    }
+    hash.update(b"\n");
+}
+
+fn run_row(m: &Manifest) -> anyhow::Result<Row> {
+    let (mode, judge) = m.grading();
+    let grader = judge.map_or(mode.clone(), |j| format!("{mode} ({j})"));
+    let imported = m.imported.as_ref().map(serde_json::to_string).transpose()?;
+    Ok(vec![
+        ("run_id", Value::text(&m.run_id)),
+        ("created_at", Value::text(&m.created_at)),
+        ("finished_at", Value::opt_text(m.finished_at.clone())),
+        ("status", Value::text(m.status.as_str())),
+        ("dataset_name", Value::text(&m.dataset.name)),
+        ("dataset_sha256", Value::text(&m.dataset.sha256)),
+        ("config_hash", Value::text(&m.config_hash)),
+        ("prompt_hash", Value::text(&m.prompt_hash)),
+        ("grader", Value::text(grader)),
+        ("harness_version", Value::text(&m.harness)),
+        ("harness_commit", Value::opt_text(m.git_commit.clone())),
+        ("task", Value::opt_text(m.task_name.clone())),
+        ("imported", Value::opt_text(imported)),
+        ("manifest", Value::text(serde_json::to_string(m)?)),
+    ])
+}
+
+fn model_row(manifest: &Manifest, m: &ModelScore) -> Row {
+    let mm = manifest.models.get(&m.name);
+    let json = |v: serde_json::Value| Value::text(v.to_string());
+    let cost = mm.and_then(|mm| mm.cost.as_ref());
+    vec![
+        ("run_id", Value::text(&manifest.run_id)),
+        ("model", Value::text(&m.name)),
+        ("model_id", Value::text(&m.model_id)),
+        (
+            "status",
+            Value::text(mm.map_or("pending", |mm| mm.status.as_str())),
+        ),
+        ("error", Value::opt_text(mm.and_then(|mm| mm.error.clone()))),
+        ("n", Value::int(m.n)),
+        (
+            "units_planned",
+            Value::int(mm.map_or(0, |mm| mm.units_planned)),
+        ),
+        ("ok", Value::int(mm.map_or(0, |mm| mm.ok))),
+        ("truncated", Value::int(mm.map_or(0, |mm| mm.truncated))),
+        ("api_error", Value::int(mm.map_or(0, |mm| mm.api_error))),
+        ("correct", Value::int(m.correct)),
+        ("wrong", Value::int(m.wrong)),
+        ("no_answer", Value::int(m.no_answer)),
+        ("missing", Value::int(m.missing)),
+        ("served_models", json(serde_json::json!(m.served_models))),
+        (
+            "system_fingerprints",
+            json(serde_json::json!(mm.map(|mm| &mm.system_fingerprints))),
+        ),
+        ("cost_total", Value::real(cost.map(|c| c.total))),
+        (
+            "cost_currency",
+            Value::opt_text(cost.map(|c| c.currency.clone())),
+        ),
+    ]
+}
+
+fn metric_rows(run_id: &str, m: &ModelScore) -> Vec<Row> {
+    m.estimates
+        .iter()
+        .map(|e| {
+            let exact = e.exact.as_ref();
+            vec![
+                ("run_id", Value::text(run_id)),
+                ("model", Value::text(&m.name)),
+                ("metric", Value::text(metric_label(&e.metric))),
+                ("family", Value::text(e.metric.family())),
+                ("k", Value::opt_int(e.metric.k())),
+                ("tau", Value::opt_text(e.metric.tau().map(|t| t.text()))),
+                // '' for the whole dataset: a key column cannot be NULL in both databases.
+                ("subset", Value::text(e.subset.clone().unwrap_or_default())),
+                ("value", Value::real(e.value)),
+                ("ci_low", Value::real(e.ci.map(|c| c.0))),
+                ("ci_high", Value::real(e.ci.map(|c| c.1))),
+                ("problems", Value::int(e.problems)),
+                (
+                    "exact_numerator",
+                    Value::opt_text(exact.map(|x| x.numer().to_string())),
+                ),
+                (
+                    "exact_denominator",
+                    Value::opt_text(exact.map(|x| x.denom().to_string())),
+                ),
+            ]
+        })
+        .collect()
+}
+
+fn problem_rows(run_id: &str, m: &ModelScore) -> Vec<Row> {
+    m.problems
+        .iter()
+        .zip(&m.votes)
+        .map(|(p, v)| {
+            vec![
+                ("run_id", Value::text(run_id)),
+                ("model", Value::text(&m.name)),
+                ("problem_id", Value::text(&p.id)),
+                ("subset", Value::opt_text(p.subset.clone())),
+                ("n", Value::int(p.n)),
+                ("c", Value::int(p.c)),
+                ("greedy", Value::opt_int(p.greedy.map(u8::from))),
+                ("voters", Value::int(v.voters)),
+                ("winners", Value::int(v.winners)),
+                ("winners_correct", Value::int(v.winners_correct)),
+            ]
+        })
+        .collect()
+}
+
+impl Value {
+    fn opt_int(n: Option<impl TryInto<i64>>) -> Value {
+        n.map_or(Value::Null, Value::int)
+    }
+}

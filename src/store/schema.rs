@@ -1,0 +1,87 @@
+//! The results database's schema: its migrations in order, each applied once and recorded, so a
+//! database says which version it holds and an older gpassk refuses a newer one.
+
+/// The schema version this gpassk writes and reads.
+pub const VERSION: i64 = 1;
+
+/// The statements that take a database from version `i` to `i + 1`, in order. Plain SQL that
+/// SQLite and PostgreSQL both read: TEXT, BIGINT, DOUBLE PRECISION; times as RFC 3339 text; exact
+/// values as numerator and denominator text (they outgrow every integer type).
+pub const MIGRATIONS: [&str; 1] = [V1];
+
+const V1: &str = "
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    dataset_name TEXT NOT NULL,
+    dataset_sha256 TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    grader TEXT NOT NULL,
+    harness_version TEXT NOT NULL,
+    harness_commit TEXT,
+    task TEXT,
+    imported TEXT,
+    manifest TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL
+);
+CREATE TABLE run_models (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    n BIGINT NOT NULL,
+    units_planned BIGINT NOT NULL,
+    ok BIGINT NOT NULL,
+    truncated BIGINT NOT NULL,
+    api_error BIGINT NOT NULL,
+    correct BIGINT NOT NULL,
+    wrong BIGINT NOT NULL,
+    no_answer BIGINT NOT NULL,
+    missing BIGINT NOT NULL,
+    served_models TEXT NOT NULL,
+    system_fingerprints TEXT NOT NULL,
+    cost_total DOUBLE PRECISION,
+    cost_currency TEXT,
+    PRIMARY KEY (run_id, model)
+);
+CREATE TABLE metric_values (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    family TEXT NOT NULL,
+    k BIGINT,
+    tau TEXT,
+    subset TEXT NOT NULL,
+    value DOUBLE PRECISION,
+    ci_low DOUBLE PRECISION,
+    ci_high DOUBLE PRECISION,
+    problems BIGINT NOT NULL,
+    exact_numerator TEXT,
+    exact_denominator TEXT,
+    PRIMARY KEY (run_id, model, metric, subset)
+);
+CREATE TABLE problem_counts (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    problem_id TEXT NOT NULL,
+    subset TEXT,
+    n BIGINT NOT NULL,
+    c BIGINT NOT NULL,
+    greedy BIGINT,
+    voters BIGINT NOT NULL,
+    winners BIGINT NOT NULL,
+    winners_correct BIGINT NOT NULL,
+    PRIMARY KEY (run_id, model, problem_id)
+);
+";
+
+/// The table that records which migrations a database has.
+pub const VERSION_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS gpassk_schema (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)";
+
+/// The tables `store export` writes, in the order a reader meets them.
+pub const TABLES: [&str; 4] = ["runs", "run_models", "metric_values", "problem_counts"];
