@@ -560,7 +560,6 @@ fn tally(
             greedy: (greedy && g >= WRONG).then_some(g == CORRECT),
         });
     }
-    let aggregate = aggregate(&problems, n as u64, inputs.ks, inputs.taus)?;
     let votes: Vec<Vote> = classes
         .iter()
         .map(|cs| {
@@ -568,26 +567,66 @@ fn tally(
             Vote::from_classes(&tally)
         })
         .collect();
-    let values = problem_values(&problems, &votes, inputs.ks, inputs.taus)?;
-    let estimates = estimates(&problems, &values, &aggregate, n as u64);
-    Ok(ModelScore {
+    let parts = ScoreParts {
         name: name.to_string(),
         model_id: model_id.to_string(),
         n,
         problems,
+        votes,
         correct,
         wrong,
         no_answer,
         truncated,
         missing,
         served_models: served,
-        aggregate,
-        votes,
-        values,
-        estimates,
-        effort: Effort::default(),
-        source: None,
-    })
+    };
+    ModelScore::from_parts(parts, inputs.ks, inputs.taus)
+}
+
+/// What a model's score rests on: per-problem counts and majority votes, and the unit tallies.
+/// The results database keeps these; every metric, value per problem and interval follows.
+#[derive(Debug, Clone)]
+pub struct ScoreParts {
+    pub name: String,
+    pub model_id: String,
+    pub n: u32,
+    pub problems: Vec<ProblemCounts>,
+    /// Aligned with `problems`.
+    pub votes: Vec<Vote>,
+    pub correct: u64,
+    pub wrong: u64,
+    pub no_answer: u64,
+    pub truncated: u64,
+    pub missing: u64,
+    pub served_models: BTreeMap<String, u64>,
+}
+
+impl ModelScore {
+    /// A model's score from its parts, exactly as grading its samples gives it (without the
+    /// effort and the source's verdicts, which the parts do not hold).
+    pub fn from_parts(p: ScoreParts, ks: &[u64], taus: &[Tau]) -> Result<ModelScore> {
+        let aggregate = aggregate(&p.problems, u64::from(p.n), ks, taus)?;
+        let values = problem_values(&p.problems, &p.votes, ks, taus)?;
+        let estimates = estimates(&p.problems, &values, &aggregate, u64::from(p.n));
+        Ok(ModelScore {
+            name: p.name,
+            model_id: p.model_id,
+            n: p.n,
+            problems: p.problems,
+            correct: p.correct,
+            wrong: p.wrong,
+            no_answer: p.no_answer,
+            truncated: p.truncated,
+            missing: p.missing,
+            served_models: p.served_models,
+            aggregate,
+            votes: p.votes,
+            values,
+            estimates,
+            effort: Effort::default(),
+            source: None,
+        })
+    }
 }
 
 /// One unit's grade, as the tally needs it.
