@@ -32,3 +32,4 @@ mod search_run;
 mod settings_json;
 mod streaming;
 mod terminal;
+mod verify;
