@@ -16,6 +16,7 @@ pub mod merge;
 pub mod report;
 pub mod run;
 pub mod score;
+pub mod verify;
 
 use crate::report::TableFormat;
 use crate::util::Shutdown;

@@ -1,8 +1,12 @@
 //! The process reward model as verifier: the `[verifier]` table (defaults, errors naming the
-//! field, exit 2).
+//! field, exit 2) and `gpassk verify` against the fake server's `/pooling` (stored step scores,
+//! unreadable replies counted, no call asked twice, an interrupted pass resumed).
 
-use crate::common::{Fixture, Toml};
+use crate::common::{gpassk, stderr, Fixture, Toml};
+use crate::run_fake::{configure, run, sums, KEY, ONE_MODEL};
+use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply, STEP_TAG};
 use gpassk::config::{self, Aggregation, RewardMode, DEFAULT_MAX_STEPS};
+use serde_json::{json, Value};
 use std::path::Path;
 
 const BASE: &str = r#"[api]
@@ -99,4 +103,165 @@ fn a_bad_verifier_table_exits_2_before_anything_runs() {
         e.contains("config.toml:") && e.contains("`verifier.aggregation`: \"median\""),
         "{e}"
     );
+}
+
+/// Two steps; problem p1 (3+4) always answers 99, which the PRM below cannot read.
+fn two_step_reply(r: &Recorded) -> Reply {
+    let q = r.user_text().unwrap_or_default();
+    let answer = if q.contains("3+4") { 99 } else { 3 };
+    let choices = (0..r.n())
+        .map(|_| {
+            ChoiceReply::stop(format!(
+                "Step 1: add the numbers.\nStep 2: so the answer is \\boxed{{{answer}}}."
+            ))
+        })
+        .collect();
+    Reply::with_choices(choices)
+}
+
+/// One `[p_bad, p_good]` per step tag (0.7, then 0.6); no rows at all for an answer of 99.
+fn prm_rows(r: &Recorded) -> Value {
+    let text = r.pooled_text().unwrap_or_default();
+    if text.contains("boxed{99}") {
+        return json!([]);
+    }
+    let tags = text.matches(STEP_TAG).count();
+    (0..tags)
+        .map(|i| json!([0.3 + 0.1 * i as f64, 0.7 - 0.1 * i as f64]))
+        .collect()
+}
+
+fn verify(env: &Fixture, run_dir: &Path) -> std::process::Output {
+    gpassk()
+        .args(["verify", run_dir.to_str().unwrap(), "--config"])
+        .arg(env.file("config.toml"))
+        .env("GPASSK_TEST_KEY", KEY)
+        .output()
+        .unwrap()
+}
+
+fn stored(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn verify_scores_every_sample_once_and_resumes() {
+    let env = Fixture::new(&sums(2)).with_server(
+        FakeServer::builder()
+            .responder(two_step_reply)
+            .pooling_responder(prm_rows),
+    );
+    let cfg = configure(&env, "n = 3\ngreedy = false", ONE_MODEL, "");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("[verifier]\nreward_model_id = \"prm\"\nreward_mode = \"pooling\"\n");
+    std::fs::write(&cfg, text).unwrap();
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_dir = env.run_dir();
+    let server = env.server();
+    assert_eq!(
+        server.hits("POST", "/pooling"),
+        0,
+        "a run without --verify asks no PRM"
+    );
+
+    let out = verify(&env, &run_dir);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains(
+            "m1: 3 scored, 3 unreadable (no score, never read as 0), 0 failed, 0 already stored"
+        ),
+        "{e}"
+    );
+    assert_eq!(server.hits("POST", "/pooling"), 6);
+    let file = run_dir.join("verifier/m1.jsonl");
+    let lines = stored(&file);
+    assert_eq!(lines.len(), 6);
+    for l in &lines {
+        assert_eq!(l["steps"], 2, "{l}");
+        assert_eq!(l["verifier_model"], "prm");
+        if l["problem_id"] == "p0" {
+            assert_eq!(l["scores"], json!([0.7, 0.6]), "{l}");
+        } else {
+            assert_eq!(
+                l["scores"],
+                Value::Null,
+                "unreadable is no score, not 0: {l}"
+            );
+            assert!(
+                l["unparsed"].as_str().is_some_and(|u| u.contains("data")),
+                "{l}"
+            );
+        }
+    }
+    let raw = std::fs::read_to_string(&file).unwrap();
+    assert!(!raw.contains(KEY), "the key is never written");
+    for r in server.requests().iter().filter(|r| r.is_pooling()) {
+        assert_eq!(r.model(), Some("prm"));
+    }
+
+    // Scoring again asks nothing: every sample is stored, the unreadable ones too.
+    let out = verify(&env, &run_dir);
+    let e = stderr(&out);
+    assert!(
+        e.contains(
+            "0 scored, 0 unreadable (no score, never read as 0), 0 failed, 6 already stored"
+        ),
+        "{e}"
+    );
+    assert_eq!(server.hits("POST", "/pooling"), 6);
+
+    // An interrupted pass kept only what it stored: the rest is asked once more, nothing twice.
+    let kept: String = raw.lines().take(4).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, kept).unwrap();
+    let out = verify(&env, &run_dir);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(e.contains("0 failed, 4 already stored"), "{e}");
+    assert_eq!(server.hits("POST", "/pooling"), 8);
+    let lines = stored(&file);
+    assert_eq!(lines.len(), 6);
+    let mut keys: Vec<(String, u64)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["problem_id"].as_str().unwrap().to_string(),
+                l["sample_index"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 6, "each sample stored once: {keys:?}");
+}
+
+#[test]
+fn verify_needs_a_verifier_table_and_the_key() {
+    let env = Fixture::new(&sums(1)).with_server(FakeServer::builder().responder(two_step_reply));
+    let cfg = configure(&env, "n = 1\ngreedy = false", ONE_MODEL, "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_dir = env.run_dir();
+    let out = verify(&env, &run_dir);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no [verifier] table"),
+        "{}",
+        stderr(&out)
+    );
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str(
+        "[verifier]\nreward_model_id = \"prm\"\nreward_api_key_env = \"GPASSK_PRM_KEY_UNSET\"\n",
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = verify(&env, &run_dir);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("GPASSK_PRM_KEY_UNSET is not set"), "{e}");
+    assert!(!run_dir.join("verifier").exists());
 }
