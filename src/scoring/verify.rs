@@ -60,10 +60,13 @@ pub struct StoredScores {
     pub scored_at: String,
 }
 
+/// A stored entry: the response hash it scored, and its step scores (None: unreadable).
+type Entry = (String, Option<Vec<f64>>);
+
 /// Stored step scores of one model's samples, by (problem, sample).
 #[derive(Debug, Clone, Default)]
 pub struct VerifierScores {
-    map: HashMap<(String, i64), (String, Option<Vec<f64>>)>,
+    map: HashMap<(String, i64), Entry>,
 }
 
 impl VerifierScores {

@@ -16,7 +16,7 @@ fn random_problem(state: &mut u64, n: usize) -> Vec<Sample> {
     const SCORES: [f64; 7] = [0.0, 0.25, 0.5, 0.75, 1.0, 0.1, 0.3];
     (0..n)
         .map(|_| Sample {
-            correct: lcg(state) % 2 == 0,
+            correct: lcg(state).is_multiple_of(2),
             class: match lcg(state) % 5 {
                 0 => None,
                 c => Some(c % 4),
