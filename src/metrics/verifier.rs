@@ -89,7 +89,8 @@ pub struct VoteBudget {
     pub exact_subsets: u64,
     /// Random subsets drawn otherwise.
     pub draws: u64,
-    /// Seed of the draws; mixed with n and N so each (problem size, N) has its own stream.
+    /// Seed of the draws; mixed with N and the problem's samples, so problems draw independent
+    /// streams and the same problem always draws the same one.
     pub seed: u64,
 }
 
@@ -160,7 +161,7 @@ pub fn majority_at(
 ) -> Result<Option<Estimate>, VerifierError> {
     check(samples, size, false)?;
     let ones = vec![1u32; samples.len()];
-    Ok(Ballots::new(samples).estimate(&ones, size, budget))
+    Ok(Ballots::new(samples).estimate((&ones, samples), size, budget))
 }
 
 /// `wmaj@N` of one problem; None when N exceeds the problem's n.
@@ -172,8 +173,8 @@ pub fn weighted_majority_at(
     check(samples, size, true)?;
     let ballots = Ballots::new(samples);
     Ok(match exact_weights(samples, size) {
-        Weights::Small(w) => ballots.estimate(&w, size, budget),
-        Weights::Big(w) => ballots.estimate(&w, size, budget),
+        Weights::Small(w) => ballots.estimate((&w, samples), size, budget),
+        Weights::Big(w) => ballots.estimate((&w, samples), size, budget),
     })
 }
 
@@ -261,7 +262,12 @@ impl Ballots {
         }
     }
 
-    fn estimate<W: Weight>(&self, w: &[W], size: u64, budget: &VoteBudget) -> Option<Estimate> {
+    fn estimate<W: Weight>(
+        &self,
+        (w, samples): (&[W], &[Sample]),
+        size: u64,
+        budget: &VoteBudget,
+    ) -> Option<Estimate> {
         let n = self.class.len() as u64;
         if size > n {
             return None;
@@ -279,7 +285,7 @@ impl Ballots {
             }
             return Some(Estimate::Exact(outcomes.mean()));
         }
-        let mut rng = SplitMix64::new(budget.seed ^ n.rotate_left(32) ^ size);
+        let mut rng = SplitMix64::new(stream_seed(budget.seed, size, samples));
         let mut perm: Vec<usize> = (0..n as usize).collect();
         let mut outcomes = Outcomes::default();
         for _ in 0..budget.draws {
@@ -296,6 +302,18 @@ impl Ballots {
             draws: budget.draws,
         })
     }
+}
+
+/// The seed of one problem's draws at N: the budget's seed, N and every sample's correctness,
+/// class and score bits, folded through SplitMix64.
+fn stream_seed(seed: u64, size: u64, samples: &[Sample]) -> u64 {
+    let mut acc = SplitMix64::new(seed ^ size).next_u64();
+    for s in samples {
+        let class = s.class.map_or(u64::MAX, |c| c.rotate_left(1));
+        let mixed = acc ^ s.score.to_bits() ^ class ^ s.correct as u64;
+        acc = SplitMix64::new(mixed).next_u64();
+    }
+    acc
 }
 
 /// Advances `pick` (strictly increasing indices below n) to the next combination; false at the end.

@@ -190,6 +190,14 @@ fn sampled_estimates_are_seeded_and_near_the_exact_value() {
             .unwrap()
             .unwrap();
         assert_eq!(a, b, "the same seed gives the same estimate");
+        let other = VoteBudget {
+            seed: 10,
+            ..sampled
+        };
+        let c = weighted_majority_at(&samples, size, &other)
+            .unwrap()
+            .unwrap();
+        assert_ne!(a, c, "another seed draws other subsets");
         let Estimate::Sampled {
             std_error, draws, ..
         } = &a
