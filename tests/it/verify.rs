@@ -265,3 +265,61 @@ fn verify_needs_a_verifier_table_and_the_key() {
     assert!(e.contains("GPASSK_PRM_KEY_UNSET is not set"), "{e}");
     assert!(!run_dir.join("verifier").exists());
 }
+
+/// The policy's two-step samples, and a chat-judge PRM: 0.9 for step 1, 0.4 for step 2, and no
+/// number at all for problem p1 (3+4).
+fn judge_or_policy(r: &Recorded) -> Reply {
+    if r.model() != Some("prm") {
+        return two_step_reply(r);
+    }
+    let user = r.user_text().unwrap_or_default();
+    let text = if user.contains("3+4") {
+        "I cannot tell."
+    } else if user.contains("Score of step 2") {
+        "Score: 0.4"
+    } else {
+        "0.9"
+    };
+    Reply::with_choices(vec![ChoiceReply::stop(text.to_string())])
+}
+
+#[test]
+fn a_chat_judge_verifier_is_asked_once_per_step() {
+    let env = Fixture::new(&sums(2)).with_server(FakeServer::builder().responder(judge_or_policy));
+    let cfg = configure(&env, "n = 3\ngreedy = false", ONE_MODEL, "");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("[verifier]\nreward_model_id = \"prm\"\n");
+    std::fs::write(&cfg, text).unwrap();
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_dir = env.run_dir();
+    let prm_calls = |env: &Fixture| {
+        env.server()
+            .requests()
+            .iter()
+            .filter(|r| r.model() == Some("prm"))
+            .count()
+    };
+    let out = verify(&env, &run_dir);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(e.contains("m1: 3 scored, 3 unreadable"), "{e}");
+    // p0: 3 samples × 2 steps; p1: the first step's reply is unreadable, so 1 call each.
+    assert_eq!(prm_calls(&env), 9);
+    assert_eq!(env.server().hits("POST", "/pooling"), 0);
+    for l in stored(&run_dir.join("verifier/m1.jsonl")) {
+        if l["problem_id"] == "p0" {
+            assert_eq!(l["scores"], json!([0.9, 0.4]), "{l}");
+        } else {
+            assert_eq!(l["scores"], Value::Null, "{l}");
+            assert_eq!(l["unparsed"], "I cannot tell.", "{l}");
+        }
+    }
+    let out = verify(&env, &run_dir);
+    assert!(
+        stderr(&out).contains("6 already stored"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(prm_calls(&env), 9, "nothing asked twice");
+}
