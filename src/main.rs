@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Command::Calc(args) => commands::calc::run(args),
         Command::Run(args) => commands::run::run(args),
         Command::Label(args) => commands::label::run(args),
+        Command::Verify(args) => commands::verify::run(args),
         Command::Grade(args) => commands::grade::run(args),
         Command::Datasets(args) => commands::datasets::run(args),
         Command::Score(args) => commands::score::run(args),

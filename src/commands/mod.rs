@@ -17,6 +17,7 @@ pub mod report;
 pub mod run;
 pub mod score;
 pub mod store;
+pub mod verify;
 pub mod view;
 
 use crate::report::TableFormat;

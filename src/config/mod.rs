@@ -10,6 +10,7 @@ mod search;
 mod settings;
 pub mod settings_json;
 pub mod store;
+mod verifier;
 
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 pub use search::{
@@ -21,6 +22,7 @@ pub use settings::{
 };
 
 pub use settings_json::TaskFile;
+pub use verifier::{Aggregation, VerifierSettings, DEFAULT_MAX_STEPS};
 
 pub(crate) use crate::util::closest;
 use crate::util::{read_bounded_string, MAX_TEXT_FILE};

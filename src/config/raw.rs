@@ -23,6 +23,9 @@ pub struct RawConfig {
     /// The results database a run pushes to when it ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<RawStore>,
+    /// The process reward model that scores stored samples (`gpassk verify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verifier: Option<RawVerifier>,
 }
 
 /// The `[store]` table; see `config::store::StoreSettings`.
@@ -30,6 +33,19 @@ pub struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub struct RawStore {
     pub url: Option<String>,
+}
+
+/// The `[verifier]` table; see `config::VerifierSettings`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVerifier {
+    pub reward_model_id: Option<String>,
+    pub reward_base_url: Option<String>,
+    pub reward_api_key_env: Option<String>,
+    pub reward_mode: Option<String>,
+    pub step_regex: Option<String>,
+    pub max_steps: Option<i64>,
+    pub aggregation: Option<Vec<String>>,
 }
 
 /// The `[search]` table (and a model's `[models.search]` override); see `config::SearchSettings`.

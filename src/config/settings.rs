@@ -26,6 +26,8 @@ pub struct RunSettings {
     pub evaluation: EvalSettings,
     /// The LLM judge, when `[judge]` is present.
     pub judge: Option<JudgeSettings>,
+    /// The process reward model, when `[verifier]` is present.
+    pub verifier: Option<super::VerifierSettings>,
     /// The settings.json task this run came from (two-file configuration), if any.
     pub task_file: Option<super::settings_json::TaskFile>,
     /// The `--set KEY=VALUE` overrides applied, as given.
@@ -333,6 +335,7 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSett
             Some(super::store::StoreSettings { url })
         }
     };
+    let verifier = super::verifier::resolve(text_path(&cx), &raw)?;
     Ok(RunSettings {
         config_path: path.to_path_buf(),
         config_hash: hex(&Sha256::digest(text.as_bytes())),
@@ -340,6 +343,7 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSett
         models,
         evaluation,
         judge,
+        verifier,
         task_file: None,
         overrides: Vec::new(),
         store,

@@ -1,4 +1,5 @@
-//! Exact G-Pass@k combinatorics: binomials, per-problem metrics and their aggregation over problems.
+//! Exact G-Pass@k combinatorics: binomials, per-problem metrics and their aggregation over problems;
+//! the verifier metrics (best-of-N, weighted and plain majority vote at N) of one problem.
 //!
 //! Everything inside is integer or rational arithmetic; `f64` appears only through [`to_f64`], which
 //! callers use at the report boundary.
@@ -7,6 +8,7 @@ mod aggregate;
 mod binom;
 mod problem;
 mod tau;
+mod verifier;
 
 pub use aggregate::{aggregate, Aggregate, MetricIdentity, MetricKind, MetricValue, ProblemCounts};
 pub use binom::binomial;
@@ -15,6 +17,10 @@ pub use problem::{
     MetricTable, PerProblem,
 };
 pub use tau::Tau;
+pub use verifier::{
+    best_of_n, majority_at, verifier_values, weighted_majority_at, Estimate as VoteEstimate,
+    Sample, VerifierError, VerifierValues, VoteBudget, DEFAULT_BUDGET,
+};
 
 use num_bigint::BigInt;
 use num_rational::BigRational;

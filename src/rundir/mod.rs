@@ -108,6 +108,11 @@ impl RunDir {
         self.model_file("grades", model)
     }
 
+    /// A model's verifier step scores (`verifier/<model>.jsonl`, `gpassk verify`).
+    pub fn verifier_scores(&self, model: &str) -> PathBuf {
+        self.model_file("verifier", model)
+    }
+
     /// A model's replayable search replies (`cache/<model>.jsonl`).
     pub fn cache(&self, model: &str) -> PathBuf {
         self.model_file("cache", model)

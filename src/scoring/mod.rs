@@ -4,6 +4,7 @@
 pub mod judge;
 pub mod label;
 pub mod steps;
+pub mod verify;
 
 use crate::client::{ApiKey, Usage};
 use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings, Strategy};

@@ -171,6 +171,26 @@ pub fn parse_pooling(reply: &Value) -> Score {
     }
 }
 
+/// Every step's score of a `/pooling` reply (`data[0].data[i][1]`, or scalar rows): one in
+/// [0, 1] per step, else the reply (bounded) as unreadable.
+pub fn parse_pooling_steps(reply: &Value, steps: usize) -> Result<Vec<f64>, String> {
+    let rows = reply.pointer("/data/0/data").and_then(Value::as_array);
+    let scores: Option<Vec<f64>> = rows.map(|rows| {
+        rows.iter()
+            .filter_map(|row| match row {
+                Value::Array(pair) if pair.len() == 2 => pair[1].as_f64(),
+                Value::Number(n) => n.as_f64(),
+                _ => None,
+            })
+            .filter(|v| (0.0..=1.0).contains(v))
+            .collect()
+    });
+    match scores {
+        Some(v) if v.len() == steps && rows.is_some_and(|r| r.len() == steps) => Ok(v),
+        _ => Err(bounded(&reply.to_string())),
+    }
+}
+
 /// Server text kept in a tree: at most 200 characters.
 fn bounded(text: &str) -> String {
     if text.chars().count() > 200 {

@@ -1,13 +1,15 @@
 //! Small helpers every layer may use: hex and short hashes, the problem-id index, atomic writes,
 //! bounded reads of input files, names that become path components, shell quoting, timestamps,
-//! names' nearest match, names shortened to a width, terminal-safe text, and the [`Shutdown`] signal passed down to
+//! names' nearest match, names shortened to a width, terminal-safe text, the fixed [`SplitMix64`] generator, and the [`Shutdown`] signal passed down to
 //! long-running work.
 
 mod input;
 mod notes;
+mod rng;
 mod shorten;
 
 pub use notes::Notes;
+pub use rng::SplitMix64;
 pub use shorten::{abbreviate, shorten_names};
 
 pub use input::{

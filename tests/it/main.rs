@@ -33,4 +33,5 @@ mod settings_json;
 mod store;
 mod streaming;
 mod terminal;
+mod verify;
 mod view;
