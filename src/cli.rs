@@ -52,7 +52,7 @@ pub enum Command {
     Run(crate::commands::run::RunArgs),
     /// Label solution steps with Math-Shepherd rollouts (hard and soft estimates).
     Label(crate::commands::label::LabelArgs),
-    /// Score a run's stored samples with the process reward model of [verifier] (resumable).
+    /// Score a run's stored samples with the process reward model of `[verifier]` (resumable).
     Verify(crate::commands::verify::VerifyArgs),
     /// Grade answers: one --gold/--pred pair or a --cases JSONL file.
     Grade(crate::commands::grade::Args),

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 pub struct VerifyArgs {
     /// The run directory whose stored samples are scored.
     pub run_dir: PathBuf,
-    /// A config with a [verifier] table (and the run's dataset, for the questions).
+    /// A config with a `[verifier]` table (and the run's dataset, for the questions).
     #[arg(long, default_value = "configs/config.toml")]
     pub config: PathBuf,
     /// Override one config key, e.g. --set verifier.reward_mode=pooling (repeatable).

@@ -39,7 +39,7 @@ impl Legend {
     }
 }
 
-/// A Markdown table, split into tables of at most [`MAX_COLUMNS`] columns that each repeat the
+/// A Markdown table, split into tables of at most `MAX_COLUMNS` (8) columns that each repeat the
 /// first `keys` columns; numeric columns are right-aligned, key columns never.
 pub fn table(header: &[String], rows: &[Vec<String>], keys: usize) -> String {
     let keys = keys.min(header.len()).min(MAX_COLUMNS - 1);

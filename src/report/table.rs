@@ -193,7 +193,7 @@ impl Corner {
 }
 
 /// A grid of `cells` (a row per name, a column per `header`) laid out within `width` as
-/// [`layout_fitting`] lays out the summary: rows as rows, else transposed, else blocks of columns.
+/// the run summary is laid out: rows as rows, else transposed, else blocks of columns.
 pub fn layout(
     corner: Corner,
     names: &[&str],
