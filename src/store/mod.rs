@@ -7,7 +7,9 @@ pub mod schema;
 
 pub use crate::config::store::StoreUrl;
 use crate::error::BadInput;
-use crate::scoring::RunResults;
+use crate::metrics::ProblemCounts;
+use crate::scoring::{ModelScore, RunResults, ScoreParts};
+use crate::stats::Vote;
 use rows::{Row, Value};
 
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
@@ -221,5 +223,111 @@ impl rusqlite::ToSql for Value {
             Value::Real(v) => ToSqlOutput::Borrowed(ValueRef::Real(*v)),
             Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
         })
+    }
+}
+
+/// Reading a stored run back as the results `history` and `compare` take.
+impl Store {
+    /// The stored run `run_id` as scored results: its manifest, and each model's metrics
+    /// recomputed exactly from its per-problem counts and votes ([`ModelScore::from_parts`]).
+    /// None when the store does not hold the run.
+    pub fn results(&self, run_id: &str) -> anyhow::Result<Option<RunResults>> {
+        let run: Option<(String, String, String)> = self
+            .conn
+            .query_row(
+                "SELECT manifest, dataset_name, dataset_sha256 FROM runs WHERE run_id = $1",
+                [run_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        let Some((manifest, dataset, dataset_sha256)) = run else {
+            return Ok(None);
+        };
+        let manifest: crate::rundir::manifest::Manifest = serde_json::from_str(&manifest)
+            .map_err(|e| BadInput(format!("{}: run {run_id}: field `manifest`: {e}", self.url)))?;
+        let path = std::path::Path::new(&manifest.config_path);
+        let settings = crate::config::load_json_with(&manifest.config, path, &[])
+            .map_err(|e| BadInput(format!("{}: run {run_id}: its config: {e}", self.url)))?;
+        let ev = &settings.evaluation;
+        let models = self
+            .parts(run_id)?
+            .into_iter()
+            .map(|p| ModelScore::from_parts(p, &ev.ks, &ev.taus))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Some(RunResults {
+            run_id: run_id.to_string(),
+            dataset,
+            dataset_sha256,
+            shown: ev.metrics.clone(),
+            ks: ev.ks.clone(),
+            taus: ev.taus.clone(),
+            manifest: Some(manifest),
+            models,
+        }))
+    }
+
+    /// Each model's score parts, in the run's model order, problems in dataset order.
+    fn parts(&self, run_id: &str) -> anyhow::Result<Vec<ScoreParts>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT model, model_id, n, correct, wrong, no_answer, truncated, missing, \
+             served_models FROM run_models WHERE run_id = $1 ORDER BY position",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            let served: String = r.get(8)?;
+            Ok((
+                ScoreParts {
+                    name: r.get(0)?,
+                    model_id: r.get(1)?,
+                    n: r.get(2)?,
+                    problems: Vec::new(),
+                    votes: Vec::new(),
+                    correct: r.get(3)?,
+                    wrong: r.get(4)?,
+                    no_answer: r.get(5)?,
+                    truncated: r.get(6)?,
+                    missing: r.get(7)?,
+                    served_models: Default::default(),
+                },
+                served,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (mut p, served) = row?;
+            p.served_models = serde_json::from_str(&served).unwrap_or_default();
+            self.problems(run_id, &mut p)?;
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    fn problems(&self, run_id: &str, p: &mut ScoreParts) -> anyhow::Result<()> {
+        let mut stmt = self.conn.prepare(
+            "SELECT problem_id, subset, n, c, greedy, voters, winners, winners_correct \
+             FROM problem_counts WHERE run_id = $1 AND model = $2 ORDER BY position",
+        )?;
+        let rows = stmt.query_map([run_id, p.name.as_str()], |r| {
+            let greedy: Option<i64> = r.get(4)?;
+            Ok((
+                ProblemCounts {
+                    id: r.get(0)?,
+                    subset: r.get(1)?,
+                    n: r.get(2)?,
+                    c: r.get(3)?,
+                    greedy: greedy.map(|g| g != 0),
+                },
+                Vote {
+                    voters: r.get(5)?,
+                    winners: r.get(6)?,
+                    winners_correct: r.get(7)?,
+                },
+            ))
+        })?;
+        for row in rows {
+            let (problem, vote) = row?;
+            p.problems.push(problem);
+            p.votes.push(vote);
+        }
+        Ok(())
     }
 }

@@ -71,8 +71,8 @@ pub fn of_run(results: &RunResults) -> anyhow::Result<RunRows> {
         problem_counts: Vec::new(),
         content_sha256: String::new(),
     };
-    for m in &results.models {
-        rows.run_models.push(model_row(manifest, m));
+    for (i, m) in results.models.iter().enumerate() {
+        rows.run_models.push(model_row(manifest, m, i));
         rows.metric_values.extend(metric_rows(&results.run_id, m));
         rows.problem_counts.extend(problem_rows(&results.run_id, m));
     }
@@ -126,13 +126,14 @@ fn run_row(m: &Manifest) -> anyhow::Result<Row> {
     ])
 }
 
-fn model_row(manifest: &Manifest, m: &ModelScore) -> Row {
+fn model_row(manifest: &Manifest, m: &ModelScore, position: usize) -> Row {
     let mm = manifest.models.get(&m.name);
     let json = |v: serde_json::Value| Value::text(v.to_string());
     let cost = mm.and_then(|mm| mm.cost.as_ref());
     vec![
         ("run_id", Value::text(&manifest.run_id)),
         ("model", Value::text(&m.name)),
+        ("position", Value::int(position)),
         ("model_id", Value::text(&m.model_id)),
         (
             "status",
@@ -199,11 +200,13 @@ fn problem_rows(run_id: &str, m: &ModelScore) -> Vec<Row> {
     m.problems
         .iter()
         .zip(&m.votes)
-        .map(|(p, v)| {
+        .enumerate()
+        .map(|(i, (p, v))| {
             vec![
                 ("run_id", Value::text(run_id)),
                 ("model", Value::text(&m.name)),
                 ("problem_id", Value::text(&p.id)),
+                ("position", Value::int(i)),
                 ("subset", Value::opt_text(p.subset.clone())),
                 ("n", Value::int(p.n)),
                 ("c", Value::int(p.c)),

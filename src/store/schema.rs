@@ -30,6 +30,7 @@ CREATE TABLE runs (
 CREATE TABLE run_models (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
     model TEXT NOT NULL,
+    position BIGINT NOT NULL,
     model_id TEXT NOT NULL,
     status TEXT NOT NULL,
     error TEXT,
@@ -68,6 +69,7 @@ CREATE TABLE problem_counts (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
     model TEXT NOT NULL,
     problem_id TEXT NOT NULL,
+    position BIGINT NOT NULL,
     subset TEXT,
     n BIGINT NOT NULL,
     c BIGINT NOT NULL,
