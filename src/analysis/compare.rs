@@ -468,7 +468,7 @@ pub fn drift_lines(
             Some(m) => m.clone(),
             None => dir.read_manifest()?,
         };
-        Ok(RunEntry { dir, manifest })
+        Ok(RunEntry::of_dir(dir, manifest))
     };
     let (ea, eb) = (entry(run_a, a)?, entry(run_b, b)?);
     let mut out = Vec::new();

@@ -12,18 +12,69 @@ use crate::report::{
 };
 use crate::rundir::difference::Difference;
 use crate::rundir::manifest::{Manifest, ModelManifest};
-use crate::rundir::record::read_records;
 use crate::rundir::RunDir;
 use crate::scoring::{load_run, RunResults};
 use crate::util::{printable, short};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// One run directory found under a results folder.
+/// One run directory found under a results folder, or one run of a results database.
 #[derive(Debug, Clone)]
 pub struct RunEntry {
     pub dir: RunDir,
     pub manifest: Manifest,
+    /// A stored run: its results and fingerprint counts, read from the database, not the folder.
+    pub stored: Option<std::sync::Arc<Stored>>,
+}
+
+/// What a results database holds of a run for its history.
+#[derive(Debug)]
+pub struct Stored {
+    pub results: RunResults,
+    /// Per model, usable samples by system fingerprint (`""` for none).
+    pub fingerprints: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
+}
+
+impl RunEntry {
+    /// A run directory with its manifest.
+    pub fn of_dir(dir: RunDir, manifest: Manifest) -> RunEntry {
+        RunEntry {
+            dir,
+            manifest,
+            stored: None,
+        }
+    }
+
+    /// The run's name: its directory's name (a stored run's is its id).
+    pub fn name(&self) -> String {
+        self.dir.path().file_name().map_or_else(
+            || self.manifest.run_id.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+}
+
+/// The runs of a results database as history entries, oldest first (by `created_at`, then id).
+pub fn stored_entries(store: &crate::store::Store) -> anyhow::Result<Vec<RunEntry>> {
+    let mut out = Vec::new();
+    for listed in store.list()? {
+        let Some(results) = store.results(&listed.run_id)? else {
+            continue;
+        };
+        let Some(manifest) = results.manifest.clone() else {
+            continue;
+        };
+        let fingerprints = store.fingerprints(&listed.run_id)?;
+        out.push(RunEntry {
+            dir: RunDir::at(&listed.run_id),
+            manifest,
+            stored: Some(std::sync::Arc::new(Stored {
+                results,
+                fingerprints,
+            })),
+        });
+    }
+    Ok(out)
 }
 
 /// The run directories directly under `root` (those holding a manifest.json), oldest first by
@@ -38,7 +89,7 @@ pub fn discover(root: &Path) -> Result<(Vec<RunEntry>, Vec<String>), BadInput> {
     })?;
     let skipped = found.skipped;
     let mut runs: Vec<RunEntry> = (found.runs.into_iter())
-        .map(|(dir, manifest)| RunEntry { dir, manifest })
+        .map(|(dir, manifest)| RunEntry::of_dir(dir, manifest))
         .collect();
     runs.sort_by(|a, b| {
         (a.manifest.created_at.as_str(), &a.dir).cmp(&(b.manifest.created_at.as_str(), &b.dir))
@@ -133,7 +184,7 @@ pub fn drift(a: &RunEntry, b: &RunEntry, name: &str) -> Vec<Drift> {
             what: "system fingerprint",
             before: ma.system_fingerprints.clone(),
             after: mb.system_fingerprints.clone(),
-            share: new_fingerprint_share(&b.dir, name, &fingerprints(ma)),
+            share: new_fingerprint_share(b, name, &fingerprints(ma)),
         });
     }
     out
@@ -143,21 +194,18 @@ fn fingerprints(m: &ModelManifest) -> BTreeSet<String> {
     m.system_fingerprints.iter().cloned().collect()
 }
 
-/// Share of a model's usable samples whose fingerprint is not in `known` (read from its
-/// checkpoint); `None` when the checkpoint cannot be read or holds no usable sample.
-fn new_fingerprint_share(dir: &RunDir, model: &str, known: &BTreeSet<String>) -> Option<f64> {
-    let (mut total, mut new) = (0u64, 0u64);
-    read_records(&dir.checkpoint(model), |r| {
-        if r.usable() {
-            total += 1;
-            new += r
-                .system_fingerprint
-                .as_ref()
-                .is_some_and(|f| !known.contains(f)) as u64;
-        }
-        Ok(())
-    })
-    .ok()?;
+/// Share of a model's usable samples whose fingerprint is not in `known` (from the database
+/// for a stored run, else its checkpoint); `None` when unreadable or no sample is usable.
+fn new_fingerprint_share(run: &RunEntry, model: &str, known: &BTreeSet<String>) -> Option<f64> {
+    let counts = match &run.stored {
+        Some(s) => s.fingerprints.get(model).cloned()?,
+        None => run.dir.fingerprint_counts(model)?,
+    };
+    let total: u64 = counts.values().sum();
+    let new: u64 = (counts.iter())
+        .filter(|(f, _)| !f.is_empty() && !known.contains(*f))
+        .map(|(_, n)| n)
+        .sum();
     (total > 0).then(|| new as f64 / total as f64)
 }
 
@@ -231,7 +279,10 @@ fn load_series(entries: Vec<RunEntry>, warnings: &mut Vec<String>) -> Vec<Loaded
     let mut out: Vec<Loaded> = Vec::new();
     let (notes, said) = crate::util::Notes::collect();
     for entry in entries {
-        let loaded = load_run(&entry.dir, &notes);
+        let loaded = match &entry.stored {
+            Some(s) => Ok(s.results.clone()),
+            None => load_run(&entry.dir, &notes),
+        };
         warnings.append(&mut said.lock().unwrap_or_else(|p| p.into_inner()));
         let results = match loaded {
             Ok(r) => r,
@@ -308,10 +359,7 @@ fn coverage_change(before: Option<&Manifest>, now: &Manifest, name: &str) -> Opt
 }
 
 fn run_name(l: &Loaded) -> String {
-    l.entry.dir.path().file_name().map_or_else(
-        || l.results.run_id.clone(),
-        |n| n.to_string_lossy().into_owned(),
-    )
+    l.entry.name()
 }
 
 /// A label per run of a series for plots and the terminal: the date, else (two runs on one

@@ -26,8 +26,12 @@ pub enum HistoryFormat {
     after_help = "Examples:\n  gpassk history results\n  gpassk history results --model gpt-4o --format html > history.html\n  gpassk history results --dataset aime24 --format csv"
 )]
 pub struct HistoryArgs {
-    /// The results folder whose run directories are listed.
-    pub dir: PathBuf,
+    /// The results folder whose run directories are listed (or use --db).
+    #[arg(required_unless_present = "db")]
+    pub dir: Option<PathBuf>,
+    /// Read the runs from this results database (sqlite:PATH) instead of a folder.
+    #[arg(long, conflicts_with = "dir")]
+    pub db: Option<String>,
     /// Only this model (by the name in the config).
     #[arg(long)]
     pub model: Option<String>,
@@ -44,17 +48,36 @@ fn nothing_shown(args: &HistoryArgs) -> BadInput {
     match &args.model {
         None => BadInput(format!(
             "{}: no run could be read (the warnings above say why)",
-            args.dir.display()
+            source(args)
         )),
         Some(model) => BadInput(format!(
             "--model {model}: no run in {} has this model",
-            args.dir.display()
+            source(args)
         )),
     }
 }
 
+/// Where the runs come from, for messages.
+fn source(args: &HistoryArgs) -> String {
+    match (&args.db, &args.dir) {
+        (Some(db), _) => db.clone(),
+        (None, Some(dir)) => dir.display().to_string(),
+        (None, None) => String::new(),
+    }
+}
+
 pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
-    let (entries, skipped) = discover(&args.dir)?;
+    let (entries, skipped) = match (&args.db, &args.dir) {
+        (Some(db), _) => {
+            let store = crate::store::Store::open(&crate::store::StoreUrl::parse(db, "--db")?)?;
+            (
+                crate::analysis::history::stored_entries(&store)?,
+                Vec::new(),
+            )
+        }
+        (None, Some(dir)) => discover(dir)?,
+        (None, None) => return Err(BadInput::new("give a results folder or --db").into()),
+    };
     for s in &skipped {
         eprintln!("warning: skipped: {}", printable(s));
     }
@@ -66,7 +89,7 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
             .map_or_else(String::new, |d| format!(" of dataset {d}"));
         return Err(BadInput(format!(
             "{}: no run{what} found (run directories hold a manifest.json)",
-            args.dir.display()
+            source(&args)
         ))
         .into());
     }

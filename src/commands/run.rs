@@ -143,7 +143,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
 fn push_at_end(url: &crate::store::StoreUrl, dir: &RunDir, status: ExitStatus) -> ExitStatus {
     let pushed = (|| -> Result<crate::store::Pushed> {
         let results = crate::scoring::load_run(dir, &super::stderr_notes())?;
-        crate::store::Store::open(url)?.push(&results)
+        crate::store::Store::open(url)?.push(dir, &results)
     })();
     match pushed {
         Ok(_) => {

@@ -70,7 +70,7 @@ fn push(runs: &[PathBuf], db: &DbArg) -> Result<ExitStatus> {
         let dir = RunDir::at(path);
         let results = crate::scoring::load_run(&dir, &notes)
             .with_context(|| format!("scoring {} to push it", dir.display()))?;
-        let what = match store.push(&results)? {
+        let what = match store.push(&dir, &results)? {
             Pushed::New => "pushed",
             Pushed::Replaced => "replaced (its content changed)",
             Pushed::Unchanged => "unchanged (already in the store)",

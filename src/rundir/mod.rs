@@ -315,6 +315,27 @@ impl OpenRun {
     }
 }
 
+impl RunDir {
+    /// A model's usable samples by system fingerprint (`""` for none), read from its checkpoint;
+    /// None when the checkpoint cannot be read.
+    pub fn fingerprint_counts(
+        &self,
+        model: &str,
+    ) -> Option<std::collections::BTreeMap<String, u64>> {
+        let mut counts = std::collections::BTreeMap::new();
+        record::read_records(&self.checkpoint(model), |r| {
+            if r.usable() {
+                *counts
+                    .entry(r.system_fingerprint.clone().unwrap_or_default())
+                    .or_insert(0u64) += 1;
+            }
+            Ok(())
+        })
+        .ok()?;
+        Some(counts)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ pub mod schema;
 pub use crate::config::store::StoreUrl;
 use crate::error::BadInput;
 use crate::metrics::ProblemCounts;
+use crate::rundir::RunDir;
 use crate::scoring::{ModelScore, RunResults, ScoreParts};
 use crate::stats::Vote;
 use rows::{Row, Value};
@@ -106,8 +107,8 @@ impl Store {
 
     /// Writes one scored run, replacing what the store held of it, in one transaction: a reader
     /// sees the old rows or the new, never a mix.
-    pub fn push(&mut self, results: &RunResults) -> anyhow::Result<Pushed> {
-        let tables = rows::of_run(results)?;
+    pub fn push(&mut self, dir: &RunDir, results: &RunResults) -> anyhow::Result<Pushed> {
+        let tables = rows::of_run(dir, results)?;
         let run_id = &results.run_id;
         let tx = self
             .conn
@@ -264,6 +265,31 @@ impl Store {
             manifest: Some(manifest),
             models,
         }))
+    }
+
+    /// Per model of a stored run, its usable samples by system fingerprint (`""` for none).
+    pub fn fingerprints(
+        &self,
+        run_id: &str,
+    ) -> anyhow::Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>>
+    {
+        let mut stmt = self.conn.prepare(
+            "SELECT model, system_fingerprint, samples FROM fingerprint_counts WHERE run_id = $1",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, u64>(2)?,
+            ))
+        })?;
+        let mut out =
+            std::collections::BTreeMap::<String, std::collections::BTreeMap<String, u64>>::new();
+        for row in rows {
+            let (model, fingerprint, samples) = row?;
+            out.entry(model).or_default().insert(fingerprint, samples);
+        }
+        Ok(out)
     }
 
     /// Each model's score parts, in the run's model order, problems in dataset order.

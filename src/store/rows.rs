@@ -3,6 +3,7 @@
 
 use crate::report::metric_label;
 use crate::rundir::manifest::Manifest;
+use crate::rundir::RunDir;
 use crate::scoring::{ModelScore, RunResults};
 use sha2::{Digest, Sha256};
 
@@ -42,24 +43,26 @@ pub struct RunRows {
     pub run_models: Vec<Row>,
     pub metric_values: Vec<Row>,
     pub problem_counts: Vec<Row>,
+    pub fingerprint_counts: Vec<Row>,
     /// Over every row but its own column: equal for equal content.
     pub content_sha256: String,
 }
 
 impl RunRows {
     /// The tables in the order they are written (parents first).
-    pub fn tables(&self) -> [(&'static str, &[Row]); 4] {
+    pub fn tables(&self) -> [(&'static str, &[Row]); 5] {
         [
             ("runs", &self.runs),
             ("run_models", &self.run_models),
             ("metric_values", &self.metric_values),
             ("problem_counts", &self.problem_counts),
+            ("fingerprint_counts", &self.fingerprint_counts),
         ]
     }
 }
 
-/// The rows of a scored run; its manifest must be loaded with it (as `load_run` does).
-pub fn of_run(results: &RunResults) -> anyhow::Result<RunRows> {
+/// The rows of a scored run of `dir`; its manifest must be loaded with it (as `load_run` does).
+pub fn of_run(dir: &RunDir, results: &RunResults) -> anyhow::Result<RunRows> {
     let manifest = results
         .manifest
         .as_ref()
@@ -69,12 +72,21 @@ pub fn of_run(results: &RunResults) -> anyhow::Result<RunRows> {
         run_models: Vec::new(),
         metric_values: Vec::new(),
         problem_counts: Vec::new(),
+        fingerprint_counts: Vec::new(),
         content_sha256: String::new(),
     };
     for (i, m) in results.models.iter().enumerate() {
         rows.run_models.push(model_row(manifest, m, i));
         rows.metric_values.extend(metric_rows(&results.run_id, m));
         rows.problem_counts.extend(problem_rows(&results.run_id, m));
+        for (fingerprint, samples) in dir.fingerprint_counts(&m.name).unwrap_or_default() {
+            rows.fingerprint_counts.push(vec![
+                ("run_id", Value::text(&results.run_id)),
+                ("model", Value::text(&m.name)),
+                ("system_fingerprint", Value::text(fingerprint)),
+                ("samples", Value::int(samples)),
+            ]);
+        }
     }
     let mut run = run_row(manifest)?;
     let mut hash = Sha256::new();

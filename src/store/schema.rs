@@ -79,6 +79,13 @@ CREATE TABLE problem_counts (
     winners_correct BIGINT NOT NULL,
     PRIMARY KEY (run_id, model, problem_id)
 );
+CREATE TABLE fingerprint_counts (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    system_fingerprint TEXT NOT NULL,
+    samples BIGINT NOT NULL,
+    PRIMARY KEY (run_id, model, system_fingerprint)
+);
 ";
 
 /// The table that records which migrations a database has.
@@ -86,4 +93,10 @@ pub const VERSION_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS gpassk_schema (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)";
 
 /// The tables `store export` writes, in the order a reader meets them.
-pub const TABLES: [&str; 4] = ["runs", "run_models", "metric_values", "problem_counts"];
+pub const TABLES: [&str; 5] = [
+    "runs",
+    "run_models",
+    "metric_values",
+    "problem_counts",
+    "fingerprint_counts",
+];

@@ -110,7 +110,7 @@ impl Viewer {
         if self.single.is_some() {
             let dir = RunDir::at(&self.root);
             return match dir.read_manifest() {
-                Ok(manifest) => (vec![RunEntry { dir, manifest }], Vec::new()),
+                Ok(manifest) => (vec![RunEntry::of_dir(dir, manifest)], Vec::new()),
                 Err(e) => (Vec::new(), vec![e.0]),
             };
         }

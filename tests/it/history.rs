@@ -408,3 +408,34 @@ fn an_interval_prints_the_same_in_report_and_history() {
     }
     assert!(checked >= 5 * 7, "{checked} intervals in\n{report}");
 }
+
+/// `history --db` over the runs pushed to a database prints what `history` prints over their
+/// folder, in every format, fingerprint shares included.
+#[test]
+fn history_from_the_database_equals_history_from_the_folder() {
+    let week = Arc::new(AtomicU32::new(1));
+    let w = week.clone();
+    let env = Fixture::new(&dataset(12)).with_server(
+        FakeServer::builder().responder(move |r: &Recorded| reply(r, w.load(Ordering::SeqCst))),
+    );
+    let runs = weekly_runs(&env, &week);
+    let results = env.results();
+    let db = format!("sqlite:{}", env.path().join("history.db").display());
+    let mut push = vec!["store", "push"];
+    let paths: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
+    push.extend(paths.iter().map(String::as_str));
+    push.extend(["--db", &db]);
+    ok(&run_gpassk(&push));
+    for format in ["table", "md", "csv", "json", "html"] {
+        let of = |source: &[&str]| {
+            let mut args = vec!["history"];
+            args.extend_from_slice(source);
+            args.extend(["--format", format]);
+            ok(&gpassk().args(&args).env("COLUMNS", "100").output().unwrap())
+        };
+        let folder = of(&[results.to_str().unwrap()]);
+        let stored = of(&["--db", &db]);
+        assert!(folder.contains("fp-A → fp-B") || format == "csv" || format == "json");
+        assert_eq!(stored, folder, "--format {format}");
+    }
+}

@@ -210,12 +210,20 @@ fn a_stored_run_reads_back_with_every_value_and_interval_exactly_as_its_folder()
     let env = finished_run();
     let dir = gpassk::rundir::RunDir::at(env.run_dir());
     let db = env.path().join("gpassk.db");
-    assert_eq!(store(&["push", dir.path().to_str().unwrap()], &db).status.code(), Some(0));
+    assert_eq!(
+        store(&["push", dir.path().to_str().unwrap()], &db)
+            .status
+            .code(),
+        Some(0)
+    );
     let url = gpassk::store::StoreUrl::parse(&format!("sqlite:{}", db.display()), "db").unwrap();
     let store = gpassk::store::Store::open(&url).unwrap();
     let (notes, _) = gpassk::util::Notes::collect();
     let folder = gpassk::scoring::load_run(&dir, &notes).unwrap();
-    let stored = store.results(&folder.run_id).unwrap().expect("the run is stored");
+    let stored = store
+        .results(&folder.run_id)
+        .unwrap()
+        .expect("the run is stored");
     assert!(store.results("no-such-run").unwrap().is_none());
     assert_eq!(stored.dataset, folder.dataset);
     assert_eq!((&stored.ks, &stored.taus), (&folder.ks, &folder.taus));
@@ -224,10 +232,23 @@ fn a_stored_run_reads_back_with_every_value_and_interval_exactly_as_its_folder()
         assert_eq!((&s.name, s.n, &s.problems), (&f.name, f.n, &f.problems));
         assert_eq!(s.estimates.len(), f.estimates.len(), "{}", f.name);
         for (a, b) in s.estimates.iter().zip(&f.estimates) {
-            let key = (&a.metric, &a.subset, &a.exact, a.problems, a.excluded, a.short);
-            assert_eq!(key, (&b.metric, &b.subset, &b.exact, b.problems, b.excluded, b.short));
-            assert_eq!(a.value.map(f64::to_bits), b.value.map(f64::to_bits), "{:?}", a.metric);
-            assert_eq!(a.ci.map(|c| (c.0.to_bits(), c.1.to_bits())), b.ci.map(|c| (c.0.to_bits(), c.1.to_bits())));
+            let key = (
+                &a.metric, &a.subset, &a.exact, a.problems, a.excluded, a.short,
+            );
+            assert_eq!(
+                key,
+                (&b.metric, &b.subset, &b.exact, b.problems, b.excluded, b.short)
+            );
+            assert_eq!(
+                a.value.map(f64::to_bits),
+                b.value.map(f64::to_bits),
+                "{:?}",
+                a.metric
+            );
+            assert_eq!(
+                a.ci.map(|c| (c.0.to_bits(), c.1.to_bits())),
+                b.ci.map(|c| (c.0.to_bits(), c.1.to_bits()))
+            );
         }
     }
 }
