@@ -321,10 +321,10 @@ fn load_series(entries: Vec<RunEntry>, warnings: &mut Vec<String>) -> Vec<Loaded
     out
 }
 
-/// Every change marker of one model in run `i` of a series.
-fn changes_of(series: &[Loaded], i: usize, model: &str) -> Vec<String> {
+/// Every change marker of one model in run `i`: the run's own, then `own` (the model's alone).
+fn changes_of(series: &[Loaded], i: usize, own: &[String]) -> Vec<String> {
     let mut out = series[i].run_changes.clone();
-    out.extend(model_changes(series, i, model));
+    out.extend_from_slice(own);
     out
 }
 
@@ -411,16 +411,24 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
     let dataset = last.results.dataset.clone();
     let models = series_models(series, model_filter);
     let labels = run_labels(series);
-    for model in &models {
+    // Per model and run, what changed for the model alone: drift may read a whole checkpoint,
+    // so it is worked out once, not once per metric.
+    let own: Vec<Vec<Vec<String>>> = (models.iter())
+        .map(|m| {
+            (0..series.len())
+                .map(|i| model_changes(series, i, m))
+                .collect()
+        })
+        .collect();
+    for (model, own) in models.iter().zip(&own) {
         for (i, l) in series.iter().enumerate() {
-            for c in changes_of(series, i, model) {
+            for c in changes_of(series, i, &own[i]) {
                 out.changes.push(format!("{} {model}: {c}", run_name(l)));
             }
         }
     }
-    let mut grids: Vec<ModelRuns> = models
-        .iter()
-        .map(|m| ModelRuns::new(series, &labels, &dataset, m))
+    let mut grids: Vec<ModelRuns> = (models.iter().zip(&own))
+        .map(|(m, own)| ModelRuns::new(series, &labels, &dataset, m, own))
         .collect();
     for metric in last.results.tested_family() {
         let label = metric_label(&metric);
@@ -430,7 +438,7 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
             series: Vec::new(),
             run_changes: series.iter().map(|l| l.run_changes.clone()).collect(),
         };
-        for (model, grid) in models.iter().zip(&mut grids) {
+        for ((model, grid), own) in models.iter().zip(&mut grids).zip(&own) {
             grid.metrics.push(label.clone());
             let mut points = Vec::new();
             for (i, l) in series.iter().enumerate() {
@@ -445,7 +453,7 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
                         .iter()
                         .find(|r| &r.model == model && r.kind.identity() == metric.identity())
                 });
-                let marks = changes_of(series, i, model);
+                let marks = changes_of(series, i, &own[i]);
                 out.rows
                     .push(row(&dataset, model, &label, l, est, test, &marks));
                 grid.push(i, &label, est, test);
@@ -453,7 +461,7 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
                     label: labels[i].clone(),
                     value: est.and_then(|e| e.value),
                     ci: est.and_then(|e| e.ci),
-                    changes: model_changes(series, i, model),
+                    changes: own[i].clone(),
                 });
             }
             trend.series.push(Series {
@@ -483,13 +491,16 @@ pub struct ModelRuns {
 }
 
 impl ModelRuns {
-    fn new(series: &[Loaded], labels: &[String], dataset: &str, model: &str) -> ModelRuns {
-        let notes = (0..series.len())
-            .flat_map(|i| {
-                model_changes(series, i, model)
-                    .into_iter()
-                    .map(move |c| (i, c))
-            })
+    /// A model's empty grid, its notes `own` (per run, what changed for the model alone).
+    fn new(
+        series: &[Loaded],
+        labels: &[String],
+        dataset: &str,
+        model: &str,
+        own: &[Vec<String>],
+    ) -> ModelRuns {
+        let notes = (own.iter().enumerate())
+            .flat_map(|(i, changes)| changes.iter().map(move |c| (i, c.clone())))
             .collect();
         ModelRuns {
             dataset: dataset.to_string(),
