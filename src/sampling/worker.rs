@@ -563,15 +563,7 @@ pub(super) async fn finish_model(
     mut tasks: tokio::task::JoinSet<()>,
     grace: Duration,
 ) -> ModelEnd {
-    tokio::select! {
-        _ = join_all(&mut tasks) => {}
-        _ = ctx.shutdown.triggered() => {}
-    }
-    if ctx.shutting_down() {
-        let _ = tokio::time::timeout(grace, join_all(&mut tasks)).await;
-        tasks.abort_all();
-    }
-    join_all(&mut tasks).await;
+    crate::util::tasks::settle(&mut tasks, &ctx.shutdown, Some(grace)).await;
     let _ = ctx.writer.sync();
     if let Some(msg) = ctx.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone() {
         return ModelEnd::Failed(msg);
@@ -584,10 +576,6 @@ pub(super) async fn finish_model(
     } else {
         ModelEnd::Complete
     }
-}
-
-async fn join_all(tasks: &mut tokio::task::JoinSet<()>) {
-    while tasks.join_next().await.is_some() {}
 }
 
 /// The shared state of one model's workers.

@@ -222,37 +222,14 @@ impl Pass {
 }
 
 async fn run_jobs(pass: Arc<Pass>, jobs: Vec<JudgeJob>, concurrency: usize, grace: Duration) {
-    let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
-    let mut tasks = tokio::task::JoinSet::new();
-    for job in jobs {
-        if pass.fatal().is_some() || pass.shutdown.is_triggered() {
-            break;
-        }
-        let permit = tokio::select! {
-            p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
-            _ = pass.shutdown.triggered() => break,
-        };
-        let pass = pass.clone();
-        tasks.spawn(async move {
-            let _permit = permit;
-            judge_one(&pass, job).await;
-        });
-        while tasks.try_join_next().is_some() {}
-    }
     // As for sampling: after a stop, requests in flight get `grace`, then are dropped.
-    tokio::select! {
-        _ = join_all(&mut tasks) => {}
-        _ = pass.shutdown.triggered() => {}
-    }
-    if pass.shutdown.is_triggered() {
-        let _ = tokio::time::timeout(grace, join_all(&mut tasks)).await;
-        tasks.abort_all();
-        join_all(&mut tasks).await;
-    }
-}
-
-async fn join_all(tasks: &mut tokio::task::JoinSet<()>) {
-    while tasks.join_next().await.is_some() {}
+    let stopped = || pass.fatal().is_some();
+    let work = |job| {
+        let pass = pass.clone();
+        async move { judge_one(&pass, job).await }
+    };
+    let shutdown = &pass.shutdown;
+    crate::util::tasks::run_bounded(jobs, concurrency, shutdown, Some(grace), stopped, work).await;
 }
 
 async fn judge_one(pass: &Pass, job: JudgeJob) {

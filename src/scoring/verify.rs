@@ -275,24 +275,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 async fn run_jobs(pass: Arc<Pass>, jobs: Vec<VerifyJob>, concurrency: usize) {
-    let sem = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
-    let mut tasks = tokio::task::JoinSet::new();
-    for job in jobs {
-        if lock(&pass.fatal).is_some() || pass.shutdown.is_triggered() {
-            break;
-        }
-        let permit = tokio::select! {
-            p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
-            _ = pass.shutdown.triggered() => break,
-        };
+    let stopped = || lock(&pass.fatal).is_some();
+    let work = |job| {
         let pass = pass.clone();
-        tasks.spawn(async move {
-            let _permit = permit;
-            score_one(&pass, job).await;
-        });
-        while tasks.try_join_next().is_some() {}
-    }
-    while tasks.join_next().await.is_some() {}
+        async move { score_one(&pass, job).await }
+    };
+    // No grace: a sample in flight finishes (or times out) and its scores are kept.
+    let shutdown = &pass.shutdown;
+    crate::util::tasks::run_bounded(jobs, concurrency, shutdown, None, stopped, work).await;
 }
 
 /// One sample: a `/pooling` call scores every step at once; a chat judge is asked per step prefix.

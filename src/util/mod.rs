@@ -7,6 +7,7 @@ mod input;
 mod notes;
 mod rng;
 mod shorten;
+pub mod tasks;
 
 pub use notes::Notes;
 pub use rng::SplitMix64;
