@@ -57,6 +57,17 @@ fn weekly_runs(env: &Fixture, week: &AtomicU32) -> Vec<PathBuf> {
     runs
 }
 
+/// A fixture whose server answers as week 1, 2, 3 and 4, and its four runs.
+fn four_weeks() -> (Fixture, Vec<PathBuf>) {
+    let week = Arc::new(AtomicU32::new(1));
+    let w = week.clone();
+    let env = Fixture::new(&dataset(12)).with_server(
+        FakeServer::builder().responder(move |r: &Recorded| reply(r, w.load(Ordering::SeqCst))),
+    );
+    let runs = weekly_runs(&env, &week);
+    (env, runs)
+}
+
 fn baseline_previous(run: &Path) -> std::process::Output {
     run_gpassk(&[
         "compare",
@@ -69,12 +80,7 @@ fn baseline_previous(run: &Path) -> std::process::Output {
 
 #[test]
 fn history_and_compare_baseline_show_a_fingerprint_change() {
-    let week = Arc::new(AtomicU32::new(1));
-    let w = week.clone();
-    let env = Fixture::new(&dataset(12)).with_server(
-        FakeServer::builder().responder(move |r: &Recorded| reply(r, w.load(Ordering::SeqCst))),
-    );
-    let runs = weekly_runs(&env, &week);
+    let (env, runs) = four_weeks();
     let results = env.results();
     let third = runs[2].file_name().unwrap().to_string_lossy().into_owned();
 
@@ -413,12 +419,7 @@ fn an_interval_prints_the_same_in_report_and_history() {
 /// folder, in every format, fingerprint shares included.
 #[test]
 fn history_from_the_database_equals_history_from_the_folder() {
-    let week = Arc::new(AtomicU32::new(1));
-    let w = week.clone();
-    let env = Fixture::new(&dataset(12)).with_server(
-        FakeServer::builder().responder(move |r: &Recorded| reply(r, w.load(Ordering::SeqCst))),
-    );
-    let runs = weekly_runs(&env, &week);
+    let (env, runs) = four_weeks();
     let results = env.results();
     let db = format!("sqlite:{}", env.path().join("history.db").display());
     let mut push = vec!["store", "push"];
