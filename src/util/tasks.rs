@@ -1,0 +1,60 @@
+//! Bounded concurrent jobs: each job its own task, at most `concurrency` at once, no new one after
+//! a stop; after Ctrl-C or SIGTERM the tasks in flight get a grace period, then are dropped.
+
+use super::Shutdown;
+use std::future::Future;
+use std::time::Duration;
+use tokio::task::JoinSet;
+
+/// Runs `work` on each of `jobs`, at most `concurrency` at a time, until `stopped()` says so or
+/// `shutdown` triggers; then waits for the tasks in flight ([`settle`]).
+pub async fn run_bounded<J, F, Fut>(
+    jobs: Vec<J>,
+    concurrency: usize,
+    shutdown: &Shutdown,
+    grace: Option<Duration>,
+    stopped: impl Fn() -> bool,
+    work: F,
+) where
+    F: Fn(J) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let mut tasks = JoinSet::new();
+    for job in jobs {
+        if stopped() || shutdown.is_triggered() {
+            break;
+        }
+        let permit = tokio::select! {
+            p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
+            _ = shutdown.triggered() => break,
+        };
+        let task = work(job);
+        tasks.spawn(async move {
+            let _permit = permit;
+            task.await;
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    settle(&mut tasks, shutdown, grace).await;
+}
+
+/// Waits for every task; after a shutdown, at most `grace` (when given) before the rest are
+/// dropped.
+pub async fn settle(tasks: &mut JoinSet<()>, shutdown: &Shutdown, grace: Option<Duration>) {
+    if let Some(grace) = grace {
+        tokio::select! {
+            _ = join_all(tasks) => {}
+            _ = shutdown.triggered() => {}
+        }
+        if shutdown.is_triggered() {
+            let _ = tokio::time::timeout(grace, join_all(tasks)).await;
+            tasks.abort_all();
+        }
+    }
+    join_all(tasks).await;
+}
+
+async fn join_all(tasks: &mut JoinSet<()>) {
+    while tasks.join_next().await.is_some() {}
+}
