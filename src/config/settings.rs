@@ -6,7 +6,7 @@ use super::{closest, locate, ConfigError};
 use crate::client::retry::DEFAULT_RETRY_AFTER_MAX;
 use crate::client::MAX_RESPONSE_BYTES;
 use crate::dataset::FewShot;
-use crate::metrics::{MetricKind, Tau, MAX_N};
+use crate::metrics::{Aggregation, MetricKind, Tau, MAX_N};
 use crate::util::{hex, read_bounded_string, MAX_TEXT_FILE};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -336,6 +336,8 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSett
         }
     };
     let verifier = super::verifier::resolve(text_path(&cx), &raw)?;
+    check_verifier_metrics(&evaluation.metrics, verifier.as_ref(), &models)
+        .map_err(|m| cx.err("evaluation", None, "metrics", m))?;
     Ok(RunSettings {
         config_path: path.to_path_buf(),
         config_hash: hex(&Sha256::digest(text.as_bytes())),
@@ -348,6 +350,37 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSett
         overrides: Vec::new(),
         store,
     })
+}
+
+/// A declared verifier metric needs the `[verifier]` table that computes it: its aggregation
+/// listed, and for maj@N an N below every model's n (at N = n it is maj@n).
+fn check_verifier_metrics(
+    metrics: &[MetricKind],
+    verifier: Option<&super::VerifierSettings>,
+    models: &[ModelSettings],
+) -> Result<(), String> {
+    for m in metrics.iter().filter(|m| m.is_verifier()) {
+        let Some(v) = verifier else {
+            return Err(format!(
+                "{m} needs a [verifier] table (the process reward model whose scores it uses)"
+            ));
+        };
+        if let Some(a) = m.aggregation().filter(|a| !v.aggregations.contains(a)) {
+            return Err(format!(
+                "{m} uses the {} aggregation, which `verifier.aggregation` does not list",
+                a.name()
+            ));
+        }
+        let min_n = models.iter().map(|x| u64::from(x.sampling.n)).min();
+        if let (MetricKind::MajorityAt { size }, Some(n)) = (m, min_n) {
+            if *size >= n {
+                return Err(format!(
+                    "{m}: N must be below n = {n} (maj@N at N = n is maj@n, always reported)"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn resolve_judge(
@@ -1099,16 +1132,29 @@ fn check_ks(
     Ok(())
 }
 
-/// Parses `greedy_acc`, `pass@K`, `g_pass@K_tT`, `mg_pass@K`.
+/// Parses `greedy_acc`, `pass@K`, `g_pass@K_tT`, `mg_pass@K`, and the verifier metrics
+/// `bon@N_AGG`, `wmaj@N_AGG` (AGG one of min, mean, last, product) and `maj@N`.
 pub fn parse_metric(name: &str) -> Result<MetricKind, String> {
     let bad = || {
         let hint = closest(
             name,
-            ["greedy_acc", "pass@16", "g_pass@16_t0.5", "mg_pass@16"].into_iter(),
+            [
+                "greedy_acc",
+                "pass@16",
+                "g_pass@16_t0.5",
+                "mg_pass@16",
+                "bon@16_min",
+                "wmaj@16_min",
+                "maj@4",
+            ]
+            .into_iter(),
         )
         .map(|s| format!("; did you mean {s:?}?"))
         .unwrap_or_default();
-        format!("unknown metric {name:?}: use greedy_acc, pass@K, g_pass@K_tT or mg_pass@K{hint}")
+        format!(
+            "unknown metric {name:?}: use greedy_acc, pass@K, g_pass@K_tT, mg_pass@K, bon@N_AGG, \
+             wmaj@N_AGG or maj@N{hint}"
+        )
     };
     let k_of = |s: &str| -> Result<u64, String> {
         match s.parse::<u64>() {
@@ -1116,6 +1162,24 @@ pub fn parse_metric(name: &str) -> Result<MetricKind, String> {
             _ => Err(bad()),
         }
     };
+    let with_aggregation = |rest: &str| -> Result<(u64, Aggregation), String> {
+        let (k, agg) = rest.split_once('_').ok_or_else(bad)?;
+        let aggregation = Aggregation::parse(agg).ok_or_else(|| {
+            format!("metric {name:?}: {agg:?} is not one of min, mean, last, product")
+        })?;
+        Ok((k_of(k)?, aggregation))
+    };
+    if let Some(rest) = name.strip_prefix("bon@") {
+        let (size, aggregation) = with_aggregation(rest)?;
+        return Ok(MetricKind::BestOfN { size, aggregation });
+    }
+    if let Some(rest) = name.strip_prefix("wmaj@") {
+        let (size, aggregation) = with_aggregation(rest)?;
+        return Ok(MetricKind::WeightedMajority { size, aggregation });
+    }
+    if let Some(rest) = name.strip_prefix("maj@") {
+        return Ok(MetricKind::MajorityAt { size: k_of(rest)? });
+    }
     if name == "greedy_acc" {
         return Ok(MetricKind::Greedy);
     }

@@ -5,39 +5,12 @@ use super::raw::RawConfig;
 use super::search::RewardMode;
 use super::settings::check_base_url;
 use super::{closest, locate, ConfigError};
-use serde::Serialize;
+pub use crate::metrics::Aggregation;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// How a solution's step scores become its one score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Aggregation {
-    /// The weakest step (Math-Shepherd's choice).
-    Min,
-    Mean,
-    /// The final step's score.
-    Last,
-    Product,
-}
-
-impl Aggregation {
-    pub const ALL: [(&'static str, Aggregation); 4] = [
-        ("min", Aggregation::Min),
-        ("mean", Aggregation::Mean),
-        ("last", Aggregation::Last),
-        ("product", Aggregation::Product),
-    ];
-
-    pub fn name(self) -> &'static str {
-        Aggregation::ALL
-            .iter()
-            .find(|(_, a)| *a == self)
-            .map_or("min", |(n, _)| n)
-    }
-}
-
 /// The resolved `[verifier]` table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerifierSettings {
     pub reward_model_id: String,
     /// The PRM's own gateway; None means `[api] base_url`.
@@ -53,6 +26,15 @@ pub struct VerifierSettings {
     pub max_steps: usize,
     /// In the order given, without repeats.
     pub aggregations: Vec<Aggregation>,
+}
+
+impl VerifierSettings {
+    /// The variable holding the PRM's key: `reward_api_key_env`, else `[api] api_key_env`.
+    pub fn key_env<'a>(&'a self, api: &'a super::ApiSettings) -> Option<&'a str> {
+        self.reward_api_key_env
+            .as_deref()
+            .or(api.api_key_env.as_deref())
+    }
 }
 
 /// The default of `max_steps`, `gpassk label`'s.

@@ -1,7 +1,7 @@
 //! Exact means of per-problem metrics over all problems and per subset, with coverage accounting.
 
 use super::problem::{MetricTable, Num};
-use super::{ratio, MetricsError, Tau};
+use super::{ratio, Aggregation, MetricsError, Tau};
 use num_bigint::{BigInt, BigUint};
 use num_rational::BigRational;
 use num_traits::Zero;
@@ -19,14 +19,37 @@ pub struct ProblemCounts {
 }
 
 /// A metric the harness reports. `Majority` is maj@n, majority-vote accuracy over a problem's
-/// samples; `stats` computes it, `aggregate` does not.
+/// samples; `stats` computes it, `aggregate` does not. The verifier metrics (`BestOfN`,
+/// `WeightedMajority`, `MajorityAt`) are expectations over N-subsets of a problem's samples
+/// (see `metrics::verifier`); scoring computes them where a run has verifier scores.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum MetricKind {
     Greedy,
-    PassAtK { k: u64 },
-    GPassAtK { k: u64, tau: Tau },
-    MGPassAtK { k: u64 },
+    PassAtK {
+        k: u64,
+    },
+    GPassAtK {
+        k: u64,
+        tau: Tau,
+    },
+    MGPassAtK {
+        k: u64,
+    },
     Majority,
+    /// bon@N: the verifier's highest-scored of N samples.
+    BestOfN {
+        size: u64,
+        aggregation: Aggregation,
+    },
+    /// wmaj@N: N samples vote, weighed by their verifier scores.
+    WeightedMajority {
+        size: u64,
+        aggregation: Aggregation,
+    },
+    /// maj@N for N below n: N samples vote (at N = n this is maj@n).
+    MajorityAt {
+        size: u64,
+    },
 }
 
 impl MetricKind {
@@ -38,16 +61,42 @@ impl MetricKind {
             MetricKind::GPassAtK { .. } => "g_pass@k",
             MetricKind::MGPassAtK { .. } => "mg_pass@k",
             MetricKind::Majority => "maj@n",
+            MetricKind::BestOfN { .. } => "bon@k",
+            MetricKind::WeightedMajority { .. } => "wmaj@k",
+            MetricKind::MajorityAt { .. } => "maj@k",
         }
     }
 
+    /// k, or N for the verifier metrics (N samples drawn of n).
     pub fn k(&self) -> Option<u64> {
         match self {
             MetricKind::Greedy | MetricKind::Majority => None,
             MetricKind::PassAtK { k }
             | MetricKind::GPassAtK { k, .. }
             | MetricKind::MGPassAtK { k } => Some(*k),
+            MetricKind::BestOfN { size, .. }
+            | MetricKind::WeightedMajority { size, .. }
+            | MetricKind::MajorityAt { size } => Some(*size),
         }
+    }
+
+    /// How step scores became a solution's score, for the metrics that use the verifier's.
+    pub fn aggregation(&self) -> Option<Aggregation> {
+        match self {
+            MetricKind::BestOfN { aggregation, .. }
+            | MetricKind::WeightedMajority { aggregation, .. } => Some(*aggregation),
+            _ => None,
+        }
+    }
+
+    /// Whether the metric is one of the verifier's (computed from stored verifier scores).
+    pub fn is_verifier(&self) -> bool {
+        matches!(
+            self,
+            MetricKind::BestOfN { .. }
+                | MetricKind::WeightedMajority { .. }
+                | MetricKind::MajorityAt { .. }
+        )
     }
 
     pub fn tau(&self) -> Option<&Tau> {
@@ -84,6 +133,17 @@ impl MetricKind {
             },
             MetricKind::MGPassAtK { k } => MetricIdentity::Mean { k: *k },
             MetricKind::Majority => MetricIdentity::Majority,
+            MetricKind::BestOfN { size, aggregation } => MetricIdentity::BestOfN {
+                size: *size,
+                aggregation: *aggregation,
+            },
+            MetricKind::WeightedMajority { size, aggregation } => {
+                MetricIdentity::WeightedMajority {
+                    size: *size,
+                    aggregation: *aggregation,
+                }
+            }
+            MetricKind::MajorityAt { size } => MetricIdentity::MajorityAt { size: *size },
         }
     }
 }
@@ -101,12 +161,31 @@ pub enum MetricIdentity {
         k: u64,
     },
     Majority,
+    BestOfN {
+        size: u64,
+        aggregation: Aggregation,
+    },
+    WeightedMajority {
+        size: u64,
+        aggregation: Aggregation,
+    },
+    MajorityAt {
+        size: u64,
+    },
 }
 
 impl fmt::Display for MetricKind {
-    /// The config-file name: `greedy_acc`, `pass@16`, `g_pass@16_t0.5`, `mg_pass@16`.
+    /// The config-file name: `greedy_acc`, `pass@16`, `g_pass@16_t0.5`, `mg_pass@16`,
+    /// `bon@16_min`, `wmaj@16_min`, `maj@4`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            MetricKind::BestOfN { size, aggregation } => {
+                write!(f, "bon@{size}_{}", aggregation.name())
+            }
+            MetricKind::WeightedMajority { size, aggregation } => {
+                write!(f, "wmaj@{size}_{}", aggregation.name())
+            }
+            MetricKind::MajorityAt { size } => write!(f, "maj@{size}"),
             MetricKind::Greedy => write!(f, "greedy_acc"),
             MetricKind::PassAtK { k } => write!(f, "pass@{k}"),
             MetricKind::GPassAtK { k, tau } => write!(f, "g_pass@{k}_t{tau}"),

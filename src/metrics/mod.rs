@@ -1,10 +1,12 @@
 //! Exact G-Pass@k combinatorics: binomials, per-problem metrics and their aggregation over problems;
-//! the verifier metrics (best-of-N, weighted and plain majority vote at N) of one problem.
+//! the verifier metrics (best-of-N, weighted and plain majority vote at N) of one problem, and how
+//! a verifier's step scores agree with step labels.
 //!
 //! Everything inside is integer or rational arithmetic; `f64` appears only through [`to_f64`], which
 //! callers use at the report boundary.
 
 mod aggregate;
+pub mod agreement;
 mod binom;
 mod problem;
 mod tau;
@@ -18,8 +20,8 @@ pub use problem::{
 };
 pub use tau::Tau;
 pub use verifier::{
-    best_of_n, majority_at, verifier_values, weighted_majority_at, Estimate as VoteEstimate,
-    Sample, VerifierError, VerifierValues, VoteBudget, DEFAULT_BUDGET,
+    best_of_n, majority_at, verifier_values, weighted_majority_at, Aggregation,
+    Estimate as VoteEstimate, Sample, VerifierError, VerifierValues, VoteBudget, DEFAULT_BUDGET,
 };
 
 use num_bigint::BigInt;

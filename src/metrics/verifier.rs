@@ -21,8 +21,56 @@ use crate::util::SplitMix64;
 use num_bigint::{BigInt, BigUint};
 use num_rational::BigRational;
 use num_traits::Zero;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::AddAssign;
+
+/// How a solution's step scores become its one score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    /// The weakest step (Math-Shepherd's choice).
+    Min,
+    Mean,
+    /// The final step's score.
+    Last,
+    Product,
+}
+
+impl Aggregation {
+    pub const ALL: [(&'static str, Aggregation); 4] = [
+        ("min", Aggregation::Min),
+        ("mean", Aggregation::Mean),
+        ("last", Aggregation::Last),
+        ("product", Aggregation::Product),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Aggregation::ALL
+            .iter()
+            .find(|(_, a)| *a == self)
+            .map_or("min", |(n, _)| n)
+    }
+
+    /// The aggregation a name in [`Aggregation::ALL`] stands for.
+    pub fn parse(name: &str) -> Option<Aggregation> {
+        Aggregation::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, a)| *a)
+    }
+
+    /// A solution's one score from its step scores; None without steps.
+    pub fn of(self, scores: &[f64]) -> Option<f64> {
+        let last = *scores.last()?;
+        Some(match self {
+            Aggregation::Min => scores.iter().copied().fold(f64::INFINITY, f64::min),
+            Aggregation::Mean => scores.iter().sum::<f64>() / scores.len() as f64,
+            Aggregation::Last => last,
+            Aggregation::Product => scores.iter().product(),
+        })
+    }
+}
 
 /// One stored sample as the verifier metrics see it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -96,9 +96,13 @@ impl Format {
     }
 }
 
-/// A metric as the human reports name it: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`, `maj@n`.
+/// A metric as the human reports name it: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`,
+/// `maj@n`; the verifier metrics by their config names (`bon@16_min`, `wmaj@16_min`, `maj@4`).
 pub fn metric_label(metric: &MetricKind) -> String {
     match metric {
+        MetricKind::BestOfN { .. }
+        | MetricKind::WeightedMajority { .. }
+        | MetricKind::MajorityAt { .. } => metric.to_string(),
         MetricKind::Greedy => "Greedy".into(),
         MetricKind::PassAtK { k } => format!("Pass@{k}"),
         MetricKind::GPassAtK { k, tau } => format!("G-Pass@{k}_{}", tau.text()),
@@ -123,7 +127,7 @@ pub fn write_all(run_dir: &RunDir, results: &RunResults) -> anyhow::Result<Vec<P
 /// One tidy row: model × dataset × subset × metric × k × τ. Raw values in [0, 1], never rounded.
 ///
 /// The column order is the CSV header: `model,model_id,dataset,subset,metric,k,tau,value,ci_low,
-/// ci_high,problems,n,coverage`.
+/// ci_high,problems,n,coverage,aggregation,mc_std_error`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricRow {
     pub model: String,
@@ -131,7 +135,8 @@ pub struct MetricRow {
     pub dataset: String,
     /// `all` for the whole dataset.
     pub subset: String,
-    /// `greedy_acc`, `pass@k`, `g_pass@k`, `mg_pass@k` or `maj@n`.
+    /// `greedy_acc`, `pass@k`, `g_pass@k`, `mg_pass@k`, `maj@n`, or the verifier's `bon@k`,
+    /// `wmaj@k`, `maj@k` (k is N there).
     pub metric: String,
     pub k: Option<u64>,
     pub tau: Option<String>,
@@ -145,12 +150,31 @@ pub struct MetricRow {
     pub n: u32,
     /// Usable units over planned units (see [`Estimate::coverage`]).
     pub coverage: f64,
+    /// How the verifier's step scores became a solution's (`min`, `mean`, `last`, `product`) for
+    /// bon@k and wmaj@k; empty otherwise.
+    pub aggregation: Option<String>,
+    /// The Monte Carlo standard error of `value` where some problem's value was estimated from
+    /// sampled subsets; empty where it is exact.
+    pub mc_std_error: Option<f64>,
 }
 
 /// The CSV header, also written when a run has no rows.
-pub const METRIC_COLUMNS: [&str; 13] = [
-    "model", "model_id", "dataset", "subset", "metric", "k", "tau", "value", "ci_low", "ci_high",
-    "problems", "n", "coverage",
+pub const METRIC_COLUMNS: [&str; 15] = [
+    "model",
+    "model_id",
+    "dataset",
+    "subset",
+    "metric",
+    "k",
+    "tau",
+    "value",
+    "ci_low",
+    "ci_high",
+    "problems",
+    "n",
+    "coverage",
+    "aggregation",
+    "mc_std_error",
 ];
 
 impl MetricRow {
@@ -169,6 +193,8 @@ impl MetricRow {
             problems: e.problems,
             n: m.n,
             coverage: e.coverage,
+            aggregation: e.metric.aggregation().map(|a| a.name().to_string()),
+            mc_std_error: e.mc_std_error,
         }
     }
 }

@@ -78,6 +78,9 @@ pub struct ProblemValues {
     pub metrics: Vec<MetricKind>,
     /// One row per problem (in the problems' order), one entry per metric.
     pub rows: Vec<Vec<Option<BigRational>>>,
+    /// Per metric, the Monte Carlo standard error of each problem's value where it was estimated
+    /// from sampled subsets (None where exact); None for a metric exact on every problem.
+    pub std_errors: Vec<Option<Vec<Option<f64>>>>,
 }
 
 impl ProblemValues {
@@ -146,7 +149,12 @@ pub fn problem_values(
         row.push((p.n > 0).then(|| vote.value()));
         rows.push(row);
     }
-    Ok(ProblemValues { metrics, rows })
+    let std_errors = vec![None; metrics.len()];
+    Ok(ProblemValues {
+        metrics,
+        rows,
+        std_errors,
+    })
 }
 
 /// One metric over one group of problems, with its interval.
@@ -169,6 +177,9 @@ pub struct Estimate {
     /// Usable units over planned units for the group: greedy answers for greedy accuracy, samples
     /// (capped at the run's n per problem) for every other metric.
     pub coverage: f64,
+    /// The Monte Carlo standard error of `value`, when some problem's value was estimated from
+    /// sampled subsets (the verifier's vote metrics past their exact budget): √(Σ se²) / problems.
+    pub mc_std_error: Option<f64>,
 }
 
 /// Point estimates and intervals of every metric, overall first, then subsets in name order.
@@ -217,6 +228,11 @@ pub fn estimates(
                 }
             };
             let value = exact.as_ref().map(to_f64);
+            let mc_std_error = values.std_errors[col].as_ref().and_then(|se| {
+                let sampled: Vec<f64> = members.iter().filter_map(|&i| se[i]).collect();
+                let sum: f64 = sampled.iter().map(|s| s * s).sum();
+                (!sampled.is_empty()).then(|| sum.sqrt() / scored.len().max(1) as f64)
+            });
             let ci = value
                 .and_then(|v| {
                     Some((
@@ -239,6 +255,7 @@ pub fn estimates(
                 } else {
                     sample_coverage
                 },
+                mc_std_error,
             });
         }
     }

@@ -53,7 +53,8 @@ fn metrics_csv_reads_back_column_by_column() {
     let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(
         header.join(","),
-        "model,model_id,dataset,subset,metric,k,tau,value,ci_low,ci_high,problems,n,coverage"
+        "model,model_id,dataset,subset,metric,k,tau,value,ci_low,ci_high,problems,n,coverage,\
+         aggregation,mc_std_error"
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
     // 2 models × (all + 2 subsets) × (greedy + 2 k × (pass + 4 τ + mG) + maj).

@@ -284,3 +284,18 @@ fn a_problem_with_fewer_samples_keeps_its_own_n() {
     assert_eq!(rows[1].best_of_n, brute_best(&short, 4));
     assert_eq!(rows[2].majority.value(), &brute_vote(&short, 5, false));
 }
+
+#[test]
+fn aggregations_of_step_scores() {
+    let s = [0.9, 0.5, 0.8];
+    assert_eq!(Aggregation::Min.of(&s), Some(0.5));
+    assert_eq!(Aggregation::Last.of(&s), Some(0.8));
+    assert_eq!(Aggregation::Product.of(&s), Some(0.9 * 0.5 * 0.8));
+    let mean = Aggregation::Mean.of(&s).unwrap();
+    assert!((mean - 2.2 / 3.0).abs() < 1e-12);
+    assert_eq!(Aggregation::Min.of(&[]), None);
+    for (name, a) in Aggregation::ALL {
+        assert_eq!((a.name(), Aggregation::parse(name)), (name, Some(a)));
+    }
+    assert_eq!(Aggregation::parse("max"), None);
+}
