@@ -42,7 +42,9 @@ pub struct LabelArgs {
     /// Rollouts per step prefix.
     #[arg(long, default_value_t = 8)]
     pub k: u32,
-    /// Output folder (rerunning with the same folder resumes). Default: `<output_dir>/label-<inputs hash>`.
+    /// Output folder (rerunning with the same folder resumes). Default: with --from-run, the run's
+    /// `labels/` (where scoring finds them to set a verifier's scores against); else
+    /// `<output_dir>/label-<inputs hash>`.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// The model that writes rollouts (default: the first enabled model).
@@ -199,10 +201,14 @@ fn print_plan(args: &LabelArgs, model: &ModelSettings, solutions: &[Solution], w
     );
 }
 
-/// `--out`, or `<output_dir>/label-<hash of the inputs>` so that rerunning resumes.
+/// `--out`; else the run's `labels/` for `--from-run`, or `<output_dir>/label-<hash of the
+/// inputs>`, so that rerunning resumes.
 fn out_dir(args: &LabelArgs, plan: &Plan, model: &ModelSettings, solutions: &[Solution]) -> RunDir {
     if let Some(o) = &args.out {
         return RunDir::at(o);
+    }
+    if let Some(run) = &args.from_run {
+        return RunDir::at(RunDir::at(run).labels_dir());
     }
     let mut h = Sha256::new();
     for s in solutions {

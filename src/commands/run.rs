@@ -10,6 +10,7 @@ use crate::report;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::{OpenRun, RunDir};
 use crate::sampling::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
+use crate::scoring::verify::Verifier;
 use crate::scoring::{score_run, JudgeCall};
 use crate::search::SearchInput;
 use crate::util::{coarse_k_note, shell_quote, short};
@@ -188,7 +189,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
     } else {
         sampling::read_keys(&plan.settings)?
     };
-    let judge_key = judge_key(plan)?;
+    let (judge_key, verifier_key) = (judge_key(plan)?, verifier_key(plan)?);
     // Before the run directory exists: no sandbox is bad input, and leaves nothing behind.
     let search = search_job(plan)?;
     if !args.quiet {
@@ -229,16 +230,17 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
     let manifest = &run.manifest;
     let resume_cmd = resume_command(args, &run_dir);
     if interrupted {
-        let failed = report::failures(manifest);
-        let failed: Vec<_> = failed
-            .into_iter()
-            .filter(|f| f.models.iter().any(|h| h.failed > 0))
-            .collect();
-        eprint!("{}", report::failures_text(&failed, "", stderr_width()));
-        eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
+        interrupted_sampling(manifest, &resume_cmd);
         return Ok((run_dir, ExitStatus::Interrupted));
     }
     let notes = &job_notes;
+    let ctl = (&shutdown, notes);
+    let verified = verify_samples(plan, &run_dir, verifier_key, ctl, args.quiet);
+    if shutdown.is_triggered() {
+        // Stopped while the verifier scored: its scores so far are saved and not asked again.
+        let what = "the verifier scored the samples: scores saved";
+        return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?));
+    }
     let call = judge_key.map(|key| JudgeCall {
         key,
         shutdown: &shutdown,
@@ -255,9 +257,8 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
     };
     if shutdown.is_triggered() {
         // Stopped while judging: the verdicts so far are saved; scores would be half-judged.
-        run.interrupt()?;
-        eprintln!("interrupted while judging: verdicts saved; continue with:\n  {resume_cmd}");
-        return Ok((run_dir, ExitStatus::Interrupted));
+        let what = "judging: verdicts saved";
+        return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?));
     }
     report::write_all(&run_dir, &results)?;
     let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
@@ -268,11 +269,84 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
         println!("no values: no model answered any unit");
     }
     println!("results: {}", run_dir.display());
-    let status = sampling::exit_status_for(&ends, &run.manifest);
+    let mut status = sampling::exit_status_for(&ends, &run.manifest);
     if status != ExitStatus::Success {
         explain_failures(&run.manifest, &resume_cmd);
     }
+    if !verified && status == ExitStatus::Success {
+        eprintln!("the verifier did not score every sample; ask it again with:\n  {resume_cmd}");
+        status = ExitStatus::Failure;
+    }
     Ok((run_dir, status))
+}
+
+/// The run's samples scored by the `[verifier]` PRM, when the config has one (those already
+/// scored are not asked again); false when some could not be (the reports then leave their
+/// problems out of bon@N and wmaj@N).
+fn verify_samples(
+    plan: &Plan,
+    run_dir: &RunDir,
+    key: Option<Option<ApiKey>>,
+    ctl: (&crate::util::Shutdown, &crate::util::Notes),
+    quiet: bool,
+) -> bool {
+    let (Some(settings), Some(key)) = (&plan.settings.verifier, key) else {
+        return true;
+    };
+    let verifier = Verifier {
+        settings,
+        api: &plan.settings.models[0].api,
+        key,
+    };
+    let questions: HashMap<&str, &str> = plan
+        .problems
+        .iter()
+        .map(|p| (p.id.as_str(), p.question.as_str()))
+        .collect();
+    let models: Vec<&str> = plan
+        .settings
+        .models
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
+    let prm = &settings.reward_model_id;
+    let mut complete = true;
+    let result = crate::scoring::verify::verify_run(
+        run_dir,
+        &models,
+        &questions,
+        &verifier,
+        ctl,
+        |model, stats| {
+            complete &= stats.failed == 0;
+            if !quiet {
+                eprintln!("verifier {prm}: {model}: {}", stats.summary());
+            }
+        },
+    );
+    if let Err(e) = result {
+        eprintln!("error: {}", crate::error::render(&e.into()));
+        return false;
+    }
+    complete
+}
+
+/// Marks the run interrupted after sampling (while `what`) and says how to continue.
+fn stopped_while(run: &mut OpenRun, what: &str, resume_cmd: &str) -> Result<ExitStatus> {
+    run.interrupt()?;
+    eprintln!("interrupted while {what}; continue with:\n  {resume_cmd}");
+    Ok(ExitStatus::Interrupted)
+}
+
+/// What failed before sampling was interrupted, and how to continue.
+fn interrupted_sampling(manifest: &Manifest, resume_cmd: &str) {
+    let failed = report::failures(manifest);
+    let failed: Vec<_> = failed
+        .into_iter()
+        .filter(|f| f.models.iter().any(|h| h.failed > 0))
+        .collect();
+    eprint!("{}", report::failures_text(&failed, "", stderr_width()));
+    eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
 }
 
 /// Sends the Batch API models' batches, then samples the others live; each model's end.
@@ -430,6 +504,16 @@ fn judge_key(plan: &Plan) -> Result<Option<Option<ApiKey>>> {
         )?)),
         _ => Ok(None),
     }
+}
+
+/// The PRM's key when the config has a `[verifier]`: `Some(key)` (None for servers without auth).
+fn verifier_key(plan: &Plan) -> Result<Option<Option<ApiKey>>> {
+    let Some(v) = &plan.settings.verifier else {
+        return Ok(None);
+    };
+    let api = &plan.settings.models[0].api;
+    let who = format!("verifier {}", v.reward_model_id);
+    Ok(Some(sampling::read_key(v.key_env(api), &who)?))
 }
 
 fn warn_coarse_k(plan: &Plan) {

@@ -5,15 +5,15 @@ use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::plan;
 use crate::rundir::RunDir;
 use crate::sampling::read_key;
-use crate::scoring::verify::{self, VerifierScores, VerifyStats};
-use anyhow::{Context, Result};
+use crate::scoring::verify::{self, Verifier};
+use anyhow::Result;
 use clap::Args;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  gpassk verify results/<run> --config configs/prm.toml\n\nThe config's [verifier] table names the PRM; its key comes from the environment variable\nreward_api_key_env (else [api] api_key_env) names. Scores go to <run>/verifier/<model>.jsonl."
+    after_help = "Examples:\n  gpassk verify results/<run> --config configs/prm.toml\n\nThe config's [verifier] table names the PRM; its key comes from the environment variable\nreward_api_key_env (else [api] api_key_env) names. Scores go to <run>/verifier/<model>.jsonl;\n`gpassk score` then adds bon@N, wmaj@N and maj@N to the reports."
 )]
 pub struct VerifyArgs {
     /// The run directory whose stored samples are scored.
@@ -46,11 +46,10 @@ pub fn run(args: VerifyArgs) -> Result<ExitStatus> {
         .into());
     };
     let api = plan.settings.models[0].api.clone();
-    let env = settings
-        .reward_api_key_env
-        .as_deref()
-        .or(api.api_key_env.as_deref());
-    let key = read_key(env, &format!("verifier {}", settings.reward_model_id))?;
+    let key = read_key(
+        settings.key_env(&api),
+        &format!("verifier {}", settings.reward_model_id),
+    )?;
     let questions: HashMap<&str, &str> = plan
         .problems
         .iter()
@@ -58,38 +57,29 @@ pub fn run(args: VerifyArgs) -> Result<ExitStatus> {
         .collect();
     let (shutdown, _signals) = super::shutdown_on_signals(args.quiet)?;
     let notes = super::stderr_notes();
+    let models: Vec<&str> = manifest.models.keys().map(String::as_str).collect();
+    let verifier = Verifier {
+        settings: &settings,
+        api: &api,
+        key,
+    };
     let mut failed = false;
-    for model in manifest.models.keys() {
-        let out = dir.verifier_scores(model);
-        let store = VerifierScores::load(&out)?;
-        let (jobs, reused) = verify::pending(&dir, model, &questions, &store, &settings)?;
-        if let Some(parent) = out.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        let stats = verify::verify_pending(
-            &settings,
-            &api,
-            key.clone(),
-            jobs,
-            &out,
-            (&shutdown, &notes),
-        )?;
-        let stats = VerifyStats { reused, ..stats };
+    let ctl = (&shutdown, &notes);
+    verify::verify_run(&dir, &models, &questions, &verifier, ctl, |model, stats| {
         failed |= stats.failed > 0;
         if !args.quiet {
-            eprintln!(
-                "{model}: {} scored, {} unreadable (no score, never read as 0), {} failed, {} already stored",
-                stats.scored, stats.unparsed, stats.failed, stats.reused
-            );
+            eprintln!("{model}: {}", stats.summary());
         }
-        if shutdown.is_triggered() {
-            eprintln!(
-                "interrupted: scores saved in {}; rerun to continue",
-                out.display()
-            );
-            return Ok(ExitStatus::Interrupted);
-        }
+    })?;
+    if shutdown.is_triggered() {
+        eprintln!(
+            "interrupted: scores saved in {}; rerun to continue",
+            dir.verifier_settings()
+                .parent()
+                .unwrap_or(dir.path())
+                .display()
+        );
+        return Ok(ExitStatus::Interrupted);
     }
     Ok(if failed {
         eprintln!("some requests failed after retries; rerun the same command to ask again");

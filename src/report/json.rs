@@ -3,8 +3,9 @@
 
 use super::{rows, Exporter, MetricRow};
 use crate::config::Strategy;
-use crate::metrics::exact_text;
+use crate::metrics::{exact_text, to_f64};
 use crate::rundir::manifest::Manifest;
+use crate::scoring::verified::VerifierSummary;
 use crate::scoring::{ratio_f64, Effort, RunResults};
 use num_rational::Ratio;
 use serde::Serialize;
@@ -40,6 +41,115 @@ struct JsonModel<'a> {
     /// An imported run's second verdict: the source's, beside gpassk's.
     #[serde(skip_serializing_if = "Option::is_none")]
     source: Option<JsonSource>,
+    /// Only in runs with a verifier: what its scores came to (its metrics are rows of `metrics`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verifier: Option<JsonVerifier>,
+}
+
+#[derive(Serialize)]
+struct JsonVerifier {
+    reward_model: String,
+    aggregations: Vec<&'static str>,
+    /// The N of the curve: the k grid's values up to n, and n.
+    sizes: Vec<u64>,
+    samples: u64,
+    scored: u64,
+    /// Replies without a readable score (stored as null, never read as 0).
+    unreadable: u64,
+    no_steps: u64,
+    not_scored: u64,
+    /// Left out of bon@N and wmaj@N because some usable sample has no score.
+    problems_excluded: usize,
+    /// The vote metrics enumerate every N-subset up to `exact_subsets` of them, else average
+    /// `draws` seeded random subsets (their rows then carry `mc_std_error`).
+    exact_subsets: u64,
+    draws: u64,
+    seed: u64,
+    /// bon@N − maj@N (maj@n at N = n), paired over problems; p uncorrected (exploratory).
+    versus_voting: Vec<JsonVersus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label_agreement: Option<JsonLabels>,
+}
+
+#[derive(Serialize)]
+struct JsonVersus {
+    size: u64,
+    aggregation: &'static str,
+    maj: f64,
+    bon: f64,
+    bon_minus_maj: f64,
+    p: Option<f64>,
+    problems: usize,
+}
+
+#[derive(Serialize)]
+struct JsonLabels {
+    /// Labelled samples set against their step scores, and those left out (no score, or another
+    /// number of steps).
+    solutions: u64,
+    unpaired: u64,
+    steps: u64,
+    /// A step is predicted good when its score is at least this.
+    threshold: f64,
+    hard: JsonAgreement,
+    soft: JsonAgreement,
+}
+
+#[derive(Serialize)]
+struct JsonAgreement {
+    accuracy: f64,
+    accuracy_exact: String,
+    auc: Option<f64>,
+    auc_exact: Option<String>,
+}
+
+impl JsonAgreement {
+    fn new(a: &crate::metrics::agreement::Agreement) -> JsonAgreement {
+        JsonAgreement {
+            accuracy: to_f64(&a.accuracy),
+            accuracy_exact: exact_text(&a.accuracy),
+            auc: a.auc.as_ref().map(to_f64),
+            auc_exact: a.auc.as_ref().map(exact_text),
+        }
+    }
+}
+
+impl JsonVerifier {
+    fn new(v: &VerifierSummary) -> JsonVerifier {
+        JsonVerifier {
+            reward_model: v.reward_model.clone(),
+            aggregations: v.aggregations.iter().map(|a| a.name()).collect(),
+            sizes: v.sizes.clone(),
+            samples: v.samples,
+            scored: v.scored,
+            unreadable: v.unreadable,
+            no_steps: v.no_steps,
+            not_scored: v.not_scored,
+            problems_excluded: v.excluded_problems,
+            exact_subsets: v.budget.exact_subsets,
+            draws: v.budget.draws,
+            seed: v.budget.seed,
+            versus_voting: (v.versus.iter())
+                .map(|x| JsonVersus {
+                    size: x.size,
+                    aggregation: x.aggregation.name(),
+                    maj: x.test.a,
+                    bon: x.test.b,
+                    bon_minus_maj: x.test.delta,
+                    p: x.test.p,
+                    problems: x.test.problems,
+                })
+                .collect(),
+            label_agreement: v.labels.as_ref().map(|l| JsonLabels {
+                solutions: l.solutions,
+                unpaired: l.unpaired,
+                steps: l.agreement.steps,
+                threshold: crate::metrics::agreement::THRESHOLD,
+                hard: JsonAgreement::new(&l.agreement.hard),
+                soft: JsonAgreement::new(&l.agreement.soft),
+            }),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -218,6 +328,7 @@ impl Exporter for MetricsJson {
                     missing: m.missing,
                     effort: searched.then(|| JsonEffort::new(&m.effort)),
                     source: JsonSource::new(results, m),
+                    verifier: m.verifier.as_ref().map(JsonVerifier::new),
                 })
                 .collect(),
             metrics: rows(results)

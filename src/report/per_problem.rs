@@ -1,5 +1,6 @@
 //! `per_problem.csv`: one row per model × problem with n, c, the greedy verdict and every
-//! per-problem metric (columns named like the config's metrics: `pass@4`, `g_pass@4_t0.5`, …).
+//! per-problem metric (columns named like the config's metrics: `pass@4`, `g_pass@4_t0.5`, …);
+//! in a run with a verifier, its metrics and each problem's samples without a verifier score.
 
 use super::Exporter;
 use crate::metrics::{to_f64, MetricKind};
@@ -13,7 +14,16 @@ impl Exporter for PerProblemCsv {
     }
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
-        let metrics = crate::stats::metric_list(&results.ks, &results.taus);
+        let mut metrics = crate::stats::metric_list(&results.ks, &results.taus);
+        // The verifier's columns, in the order models have them (models of another n add theirs).
+        for m in &results.models {
+            for metric in m.values.metrics.iter().filter(|x| x.is_verifier()) {
+                if !metrics.contains(metric) {
+                    metrics.push(metric.clone());
+                }
+            }
+        }
+        let verifier = results.models.iter().any(|m| m.verifier.is_some());
         let mut w = ::csv::Writer::from_writer(Vec::new());
         let mut header: Vec<String> = [
             "model",
@@ -32,6 +42,9 @@ impl Exporter for PerProblemCsv {
                 .filter(|m| **m != MetricKind::Greedy)
                 .map(|m| m.to_string()),
         );
+        if verifier {
+            header.push("verifier_unscored".into());
+        }
         w.write_record(&header)?;
         for m in &results.models {
             for (i, p) in m.problems.iter().enumerate() {
@@ -52,6 +65,10 @@ impl Exporter for PerProblemCsv {
                         .map(|v| to_f64(v).to_string())
                         .unwrap_or_default();
                     rec.push(cell);
+                }
+                if verifier {
+                    let unscored = m.verifier.as_ref().and_then(|v| v.unscored.get(i));
+                    rec.push(unscored.map_or_else(String::new, u32::to_string));
                 }
                 w.write_record(rec.iter().map(|c| super::csv::safe_cell(c).into_owned()))?;
             }

@@ -113,6 +113,17 @@ impl RunDir {
         self.model_file("verifier", model)
     }
 
+    /// The verifier settings of the run's latest verification pass (`verifier/settings.json`).
+    pub fn verifier_settings(&self) -> PathBuf {
+        self.root.join("verifier").join("settings.json")
+    }
+
+    /// Step labels of the run's samples (`labels/labels.jsonl`: `gpassk label --from-run` writes
+    /// its folder `labels/` inside the run unless told otherwise).
+    pub fn labels_dir(&self) -> PathBuf {
+        self.root.join("labels")
+    }
+
     /// A model's replayable search replies (`cache/<model>.jsonl`).
     pub fn cache(&self, model: &str) -> PathBuf {
         self.model_file("cache", model)

@@ -1,8 +1,8 @@
 //! The optional LLM judge: its prompt, reply parsing, verdicts stored beside the samples, and the
 //! async pass that asks it about samples it has not judged yet.
 
-use crate::client::retry::{Next, RetryPolicy};
-use crate::client::{ApiError, ApiKey, Client, ErrorClass};
+use super::pass::{Pass, Tally};
+use crate::client::ApiKey;
 use crate::config::{GraderMode, JudgeSettings};
 use crate::grade::Outcome;
 use crate::rundir::record::{read_lines, CheckpointError, CheckpointWriter, SampleIndex};
@@ -12,9 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Fills a judge prompt; other braces are left alone, since prompts often hold LaTeX.
 pub fn render(template: &str, question: &str, gold: &str, answer: &str, response: &str) -> String {
@@ -139,133 +137,46 @@ pub fn judge_pending(
     if jobs.is_empty() {
         return Ok(JudgeStats::default());
     }
-    let pass = Arc::new(Pass {
-        writer: CheckpointWriter::open(out, notes)?,
-        client: settings.api.chat_client(key)?,
-        policy: settings.api.retry_policy(),
-        model: settings.model_id.clone(),
-        max_tokens: settings.max_tokens,
-        stats: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
-        fatal: std::sync::Mutex::new(None),
-        last_error: std::sync::Mutex::new(None),
-        shutdown: shutdown.clone(),
-    });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(run_jobs(
-        pass.clone(),
+    let pass = Arc::new(Pass::new(
+        CheckpointWriter::open(out, notes)?,
+        settings.api.chat_client(key)?,
+        settings.api.retry_policy(),
+        shutdown,
+        (settings.model_id.clone(), settings.max_tokens),
+    ));
+    // As for sampling: after a stop, requests in flight get the grace period, then are dropped.
+    let grace = Some(settings.api.shutdown_grace);
+    pass.run(
         jobs,
         settings.api.concurrency,
-        settings.api.shutdown_grace,
-    ));
+        grace,
+        |pass, job| async move { judge_one(&pass, job).await },
+    )?;
     let _ = pass.writer.sync();
-    if let Some(e) = pass.fatal() {
-        let class = if e.class == ErrorClass::Auth {
-            "rejected the key"
-        } else {
-            "refused the request"
-        };
-        anyhow::bail!(
-            "judge model {} {class}: {}",
-            settings.model_id,
-            crate::util::printable(&e.to_string())
-        );
-    }
-    let count = |i: usize| pass.stats[i].load(Ordering::Relaxed);
-    let stats = JudgeStats {
-        judged: count(0),
-        unparsed: count(1),
-        failed: count(2),
-    };
-    if stats.failed > 0 && stats.judged + stats.unparsed == 0 {
-        // Not one verdict: the configured grader did not run, so the run must not look successful.
-        let last = lock(&pass.last_error).clone();
-        anyhow::bail!(
-            "judge model {} failed every request ({} after retries){}",
-            settings.model_id,
-            stats.failed,
-            last.map(|e| format!("; last error: {}", crate::util::printable(&e.to_string())))
-                .unwrap_or_default()
-        );
-    }
-    Ok(stats)
+    let [judged, unparsed, failed] = pass.end("judge", &settings.model_id)?;
+    Ok(JudgeStats {
+        judged,
+        unparsed,
+        failed,
+    })
 }
 
-/// What every judge request of one pass shares.
-struct Pass {
-    writer: CheckpointWriter,
-    client: Client,
-    policy: RetryPolicy,
-    model: String,
-    max_tokens: u32,
-    /// Judged, unparseable replies, failed requests.
-    stats: [AtomicU64; 3],
-    fatal: std::sync::Mutex<Option<ApiError>>,
-    /// The last error a request gave up on, for the message when every request failed.
-    last_error: std::sync::Mutex<Option<ApiError>>,
-    shutdown: Shutdown,
-}
+/// A judge pass: its model and reply length.
+type JudgePass = Pass<(String, u32)>;
 
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Pass {
-    fn fatal(&self) -> Option<ApiError> {
-        self.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn count(&self, i: usize) {
-        self.stats[i].fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-async fn run_jobs(pass: Arc<Pass>, jobs: Vec<JudgeJob>, concurrency: usize, grace: Duration) {
-    // As for sampling: after a stop, requests in flight get `grace`, then are dropped.
-    let stopped = || pass.fatal().is_some();
-    let work = |job| {
-        let pass = pass.clone();
-        async move { judge_one(&pass, job).await }
-    };
-    let shutdown = &pass.shutdown;
-    crate::util::tasks::run_bounded(jobs, concurrency, shutdown, Some(grace), stopped, work).await;
-}
-
-async fn judge_one(pass: &Pass, job: JudgeJob) {
+async fn judge_one(pass: &JudgePass, job: JudgeJob) {
+    let (model, max_tokens) = &pass.ctx;
     let mut body = serde_json::json!({
-        "model": pass.model,
+        "model": model,
         "messages": [{"role": "user", "content": job.prompt}],
         "temperature": 0.0,
-        "max_tokens": pass.max_tokens,
+        "max_tokens": max_tokens,
     });
     if pass.client.streams() {
         crate::client::ask_to_stream(&mut body);
     }
-    let mut tries = pass.policy.tries(&pass.shutdown);
-    let resp = loop {
-        if tries.start().is_none() || pass.fatal().is_some() {
-            return;
-        }
-        let err = match pass.client.chat(&body).await {
-            Ok(resp) => break resp,
-            Err(e) => e,
-        };
-        match tries.failed(err).await {
-            Next::Retry => {}
-            Next::Stopped => return,
-            Next::GaveUp { err, .. } => {
-                pass.count(2);
-                *lock(&pass.last_error) = Some(err.clone());
-                if !err.class.retryable() {
-                    pass.fatal
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(err);
-                }
-                return;
-            }
-        }
+    let Some(resp) = pass.request(|| pass.client.chat(&body)).await else {
+        return;
     };
     let reply = resp
         .choices
@@ -273,18 +184,22 @@ async fn judge_one(pass: &Pass, job: JudgeJob) {
         .map(|c| c.content.clone())
         .unwrap_or_default();
     let correct = parse_reply(&reply);
-    pass.count(if correct.is_some() { 0 } else { 1 });
+    pass.count(if correct.is_some() {
+        Tally::Done
+    } else {
+        Tally::Unreadable
+    });
     let v = StoredVerdict {
         problem_id: job.problem_id,
         sample_index: job.sample_index,
         response_hash: job.response_hash,
-        judge_model: resp.served_model.unwrap_or_else(|| pass.model.clone()),
+        judge_model: resp.served_model.unwrap_or_else(|| model.clone()),
         correct,
         reply: reply.chars().take(2000).collect(),
         judged_at: now_rfc3339(),
     };
     if pass.writer.append_value(&v).is_err() {
-        pass.count(2);
+        pass.count(Tally::Failed);
     }
 }
 

@@ -3,7 +3,9 @@
 
 pub mod judge;
 pub mod label;
+pub mod pass;
 pub mod steps;
+pub mod verified;
 pub mod verify;
 
 use crate::client::{ApiKey, Usage};
@@ -15,8 +17,8 @@ use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::record::{
-    read_batches, read_records, CheckpointError, LineBatch, Record, RecordAnswer, SearchStats,
-    UnitOutcome,
+    read_batches, read_records, CheckpointError, LineBatch, Record, RecordAnswer, SampleIndex,
+    SearchStats, UnitOutcome,
 };
 use crate::rundir::RunDir;
 use crate::scoring::judge::{
@@ -64,6 +66,9 @@ pub struct ModelScore {
     pub effort: Effort,
     /// An imported run's second verdict: the source harness's own, where it kept one per sample.
     pub source: Option<SourceScore>,
+    /// What the verifier's scores came to, when the run has a verifier (its metrics are among
+    /// `values` and `estimates`).
+    pub verifier: Option<verified::VerifierSummary>,
 }
 
 /// The source harness's verdicts of an imported run's samples, beside gpassk's re-grade.
@@ -354,6 +359,8 @@ pub struct ScoreInputs<'a> {
     pub grade: &'a GradeConfig,
     /// Stored LLM-judge verdicts, when the config uses the judge.
     pub judge: Option<&'a JudgeVerdicts>,
+    /// The verifier's stored scores of this model's samples, when the run has a verifier.
+    pub verifier: Option<&'a verified::VerifierInputs>,
     /// Where scoring's warnings go.
     pub notes: &'a Notes,
 }
@@ -478,6 +485,7 @@ pub fn score_model(
     let mut effort = Effort::default();
     let mut has_unit = vec![false; inputs.problems.len()];
     let mut source = SourceTally::default();
+    let mut voters = verified::Voters::new(inputs.problems.len());
     let units = ModelUnits {
         checkpoint: path,
         problems: inputs.problems,
@@ -505,6 +513,9 @@ pub fn score_model(
             let problems = inputs.problems.len();
             source.add(problems, p, g.outcome == Outcome::Correct, v);
         }
+        if let (Some(v), true) = (g.verifier, slot < n as usize) {
+            voters.add(p, g.outcome == Outcome::Correct, g.class, v);
+        }
         truncated += (g.truncated && slot < n as usize) as u64;
         if let Some(s) = g.served {
             *served.entry(s).or_default() += 1;
@@ -515,11 +526,15 @@ pub fn score_model(
         name, model_id, n, greedy, inputs, &state, classes, truncated, served,
     )?;
     let source = source.score(&score.problems, n, inputs)?;
-    Ok(ModelScore {
+    let mut score = ModelScore {
         effort,
         source,
         ..score
-    })
+    };
+    if let Some(v) = inputs.verifier {
+        verified::extend(&mut score, voters, v, inputs.ks)?;
+    }
+    Ok(score)
 }
 
 /// Per-problem counts, votes, metrics and intervals from the graded unit states.
@@ -626,6 +641,7 @@ impl ModelScore {
             estimates,
             effort: Effort::default(),
             source: None,
+            verifier: None,
         })
     }
 }
@@ -641,6 +657,8 @@ struct Graded {
     served: Option<String>,
     cost: UnitCost,
     source: Option<bool>,
+    /// The verifier's score of a sample (never of the greedy answer), when the run has one.
+    verifier: Option<verified::Scored>,
 }
 
 /// Checkpoint bytes per batch handed to a grading thread: large enough to amortise the hand-off,
@@ -840,6 +858,16 @@ fn grade_one(
     inputs: &ScoreInputs,
     graders: &Graders,
 ) -> Graded {
+    let verifier = inputs
+        .verifier
+        .filter(|_| r.sample_index != SampleIndex::Greedy)
+        .map(|v| {
+            v.sample(
+                &inputs.problems[p].id,
+                r.sample_index,
+                r.response.as_deref(),
+            )
+        });
     // Without the response, the answer extracted at run time is graded as the whole reply.
     let text = r.response.or(r.extracted);
     let response = text.as_deref().unwrap_or("");
@@ -873,6 +901,7 @@ fn grade_one(
             search: r.search.map(|s| s.stats),
         },
         source: r.source.and_then(|s| s.verdict),
+        verifier,
     }
 }
 
@@ -1010,15 +1039,20 @@ pub fn score_run(
 ) -> Result<RunResults> {
     let ev = &plan.settings.evaluation;
     let grade = ev.grade_config();
+    let verifier = verify::run_settings(run_dir, plan.settings.verifier.as_ref())?;
     let mut models = Vec::new();
     for m in &plan.settings.models {
         let verdicts = verdicts_for(plan, run_dir, m, &grade, (judge, notes))?;
+        let scores = (verifier.as_ref())
+            .map(|v| verified::VerifierInputs::load(run_dir, &m.name, v))
+            .transpose()?;
         let inputs = ScoreInputs {
             problems: &plan.problems,
             ks: &ev.ks,
             taus: &ev.taus,
             grade: &grade,
             judge: verdicts.as_ref(),
+            verifier: scores.as_ref(),
             notes,
         };
         models.push(score_model(
@@ -1201,6 +1235,7 @@ mod tests {
             taus: &[],
             grade: &grade,
             judge: None,
+            verifier: None,
             notes: &notes,
         };
         let units = ModelUnits {

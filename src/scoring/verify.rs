@@ -1,42 +1,40 @@
-//! `gpassk verify`: a process reward model scores every stored sample's steps; the step scores are
-//! stored beside the checkpoints (`verifier/<model>.jsonl`, keyed by sample and response hash like
-//! judge verdicts), so scoring again never asks twice and an interrupted pass resumes.
+//! `gpassk verify` (and `gpassk run` with `[verifier]`): a process reward model scores every
+//! stored sample's steps; the step scores are stored beside the checkpoints
+//! (`verifier/<model>.jsonl`, keyed by sample and response hash like judge verdicts, and by the
+//! verifier model), so scoring again never asks twice and an interrupted pass resumes. The
+//! settings of the latest pass are kept in `verifier/settings.json` for scoring.
 
 use super::judge::response_hash;
+use super::pass::{Pass, PassError, Tally};
 use super::steps;
-use crate::client::retry::{Next, RetryPolicy};
-use crate::client::{ApiError, ApiKey, Client, ErrorClass};
-use crate::config::{Aggregation, ApiSettings, RewardMode, SearchSettings, VerifierSettings};
+use crate::client::{ApiError, ApiKey};
+use crate::config::{ApiSettings, RewardMode, SearchSettings, VerifierSettings};
+use crate::error::BadInput;
 use crate::rundir::record::{
     read_lines, read_records, CheckpointError, CheckpointWriter, SampleIndex,
 };
 use crate::rundir::RunDir;
 use crate::search::requests::{judge_body, parse_pooling_steps, parse_score, pooling_body};
 use crate::search::{Score, SearchInput};
-use crate::util::{now_rfc3339, Notes, Shutdown};
-use serde::{Deserialize, Serialize};
+use crate::util::{now_rfc3339, write_atomic, Notes, Shutdown};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Errors of a verification pass the user must act on.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
-    #[error("verifier model {model} {what}: {message}")]
-    Refused {
-        model: String,
-        what: &'static str,
-        message: String,
-    },
-    #[error("verifier model {model} failed every request ({failed} after retries){last}")]
-    AllFailed {
-        model: String,
-        failed: u64,
-        last: String,
-    },
+    /// The PRM refused the key or the request, or every request failed.
+    #[error(transparent)]
+    Pass(#[from] PassError),
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("cannot build the verifier's client: {0}")]
     Client(ApiError),
     #[error("cannot start the verifier's runtime: {0}")]
@@ -53,6 +51,7 @@ pub struct StoredScores {
     pub verifier_model: String,
     pub steps: usize,
     /// One score in [0, 1] per step; None when a reply held no readable score (never read as 0).
+    #[serde(deserialize_with = "unit_scores")]
     pub scores: Option<Vec<f64>>,
     /// The unreadable reply, bounded, when `scores` is None.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,26 +59,48 @@ pub struct StoredScores {
     pub scored_at: String,
 }
 
+/// Stored scores are probabilities: a line holding anything else is corrupt, not a score.
+fn unit_scores<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
+    let scores: Option<Vec<f64>> = Option::deserialize(d)?;
+    if let Some(bad) = scores.iter().flatten().find(|v| !(0.0..=1.0).contains(*v)) {
+        return Err(serde::de::Error::custom(format!(
+            "step score {bad} is not in [0, 1]"
+        )));
+    }
+    Ok(scores)
+}
+
 /// A stored entry: the response hash it scored, and its step scores (None: unreadable).
 type Entry = (String, Option<Vec<f64>>);
 
-/// Stored step scores of one model's samples, by (problem, sample).
+/// Stored step scores of one model's samples by one verifier model, by (problem, sample).
 #[derive(Debug, Clone, Default)]
 pub struct VerifierScores {
     map: HashMap<(String, i64), Entry>,
 }
 
 impl VerifierScores {
-    pub fn load(path: &Path) -> Result<VerifierScores, CheckpointError> {
+    /// The scores `verifier_model` gave (another PRM's scores in the same file are not its own);
+    /// a sample scored twice keeps its latest line.
+    pub fn load(path: &Path, verifier_model: &str) -> Result<VerifierScores, CheckpointError> {
         let mut map = HashMap::new();
         read_lines(path, |s: StoredScores| {
-            map.insert(
-                (s.problem_id, s.sample_index.key()),
-                (s.response_hash, s.scores),
-            );
+            if s.verifier_model == verifier_model {
+                map.insert(
+                    (s.problem_id, s.sample_index.key()),
+                    (s.response_hash, s.scores),
+                );
+            }
             Ok(())
         })?;
         Ok(VerifierScores { map })
+    }
+
+    /// The stored step scores of a sample, whatever response they scored (the labels of a run's
+    /// samples name no response).
+    pub fn of_sample(&self, problem_id: &str, slot: SampleIndex) -> Option<Option<&[f64]>> {
+        let (_, v) = self.map.get(&(problem_id.to_string(), slot.key()))?;
+        Some(v.as_deref())
     }
 
     /// The stored scores of this response: Some(None) when its reply was unreadable.
@@ -100,17 +121,6 @@ impl VerifierScores {
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
-}
-
-/// A solution's one score from its step scores; None without steps.
-pub fn aggregate_steps(how: Aggregation, scores: &[f64]) -> Option<f64> {
-    let last = *scores.last()?;
-    Some(match how {
-        Aggregation::Min => scores.iter().copied().fold(f64::INFINITY, f64::min),
-        Aggregation::Mean => scores.iter().sum::<f64>() / scores.len() as f64,
-        Aggregation::Last => last,
-        Aggregation::Product => scores.iter().product(),
-    })
 }
 
 /// A stored sample waiting for the verifier.
@@ -135,6 +145,16 @@ pub struct VerifyStats {
     pub failed: u64,
 }
 
+impl VerifyStats {
+    /// What the pass did, as one line for people.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} scored, {} unreadable (no score, never read as 0), {} failed, {} already stored",
+            self.scored, self.unparsed, self.failed, self.reused
+        )
+    }
+}
+
 /// The usable stored samples of `model` with a response that `store` holds no scores for, split
 /// into steps; `questions` maps problem ids to their text. Returns the jobs and how many samples
 /// the store already covers.
@@ -152,9 +172,13 @@ pub fn pending(
     let (mut jobs, mut reused) = (Vec::new(), 0);
     let mut seen = std::collections::HashSet::new();
     read_records(&dir.checkpoint(model), |r| {
+        // The verifier metrics rank samples; a greedy answer is not one of them.
         let (Some(response), true) = (r.response.as_deref(), r.usable()) else {
             return Ok(());
         };
+        if r.sample_index == SampleIndex::Greedy {
+            return Ok(());
+        }
         // A unit stored twice (a resumed duplicate) is scored once.
         if !seen.insert((r.problem_id.clone(), r.sample_index.key())) {
             return Ok(());
@@ -206,88 +230,34 @@ pub fn verify_pending(
         return Ok(VerifyStats::default());
     }
     let url = verifier_url(settings, api);
-    let pass = Arc::new(Pass {
-        writer: CheckpointWriter::open(out, notes)?,
-        client: api.client_at(url, key, None).map_err(VerifyError::Client)?,
-        policy: api.retry_policy(),
-        settings: settings.clone(),
-        stats: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
-        fatal: Mutex::new(None),
-        last_error: Mutex::new(None),
-        shutdown: shutdown.clone(),
-    });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(VerifyError::Runtime)?;
-    rt.block_on(run_jobs(pass.clone(), jobs, api.concurrency));
-    pass.writer.sync()?;
-    let model = settings.reward_model_id.clone();
-    if let Some(e) = lock(&pass.fatal).clone() {
-        let what = if e.class == ErrorClass::Auth {
-            "rejected the key"
-        } else {
-            "refused the request"
-        };
-        let message = crate::util::printable(&e.to_string()).into_owned();
-        return Err(VerifyError::Refused {
-            model,
-            what,
-            message,
-        });
-    }
-    let count = |i: usize| pass.stats[i].load(Ordering::Relaxed);
-    let stats = VerifyStats {
-        reused: 0,
-        scored: count(0),
-        unparsed: count(1),
-        failed: count(2),
-    };
-    if stats.failed > 0 && stats.scored + stats.unparsed == 0 {
-        let last = lock(&pass.last_error)
-            .clone()
-            .map(|e| format!("; last error: {}", crate::util::printable(&e.to_string())))
-            .unwrap_or_default();
-        return Err(VerifyError::AllFailed {
-            model,
-            failed: stats.failed,
-            last,
-        });
-    }
-    Ok(stats)
-}
-
-/// What every request of one pass shares.
-struct Pass {
-    writer: CheckpointWriter,
-    client: Client,
-    policy: RetryPolicy,
-    settings: VerifierSettings,
-    /// Scored, unparseable, failed samples.
-    stats: [AtomicU64; 3],
-    fatal: Mutex<Option<ApiError>>,
-    last_error: Mutex<Option<ApiError>>,
-    shutdown: Shutdown,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-async fn run_jobs(pass: Arc<Pass>, jobs: Vec<VerifyJob>, concurrency: usize) {
-    let stopped = || lock(&pass.fatal).is_some();
-    let work = |job| {
-        let pass = pass.clone();
-        async move { score_one(&pass, job).await }
-    };
+    let pass = Arc::new(Pass::new(
+        CheckpointWriter::open(out, notes)?,
+        api.client_at(url, key, None).map_err(VerifyError::Client)?,
+        api.retry_policy(),
+        shutdown,
+        settings.clone(),
+    ));
     // No grace: a sample in flight finishes (or times out) and its scores are kept.
-    let shutdown = &pass.shutdown;
-    crate::util::tasks::run_bounded(jobs, concurrency, shutdown, None, stopped, work).await;
+    pass.run(jobs, api.concurrency, None, |pass, job| async move {
+        score_one(&pass, job).await
+    })
+    .map_err(VerifyError::Runtime)?;
+    pass.writer.sync()?;
+    let [scored, unparsed, failed] = pass.end("verifier", &settings.reward_model_id)?;
+    Ok(VerifyStats {
+        reused: 0,
+        scored,
+        unparsed,
+        failed,
+    })
 }
+
+/// A verifier pass: the settings it asks with.
+type VerifyPass = Pass<VerifierSettings>;
 
 /// One sample: a `/pooling` call scores every step at once; a chat judge is asked per step prefix.
-async fn score_one(pass: &Pass, job: VerifyJob) {
-    let s = &pass.settings;
+async fn score_one(pass: &VerifyPass, job: VerifyJob) {
+    let s = &pass.ctx;
     let input = SearchInput {
         problem_id: job.problem_id.clone(),
         question: job.question.clone(),
@@ -297,7 +267,7 @@ async fn score_one(pass: &Pass, job: VerifyJob) {
     match s.reward_mode {
         RewardMode::Pooling => {
             let body = pooling_body(&s.reward_model_id, &input, &job.steps);
-            let Some(reply) = ask(pass, body, true).await else {
+            let Some(reply) = pass.request(|| pass.client.post_json(body.clone())).await else {
                 return;
             };
             match parse_pooling_steps(&reply, job.steps.len()) {
@@ -308,11 +278,10 @@ async fn score_one(pass: &Pass, job: VerifyJob) {
         _ => {
             for i in 1..=job.steps.len() {
                 let body = judge_body(&s.reward_model_id, &input, &job.steps[..i]);
-                let Some(reply) = ask(pass, body, false).await else {
+                let Some(text) = pass.request(|| chat_text(pass, body.clone())).await else {
                     return;
                 };
-                let text = reply.as_str().unwrap_or_default();
-                match parse_score(text) {
+                match parse_score(&text) {
                     Score::Value(v) => scores.push(v),
                     Score::Unparseable(t) => {
                         unparsed = Some(t);
@@ -322,7 +291,11 @@ async fn score_one(pass: &Pass, job: VerifyJob) {
             }
         }
     }
-    pass.stats[if unparsed.is_none() { 0 } else { 1 }].fetch_add(1, Ordering::Relaxed);
+    pass.count(if unparsed.is_none() {
+        Tally::Done
+    } else {
+        Tally::Unreadable
+    });
     let stored = StoredScores {
         problem_id: job.problem_id,
         sample_index: job.sample_index,
@@ -334,62 +307,76 @@ async fn score_one(pass: &Pass, job: VerifyJob) {
         scored_at: now_rfc3339(),
     };
     if pass.writer.append_value(&stored).is_err() {
-        pass.stats[2].fetch_add(1, Ordering::Relaxed);
+        pass.count(Tally::Failed);
     }
 }
 
-/// One request through the retry policy: the pooling reply, or the chat reply's text as a JSON
-/// string; None when it failed for good (counted) or the pass is stopping.
-async fn ask(pass: &Pass, body: Vec<u8>, pooling: bool) -> Option<serde_json::Value> {
-    let mut tries = pass.policy.tries(&pass.shutdown);
-    loop {
-        if tries.start().is_none() || lock(&pass.fatal).is_some() {
-            return None;
-        }
-        let err = if pooling {
-            match pass.client.post_json(body.clone()).await {
-                Ok(v) => return Some(v),
-                Err(e) => e,
-            }
-        } else {
-            match pass.client.chat_bytes(body.clone()).await {
-                Ok(resp) => {
-                    let text = resp.choices.first().map(|c| c.content.clone());
-                    return Some(serde_json::Value::String(text.unwrap_or_default()));
-                }
-                Err(e) => e,
-            }
-        };
-        match tries.failed(err).await {
-            Next::Retry => {}
-            Next::Stopped => return None,
-            Next::GaveUp { err, .. } => {
-                pass.stats[2].fetch_add(1, Ordering::Relaxed);
-                *lock(&pass.last_error) = Some(err.clone());
-                if !err.class.retryable() {
-                    lock(&pass.fatal).get_or_insert(err);
-                }
-                return None;
-            }
-        }
-    }
+/// A chat-judge PRM's reply text (empty without a choice).
+async fn chat_text(pass: &VerifyPass, body: Vec<u8>) -> Result<String, ApiError> {
+    let resp = pass.client.chat_bytes(body).await?;
+    Ok(resp
+        .choices
+        .first()
+        .map(|c| c.content.clone())
+        .unwrap_or_default())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn aggregations_of_step_scores() {
-        let s = [0.9, 0.5, 0.8];
-        assert_eq!(aggregate_steps(Aggregation::Min, &s), Some(0.5));
-        assert_eq!(aggregate_steps(Aggregation::Last, &s), Some(0.8));
-        assert_eq!(
-            aggregate_steps(Aggregation::Product, &s),
-            Some(0.9 * 0.5 * 0.8)
-        );
-        let mean = aggregate_steps(Aggregation::Mean, &s).unwrap();
-        assert!((mean - 2.2 / 3.0).abs() < 1e-12);
-        assert_eq!(aggregate_steps(Aggregation::Min, &[]), None);
+/// The verifier settings scoring uses for a run: those of its latest verification pass
+/// (`verifier/settings.json`), else its config's `[verifier]`; None when it has neither.
+pub fn run_settings(
+    dir: &RunDir,
+    config: Option<&VerifierSettings>,
+) -> Result<Option<VerifierSettings>, BadInput> {
+    let path = dir.verifier_settings();
+    if !path.exists() {
+        return Ok(config.cloned());
     }
+    let text = crate::util::read_bounded_string(&path, crate::util::MAX_TEXT_FILE)
+        .map_err(|e| BadInput(format!("{}: cannot read: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| BadInput(format!("{}: not verifier settings: {e}", path.display())))
+}
+
+/// What a pass over a run needs: the PRM, the gateway it is behind and its key.
+pub struct Verifier<'a> {
+    pub settings: &'a VerifierSettings,
+    pub api: &'a ApiSettings,
+    pub key: Option<ApiKey>,
+}
+
+/// Scores the stored samples of each of `models` not yet scored by this verifier; `done` sees
+/// each model's stats as its pass ends. Stops after the model in progress when `shutdown`
+/// triggers. The settings are kept in `verifier/settings.json` first, for scoring.
+pub fn verify_run(
+    dir: &RunDir,
+    models: &[&str],
+    questions: &HashMap<&str, &str>,
+    verifier: &Verifier,
+    (shutdown, notes): (&Shutdown, &Notes),
+    mut done: impl FnMut(&str, &VerifyStats),
+) -> Result<(), VerifyError> {
+    let settings = verifier.settings;
+    let folder = dir.verifier_settings();
+    let write = |path: &Path, e: std::io::Error| VerifyError::Write {
+        path: path.display().to_string(),
+        source: e,
+    };
+    if let Some(parent) = folder.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| write(parent, e))?;
+    }
+    let json = serde_json::to_vec_pretty(settings).expect("settings serialize");
+    write_atomic(&folder, &json).map_err(|e| write(&folder, e))?;
+    for model in models {
+        let out = dir.verifier_scores(model);
+        let store = VerifierScores::load(&out, &settings.reward_model_id)?;
+        let (jobs, reused) = pending(dir, model, questions, &store, settings)?;
+        let key = verifier.key.clone();
+        let stats = verify_pending(settings, verifier.api, key, jobs, &out, (shutdown, notes))?;
+        done(model, &VerifyStats { reused, ..stats });
+        if shutdown.is_triggered() {
+            break;
+        }
+    }
+    Ok(())
 }

@@ -33,5 +33,6 @@ mod settings_json;
 mod store;
 mod streaming;
 mod terminal;
+mod verifier_metrics;
 mod verify;
 mod view;

@@ -131,7 +131,14 @@ fn prm_rows(r: &Recorded) -> Value {
         .collect()
 }
 
-fn verify(env: &Fixture, run_dir: &Path) -> std::process::Output {
+/// Appends a `[verifier]` table naming the PRM `prm`, with `extra` keys.
+pub(crate) fn add_verifier(cfg: &Path, extra: &str) {
+    let mut text = std::fs::read_to_string(cfg).unwrap();
+    text.push_str(&format!("[verifier]\nreward_model_id = \"prm\"\n{extra}"));
+    std::fs::write(cfg, text).unwrap();
+}
+
+pub(crate) fn verify(env: &Fixture, run_dir: &Path) -> std::process::Output {
     gpassk()
         .args(["verify", run_dir.to_str().unwrap(), "--config"])
         .arg(env.file("config.toml"))
@@ -156,9 +163,6 @@ fn verify_scores_every_sample_once_and_resumes() {
             .pooling_responder(prm_rows),
     );
     let cfg = configure(&env, "n = 3\ngreedy = false", ONE_MODEL, "");
-    let mut text = std::fs::read_to_string(&cfg).unwrap();
-    text.push_str("[verifier]\nreward_model_id = \"prm\"\nreward_mode = \"pooling\"\n");
-    std::fs::write(&cfg, text).unwrap();
     let out = run(&env, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let run_dir = env.run_dir();
@@ -166,8 +170,9 @@ fn verify_scores_every_sample_once_and_resumes() {
     assert_eq!(
         server.hits("POST", "/pooling"),
         0,
-        "a run without --verify asks no PRM"
+        "a run without [verifier] asks no PRM"
     );
+    add_verifier(&cfg, "reward_mode = \"pooling\"\n");
 
     let out = verify(&env, &run_dir);
     let e = stderr(&out);
@@ -287,12 +292,10 @@ fn judge_or_policy(r: &Recorded) -> Reply {
 fn a_chat_judge_verifier_is_asked_once_per_step() {
     let env = Fixture::new(&sums(2)).with_server(FakeServer::builder().responder(judge_or_policy));
     let cfg = configure(&env, "n = 3\ngreedy = false", ONE_MODEL, "");
-    let mut text = std::fs::read_to_string(&cfg).unwrap();
-    text.push_str("[verifier]\nreward_model_id = \"prm\"\n");
-    std::fs::write(&cfg, text).unwrap();
     let out = run(&env, &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let run_dir = env.run_dir();
+    add_verifier(&cfg, "");
     let prm_calls = |env: &Fixture| {
         env.server()
             .requests()

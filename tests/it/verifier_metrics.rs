@@ -1,0 +1,431 @@
+//! The verifier metrics end to end: a scripted policy and a scripted PRM behind the fake server,
+//! `gpassk run` with `[verifier]` (and `gpassk verify` + `gpassk score`), and bon@N, wmaj@N and
+//! maj@N in metrics.json equal to brute force over every N-subset computed here from the scripted
+//! answers and scores, ties and short problems included; resume of an interrupted scoring pass.
+
+use crate::common::{both, read, stderr, Fixture};
+use crate::run_fake::{configure, interrupt, run, spawn_run, sums, ONE_MODEL};
+use crate::verify::{add_verifier, verify};
+use fake_openai::{ChoiceReply, FakeServer, FakeServerBuilder, Fault, Recorded, Reply};
+use num_rational::Ratio;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+type Q = Ratio<i128>;
+
+/// The question's two numbers.
+fn numbers(text: &str) -> (u64, u64) {
+    let nums: Vec<u64> = text
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    match nums.as_slice() {
+        [.., a, b] => (*a, *b),
+        _ => (0, 0),
+    }
+}
+
+/// What sample `tag` (its seed) answers to a + b = `gold`: right, off by one or two, or nothing.
+fn answer(tag: u64, gold: u64) -> Option<u64> {
+    match tag % 4 {
+        0 | 1 => Some(gold),
+        2 => Some(gold + 1),
+        _ if tag % 8 == 7 => None,
+        _ => Some(gold + 2),
+    }
+}
+
+/// The PRM's two step scores of sample `tag`, dyadic so sums and ties are exact in f64; None
+/// (an unreadable reply) for some.
+fn step_scores(tag: u64) -> Option<[f64; 2]> {
+    if tag % 11 == 8 {
+        return None;
+    }
+    let first = [0.25, 0.5, 0.75, 1.0][(tag / 4 % 4) as usize];
+    let second = [0.5, 0.75, 1.0][(tag / 16 % 3) as usize];
+    Some([first, second])
+}
+
+/// Two paragraphs (two steps) tagged with the sample's seed in letters, so the PRM (and this
+/// test) know which sample it is; an answer without a number has no digit at all, as the grader
+/// would otherwise take the last number for the answer.
+fn policy(r: &Recorded) -> Reply {
+    let (a, b) = numbers(r.user_text().unwrap_or_default());
+    let seed = r.body["seed"].as_u64().unwrap_or(0);
+    let choices = (0..r.n())
+        .map(|i| {
+            let tag = seed + i;
+            let last = match answer(tag, a + b) {
+                Some(x) => format!("So the answer is \\boxed{{{x}}}."),
+                None => "I am not sure.".to_string(),
+            };
+            ChoiceReply::stop(format!(
+                "First add the numbers [tag {}].\n\n{last}",
+                letters(tag)
+            ))
+        })
+        .collect();
+    Reply::with_choices(choices)
+}
+
+/// A number in base 26, as letters.
+fn letters(mut x: u64) -> String {
+    let mut out = Vec::new();
+    loop {
+        out.push(b'a' + (x % 26) as u8);
+        x /= 26;
+        if x == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap()
+}
+
+fn tag_of(text: &str) -> Option<u64> {
+    let rest = &text[text.find("[tag ")? + 5..];
+    let word = &rest[..rest.find(']')?];
+    Some(
+        word.bytes()
+            .fold(0, |acc, b| acc * 26 + u64::from(b - b'a')),
+    )
+}
+
+/// vLLM pooling rows `[p_bad, p_good]` per step, or none at all (unreadable).
+fn prm(r: &Recorded) -> Value {
+    let tag = tag_of(r.pooled_text().unwrap_or_default()).unwrap_or(0);
+    match step_scores(tag) {
+        Some(s) => json!([[1.0 - s[0], s[0]], [1.0 - s[1], s[1]]]),
+        None => json!([]),
+    }
+}
+
+/// Problem p3 (5 + 10) loses the samples whose seed is a multiple of 3: every try fails.
+fn short_p3(r: &Recorded) -> Option<Fault> {
+    let p3 = r.user_text().is_some_and(|t| t.contains("5+10"));
+    let seed = r.body["seed"].as_u64().unwrap_or(1);
+    (p3 && seed.is_multiple_of(3)).then(Fault::server_error)
+}
+
+fn server() -> FakeServerBuilder {
+    FakeServer::builder()
+        .responder(policy)
+        .pooling_responder(prm)
+        .faults(short_p3)
+}
+
+const AGGREGATIONS: [&str; 4] = ["min", "mean", "last", "product"];
+
+fn aggregate(how: &str, s: [f64; 2]) -> f64 {
+    match how {
+        "min" => s[0].min(s[1]),
+        "mean" => (s[0] + s[1]) / 2.0,
+        "last" => s[1],
+        _ => s[0] * s[1],
+    }
+}
+
+/// A stored sample as the brute force sees it.
+struct Drawn {
+    correct: bool,
+    answer: Option<u64>,
+    scores: Option<[f64; 2]>,
+}
+
+/// Each problem's usable samples, from the checkpoint's responses and the scripts.
+fn samples(run_dir: &Path, problems: usize) -> Vec<Vec<Drawn>> {
+    let mut out: Vec<Vec<Drawn>> = (0..problems).map(|_| Vec::new()).collect();
+    for line in read(&run_dir.join("checkpoints/m1.jsonl")).lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        if r["outcome"] == "api_error" {
+            continue;
+        }
+        let p: usize = r["problem_id"].as_str().unwrap()[1..].parse().unwrap();
+        let tag = tag_of(r["response"].as_str().unwrap()).unwrap();
+        let gold = (p + 2 + 3 * p + 1) as u64;
+        let a = answer(tag, gold);
+        out[p].push(Drawn {
+            correct: a == Some(gold),
+            answer: a,
+            scores: step_scores(tag),
+        });
+    }
+    out
+}
+
+/// Every `size`-subset of 0..n.
+fn subsets(n: usize, size: usize) -> Vec<Vec<usize>> {
+    if size == 0 {
+        return vec![Vec::new()];
+    }
+    if n < size {
+        return Vec::new();
+    }
+    let mut out = subsets(n - 1, size);
+    for mut s in subsets(n - 1, size - 1) {
+        s.push(n - 1);
+        out.push(s);
+    }
+    out
+}
+
+/// One subset's vote: classes weighed by `weight`; the fraction of top classes that are correct.
+fn vote(pick: &[&Drawn], weight: impl Fn(&Drawn) -> f64) -> Q {
+    let mut totals: BTreeMap<u64, (f64, bool)> = BTreeMap::new();
+    for d in pick {
+        if let Some(a) = d.answer {
+            let t = totals.entry(a).or_insert((0.0, d.correct));
+            t.0 += weight(d);
+        }
+    }
+    let Some(top) = totals.values().map(|t| t.0).reduce(f64::max) else {
+        return Q::from_integer(0);
+    };
+    let winners: Vec<bool> = totals
+        .values()
+        .filter(|t| t.0 == top)
+        .map(|t| t.1)
+        .collect();
+    let right = winners.iter().filter(|&&c| c).count();
+    Q::new(right as i128, winners.len() as i128)
+}
+
+/// The subset's best-scored samples: the fraction of them that is correct.
+fn best(pick: &[&Drawn], score: impl Fn(&Drawn) -> f64) -> Q {
+    let top = pick.iter().map(|d| score(d)).reduce(f64::max).unwrap();
+    let tied: Vec<&&Drawn> = pick.iter().filter(|d| score(d) == top).collect();
+    let right = tied.iter().filter(|d| d.correct).count();
+    Q::new(right as i128, tied.len() as i128)
+}
+
+/// The mean over a problem's `size`-subsets of `value`.
+fn expectation(drawn: &[Drawn], size: usize, value: &dyn Fn(&[&Drawn]) -> Q) -> Q {
+    let all = subsets(drawn.len(), size);
+    let sum = all.iter().fold(Q::from_integer(0), |acc, s| {
+        let pick: Vec<&Drawn> = s.iter().map(|&i| &drawn[i]).collect();
+        acc + value(&pick)
+    });
+    sum / Q::from_integer(all.len() as i128)
+}
+
+/// metric name → (exact fraction, problems) of the whole-dataset rows of metrics.json.
+fn reported(run_dir: &Path) -> HashMap<String, (String, u64)> {
+    let json: Value = serde_json::from_str(&read(&run_dir.join("metrics.json"))).unwrap();
+    let mut out = HashMap::new();
+    for row in json["metrics"].as_array().unwrap() {
+        if row["subset"] != "all" {
+            continue;
+        }
+        let name = match (row["metric"].as_str().unwrap(), row["aggregation"].as_str()) {
+            ("bon@k", Some(a)) => format!("bon@{}_{a}", row["k"]),
+            ("wmaj@k", Some(a)) => format!("wmaj@{}_{a}", row["k"]),
+            ("maj@k", _) => format!("maj@{}", row["k"]),
+            ("maj@n", _) => "maj@n".to_string(),
+            _ => continue,
+        };
+        let exact = row["exact"].as_str().unwrap_or("-").to_string();
+        out.insert(name, (exact, row["problems"].as_u64().unwrap()));
+    }
+    out
+}
+
+/// What brute force says every verifier metric of the run is, with the problems it rests on.
+fn brute_force(drawn: &[Vec<Drawn>], n: usize, sizes: &[usize]) -> HashMap<String, (String, u64)> {
+    let mut want = HashMap::new();
+    let mean = |values: Vec<Q>| {
+        let count = values.len() as u64;
+        let sum = values.into_iter().fold(Q::from_integer(0), |a, b| a + b);
+        (
+            (sum / Q::from_integer(count.max(1) as i128)).to_string(),
+            count,
+        )
+    };
+    for &size in sizes {
+        let fits = |d: &&Vec<Drawn>| d.len() >= size;
+        if size < n {
+            let maj: Vec<Q> = (drawn.iter().filter(fits))
+                .map(|d| expectation(d, size, &|p| vote(p, |_| 1.0)))
+                .collect();
+            want.insert(format!("maj@{size}"), mean(maj));
+        }
+        let scored = |d: &&Vec<Drawn>| fits(d) && d.iter().all(|x| x.scores.is_some());
+        for how in AGGREGATIONS {
+            let score = |d: &Drawn| aggregate(how, d.scores.unwrap());
+            let bon: Vec<Q> = (drawn.iter().filter(scored))
+                .map(|d| expectation(d, size, &|p| best(p, score)))
+                .collect();
+            want.insert(format!("bon@{size}_{how}"), mean(bon));
+            let wmaj: Vec<Q> = (drawn.iter().filter(scored))
+                .map(|d| expectation(d, size, &|p| vote(p, score)))
+                .collect();
+            want.insert(format!("wmaj@{size}_{how}"), mean(wmaj));
+        }
+    }
+    want
+}
+
+const PROBLEMS: usize = 4;
+const VERIFIER: &str =
+    "reward_mode = \"pooling\"\naggregation = [\"min\", \"mean\", \"last\", \"product\"]\n";
+
+/// Checks the run's verifier metrics against brute force and that the data holds what the test
+/// is about: ties, a short problem, an unreadable reply.
+fn check_against_brute_force(run_dir: &Path) {
+    let drawn = samples(run_dir, PROBLEMS);
+    assert!(drawn[3].len() < 6 && !drawn[3].is_empty(), "p3 is short");
+    assert!(
+        drawn.iter().flatten().any(|d| d.scores.is_none()),
+        "some reply is unreadable"
+    );
+    assert!(
+        drawn.iter().flatten().any(|d| d.answer.is_none()),
+        "some sample has no answer (no vote)"
+    );
+    assert!(
+        drawn
+            .iter()
+            .filter(|d| d.iter().all(|x| x.scores.is_some()))
+            .count()
+            >= 2,
+        "most problems are fully scored"
+    );
+    // Subsets without a problem's best sample often top out at a shared score.
+    let tied = drawn.iter().any(|d| {
+        let mut mins: Vec<f64> = d
+            .iter()
+            .filter_map(|x| Some(aggregate("min", x.scores?)))
+            .collect();
+        mins.sort_by(f64::total_cmp);
+        mins.windows(2).any(|w| w[0] == w[1])
+    });
+    assert!(tied, "some problem's samples tie");
+    let want = brute_force(&drawn, 6, &[1, 2, 4, 6]);
+    let got = reported(run_dir);
+    assert_eq!(want.len(), 3 + 4 * 2 * 4, "{want:?}");
+    for (name, value) in &want {
+        assert_eq!(got.get(name), Some(value), "{name}: {got:?}");
+    }
+}
+
+#[test]
+fn a_run_with_a_verifier_reports_bon_wmaj_and_maj_equal_to_brute_force() {
+    let env = Fixture::new(&sums(PROBLEMS)).with_server(server());
+    let cfg = configure(&env, "n = 6\ngreedy = false", ONE_MODEL, "");
+    let text = read(&cfg).replace("[evaluation]\n", "[evaluation]\nk = [1, 2, 4]\n");
+    std::fs::write(&cfg, text).unwrap();
+    add_verifier(&cfg, VERIFIER);
+    let out = run(&env, &["--quiet"]);
+    // p3's failed samples make the run partial (exit 1); the verifier scored every usable one.
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let run_dir = env.run_dir();
+    check_against_brute_force(&run_dir);
+    let usable = samples(&run_dir, PROBLEMS).iter().flatten().count() as u64;
+    assert_eq!(env.server().hits("POST", "/pooling"), usable);
+    let json: Value = serde_json::from_str(&read(&run_dir.join("metrics.json"))).unwrap();
+    let v = &json["models"][0]["verifier"];
+    assert_eq!(v["reward_model"], "prm");
+    assert_eq!(v["sizes"], json!([1, 2, 4, 6]));
+    assert_eq!(v["samples"], usable);
+    let unreadable = v["unreadable"].as_u64().unwrap();
+    assert!(
+        unreadable > 0 && v["scored"].as_u64().unwrap() + unreadable == usable,
+        "{v}"
+    );
+    assert!(v["problems_excluded"].as_u64().unwrap() >= 1, "{v}");
+    // metrics.csv carries the same rows, with the aggregation column.
+    let csv = read(&run_dir.join("metrics.csv"));
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",aggregation,mc_std_error"),
+        "{csv}"
+    );
+    assert!(
+        csv.lines()
+            .any(|l| l.contains(",bon@k,6,,") && l.contains(",min,")),
+        "{csv}"
+    );
+}
+
+#[test]
+fn verify_then_score_reports_what_a_run_with_the_verifier_does() {
+    let env = Fixture::new(&sums(PROBLEMS)).with_server(server());
+    let cfg = configure(&env, "n = 6\ngreedy = false", ONE_MODEL, "");
+    let text = read(&cfg).replace("[evaluation]\n", "[evaluation]\nk = [1, 2, 4]\n");
+    std::fs::write(&cfg, text).unwrap();
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let run_dir = env.run_dir();
+    assert!(
+        !reported(&run_dir).contains_key("bon@1_min"),
+        "no verifier yet"
+    );
+    add_verifier(&cfg, VERIFIER);
+    let out = verify(&env, &run_dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = crate::common::gpassk()
+        .args(["score", run_dir.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    check_against_brute_force(&run_dir);
+}
+
+/// The PRM answers slowly, so a run can be stopped while it scores.
+fn slow_server() -> FakeServerBuilder {
+    FakeServer::builder()
+        .responder(policy)
+        .pooling_responder(|r: &Recorded| {
+            std::thread::sleep(Duration::from_millis(150));
+            prm(r)
+        })
+}
+
+#[test]
+fn a_run_stopped_while_the_verifier_scores_resumes_without_asking_twice() {
+    let env = Fixture::new(&sums(PROBLEMS)).with_server(slow_server());
+    let cfg = configure(&env, "n = 6\ngreedy = false", ONE_MODEL, "concurrency = 2");
+    add_verifier(&cfg, VERIFIER);
+    let child = spawn_run(&cfg);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let stored = |env: &Fixture| {
+        let run = std::fs::read_dir(env.results())
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok());
+        run.and_then(|d| std::fs::read_to_string(d.path().join("verifier/m1.jsonl")).ok())
+            .map_or(0, |t| t.lines().count())
+    };
+    while stored(&env) < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = interrupt(child);
+    let e = stderr(&out);
+    assert!(e.contains("interrupted while the verifier scored"), "{e}");
+    let run_dir = env.run_dir();
+    let before = stored(&env);
+    assert!(
+        (4..PROBLEMS * 6).contains(&before),
+        "stopped midway: {before}"
+    );
+    let manifest: Value = serde_json::from_str(&read(&run_dir.join("manifest.json"))).unwrap();
+    assert_eq!(manifest["status"], "interrupted");
+    let out = run(&env, &["--quiet", "--resume", run_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert_eq!(stored(&env), PROBLEMS * 6);
+    let pooled: Vec<Recorded> = env
+        .server()
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_pooling())
+        .collect();
+    assert_eq!(pooled.len(), PROBLEMS * 6, "each sample asked once");
+    assert!(pooled.iter().all(|r| r.attempt == 0), "nothing asked twice");
+    let got = reported(&run_dir);
+    let drawn = samples(&run_dir, PROBLEMS);
+    let want = brute_force(&drawn, 6, &[6]);
+    assert_eq!(got.get("bon@6_min"), want.get("bon@6_min"));
+}
