@@ -1,7 +1,8 @@
 //! `report.html`: one self-contained, responsive page (inline CSS and SVG, no scripts, no external
 //! references): an "incomplete" banner when the run is partial, percentage and count tables, what
-//! the numbers mean, a G-Pass@k versus τ plot per k, greedy versus mG-Pass@k bars, per-subset
-//! values, histograms of c per model on a shared scale, and the manifest folded away.
+//! the numbers mean, a G-Pass@k versus τ plot per k, greedy versus mG-Pass@k bars, with a verifier
+//! its curves against voting (`verifier`), per-subset values, histograms of c per model on a shared
+//! scale, and the manifest folded away.
 
 use super::markup::{
     columns, coverage, headline_ks, notes, percent_table, search_grid, search_notes, subset_grid,
@@ -15,6 +16,8 @@ use crate::scoring::{ModelScore, RunResults};
 use crate::stats::Estimate;
 use crate::util::{abbreviate, printable, shorten_names};
 use std::fmt::Write;
+
+mod verifier;
 
 pub struct HtmlReport;
 
@@ -946,6 +949,7 @@ impl Exporter for HtmlReport {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }
         out.push_str(&HtmlReport::plots(results));
+        out.push_str(&verifier::section(results));
         if let Some(grid) = subset_grid(results) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }

@@ -90,6 +90,36 @@ fn search_section(results: &RunResults, tables: &Tables) -> String {
     md
 }
 
+/// "Verifier versus voting": the curves' table, what it means and rests on, and the agreement
+/// with step labels; empty without a verifier.
+fn verifier_section(results: &RunResults, tables: &Tables) -> String {
+    use super::verifier;
+    let grids = verifier::grids(results);
+    if grids.is_empty() {
+        return String::new();
+    }
+    let esc = |s: &str| s.replace('_', "\\_");
+    let mut md = format!("## {}\n\n{}\n\n", verifier::TITLE, esc(verifier::MEANING));
+    for grid in &grids {
+        md.push_str(&format!(
+            "### {}\n\n{}\n",
+            grid.title,
+            tables.table(grid, 2)
+        ));
+    }
+    let mut notes = verifier::coverage_notes(results);
+    notes.extend(verifier::estimation_note(results));
+    for n in notes {
+        md.push_str(&format!("- {}\n", esc(&n)));
+    }
+    md.push('\n');
+    if let Some(grid) = verifier::labels_grid(results) {
+        md.push_str(&tables.section(&grid, 1));
+        md.push_str(&format!("{}\n\n", verifier::labels_meaning()));
+    }
+    md
+}
+
 /// "What these numbers mean", a list of terms.
 fn meaning() -> String {
     let mut md = String::from("## What these numbers mean\n\n");
@@ -171,6 +201,7 @@ impl Exporter for MarkdownReport {
         md.push_str(&tables.section(&counts(results), 1));
         md.push_str(&cost_paragraph(results));
         md.push_str(&search_section(results, &tables));
+        md.push_str(&verifier_section(results, &tables));
         md.push_str("## Notes\n\n");
         for n in notes(results) {
             md.push_str(&format!("- {n}\n"));

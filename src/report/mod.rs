@@ -17,6 +17,7 @@ mod paste;
 mod per_problem;
 mod table;
 mod tabular;
+mod verifier;
 
 pub use self::csv::{safe_cell as csv_cell, MetricsCsv};
 pub use self::failures::{failures, failures_block, failures_text, Advice, Failure, Hit};

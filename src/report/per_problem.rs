@@ -15,9 +15,9 @@ impl Exporter for PerProblemCsv {
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
         let mut metrics = crate::stats::metric_list(&results.ks, &results.taus);
-        // The verifier's columns, in the order models have them (models of another n add theirs).
+        // Columns some model adds (the verifier's, and its pass@n), in the order models have them.
         for m in &results.models {
-            for metric in m.values.metrics.iter().filter(|x| x.is_verifier()) {
+            for metric in &m.values.metrics {
                 if !metrics.contains(metric) {
                     metrics.push(metric.clone());
                 }

@@ -94,6 +94,7 @@ fn wide(results: &RunResults) -> String {
         out.push_str(&format!("{}\n{t}\n", grid.title));
     }
     out.push_str(&search_section(results, None));
+    out.push_str(&super::verifier::terminal(results, None));
     out
 }
 
@@ -164,6 +165,7 @@ fn compact(results: &RunResults, width: usize) -> String {
     out.push_str(&layout_fitting(&names, &header, &cells, width));
     out.push_str(FOOTER);
     out.push_str(&search_section(results, Some(width)));
+    out.push_str(&super::verifier::terminal(results, Some(width)));
     out
 }
 

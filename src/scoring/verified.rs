@@ -14,8 +14,8 @@ use super::ModelScore;
 use crate::config::VerifierSettings;
 use crate::metrics::agreement::{step_agreement, LabelledStep, StepAgreement};
 use crate::metrics::{
-    best_of_n, majority_at, to_f64, weighted_majority_at, Aggregation, MetricKind, Sample,
-    VoteBudget, VoteEstimate, DEFAULT_BUDGET,
+    best_of_n, majority_at, pass_at_k, to_f64, weighted_majority_at, Aggregation, MetricKind,
+    Sample, VoteBudget, VoteEstimate, DEFAULT_BUDGET,
 };
 use crate::rundir::record::{read_lines, SampleIndex};
 use crate::rundir::RunDir;
@@ -153,8 +153,8 @@ pub struct LabelAgreement {
 /// it was estimated.
 type Cells = Vec<Option<(BigRational, Option<f64>)>>;
 
-/// Adds the verifier's columns (per N: maj@N below n, then per aggregation wmaj@N and bon@N) to
-/// `score`, recomputes its estimates, and sets its summary.
+/// Adds the verifier's columns (per N: maj@N below n, then per aggregation wmaj@N and bon@N; and
+/// pass@n when n is not in the k grid) to `score`, recomputes its estimates, and sets its summary.
 pub fn extend(
     score: &mut ModelScore,
     voters: Voters,
@@ -174,6 +174,16 @@ pub fn extend(
         problem_cells(voters, (&columns, aggregations), &budget)
     });
     let values = &mut score.values;
+    // pass@n tops the curve at N = n, where the k grid may not reach.
+    let pass_n = MetricKind::PassAtK { k: n };
+    if values.column(&pass_n).is_none() {
+        values.metrics.push(pass_n);
+        values.std_errors.push(None);
+        for (row, p) in values.rows.iter_mut().zip(&score.problems) {
+            let v = (p.n >= n).then(|| pass_at_k(p.n, p.c, n)).transpose()?;
+            row.push(v);
+        }
+    }
     let first = values.metrics.len();
     values.metrics.extend(columns.iter().cloned());
     values.std_errors.extend(columns.iter().map(|_| None));

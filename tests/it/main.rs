@@ -23,6 +23,7 @@ mod metrics_reference;
 mod report_cli;
 mod report_html;
 mod report_search;
+mod report_verifier;
 mod run_fake;
 mod run_report;
 mod run_safety;

@@ -485,6 +485,7 @@ fn write_screenshot_run() {
     let root = PathBuf::from(std::env::var("GPASSK_HTML_RUN").expect("GPASSK_HTML_RUN"));
     std::fs::create_dir_all(&root).unwrap();
     let run = six_model_run(&root, true);
+    crate::report_verifier::add_verifier_scores(&run);
     ok(&gpassk(&["score", run.to_str().unwrap(), "--quiet"]));
     assert!(run.join("report.html").is_file());
 }
