@@ -753,6 +753,18 @@ fn print_plan(plan: &Plan, resume: Option<&RunDir>) -> Result<()> {
             None => print_sampling_plan(plan, m, &work, &mut total),
         }
     }
+    if let Some(v) = &plan.settings.verifier {
+        let per = match v.reward_mode {
+            config::RewardMode::Pooling => "one /pooling call a sample",
+            _ => "one chat call a step",
+        };
+        let line = format!(
+            "  verifier {}: scores every sample not yet scored after sampling ({per}; not \
+             priced, like the judge)",
+            v.reward_model_id
+        );
+        println!("{}", report::wrap(&line, 80, "    "));
+    }
     print_sources(plan, resume);
     print_total(&total);
     Ok(())

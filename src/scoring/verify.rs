@@ -322,7 +322,8 @@ async fn chat_text(pass: &VerifyPass, body: Vec<u8>) -> Result<String, ApiError>
 }
 
 /// The verifier settings scoring uses for a run: those of its latest verification pass
-/// (`verifier/settings.json`), else its config's `[verifier]`; None when it has neither.
+/// (`verifier/settings.json`: its PRM's scores are the ones stored, its aggregations the ones
+/// asked for last), else the config's `[verifier]`; None when it has neither.
 pub fn run_settings(
     dir: &RunDir,
     config: Option<&VerifierSettings>,
@@ -333,9 +334,17 @@ pub fn run_settings(
     }
     let text = crate::util::read_bounded_string(&path, crate::util::MAX_TEXT_FILE)
         .map_err(|e| BadInput(format!("{}: cannot read: {e}", path.display())))?;
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| BadInput(format!("{}: not verifier settings: {e}", path.display())))
+    let stored: VerifierSettings = serde_json::from_str(&text)
+        .map_err(|e| BadInput(format!("{}: not verifier settings: {e}", path.display())))?;
+    let a = &stored.aggregations;
+    if a.is_empty() || (1..a.len()).any(|i| a[..i].contains(&a[i])) {
+        return Err(BadInput(format!(
+            "{}: field `aggregations`: list each of min, mean, last, product at most once, and \
+             at least one",
+            path.display()
+        )));
+    }
+    Ok(Some(stored))
 }
 
 /// What a pass over a run needs: the PRM, the gateway it is behind and its key.

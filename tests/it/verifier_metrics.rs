@@ -320,6 +320,12 @@ fn a_run_with_a_verifier_reports_bon_wmaj_and_maj_equal_to_brute_force() {
     // p3's failed samples make the run partial (exit 1); the verifier scored every usable one.
     assert_eq!(out.status.code(), Some(1), "{}", both(&out));
     let run_dir = env.run_dir();
+    if let Ok(keep) = std::env::var("KEEP_RUN") {
+        let _ = std::process::Command::new("cp")
+            .args(["-r", run_dir.to_str().unwrap(), &keep])
+            .status();
+        std::fs::copy(env.file("data.jsonl"), format!("{keep}/data.jsonl")).unwrap();
+    }
     check_against_brute_force(&run_dir);
     let usable = samples(&run_dir, PROBLEMS).iter().flatten().count() as u64;
     assert_eq!(env.server().hits("POST", "/pooling"), usable);
@@ -428,4 +434,57 @@ fn a_run_stopped_while_the_verifier_scores_resumes_without_asking_twice() {
     let drawn = samples(&run_dir, PROBLEMS);
     let want = brute_force(&drawn, 6, &[6]);
     assert_eq!(got.get("bon@6_min"), want.get("bon@6_min"));
+}
+
+/// `compare --format json` rows of one model and metric: (family, flag).
+fn compared(a: &Path, b: &Path, metric: &str) -> Option<(Value, Value)> {
+    let out = crate::common::gpassk()
+        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let rows: Value = serde_json::from_str(&crate::common::ok(&out)).unwrap();
+    let row = rows.as_array()?.iter().find(|r| r["metric"] == metric)?;
+    Some((row["family"].clone(), row["flag"].clone()))
+}
+
+#[test]
+fn compare_and_history_treat_the_verifier_metrics_like_the_others() {
+    let server = FakeServer::builder()
+        .responder(policy)
+        .pooling_responder(prm);
+    let env = Fixture::new(&sums(12)).with_server(server);
+    let cfg = configure(&env, "n = 6\ngreedy = false", ONE_MODEL, "");
+    let declared = "[evaluation]\nmetrics = [\"pass@4\", \"bon@4_min\"]\n";
+    std::fs::write(&cfg, read(&cfg).replace("[evaluation]\n", declared)).unwrap();
+    add_verifier(&cfg, "reward_mode = \"pooling\"\n");
+    for _ in 0..2 {
+        let out = run(&env, &["--quiet"]);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    }
+    let runs = crate::common::run_dirs(&env.results());
+    let (a, b) = (&runs[0], &runs[1]);
+    // Declared: in the tested family (Holm runs over it); the others are exploratory.
+    let (family, _) = compared(a, b, "bon@4_min").expect("bon@4_min compared");
+    assert_eq!(family, true);
+    for other in ["wmaj@4_min", "bon@6_min", "maj@4"] {
+        let (family, flag) = compared(a, b, other).unwrap_or_else(|| panic!("{other}"));
+        assert_eq!(
+            (family, flag),
+            (json!(false), json!("exploratory")),
+            "{other}"
+        );
+    }
+    // history follows the declared metrics, the verifier's among them.
+    let out = crate::common::gpassk()
+        .args([
+            "history",
+            env.results().to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let text = crate::common::ok(&out);
+    assert!(text.contains("\"bon@4_min\""), "{text}");
 }
