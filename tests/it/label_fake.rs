@@ -223,3 +223,22 @@ fn bad_solutions_file_names_the_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(both(&o).contains("p9"), "{}", both(&o));
 }
+
+#[test]
+fn from_run_without_out_labels_into_the_run() {
+    let server = FakeServer::builder().responder(rollout_reply);
+    let env = label_fixture(Some(server));
+    let o = gpassk(&env, &["run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    let run_dir = env.run_dir();
+    let o = gpassk(
+        &env,
+        &["label", "--from-run", run_dir.to_str().unwrap(), "--k", "2"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    // Where scoring finds them to set a verifier's step scores against.
+    assert_eq!(labels(&run_dir.join("labels")).len(), 3 * 3);
+    // The run's own files are untouched, and it is still the only run.
+    assert!(run_dir.join("labels/checkpoints").is_dir());
+    assert_eq!(crate::common::run_dirs(&env.results()).len(), 1);
+}

@@ -488,3 +488,172 @@ fn compare_and_history_treat_the_verifier_metrics_like_the_others() {
     let text = crate::common::ok(&out);
     assert!(text.contains("\"bon@4_min\""), "{text}");
 }
+
+/// The AUC of scores against labels weighed good by `q` (and bad by 1 − q), pair by pair: the
+/// definition, over every ordered pair of distinct steps.
+fn auc_by_pairs(steps: &[(f64, Q)]) -> Option<Q> {
+    let (mut num, mut den) = (Q::from_integer(0), Q::from_integer(0));
+    let one = Q::from_integer(1);
+    for (i, (si, qi)) in steps.iter().enumerate() {
+        for (j, (sj, qj)) in steps.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let w = qi * (one - qj);
+            den += w;
+            if si > sj {
+                num += w;
+            } else if si == sj {
+                num += w / Q::from_integer(2);
+            }
+        }
+    }
+    (den != Q::from_integer(0)).then(|| num / den)
+}
+
+#[test]
+fn scoring_sets_step_scores_against_the_runs_labels() {
+    let server = FakeServer::builder()
+        .responder(policy)
+        .pooling_responder(prm);
+    let env = Fixture::new(&sums(3)).with_server(server);
+    let cfg = configure(&env, "n = 4\ngreedy = true", ONE_MODEL, "");
+    add_verifier(&cfg, "reward_mode = \"pooling\"\n");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let run_dir = env.run_dir();
+    let stored: Vec<Value> = read(&run_dir.join("verifier/m1.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        stored.iter().all(|s| s["sample_index"] != "greedy"),
+        "greedy answers are not ranked"
+    );
+    let scored: Vec<&Value> = stored.iter().filter(|s| s["scores"].is_array()).collect();
+    // Labels: (correct of 4 rollouts) per step of four scored samples; the fourth is labelled with
+    // three steps (another split: unpaired), the first's second step has no rollouts, and a
+    // greedy answer's labels are not the verifier's business.
+    let plan: [&[(u32, u32)]; 4] = [
+        &[(4, 4), (0, 0)],
+        &[(3, 4), (1, 4)],
+        &[(0, 4), (2, 4)],
+        &[(4, 4), (4, 4), (4, 4)],
+    ];
+    let mut lines = String::new();
+    let mut want: Vec<(f64, u32, u32)> = Vec::new();
+    for (s, steps) in scored.iter().zip(plan) {
+        let scores = s["scores"].as_array().unwrap();
+        for (i, &(correct, rollouts)) in steps.iter().enumerate() {
+            let id = format!(
+                "m1:{}:{}",
+                s["problem_id"].as_str().unwrap(),
+                s["sample_index"]
+            );
+            lines.push_str(&format!(
+                "{}\n",
+                json!({"problem_id": s["problem_id"], "solution_id": id, "step_index": i + 1,
+                    "step_text": "x", "rollouts": rollouts, "correct": correct,
+                    "he": u8::from(correct > 0), "se": 0.0})
+            ));
+            if steps.len() == scores.len() && rollouts > 0 {
+                want.push((scores[i].as_f64().unwrap(), correct, rollouts));
+            }
+        }
+    }
+    lines.push_str(&format!(
+        "{}\n",
+        json!({"problem_id": "p0", "solution_id": "m1:p0:greedy", "step_index": 1,
+            "step_text": "x", "rollouts": 4, "correct": 0, "he": 0, "se": 0.0})
+    ));
+    std::fs::create_dir_all(run_dir.join("labels")).unwrap();
+    std::fs::write(run_dir.join("labels/labels.jsonl"), lines).unwrap();
+    let out = crate::common::gpassk()
+        .args(["score", run_dir.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let json: Value = serde_json::from_str(&read(&run_dir.join("metrics.json"))).unwrap();
+    let l = &json["models"][0]["verifier"]["label_agreement"];
+    assert_eq!(
+        (l["solutions"].as_u64(), l["unpaired"].as_u64()),
+        (Some(3), Some(1)),
+        "{l}"
+    );
+    assert_eq!(l["steps"].as_u64(), Some(want.len() as u64), "{l}");
+    let hard: Vec<(f64, Q)> = want
+        .iter()
+        .map(|&(s, c, _)| (s, Q::from_integer(i128::from(c > 0))))
+        .collect();
+    let soft: Vec<(f64, Q)> = want
+        .iter()
+        .map(|&(s, c, r)| (s, Q::new(i128::from(c), i128::from(r))))
+        .collect();
+    for (kind, labels) in [("hard", &hard), ("soft", &soft)] {
+        let right = labels.iter().fold(Q::from_integer(0), |acc, (s, q)| {
+            acc + if *s >= 0.5 {
+                *q
+            } else {
+                Q::from_integer(1) - q
+            }
+        });
+        let accuracy = right / Q::from_integer(labels.len() as i128);
+        assert_eq!(
+            l[kind]["accuracy_exact"],
+            accuracy.to_string(),
+            "{kind}: {l}"
+        );
+        let auc = auc_by_pairs(labels).map(|a| a.to_string());
+        assert_eq!(l[kind]["auc_exact"].as_str(), auc.as_deref(), "{kind}: {l}");
+    }
+    let md = read(&run_dir.join("report.md"));
+    assert!(md.contains("## Verifier against step labels"), "{md}");
+}
+
+#[test]
+fn estimated_vote_metrics_carry_their_monte_carlo_error_and_repeat_exactly() {
+    // A PRM that reads every sample, so wmaj@N covers both problems.
+    let server = FakeServer::builder()
+        .responder(policy)
+        .pooling_responder(|r: &Recorded| {
+            let tag = tag_of(r.pooled_text().unwrap_or_default()).unwrap_or(0);
+            let s = step_scores(tag).unwrap_or([0.5, 0.25]);
+            json!([[1.0 - s[0], s[0]], [1.0 - s[1], s[1]]])
+        });
+    let env = Fixture::new(&sums(2)).with_server(server);
+    // C(24, 12) = 2,704,156 subsets: past the exact budget, so sampled.
+    let cfg = configure(&env, "n = 24\ngreedy = false", ONE_MODEL, "concurrency = 8");
+    std::fs::write(
+        &cfg,
+        read(&cfg).replace("[evaluation]\n", "[evaluation]\nk = [12]\n"),
+    )
+    .unwrap();
+    add_verifier(&cfg, "reward_mode = \"pooling\"\n");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let run_dir = env.run_dir();
+    let first = read(&run_dir.join("metrics.csv"));
+    let mut r = csv::Reader::from_reader(first.as_bytes());
+    let mut seen = 0;
+    for row in r.records().map(Result::unwrap).filter(|r| &r[3] == "all") {
+        let (metric, k, se) = (&row[4], &row[5], &row[14]);
+        match (metric, k) {
+            ("maj@k" | "wmaj@k", "12") => {
+                let se: f64 = se.parse().unwrap_or_else(|_| panic!("{metric}: {first}"));
+                assert!(se > 0.0 && se < 0.02, "{metric} {se}");
+                seen += 1;
+            }
+            _ => assert_eq!(se, "", "{metric}@{k} is exact"),
+        }
+    }
+    assert_eq!(seen, 2, "{first}");
+    let json: Value = serde_json::from_str(&read(&run_dir.join("metrics.json"))).unwrap();
+    assert_eq!(json["models"][0]["verifier"]["draws"], 4096);
+    // Seeded: scoring again gives the same bytes.
+    let out = crate::common::gpassk()
+        .args(["score", run_dir.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert_eq!(read(&run_dir.join("metrics.csv")), first);
+}

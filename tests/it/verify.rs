@@ -326,3 +326,63 @@ fn a_chat_judge_verifier_is_asked_once_per_step() {
     );
     assert_eq!(prm_calls(&env), 9, "nothing asked twice");
 }
+
+#[test]
+fn declared_verifier_metrics_need_their_verifier() {
+    let with = |metrics: &str, verifier: &str| {
+        let base = BASE.replace("[verifier]\nreward_model_id = \"prm\"\n", "");
+        format!("{base}metrics = [{metrics}]\n{verifier}")
+    };
+    let table = "[verifier]\nreward_model_id = \"prm\"\naggregation = [\"min\", \"last\"]\n";
+    let s = load(&with(
+        "\"pass@4\", \"bon@4_min\", \"wmaj@2_last\", \"maj@2\"",
+        table,
+    ))
+    .unwrap();
+    use gpassk::metrics::MetricKind as M;
+    assert_eq!(
+        s.evaluation.metrics[1..],
+        [
+            M::BestOfN {
+                size: 4,
+                aggregation: Aggregation::Min
+            },
+            M::WeightedMajority {
+                size: 2,
+                aggregation: Aggregation::Last
+            },
+            M::MajorityAt { size: 2 },
+        ]
+    );
+    assert_eq!(s.evaluation.ks, [2, 4], "their N join the k grid");
+    let cases = [
+        (
+            with("\"bon@4_min\"", ""),
+            "bon@4_min needs a [verifier] table",
+        ),
+        (
+            with("\"bon@4_mean\"", table),
+            "bon@4_mean uses the mean aggregation, which `verifier.aggregation` does not list",
+        ),
+        (
+            with("\"bon@4_max\"", table),
+            "\"max\" is not one of min, mean, last, product",
+        ),
+        (
+            with("\"maj@16\"", table).replace("[evaluation]", "[sampling]\nn = 16\n[evaluation]"),
+            "maj@16: N must be below n = 16",
+        ),
+        (
+            with("\"bonn@4_min\"", table),
+            "did you mean \"bon@16_min\"?",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = err(&text);
+        assert!(
+            e.contains("`evaluation.metrics`") && e.contains(want),
+            "{want}: {e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}
