@@ -117,7 +117,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         }
         let (dir, status) = run_task(&args, plan)?;
         let status = match &plan.settings.store {
-            Some(store) if args.export_batch.is_none() => push_at_end(&store.url, &dir, status),
+            Some(store) if args.export_batch.is_none() => push_at_end(store, (plan, &dir), status),
             _ => status,
         };
         ran.push((task_label(plan), dir));
@@ -140,10 +140,17 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
 /// Pushes a run that ended (complete, partial or interrupted: the store records which) to the
 /// `[store]` database. A failed push leaves the run directory as it is, says how to push it
 /// again, and makes a successful run exit 1 so a scheduled job notices.
-fn push_at_end(url: &crate::store::StoreUrl, dir: &RunDir, status: ExitStatus) -> ExitStatus {
+fn push_at_end(
+    store: &crate::config::store::StoreSettings,
+    (plan, dir): (&Plan, &RunDir),
+    status: ExitStatus,
+) -> ExitStatus {
+    let url = &store.url;
+    let notes = super::stderr_notes();
     let pushed = (|| -> Result<crate::store::Pushed> {
-        let results = crate::scoring::load_run(dir, &super::stderr_notes())?;
-        crate::store::Store::open(url)?.push(dir, &results)
+        let results = crate::scoring::load_run(dir, &notes)?;
+        let samples = store.samples.then_some((plan, &notes));
+        crate::store::Store::open(url)?.push(dir, &results, samples)
     })();
     match pushed {
         Ok(_) => {

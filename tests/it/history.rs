@@ -1,6 +1,7 @@
 //! `gpassk history` and `compare --baseline previous --fail-on-drift` over four weekly runs of one
 //! config against the fake server, whose system fingerprint changes from the third run on.
 
+use crate::common::db::TestDb;
 use crate::common::{gpassk, ok, run as run_gpassk, run_dirs, stderr, Fixture, Toml};
 use fake_openai::{FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
@@ -421,22 +422,22 @@ fn an_interval_prints_the_same_in_report_and_history() {
 fn history_from_the_database_equals_history_from_the_folder() {
     let (env, runs) = four_weeks();
     let results = env.results();
-    let db = format!("sqlite:{}", env.path().join("history.db").display());
-    let mut push = vec!["store", "push"];
-    let paths: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
-    push.extend(paths.iter().map(String::as_str));
-    push.extend(["--db", &db]);
-    ok(&run_gpassk(&push));
-    for format in ["table", "md", "csv", "json", "html"] {
-        let of = |source: &[&str]| {
-            let mut args = vec!["history"];
-            args.extend_from_slice(source);
-            args.extend(["--format", format]);
-            ok(&gpassk().args(&args).env("COLUMNS", "100").output().unwrap())
-        };
-        let folder = of(&[results.to_str().unwrap()]);
-        let stored = of(&["--db", &db]);
-        assert!(folder.contains("fp-A → fp-B") || format == "csv" || format == "json");
-        assert_eq!(stored, folder, "--format {format}");
+    for db in TestDb::both(&env.path().join("history.db")) {
+        let mut push = vec!["store", "push"];
+        let paths: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
+        push.extend(paths.iter().map(String::as_str));
+        ok(&db.run(&push));
+        for format in ["table", "md", "csv", "json", "html"] {
+            let folder = gpassk()
+                .args(["history", results.to_str().unwrap(), "--format", format])
+                .env("COLUMNS", "100")
+                .output()
+                .unwrap();
+            let folder = ok(&folder);
+            let mut stored = db.command(&["history", "--format", format]);
+            let stored = ok(&stored.env("COLUMNS", "100").output().unwrap());
+            assert!(folder.contains("fp-A → fp-B") || format == "csv" || format == "json");
+            assert_eq!(stored, folder, "{db:?} --format {format}");
+        }
     }
 }
