@@ -294,6 +294,29 @@ fn a_run_with_a_store_pushes_when_it_ends_and_a_failed_push_keeps_the_run() {
     assert!(last.join("report.md").exists() && last.join("manifest.json").exists());
 }
 
+/// The run stopped before it was scored: the push at its end scores what the checkpoints hold.
+#[test]
+fn an_interrupted_run_is_pushed_as_interrupted() {
+    let slow = FakeServer::builder().responder(|r: &Recorded| {
+        std::thread::sleep(Duration::from_millis(20));
+        smart_reply(r)
+    });
+    let env = Fixture::new(&sums(10)).with_server(slow);
+    let slow = env.server();
+    let db = TestDb::sqlite(&env.path().join("gpassk.db"));
+    let models = format!("{}{TWO_MODELS}", db.store_table());
+    let cfg = configure(&env, "n = 8", &models, "concurrency = 2");
+    let child = crate::run_fake::spawn_run(&cfg);
+    wait_for("a few requests", || slow.request_count() >= 5);
+    let out = crate::run_fake::interrupt(child);
+    assert!(both(&out).contains("stored in sqlite:"), "{}", both(&out));
+    let runs = export(&db, "runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "interrupted");
+    let again = push(&db, &[&env.run_dir()]);
+    assert!(stdout(&again).contains("unchanged"), "{}", both(&again));
+}
+
 #[test]
 fn a_store_table_without_a_url_or_with_an_unknown_key_is_bad_input() {
     let env = Fixture::new(&sums(2));
