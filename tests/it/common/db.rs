@@ -202,10 +202,14 @@ fn cluster() -> &'static Cluster {
     CLUSTER.get_or_init(start)
 }
 
-/// The folder of initdb and pg_ctl: `GPASSK_TEST_PG_BIN`, else the newest Debian server's.
+/// The folder of initdb and pg_ctl: `GPASSK_TEST_PG_BIN` when it holds them, else the newest
+/// Debian server's.
 fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("GPASSK_TEST_PG_BIN") {
-        return dir.into();
+        let dir = PathBuf::from(dir);
+        if dir.join("initdb").exists() {
+            return dir;
+        }
     }
     let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
