@@ -58,7 +58,11 @@ struct Tx<'a> {
 
 impl<'a> Tx<'a> {
     fn begin(conn: &'a mut Conn, lock: Lock) -> anyhow::Result<Tx<'a>> {
-        conn.begin(lock)?;
+        if let Err(e) = conn.begin(lock) {
+            // A transaction begun but not locked must not stay open.
+            let _ = conn.rollback();
+            return Err(e);
+        }
         Ok(Tx { conn, open: true })
     }
 
@@ -103,6 +107,16 @@ impl Store {
     }
 
     fn migrate(&mut self) -> anyhow::Result<()> {
+        // A database already at this version is only read: a role that may only read (a
+        // dashboard's) opens it, and no reader waits for a writer's lock.
+        if let Ok(rows) = self
+            .conn
+            .query("SELECT MAX(version) FROM gpassk_schema", &[])
+        {
+            if rows.first().and_then(|r| r.first()) == Some(&Value::Int(schema::VERSION)) {
+                return Ok(());
+            }
+        }
         let url = &self.url;
         let unusable = |e: anyhow::Error| {
             BadInput(format!(

@@ -246,6 +246,47 @@ fn postgres_refused_connections_wrong_passwords_and_urls_are_one_line_errors_nev
     );
 }
 
+/// A dashboard's role may only read: it opens the store, lists and exports, never writes.
+#[test]
+fn a_role_that_may_only_read_reads_the_store() {
+    let env = finished_run();
+    let db = TestDb::postgres();
+    assert_eq!(push(&db, &[&env.run_dir()]).status.code(), Some(0));
+    let TestDb::Postgres { name } = &db else {
+        unreachable!()
+    };
+    admin(name).batch_execute(&format!(
+        "CREATE ROLE reader_{name} LOGIN PASSWORD '{PASSWORD}'; \
+         GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader_{name}"
+    ));
+    let url = db.url().replace("gpassk@", &format!("reader_{name}@"));
+    for args in [
+        &["store", "ls"][..],
+        &["store", "export", "runs"],
+        &["history"],
+    ] {
+        let out = crate::common::gpassk()
+            .args(args)
+            .args(["--db", &url, "--password-env", PASSWORD_ENV])
+            .env(PASSWORD_ENV, PASSWORD)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", both(&out));
+    }
+    // A new run is for a role that may write.
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let newest = crate::common::run_dirs(&env.results()).pop().unwrap();
+    let out = crate::common::gpassk()
+        .args(["store", "push", newest.to_str().unwrap()])
+        .args(["--db", &url, "--password-env", PASSWORD_ENV])
+        .env(PASSWORD_ENV, PASSWORD)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(both(&out).contains("permission denied"), "{}", both(&out));
+}
+
 #[test]
 fn a_run_with_a_store_pushes_when_it_ends_and_a_failed_push_keeps_the_run() {
     let env = Fixture::new(&sums(4)).with_server(FakeServer::builder().responder(smart_reply));
