@@ -109,15 +109,23 @@ impl Store {
     fn migrate(&mut self) -> anyhow::Result<()> {
         // A database already at this version is only read: a role that may only read (a
         // dashboard's) opens it, and no reader waits for a writer's lock.
+        let url = &self.url;
+        let newer = |found: i64| {
+            BadInput(format!(
+                "{url}: schema version {found} is newer than this gpassk's ({}); use a newer gpassk",
+                schema::VERSION
+            ))
+        };
         if let Ok(rows) = self
             .conn
             .query("SELECT MAX(version) FROM gpassk_schema", &[])
         {
-            if rows.first().and_then(|r| r.first()) == Some(&Value::Int(schema::VERSION)) {
-                return Ok(());
+            match rows.first().and_then(|r| r.first()) {
+                Some(Value::Int(v)) if *v == schema::VERSION => return Ok(()),
+                Some(Value::Int(v)) if *v > schema::VERSION => return Err(newer(*v).into()),
+                _ => {}
             }
         }
-        let url = &self.url;
         let unusable = |e: anyhow::Error| {
             BadInput(format!(
                 "{url}: not a database gpassk can use: {}",
@@ -129,11 +137,7 @@ impl Store {
         let found = tx.query("SELECT COALESCE(MAX(version), 0) FROM gpassk_schema", &[])?;
         let found: i64 = cell(&found[0], 0, "version")?;
         if found > schema::VERSION {
-            return Err(BadInput(format!(
-                "{url}: schema version {found} is newer than this gpassk's ({}); use a newer gpassk",
-                schema::VERSION
-            ))
-            .into());
+            return Err(newer(found).into());
         }
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(found as usize) {
             tx.batch(sql)?;
