@@ -25,6 +25,10 @@ fn quiet_on_closed_stdout() {
     }));
 }
 
+/// mimalloc: see its line in Cargo.toml.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {

@@ -23,6 +23,18 @@ def load(parts, name):
         return json.load(f)
 
 
+def median_run(parts, name):
+    """Of the runs NAME_1, NAME_2, … (measure.py outputs), the one with the median wall time, with
+    every run's wall time in `walls`; None without any."""
+    runs = []
+    while (r := load(parts, f"{name}_{len(runs) + 1}")) is not None:
+        runs.append(r)
+    if not runs:
+        return None
+    mid = sorted(runs, key=lambda r: r["wall_s"])[(len(runs) - 1) // 2]
+    return dict(mid, walls=[r["wall_s"] for r in runs])
+
+
 def fmt(x, unit=""):
     if x is None:
         return "—"
@@ -112,15 +124,17 @@ def main():
           applies=bool(units and units >= 1_000_000), why=f"quick mode: {units} units only")
 
     # 2. Grading.
-    mv, gg, gv = P("grade_mathverify"), P("grade_gpassk_measure"), P("grade_gpassk_info")
+    mv, gg, gv = P("grade_mathverify"), median_run(a.parts, "grade_gpassk_measure"), P("grade_gpassk_info")
     mv_cps = mv and mv["cases_per_s"]
     g_cps = gg and gv and gv["cases"] / gg["wall_s"]
     if mv:
         row("grading", "Math-Verify parse + verify", mv_cps, "cases/s", None,
             f"{mv['cases']} cases; {mv['agree_expected']}/{mv['cases']} agree with the labels")
     if gg:
+        each_cps = ", ".join(f"{gv['cases'] / w:,.0f}" for w in gg["walls"])
         row("grading", "gpassk grade --cases", g_cps, "cases/s", gg["peak_rss_mb"],
-            f"{gv['cases']} cases ({gv['repeat']}× the file, one process, wall time incl. start-up); "
+            f"{gv['cases']} cases ({gv['repeat']}× the file, one process, wall time incl. start-up; median of "
+            f"{len(gg['walls'])} runs: {each_cps} cases/s); "
             f"{gv['agree_expected']}/{gv['labelled']} agree with the labels")
     agreement = None
     if mv and gv:
@@ -147,10 +161,12 @@ def main():
     check("metrics: largest difference", sp and sp["max_abs_diff"], "<=", 1e-12)
 
     # 4. Re-scoring.
-    rs, rsi = P("rescore_measure"), P("rescore_info")
+    rs, rsi = median_run(a.parts, "rescore_measure"), P("rescore_info")
     if rs:
         row("re-scoring", rsi["how"], rs["wall_s"], "s", rs["peak_rss_mb"],
-            f"{rsi['samples']} stored samples; {fmt(rs.get('cpu_s'))} CPU s (user + system); exit {rs['exit']}")
+            f"{rsi['samples']} stored samples; median of {len(rs['walls'])} runs "
+            f"({', '.join(f'{w:.2f}' for w in rs['walls'])} s); {fmt(rs.get('cpu_s'))} CPU s (user + system); "
+            f"exit {rs['exit']}")
     big = bool(rsi and rsi["samples"] >= 1_000_000)
     why = f"quick mode: {rsi and rsi['samples']} samples only"
     check("re-scoring: wall s, 1,000,000 samples", rs and rs["wall_s"], "<=", 5, applies=big, why=why)

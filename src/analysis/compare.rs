@@ -353,17 +353,13 @@ pub fn check_dataset(a: &RunResults, b: &RunResults) -> Result<(), BadInput> {
     )))
 }
 
-/// A note per model only one of the runs holds (B's first).
-pub fn unmatched_models(a: &RunResults, b: &RunResults, [run_a, run_b]: [&Path; 2]) -> Vec<String> {
+/// A note per model only one of the runs holds (B's first); `names` name the runs.
+pub fn unmatched_models(a: &RunResults, b: &RunResults, [run_a, run_b]: [&str; 2]) -> Vec<String> {
     let mut out = Vec::new();
     for (run, here, there) in [(run_b, b, a), (run_a, a, b)] {
         for m in &here.models {
             if !there.models.iter().any(|x| x.name == m.name) {
-                out.push(format!(
-                    "note: model {} is only in {}",
-                    m.name,
-                    run.display()
-                ));
+                out.push(format!("note: model {} is only in {run}", m.name));
             }
         }
     }
@@ -371,7 +367,7 @@ pub fn unmatched_models(a: &RunResults, b: &RunResults, [run_a, run_b]: [&Path; 
 }
 
 /// Why two runs gave no row to compare: no shared model, or no shared scored problem.
-pub fn nothing_compared(a: &RunResults, b: &RunResults, [run_a, run_b]: [&Path; 2]) -> BadInput {
+pub fn nothing_compared(a: &RunResults, b: &RunResults, [run_a, run_b]: [&str; 2]) -> BadInput {
     let names =
         |r: &RunResults| -> Vec<String> { r.models.iter().map(|m| m.name.clone()).collect() };
     let why = if names(a).iter().any(|n| names(b).contains(n)) {
@@ -383,7 +379,7 @@ pub fn nothing_compared(a: &RunResults, b: &RunResults, [run_a, run_b]: [&Path; 
             names(b).join(", ")
         )
     };
-    BadInput(format!("{} and {} {why}", run_a.display(), run_b.display()))
+    BadInput(format!("{run_a} and {run_b} {why}"))
 }
 
 /// Every setting that differs between the two runs for the models both hold, named.
@@ -454,30 +450,27 @@ pub fn regressions(shown: &[&Comparison], pct: f64) -> Vec<String> {
         .collect()
 }
 
-/// Every served-model or fingerprint change of the models of B from run A to run B, as
-/// (model, change) pairs.
-pub fn drift_lines(
-    [run_a, run_b]: [&Path; 2],
-    a: &RunResults,
-    b: &RunResults,
-) -> Result<Vec<(String, String)>, BadInput> {
-    // The manifests were read with the results; only results without one read it here.
-    let entry = |dir: &Path, r: &RunResults| -> Result<RunEntry, BadInput> {
-        let dir = RunDir::at(dir);
-        let manifest = match &r.manifest {
-            Some(m) => m.clone(),
-            None => dir.read_manifest()?,
-        };
-        Ok(RunEntry::of_dir(dir, manifest))
+/// A run directory and its scored results as the entry [`drift_lines`] reads.
+pub fn folder_entry(dir: &Path, r: &RunResults) -> Result<RunEntry, BadInput> {
+    // The manifest was read with the results; only results without one read it here.
+    let dir = RunDir::at(dir);
+    let manifest = match &r.manifest {
+        Some(m) => m.clone(),
+        None => dir.read_manifest()?,
     };
-    let (ea, eb) = (entry(run_a, a)?, entry(run_b, b)?);
+    Ok(RunEntry::of_dir(dir, manifest))
+}
+
+/// Every served-model or fingerprint change of the models of B (`b`) from run A to run B, as
+/// (model, change) pairs.
+pub fn drift_lines([ea, eb]: [&RunEntry; 2], b: &RunResults) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for m in &b.models {
-        for d in drift(&ea, &eb, &m.name) {
+        for d in drift(ea, eb, &m.name) {
             out.push((m.name.clone(), printable(&d.describe()).into_owned()));
         }
     }
-    Ok(out)
+    out
 }
 
 /// A p-value for the table: four decimals, `-` when untested.
@@ -565,10 +558,10 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
 }
 
 /// What `gpassk compare` prints: in a machine format the table alone; in a human one the
-/// verdict per model first, then the table with its legend, the runs, the setting `differences`
-/// and the counts of tested and flagged rows.
+/// verdict per model first, then the table with its legend, the runs (by `names`), the setting
+/// `differences` and the counts of tested and flagged rows.
 pub fn render(
-    [run_a, run_b]: [&Path; 2],
+    [run_a, run_b]: [&str; 2],
     compared: &Compared,
     verdicts: &[ModelVerdict],
     shown: &[&Comparison],
@@ -586,8 +579,8 @@ pub fn render(
         out.push_str(s);
         out.push_str(if md { "\n\n" } else { "\n" });
     };
-    line(&format!("A: {}", run_a.display()));
-    line(&format!("B: {}", run_b.display()));
+    line(&format!("A: {}", printable(run_a)));
+    line(&format!("B: {}", printable(run_b)));
     for d in differences {
         line(&format!("WARNING: the runs differ: {d}"));
     }

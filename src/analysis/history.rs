@@ -55,26 +55,77 @@ impl RunEntry {
 }
 
 /// The runs of a results database as history entries, oldest first (by `created_at`, then id).
-pub fn stored_entries(store: &crate::store::Store) -> anyhow::Result<Vec<RunEntry>> {
+pub fn stored_entries(store: &mut crate::store::Store) -> anyhow::Result<Vec<RunEntry>> {
     let mut out = Vec::new();
     for listed in store.list()? {
-        let Some(results) = store.results(&listed.run_id)? else {
-            continue;
-        };
-        let Some(manifest) = results.manifest.clone() else {
-            continue;
-        };
-        let fingerprints = store.fingerprints(&listed.run_id)?;
-        out.push(RunEntry {
-            dir: RunDir::at(&listed.run_id),
-            manifest,
-            stored: Some(std::sync::Arc::new(Stored {
-                results,
-                fingerprints,
-            })),
-        });
+        out.extend(stored_entry(store, &listed.run_id)?);
     }
     Ok(out)
+}
+
+/// One run of a results database as a history entry (its name is its id); None when the
+/// database does not hold it.
+pub fn stored_entry(
+    store: &mut crate::store::Store,
+    run_id: &str,
+) -> anyhow::Result<Option<RunEntry>> {
+    let Some(results) = store.results(run_id)? else {
+        return Ok(None);
+    };
+    let Some(manifest) = results.manifest.clone() else {
+        return Ok(None);
+    };
+    let fingerprints = store.fingerprints(run_id)?;
+    Ok(Some(RunEntry {
+        dir: RunDir::at(run_id),
+        manifest,
+        stored: Some(std::sync::Arc::new(Stored {
+            results,
+            fingerprints,
+        })),
+    }))
+}
+
+/// The id of the latest run of a results database that started before `run_id` from the same
+/// config on the same dataset content: `compare --db --baseline previous`, as [`previous_run`]
+/// over a folder.
+pub fn stored_previous(
+    store: &mut crate::store::Store,
+    run_id: &str,
+) -> anyhow::Result<Option<String>> {
+    let Some(this) = store.manifest(run_id)? else {
+        return Err(BadInput(format!(
+            "{}: no run `{}` (gpassk store ls lists them)",
+            store.url(),
+            printable(run_id)
+        ))
+        .into());
+    };
+    let mut runs = Vec::new();
+    for listed in store.list()? {
+        if listed.run_id != run_id && listed.created_at < this.created_at {
+            if let Some(m) = store.manifest(&listed.run_id)? {
+                runs.push((listed.run_id, m));
+            }
+        }
+    }
+    Ok(previous_of(&this, &runs).cloned())
+}
+
+/// The latest of `runs` (oldest first, `this` left out) from the same config (config hash and
+/// task) on the same dataset content as `this`, started before it.
+fn previous_of<'a, T>(this: &Manifest, runs: &'a [(T, Manifest)]) -> Option<&'a T> {
+    runs.iter()
+        .filter(|(_, m)| m.created_at < this.created_at)
+        .rfind(|(_, m)| {
+            !m.differences(this).iter().any(|d| {
+                matches!(
+                    d,
+                    Difference::ConfigHash(_) | Difference::Task(_) | Difference::Dataset(_)
+                )
+            })
+        })
+        .map(|(t, _)| t)
 }
 
 /// The run directories directly under `root` (those holding a manifest.json), oldest first by
@@ -108,18 +159,25 @@ pub fn previous_run(run: &Path) -> Result<Option<PathBuf>, BadInput> {
     };
     let (runs, _) = discover(parent)?;
     let me = std::fs::canonicalize(run).ok();
-    Ok(runs
-        .into_iter()
+    let runs: Vec<(PathBuf, Manifest)> = (runs.into_iter())
         .filter(|r| std::fs::canonicalize(r.dir.path()).ok() != me)
-        .filter(|r| r.manifest.created_at < this.created_at)
-        .rfind(|r| {
-            !r.manifest.differences(&this).iter().any(|d| {
-                matches!(
-                    d,
-                    Difference::ConfigHash(_) | Difference::Task(_) | Difference::Dataset(_)
-                )
-            })
-        })
+        .map(|r| (r.dir.path().to_path_buf(), r.manifest))
+        .collect();
+    Ok(previous_of(&this, &runs).cloned())
+}
+
+/// The run directory named `id` (its folder name, or the run id its manifest records) beside
+/// `run` in its results folder: `compare --baseline ID`.
+pub fn sibling_run(run: &Path, id: &str) -> Result<Option<PathBuf>, BadInput> {
+    let parent = match run.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let (runs, _) = discover(parent)?;
+    Ok(runs
+        .iter()
+        .find(|r| r.name() == id)
+        .or_else(|| runs.iter().find(|r| r.manifest.run_id == id))
         .map(|r| r.dir.path().to_path_buf()))
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
-/// An API key; never printed.
+/// An API key (or another secret from the environment: a database password); never printed.
 #[derive(Clone)]
 pub struct ApiKey(String);
 
@@ -25,6 +25,11 @@ impl ApiKey {
     /// Adds the key as a bearer token to a request (the Batch API calls).
     pub fn authorize(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         req.bearer_auth(&self.0)
+    }
+
+    /// The secret itself, for a driver that takes it as is (the results database's password).
+    pub fn expose(&self) -> &str {
+        &self.0
     }
 
     /// Replaces every occurrence of the key in `text` (servers sometimes echo it in errors).

@@ -3,30 +3,41 @@
 
 use super::{MetricFilter, OutFormat};
 use crate::analysis::compare::{
-    check_dataset, compare, drift_lines, nothing_compared, regressions, render,
+    check_dataset, compare, drift_lines, folder_entry, nothing_compared, regressions, render,
     setting_differences, unmatched_models, verdicts, Comparison,
+};
+use crate::analysis::history::{
+    previous_run, sibling_run, stored_entry, stored_previous, RunEntry,
 };
 use crate::error::{bad_input, BadInput, ExitStatus};
 use crate::rundir::RunDir;
-use crate::scoring::load_run;
-use anyhow::Result;
+use crate::scoring::{load_run, RunResults};
+use crate::util::printable;
+use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  gpassk compare results/<old> results/<new>\n  gpassk compare results/<old> results/<new> --metric Pass@16,G-Pass@16_1.0 --format md\n  gpassk compare results/<old> results/<new> --fail-on-regression 5 --format json\n  gpassk compare --baseline previous results/<new> --fail-on-regression 5 --fail-on-drift"
+    after_help = "Examples:\n  gpassk compare results/<old> results/<new>\n  gpassk compare results/<old> results/<new> --metric Pass@16,G-Pass@16_1.0 --format md\n  gpassk compare results/<old> results/<new> --fail-on-regression 5 --format json\n  gpassk compare --baseline previous results/<new> --fail-on-regression 5 --fail-on-drift\n  gpassk compare --db sqlite:results/gpassk.db --baseline previous <run id>"
 )]
 pub struct CompareArgs {
-    /// The baseline run directory (with `--baseline previous`: the run to check).
+    /// The baseline run directory (with `--baseline`: the run to check); with --db, a run id.
     pub run_a: PathBuf,
     /// The run compared with it.
     #[arg(required_unless_present = "baseline")]
     pub run_b: Option<PathBuf>,
     /// `previous`: compare the one run given with the latest earlier run of the same config on
-    /// the same dataset in its results folder (for cron).
-    #[arg(long, value_parser = ["previous"], conflicts_with = "run_b")]
+    /// the same dataset in its results folder (or the database; for cron). A run id: that run,
+    /// beside the one given in its results folder (or in the database).
+    #[arg(long, value_name = "previous|RUN_ID", conflicts_with = "run_b")]
     pub baseline: Option<String>,
+    /// Read the runs from this results database (sqlite:PATH or postgres://USER@HOST/DB): the
+    /// runs are given by id, and the A and B lines name them by id (a folder run by its path).
+    #[arg(long)]
+    pub db: Option<String>,
+    #[command(flatten)]
+    pub password: super::PasswordEnv,
     /// Exit 1 when the served model or system fingerprint of a model changed between the runs.
     #[arg(long)]
     pub fail_on_drift: bool,
@@ -43,6 +54,14 @@ pub struct CompareArgs {
     pub filter: MetricFilter,
 }
 
+/// One of the two runs: its scored results, its entry for the drift check, and its name in
+/// the output (the directory as given, or a stored run's id).
+struct Side {
+    results: RunResults,
+    entry: RunEntry,
+    name: String,
+}
+
 pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     if let Some(p) = args.fail_on_regression {
         if !(p.is_finite() && p >= 0.0) {
@@ -52,12 +71,15 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
             .into());
         }
     }
-    let (run_a, run_b) = resolve_runs(&args)?;
-    let runs = [run_a.as_path(), run_b.as_path()];
-    let a = load_run(&RunDir::at(&run_a), &super::stderr_notes()).map_err(bad_input)?;
-    let b = load_run(&RunDir::at(&run_b), &super::stderr_notes()).map_err(bad_input)?;
-    check_dataset(&a, &b)?;
-    for note in unmatched_models(&a, &b, runs) {
+    let [a, b] = match &args.db {
+        None => folder_sides(&args)?,
+        Some(db) => stored_sides(&args, &mut super::open_store(db, &args.password)?)?,
+    };
+    let names = [a.name.as_str(), b.name.as_str()];
+    let (a_entry, b_entry) = (&a.entry, &b.entry);
+    let (a, b) = (&a.results, &b.results);
+    check_dataset(a, b)?;
+    for note in unmatched_models(a, b, names) {
         eprintln!("{note}");
     }
     let headline = b.tested_family();
@@ -65,11 +87,11 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     let in_family = |m: &crate::metrics::MetricKind| {
         args.filter.keeps(m) && (!narrowed || headline.iter().any(|h| h.identity() == m.identity()))
     };
-    let compared = compare(&a, &b, &in_family);
+    let compared = compare(a, b, &in_family);
     if compared.rows.is_empty() {
-        return Err(nothing_compared(&a, &b, runs).into());
+        return Err(nothing_compared(a, b, names).into());
     }
-    let differences = setting_differences(&a, &b);
+    let differences = setting_differences(a, b);
     for d in &differences {
         eprintln!("WARNING: the runs differ: {d}");
     }
@@ -84,12 +106,12 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         )
         .into());
     }
-    let drift = drift_lines(runs, &a, &b)?;
-    let verdicts = verdicts(&a, &b, &compared, &drift);
+    let drift = drift_lines([a_entry, b_entry], b);
+    let verdicts = verdicts(a, b, &compared, &drift);
     print!(
         "{}",
         render(
-            runs,
+            names,
             &compared,
             &verdicts,
             &shown,
@@ -97,12 +119,21 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
             args.format.into()
         )?
     );
+    exit_status(&args, &shown, &drift)
+}
+
+/// Exit 1 for a regression beyond `--fail-on-regression` or, with `--fail-on-drift`, a drift.
+fn exit_status(
+    args: &CompareArgs,
+    shown: &[&Comparison],
+    drift: &[(String, String)],
+) -> Result<ExitStatus> {
     let failed = args
         .fail_on_regression
-        .map_or_else(Vec::new, |p| regressions(&shown, p));
+        .map_or_else(Vec::new, |p| regressions(shown, p));
     let drifted = args.fail_on_drift && !drift.is_empty();
     if drifted {
-        for (model, d) in &drift {
+        for (model, d) in drift {
             eprintln!("drift: {model}: {d}");
         }
     }
@@ -122,23 +153,79 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     })
 }
 
-/// Runs A and B: the two given, or with `--baseline previous` the previous comparable run and
-/// the one given.
-fn resolve_runs(args: &CompareArgs) -> Result<(PathBuf, PathBuf)> {
-    match (&args.baseline, &args.run_b) {
-        (None, Some(b)) => Ok((args.run_a.clone(), b.clone())),
-        (Some(_), None) => match crate::analysis::history::previous_run(&args.run_a)? {
-            Some(prev) => {
-                eprintln!("baseline: {}", prev.display());
-                Ok((prev, args.run_a.clone()))
-            }
-            None => Err(BadInput(format!(
-                "--baseline previous: no earlier run of the same config on the same dataset \
-                 beside {}",
-                args.run_a.display()
+/// Runs A and B from folders: the two given, or with `--baseline` the baseline and the one given.
+fn folder_sides(args: &CompareArgs) -> Result<[Side; 2]> {
+    let (run_a, run_b) = match (&args.baseline, &args.run_b) {
+        (None, Some(b)) => (args.run_a.clone(), b.clone()),
+        (Some(baseline), None) => {
+            let found = match baseline.as_str() {
+                "previous" => previous_run(&args.run_a)?,
+                id => sibling_run(&args.run_a, id)?,
+            };
+            let Some(prev) = found else {
+                return Err(no_baseline(baseline, &args.run_a.display().to_string()).into());
+            };
+            eprintln!("baseline: {}", prev.display());
+            (prev, args.run_a.clone())
+        }
+        _ => return Err(BadInput("give two runs, or one run with --baseline".into()).into()),
+    };
+    let side = |dir: PathBuf| -> Result<Side> {
+        let results = load_run(&RunDir::at(&dir), &super::stderr_notes()).map_err(bad_input)?;
+        Ok(Side {
+            entry: folder_entry(&dir, &results)?,
+            results,
+            name: dir.display().to_string(),
+        })
+    };
+    Ok([side(run_a)?, side(run_b)?])
+}
+
+/// Runs A and B from a results database, by id, read exactly as from their folders.
+fn stored_sides(args: &CompareArgs, store: &mut crate::store::Store) -> Result<[Side; 2]> {
+    let given = args.run_a.to_string_lossy().into_owned();
+    let (id_a, id_b) = match (&args.baseline, &args.run_b) {
+        (None, Some(b)) => (given, b.to_string_lossy().into_owned()),
+        (Some(baseline), None) => {
+            let found = match baseline.as_str() {
+                "previous" => stored_previous(store, &given)?,
+                id => Some(id.to_string()),
+            };
+            let Some(prev) = found else {
+                return Err(no_baseline(baseline, &format!("{given} in {}", store.url())).into());
+            };
+            eprintln!("baseline: {}", printable(&prev));
+            (prev, given)
+        }
+        _ => return Err(BadInput("give two runs, or one run with --baseline".into()).into()),
+    };
+    let mut side = |id: String| -> Result<Side> {
+        let Some(entry) = stored_entry(store, &id)? else {
+            return Err(BadInput(format!(
+                "{}: no run `{}` (gpassk store ls lists them)",
+                store.url(),
+                printable(&id)
             ))
-            .into()),
-        },
-        _ => Err(BadInput("give two runs, or one run with --baseline previous".into()).into()),
+            .into());
+        };
+        let results = entry.stored.as_ref().map(|s| s.results.clone());
+        Ok(Side {
+            results: results.context("a stored entry holds its results")?,
+            name: id,
+            entry,
+        })
+    };
+    Ok([side(id_a)?, side(id_b)?])
+}
+
+fn no_baseline(baseline: &str, beside: &str) -> BadInput {
+    match baseline {
+        "previous" => BadInput(format!(
+            "--baseline previous: no earlier run of the same config on the same dataset beside {beside}"
+        )),
+        id => BadInput(format!(
+            "--baseline {}: no run of that name beside {beside}",
+            printable(id)
+        )),
     }
 }

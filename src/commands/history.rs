@@ -29,9 +29,12 @@ pub struct HistoryArgs {
     /// The results folder whose run directories are listed (or use --db).
     #[arg(required_unless_present = "db")]
     pub dir: Option<PathBuf>,
-    /// Read the runs from this results database (sqlite:PATH) instead of a folder.
+    /// Read the runs from this results database (sqlite:PATH or postgres://USER@HOST/DB)
+    /// instead of a folder.
     #[arg(long, conflicts_with = "dir")]
     pub db: Option<String>,
+    #[command(flatten)]
+    pub password: super::PasswordEnv,
     /// Only this model (by the name in the config).
     #[arg(long)]
     pub model: Option<String>,
@@ -69,9 +72,9 @@ fn source(args: &HistoryArgs) -> String {
 pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
     let (entries, skipped) = match (&args.db, &args.dir) {
         (Some(db), _) => {
-            let store = crate::store::Store::open(&crate::store::StoreUrl::parse(db, "--db")?)?;
+            let mut store = super::open_store(db, &args.password)?;
             (
-                crate::analysis::history::stored_entries(&store)?,
+                crate::analysis::history::stored_entries(&mut store)?,
                 Vec::new(),
             )
         }

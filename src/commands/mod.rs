@@ -28,6 +28,22 @@ pub fn stderr_notes() -> crate::util::Notes {
     crate::util::Notes::to(|line| eprintln!("{line}"))
 }
 
+/// `--password-env` of the commands that open a results database.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PasswordEnv {
+    /// The environment variable holding the PostgreSQL password (without it: PGPASSWORD when
+    /// set). Never the password itself: it would show in `ps` and the shell history.
+    #[arg(long, value_name = "VAR")]
+    pub password_env: Option<String>,
+}
+
+/// Opens the results database `--db` names.
+pub fn open_store(db: &str, password: &PasswordEnv) -> anyhow::Result<crate::store::Store> {
+    let url = crate::store::StoreUrl::parse(db, "--db")?
+        .with_password_env(password.password_env.as_deref(), "--password-env")?;
+    crate::store::Store::open(&url)
+}
+
 /// `--format` of `compare` and `audit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutFormat {

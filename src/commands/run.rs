@@ -11,7 +11,7 @@ use crate::rundir::manifest::Manifest;
 use crate::rundir::{OpenRun, RunDir};
 use crate::sampling::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::verify::Verifier;
-use crate::scoring::{score_run, JudgeCall};
+use crate::scoring::{score_run, JudgeCall, RunResults};
 use crate::search::SearchInput;
 use crate::util::{coarse_k_note, shell_quote, short};
 use anyhow::Result;
@@ -116,9 +116,11 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         if plans.len() > 1 {
             println!("== task {} ==", task_label(plan));
         }
-        let (dir, status) = run_task(&args, plan)?;
+        let (dir, status, results) = run_task(&args, plan)?;
         let status = match &plan.settings.store {
-            Some(store) if args.export_batch.is_none() => push_at_end(&store.url, &dir, status),
+            Some(store) if args.export_batch.is_none() => {
+                push_at_end(store, (plan, &dir), status, results)
+            }
             _ => status,
         };
         ran.push((task_label(plan), dir));
@@ -139,12 +141,24 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
 }
 
 /// Pushes a run that ended (complete, partial or interrupted: the store records which) to the
-/// `[store]` database. A failed push leaves the run directory as it is, says how to push it
-/// again, and makes a successful run exit 1 so a scheduled job notices.
-fn push_at_end(url: &crate::store::StoreUrl, dir: &RunDir, status: ExitStatus) -> ExitStatus {
+/// `[store]` database, with the results the run scored (a run stopped before scoring is scored
+/// here). A failed push leaves the run directory as it is, says how to push it again, and makes
+/// a successful run exit 1 so a scheduled job notices.
+fn push_at_end(
+    store: &crate::config::store::StoreSettings,
+    (plan, dir): (&Plan, &RunDir),
+    status: ExitStatus,
+    results: Option<crate::scoring::RunResults>,
+) -> ExitStatus {
+    let url = &store.url;
+    let notes = super::stderr_notes();
     let pushed = (|| -> Result<crate::store::Pushed> {
-        let results = crate::scoring::load_run(dir, &super::stderr_notes())?;
-        crate::store::Store::open(url)?.push(dir, &results)
+        let results = match results {
+            Some(r) => r,
+            None => crate::scoring::load_run(dir, &notes)?,
+        };
+        let samples = store.samples.then_some((plan, &notes));
+        crate::store::Store::open(url)?.push(dir, &results, samples)
     })();
     match pushed {
         Ok(_) => {
@@ -179,7 +193,9 @@ fn task_label(plan: &Plan) -> String {
 }
 
 /// Samples, grades and reports one task; returns its run directory and how it ended.
-fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
+/// The results are those scored, or None when the run stopped before scoring (interrupted,
+/// grading failed) or only wrote a batch file.
+fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<RunResults>)> {
     let resume_dir = resume_dir_for(args, plan)?;
     let by_file = args.export_batch.is_some() || args.import_batch.is_some();
     refuse_search_by_file(plan, by_file)?;
@@ -202,7 +218,8 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
         eprintln!("run directory: {}", run_dir.display());
     }
     if let Some(out) = &args.export_batch {
-        return export_batch(plan, &mut run, out);
+        let (dir, status) = export_batch(plan, &mut run, out)?;
+        return Ok((dir, status, None));
     }
     // With live bars the progress reporter announces the interrupt (a print from the signal
     // thread would tear the bars).
@@ -231,15 +248,14 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
     let resume_cmd = resume_command(args, &run_dir);
     if interrupted {
         interrupted_sampling(manifest, &resume_cmd);
-        return Ok((run_dir, ExitStatus::Interrupted));
+        return Ok((run_dir, ExitStatus::Interrupted, None));
     }
     let notes = &job_notes;
-    let ctl = (&shutdown, notes);
-    let verified = verify_samples(plan, &run_dir, verifier_key, ctl, args.quiet);
+    let verified = verify_samples(plan, &run_dir, verifier_key, (&shutdown, notes), args.quiet);
     if shutdown.is_triggered() {
         // Stopped while the verifier scored: its scores so far are saved and not asked again.
         let what = "the verifier scored the samples: scores saved";
-        return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?));
+        return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?, None));
     }
     let call = judge_key.map(|key| JudgeCall {
         key,
@@ -252,13 +268,13 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
             // The samples are saved; say how to grade them again rather than only failing.
             eprintln!("error: {}", crate::error::render(&e));
             eprintln!("the samples are saved; grade them again with:\n  {resume_cmd}");
-            return Ok((run_dir, ExitStatus::of_error(&e)));
+            return Ok((run_dir, ExitStatus::of_error(&e), None));
         }
     };
     if shutdown.is_triggered() {
         // Stopped while judging: the verdicts so far are saved; scores would be half-judged.
         let what = "judging: verdicts saved";
-        return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?));
+        return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?, None));
     }
     report::write_all(&run_dir, &results)?;
     let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
@@ -277,7 +293,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus)> {
         eprintln!("the verifier did not score every sample; ask it again with:\n  {resume_cmd}");
         status = ExitStatus::Failure;
     }
-    Ok((run_dir, status))
+    Ok((run_dir, status, Some(results)))
 }
 
 /// The run's samples scored by the `[verifier]` PRM, when the config has one (those already

@@ -33,6 +33,12 @@ pub struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub struct RawStore {
     pub url: Option<String>,
+    /// The environment variable holding a PostgreSQL password (never the password itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
+    /// Also push a row per sample (`gpassk store push --samples`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<bool>,
 }
 
 /// The `[verifier]` table; see `config::VerifierSettings`.

@@ -327,12 +327,21 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSett
                     "store",
                     None,
                     "url",
-                    "missing: sqlite:PATH, as in sqlite:results/gpassk.db",
+                    "missing: sqlite:PATH or postgres://USER@HOST/DB, as in sqlite:results/gpassk.db",
                 )
             })?;
+            let field = |name: &str, e: crate::error::BadInput| {
+                let prefix = format!("{name}: ");
+                cx.err("store", None, name, e.0.trim_start_matches(&prefix))
+            };
             let url = super::store::StoreUrl::parse(url, "url")
-                .map_err(|e| cx.err("store", None, "url", e.0.trim_start_matches("url: ")))?;
-            Some(super::store::StoreSettings { url })
+                .map_err(|e| field("url", e))?
+                .with_password_env(s.password_env.as_deref(), "password_env")
+                .map_err(|e| field("password_env", e))?;
+            Some(super::store::StoreSettings {
+                url,
+                samples: s.samples.unwrap_or(false),
+            })
         }
     };
     let verifier = super::verifier::resolve(text_path(&cx), &raw)?;

@@ -122,6 +122,17 @@ pub enum Outcome {
     NoAnswer,
 }
 
+impl Outcome {
+    /// Its name as the records and the results database spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Correct => "correct",
+            Outcome::Wrong => "wrong",
+            Outcome::NoAnswer => "no_answer",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
     pub outcome: Outcome,

@@ -103,7 +103,7 @@ pub enum UnitOutcome {
 /// who reads them:
 /// - `H`, the head (`problem_id`, `served_model`, `system_fingerprint`, `error`): resuming,
 ///   counting, billing and scoring;
-/// - `A`, the answer (`response`, `extracted`): scoring too;
+/// - `A`, the answer (`response`, `extracted`, `response_sha256`): scoring too;
 /// - `R`, the rest: only a full read.
 ///
 /// `Record` owns its texts; [`RecordRef`] borrows them to write a line without copying;
@@ -127,9 +127,10 @@ pub struct Record<H = String, A = H, R = A> {
     /// With `save_raw_responses = false`: the answer extracted at run time instead of the response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extracted: Option<A>,
-    /// With `save_raw_responses = false`: sha256 of the response, hex.
+    /// With `save_raw_responses = false`: sha256 of the response, hex (kept with the answer:
+    /// `store push --samples` names the response by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_sha256: Option<R>,
+    pub response_sha256: Option<A>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<R>,
     pub finish_reason: Option<R>,
@@ -646,7 +647,7 @@ mod tests {
             prompt_hash: x(prompt_hash),
             response: response.as_ref().map(&a),
             extracted: extracted.as_ref().map(&a),
-            response_sha256: response_sha256.as_ref().map(&x),
+            response_sha256: response_sha256.as_ref().map(&a),
             reasoning_content: reasoning_content.as_ref().map(&x),
             finish_reason: finish_reason.as_ref().map(&x),
             usage: usage.clone(),

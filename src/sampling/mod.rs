@@ -98,10 +98,7 @@ pub struct SearchJob {
 /// Samples all models concurrently until done or `shutdown` fires; returns each model's end
 /// state, in settings order.
 pub fn sample_all(job: &SamplingJob, shutdown: &Shutdown) -> Result<Vec<(String, ModelEnd)>> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = crate::util::tasks::network_runtime().context("cannot start the async runtime")?;
     rt.block_on(sample_all_async(job, shutdown))
 }
 

@@ -25,7 +25,7 @@ use crate::scoring::judge::{
     judge_pending, render, response_hash, JudgeJob, JudgeStats, JudgeVerdicts,
 };
 use crate::stats::{estimates, problem_values, Estimate, ProblemValues, Vote};
-use crate::util::{id_index, short, Notes, Shutdown};
+use crate::util::{hex, id_index, short, Notes, Shutdown};
 use anyhow::{Context, Result};
 use num_rational::Ratio;
 use std::collections::{BTreeMap, HashMap};
@@ -492,7 +492,7 @@ pub fn score_model(
         n,
         greedy,
     };
-    grade_units(&units, inputs, |g| {
+    grade_units(&units, inputs, false, |g| {
         let (p, slot) = (g.problem as usize, g.slot as usize);
         state[p * width + slot] = match g.outcome {
             Outcome::Correct => CORRECT,
@@ -535,6 +535,64 @@ pub fn score_model(
         verified::extend(&mut score, voters, v, inputs.ks)?;
     }
     Ok(score)
+}
+
+/// One graded unit as `gpassk store push --samples` writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GradedSample<'a> {
+    pub problem_id: &'a str,
+    pub sample_index: SampleIndex,
+    /// The answer the grader read (None: no answer found).
+    pub extracted: Option<String>,
+    pub outcome: Outcome,
+    /// sha256 of the response, hex (the one recorded when the response itself was not kept).
+    pub response_sha256: Option<String>,
+}
+
+/// Every graded unit of `model` in the run (each unit's first usable record, in checkpoint
+/// order) with the verdict scoring gives it: the same grading, the stored judge verdicts applied,
+/// the judge never called.
+pub fn for_each_sample(
+    plan: &Plan,
+    run_dir: &RunDir,
+    model: &ModelSettings,
+    notes: &Notes,
+    mut each: impl FnMut(GradedSample) -> Result<()>,
+) -> Result<()> {
+    let ev = &plan.settings.evaluation;
+    let grade = ev.grade_config();
+    let verdicts = verdicts_for(plan, run_dir, model, &grade, (None, notes))?;
+    let inputs = ScoreInputs {
+        problems: &plan.problems,
+        ks: &ev.ks,
+        taus: &ev.taus,
+        grade: &grade,
+        judge: verdicts.as_ref(),
+        // Per-sample rows hold verdicts; the verifier's scores stay in its own file.
+        verifier: None,
+        notes,
+    };
+    let units = ModelUnits {
+        checkpoint: &run_dir.checkpoint(&model.name),
+        problems: &plan.problems,
+        n: model.sampling.n,
+        greedy: model.sampling.greedy,
+    };
+    let mut failed = None;
+    grade_units(&units, &inputs, true, |g| {
+        let (Some(d), None) = (g.detail, &failed) else {
+            return;
+        };
+        let sample = GradedSample {
+            problem_id: &plan.problems[g.problem as usize].id,
+            sample_index: d.sample_index,
+            extracted: d.extracted,
+            outcome: g.outcome,
+            response_sha256: d.response_sha256,
+        };
+        failed = each(sample).err();
+    })?;
+    failed.map_or(Ok(()), Err)
 }
 
 /// Per-problem counts, votes, metrics and intervals from the graded unit states.
@@ -659,6 +717,15 @@ struct Graded {
     source: Option<bool>,
     /// The verifier's score of a sample (never of the greedy answer), when the run has one.
     verifier: Option<verified::Scored>,
+    /// Only when asked for ([`for_each_sample`]): what a per-sample row shows.
+    detail: Option<Box<Detail>>,
+}
+
+/// A graded unit's answer and response, for [`for_each_sample`].
+struct Detail {
+    sample_index: SampleIndex,
+    extracted: Option<String>,
+    response_sha256: Option<String>,
 }
 
 /// Checkpoint bytes per batch handed to a grading thread: large enough to amortise the hand-off,
@@ -674,6 +741,7 @@ type GradedBatch = (Vec<Graded>, Option<CheckpointError>);
 fn grade_units(
     units: &ModelUnits,
     inputs: &ScoreInputs,
+    details: bool,
     mut apply: impl FnMut(Graded),
 ) -> Result<()> {
     let graders = Graders {
@@ -681,6 +749,7 @@ fn grade_units(
             .map(|_| ProblemGrader::default())
             .collect(),
         answers: Answers::default(),
+        details,
     };
     let index = id_index(units.problems, |p| p.id.as_str());
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -777,6 +846,8 @@ fn gold_of(problem: &Problem) -> Gold {
 struct Graders {
     problems: Vec<ProblemGrader>,
     answers: Answers,
+    /// Keep each unit's [`Detail`] (a per-sample push; scoring alone never pays for it).
+    details: bool,
 }
 
 /// Short answers parsed once for the whole run, with their voting class: the same few (`2`,
@@ -869,20 +940,33 @@ fn grade_one(
             )
         });
     // Without the response, the answer extracted at run time is graded as the whole reply.
+    let raw = r.response.is_some();
     let text = r.response.or(r.extracted);
     let response = text.as_deref().unwrap_or("");
-    let (rule, class) = match extract(response, inputs.grade) {
+    let extracted = extract(response, inputs.grade);
+    let (rule, class) = match &extracted {
         None => (Outcome::NoAnswer, None),
         Some(answer) => {
             let (outcome, class) = graders.problems[p].grade(
                 &graders.answers,
                 &inputs.problems[p],
-                &answer,
+                answer,
                 inputs.grade,
             );
             (outcome, Some(class))
         }
     };
+    let detail = graders.details.then(|| {
+        let response_sha256 = match raw {
+            true => Some(hex(&<sha2::Sha256 as sha2::Digest>::digest(response))),
+            false => r.response_sha256,
+        };
+        Box::new(Detail {
+            sample_index: r.sample_index,
+            extracted,
+            response_sha256,
+        })
+    });
     let outcome = match inputs.judge {
         Some(j) => j.decide(&inputs.problems[p].id, r.sample_index, response, rule),
         None => rule,
@@ -902,6 +986,7 @@ fn grade_one(
         },
         source: r.source.and_then(|s| s.verdict),
         verifier,
+        detail,
     }
 }
 
@@ -1245,7 +1330,7 @@ mod tests {
             greedy: true,
         };
         let mut applied = Vec::new();
-        let result = grade_units(&units, &inputs, |g| {
+        let result = grade_units(&units, &inputs, false, |g| {
             applied.push((g.problem, g.slot, g.outcome))
         });
         let kept = kept.lock().unwrap().clone();

@@ -1,19 +1,26 @@
 //! The results database (`[store]`, `gpassk store`): a run's manifest, models, metric values with
-//! their exact fractions and intervals, and per-problem counts, written in one transaction to
-//! SQLite; one versioned schema ([`schema`]), rows built once ([`rows`]).
+//! their exact fractions and intervals, per-problem counts and (with `--samples`) graded samples,
+//! written in one transaction to SQLite or PostgreSQL; one versioned schema ([`schema`]), rows
+//! built once ([`rows`]), one code path over both databases (`conn` holds what differs).
 
+mod conn;
+pub mod export;
 pub mod rows;
 pub mod schema;
 
 pub use crate::config::store::StoreUrl;
 use crate::error::BadInput;
 use crate::metrics::ProblemCounts;
+use crate::plan::Plan;
+use crate::rundir::manifest::Manifest;
 use crate::rundir::RunDir;
 use crate::scoring::{ModelScore, RunResults, ScoreParts};
 use crate::stats::Vote;
-use rows::{Row, Value};
-
-use rusqlite::{params_from_iter, Connection, OptionalExtension};
+use crate::util::Notes;
+use anyhow::Context;
+pub use conn::{Column, Kind, RowSink};
+use conn::{Conn, Lock};
+use rows::{cell, Row, Value};
 
 /// What a push did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,29 +45,61 @@ pub struct Listed {
 
 /// An open results database at the schema version this gpassk knows.
 pub struct Store {
-    conn: Connection,
+    conn: Conn,
     url: StoreUrl,
 }
 
-impl Store {
-    /// Opens (creating when missing) the database and brings its schema up to [`schema::VERSION`];
-    /// a database of a newer schema is refused, untouched.
-    pub fn open(url: &StoreUrl) -> anyhow::Result<Store> {
-        let StoreUrl::Sqlite(path) = url;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                BadInput(format!(
-                    "{url}: cannot create folder {}: {e}",
-                    dir.display()
-                ))
-            })?;
+/// A write transaction: rolled back unless committed (an error, a panic, a push with nothing
+/// new), so a reader never sees half of one.
+struct Tx<'a> {
+    conn: &'a mut Conn,
+    open: bool,
+}
+
+impl<'a> Tx<'a> {
+    fn begin(conn: &'a mut Conn, lock: Lock) -> anyhow::Result<Tx<'a>> {
+        if let Err(e) = conn.begin(lock) {
+            // A transaction begun but not locked must not stay open.
+            let _ = conn.rollback();
+            return Err(e);
         }
-        let conn = Connection::open(path)
-            .map_err(|e| BadInput(format!("{url}: cannot open the database: {e}")))?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))?;
-        conn.execute_batch("PRAGMA foreign_keys = ON")?;
+        Ok(Tx { conn, open: true })
+    }
+
+    fn commit(mut self) -> anyhow::Result<()> {
+        self.open = false;
+        self.conn.commit()
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // A connection that broke has rolled back on the server already.
+            let _ = self.conn.rollback();
+        }
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        self.conn
+    }
+}
+
+impl std::ops::DerefMut for Tx<'_> {
+    fn deref_mut(&mut self) -> &mut Conn {
+        self.conn
+    }
+}
+
+impl Store {
+    /// Opens (creating a SQLite file when missing) the database and brings its schema up to
+    /// [`schema::VERSION`]; a database of a newer schema is refused, untouched.
+    pub fn open(url: &StoreUrl) -> anyhow::Result<Store> {
         let mut store = Store {
-            conn,
+            conn: Conn::open(url)?,
             url: url.clone(),
         };
         store.migrate()?;
@@ -68,68 +107,109 @@ impl Store {
     }
 
     fn migrate(&mut self) -> anyhow::Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| BadInput(format!("{}: not a database gpassk can use: {e}", self.url)))?;
-        tx.execute_batch(schema::VERSION_TABLE)
-            .map_err(|e| BadInput(format!("{}: not a database gpassk can use: {e}", self.url)))?;
-        let found: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM gpassk_schema",
-            [],
-            |r| r.get(0),
-        )?;
-        if found > schema::VERSION {
-            return Err(BadInput(format!(
-                "{}: schema version {found} is newer than this gpassk's ({}); use a newer gpassk",
-                self.url,
+        // A database already at this version is only read: a role that may only read (a
+        // dashboard's) opens it, and no reader waits for a writer's lock.
+        let url = &self.url;
+        let newer = |found: i64| {
+            BadInput(format!(
+                "{url}: schema version {found} is newer than this gpassk's ({}); use a newer gpassk",
                 schema::VERSION
             ))
-            .into());
+        };
+        if let Ok(rows) = self
+            .conn
+            .query("SELECT MAX(version) FROM gpassk_schema", &[])
+        {
+            match rows.first().and_then(|r| r.first()) {
+                Some(Value::Int(v)) if *v == schema::VERSION => return Ok(()),
+                Some(Value::Int(v)) if *v > schema::VERSION => return Err(newer(*v).into()),
+                _ => {}
+            }
+        }
+        let unusable = |e: anyhow::Error| {
+            BadInput(format!(
+                "{url}: not a database gpassk can use: {}",
+                crate::error::render(&e)
+            ))
+        };
+        let mut tx = Tx::begin(&mut self.conn, Lock::Schema).map_err(unusable)?;
+        tx.batch(schema::VERSION_TABLE).map_err(unusable)?;
+        let found = tx.query("SELECT COALESCE(MAX(version), 0) FROM gpassk_schema", &[])?;
+        let found: i64 = cell(&found[0], 0, "version")?;
+        if found > schema::VERSION {
+            return Err(newer(found).into());
         }
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(found as usize) {
-            tx.execute_batch(sql)?;
+            tx.batch(sql)?;
             tx.execute(
                 "INSERT INTO gpassk_schema (version, applied_at) VALUES ($1, $2)",
-                rusqlite::params![i as i64 + 1, crate::util::now_rfc3339()],
+                &[
+                    Value::Int(i as i64 + 1),
+                    Value::Text(crate::util::now_rfc3339()),
+                ],
             )?;
         }
-        tx.commit()?;
-        Ok(())
+        tx.commit()
     }
 
     /// The schema version the database holds.
-    pub fn version(&self) -> anyhow::Result<i64> {
-        Ok(self
+    pub fn version(&mut self) -> anyhow::Result<i64> {
+        let rows = self
             .conn
-            .query_row("SELECT MAX(version) FROM gpassk_schema", [], |r| r.get(0))?)
+            .query("SELECT MAX(version) FROM gpassk_schema", &[])?;
+        cell(&rows[0], 0, "version")
     }
 
     /// Writes one scored run, replacing what the store held of it, in one transaction: a reader
-    /// sees the old rows or the new, never a mix.
-    pub fn push(&mut self, dir: &RunDir, results: &RunResults) -> anyhow::Result<Pushed> {
+    /// sees the old rows or the new, never a mix. With `samples` (the run's plan), a row per
+    /// graded sample too, streamed from the checkpoints.
+    pub fn push(
+        &mut self,
+        dir: &RunDir,
+        results: &RunResults,
+        samples: Option<(&Plan, &Notes)>,
+    ) -> anyhow::Result<Pushed> {
         let tables = rows::of_run(dir, results)?;
-        let run_id = &results.run_id;
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let held: Option<String> = tx
-            .query_row(
-                "SELECT content_sha256 FROM runs WHERE run_id = $1",
-                [run_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if held.as_deref() == Some(tables.content_sha256.as_str()) {
+        let run_id = results.run_id.as_str();
+        let mut tx = Tx::begin(&mut self.conn, Lock::Run(run_id))?;
+        let held = tx.query(
+            "SELECT content_sha256 FROM runs WHERE run_id = $1",
+            &[Value::Text(run_id.into())],
+        )?;
+        let held: Option<String> = held
+            .first()
+            .map(|r| cell(r, 0, "content_sha256"))
+            .transpose()?;
+        // Without samples the digest is known before anything is written.
+        if samples.is_none() && held.as_deref() == Some(tables.digest.clone().finish().as_str()) {
             return Ok(Pushed::Unchanged);
         }
-        // Children first, though the foreign keys cascade: the order a PostgreSQL store shares.
-        for table in schema::TABLES.iter().rev() {
-            tx.execute(&format!("DELETE FROM {table} WHERE run_id = $1"), [run_id])?;
+        if held.is_some() {
+            // Children first, though the foreign keys cascade.
+            for table in schema::TABLES.iter().rev() {
+                let sql = format!("DELETE FROM {table} WHERE run_id = $1");
+                tx.execute(&sql, &[Value::Text(run_id.into())])?;
+            }
         }
-        for (table, rows) in tables.tables() {
-            insert(&tx, table, rows)?;
+        let mut run = tables.runs[0].clone();
+        // Set once every row is written and digested.
+        run.push(("content_sha256", Value::Text(String::new())));
+        insert(&mut tx, "runs", &[run])?;
+        for (table, rows) in tables.tables().into_iter().skip(1) {
+            insert(&mut tx, table, rows)?;
         }
+        let mut digest = tables.digest;
+        if let Some((plan, notes)) = samples {
+            push_samples(&mut tx, plan, (dir, results), &mut digest, notes)?;
+        }
+        let content = digest.finish();
+        if held.as_deref() == Some(content.as_str()) {
+            return Ok(Pushed::Unchanged);
+        }
+        tx.execute(
+            "UPDATE runs SET content_sha256 = $1 WHERE run_id = $2",
+            &[Value::Text(content), Value::Text(run_id.into())],
+        )?;
         tx.commit()?;
         Ok(if held.is_some() {
             Pushed::Replaced
@@ -138,27 +218,32 @@ impl Store {
         })
     }
 
-    /// Every run in the store, oldest first.
-    pub fn list(&self) -> anyhow::Result<Vec<Listed>> {
-        let mut stmt = self.conn.prepare(
+    /// Every run in the store, oldest first (then by id, bytewise: the same order from either
+    /// database, whatever its collation).
+    pub fn list(&mut self) -> anyhow::Result<Vec<Listed>> {
+        let rows = self.conn.query(
             "SELECT r.run_id, r.created_at, r.status, r.dataset_name, \
-             (SELECT COUNT(*) FROM run_models m WHERE m.run_id = r.run_id) \
-             FROM runs r ORDER BY r.created_at, r.run_id",
+             (SELECT COUNT(*) FROM run_models m WHERE m.run_id = r.run_id) FROM runs r",
+            &[],
         )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(Listed {
-                run_id: r.get(0)?,
-                created_at: r.get(1)?,
-                status: r.get(2)?,
-                dataset: r.get(3)?,
-                models: r.get(4)?,
+        let mut out = rows
+            .iter()
+            .map(|r| {
+                Ok(Listed {
+                    run_id: cell(r, 0, "run_id")?,
+                    created_at: cell(r, 1, "created_at")?,
+                    status: cell(r, 2, "status")?,
+                    dataset: cell(r, 3, "dataset_name")?,
+                    models: cell(r, 4, "models")?,
+                })
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        out.sort_by(|a, b| (&a.created_at, &a.run_id).cmp(&(&b.created_at, &b.run_id)));
+        Ok(out)
     }
 
-    /// Every row of `table` as (column names, rows), for `store export`.
-    pub fn dump(&self, table: &str) -> anyhow::Result<(Vec<String>, Vec<Vec<Value>>)> {
+    /// Streams every row of `table` (its columns first) into `sink`, for `store export`.
+    pub fn each_row(&mut self, table: &str, sink: &mut dyn RowSink) -> anyhow::Result<()> {
         if !schema::TABLES.contains(&table) {
             return Err(BadInput(format!(
                 "unknown table `{}`: expected one of {}",
@@ -167,27 +252,8 @@ impl Store {
             ))
             .into());
         }
-        let mut stmt = self
-            .conn
-            .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))?;
-        let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
-        let width = names.len();
-        let rows = stmt.query_map([], |r| {
-            (0..width)
-                .map(|i| {
-                    Ok(match r.get_ref(i)? {
-                        rusqlite::types::ValueRef::Null => Value::Null,
-                        rusqlite::types::ValueRef::Integer(v) => Value::Int(v),
-                        rusqlite::types::ValueRef::Real(v) => Value::Real(v),
-                        rusqlite::types::ValueRef::Text(t) => {
-                            Value::Text(String::from_utf8_lossy(t).into_owned())
-                        }
-                        rusqlite::types::ValueRef::Blob(_) => Value::Null,
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })?;
-        Ok((names, rows.collect::<Result<_, _>>()?))
+        let sql = format!("SELECT * FROM {table} ORDER BY 1, 2");
+        self.conn.each(&sql, &[], sink)
     }
 
     /// Where the store is.
@@ -196,35 +262,63 @@ impl Store {
     }
 }
 
-/// Inserts `rows` into `table`, one prepared statement for all.
-fn insert(tx: &rusqlite::Transaction<'_>, table: &str, rows: &[Row]) -> anyhow::Result<()> {
+/// Inserts `rows` into `table`, many rows a statement (as many as the database takes).
+fn insert(conn: &mut Conn, table: &str, rows: &[Row]) -> anyhow::Result<()> {
     let Some(first) = rows.first() else {
         return Ok(());
     };
     let columns: Vec<&str> = first.iter().map(|(c, _)| *c).collect();
-    let marks: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
-    let sql = format!(
-        "INSERT INTO {table} ({}) VALUES ({})",
-        columns.join(", "),
-        marks.join(", ")
-    );
-    let mut stmt = tx.prepare(&sql)?;
-    for row in rows {
-        stmt.execute(params_from_iter(row.iter().map(|(_, v)| v)))?;
+    let per_statement = (conn.max_params() / columns.len()).max(1);
+    for chunk in rows.chunks(per_statement) {
+        let mut marks = Vec::with_capacity(chunk.len());
+        for i in 0..chunk.len() {
+            let cells: Vec<String> = (1..=columns.len())
+                .map(|c| format!("${}", i * columns.len() + c))
+                .collect();
+            marks.push(format!("({})", cells.join(", ")));
+        }
+        let sql = format!(
+            "INSERT INTO {table} ({}) VALUES {}",
+            columns.join(", "),
+            marks.join(", ")
+        );
+        let params: Vec<Value> = chunk
+            .iter()
+            .flat_map(|r| r.iter().map(|(_, v)| v.clone()))
+            .collect();
+        conn.execute(&sql, &params)?;
     }
     Ok(())
 }
 
-impl rusqlite::ToSql for Value {
-    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        use rusqlite::types::{ToSqlOutput, ValueRef};
-        Ok(match self {
-            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
-            Value::Int(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
-            Value::Real(v) => ToSqlOutput::Borrowed(ValueRef::Real(*v)),
-            Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
-        })
+/// Rows held before a batch of sample rows is written.
+const SAMPLE_BATCH: usize = 2000;
+
+/// Writes a row per graded sample of every model of the run, in batches, adding each to `digest`.
+fn push_samples(
+    conn: &mut Conn,
+    plan: &Plan,
+    (dir, results): (&RunDir, &RunResults),
+    digest: &mut rows::RowDigest,
+    notes: &Notes,
+) -> anyhow::Result<()> {
+    let mut batch: Vec<Row> = Vec::with_capacity(SAMPLE_BATCH);
+    for m in &results.models {
+        let Some(settings) = plan.settings.models.iter().find(|s| s.name == m.name) else {
+            continue;
+        };
+        crate::scoring::for_each_sample(plan, dir, settings, notes, |s| {
+            let row = rows::sample_row(&results.run_id, &m.name, &s);
+            digest.add(&row);
+            batch.push(row);
+            if batch.len() == SAMPLE_BATCH {
+                insert(conn, "samples", &batch)?;
+                batch.clear();
+            }
+            Ok(())
+        })?;
     }
+    insert(conn, "samples", &batch)
 }
 
 /// Reading a stored run back as the results `history` and `compare` take.
@@ -232,20 +326,20 @@ impl Store {
     /// The stored run `run_id` as scored results: its manifest, and each model's metrics
     /// recomputed exactly from its per-problem counts and votes ([`ModelScore::from_parts`]).
     /// None when the store does not hold the run.
-    pub fn results(&self, run_id: &str) -> anyhow::Result<Option<RunResults>> {
-        let run: Option<(String, String, String)> = self
-            .conn
-            .query_row(
-                "SELECT manifest, dataset_name, dataset_sha256 FROM runs WHERE run_id = $1",
-                [run_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
-        let Some((manifest, dataset, dataset_sha256)) = run else {
+    pub fn results(&mut self, run_id: &str) -> anyhow::Result<Option<RunResults>> {
+        let Some(manifest) = self.manifest(run_id)? else {
             return Ok(None);
         };
-        let manifest: crate::rundir::manifest::Manifest = serde_json::from_str(&manifest)
-            .map_err(|e| BadInput(format!("{}: run {run_id}: field `manifest`: {e}", self.url)))?;
+        let id = [Value::Text(run_id.into())];
+        let run = self.conn.query(
+            "SELECT dataset_name, dataset_sha256 FROM runs WHERE run_id = $1",
+            &id,
+        )?;
+        let run = run.first().context("the run went while it was read")?;
+        let (dataset, dataset_sha256): (String, String) = (
+            cell(run, 0, "dataset_name")?,
+            cell(run, 1, "dataset_sha256")?,
+        );
         let path = std::path::Path::new(&manifest.config_path);
         let settings = crate::config::load_json_with(&manifest.config, path, &[])
             .map_err(|e| BadInput(format!("{}: run {run_id}: its config: {e}", self.url)))?;
@@ -267,92 +361,95 @@ impl Store {
         }))
     }
 
+    /// The manifest of the stored run `run_id`; None when the store does not hold the run.
+    pub fn manifest(&mut self, run_id: &str) -> anyhow::Result<Option<Manifest>> {
+        let rows = self.conn.query(
+            "SELECT manifest FROM runs WHERE run_id = $1",
+            &[Value::Text(run_id.into())],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let text: String = cell(row, 0, "manifest")?;
+        let manifest = serde_json::from_str(&text).map_err(|e| {
+            BadInput(format!(
+                "{}: run {}: field `manifest`: {e}",
+                self.url,
+                crate::util::printable(run_id)
+            ))
+        })?;
+        Ok(Some(manifest))
+    }
+
     /// Per model of a stored run, its usable samples by system fingerprint (`""` for none).
     pub fn fingerprints(
-        &self,
+        &mut self,
         run_id: &str,
     ) -> anyhow::Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>>
     {
-        let mut stmt = self.conn.prepare(
+        let rows = self.conn.query(
             "SELECT model, system_fingerprint, samples FROM fingerprint_counts WHERE run_id = $1",
+            &[Value::Text(run_id.into())],
         )?;
-        let rows = stmt.query_map([run_id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, u64>(2)?,
-            ))
-        })?;
         let mut out =
             std::collections::BTreeMap::<String, std::collections::BTreeMap<String, u64>>::new();
-        for row in rows {
-            let (model, fingerprint, samples) = row?;
-            out.entry(model).or_default().insert(fingerprint, samples);
+        for r in &rows {
+            out.entry(cell(r, 0, "model")?)
+                .or_default()
+                .insert(cell(r, 1, "system_fingerprint")?, cell(r, 2, "samples")?);
         }
         Ok(out)
     }
 
     /// Each model's score parts, in the run's model order, problems in dataset order.
-    fn parts(&self, run_id: &str) -> anyhow::Result<Vec<ScoreParts>> {
-        let mut stmt = self.conn.prepare(
+    fn parts(&mut self, run_id: &str) -> anyhow::Result<Vec<ScoreParts>> {
+        let rows = self.conn.query(
             "SELECT model, model_id, n, correct, wrong, no_answer, truncated, missing, \
              served_models FROM run_models WHERE run_id = $1 ORDER BY position",
+            &[Value::Text(run_id.into())],
         )?;
-        let rows = stmt.query_map([run_id], |r| {
-            let served: String = r.get(8)?;
-            Ok((
-                ScoreParts {
-                    name: r.get(0)?,
-                    model_id: r.get(1)?,
-                    n: r.get(2)?,
-                    problems: Vec::new(),
-                    votes: Vec::new(),
-                    correct: r.get(3)?,
-                    wrong: r.get(4)?,
-                    no_answer: r.get(5)?,
-                    truncated: r.get(6)?,
-                    missing: r.get(7)?,
-                    served_models: Default::default(),
-                },
-                served,
-            ))
-        })?;
         let mut out = Vec::new();
-        for row in rows {
-            let (mut p, served) = row?;
-            p.served_models = serde_json::from_str(&served).unwrap_or_default();
+        for r in &rows {
+            let served: String = cell(r, 8, "served_models")?;
+            let mut p = ScoreParts {
+                name: cell(r, 0, "model")?,
+                model_id: cell(r, 1, "model_id")?,
+                n: cell(r, 2, "n")?,
+                problems: Vec::new(),
+                votes: Vec::new(),
+                correct: cell(r, 3, "correct")?,
+                wrong: cell(r, 4, "wrong")?,
+                no_answer: cell(r, 5, "no_answer")?,
+                truncated: cell(r, 6, "truncated")?,
+                missing: cell(r, 7, "missing")?,
+                served_models: serde_json::from_str(&served).unwrap_or_default(),
+            };
             self.problems(run_id, &mut p)?;
             out.push(p);
         }
         Ok(out)
     }
 
-    fn problems(&self, run_id: &str, p: &mut ScoreParts) -> anyhow::Result<()> {
-        let mut stmt = self.conn.prepare(
+    fn problems(&mut self, run_id: &str, p: &mut ScoreParts) -> anyhow::Result<()> {
+        let rows = self.conn.query(
             "SELECT problem_id, subset, n, c, greedy, voters, winners, winners_correct \
              FROM problem_counts WHERE run_id = $1 AND model = $2 ORDER BY position",
+            &[Value::Text(run_id.into()), Value::Text(p.name.clone())],
         )?;
-        let rows = stmt.query_map([run_id, p.name.as_str()], |r| {
-            let greedy: Option<i64> = r.get(4)?;
-            Ok((
-                ProblemCounts {
-                    id: r.get(0)?,
-                    subset: r.get(1)?,
-                    n: r.get(2)?,
-                    c: r.get(3)?,
-                    greedy: greedy.map(|g| g != 0),
-                },
-                Vote {
-                    voters: r.get(5)?,
-                    winners: r.get(6)?,
-                    winners_correct: r.get(7)?,
-                },
-            ))
-        })?;
-        for row in rows {
-            let (problem, vote) = row?;
-            p.problems.push(problem);
-            p.votes.push(vote);
+        for r in &rows {
+            let greedy: Option<i64> = cell(r, 4, "greedy")?;
+            p.problems.push(ProblemCounts {
+                id: cell(r, 0, "problem_id")?,
+                subset: cell(r, 1, "subset")?,
+                n: cell(r, 2, "n")?,
+                c: cell(r, 3, "c")?,
+                greedy: greedy.map(|g| g != 0),
+            });
+            p.votes.push(Vote {
+                voters: cell(r, 5, "voters")?,
+                winners: cell(r, 6, "winners")?,
+                winners_correct: cell(r, 7, "winners_correct")?,
+            });
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 use crate::report::metric_label;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::RunDir;
-use crate::scoring::{ModelScore, RunResults};
+use crate::scoring::{GradedSample, ModelScore, RunResults};
 use sha2::{Digest, Sha256};
 
 /// One cell.
@@ -37,15 +37,41 @@ impl Value {
 /// A row: its columns by name, in the table's order.
 pub type Row = Vec<(&'static str, Value)>;
 
-/// Every row of one run, by table.
+/// Every row of one run, by table (the samples aside: they are streamed).
 pub struct RunRows {
+    /// The run's row, without its `content_sha256` (known once every row is).
     pub runs: Vec<Row>,
     pub run_models: Vec<Row>,
     pub metric_values: Vec<Row>,
     pub problem_counts: Vec<Row>,
     pub fingerprint_counts: Vec<Row>,
-    /// Over every row but its own column: equal for equal content.
-    pub content_sha256: String,
+    /// Over these rows; the sample rows, when pushed, are added to it.
+    pub digest: RowDigest,
+}
+
+/// A digest over rows: equal for equal content, whatever the database.
+#[derive(Clone, Default)]
+pub struct RowDigest(Sha256);
+
+impl RowDigest {
+    pub fn add(&mut self, row: &Row) {
+        for (column, value) in row {
+            self.0.update(column.as_bytes());
+            let cell = match value {
+                Value::Null => "\u{0}null".to_string(),
+                Value::Int(v) => format!("i{v}"),
+                Value::Real(v) => format!("r{}", v.to_bits()),
+                Value::Text(s) => format!("t{}:{s}", s.len()),
+            };
+            self.0.update(cell.as_bytes());
+        }
+        self.0.update(b"\n");
+    }
+
+    /// The digest as hex (`runs.content_sha256`).
+    pub fn finish(self) -> String {
+        format!("{:x}", self.0.finalize())
+    }
 }
 
 impl RunRows {
@@ -73,7 +99,7 @@ pub fn of_run(dir: &RunDir, results: &RunResults) -> anyhow::Result<RunRows> {
         metric_values: Vec::new(),
         problem_counts: Vec::new(),
         fingerprint_counts: Vec::new(),
-        content_sha256: String::new(),
+        digest: RowDigest::default(),
     };
     for (i, m) in results.models.iter().enumerate() {
         rows.run_models.push(model_row(manifest, m, i));
@@ -88,32 +114,47 @@ pub fn of_run(dir: &RunDir, results: &RunResults) -> anyhow::Result<RunRows> {
             ]);
         }
     }
-    let mut run = run_row(manifest)?;
-    let mut hash = Sha256::new();
+    let run = run_row(manifest)?;
+    // The order the first schema's digests were taken in: a run pushed then is unchanged now.
+    let mut digest = RowDigest::default();
     for (_, table) in rows.tables() {
         for row in table {
-            digest_row(&mut hash, row);
+            digest.add(row);
         }
     }
-    digest_row(&mut hash, &run);
-    rows.content_sha256 = format!("{:x}", hash.finalize());
-    run.push(("content_sha256", Value::text(&rows.content_sha256)));
+    digest.add(&run);
+    rows.digest = digest;
     rows.runs.push(run);
     Ok(rows)
 }
 
-fn digest_row(hash: &mut Sha256, row: &Row) {
-    for (column, value) in row {
-        hash.update(column.as_bytes());
-        let cell = match value {
-            Value::Null => "\u{0}null".to_string(),
-            Value::Int(v) => format!("i{v}"),
-            Value::Real(v) => format!("r{}", v.to_bits()),
-            Value::Text(s) => format!("t{}:{s}", s.len()),
-        };
-        hash.update(cell.as_bytes());
-    }
-    hash.update(b"\n");
+/// The longest extracted answer a sample row keeps (a model can box a whole essay).
+const MAX_EXTRACTED_BYTES: usize = 4096;
+
+/// A graded sample's row (`store push --samples`).
+pub fn sample_row(run_id: &str, model: &str, s: &GradedSample) -> Row {
+    let extracted = s.extracted.as_deref().map(|a| {
+        if a.len() <= MAX_EXTRACTED_BYTES {
+            return a.to_string();
+        }
+        let mut end = MAX_EXTRACTED_BYTES;
+        while !a.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &a[..end])
+    });
+    vec![
+        ("run_id", Value::text(run_id)),
+        ("model", Value::text(model)),
+        ("problem_id", Value::text(s.problem_id)),
+        ("sample", Value::Int(s.sample_index.key())),
+        ("extracted", Value::opt_text(extracted)),
+        ("verdict", Value::text(s.outcome.as_str())),
+        (
+            "response_sha256",
+            Value::opt_text(s.response_sha256.clone()),
+        ),
+    ]
 }
 
 fn run_row(m: &Manifest) -> anyhow::Result<Row> {
@@ -235,4 +276,62 @@ impl Value {
     fn opt_int(n: Option<impl TryInto<i64>>) -> Value {
         n.map_or(Value::Null, Value::int)
     }
+}
+
+/// A cell read back as a Rust value; None when it is of another kind (or out of range).
+pub trait FromValue: Sized {
+    fn from_value(v: &Value) -> Option<Self>;
+}
+
+impl FromValue for i64 {
+    fn from_value(v: &Value) -> Option<i64> {
+        match v {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for u64 {
+    fn from_value(v: &Value) -> Option<u64> {
+        i64::from_value(v).and_then(|n| n.try_into().ok())
+    }
+}
+
+impl FromValue for u32 {
+    fn from_value(v: &Value) -> Option<u32> {
+        i64::from_value(v).and_then(|n| n.try_into().ok())
+    }
+}
+
+impl FromValue for String {
+    fn from_value(v: &Value) -> Option<String> {
+        match v {
+            Value::Text(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl<T: FromValue> FromValue for Option<T> {
+    fn from_value(v: &Value) -> Option<Option<T>> {
+        match v {
+            Value::Null => Some(None),
+            v => T::from_value(v).map(Some),
+        }
+    }
+}
+
+/// Cell `i` of a row read back, naming the column when it holds something else.
+pub fn cell<T: FromValue>(row: &[Value], i: usize, column: &str) -> anyhow::Result<T> {
+    row.get(i).and_then(T::from_value).ok_or_else(|| {
+        let held = match row.get(i) {
+            None => "nothing",
+            Some(Value::Null) => "NULL",
+            Some(Value::Int(_)) => "an integer",
+            Some(Value::Real(_)) => "a real number",
+            Some(Value::Text(_)) => "text",
+        };
+        anyhow::anyhow!("column `{column}` holds {held}, not what gpassk wrote there")
+    })
 }

@@ -2,12 +2,12 @@
 //! database says which version it holds and an older gpassk refuses a newer one.
 
 /// The schema version this gpassk writes and reads.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 /// The statements that take a database from version `i` to `i + 1`, in order. Plain SQL that
 /// SQLite and PostgreSQL both read: TEXT, BIGINT, DOUBLE PRECISION; times as RFC 3339 text; exact
 /// values as numerator and denominator text (they outgrow every integer type).
-pub const MIGRATIONS: [&str; 1] = [V1];
+pub const MIGRATIONS: [&str; 2] = [V1, V2];
 
 const V1: &str = "
 CREATE TABLE runs (
@@ -88,15 +88,31 @@ CREATE TABLE fingerprint_counts (
 );
 ";
 
+/// Version 2: a row per graded sample (`store push --samples`); the sample index is -1 for the
+/// greedy answer (a key column cannot be NULL in both databases).
+const V2: &str = "
+CREATE TABLE samples (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    problem_id TEXT NOT NULL,
+    sample BIGINT NOT NULL,
+    extracted TEXT,
+    verdict TEXT NOT NULL,
+    response_sha256 TEXT,
+    PRIMARY KEY (run_id, model, problem_id, sample)
+);
+";
+
 /// The table that records which migrations a database has.
 pub const VERSION_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS gpassk_schema (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)";
 
 /// The tables `store export` writes, in the order a reader meets them.
-pub const TABLES: [&str; 5] = [
+pub const TABLES: [&str; 6] = [
     "runs",
     "run_models",
     "metric_values",
     "problem_counts",
     "fingerprint_counts",
+    "samples",
 ];

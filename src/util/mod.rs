@@ -59,6 +59,14 @@ pub fn id_index<'a, T: 'a>(
 /// Writes bytes to `path` atomically: a temporary file in the same folder, then a rename. The
 /// temporary file is removed when anything fails (a full disk leaves no `.tmp` behind).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |f| f.write_all(bytes))
+}
+
+/// [`write_atomic`] of what `write` streams into the file (an export too large to hold).
+pub fn write_atomic_with<T, E: From<std::io::Error>>(
+    path: &Path,
+    write: impl FnOnce(&mut File) -> Result<T, E>,
+) -> Result<T, E> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -66,11 +74,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let written = File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_data()
+    let written = File::create(&tmp).map_err(E::from).and_then(|mut f| {
+        let out = write(&mut f)?;
+        f.sync_data()?;
+        Ok(out)
     });
-    let result = written.and_then(|()| std::fs::rename(&tmp, path));
+    let result = written.and_then(|out| {
+        std::fs::rename(&tmp, path)?;
+        Ok(out)
+    });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

@@ -6,6 +6,18 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::task::JoinSet;
 
+/// The runtime that waits on model servers (sampling, the judge, the verifier): one worker thread.
+/// The work per request is small beside the network's wait, and a second worker only adds
+/// cross-thread wake-ups: with two, `gpassk run` spent about a quarter more CPU per request on a
+/// loopback server (the `bench-peers.sh` runner rows). Blocking work (tree searches, the sandbox)
+/// goes to the blocking pool as before.
+pub fn network_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+}
+
 /// Runs `work` on each of `jobs`, at most `concurrency` at a time, until `stopped()` says so or
 /// `shutdown` triggers; then waits for the tasks in flight ([`settle`]).
 pub async fn run_bounded<J, F, Fut>(

@@ -1,7 +1,8 @@
 //! `gpassk history` and `compare --baseline previous --fail-on-drift` over four weekly runs of one
 //! config against the fake server, whose system fingerprint changes from the third run on.
 
-use crate::common::{gpassk, ok, run as run_gpassk, run_dirs, stderr, Fixture, Toml};
+use crate::common::db::TestDb;
+use crate::common::{gpassk, ok, run as run_gpassk, run_dirs, stderr, stdout, Fixture, Toml};
 use fake_openai::{FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -421,22 +422,110 @@ fn an_interval_prints_the_same_in_report_and_history() {
 fn history_from_the_database_equals_history_from_the_folder() {
     let (env, runs) = four_weeks();
     let results = env.results();
-    let db = format!("sqlite:{}", env.path().join("history.db").display());
-    let mut push = vec!["store", "push"];
-    let paths: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
-    push.extend(paths.iter().map(String::as_str));
-    push.extend(["--db", &db]);
-    ok(&run_gpassk(&push));
-    for format in ["table", "md", "csv", "json", "html"] {
-        let of = |source: &[&str]| {
-            let mut args = vec!["history"];
-            args.extend_from_slice(source);
-            args.extend(["--format", format]);
-            ok(&gpassk().args(&args).env("COLUMNS", "100").output().unwrap())
-        };
-        let folder = of(&[results.to_str().unwrap()]);
-        let stored = of(&["--db", &db]);
-        assert!(folder.contains("fp-A → fp-B") || format == "csv" || format == "json");
-        assert_eq!(stored, folder, "--format {format}");
+    for db in TestDb::both(&env.path().join("history.db")) {
+        let mut push = vec!["store", "push"];
+        let paths: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
+        push.extend(paths.iter().map(String::as_str));
+        ok(&db.run(&push));
+        for format in ["table", "md", "csv", "json", "html"] {
+            let folder = gpassk()
+                .args(["history", results.to_str().unwrap(), "--format", format])
+                .env("COLUMNS", "100")
+                .output()
+                .unwrap();
+            let folder = ok(&folder);
+            let mut stored = db.command(&["history", "--format", format]);
+            let stored = ok(&stored.env("COLUMNS", "100").output().unwrap());
+            assert!(folder.contains("fp-A → fp-B") || format == "csv" || format == "json");
+            assert_eq!(stored, folder, "{db:?} --format {format}");
+        }
+    }
+}
+
+/// `compare` of the same two runs from their folders and from a results database: the same
+/// output and exit status; the one difference is how the A and B lines (and the `baseline:`
+/// note) name a run: its folder as given, or its id.
+#[test]
+fn compare_from_the_database_equals_compare_from_the_folders() {
+    let (env, runs) = four_weeks();
+    let id = |d: &Path| d.file_name().unwrap().to_string_lossy().into_owned();
+    for db in TestDb::both(&env.path().join("compare.db")) {
+        let mut push = vec!["store", "push"];
+        let paths: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
+        push.extend(paths.iter().map(String::as_str));
+        ok(&db.run(&push));
+        // (the run checked, its baseline): the previous run, and a run named by its id.
+        let first_id = id(&runs[0]);
+        let cases = [
+            (&runs[1], "previous", &runs[0]),
+            (&runs[2], "previous", &runs[1]),
+            (&runs[3], "previous", &runs[2]),
+            (&runs[3], first_id.as_str(), &runs[0]),
+        ];
+        for (run, baseline, base) in cases {
+            for format in ["table", "md", "json", "csv"] {
+                let args = [
+                    "--baseline",
+                    baseline,
+                    "--fail-on-drift",
+                    "--format",
+                    format,
+                ];
+                let folder = gpassk()
+                    .arg("compare")
+                    .args(args)
+                    .arg(run)
+                    .env("COLUMNS", "100")
+                    .output()
+                    .unwrap();
+                let run_id = id(run);
+                let mut all = vec!["compare"];
+                all.extend(args);
+                all.push(&run_id);
+                let stored = db.command(&all).env("COLUMNS", "100").output().unwrap();
+                let what = format!("{db:?} {run_id} --baseline {baseline} --format {format}");
+                assert_eq!(stored.status.code(), folder.status.code(), "{what}");
+                assert!(
+                    matches!(folder.status.code(), Some(0 | 1)),
+                    "{what}: {}",
+                    stderr(&folder)
+                );
+                let (f_out, s_out) = (stdout(&folder), stdout(&stored));
+                let named = |text: &str, a: &str, b: &str| {
+                    text.replace(&format!("A: {a}\n"), "A: <A>\n")
+                        .replace(&format!("B: {b}\n"), "B: <B>\n")
+                };
+                let f_named = named(
+                    &f_out,
+                    &base.display().to_string(),
+                    &run.display().to_string(),
+                );
+                let s_named = named(&s_out, &id(base), &run_id);
+                if format == "table" || format == "md" {
+                    assert!(
+                        f_named.contains("A: <A>\n") && s_named.contains("B: <B>\n"),
+                        "{s_out}"
+                    );
+                }
+                assert_eq!(s_named, f_named, "{what}");
+                let notes =
+                    |text: &str, base: &str| text.replace(&format!("baseline: {base}\n"), "");
+                assert_eq!(
+                    notes(&stderr(&stored), &id(base)),
+                    notes(&stderr(&folder), &base.display().to_string()),
+                    "{what}"
+                );
+            }
+        }
+        let first = db.run(&["compare", "--baseline", "previous", &id(&runs[0])]);
+        assert_eq!(first.status.code(), Some(2));
+        assert!(stderr(&first).contains("--baseline previous: no earlier run"));
+        let missing = db.run(&["compare", "--baseline", "previous", "no-such-run"]);
+        assert_eq!(missing.status.code(), Some(2));
+        assert!(
+            stderr(&missing).contains("no run `no-such-run`"),
+            "{}",
+            stderr(&missing)
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by every integration test: the `gpassk` command, output text, run directories
 //! and the one "dataset + config + fake server" fixture.
 
+pub(crate) mod db;
+
 use fake_openai::{BlockingFakeServer, FakeServer, FakeServerBuilder};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
