@@ -101,9 +101,7 @@ impl<C: Send + Sync + 'static> Pass<C> {
         F: Fn(Arc<Self>, J) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()?;
+        let rt = crate::util::tasks::network_runtime()?;
         let stopped = || self.stopped();
         let each = |job| work(self.clone(), job);
         rt.block_on(crate::util::tasks::run_bounded(
