@@ -397,7 +397,7 @@ fn resume_command(args: &RunArgs, run_dir: &RunDir) -> String {
 }
 
 /// The run to continue: `--resume`; else, with `resume_from_checkpoint = true`, the latest run
-/// of this config, settings file and task under output_dir; else none (a new run).
+/// of this config, settings file, task and shard under output_dir; else none (a new run).
 fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<RunDir>> {
     let ev = &plan.settings.evaluation;
     if let Some(r) = &args.resume {
@@ -409,18 +409,18 @@ fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<RunDir>> {
     let latest = latest_of_task(plan, &ev.output_dir);
     if let (Some(dir), false) = (&latest, args.quiet) {
         eprintln!(
-            "resuming {} (resume_from_checkpoint = true: the latest run of this config and task)",
+            "resuming {} (resume_from_checkpoint = true: the latest run of this config, task and shard)",
             dir.display()
         );
     }
     Ok(latest)
 }
 
-/// The newest run directory whose manifest has this plan's config hash and settings task.
+/// The newest run directory whose manifest has this plan's config hash, settings task and shard.
 fn latest_of_task(plan: &Plan, output_dir: &Path) -> Option<RunDir> {
     let s = &plan.settings;
     newest(&runs_under(output_dir), |m| {
-        m.same_task(&s.config_hash, s.task_file.as_ref())
+        m.same_task(&s.config_hash, s.task_file.as_ref()) && m.shard == plan.shard
     })
 }
 
@@ -552,7 +552,8 @@ fn stderr_width() -> usize {
 }
 
 /// `--resume DIR`, or for `latest` the newest run under output_dir of this config (same config
-/// hash, or else same config file): another config's run is never taken over.
+/// hash, or else same config file) and shard: another config's run, or another shard's (shards
+/// of one evaluation share a results folder on a cluster), is never taken over.
 fn resolve_resume(r: &str, plan: &Plan) -> Result<RunDir> {
     if r != "latest" {
         return Ok(RunDir::existing(r, "--resume")?);
@@ -561,12 +562,13 @@ fn resolve_resume(r: &str, plan: &Plan) -> Result<RunDir> {
     let output_dir = &s.evaluation.output_dir;
     let runs = runs_under(output_dir);
     let path = s.config_path.display().to_string();
-    newest(&runs, |m| m.config_hash == s.config_hash)
-        .or_else(|| newest(&runs, |m| m.config_path == path))
+    let shard = |m: &Manifest| m.shard == plan.shard;
+    newest(&runs, |m| m.config_hash == s.config_hash && shard(m))
+        .or_else(|| newest(&runs, |m| m.config_path == path && shard(m)))
         .ok_or_else(|| {
+            let of = plan.shard.map_or(String::new(), |x| format!(" shard {x}"));
             BadInput::new(format!(
-                "--resume latest: no run of {} under {} ({} runs of other configs there; name one with --resume DIR)",
-                path,
+                "--resume latest: no run of {path}{of} under {} ({} runs of other configs or shards there; name one with --resume DIR)",
                 output_dir.display(),
                 runs.len()
             ))
