@@ -19,6 +19,7 @@ mod hostile_server;
 mod import_cli;
 mod input_bounds;
 mod label_fake;
+mod merge_shards;
 mod metrics_reference;
 mod report_cli;
 mod report_html;

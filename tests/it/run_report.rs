@@ -6,7 +6,7 @@ use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
 
 /// Right or wrong as a pure function of the question and the sample's seed.
-fn reply(r: &Recorded) -> Reply {
+pub(crate) fn reply(r: &Recorded) -> Reply {
     Reply {
         choices: seeded_choices(r),
         served_model: Some("fake-served".into()),
@@ -38,7 +38,7 @@ pub(crate) fn seeded_choices(r: &Recorded) -> Vec<ChoiceReply> {
 }
 
 /// `problems` sums "What is i+(2i+1)?" in two subsets, "even" and "odd", as JSONL.
-fn dataset(problems: usize) -> String {
+pub(crate) fn dataset(problems: usize) -> String {
     (0..problems)
         .map(|i| {
             format!(
