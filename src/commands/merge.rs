@@ -65,7 +65,14 @@ pub fn run(args: MergeArgs) -> Result<ExitStatus> {
         if m.models.len() == 1 { "" } else { "s" },
         args.out.display()
     );
-    Ok(ExitStatus::Success)
+    // Like `run` at its end: the merged evaluation goes to the config's `[store]`, when it has one.
+    let store = crate::config::load_json(&m.config, Path::new(&m.config_path))
+        .ok()
+        .and_then(|s| s.store);
+    Ok(match store {
+        Some(store) => super::push_at_end(&store, (None, &out), ExitStatus::Success, None),
+        None => ExitStatus::Success,
+    })
 }
 
 /// The run of each shard in `from`; None (after saying which shards are not ready) when a shard

@@ -116,9 +116,14 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
             println!("== task {} ==", task_label(plan));
         }
         let (dir, status, results) = run_task(&args, plan)?;
+        // A shard is part of an evaluation: `gpassk merge` stores the whole once it is joined.
         let status = match &plan.settings.store {
-            Some(store) if args.export_batch.is_none() => {
-                push_at_end(store, (plan, &dir), status, results)
+            Some(store) if args.export_batch.is_none() && args.shard.is_none() => {
+                super::push_at_end(store, (Some(plan), &dir), status, results)
+            }
+            Some(_) if args.shard.is_some() && !args.quiet => {
+                eprintln!("note: a shard run is not stored; gpassk merge stores the merged run");
+                status
             }
             _ => status,
         };
@@ -137,48 +142,6 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         }
     }
     Ok(worst)
-}
-
-/// Pushes a run that ended (complete, partial or interrupted: the store records which) to the
-/// `[store]` database, with the results the run scored (a run stopped before scoring is scored
-/// here). A failed push leaves the run directory as it is, says how to push it again, and makes
-/// a successful run exit 1 so a scheduled job notices.
-fn push_at_end(
-    store: &crate::config::store::StoreSettings,
-    (plan, dir): (&Plan, &RunDir),
-    status: ExitStatus,
-    results: Option<crate::scoring::RunResults>,
-) -> ExitStatus {
-    let url = &store.url;
-    let notes = super::stderr_notes();
-    let pushed = (|| -> Result<crate::store::Pushed> {
-        let results = match results {
-            Some(r) => r,
-            None => crate::scoring::load_run(dir, &notes)?,
-        };
-        let samples = store.samples.then_some((plan, &notes));
-        crate::store::Store::open(url)?.push(dir, &results, samples)
-    })();
-    match pushed {
-        Ok(_) => {
-            eprintln!("stored in {url}");
-            status
-        }
-        Err(e) => {
-            eprintln!(
-                "warning: not stored in {url}: {}
-the run directory is intact; push it with:
-  gpassk store push {} --db {url}",
-                crate::error::render(&e),
-                dir.display()
-            );
-            if status == ExitStatus::Success {
-                ExitStatus::Failure
-            } else {
-                status
-            }
-        }
-    }
 }
 
 /// A task's name for summaries: its `task_name`, else its position in the settings file.
