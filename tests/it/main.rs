@@ -12,6 +12,7 @@ mod cli;
 mod config;
 mod cost;
 mod datasets_cli;
+mod deploy;
 mod failures;
 mod grade_cases;
 mod history;
