@@ -36,14 +36,6 @@ cargo build --release --locked --quiet -p fake-openai
 GPASSK_BIN=$TARGET/release/gpassk
 FAKE=$TARGET/release/fake-openai
 
-WORK=$(mktemp -d /tmp/gpassk-slurm-e2e.XXXXXX)
-# munged refuses a socket folder others cannot enter, and a key others can read.
-chmod 755 "$WORK"
-mkdir -p "$WORK/munge" "$WORK/munge-key" "$WORK/spool/ctld" "$WORK/spool/d" "$WORK/log" "$WORK/jobs"
-chmod 700 "$WORK/munge-key"
-SERVER_PID=
-export SLURM_CONF=$WORK/slurm.conf
-
 # ---------------------------------------------------------------- teardown, always
 stop_pid_file() {
     local file=$1 pid
@@ -62,7 +54,7 @@ cleanup() {
     if [[ -f $WORK/slurmctld.pid ]]; then
         # Our own cluster's jobs (SLURM_CONF points at it).
         scancel --quiet --user=root 2>/dev/null
-        for _ in $(seq 50); do
+        for _ in $(seq 150); do
             [[ -z $(squeue -h 2>/dev/null) ]] && break
             sleep 0.2
         done
@@ -79,7 +71,14 @@ cleanup() {
     if [[ -n ${SLURM_E2E_KEEP:-} ]]; then say "kept $WORK"; else rm -rf "$WORK"; fi
     return "$status"
 }
+SERVER_PID=
+WORK=$(mktemp -d /tmp/gpassk-slurm-e2e.XXXXXX)
 trap cleanup EXIT
+export SLURM_CONF=$WORK/slurm.conf
+# munged refuses a socket folder others cannot enter, and a key others can read.
+chmod 755 "$WORK"
+mkdir -p "$WORK/munge" "$WORK/munge-key" "$WORK/spool/ctld" "$WORK/spool/d" "$WORK/log" "$WORK/jobs"
+chmod 700 "$WORK/munge-key"
 
 # ---------------------------------------------------------------- the cluster
 NODE=$(hostname -s)
@@ -96,13 +95,14 @@ munged --socket="$WORK/munge/munge.socket" --key-file="$WORK/munge-key/munge.key
     --seed-file="$WORK/munge/munged.seed"
 
 # One node, no cgroups (linuxproc tracks a task's processes), root runs everything, state in
-# $WORK, daemons on loopback only (NoInAddrAny: the NodeAddr and SlurmctldHost address).
+# $WORK, daemons on loopback only (NoInAddrAny, NoCtldInAddrAny: they bind NodeAddr and the
+# SlurmctldHost address, not every interface).
 cat >"$SLURM_CONF" <<EOF
 ClusterName=gpasske2e
 SlurmctldHost=$NODE(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
-CommunicationParameters=NoInAddrAny
+CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge

@@ -94,7 +94,7 @@ fn shard_runs(from: &Path, count: u32, config: Option<&Path>) -> Result<Option<V
         if let ShardRuns::Ready { run, passed_over } = s {
             if !passed_over.is_empty() {
                 println!(
-                    "shard {i}/{count}: {} (the newest complete run); left out: {}",
+                    "shard {i}/{count}: {} (the newest complete run)\n  left out: {}",
                     run.display(),
                     list(passed_over)
                 );
@@ -142,7 +142,7 @@ fn explain_not_ready(from: &Path, set: &ShardSet, config: Option<&Path>) {
                     |c| shell_quote(&c.display().to_string()),
                 );
                 eprintln!(
-                    "  shard {i}/{n}: not complete: {}; resume it: gpassk run --config {config} --shard {i}/{n} --resume {}",
+                    "  shard {i}/{n}: not complete: {}; resume it with:\n    gpassk run --config {config} --shard {i}/{n} --resume {}",
                     list(runs),
                     shell_quote(&newest.dir.display().to_string())
                 );
@@ -155,9 +155,10 @@ fn explain_not_ready(from: &Path, set: &ShardSet, config: Option<&Path>) {
             "  (the shard runs there are of {} shards)",
             counts.join(" or ")
         );
-    } else if ready == 0 && set.left_out > 0 {
+    } else if set.left_out > 0 {
+        // A config edited between shards makes another evaluation: its runs are not these.
         eprintln!(
-            "  ({} runs there are of other configs or shard counts, unsharded, merged or imported)",
+            "  (left out: {} other runs there: other configs or shard counts, unsharded,\n  merged or imported)",
             set.left_out
         );
     }

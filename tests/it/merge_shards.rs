@@ -156,6 +156,13 @@ fn merge_from_leaves_out_other_configs_and_takes_the_newest_complete_run_of_a_sh
         "--quiet",
     ]));
     let cfg = config(&env, None, 4);
+    // None of this config's shards yet: the other config's runs are not taken for them.
+    let out = env.file("merged");
+    let none = merge_from(&results, &out, Some(&cfg));
+    assert_eq!(none.status.code(), Some(1), "{}", both(&none));
+    let err = stderr(&none);
+    assert!(err.contains("not merged: 3 of 3 shards"), "{err}");
+    assert!(err.contains("left out: 4 other runs there"), "{err}");
     let mut mine = Vec::new();
     for s in ["0/3", "1/3", "2/3"] {
         let (code, dir) = run_shard(&cfg, s, &results, &["--quiet"]);
@@ -163,7 +170,6 @@ fn merge_from_leaves_out_other_configs_and_takes_the_newest_complete_run_of_a_sh
         mine.push(dir);
     }
     // Two evaluations of 3 shards: which to merge is not guessed.
-    let out = env.file("merged");
     let ambiguous = merge_from(&results, &out, None);
     assert_eq!(ambiguous.status.code(), Some(2), "{}", both(&ambiguous));
     let err = stderr(&ambiguous);
@@ -178,7 +184,7 @@ fn merge_from_leaves_out_other_configs_and_takes_the_newest_complete_run_of_a_sh
     let merged = merge_from(&results, &out, Some(&cfg));
     let text = ok(&merged);
     let line = format!(
-        "shard 1/3: {} (the newest complete run); left out: {} (complete)",
+        "shard 1/3: {} (the newest complete run)\n  left out: {} (complete)",
         again.display(),
         mine[1].display()
     );
