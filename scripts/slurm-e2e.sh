@@ -4,8 +4,9 @@
 # dependent merge job of deploy/slurm/submit.sh against a slow fake OpenAI server. Two tasks are
 # stopped mid-run once their checkpoints have lines: one by `scontrol requeue` (SIGTERM, as for
 # preemption), one by USR1 to its batch shell (what `--signal=B:USR1@300` sends before the time
-# limit; the script then requeues itself). Both must resume their own run, keeping its lines, and
-# the merged run must score byte for byte like one unsharded run of the same config.
+# limit; the script then requeues itself). Both must resume their own run, keeping its lines. A
+# third task fails: the merge job must be cancelled, and the README's rerun of that shard with a
+# new merge job must give a merged run that scores byte for byte like one unsharded run.
 # Everything lives in a temporary folder and is stopped and removed on exit, whatever happens
 # (SLURM_E2E_KEEP=1 keeps the folder: logs, runs, slurm.conf).
 set -euo pipefail
@@ -180,10 +181,24 @@ metrics = ["greedy_acc", "pass@4", "g_pass@4_t0.5", "g_pass@4_t1.0", "mg_pass@4"
 output_dir = "$WORK/unused"
 EOF
 
-RESULTS=$WORK/results
+# Shard 3 fails on its first attempt (as on a broken node): the gpassk the jobs run exits 1 for
+# it while the marker file exists.
+BROKEN_SHARD=3
+touch "$WORK/break-shard"
+cat >"$WORK/gpassk" <<EOF
+#!/bin/bash
+if [[ -e $WORK/break-shard && " \$* " == *" --shard $BROKEN_SHARD/$SHARDS "* ]]; then
+    echo "broken on purpose" >&2
+    exit 1
+fi
+exec "$GPASSK_BIN" "\$@"
+EOF
+chmod +x "$WORK/gpassk"
+export GPASSK=$WORK/gpassk GPASSK_CONFIG=$WORK/eval.toml GPASSK_SHARDS=$SHARDS
+export GPASSK_RESULTS=$WORK/results
+RESULTS=$GPASSK_RESULTS
 cd "$WORK/jobs"
-submitted=$(GPASSK=$GPASSK_BIN GPASSK_CONFIG=$WORK/eval.toml GPASSK_SHARDS=$SHARDS \
-    GPASSK_RESULTS=$RESULTS "$ROOT/deploy/slurm/submit.sh")
+submitted=$("$ROOT/deploy/slurm/submit.sh")
 cd "$ROOT"
 echo "$submitted"
 ARRAY=$(sed -n 's/^shards job: \([0-9]*\).*/\1/p' <<<"$submitted")
@@ -243,15 +258,37 @@ for s in $TERM_SHARD $USR1_SHARD; do
     scontrol update jobid="${ARRAY}_$s" StartTime=now
 done
 
-for _ in $(seq 900); do
-    case $(job_state "$MERGE") in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL) break ;; esac
-    sleep 0.2
-done
-[[ $(job_state "$MERGE") == COMPLETED ]] ||
+# wait_job ID: waits (up to 180 s) until the job has ended; prints its state.
+wait_job() {
+    for _ in $(seq 900); do
+        case $(job_state "$1") in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL) break ;; esac
+        sleep 0.2
+    done
+    job_state "$1"
+}
+
+# ---------------------------------------------------------------- a shard that fails
+# Its failure cancels the merge (afterok, --kill-on-invalid-dep): nothing partial is merged.
+# Then deploy/slurm/README.md's recipe: rerun that shard alone, queue the merge after it.
+[[ $(wait_job "$MERGE") == CANCELLED ]] ||
+    fail "merge job $MERGE was not cancelled by the failed shard: $(job_state "$MERGE")"
+[[ $(job_state "${ARRAY}_$BROKEN_SHARD") == FAILED ]] ||
+    fail "task ${ARRAY}_$BROKEN_SHARD: $(job_state "${ARRAY}_$BROKEN_SHARD"), not FAILED"
+rm "$WORK/break-shard"
+cd "$WORK/jobs"
+RERUN=$(sbatch --parsable --array=$BROKEN_SHARD --export=ALL "$ROOT/deploy/slurm/gpassk-shards.sbatch")
+MERGE=$(sbatch --parsable --dependency="afterany:$ARRAY,afterok:$RERUN" --export=ALL \
+    "$ROOT/deploy/slurm/gpassk-merge.sbatch")
+cd "$ROOT"
+say "shard $BROKEN_SHARD failed and cancelled the merge; rerun as job $RERUN, merge again as job $MERGE"
+
+[[ $(wait_job "$MERGE") == COMPLETED ]] ||
     fail "merge job $MERGE ended $(job_state "$MERGE"), not COMPLETED"
-scontrol show job "$ARRAY" | grep -o 'JobState=[A-Z_]*' | sort | uniq -c | sed 's/^/slurm-e2e: array tasks: /'
-scontrol show job "$ARRAY" | grep -o 'JobState=[A-Z_]*' | grep -qv COMPLETED &&
-    fail "not every array task COMPLETED"
+states=$({ scontrol show job "$ARRAY" && scontrol show job "$RERUN"; } | grep -o 'JobState=[A-Z_]*' |
+    sort | uniq -c)
+awk '{print "slurm-e2e: array tasks: " $1 " " $2}' <<<"$states"
+[[ $(awk '{printf "%s %s;", $1, $2}' <<<"$states") == "4 JobState=COMPLETED;1 JobState=FAILED;" ]] ||
+    fail "the array tasks should be 4 COMPLETED (one a rerun) and 1 FAILED"
 
 # ---------------------------------------------------------------- the checks
 # The requeued tasks resumed their own runs: the lines saved before the stop are still the
