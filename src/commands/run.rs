@@ -35,7 +35,8 @@ pub struct RunArgs {
     /// --set models.NAME.enabled=false (repeatable; applied after the files).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Continue a run: its directory, or `latest` for the newest under output_dir.
+    /// Continue a run: its directory, or `latest` for the newest under output_dir of this config
+    /// and shard.
     #[arg(long)]
     pub resume: Option<String>,
     /// Resume even when sampling parameters, prompts or the dataset changed.
