@@ -20,7 +20,9 @@ pub mod store;
 pub mod verify;
 pub mod view;
 
+use crate::error::ExitStatus;
 use crate::report::TableFormat;
+use crate::rundir::RunDir;
 use crate::util::Shutdown;
 
 /// Notes from library code, one line each on stderr.
@@ -42,6 +44,57 @@ pub fn open_store(db: &str, password: &PasswordEnv) -> anyhow::Result<crate::sto
     let url = crate::store::StoreUrl::parse(db, "--db")?
         .with_password_env(password.password_env.as_deref(), "--password-env")?;
     crate::store::Store::open(&url)
+}
+
+/// Pushes a run that ended (complete, partial or interrupted: the store records which) or was
+/// just merged to the `[store]` database, with the results the run scored (a run stopped before
+/// scoring, or merged, is scored here; a merged run's plan is read from its manifest). A failed
+/// push leaves the run directory as it is, says how to push it again, and makes a successful
+/// command exit 1 so a scheduled job notices.
+pub fn push_at_end(
+    store: &crate::config::store::StoreSettings,
+    (plan, dir): (Option<&crate::plan::Plan>, &RunDir),
+    status: ExitStatus,
+    results: Option<crate::scoring::RunResults>,
+) -> ExitStatus {
+    let url = &store.url;
+    let notes = stderr_notes();
+    let pushed = (|| -> anyhow::Result<crate::store::Pushed> {
+        let results = match results {
+            Some(r) => r,
+            None => crate::scoring::load_run(dir, &notes)?,
+        };
+        let own;
+        let plan = match plan {
+            Some(p) => p,
+            None => {
+                own = crate::scoring::load_plan(dir, &[])?.0;
+                &own
+            }
+        };
+        let samples = store.samples.then_some((plan, &notes));
+        crate::store::Store::open(url)?.push(dir, &results, samples)
+    })();
+    match pushed {
+        Ok(_) => {
+            eprintln!("stored in {url}");
+            status
+        }
+        Err(e) => {
+            eprintln!(
+                "warning: not stored in {url}: {}
+the run directory is intact; push it with:
+  gpassk store push {} --db {url}",
+                crate::error::render(&e),
+                dir.display()
+            );
+            if status == ExitStatus::Success {
+                ExitStatus::Failure
+            } else {
+                status
+            }
+        }
+    }
 }
 
 /// `--format` of `compare` and `audit`.

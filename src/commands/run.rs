@@ -36,7 +36,8 @@ pub struct RunArgs {
     /// --set models.NAME.enabled=false (repeatable; applied after the files).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Continue a run: its directory, or `latest` for the newest under output_dir.
+    /// Continue a run: its directory, or `latest` for the newest under output_dir of this config
+    /// and shard.
     #[arg(long)]
     pub resume: Option<String>,
     /// Resume even when sampling parameters, prompts or the dataset changed.
@@ -117,9 +118,14 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
             println!("== task {} ==", task_label(plan));
         }
         let (dir, status, results) = run_task(&args, plan)?;
+        // A shard is part of an evaluation: `gpassk merge` stores the whole once it is joined.
         let status = match &plan.settings.store {
-            Some(store) if args.export_batch.is_none() => {
-                push_at_end(store, (plan, &dir), status, results)
+            Some(store) if args.export_batch.is_none() && args.shard.is_none() => {
+                super::push_at_end(store, (Some(plan), &dir), status, results)
+            }
+            Some(_) if args.shard.is_some() && !args.quiet => {
+                eprintln!("note: a shard run is not stored; gpassk merge stores the merged run");
+                status
             }
             _ => status,
         };
@@ -138,48 +144,6 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         }
     }
     Ok(worst)
-}
-
-/// Pushes a run that ended (complete, partial or interrupted: the store records which) to the
-/// `[store]` database, with the results the run scored (a run stopped before scoring is scored
-/// here). A failed push leaves the run directory as it is, says how to push it again, and makes
-/// a successful run exit 1 so a scheduled job notices.
-fn push_at_end(
-    store: &crate::config::store::StoreSettings,
-    (plan, dir): (&Plan, &RunDir),
-    status: ExitStatus,
-    results: Option<crate::scoring::RunResults>,
-) -> ExitStatus {
-    let url = &store.url;
-    let notes = super::stderr_notes();
-    let pushed = (|| -> Result<crate::store::Pushed> {
-        let results = match results {
-            Some(r) => r,
-            None => crate::scoring::load_run(dir, &notes)?,
-        };
-        let samples = store.samples.then_some((plan, &notes));
-        crate::store::Store::open(url)?.push(dir, &results, samples)
-    })();
-    match pushed {
-        Ok(_) => {
-            eprintln!("stored in {url}");
-            status
-        }
-        Err(e) => {
-            eprintln!(
-                "warning: not stored in {url}: {}
-the run directory is intact; push it with:
-  gpassk store push {} --db {url}",
-                crate::error::render(&e),
-                dir.display()
-            );
-            if status == ExitStatus::Success {
-                ExitStatus::Failure
-            } else {
-                status
-            }
-        }
-    }
 }
 
 /// A task's name for summaries: its `task_name`, else its position in the settings file.
@@ -470,7 +434,7 @@ fn resume_command(args: &RunArgs, run_dir: &RunDir) -> String {
 }
 
 /// The run to continue: `--resume`; else, with `resume_from_checkpoint = true`, the latest run
-/// of this config, settings file and task under output_dir; else none (a new run).
+/// of this config, settings file, task and shard under output_dir; else none (a new run).
 fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<RunDir>> {
     let ev = &plan.settings.evaluation;
     if let Some(r) = &args.resume {
@@ -482,18 +446,18 @@ fn resume_dir_for(args: &RunArgs, plan: &Plan) -> Result<Option<RunDir>> {
     let latest = latest_of_task(plan, &ev.output_dir);
     if let (Some(dir), false) = (&latest, args.quiet) {
         eprintln!(
-            "resuming {} (resume_from_checkpoint = true: the latest run of this config and task)",
+            "resuming {} (resume_from_checkpoint = true: the latest run of this config, task and shard)",
             dir.display()
         );
     }
     Ok(latest)
 }
 
-/// The newest run directory whose manifest has this plan's config hash and settings task.
+/// The newest run directory whose manifest has this plan's config hash, settings task and shard.
 fn latest_of_task(plan: &Plan, output_dir: &Path) -> Option<RunDir> {
     let s = &plan.settings;
     newest(&runs_under(output_dir), |m| {
-        m.same_task(&s.config_hash, s.task_file.as_ref())
+        m.same_task(&s.config_hash, s.task_file.as_ref()) && m.shard == plan.shard
     })
 }
 
@@ -635,7 +599,8 @@ fn stderr_width() -> usize {
 }
 
 /// `--resume DIR`, or for `latest` the newest run under output_dir of this config (same config
-/// hash, or else same config file): another config's run is never taken over.
+/// hash, or else same config file) and shard: another config's run, or another shard's (shards
+/// of one evaluation share a results folder on a cluster), is never taken over.
 fn resolve_resume(r: &str, plan: &Plan) -> Result<RunDir> {
     if r != "latest" {
         return Ok(RunDir::existing(r, "--resume")?);
@@ -644,12 +609,13 @@ fn resolve_resume(r: &str, plan: &Plan) -> Result<RunDir> {
     let output_dir = &s.evaluation.output_dir;
     let runs = runs_under(output_dir);
     let path = s.config_path.display().to_string();
-    newest(&runs, |m| m.config_hash == s.config_hash)
-        .or_else(|| newest(&runs, |m| m.config_path == path))
+    let shard = |m: &Manifest| m.shard == plan.shard;
+    newest(&runs, |m| m.config_hash == s.config_hash && shard(m))
+        .or_else(|| newest(&runs, |m| m.config_path == path && shard(m)))
         .ok_or_else(|| {
+            let of = plan.shard.map_or(String::new(), |x| format!(" shard {x}"));
             BadInput::new(format!(
-                "--resume latest: no run of {} under {} ({} runs of other configs there; name one with --resume DIR)",
-                path,
+                "--resume latest: no run of {path}{of} under {} ({} runs of other configs or shards there; name one with --resume DIR)",
                 output_dir.display(),
                 runs.len()
             ))

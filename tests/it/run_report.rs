@@ -6,7 +6,7 @@ use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
 
 /// Right or wrong as a pure function of the question and the sample's seed.
-fn reply(r: &Recorded) -> Reply {
+pub(crate) fn reply(r: &Recorded) -> Reply {
     Reply {
         choices: seeded_choices(r),
         served_model: Some("fake-served".into()),
@@ -38,7 +38,7 @@ pub(crate) fn seeded_choices(r: &Recorded) -> Vec<ChoiceReply> {
 }
 
 /// `problems` sums "What is i+(2i+1)?" in two subsets, "even" and "odd", as JSONL.
-fn dataset(problems: usize) -> String {
+pub(crate) fn dataset(problems: usize) -> String {
     (0..problems)
         .map(|i| {
             format!(
@@ -157,4 +157,45 @@ fn sharded_runs_merged_score_like_one_run() {
     ]);
     assert_eq!(resume.status.code(), Some(2));
     assert!(stderr(&resume).contains("shard 0/3 → 1/3"));
+}
+
+/// Shards of one evaluation share a results folder on a cluster: `resume_from_checkpoint` and
+/// `--resume latest` continue the run of the shard asked for, never another shard's (which
+/// resume would refuse, so a requeued array task could not restart).
+#[test]
+fn each_shard_resumes_its_own_run_in_a_shared_folder() {
+    let env = Fixture::new(&dataset(8)).with_server(FakeServer::builder().responder(reply));
+    let cfg = env.config(Toml {
+        base_url: None,
+        api: "timeout = 5\nconcurrency = 4\nmax_retries = 0",
+        sampling: "n = 2\nseed = 7",
+        models: "[[models]]\nname = \"m1\"\nmodel_id = \"fake-1\"",
+        evaluation: "k = [1]\nmetrics = [\"pass@1\"]\nresume_from_checkpoint = true",
+    });
+    let cfg = cfg.to_str().unwrap();
+    let shard = |s: &str, extra: &[&str]| {
+        let mut args = vec!["run", "--config", cfg, "--shard", s];
+        args.extend(extra);
+        gpassk(&args)
+    };
+    ok(&shard("0/2", &["--quiet"]));
+    let first = run_dirs(&env.results());
+    assert_eq!(first.len(), 1);
+    // Shard 1 starts its own run rather than taking shard 0's.
+    ok(&shard("1/2", &["--quiet"]));
+    let both = run_dirs(&env.results());
+    assert_eq!(both.len(), 2, "{both:?}");
+    let second = both.iter().find(|d| !first.contains(d)).unwrap().clone();
+    // Run again (a requeued task): each resumes its own directory, and no third one appears.
+    for (s, dir) in [("1/2", &second), ("0/2", &first[0])] {
+        let out = shard(s, &[]);
+        ok(&out);
+        let want = format!("resuming {}", dir.display());
+        assert!(stderr(&out).contains(&want), "{s}: {}", stderr(&out));
+        let out = shard(s, &["--resume", "latest"]);
+        ok(&out);
+        let want = format!("run directory: {}", dir.display());
+        assert!(stderr(&out).contains(&want), "{s}: {}", stderr(&out));
+    }
+    assert_eq!(run_dirs(&env.results()).len(), 2);
 }

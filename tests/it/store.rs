@@ -702,3 +702,61 @@ fn a_table_exported_to_parquet_reads_back_with_the_rows_of_its_csv() {
         }
     }
 }
+
+/// A shard run is part of an evaluation: it is not stored on its own; `merge` stores the
+/// merged run once (its per-sample rows too, from the plan its manifest records), as `run`
+/// stores a whole one.
+#[test]
+fn shard_runs_are_not_stored_and_their_merge_is() {
+    let env = Fixture::new(&sums(6)).with_server(FakeServer::builder().responder(smart_reply));
+    for (i, db) in TestDb::both(&env.path().join("db/results.db"))
+        .into_iter()
+        .enumerate()
+    {
+        let table = format!("{}samples = true\n", db.store_table());
+        let results = env.path().join(format!("results{i}"));
+        let extra = format!("output_dir = \"{}\"", results.display());
+        configure(&env, "n = 2", &format!("{table}{TWO_MODELS}"), "");
+        let cfg = env.file("config.toml");
+        let text = read(&cfg).replace(
+            &format!("output_dir = \"{}/results\"", env.path().display()),
+            &extra,
+        );
+        std::fs::write(&cfg, text).unwrap();
+        for shard in ["0/2", "1/2"] {
+            let mut command = env.command(&["run", "--shard", shard]);
+            let out = db
+                .env(&mut command)
+                .env("GPASSK_TEST_KEY", KEY)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+            assert!(
+                both(&out).contains("a shard run is not stored"),
+                "{}",
+                both(&out)
+            );
+        }
+        if let TestDb::Sqlite(path) = &db {
+            assert!(!path.exists(), "a shard run was stored");
+        } else {
+            assert!(export(&db, "runs").is_empty(), "a shard run was stored");
+        }
+        let merged = env.path().join(format!("merged{i}"));
+        let mut command = crate::common::gpassk();
+        command.args(["merge", "--shards", "2", "--from"]);
+        command.arg(&results).arg("--out").arg(&merged);
+        let out = db.env(&mut command).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        assert!(both(&out).contains("stored in "), "{}", both(&out));
+        let runs = export(&db, "runs");
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0]["run_id"], format!("merged{i}"));
+        assert_eq!(runs[0]["status"], "complete");
+        // Every unit of both shards: 6 problems × (2 samples + greedy) × 2 models.
+        assert_eq!(export(&db, "samples").len(), 36);
+        // What merge stored is what pushing the merged folder again gives.
+        let again = db.run(&["store", "push", "--samples", merged.to_str().unwrap()]);
+        assert!(stdout(&again).contains("unchanged"), "{}", both(&again));
+    }
+}

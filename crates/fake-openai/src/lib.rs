@@ -293,6 +293,23 @@ pub fn default_responder() -> Responder {
     Arc::new(|r: &Recorded| Reply::repeated(r.n().clamp(1, MAX_N), DEFAULT_ANSWER))
 }
 
+/// Answers each chat request with one of `answers` (every choice the same), picked by the
+/// request's `seed` modulo their number, the first for a request without a seed: replies that
+/// vary from sample to sample yet are the same for the same request, whichever run, shard or
+/// order sends it. An empty list answers [`DEFAULT_ANSWER`].
+pub fn seeded_responder(answers: Vec<String>) -> Responder {
+    let answers = if answers.is_empty() {
+        vec![DEFAULT_ANSWER.to_string()]
+    } else {
+        answers
+    };
+    Arc::new(move |r: &Recorded| {
+        let seed = r.body["seed"].as_u64().unwrap_or(0);
+        let answer = &answers[(seed % answers.len() as u64) as usize];
+        Reply::repeated(r.n().clamp(1, MAX_N), answer)
+    })
+}
+
 /// A fault policy that injects `make()` on the first `k` attempts of every distinct body
 /// and lets later attempts through: the usual shape of a retry test.
 pub fn fail_first_attempts(
@@ -322,6 +339,12 @@ impl FakeServerBuilder {
     /// Replaces the default responder.
     pub fn responder(mut self, f: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
         self.responder = Arc::new(f);
+        self
+    }
+
+    /// Replaces the default responder with a shared one (e.g. [`seeded_responder`]).
+    pub fn shared_responder(mut self, f: Responder) -> Self {
+        self.responder = f;
         self
     }
 

@@ -1,15 +1,17 @@
 //! `fake-openai`: the fake OpenAI-compatible server in the foreground, answering every chat request
-//! at once with a canned reply until it is killed.
+//! with a canned reply (at once, or after `--delay-ms`) until it is killed.
 //!
 //! It is the instant server that `scripts/bench-peers.sh` drives with a load generator, the OpenAI
-//! Python SDK and `gpassk run`. Requests are not kept, so memory stays flat over long runs.
+//! Python SDK and `gpassk run`, and the slow one `scripts/slurm-e2e.sh` interrupts a Slurm task
+//! against. Requests are not kept, so memory stays flat over long runs.
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use fake_openai::{FakeServer, Reply, DEFAULT_ANSWER, MAX_N};
+use fake_openai::{seeded_responder, FakeServer, Fault, DEFAULT_ANSWER};
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -21,9 +23,13 @@ struct Args {
     /// Port on 127.0.0.1; 0 (the default) picks a free one. The address is printed on stdout.
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// Content of every choice.
-    #[arg(long, default_value = DEFAULT_ANSWER)]
-    answer: String,
+    /// Content of every choice; given several times, each request gets the one its `seed`
+    /// picks (seed modulo their number; the first when it has no seed).
+    #[arg(long, default_values_t = [DEFAULT_ANSWER.to_string()])]
+    answer: Vec<String>,
+    /// Milliseconds each chat request waits before its reply (requests wait side by side).
+    #[arg(long, default_value_t = 0)]
+    delay_ms: u64,
     /// Worker threads of the server's runtime.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -46,11 +52,14 @@ fn run(args: Args) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let answer = args.answer;
+    let delay = Duration::from_millis(args.delay_ms);
     runtime.block_on(async move {
-        let builder = FakeServer::builder()
+        let mut builder = FakeServer::builder()
             .keep_requests(false)
-            .responder(move |r| Reply::repeated(r.n().clamp(1, MAX_N), &answer));
+            .shared_responder(seeded_responder(args.answer));
+        if !delay.is_zero() {
+            builder = builder.faults(move |_| Some(Fault::Hang(delay)));
+        }
         let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
         let server = builder
             .try_start_on(addr)

@@ -159,6 +159,31 @@ async fn normal_reply_shape_with_n_choices() {
 }
 
 #[tokio::test]
+async fn seeded_responder_picks_the_answer_by_the_requests_seed() {
+    let answers = ["zero", "one", "two"].map(String::from).to_vec();
+    let server = FakeServer::builder()
+        .shared_responder(seeded_responder(answers))
+        .start()
+        .await;
+    for (seed, want) in [
+        (None, "zero"),
+        (Some(4), "one"),
+        (Some(5), "two"),
+        (Some(6), "zero"),
+    ] {
+        let mut b = body("m", "q");
+        if let Some(s) = seed {
+            b["seed"] = json!(s);
+        }
+        b["n"] = json!(2);
+        let v = one(&server, &chat_req(&b)).await.unwrap().json();
+        for c in v["choices"].as_array().unwrap() {
+            assert_eq!(c["message"]["content"], want, "seed {seed:?}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn custom_responder_fields_are_rendered() {
     let server = FakeServer::builder()
         .responder(|r| Reply {

@@ -4,8 +4,10 @@
 //! Inputs must agree on the config (its `output_dir` aside), the dataset sha256 and limit, the prompt
 //! hash, the models and the shard count; a unit (model, problem, sample index) may come from one input
 //! only. Records are copied verbatim; imported runs (`imported.rs`) are joined by their own rules.
+//! `shards.rs` finds the shard runs of one evaluation in a results folder.
 
 mod imported;
+pub mod shards;
 
 use super::difference::{Difference, OUTPUT_DIR_KEY};
 use super::manifest::{Manifest, Status};
