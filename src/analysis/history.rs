@@ -113,7 +113,8 @@ pub fn stored_previous(
 }
 
 /// The latest of `runs` (oldest first, `this` left out) from the same config (config hash and
-/// task) on the same dataset content as `this`, started before it.
+/// task) on the same dataset content and the same shard (none for a whole run) as `this`, started
+/// before it: a merged run's shards, sampled just before it, are never its baseline.
 fn previous_of<'a, T>(this: &Manifest, runs: &'a [(T, Manifest)]) -> Option<&'a T> {
     runs.iter()
         .filter(|(_, m)| m.created_at < this.created_at)
@@ -121,11 +122,35 @@ fn previous_of<'a, T>(this: &Manifest, runs: &'a [(T, Manifest)]) -> Option<&'a 
             !m.differences(this).iter().any(|d| {
                 matches!(
                     d,
-                    Difference::ConfigHash(_) | Difference::Task(_) | Difference::Dataset(_)
+                    Difference::ConfigHash(_)
+                        | Difference::Task(_)
+                        | Difference::Dataset(_)
+                        | Difference::Shard(_)
                 )
             })
         })
         .map(|(t, _)| t)
+}
+
+/// The whole runs of `entries` and, when it left out shard runs (`gpassk run --shard`: parts of
+/// one evaluation, each over a share of the problems), the note that says so: a history of shards
+/// beside their merged run would show each week several times, on a fraction of the problems.
+pub fn whole_runs(entries: Vec<RunEntry>, folder: &Path) -> (Vec<RunEntry>, Option<String>) {
+    let (shards, whole): (Vec<RunEntry>, Vec<RunEntry>) = entries
+        .into_iter()
+        .partition(|e| e.manifest.shard.is_some());
+    let Some(first) = shards.first() else {
+        return (whole, None);
+    };
+    let count = first.manifest.shard.map_or(0, |s| s.count);
+    let note = format!(
+        "{} shard run{} left out (parts of sharded runs; their merged runs are listed): \
+         gpassk merge --shards {count} --from {} --out DIR joins them",
+        shards.len(),
+        if shards.len() == 1 { "" } else { "s" },
+        folder.display()
+    );
+    (whole, Some(note))
 }
 
 /// The run directories directly under `root` (those holding a manifest.json), oldest first by

@@ -3,7 +3,7 @@
 //! metric with intervals, the difference from the run before with `compare`'s paired test, and
 //! markers where the served model, fingerprint, settings or coverage changed.
 
-use crate::analysis::history::{datasets, discover, history, LEGEND};
+use crate::analysis::history::{datasets, discover, history, whole_runs, LEGEND};
 use crate::error::{BadInput, ExitStatus};
 use crate::report::{wrap, TableFormat};
 use crate::util::printable;
@@ -78,7 +78,14 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
                 Vec::new(),
             )
         }
-        (None, Some(dir)) => discover(dir)?,
+        (None, Some(dir)) => {
+            let (entries, skipped) = discover(dir)?;
+            let (entries, shards) = whole_runs(entries, dir);
+            if let Some(note) = shards {
+                eprintln!("note: {}", printable(&note));
+            }
+            (entries, skipped)
+        }
         (None, None) => return Err(BadInput::new("give a results folder or --db").into()),
     };
     for s in &skipped {

@@ -229,3 +229,65 @@ fn merge_from_says_what_the_folder_holds_when_no_shard_is_there() {
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     assert!(stderr(&out).contains("--from"), "{}", stderr(&out));
 }
+
+#[test]
+fn history_and_the_previous_baseline_of_a_shared_folder_are_its_merged_runs() {
+    let env = Fixture::new(&dataset(6)).with_server(FakeServer::builder().responder(reply));
+    let cfg = config(&env, None, 2);
+    let results = env.results();
+    // Two weeks of a 2-shard evaluation, each merged into the same folder as its shards.
+    for week in ["merged-1", "merged-2"] {
+        for s in ["0/2", "1/2"] {
+            assert_eq!(run_shard(&cfg, s, &results, &["--quiet"]).0, 0);
+        }
+        let out = results.join(week);
+        let args = [
+            "merge",
+            "--shards",
+            "2",
+            "--from",
+            results.to_str().unwrap(),
+        ];
+        ok(&gpassk(
+            &[&args[..], &["--out", out.to_str().unwrap()]].concat(),
+        ));
+        ok(&gpassk(&["score", out.to_str().unwrap(), "--quiet"]));
+    }
+    let shards: Vec<String> = (run_dirs(&results).iter())
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("merged-"))
+        .collect();
+    assert_eq!(shards.len(), 4, "{shards:?}");
+
+    let history = gpassk(&["history", results.to_str().unwrap(), "--format", "csv"]);
+    let rows = ok(&history);
+    assert!(
+        rows.contains("merged-1") && rows.contains("merged-2"),
+        "{rows}"
+    );
+    for s in &shards {
+        assert!(
+            !rows.contains(s.as_str()),
+            "shard run {s} in the history:\n{rows}"
+        );
+    }
+    let note = stderr(&history);
+    assert!(note.contains("4 shard runs left out"), "{note}");
+    assert!(note.contains("gpassk merge --shards 2 --from"), "{note}");
+
+    let latest = results.join("merged-2");
+    let compare = gpassk(&[
+        "compare",
+        latest.to_str().unwrap(),
+        "--baseline",
+        "previous",
+    ]);
+    let text = both(&compare);
+    assert!(text.contains("merged-1"), "{text}");
+    for s in &shards {
+        assert!(
+            !text.contains(s.as_str()),
+            "shard run {s} taken as the baseline:\n{text}"
+        );
+    }
+}
