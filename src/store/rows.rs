@@ -1,6 +1,7 @@
 //! A scored run as the store's rows: one builder per table from the run's manifest and results,
 //! and a digest of them all, so pushing the same content twice writes nothing.
 
+use crate::metrics::MetricKind;
 use crate::report::metric_label;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::RunDir;
@@ -45,6 +46,7 @@ pub struct RunRows {
     pub metric_values: Vec<Row>,
     pub problem_counts: Vec<Row>,
     pub fingerprint_counts: Vec<Row>,
+    pub problem_values: Vec<Row>,
     /// Over these rows; the sample rows, when pushed, are added to it.
     pub digest: RowDigest,
 }
@@ -76,13 +78,14 @@ impl RowDigest {
 
 impl RunRows {
     /// The tables in the order they are written (parents first).
-    pub fn tables(&self) -> [(&'static str, &[Row]); 5] {
+    pub fn tables(&self) -> [(&'static str, &[Row]); 6] {
         [
             ("runs", &self.runs),
             ("run_models", &self.run_models),
             ("metric_values", &self.metric_values),
             ("problem_counts", &self.problem_counts),
             ("fingerprint_counts", &self.fingerprint_counts),
+            ("problem_values", &self.problem_values),
         ]
     }
 }
@@ -99,12 +102,16 @@ pub fn of_run(dir: &RunDir, results: &RunResults) -> anyhow::Result<RunRows> {
         metric_values: Vec::new(),
         problem_counts: Vec::new(),
         fingerprint_counts: Vec::new(),
+        problem_values: Vec::new(),
         digest: RowDigest::default(),
     };
+    let counted = crate::stats::metric_list(&results.ks, &results.taus);
     for (i, m) in results.models.iter().enumerate() {
         rows.run_models.push(model_row(manifest, m, i));
         rows.metric_values.extend(metric_rows(&results.run_id, m));
         rows.problem_counts.extend(problem_rows(&results.run_id, m));
+        rows.problem_values
+            .extend(value_rows(&results.run_id, m, &counted));
         for (fingerprint, samples) in dir.fingerprint_counts(&m.name).unwrap_or_default() {
             rows.fingerprint_counts.push(vec![
                 ("run_id", Value::text(&results.run_id)),
@@ -115,7 +122,8 @@ pub fn of_run(dir: &RunDir, results: &RunResults) -> anyhow::Result<RunRows> {
         }
     }
     let run = run_row(manifest)?;
-    // The order the first schema's digests were taken in: a run pushed then is unchanged now.
+    // The order the first schema's digests were taken in (problem values, when a run has any,
+    // after them): a run pushed then, which has none, is unchanged now.
     let mut digest = RowDigest::default();
     for (_, table) in rows.tables() {
         for row in table {
@@ -272,6 +280,41 @@ fn problem_rows(run_id: &str, m: &ModelScore) -> Vec<Row> {
         .collect()
 }
 
+/// The per-problem values of the metrics `counted` (the columns per-problem counts and votes give)
+/// leaves out: every problem of each such column, its value or NULL, and its Monte Carlo error.
+fn value_rows(run_id: &str, m: &ModelScore, counted: &[MetricKind]) -> Vec<Row> {
+    let values = &m.values;
+    let mut out = Vec::new();
+    for (col, metric) in values.metrics.iter().enumerate() {
+        if counted.contains(metric) {
+            continue;
+        }
+        let errors = values.std_errors.get(col).and_then(Option::as_ref);
+        for (i, (p, row)) in m.problems.iter().zip(&values.rows).enumerate() {
+            let value = row.get(col).and_then(Option::as_ref);
+            let error = errors.and_then(|e| e.get(i).copied().flatten());
+            out.push(vec![
+                ("run_id", Value::text(run_id)),
+                ("model", Value::text(&m.name)),
+                ("metric", Value::text(metric.to_string())),
+                ("position", Value::int(col)),
+                ("problem_id", Value::text(&p.id)),
+                ("problem_position", Value::int(i)),
+                (
+                    "value_numerator",
+                    Value::opt_text(value.map(|v| v.numer().to_string())),
+                ),
+                (
+                    "value_denominator",
+                    Value::opt_text(value.map(|v| v.denom().to_string())),
+                ),
+                ("std_error", Value::real(error)),
+            ]);
+        }
+    }
+    out
+}
+
 impl Value {
     fn opt_int(n: Option<impl TryInto<i64>>) -> Value {
         n.map_or(Value::Null, Value::int)
@@ -301,6 +344,15 @@ impl FromValue for u64 {
 impl FromValue for u32 {
     fn from_value(v: &Value) -> Option<u32> {
         i64::from_value(v).and_then(|n| n.try_into().ok())
+    }
+}
+
+impl FromValue for f64 {
+    fn from_value(v: &Value) -> Option<f64> {
+        match v {
+            Value::Real(x) => Some(*x),
+            _ => None,
+        }
     }
 }
 

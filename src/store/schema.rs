@@ -2,12 +2,12 @@
 //! database says which version it holds and an older gpassk refuses a newer one.
 
 /// The schema version this gpassk writes and reads.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// The statements that take a database from version `i` to `i + 1`, in order. Plain SQL that
 /// SQLite and PostgreSQL both read: TEXT, BIGINT, DOUBLE PRECISION; times as RFC 3339 text; exact
 /// values as numerator and denominator text (they outgrow every integer type).
-pub const MIGRATIONS: [&str; 2] = [V1, V2];
+pub const MIGRATIONS: [&str; 3] = [V1, V2, V3];
 
 const V1: &str = "
 CREATE TABLE runs (
@@ -103,16 +103,36 @@ CREATE TABLE samples (
 );
 ";
 
+/// Version 3: the per-problem values of the metrics that per-problem counts and votes do not give
+/// (the verifier's bon@N, wmaj@N and maj@N, and pass@n past the k grid), with the Monte Carlo
+/// standard error of a value estimated from sampled subsets, so a stored run reads back with every
+/// metric its folder has. `position` is the metric's column among the model's metrics.
+const V3: &str = "
+CREATE TABLE problem_values (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    position BIGINT NOT NULL,
+    problem_id TEXT NOT NULL,
+    problem_position BIGINT NOT NULL,
+    value_numerator TEXT,
+    value_denominator TEXT,
+    std_error DOUBLE PRECISION,
+    PRIMARY KEY (run_id, model, metric, problem_id)
+);
+";
+
 /// The table that records which migrations a database has.
 pub const VERSION_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS gpassk_schema (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)";
 
 /// The tables `store export` writes, in the order a reader meets them.
-pub const TABLES: [&str; 6] = [
+pub const TABLES: [&str; 7] = [
     "runs",
     "run_models",
     "metric_values",
     "problem_counts",
     "fingerprint_counts",
+    "problem_values",
     "samples",
 ];

@@ -591,9 +591,12 @@ fn a_first_version_database_upgrades_and_keeps_its_rows() {
         db.execute(&sql);
         let out = db.run(&["store", "ls"]);
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        let versions: Vec<String> = (1..=gpassk::store::schema::VERSION)
+            .map(|v| v.to_string())
+            .collect();
         assert_eq!(
             db.column("SELECT version FROM gpassk_schema ORDER BY version"),
-            ["1", "2"]
+            versions
         );
         for (table, rows) in rows.tables() {
             assert_eq!(export(&db, table).len(), rows.len(), "{table}");
@@ -686,7 +689,8 @@ fn a_table_exported_to_parquet_reads_back_with_the_rows_of_its_csv() {
                 .map(Result::unwrap)
                 .collect();
             assert_eq!(rows.len(), csv.len(), "{table}");
-            assert!(!rows.is_empty(), "{table}");
+            // A run without a verifier has no per-problem values beyond its counts.
+            assert!(!rows.is_empty() || table == "problem_values", "{table}");
             for (row, expected) in rows.iter().zip(&csv) {
                 for (name, field) in row.get_column_iter() {
                     let text = match field {

@@ -3,6 +3,7 @@
 //! maj@N in metrics.json equal to brute force over every N-subset computed here from the scripted
 //! answers and scores, ties and short problems included; resume of an interrupted scoring pass.
 
+use crate::common::db::TestDb;
 use crate::common::{both, read, stderr, Fixture};
 use crate::run_fake::{configure, interrupt, run, spawn_run, sums, ONE_MODEL};
 use crate::verify::{add_verifier, verify};
@@ -656,4 +657,97 @@ fn estimated_vote_metrics_carry_their_monte_carlo_error_and_repeat_exactly() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     assert_eq!(read(&run_dir.join("metrics.csv")), first);
+}
+
+/// Two weeks of a run with a verifier, pushed to a results database (SQLite and PostgreSQL):
+/// `compare --db` and `history --db` print exactly what they print over the folders, the
+/// verifier's metrics (rebuilt from their stored per-problem values, Monte Carlo errors included)
+/// among them.
+#[test]
+fn a_stored_run_with_a_verifier_compares_and_reads_back_as_its_folder() {
+    let server = FakeServer::builder()
+        .responder(policy)
+        .pooling_responder(prm);
+    let env = Fixture::new(&sums(24)).with_server(server);
+    // n = 18: maj@9 and wmaj@9 sample subsets past the exact budget (C(18, 9) of them), so they
+    // carry a Monte Carlo error.
+    let cfg = configure(&env, "n = 18\ngreedy = false", ONE_MODEL, "");
+    let declared = "[evaluation]\nk = [1, 4, 9]\nmetrics = [\"pass@4\", \"bon@4_min\"]\n";
+    std::fs::write(&cfg, read(&cfg).replace("[evaluation]\n", declared)).unwrap();
+    add_verifier(
+        &cfg,
+        "reward_mode = \"pooling\"\naggregation = [\"min\", \"mean\"]\n",
+    );
+    for _ in 0..2 {
+        let out = run(&env, &["--quiet"]);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    }
+    let runs = crate::common::run_dirs(&env.results());
+    let id = |d: &Path| d.file_name().unwrap().to_string_lossy().into_owned();
+    let metrics: Value = serde_json::from_str(&read(&runs[1].join("metrics.json"))).unwrap();
+    let text = metrics.to_string();
+    let rows = metrics["metrics"].as_array().unwrap();
+    let row = |family: &str, k: u64, aggregation: Value| {
+        let found = rows
+            .iter()
+            .find(|m| m["metric"] == family && m["k"] == k && m["aggregation"] == aggregation);
+        found
+            .unwrap_or_else(|| panic!("{family} {k} in {text}"))
+            .clone()
+    };
+    assert!(
+        row("maj@k", 9, Value::Null)["mc_std_error"].is_f64(),
+        "{text}"
+    );
+    assert!(
+        row("wmaj@k", 9, json!("mean"))["mc_std_error"].is_f64(),
+        "{text}"
+    );
+    assert!(row("bon@k", 18, json!("mean"))["value"].is_f64(), "{text}");
+    for db in TestDb::both(&env.path().join("v.db")) {
+        let paths: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
+        let mut push = vec!["store", "push"];
+        push.extend(paths.iter().map(String::as_str));
+        crate::common::ok(&db.run(&push));
+        for format in ["json", "csv"] {
+            let folder = crate::common::gpassk()
+                .args(["compare", &paths[0], &paths[1], "--format", format])
+                .output()
+                .unwrap();
+            let stored = db
+                .command(&["compare", &id(&runs[0]), &id(&runs[1]), "--format", format])
+                .output()
+                .unwrap();
+            let folder = crate::common::ok(&folder);
+            assert!(
+                folder.contains("wmaj@9_mean") && folder.contains("maj@9"),
+                "{folder}"
+            );
+            assert_eq!(
+                crate::common::ok(&stored),
+                folder,
+                "{db:?} compare --format {format}"
+            );
+            let folder = crate::common::gpassk()
+                .args([
+                    "history",
+                    env.results().to_str().unwrap(),
+                    "--format",
+                    format,
+                ])
+                .output()
+                .unwrap();
+            let stored = db
+                .command(&["history", "--format", format])
+                .output()
+                .unwrap();
+            let folder = crate::common::ok(&folder);
+            assert!(folder.contains("bon@4_min"), "{folder}");
+            assert_eq!(
+                crate::common::ok(&stored),
+                folder,
+                "{db:?} history --format {format}"
+            );
+        }
+    }
 }
