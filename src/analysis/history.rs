@@ -13,7 +13,7 @@ use crate::report::{
 use crate::rundir::difference::Difference;
 use crate::rundir::manifest::{Manifest, ModelManifest};
 use crate::rundir::RunDir;
-use crate::scoring::{load_run, RunResults};
+use crate::scoring::{load_scored, RunResults};
 use crate::util::{printable, short};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -364,7 +364,7 @@ fn load_series(entries: Vec<RunEntry>, warnings: &mut Vec<String>) -> Vec<Loaded
     for entry in entries {
         let loaded = match &entry.stored {
             Some(s) => Ok(s.results.clone()),
-            None => load_run(&entry.dir, &notes),
+            None => load_scored(&entry.dir, &notes),
         };
         warnings.append(&mut said.lock().unwrap_or_else(|p| p.into_inner()));
         let results = match loaded {

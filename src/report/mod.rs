@@ -122,6 +122,11 @@ pub fn write_all(run_dir: &RunDir, results: &RunResults) -> anyhow::Result<Vec<P
         write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path);
     }
+    // The exact parts behind every figure, for readers that must not grade again (the viewer).
+    if let Some(bytes) = crate::scoring::stored::bytes(run_dir, results) {
+        let path = run_dir.scores();
+        write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok(written)
 }
 

@@ -169,6 +169,11 @@ impl RunDir {
         self.root.join(format!("batch-{hex}"))
     }
 
+    /// A scored run's exact parts and what they rest on (`scores.json`, see `scoring::stored`).
+    pub fn scores(&self) -> PathBuf {
+        self.root.join("scores.json")
+    }
+
     /// A report or other file at the top of the run (`report.html`, `labels.jsonl`…).
     pub fn file(&self, name: &str) -> PathBuf {
         self.root.join(name)

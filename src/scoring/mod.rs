@@ -5,6 +5,7 @@ pub mod judge;
 pub mod label;
 pub mod pass;
 pub mod steps;
+pub mod stored;
 pub mod verified;
 pub mod verify;
 
@@ -69,6 +70,9 @@ pub struct ModelScore {
     /// What the verifier's scores came to, when the run has a verifier (its metrics are among
     /// `values` and `estimates`).
     pub verifier: Option<verified::VerifierSummary>,
+    /// With a judge: per problem (aligned with `problems`), its samples (greedy answers too)
+    /// whose judge verdict differs from the rule grader's.
+    pub judge_overruled: Option<Vec<u32>>,
 }
 
 /// The source harness's verdicts of an imported run's samples, beside gpassk's re-grade.
@@ -191,6 +195,8 @@ pub struct RunResults {
     /// The run's manifest, when the results come from a run directory.
     pub manifest: Option<Manifest>,
     pub models: Vec<ModelScore>,
+    /// What the scoring rested on, when it graded a run's files (kept in `scores.json`).
+    pub basis: Option<stored::Basis>,
 }
 
 impl RunResults {
@@ -486,6 +492,7 @@ pub fn score_model(
     let mut has_unit = vec![false; inputs.problems.len()];
     let mut source = SourceTally::default();
     let mut voters = verified::Voters::new(inputs.problems.len());
+    let mut overruled = inputs.judge.map(|_| vec![0u32; inputs.problems.len()]);
     let units = ModelUnits {
         checkpoint: path,
         problems: inputs.problems,
@@ -516,6 +523,9 @@ pub fn score_model(
         if let (Some(v), true) = (g.verifier, slot < n as usize) {
             voters.add(p, g.outcome == Outcome::Correct, g.class, v);
         }
+        if let (Some(o), true) = (overruled.as_mut(), g.overruled) {
+            o[p] += 1;
+        }
         truncated += (g.truncated && slot < n as usize) as u64;
         if let Some(s) = g.served {
             *served.entry(s).or_default() += 1;
@@ -529,6 +539,7 @@ pub fn score_model(
     let mut score = ModelScore {
         effort,
         source,
+        judge_overruled: overruled,
         ..score
     };
     if let Some(v) = inputs.verifier {
@@ -700,6 +711,7 @@ impl ModelScore {
             effort: Effort::default(),
             source: None,
             verifier: None,
+            judge_overruled: None,
         })
     }
 }
@@ -717,6 +729,8 @@ struct Graded {
     source: Option<bool>,
     /// The verifier's score of a sample (never of the greedy answer), when the run has one.
     verifier: Option<verified::Scored>,
+    /// The judge's verdict differs from the rule grader's.
+    overruled: bool,
     /// Only when asked for ([`for_each_sample`]): what a per-sample row shows.
     detail: Option<Box<Detail>>,
 }
@@ -986,6 +1000,7 @@ fn grade_one(
         },
         source: r.source.and_then(|s| s.verdict),
         verifier,
+        overruled: outcome != rule,
         detail,
     }
 }
@@ -1037,6 +1052,17 @@ impl InOrder {
 /// Re-grades a run directory offline: the config, dataset, limit and shard come from its manifest.
 pub fn load_run(run_dir: &RunDir, notes: &Notes) -> Result<RunResults> {
     load_run_with(run_dir, &[], notes)
+}
+
+/// [`load_run`], or the run's kept parts ([`stored::read_back`]) while every file and setting
+/// they rest on is as it was: for readers of many runs (`history`) that need no report sections
+/// beyond the metrics (the effort, source verdicts and verifier summary are not kept).
+pub fn load_scored(run_dir: &RunDir, notes: &Notes) -> Result<RunResults> {
+    let (plan, manifest) = load_plan(run_dir, &[])?;
+    if let Some(r) = stored::read_back(run_dir, &plan, &manifest) {
+        return Ok(r);
+    }
+    score_run(&plan, run_dir, Some(manifest), None, notes)
 }
 
 /// [`load_run`] with `--set` overrides applied to the stored config.
@@ -1125,9 +1151,12 @@ pub fn score_run(
     let ev = &plan.settings.evaluation;
     let grade = ev.grade_config();
     let verifier = verify::run_settings(run_dir, plan.settings.verifier.as_ref())?;
+    let mut basis = stored::Basis::start(plan, verifier.as_ref());
     let mut models = Vec::new();
     for m in &plan.settings.models {
         let verdicts = verdicts_for(plan, run_dir, m, &grade, (judge, notes))?;
+        // After the judge's verdicts are in, before anything of the model is read.
+        basis.add_model(run_dir, &m.name);
         let scores = (verifier.as_ref())
             .map(|v| verified::VerifierInputs::load(run_dir, &m.name, v))
             .transpose()?;
@@ -1168,6 +1197,7 @@ pub fn score_run(
         taus: ev.taus.clone(),
         manifest,
         models,
+        basis: Some(basis),
     })
 }
 

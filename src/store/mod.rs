@@ -14,6 +14,7 @@ use crate::metrics::ProblemCounts;
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::RunDir;
+use crate::scoring::stored::{exact, ExtraColumn};
 use crate::scoring::{ModelScore, RunResults, ScoreParts};
 use crate::stats::Vote;
 use crate::util::Notes;
@@ -344,13 +345,10 @@ impl Store {
         let settings = crate::config::load_json_with(&manifest.config, path, &[])
             .map_err(|e| BadInput(format!("{}: run {run_id}: its config: {e}", self.url)))?;
         let ev = &settings.evaluation;
-        let mut models = self
-            .parts(run_id)?
-            .into_iter()
-            .map(|p| ModelScore::from_parts(p, &ev.ks, &ev.taus))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        for m in &mut models {
-            self.stored_columns(run_id, m)?;
+        let mut models = Vec::new();
+        for p in self.parts(run_id)? {
+            let extra = self.extra_columns(run_id, &p.name, p.problems.len())?;
+            models.push(ModelScore::from_stored(p, extra, &ev.ks, &ev.taus)?);
         }
         Ok(Some(RunResults {
             run_id: run_id.to_string(),
@@ -361,6 +359,7 @@ impl Store {
             taus: ev.taus.clone(),
             manifest: Some(manifest),
             models,
+            basis: None,
         }))
     }
 
@@ -433,49 +432,51 @@ impl Store {
         Ok(out)
     }
 
-    /// Adds to `m` the metric columns its counts do not give (`problem_values`: the verifier's,
-    /// pass@n past the k grid), in their stored positions, and recomputes its estimates with them.
-    fn stored_columns(&mut self, run_id: &str, m: &mut ModelScore) -> anyhow::Result<()> {
+    /// A model's metric columns that its counts do not give (`problem_values`: the verifier's,
+    /// pass@n past the k grid), in their stored order, each over its `problems` problems.
+    fn extra_columns(
+        &mut self,
+        run_id: &str,
+        model: &str,
+        problems: usize,
+    ) -> anyhow::Result<Vec<ExtraColumn>> {
         let rows = self.conn.query(
             "SELECT metric, position, problem_position, value_numerator, value_denominator, \
              std_error FROM problem_values WHERE run_id = $1 AND model = $2 \
              ORDER BY position, problem_position",
-            &[Value::Text(run_id.into()), Value::Text(m.name.clone())],
+            &[Value::Text(run_id.into()), Value::Text(model.into())],
         )?;
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let bad = |what: String| {
-            BadInput(format!(
-                "{}: run {run_id}: problem_values: {what}",
-                self.url
-            ))
-        };
-        let values = &mut m.values;
-        let problems = m.problems.len();
+        let url = &self.url;
+        let bad = |what: String| BadInput(format!("{url}: run {run_id}: problem_values: {what}"));
+        let mut out: Vec<(u64, ExtraColumn)> = Vec::new();
         for r in &rows {
             let position: u64 = cell(r, 1, "position")?;
+            if out.last().map(|c| c.0) != Some(position) {
+                let name: String = cell(r, 0, "metric")?;
+                let metric = crate::config::parse_metric(&name).map_err(&bad)?;
+                let column = ExtraColumn {
+                    metric,
+                    values: vec![None; problems],
+                    std_errors: None,
+                };
+                out.push((position, column));
+            }
+            let column = &mut out.last_mut().expect("a column was just pushed").1;
             let problem: u64 = cell(r, 2, "problem_position")?;
             let problem = usize::try_from(problem).ok().filter(|&p| p < problems);
             let problem = problem.ok_or_else(|| bad(format!("problem position {problem:?}")))?;
-            if position as usize == values.metrics.len() {
-                let name: String = cell(r, 0, "metric")?;
-                let metric = crate::config::parse_metric(&name).map_err(&bad)?;
-                values.metrics.push(metric);
-                values.std_errors.push(None);
-                values.rows.iter_mut().for_each(|row| row.push(None));
-            } else if position as usize + 1 != values.metrics.len() {
-                return Err(bad(format!("metric position {position} out of order")).into());
+            let numer: Option<String> = cell(r, 3, "value_numerator")?;
+            let denom: Option<String> = cell(r, 4, "value_denominator")?;
+            if let (Some(n), Some(d)) = (numer, denom) {
+                column.values[problem] = Some(exact(&n, &d).map_err(|e| bad(e.to_string()))?);
             }
-            let col = values.metrics.len() - 1;
-            values.rows[problem][col] = exact(r, 3)?;
             if let Some(se) = cell::<Option<f64>>(r, 5, "std_error")? {
-                values.std_errors[col].get_or_insert_with(|| vec![None; problems])[problem] =
-                    Some(se);
+                column
+                    .std_errors
+                    .get_or_insert_with(|| vec![None; problems])[problem] = Some(se);
             }
         }
-        m.estimates = crate::stats::estimates(&m.problems, &m.values, &m.aggregate, u64::from(m.n));
-        Ok(())
+        Ok(out.into_iter().map(|(_, c)| c).collect())
     }
 
     fn problems(&mut self, run_id: &str, p: &mut ScoreParts) -> anyhow::Result<()> {
@@ -501,17 +502,4 @@ impl Store {
         }
         Ok(())
     }
-}
-
-/// The exact value of columns `i` (numerator) and `i + 1` (denominator); None when NULL.
-fn exact(row: &[Value], i: usize) -> anyhow::Result<Option<num_rational::BigRational>> {
-    let numer: Option<String> = cell(row, i, "value_numerator")?;
-    let denom: Option<String> = cell(row, i + 1, "value_denominator")?;
-    let (Some(numer), Some(denom)) = (numer, denom) else {
-        return Ok(None);
-    };
-    let parse = |t: &str| t.parse::<num_bigint::BigInt>().context("not an integer");
-    let denom = parse(&denom)?;
-    anyhow::ensure!(denom != num_bigint::BigInt::from(0), "a zero denominator");
-    Ok(Some(num_rational::BigRational::new(parse(&numer)?, denom)))
 }

@@ -269,10 +269,7 @@ pub fn problems_view(viewer: &Viewer, name: &str) -> Result<ProblemsView, ViewEr
     let previous = viewer.previous(name);
     let before = previous.as_deref().and_then(|p| viewer.results(p).ok());
     let before = before.as_ref().map(|(_, r)| counts(r));
-    let judged = results
-        .models
-        .iter()
-        .any(|m| viewer.verdicts(&loaded, &m.name).is_some());
+    let judged = results.models.iter().any(|m| m.judge_overruled.is_some());
     let mut rows = Vec::with_capacity(loaded.plan.problems.len());
     for (i, p) in loaded.plan.problems.iter().enumerate() {
         let cells: Vec<GridCell> = results.models.iter().map(|m| cell(m, i)).collect();
@@ -280,7 +277,7 @@ pub fn problems_view(viewer: &Viewer, name: &str) -> Result<ProblemsView, ViewEr
             (results.models.iter().zip(&cells))
                 .any(|(m, c)| b.get(&(m.name.as_str(), p.id.as_str())) != Some(&(c.c, c.n)))
         });
-        let judge_disagrees = judged && judge_disagrees(viewer, &loaded, p);
+        let judge_disagrees = judged && judge_disagrees(&results, i);
         rows.push(problem_row(p, cells, changed, judge_disagrees));
     }
     Ok(ProblemsView {
@@ -313,12 +310,11 @@ fn problem_row(p: &Problem, cells: Vec<GridCell>, changed: bool, judge: bool) ->
     }
 }
 
-/// Whether any model's stored judge verdict on this problem differs from the rule grader's.
-fn judge_disagrees(viewer: &Viewer, loaded: &Loaded, p: &Problem) -> bool {
-    (loaded.plan.settings.models.iter()).any(|m| {
-        model_samples(viewer, loaded, &m.name, p)
-            .is_ok_and(|s| s.samples.iter().any(|x| x.verdict != x.rule))
-    })
+/// Whether any model's judge verdict on problem `i` differs from the rule grader's, as scoring
+/// counted them.
+fn judge_disagrees(results: &RunResults, i: usize) -> bool {
+    (results.models.iter())
+        .any(|m| (m.judge_overruled.as_ref()).is_some_and(|o| o.get(i).is_some_and(|&c| c > 0)))
 }
 
 #[derive(Debug, Serialize)]

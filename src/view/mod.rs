@@ -13,7 +13,7 @@ use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::RunDir;
 use crate::scoring::judge::JudgeVerdicts;
-use crate::scoring::{load_plan, score_run, RunResults};
+use crate::scoring::{load_plan, score_run, stored, RunResults};
 use index::{LineIndex, Stamp};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -193,15 +193,17 @@ impl Viewer {
                 return Ok((loaded, r.clone()));
             }
         }
-        let (notes, _said) = crate::util::Notes::collect();
-        let results = score_run(
-            &loaded.plan,
-            &loaded.dir,
-            Some(loaded.manifest.clone()),
-            None,
-            &notes,
-        )
-        .map_err(|e| ViewError::Run(crate::error::render(&e)))?;
+        // The run's own scored parts while its files are as they were scored; else grade it.
+        let stored = stored::read_back(&loaded.dir, &loaded.plan, &loaded.manifest);
+        let results = match stored {
+            Some(r) => r,
+            None => {
+                let (notes, _said) = crate::util::Notes::collect();
+                let manifest = Some(loaded.manifest.clone());
+                score_run(&loaded.plan, &loaded.dir, manifest, None, &notes)
+                    .map_err(|e| ViewError::Run(crate::error::render(&e)))?
+            }
+        };
         let results = Arc::new(results);
         *cached = Some((stamps, results.clone()));
         Ok((loaded, results))

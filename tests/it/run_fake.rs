@@ -668,6 +668,35 @@ fn judge_rescues_rule_rejections_and_is_asked_only_once() {
         judged
     );
     assert_eq!(metrics(&env.run_dir()), m);
+
+    // Scoring kept, per problem, the samples the judge saw otherwise: the viewer's filter reads
+    // them (no grading again), and they match the verdicts asked for.
+    let dir = gpassk::rundir::RunDir::at(env.run_dir());
+    let (plan, manifest) = gpassk::scoring::load_plan(&dir, &[]).unwrap();
+    let kept = gpassk::scoring::stored::read_back(&dir, &plan, &manifest).expect("fresh scores");
+    let overruled = kept.models[0]
+        .judge_overruled
+        .clone()
+        .expect("a judged run");
+    assert_eq!(overruled.iter().sum::<u32>() as usize, judged);
+    let (notes, _) = gpassk::util::Notes::collect();
+    crate::common::assert_same_scores(&kept, &gpassk::scoring::load_run(&dir, &notes).unwrap());
+    let served = crate::view::serve(&env.results());
+    let name = env
+        .run_dir()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let grid = crate::view::get(&served, &format!("/api/run/{name}/problems"));
+    let grid: serde_json::Value = serde_json::from_str(&grid.body).unwrap();
+    assert_eq!(grid["judged"], true);
+    let flagged: Vec<bool> = (grid["rows"].as_array().unwrap().iter())
+        .map(|r| r["judge_disagrees"] == true)
+        .collect();
+    let expected: Vec<bool> = overruled.iter().map(|&c| c > 0).collect();
+    assert_eq!(flagged, expected);
+    assert!(flagged.contains(&true), "{grid}");
 }
 
 #[test]

@@ -764,3 +764,47 @@ fn shard_runs_are_not_stored_and_their_merge_is() {
         assert!(stdout(&again).contains("unchanged"), "{}", both(&again));
     }
 }
+
+/// `scores.json`, kept beside the reports, reads back what grading the run gives, and only while
+/// every file it rests on is unchanged: a new checkpoint line, a judge verdict or another grader
+/// setting means grading again.
+#[test]
+fn kept_scores_read_back_what_grading_gives_and_only_while_the_files_are_unchanged() {
+    let env = finished_run();
+    let dir = gpassk::rundir::RunDir::at(env.run_dir());
+    let (notes, _) = gpassk::util::Notes::collect();
+    let graded = gpassk::scoring::load_run(&dir, &notes).unwrap();
+    let (plan, manifest) = gpassk::scoring::load_plan(&dir, &[]).unwrap();
+    let kept = gpassk::scoring::stored::read_back(&dir, &plan, &manifest).expect("fresh scores");
+    crate::common::assert_same_scores(&kept, &graded);
+    assert!(kept.models.iter().any(|m| m
+        .values
+        .rows
+        .iter()
+        .any(|r| r.iter().any(Option::is_some))));
+
+    // Another grader setting: the kept parts are not those of this plan.
+    let (strict, _) = gpassk::scoring::load_plan(&dir, &["evaluation.precision=0".into()]).unwrap();
+    assert!(gpassk::scoring::stored::read_back(&dir, &strict, &manifest).is_none());
+    // A grades file that appears (judge verdicts), then a checkpoint that grows.
+    let grades = dir.grades("a");
+    std::fs::create_dir_all(grades.parent().unwrap()).unwrap();
+    std::fs::write(&grades, "").unwrap();
+    assert!(gpassk::scoring::stored::read_back(&dir, &plan, &manifest).is_none());
+    std::fs::remove_file(&grades).unwrap();
+    assert!(gpassk::scoring::stored::read_back(&dir, &plan, &manifest).is_some());
+    let checkpoint = dir.checkpoint("a");
+    let text = read(&checkpoint);
+    let first = text.lines().next().unwrap();
+    std::fs::write(&checkpoint, format!("{text}{first}\n")).unwrap();
+    assert!(gpassk::scoring::stored::read_back(&dir, &plan, &manifest).is_none());
+    // Scoring again keeps the new parts: fresh again.
+    crate::common::ok(&crate::common::run(&[
+        "score",
+        dir.path().to_str().unwrap(),
+        "--quiet",
+    ]));
+    let kept = gpassk::scoring::stored::read_back(&dir, &plan, &manifest).expect("rescored");
+    let graded = gpassk::scoring::load_run(&dir, &notes).unwrap();
+    crate::common::assert_same_scores(&kept, &graded);
+}

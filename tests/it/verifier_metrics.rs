@@ -704,6 +704,12 @@ fn a_stored_run_with_a_verifier_compares_and_reads_back_as_its_folder() {
         "{text}"
     );
     assert!(row("bon@k", 18, json!("mean"))["value"].is_f64(), "{text}");
+    // The kept parts read back every verifier column, Monte Carlo errors included.
+    let dir = gpassk::rundir::RunDir::at(&runs[1]);
+    let (plan, manifest) = gpassk::scoring::load_plan(&dir, &[]).unwrap();
+    let kept = gpassk::scoring::stored::read_back(&dir, &plan, &manifest).expect("fresh scores");
+    let (notes, _) = gpassk::util::Notes::collect();
+    crate::common::assert_same_scores(&kept, &gpassk::scoring::load_run(&dir, &notes).unwrap());
     for db in TestDb::both(&env.path().join("v.db")) {
         let paths: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
         let mut push = vec!["store", "push"];

@@ -184,3 +184,36 @@ impl Fixture {
         dirs.pop().expect("one run directory")
     }
 }
+
+/// Two scorings of a run hold the same figures: each model's counts, per-problem counts, votes,
+/// per-problem values (with their Monte Carlo errors) and estimates, exactly.
+pub(crate) fn assert_same_scores(a: &gpassk::scoring::RunResults, b: &gpassk::scoring::RunResults) {
+    assert_eq!(a.models.len(), b.models.len());
+    for (x, y) in a.models.iter().zip(&b.models) {
+        let counts = |m: &gpassk::scoring::ModelScore| {
+            (
+                m.name.clone(),
+                m.n,
+                m.correct,
+                m.wrong,
+                m.no_answer,
+                m.truncated,
+                m.missing,
+            )
+        };
+        assert_eq!(counts(x), counts(y));
+        assert_eq!(x.served_models, y.served_models, "{}", x.name);
+        assert_eq!(x.problems, y.problems, "{}", x.name);
+        assert_eq!(x.votes, y.votes, "{}", x.name);
+        assert_eq!(x.values.metrics, y.values.metrics, "{}", x.name);
+        for (col, metric) in x.values.metrics.iter().enumerate() {
+            let column = |m: &gpassk::scoring::ModelScore| -> Vec<_> {
+                m.values.rows.iter().map(|r| r[col].clone()).collect()
+            };
+            assert_eq!(column(x), column(y), "{} {metric}", x.name);
+            let (ex, ey) = (&x.values.std_errors[col], &y.values.std_errors[col]);
+            assert_eq!(ex, ey, "{} {metric}: Monte Carlo errors", x.name);
+        }
+        assert_eq!(x.estimates, y.estimates, "{}", x.name);
+    }
+}

@@ -1,0 +1,356 @@
+//! A scored run's exact parts kept beside its reports (`scores.json`): each model's per-problem
+//! counts and votes, and the per-problem values its counts do not give (the verifier's), with
+//! what they were scored from (the settings that decide a grade, and the size and time of every
+//! file read). A reader that must not grade a million samples again (the viewer, `history`) reads
+//! them back through [`ModelScore::from_stored`], the path the results database uses too, and
+//! only while every file is as it was; otherwise it scores the run.
+
+use super::{ModelScore, RunResults, ScoreParts};
+use crate::metrics::{MetricKind, ProblemCounts, Tau};
+use crate::plan::Plan;
+use crate::rundir::manifest::Manifest;
+use crate::rundir::RunDir;
+use crate::stats::Vote;
+use anyhow::Result;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The layout of `scores.json`; another is read as absent.
+const FORMAT: u32 = 1;
+
+/// The largest `scores.json` read (a million problems of a few models fit).
+const MAX_BYTES: u64 = 512 * 1024 * 1024;
+
+/// One file scoring read, as it was: its name in the run, length and modification time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStamp {
+    pub file: String,
+    pub len: u64,
+    /// Nanoseconds since the epoch; None where the file system keeps no time.
+    pub modified_ns: Option<u64>,
+}
+
+impl FileStamp {
+    /// The stamp of `name` (relative to the run); length 0 and no time when it does not exist.
+    pub fn of(dir: &RunDir, path: &Path) -> FileStamp {
+        let file = path.strip_prefix(dir.path()).unwrap_or(path);
+        let meta = std::fs::metadata(path).ok();
+        let modified_ns = (meta.as_ref())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| u64::try_from(d.as_nanos()).ok());
+        FileStamp {
+            file: file.to_string_lossy().into_owned(),
+            len: meta.map_or(0, |m| m.len()),
+            modified_ns,
+        }
+    }
+}
+
+/// What a scoring rests on: the settings that decide a grade and each file it read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Basis {
+    pub harness: String,
+    /// sha256 of the grader settings, the k and τ lists and the verifier's settings.
+    pub settings: String,
+    pub dataset_sha256: String,
+    pub files: Vec<FileStamp>,
+}
+
+impl Basis {
+    /// The basis a scoring of `plan` in `dir` starts from, before any model's files are read.
+    pub fn start(plan: &Plan, verifier: Option<&crate::config::VerifierSettings>) -> Basis {
+        let ev = &plan.settings.evaluation;
+        let key = format!(
+            "{:?}|{:?}|{:?}|{:?}|{}",
+            ev.grade_config(),
+            ev.grader,
+            ev.ks,
+            ev.taus,
+            serde_json::to_string(&verifier).unwrap_or_default()
+        );
+        Basis {
+            harness: env!("CARGO_PKG_VERSION").to_string(),
+            settings: crate::util::hex(&Sha256::digest(key.as_bytes())),
+            dataset_sha256: plan.dataset.sha256.clone(),
+            files: Vec::new(),
+        }
+    }
+
+    /// Adds one model's files, as they are just before its scoring reads them.
+    pub fn add_model(&mut self, dir: &RunDir, model: &str) {
+        for path in [
+            dir.checkpoint(model),
+            dir.grades(model),
+            dir.verifier_scores(model),
+        ] {
+            self.files.push(FileStamp::of(dir, &path));
+        }
+    }
+
+    /// Whether `dir`'s files are still as this basis found them.
+    fn holds_in(&self, dir: &RunDir) -> bool {
+        (self.files.iter()).all(|f| FileStamp::of(dir, &dir.file(&f.file)) == *f)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct ScoresFile {
+    format: u32,
+    basis: Basis,
+    /// The verifier settings file, as scoring read it (a re-aggregation rewrites it).
+    verifier_settings: FileStamp,
+    models: Vec<StoredModel>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredModel {
+    name: String,
+    model_id: String,
+    n: u32,
+    correct: u64,
+    wrong: u64,
+    no_answer: u64,
+    truncated: u64,
+    missing: u64,
+    served_models: BTreeMap<String, u64>,
+    /// Per problem: id, subset, n, c, greedy (1, 0, none), voters, winners, winners correct.
+    problems: Vec<StoredProblem>,
+    columns: Vec<StoredColumn>,
+    /// With a judge: per problem, the samples it judged otherwise than the rule grader.
+    judge_overruled: Option<Vec<u32>>,
+}
+
+type StoredProblem = (String, Option<String>, u64, u64, Option<u8>, u32, u32, u32);
+
+/// One metric column the counts do not give: its config name, and per problem its exact value
+/// (numerator and denominator as text) and Monte Carlo error (as text: serde_json's own reading
+/// of a float may miss the last bit, Rust's `parse` never does).
+#[derive(Serialize, Deserialize)]
+struct StoredColumn {
+    metric: String,
+    values: Vec<Option<(String, String)>>,
+    std_errors: Option<Vec<Option<String>>>,
+}
+
+/// A metric column of a model beyond its counts' (see [`ModelScore::from_stored`]).
+pub struct ExtraColumn {
+    pub metric: MetricKind,
+    pub values: Vec<Option<BigRational>>,
+    pub std_errors: Option<Vec<Option<f64>>>,
+}
+
+impl ModelScore {
+    /// A model's score from its parts and the per-problem values of the metrics its counts do not
+    /// give, in their order after the counts' own: what grading its samples gives, but for the
+    /// effort, the source's verdicts and the verifier's summary, which these do not hold.
+    pub fn from_stored(
+        parts: ScoreParts,
+        extra: Vec<ExtraColumn>,
+        ks: &[u64],
+        taus: &[Tau],
+    ) -> Result<ModelScore> {
+        let mut m = ModelScore::from_parts(parts, ks, taus)?;
+        if extra.is_empty() {
+            return Ok(m);
+        }
+        let problems = m.problems.len();
+        for column in extra {
+            anyhow::ensure!(
+                column.values.len() == problems,
+                "model {}: {} holds {} problems, not {problems}",
+                m.name,
+                column.metric,
+                column.values.len()
+            );
+            m.values.metrics.push(column.metric);
+            m.values.std_errors.push(column.std_errors);
+            for (row, v) in m.values.rows.iter_mut().zip(column.values) {
+                row.push(v);
+            }
+        }
+        m.estimates = crate::stats::estimates(&m.problems, &m.values, &m.aggregate, u64::from(m.n));
+        Ok(m)
+    }
+
+    /// The columns of this score that its counts do not give, for keeping.
+    pub fn extra_columns(&self, ks: &[u64], taus: &[Tau]) -> Vec<ExtraColumn> {
+        let counted = crate::stats::metric_list(ks, taus);
+        let v = &self.values;
+        (v.metrics.iter().enumerate())
+            .filter(|(_, m)| !counted.contains(m))
+            .map(|(col, metric)| ExtraColumn {
+                metric: metric.clone(),
+                values: v.rows.iter().map(|r| r[col].clone()).collect(),
+                std_errors: v.std_errors[col].clone(),
+            })
+            .collect()
+    }
+}
+
+/// `scores.json` of scored results (None for results without a basis: not scored from a run).
+pub fn bytes(dir: &RunDir, results: &RunResults) -> Option<Vec<u8>> {
+    let basis = results.basis.clone()?;
+    let models = (results.models.iter())
+        .map(|m| StoredModel {
+            name: m.name.clone(),
+            model_id: m.model_id.clone(),
+            n: m.n,
+            correct: m.correct,
+            wrong: m.wrong,
+            no_answer: m.no_answer,
+            truncated: m.truncated,
+            missing: m.missing,
+            served_models: m.served_models.clone(),
+            problems: (m.problems.iter().zip(&m.votes))
+                .map(|(p, v)| {
+                    let greedy = p.greedy.map(u8::from);
+                    let (id, subset) = (p.id.clone(), p.subset.clone());
+                    (
+                        id,
+                        subset,
+                        p.n,
+                        p.c,
+                        greedy,
+                        v.voters,
+                        v.winners,
+                        v.winners_correct,
+                    )
+                })
+                .collect(),
+            columns: (m.extra_columns(&results.ks, &results.taus).into_iter())
+                .map(|c| StoredColumn {
+                    metric: c.metric.to_string(),
+                    values: (c.values.iter())
+                        .map(|v| {
+                            v.as_ref()
+                                .map(|v| (v.numer().to_string(), v.denom().to_string()))
+                        })
+                        .collect(),
+                    std_errors: (c.std_errors.as_ref())
+                        .map(|e| e.iter().map(|x| x.map(|x| format!("{x:?}"))).collect()),
+                })
+                .collect(),
+            judge_overruled: m.judge_overruled.clone(),
+        })
+        .collect();
+    let file = ScoresFile {
+        format: FORMAT,
+        verifier_settings: FileStamp::of(dir, &dir.verifier_settings()),
+        basis,
+        models,
+    };
+    serde_json::to_vec(&file).ok()
+}
+
+/// The results scoring `plan` in `dir` would give, read back from `scores.json`; None when the
+/// file is absent, unreadable, of another layout or gpassk version, or when any file or setting
+/// it rests on changed since (then the caller scores the run).
+pub fn read_back(dir: &RunDir, plan: &Plan, manifest: &Manifest) -> Option<RunResults> {
+    let path = dir.scores();
+    let text = crate::util::read_bounded_string(&path, MAX_BYTES).ok()?;
+    let file: ScoresFile = serde_json::from_str(&text).ok()?;
+    let verifier = super::verify::run_settings(dir, plan.settings.verifier.as_ref()).ok()?;
+    let mut expected = Basis::start(plan, verifier.as_ref());
+    expected.files = file.basis.files.clone();
+    let fresh = file.format == FORMAT
+        && file.basis == expected
+        && file.basis.holds_in(dir)
+        && FileStamp::of(dir, &dir.verifier_settings()) == file.verifier_settings
+        && (file.models.iter().map(|m| m.name.as_str())).eq(plan
+            .settings
+            .models
+            .iter()
+            .map(|m| m.name.as_str()));
+    if !fresh {
+        return None;
+    }
+    let ev = &plan.settings.evaluation;
+    let models = (file.models.into_iter())
+        .map(|m| model_of(m, &ev.ks, &ev.taus))
+        .collect::<Result<Vec<_>>>()
+        .ok()?;
+    Some(RunResults {
+        run_id: manifest.run_id.clone(),
+        dataset: plan.dataset.name.clone(),
+        dataset_sha256: plan.dataset.sha256.clone(),
+        shown: ev.metrics.clone(),
+        ks: ev.ks.clone(),
+        taus: ev.taus.clone(),
+        manifest: Some(manifest.clone()),
+        models,
+        basis: Some(file.basis),
+    })
+}
+
+fn model_of(m: StoredModel, ks: &[u64], taus: &[Tau]) -> Result<ModelScore> {
+    let overruled = m.judge_overruled;
+    let (mut problems, mut votes) = (Vec::new(), Vec::new());
+    for (id, subset, n, c, greedy, voters, winners, winners_correct) in m.problems {
+        let greedy = greedy.map(|g| g != 0);
+        problems.push(ProblemCounts {
+            id,
+            subset,
+            n,
+            c,
+            greedy,
+        });
+        votes.push(Vote {
+            voters,
+            winners,
+            winners_correct,
+        });
+    }
+    let extra = (m.columns.into_iter())
+        .map(|c| {
+            let values = (c.values.into_iter())
+                .map(|v| v.map(|(n, d)| exact(&n, &d)).transpose())
+                .collect::<Result<Vec<_>>>()?;
+            let std_errors = (c.std_errors.map(|e| {
+                (e.into_iter())
+                    .map(|x| x.map(|x| x.parse::<f64>()).transpose())
+                    .collect::<Result<Vec<_>, _>>()
+            }))
+            .transpose()?;
+            Ok(ExtraColumn {
+                metric: crate::config::parse_metric(&c.metric).map_err(anyhow::Error::msg)?,
+                values,
+                std_errors,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let parts = ScoreParts {
+        name: m.name,
+        model_id: m.model_id,
+        n: m.n,
+        problems,
+        votes,
+        correct: m.correct,
+        wrong: m.wrong,
+        no_answer: m.no_answer,
+        truncated: m.truncated,
+        missing: m.missing,
+        served_models: m.served_models,
+    };
+    let mut score = ModelScore::from_stored(parts, extra, ks, taus)?;
+    anyhow::ensure!(overruled
+        .as_ref()
+        .is_none_or(|o| o.len() == score.problems.len()));
+    score.judge_overruled = overruled;
+    Ok(score)
+}
+
+/// A fraction from its numerator and denominator as text.
+pub fn exact(numer: &str, denom: &str) -> Result<BigRational> {
+    let parse = |t: &str| {
+        t.parse::<BigInt>()
+            .map_err(|_| anyhow::anyhow!("{t:?} is no integer"))
+    };
+    let denom = parse(denom)?;
+    anyhow::ensure!(denom != BigInt::from(0), "a zero denominator");
+    Ok(BigRational::new(parse(numer)?, denom))
+}
