@@ -15,12 +15,8 @@ out="${1:-target/html-screenshots}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-if ! command -v chromium >/dev/null; then
-    sudo_=""
-    [ "$(id -u)" -ne 0 ] && sudo_="sudo"
-    $sudo_ apt-get update -qq
-    $sudo_ apt-get install -y -qq chromium
-fi
+# chromium (installed when missing), its throwaway profile and `chrome`.
+source scripts/lib/chromium.sh
 
 rm -rf "$out/run"
 GPASSK_HTML_RUN="$out/run" cargo test --quiet --test it -- --ignored --exact \
@@ -33,13 +29,7 @@ cargo build --quiet
 gpassk="${CARGO_TARGET_DIR:-target}/debug/gpassk"
 "$gpassk" history "$out/weeks" --format html >"$out/history.html"
 
-profile="$(mktemp -d)"
-trap 'rm -rf "$profile"' EXIT
-chrome() {
-    chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
-        --disable-component-update --no-first-run --hide-scrollbars \
-        --user-data-dir="$profile" "$@" 2>/dev/null
-}
+trap chromium_cleanup EXIT
 
 # A copy of the report that measures itself and posts the result to its parent: the page width
 # against its frame, and per plot the text boxes that overlap or leave the SVG (labels turned 45°

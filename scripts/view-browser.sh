@@ -13,12 +13,8 @@ out="${1:-target/view-browser}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-if ! command -v chromium >/dev/null; then
-    sudo_=""
-    [ "$(id -u)" -ne 0 ] && sudo_="sudo"
-    $sudo_ apt-get update -qq
-    $sudo_ apt-get install -y -qq chromium
-fi
+# chromium (installed when missing), its throwaway profile and `chrome`.
+source scripts/lib/chromium.sh
 
 rm -rf "$out/runs"
 GPASSK_VIEW_DIR="$out/runs" cargo test --quiet --test it -- --ignored --exact \
@@ -27,18 +23,12 @@ cargo build --quiet
 gpassk="${CARGO_TARGET_DIR:-target}/debug/gpassk"
 "$gpassk" view "$out/runs" --port 0 >"$out/serve.txt" 2>&1 &
 server=$!
-profile="$(mktemp -d)"
-trap 'kill "$server" 2>/dev/null || true; rm -rf "$profile"' EXIT
+trap 'kill "$server" 2>/dev/null || true; chromium_cleanup' EXIT
 for _ in $(seq 100); do grep -q http "$out/serve.txt" && break; sleep 0.1; done
 url="$(grep -o 'http://[^ ]*' "$out/serve.txt")"
 url="${url%/}"
 echo "serving at $url"
 
-chrome() {
-    chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
-        --disable-component-update --no-first-run --hide-scrollbars \
-        --user-data-dir="$profile" "$@" 2>/dev/null
-}
 
 status=0
 fail() { echo "FAIL: $*" >&2; status=1; }
