@@ -1,9 +1,10 @@
 //! The `[store]` table and store URLs: where a run's results are written when it ends
-//! (`sqlite:PATH` or `postgres://USER@HOST[:PORT]/DB`, the password named, never written), parsed
-//! once for the config and for `--db`.
+//! (`sqlite:PATH` or `postgres://USER@HOST[:PORT]/DB`, the password named, never written, TLS as
+//! libpq's `sslmode` and `sslrootcert` say), parsed once for the config and for `--db`.
 
 use crate::error::BadInput;
 use crate::util::printable;
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 /// Where results go.
@@ -26,6 +27,86 @@ pub struct PgUrl {
     /// The environment variable holding the password (`password_env`, `--password-env`); without
     /// one, `PGPASSWORD` when set, as psql does.
     pub password_env: Option<String>,
+    /// `hostaddr=IP`: the address connected to, the host name still being the one a certificate
+    /// must name (a tunnel or a pinned address, as in libpq).
+    pub hostaddr: Option<IpAddr>,
+    /// `sslmode=` as written; [`PgUrl::sslmode`] gives the one in force.
+    pub sslmode: Option<SslMode>,
+    /// `sslrootcert=PATH`: the CA certificates (PEM) a server's certificate must chain to;
+    /// without it, the public roots compiled in (webpki-roots).
+    pub sslrootcert: Option<PathBuf>,
+}
+
+/// libpq's `sslmode`, less `allow`: what TLS a connection uses and what it checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    /// Plaintext.
+    Disable,
+    /// TLS when the server offers it, else plaintext.
+    Prefer,
+    /// TLS; the certificate unchecked (checked as by `VerifyCa` when `sslrootcert` is given).
+    Require,
+    /// TLS; the certificate chains to a trusted CA, whatever host it names.
+    VerifyCa,
+    /// TLS; the certificate chains to a trusted CA and names the host connected to.
+    VerifyFull,
+}
+
+impl SslMode {
+    const ALL: [SslMode; 5] = [
+        SslMode::Disable,
+        SslMode::Prefer,
+        SslMode::Require,
+        SslMode::VerifyCa,
+        SslMode::VerifyFull,
+    ];
+
+    /// Its name in a URL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+
+    fn parse(text: &str) -> Result<SslMode, String> {
+        if let Some(mode) = SslMode::ALL.into_iter().find(|m| m.as_str() == text) {
+            return Ok(mode);
+        }
+        let advice = if text == "allow" {
+            "gpassk never tries plaintext first; use prefer, require or verify-full"
+        } else {
+            "expected disable, prefer, require, verify-ca or verify-full"
+        };
+        Err(format!("sslmode={}: {advice}", printable(text)))
+    }
+}
+
+impl PgUrl {
+    /// The sslmode in force. A Unix socket never uses TLS (libpq ignores sslmode there too).
+    /// Without `sslmode=`: `verify-full` when `sslrootcert` names a CA, plaintext for the
+    /// loopback names and addresses (`localhost`, 127.0.0.0/8, ::1), `require` for any other
+    /// host, so results and logins never cross a network in plaintext unless asked to.
+    pub fn sslmode(&self) -> SslMode {
+        let PgHost::Tcp(host) = &self.host else {
+            return SslMode::Disable;
+        };
+        match (self.sslmode, &self.sslrootcert) {
+            (Some(mode), _) => mode,
+            (None, Some(_)) => SslMode::VerifyFull,
+            (None, None) if is_loopback(host) => SslMode::Disable,
+            (None, None) => SslMode::Require,
+        }
+    }
+}
+
+/// Whether a host names this machine without DNS: `localhost` or a loopback address.
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// How a PostgreSQL server is reached.
@@ -124,6 +205,9 @@ fn parse_postgres(rest: &str) -> Result<PgUrl, String> {
         port: port.unwrap_or(5432),
         dbname,
         password_env: None,
+        hostaddr: None,
+        sslmode: None,
+        sslrootcert: None,
     };
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -132,23 +216,34 @@ fn parse_postgres(rest: &str) -> Result<PgUrl, String> {
             "host" if value.starts_with('/') => url.host = PgHost::Socket(value.into()),
             "host" if !value.is_empty() => url.host = PgHost::Tcp(value),
             "port" => url.port = port_number(&value)?,
-            "sslmode" if value == "disable" => {}
-            "sslmode" => {
-                return Err(format!(
-                    "sslmode={}: TLS is not built in; reach the server on a Unix socket, a \
-                     loopback address or an SSH tunnel",
-                    printable(&value)
-                ))
+            "hostaddr" => url.hostaddr = Some(ip_address(&value)?),
+            "sslmode" => url.sslmode = Some(SslMode::parse(&value)?),
+            "sslrootcert" if value.is_empty() => {
+                return Err("sslrootcert=: needs the path of a PEM file of CA certificates".into())
             }
+            "sslrootcert" => url.sslrootcert = Some(value.into()),
             _ => {
                 return Err(format!(
-                    "unknown parameter `{}`: expected host, port or sslmode=disable",
+                    "unknown parameter `{}`: expected host, hostaddr, port, sslmode or \
+                     sslrootcert",
                     printable(key)
                 ))
             }
         }
     }
+    if url.sslmode == Some(SslMode::Disable) && url.sslrootcert.is_some() {
+        return Err("sslrootcert is for TLS, and sslmode=disable turns it off".into());
+    }
     Ok(url)
+}
+
+fn ip_address(text: &str) -> Result<IpAddr, String> {
+    text.parse().map_err(|_| {
+        format!(
+            "hostaddr `{}`: expected an IP address (the host name goes in the host)",
+            printable(text)
+        )
+    })
 }
 
 /// `host`, `host:port`, `[v6]`, `[v6]:port` or `%2Fsocket%2Fdir`.
@@ -206,23 +301,52 @@ impl std::fmt::Display for StoreUrl {
             StoreUrl::Postgres(pg) => {
                 let user = printable(&pg.user);
                 let db = printable(&pg.dbname);
+                let mut query = Vec::new();
                 match &pg.host {
                     PgHost::Tcp(h) if h.contains(':') => {
-                        write!(f, "postgres://{user}@[{h}]:{}/{db}", pg.port)
+                        write!(f, "postgres://{user}@[{h}]:{}/{db}", pg.port)?
                     }
                     PgHost::Tcp(h) => {
-                        write!(f, "postgres://{user}@{}:{}/{db}", printable(h), pg.port)
+                        write!(f, "postgres://{user}@{}:{}/{db}", printable(h), pg.port)?
                     }
-                    PgHost::Socket(dir) => write!(
-                        f,
-                        "postgres://{user}@/{db}?host={}&port={}",
-                        printable(&dir.display().to_string()),
-                        pg.port
-                    ),
+                    PgHost::Socket(dir) => {
+                        write!(f, "postgres://{user}@/{db}")?;
+                        query.push(format!("host={}", encode(&dir.display().to_string())));
+                        query.push(format!("port={}", pg.port));
+                    }
                 }
+                if let Some(ip) = pg.hostaddr {
+                    query.push(format!("hostaddr={ip}"));
+                }
+                if let Some(mode) = pg.sslmode {
+                    query.push(format!("sslmode={}", mode.as_str()));
+                }
+                if let Some(path) = &pg.sslrootcert {
+                    query.push(format!(
+                        "sslrootcert={}",
+                        encode(&path.display().to_string())
+                    ));
+                }
+                if !query.is_empty() {
+                    write!(f, "?{}", query.join("&"))?;
+                }
+                Ok(())
             }
         }
     }
+}
+
+/// A query value as it reads back: printable, with the characters the URL gives a meaning
+/// percent-encoded.
+fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in printable(value).chars() {
+        match c {
+            '%' | '&' | ' ' => out.push_str(&format!("%{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The resolved `[store]` table.
@@ -295,7 +419,23 @@ mod tests {
             ("postgres://me@h", "needs a database"),
             ("postgres://me@h:0/d", "port `0`"),
             ("postgres://me@h:x/d", "port `x`"),
-            ("postgres://me@h/d?sslmode=require", "TLS"),
+            (
+                "postgres://me@h/d?sslmode=verify",
+                "sslmode=verify: expected disable",
+            ),
+            (
+                "postgres://me@h/d?sslmode=allow",
+                "never tries plaintext first",
+            ),
+            (
+                "postgres://me@h/d?sslrootcert=",
+                "sslrootcert=: needs the path",
+            ),
+            (
+                "postgres://me@h/d?sslmode=disable&sslrootcert=ca.pem",
+                "sslmode=disable turns it off",
+            ),
+            ("postgres://me@h/d?hostaddr=db.lan", "hostaddr `db.lan`"),
             ("postgres://me@h/d?options=1", "unknown parameter `options`"),
             ("postgres://me@h/d%zz", "percent escape"),
         ] {
@@ -303,8 +443,77 @@ mod tests {
             assert!(e.starts_with("--db: ") && e.contains(says), "{bad}: {e}");
         }
         let sqlite = StoreUrl::parse("sqlite:x.db", "--db").unwrap();
+        let e = StoreUrl::parse("postgres://me@h/d?sslmode=x%0A", "--db").unwrap_err();
+        assert_eq!(e.0.lines().count(), 1, "{e}");
         assert!(sqlite
             .with_password_env(Some("PW"), "--password-env")
             .is_err());
+    }
+
+    #[test]
+    fn sslmode_defaults_to_require_off_this_machine_and_to_plaintext_on_it() {
+        for (url, mode) in [
+            ("postgres://me@db.example/d", SslMode::Require),
+            ("postgres://me@10.0.0.7/d", SslMode::Require),
+            ("postgres://me@localhost/d", SslMode::Disable),
+            ("postgres://me@LocalHost/d", SslMode::Disable),
+            ("postgres://me@127.0.0.1/d", SslMode::Disable),
+            ("postgres://me@127.4.5.6/d", SslMode::Disable),
+            ("postgres://me@[::1]/d", SslMode::Disable),
+            ("postgres://me@/d?host=/tmp/pg", SslMode::Disable),
+            // A tunnel to a remote server: the host named is remote.
+            (
+                "postgres://me@db.example/d?hostaddr=127.0.0.1",
+                SslMode::Require,
+            ),
+            // A CA named is one to check.
+            (
+                "postgres://me@localhost/d?sslrootcert=ca.pem",
+                SslMode::VerifyFull,
+            ),
+            ("postgres://me@db.example/d?sslmode=prefer", SslMode::Prefer),
+            (
+                "postgres://me@localhost/d?sslmode=verify-ca",
+                SslMode::VerifyCa,
+            ),
+            (
+                "postgres://me@127.0.0.1/d?sslmode=verify-full",
+                SslMode::VerifyFull,
+            ),
+            (
+                "postgres://me@db.example/d?sslmode=disable",
+                SslMode::Disable,
+            ),
+            // libpq ignores sslmode on a Unix socket: TLS is for networks.
+            (
+                "postgres://me@/d?host=/s&sslmode=verify-full",
+                SslMode::Disable,
+            ),
+        ] {
+            assert_eq!(pg(url).sslmode(), mode, "{url}");
+        }
+        let p = pg("postgres://me@db.example/d?hostaddr=%3A%3A1&sslrootcert=%2Fetc%2Fca.pem");
+        assert_eq!(p.hostaddr, Some("::1".parse().unwrap()));
+        assert_eq!(p.sslrootcert, Some(PathBuf::from("/etc/ca.pem")));
+    }
+
+    #[test]
+    fn tls_parameters_read_back_from_the_url_shown() {
+        for url in [
+            "postgres://me@db.example:5432/d?sslmode=verify-full&sslrootcert=/etc/pg/ca.pem",
+            "postgres://me@db.example:5432/d?hostaddr=127.0.0.1&sslmode=require",
+            "postgres://me@/d?host=/s&port=9&sslmode=disable",
+            "postgres://me@h:1/d?sslrootcert=ca%20dir/a%26b%25.pem",
+        ] {
+            let shown = StoreUrl::parse(url, "x").unwrap().to_string();
+            assert_eq!(shown, url);
+            assert_eq!(StoreUrl::parse(&shown, "x").unwrap().to_string(), shown);
+        }
+        let StoreUrl::Postgres(p) =
+            StoreUrl::parse("postgres://me@h:1/d?sslrootcert=ca%20dir/a%26b%25.pem", "x").unwrap()
+        else {
+            unreachable!()
+        };
+        assert_eq!(p.sslrootcert, Some(PathBuf::from("ca dir/a&b%.pem")));
     }
 }

@@ -1,10 +1,10 @@
 //! The two databases behind [`super::Store`]: a SQLite file (rusqlite) and a PostgreSQL server
-//! (postgres). Each runs the same SQL (`$N` parameters) and gives rows as [`Value`]s, so the
+//! (postgres, over TLS as the URL's sslmode says: `super::tls`). Each runs the same SQL (`$N` parameters) and gives rows as [`Value`]s, so the
 //! store's code is written once; only connecting, locking and the value conversions differ.
 
 use super::rows::Value;
 use crate::client::ApiKey;
-use crate::config::store::{PgHost, PgUrl, StoreUrl};
+use crate::config::store::{PgHost, PgUrl, SslMode, StoreUrl};
 use crate::error::BadInput;
 use anyhow::Result;
 use std::time::Duration;
@@ -186,6 +186,7 @@ fn open_sqlite(url: &StoreUrl, path: &std::path::Path) -> Result<Conn> {
 
 fn open_postgres(url: &StoreUrl, pg: &PgUrl) -> Result<Conn> {
     let password = password(pg)?;
+    let mode = pg.sslmode();
     let mut config = postgres::Config::new();
     config
         .user(&pg.user)
@@ -193,16 +194,35 @@ fn open_postgres(url: &StoreUrl, pg: &PgUrl) -> Result<Conn> {
         .port(pg.port)
         .application_name("gpassk")
         .connect_timeout(WAIT)
-        .ssl_mode(postgres::config::SslMode::Disable);
+        .ssl_mode(match mode {
+            SslMode::Disable => postgres::config::SslMode::Disable,
+            SslMode::Prefer => postgres::config::SslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+                postgres::config::SslMode::Require
+            }
+        });
     match &pg.host {
         PgHost::Tcp(h) => config.host(h),
         PgHost::Socket(dir) => config.host_path(dir),
     };
+    if let Some(ip) = pg.hostaddr {
+        config.hostaddr(ip);
+    }
     if let Some(p) = &password {
         config.password(p.expose());
     }
-    let client = config.connect(postgres::NoTls).map_err(|e| {
-        let why = crate::util::printable(&one_line(&e)).into_owned();
+    let rootcert = pg.sslrootcert.as_deref();
+    let connected = match mode {
+        SslMode::Disable => config.connect(postgres::NoTls),
+        _ => config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(
+            super::tls::client_config(mode, rootcert)?,
+        )),
+    };
+    let client = connected.map_err(|e| {
+        let mut why = crate::util::printable(&one_line(&e)).into_owned();
+        if let Some(advice) = super::tls::advice(mode, rootcert, &e) {
+            why = format!("{why} ({advice})");
+        }
         let why = password
             .as_ref()
             .map_or(why.clone(), |p| p.redact_owned(why));

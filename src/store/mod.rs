@@ -7,6 +7,7 @@ mod conn;
 pub mod export;
 pub mod rows;
 pub mod schema;
+mod tls;
 
 pub use crate::config::store::StoreUrl;
 use crate::error::BadInput;

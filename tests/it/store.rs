@@ -16,7 +16,7 @@ use std::time::Duration;
 const TWO_MODELS: &str = "[[models]]\nname = \"a\"\nmodel_id = \"a-1\"\n\
      [[models]]\nname = \"b\"\nmodel_id = \"b-1\"\n";
 
-fn finished_run() -> Fixture {
+pub(crate) fn finished_run() -> Fixture {
     let env = Fixture::new(&sums(6)).with_server(FakeServer::builder().responder(smart_reply));
     configure(&env, "n = 4", TWO_MODELS, "");
     let out = run(&env, &["--quiet"]);
@@ -24,7 +24,7 @@ fn finished_run() -> Fixture {
     env
 }
 
-fn push(db: &TestDb, dirs: &[&Path]) -> std::process::Output {
+pub(crate) fn push(db: &TestDb, dirs: &[&Path]) -> std::process::Output {
     let mut args = vec!["store", "push"];
     args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
     db.run(&args)
@@ -170,7 +170,7 @@ fn a_newer_schema_and_bad_urls_are_refused_with_one_line() {
         "mysql://x/y",
         "sqlite:",
         "postgres://me@h:99999/d",
-        "postgres://me@h/d?sslmode=require",
+        "postgres://me@h/d?sslmode=verify",
     ] {
         let out = crate::common::run(&["store", "ls", "--db", url]);
         assert_eq!(out.status.code(), Some(2), "{url}: {}", both(&out));
@@ -185,7 +185,7 @@ fn a_newer_schema_and_bad_urls_are_refused_with_one_line() {
 
 /// Runs `gpassk` with the password variable set to `password`, and checks the one-line error
 /// with exit 2 that must come, without the password anywhere.
-fn refused(args: &[&str], password: &str, says: &str) {
+pub(crate) fn refused(args: &[&str], password: &str, says: &str) {
     let out = crate::common::gpassk()
         .args(args)
         .env(PASSWORD_ENV, password)

@@ -1,7 +1,9 @@
 //! Results databases for the store tests: a SQLite file, or a fresh database in a throwaway
 //! PostgreSQL cluster that the first test needing one starts (initdb and pg_ctl in a temporary
 //! folder, a Unix socket there and a free loopback port, password authentication; as the
-//! `postgres` user when the tests run as root, since initdb refuses root). A watchdog stops the
+//! `postgres` user when the tests run as root, since initdb refuses root). The cluster takes TLS
+//! too, with a certificate for `localhost` and [`CERT_HOST`] from a CA made for it by the
+//! `openssl` command; one role, [`TLS_ONLY_USER`], may log in over TLS only. A watchdog stops the
 //! cluster and removes its folder when the test process ends, however it ends. Without the server
 //! binaries the tests fail, naming the Debian package: they never skip.
 
@@ -16,6 +18,10 @@ pub(crate) const PASSWORD_ENV: &str = "GPASSK_TEST_PG_PASSWORD";
 pub(crate) const PASSWORD: &str = "pw-Zq8-unshown-4417";
 /// The superuser the cluster is made with.
 const USER: &str = "gpassk";
+/// A second superuser, whom pg_hba.conf lets in over TLS only (`hostnossl … reject`).
+pub(crate) const TLS_ONLY_USER: &str = "gpassk_tls";
+/// A name the server's certificate lists besides `localhost` (reached with `hostaddr=127.0.0.1`).
+pub(crate) const CERT_HOST: &str = "db.gpassk.test";
 
 /// A results database for a test.
 #[derive(Debug, Clone)]
@@ -73,6 +79,21 @@ impl TestDb {
                 format!("postgres://{USER}@127.0.0.1:{}/{name}", cluster().port)
             }
         }
+    }
+
+    /// The database over TCP as `user`, to `host` (a name the certificate lists connects to
+    /// 127.0.0.1 through `hostaddr`), with `query` (`sslmode=…`) appended.
+    pub(crate) fn tls_url(&self, user: &str, host: &str, query: &str) -> String {
+        let TestDb::Postgres { name } = self else {
+            panic!("TLS is for PostgreSQL")
+        };
+        let port = cluster().port;
+        let hostaddr = if host == CERT_HOST {
+            "hostaddr=127.0.0.1&"
+        } else {
+            ""
+        };
+        format!("postgres://{user}@{host}:{port}/{name}?{hostaddr}{query}")
     }
 
     /// Adds the password variable to a command (harmless for SQLite).
@@ -152,7 +173,15 @@ pub(crate) struct Admin(postgres::Client);
 
 /// Connects to database `db` of the cluster.
 pub(crate) fn admin(db: &str) -> Admin {
-    let c = cluster();
+    connect(cluster(), db)
+}
+
+/// The CA certificate (PEM) that signed the cluster's.
+pub(crate) fn test_ca() -> PathBuf {
+    cluster().root.join("tls/ca.crt")
+}
+
+fn connect(c: &Cluster, db: &str) -> Admin {
     let client = postgres::Config::new()
         .user(USER)
         .password(PASSWORD)
@@ -297,13 +326,38 @@ fn start() -> Cluster {
         .expect("run initdb");
     assert!(out.status.success(), "initdb: {}", super::both(&out));
     watchdog(user, &bin, &root);
+    let tls = root.join("tls");
+    std::fs::create_dir(&tls).unwrap();
+    let ca = make_ca(&tls, "ca");
+    let (cert, key) = make_server_cert(&tls, &ca);
+    // The server refuses a key others may read; it reads it as its own user, whose watchdog
+    // removes the folder.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    if let Some((uid, gid)) = user {
+        for entry in std::fs::read_dir(&tls).unwrap() {
+            std::os::unix::fs::chown(entry.unwrap().path(), Some(uid), Some(gid)).unwrap();
+        }
+        std::os::unix::fs::chown(&tls, Some(uid), Some(gid)).unwrap();
+    }
+    std::fs::write(
+        data.join("pg_hba.conf"),
+        format!(
+            "local all all scram-sha-256\n\
+             hostnossl all {TLS_ONLY_USER} 127.0.0.1/32 reject\n\
+             host all all 127.0.0.1/32 scram-sha-256\n"
+        ),
+    )
+    .unwrap();
     // A port found free can be taken before the server binds it: try a few.
     for _ in 0..5 {
         let port = free_port();
         let options = format!(
             "-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={} \
-             -c fsync=off -c max_connections=60",
-            root.display()
+             -c fsync=off -c max_connections=60 -c ssl=on -c ssl_cert_file={} \
+             -c ssl_key_file={}",
+            root.display(),
+            cert.display(),
+            key.display()
         );
         let started = as_server(user, &bin.join("pg_ctl"))
             .args([
@@ -324,11 +378,76 @@ fn start() -> Cluster {
         if started.success() {
             // For the tests that open a store in this process (the CLI gets it per command).
             std::env::set_var(PASSWORD_ENV, PASSWORD);
-            return Cluster { root, port };
+            let cluster = Cluster { root, port };
+            connect(&cluster, "postgres").batch_execute(&format!(
+                "CREATE ROLE {TLS_ONLY_USER} LOGIN SUPERUSER PASSWORD '{PASSWORD}'"
+            ));
+            return cluster;
         }
     }
     let log = std::fs::read_to_string(root.join("log")).unwrap_or_default();
     panic!("the test PostgreSQL server did not start:\n{log}");
+}
+
+/// Runs `openssl ARGS` in `dir` (the words of `args`: no file name here has a space).
+fn openssl(dir: &Path, args: &str) {
+    let out = Command::new("openssl")
+        .args(args.split_whitespace())
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("the TLS store tests need the openssl command (Debian package openssl): {e}")
+        });
+    assert!(
+        out.status.success(),
+        "openssl {args}: {}",
+        super::both(&out)
+    );
+}
+
+/// P-256 keys: quick to make, and what rustls and the server both take.
+const NEW_KEY: &str = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+
+/// A new CA in `dir`: `NAME.crt` and `NAME.key`, valid 30 days; the certificate's path.
+pub(crate) fn make_ca(dir: &Path, name: &str) -> PathBuf {
+    openssl(
+        dir,
+        &format!(
+            "req -x509 -new {NEW_KEY} -keyout {name}.key -out {name}.crt -days 30 \
+             -subj /CN=gpassk-test-{name} -addext basicConstraints=critical,CA:TRUE \
+             -addext keyUsage=critical,keyCertSign,cRLSign"
+        ),
+    );
+    dir.join(format!("{name}.crt"))
+}
+
+/// The server's certificate and key, signed by the CA `ca` (its key beside it), for
+/// `localhost` and [`CERT_HOST`] only: not for 127.0.0.1.
+fn make_server_cert(dir: &Path, ca: &Path) -> (PathBuf, PathBuf) {
+    std::fs::write(
+        dir.join("server.ext"),
+        format!(
+            "subjectAltName=DNS:localhost,DNS:{CERT_HOST}\n\
+             basicConstraints=critical,CA:FALSE\n\
+             keyUsage=critical,digitalSignature\n\
+             extendedKeyUsage=serverAuth\n"
+        ),
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &format!("req -new {NEW_KEY} -keyout server.key -out server.csr -subj /CN=localhost"),
+    );
+    openssl(
+        dir,
+        &format!(
+            "x509 -req -in server.csr -CA {} -CAkey {} -CAcreateserial -days 30 \
+             -out server.crt -extfile server.ext",
+            ca.display(),
+            ca.with_extension("key").display()
+        ),
+    );
+    (dir.join("server.crt"), dir.join("server.key"))
 }
 
 /// Stops the cluster and removes its folder once this test process is gone.

@@ -1,0 +1,227 @@
+//! TLS to a PostgreSQL server: the rustls client configuration of each `sslmode` (what the
+//! server's certificate must satisfy), its trusted CAs (`sslrootcert` or the webpki roots), and
+//! the advice added to a handshake that failed.
+
+use crate::config::store::SslMode;
+use crate::error::BadInput;
+use crate::util::printable;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The largest CA file read: a bundle of every public root is about 250 KiB.
+const MAX_ROOTS: u64 = 4 << 20;
+
+/// The configuration a connection in `mode` (never `Disable`) uses, trusting the CAs of
+/// `rootcert` or else the webpki roots. `Prefer` and `Require` check no certificate unless a CA
+/// file is named, then check the chain as `VerifyCa` does (libpq's rule).
+pub(super) fn client_config(mode: SslMode, rootcert: Option<&Path>) -> Result<ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let roots = match rootcert {
+        Some(path) => read_roots(path)?,
+        None => RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        },
+    };
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| BadInput(format!("TLS: {e}")))?;
+    let any = Unchecked { provider };
+    let config = match mode {
+        SslMode::VerifyFull => builder.with_root_certificates(roots),
+        _ if mode == SslMode::VerifyCa || rootcert.is_some() => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(ChainOnly {
+                roots: Arc::new(roots),
+                any,
+            })),
+        _ => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(any)),
+    };
+    Ok(config.with_no_client_auth())
+}
+
+type Result<T, E = BadInput> = std::result::Result<T, E>;
+
+/// Every certificate of a PEM file, each one a trusted CA.
+fn read_roots(path: &Path) -> Result<RootCertStore> {
+    let shown = printable(&path.display().to_string()).into_owned();
+    let bad = |why: String| BadInput(format!("sslrootcert {shown}: {why}"));
+    let bytes =
+        crate::util::read_bounded(path, MAX_ROOTS).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let mut roots = RootCertStore::empty();
+    for (i, cert) in CertificateDer::pem_slice_iter(&bytes).enumerate() {
+        let cert = cert.map_err(|e| bad(format!("certificate {}: not PEM: {e}", i + 1)))?;
+        roots.add(cert).map_err(|e| {
+            bad(format!(
+                "certificate {}: not a CA gpassk can use: {e}",
+                i + 1
+            ))
+        })?;
+    }
+    if roots.is_empty() {
+        return Err(bad(
+            "no PEM certificate (-----BEGIN CERTIFICATE-----) in it".into(),
+        ));
+    }
+    Ok(roots)
+}
+
+/// What to add to a failed connection's one line, so the user knows which check failed and
+/// what to change.
+pub(super) fn advice(
+    mode: SslMode,
+    rootcert: Option<&Path>,
+    e: &postgres::Error,
+) -> Option<String> {
+    use rustls::CertificateError as Cert;
+    let mode_name = mode.as_str();
+    if let Some(db) = e.as_db_error() {
+        // The server's words when pg_hba.conf has only `hostssl` lines for this connection.
+        return (mode == SslMode::Disable && db.message().contains("no encryption")).then(|| {
+            "the server may take TLS connections only: set sslmode=verify-full (or require)".into()
+        });
+    }
+    let source = std::error::Error::source(e)?;
+    if source.to_string() == "server does not support TLS" {
+        return Some(format!(
+            "sslmode={mode_name} needs TLS: turn ssl on at the server, or use a tunnel"
+        ));
+    }
+    let tls = source
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())?;
+    let rustls::Error::InvalidCertificate(cert) = tls else {
+        return None;
+    };
+    Some(match cert {
+        Cert::NotValidForName | Cert::NotValidForNameContext { .. } => format!(
+            "sslmode={mode_name} checks that the certificate names the host connected to: \
+             connect by a name it lists"
+        ),
+        Cert::UnknownIssuer | Cert::BadSignature => match rootcert {
+            Some(p) => format!(
+                "sslmode={mode_name} checks that the certificate is signed by the CA of \
+                     sslrootcert {}",
+                printable(&p.display().to_string())
+            ),
+            None => format!(
+                "sslmode={mode_name} checks that a public CA signed the certificate: name \
+                     the server's CA with sslrootcert=PATH"
+            ),
+        },
+        _ => return None,
+    })
+}
+
+/// `require` and `prefer` without a CA: any certificate. The handshake's signatures are still
+/// checked, so the connection is encrypted to whoever holds the certificate's key.
+#[derive(Debug)]
+struct Unchecked {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// `verify-ca`: the certificate chains to a trusted CA and is valid now; the host it names is
+/// not checked.
+#[derive(Debug)]
+struct ChainOnly {
+    roots: Arc<RootCertStore>,
+    /// For the handshake's signatures.
+    any: Unchecked,
+}
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_cert_signed_by_trust_anchor(
+            &cert,
+            &self.roots,
+            intermediates,
+            now,
+            self.any.provider.signature_verification_algorithms.all,
+        )?;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.any.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.any.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.any.supported_verify_schemes()
+    }
+}
