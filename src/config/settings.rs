@@ -338,6 +338,11 @@ pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSett
                 .map_err(|e| field("url", e))?
                 .with_password_env(s.password_env.as_deref(), "password_env")
                 .map_err(|e| field("password_env", e))?;
+            // A CA file that cannot be used stops the run before it starts, not at its push.
+            if let super::store::StoreUrl::Postgres(pg) = &url {
+                pg.trusted_roots()
+                    .map_err(|e| cx.err("store", None, "url", e.0))?;
+            }
             Some(super::store::StoreSettings {
                 url,
                 samples: s.samples.unwrap_or(false),

@@ -87,19 +87,26 @@ impl SslMode {
 
 impl PgUrl {
     /// The sslmode in force. A Unix socket never uses TLS (libpq ignores sslmode there too).
-    /// Without `sslmode=`: `verify-full` when `sslrootcert` names a CA, plaintext for the
-    /// loopback names and addresses (`localhost`, 127.0.0.0/8, ::1), `require` for any other
-    /// host, so results and logins never cross a network in plaintext unless asked to.
+    /// Without `sslmode=`: plaintext when the connection stays on this machine (the host, and
+    /// `hostaddr` when given, are `localhost` or loopback addresses) and no `sslrootcert` names a
+    /// CA; else `verify-full`, so logins and results never cross a network to a server that was
+    /// not checked unless the URL says so.
     pub fn sslmode(&self) -> SslMode {
         let PgHost::Tcp(host) = &self.host else {
             return SslMode::Disable;
         };
-        match (self.sslmode, &self.sslrootcert) {
-            (Some(mode), _) => mode,
-            (None, Some(_)) => SslMode::VerifyFull,
-            (None, None) if is_loopback(host) => SslMode::Disable,
-            (None, None) => SslMode::Require,
+        let local = is_loopback(host) && self.hostaddr.is_none_or(|ip| ip.is_loopback());
+        match self.sslmode {
+            Some(mode) => mode,
+            None if local && self.sslrootcert.is_none() => SslMode::Disable,
+            None => SslMode::VerifyFull,
         }
+    }
+
+    /// The CAs of `sslrootcert`, read and checked (`None` without one: the public CAs are
+    /// trusted). The config reads them too, so a bad file stops a run before it starts.
+    pub fn trusted_roots(&self) -> Result<Option<rustls::RootCertStore>, BadInput> {
+        self.sslrootcert.as_deref().map(read_roots).transpose()
     }
 }
 
@@ -107,6 +114,32 @@ impl PgUrl {
 fn is_loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The largest CA file read: a bundle of every public root is about 250 KiB.
+const MAX_ROOTS: u64 = 4 << 20;
+
+/// Every certificate of a PEM file, each one a trusted CA; one-line errors name the file.
+fn read_roots(path: &std::path::Path) -> Result<rustls::RootCertStore, BadInput> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let shown = printable(&path.display().to_string()).into_owned();
+    let bad = |why: String| BadInput(format!("sslrootcert {shown}: {why}"));
+    let bytes = crate::util::read_bounded(path, MAX_ROOTS)
+        .map_err(|e| bad(format!("cannot read: {}", printable(&e.to_string()))))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for (i, cert) in CertificateDer::pem_slice_iter(&bytes).enumerate() {
+        let n = i + 1;
+        let cert = cert.map_err(|e| bad(format!("certificate {n}: not PEM: {e}")))?;
+        roots
+            .add(cert)
+            .map_err(|e| bad(format!("certificate {n}: not a CA gpassk can use: {e}")))?;
+    }
+    if roots.is_empty() {
+        return Err(bad(
+            "no PEM certificate (-----BEGIN CERTIFICATE-----) in it".into(),
+        ));
+    }
+    Ok(roots)
 }
 
 /// How a PostgreSQL server is reached.
@@ -451,19 +484,33 @@ mod tests {
     }
 
     #[test]
-    fn sslmode_defaults_to_require_off_this_machine_and_to_plaintext_on_it() {
+    fn sslmode_defaults_to_verify_full_off_this_machine_and_to_plaintext_on_it() {
         for (url, mode) in [
-            ("postgres://me@db.example/d", SslMode::Require),
-            ("postgres://me@10.0.0.7/d", SslMode::Require),
+            ("postgres://me@db.example/d", SslMode::VerifyFull),
+            ("postgres://me@10.0.0.7/d", SslMode::VerifyFull),
+            ("postgres://me@[2001:db8::1]/d", SslMode::VerifyFull),
             ("postgres://me@localhost/d", SslMode::Disable),
             ("postgres://me@LocalHost/d", SslMode::Disable),
             ("postgres://me@127.0.0.1/d", SslMode::Disable),
             ("postgres://me@127.4.5.6/d", SslMode::Disable),
             ("postgres://me@[::1]/d", SslMode::Disable),
             ("postgres://me@/d?host=/tmp/pg", SslMode::Disable),
-            // A tunnel to a remote server: the host named is remote.
+            // A tunnel to a remote server: the host named is remote, and so is the far end.
             (
                 "postgres://me@db.example/d?hostaddr=127.0.0.1",
+                SslMode::VerifyFull,
+            ),
+            // A local name connected to a remote address leaves the machine.
+            (
+                "postgres://me@localhost/d?hostaddr=10.1.2.3",
+                SslMode::VerifyFull,
+            ),
+            (
+                "postgres://me@localhost/d?hostaddr=127.0.0.1",
+                SslMode::Disable,
+            ),
+            (
+                "postgres://me@db.example/d?sslmode=require",
                 SslMode::Require,
             ),
             // A CA named is one to check.

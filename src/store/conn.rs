@@ -211,16 +211,15 @@ fn open_postgres(url: &StoreUrl, pg: &PgUrl) -> Result<Conn> {
     if let Some(p) = &password {
         config.password(p.expose());
     }
-    let rootcert = pg.sslrootcert.as_deref();
     let connected = match mode {
         SslMode::Disable => config.connect(postgres::NoTls),
         _ => config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(
-            super::tls::client_config(mode, rootcert)?,
+            super::tls::client_config(mode, pg)?,
         )),
     };
     let client = connected.map_err(|e| {
         let mut why = crate::util::printable(&one_line(&e)).into_owned();
-        if let Some(advice) = super::tls::advice(mode, rootcert, &e) {
+        if let Some(advice) = super::tls::advice(pg, &e) {
             why = format!("{why} ({advice})");
         }
         let why = password

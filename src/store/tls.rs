@@ -2,31 +2,24 @@
 //! server's certificate must satisfy), its trusted CAs (`sslrootcert` or the webpki roots), and
 //! the advice added to a handshake that failed.
 
-use crate::config::store::SslMode;
+use crate::config::store::{PgUrl, SslMode};
 use crate::error::BadInput;
 use crate::util::printable;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
-use std::path::Path;
 use std::sync::Arc;
 
-/// The largest CA file read: a bundle of every public root is about 250 KiB.
-const MAX_ROOTS: u64 = 4 << 20;
-
 /// The configuration a connection in `mode` (never `Disable`) uses, trusting the CAs of
-/// `rootcert` or else the webpki roots. `Prefer` and `Require` check no certificate unless a CA
-/// file is named, then check the chain as `VerifyCa` does (libpq's rule).
-pub(super) fn client_config(mode: SslMode, rootcert: Option<&Path>) -> Result<ClientConfig> {
+/// `sslrootcert` or else the webpki roots. `Prefer` and `Require` check no certificate unless a
+/// CA file is named, then check the chain as `VerifyCa` does (libpq's rule).
+pub(super) fn client_config(mode: SslMode, pg: &PgUrl) -> Result<ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = match rootcert {
-        Some(path) => read_roots(path)?,
-        None => RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        },
-    };
+    let rootcert = pg.sslrootcert.as_deref();
+    let roots = pg.trusted_roots()?.unwrap_or_else(|| RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    });
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| BadInput(format!("TLS: {e}")))?;
@@ -48,43 +41,25 @@ pub(super) fn client_config(mode: SslMode, rootcert: Option<&Path>) -> Result<Cl
 
 type Result<T, E = BadInput> = std::result::Result<T, E>;
 
-/// Every certificate of a PEM file, each one a trusted CA.
-fn read_roots(path: &Path) -> Result<RootCertStore> {
-    let shown = printable(&path.display().to_string()).into_owned();
-    let bad = |why: String| BadInput(format!("sslrootcert {shown}: {why}"));
-    let bytes =
-        crate::util::read_bounded(path, MAX_ROOTS).map_err(|e| bad(format!("cannot read: {e}")))?;
-    let mut roots = RootCertStore::empty();
-    for (i, cert) in CertificateDer::pem_slice_iter(&bytes).enumerate() {
-        let cert = cert.map_err(|e| bad(format!("certificate {}: not PEM: {e}", i + 1)))?;
-        roots.add(cert).map_err(|e| {
-            bad(format!(
-                "certificate {}: not a CA gpassk can use: {e}",
-                i + 1
-            ))
-        })?;
-    }
-    if roots.is_empty() {
-        return Err(bad(
-            "no PEM certificate (-----BEGIN CERTIFICATE-----) in it".into(),
-        ));
-    }
-    Ok(roots)
-}
-
 /// What to add to a failed connection's one line, so the user knows which check failed and
 /// what to change.
-pub(super) fn advice(
-    mode: SslMode,
-    rootcert: Option<&Path>,
-    e: &postgres::Error,
-) -> Option<String> {
+pub(super) fn advice(pg: &PgUrl, e: &postgres::Error) -> Option<String> {
     use rustls::CertificateError as Cert;
-    let mode_name = mode.as_str();
+    let mode = pg.sslmode();
+    let rootcert = pg.sslrootcert.as_deref();
+    // A mode the user did not write is named as the default, so the check is not a surprise.
+    let mode_name = match (pg.sslmode, mode) {
+        (Some(_), _) => mode.as_str().to_string(),
+        (None, SslMode::Disable) => "disable (the default on this machine)".into(),
+        (None, _) => format!("{} (the default off this machine)", mode.as_str()),
+    };
     if let Some(db) = e.as_db_error() {
         // The server's words when pg_hba.conf has only `hostssl` lines for this connection.
         return (mode == SslMode::Disable && db.message().contains("no encryption")).then(|| {
-            "the server may take TLS connections only: set sslmode=verify-full (or require)".into()
+            format!(
+                "sslmode={mode_name}: the server may take TLS connections only: set \
+                 sslmode=verify-full (or require)"
+            )
         });
     }
     let source = std::error::Error::source(e)?;

@@ -369,6 +369,11 @@ fn a_store_table_without_a_url_or_with_an_unknown_key_is_bad_input() {
             "store.password_env",
         ),
         ("[store]\nurl = \"postgres://me:pw@h/d\"\n", "store.url"),
+        // A CA file is read with the config, not when the run ends and pushes.
+        (
+            "[store]\nurl = \"postgres://me@db.example/d?sslrootcert=/nonexistent/ca.pem\"\n",
+            "`store.url`: sslrootcert /nonexistent/ca.pem: cannot read",
+        ),
     ] {
         configure(&env, "n = 2", &format!("{table}{TWO_MODELS}"), "");
         let out = run(&env, &["--dry-run"]);

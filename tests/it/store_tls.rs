@@ -112,15 +112,50 @@ fn verify_full_refuses_a_certificate_for_another_name_or_from_another_ca() {
 }
 
 #[test]
-fn require_encrypts_without_a_ca_and_the_default_is_tls_for_remote_names_only() {
+fn require_encrypts_without_a_ca_and_the_default_is_verify_full_for_remote_names_only() {
     let db = TestDb::postgres();
     // require and prefer: encrypted (the TLS-only role gets in), no certificate checked.
     for mode in ["require", "prefer"] {
-        let url = db.tls_url(TLS_ONLY_USER, "127.0.0.1", &format!("sslmode={mode}"));
-        ok(&url, &["store", "ls"]);
+        for host in ["127.0.0.1", CERT_HOST] {
+            let url = db.tls_url(TLS_ONLY_USER, host, &format!("sslmode={mode}"));
+            ok(&url, &["store", "ls"]);
+        }
     }
-    // No sslmode and a name that is not this machine's: require.
-    ok(&db.tls_url(TLS_ONLY_USER, CERT_HOST, ""), &["store", "ls"]);
+    // No sslmode and a name that is not this machine's: verify-full. The test CA is no public
+    // one, so the certificate is refused, saying the mode was the default.
+    let remote = db.tls_url(TLS_ONLY_USER, CERT_HOST, "");
+    refused(
+        &[
+            "store",
+            "ls",
+            "--db",
+            &remote,
+            "--password-env",
+            PASSWORD_ENV,
+        ],
+        PASSWORD,
+        "sslmode=verify-full (the default off this machine) checks that a public CA signed",
+    );
+    // With the CA named (and no sslmode), the same name passes, and a name the certificate does
+    // not list is refused: the host is checked by default too.
+    let sslrootcert = format!("sslrootcert={}", test_ca().display());
+    ok(
+        &db.tls_url(TLS_ONLY_USER, CERT_HOST, &sslrootcert),
+        &["store", "ls"],
+    );
+    let by_address = db.tls_url(TLS_ONLY_USER, "127.0.0.1", &sslrootcert);
+    refused(
+        &[
+            "store",
+            "ls",
+            "--db",
+            &by_address,
+            "--password-env",
+            PASSWORD_ENV,
+        ],
+        PASSWORD,
+        "certificate not valid for name \"127.0.0.1\"",
+    );
     // No sslmode on the loopback address: plaintext, as before TLS was built in, so the
     // TLS-only role is turned away and the other role gets in.
     let loopback = db.tls_url(TLS_ONLY_USER, "127.0.0.1", "");
