@@ -174,17 +174,26 @@ impl Viewer {
         Ok(loaded)
     }
 
-    /// The stamps of every file scoring reads: a new line anywhere rescores.
-    fn stamps(l: &Loaded) -> Vec<Stamp> {
-        let mut out = vec![Stamp::of(&l.dir.manifest_path())];
-        for m in &l.plan.settings.models {
-            out.push(Stamp::of(&l.dir.checkpoint(&m.name)));
-            out.push(Stamp::of(&l.dir.grades(&m.name)));
-            out.push(Stamp::of(&l.dir.verifier_scores(&m.name)));
+    /// The stamps of every file a run's scores rest on (its manifest; per model its checkpoint,
+    /// judge verdicts and verifier scores; the verifier's settings; `scores.json`): a new line
+    /// anywhere rescores.
+    fn run_stamps<'a>(dir: &RunDir, models: impl Iterator<Item = &'a str>) -> Vec<Stamp> {
+        let mut out = vec![Stamp::of(&dir.manifest_path())];
+        for m in models {
+            out.push(Stamp::of(&dir.checkpoint(m)));
+            out.push(Stamp::of(&dir.grades(m)));
+            out.push(Stamp::of(&dir.verifier_scores(m)));
         }
-        out.push(Stamp::of(&l.dir.verifier_settings()));
-        out.push(Stamp::of(&l.dir.scores()));
+        out.push(Stamp::of(&dir.verifier_settings()));
+        out.push(Stamp::of(&dir.scores()));
         out
+    }
+
+    fn stamps(l: &Loaded) -> Vec<Stamp> {
+        Self::run_stamps(
+            &l.dir,
+            l.plan.settings.models.iter().map(|m| m.name.as_str()),
+        )
     }
 
     /// A run's scores as `gpassk report` gives them (but effort, served models of units graded
@@ -247,13 +256,9 @@ impl Viewer {
     /// The runs page's data, rebuilt when any manifest or checkpoint changed.
     pub fn runs_view(&self) -> Arc<data::RunsView> {
         let (entries, skipped) = self.entries();
-        let mut stamps: Vec<Stamp> = Vec::new();
-        for e in &entries {
-            stamps.push(Stamp::of(&e.dir.manifest_path()));
-            for m in e.manifest.models.keys() {
-                stamps.push(Stamp::of(&e.dir.checkpoint(m)));
-            }
-        }
+        let stamps: Vec<Stamp> = (entries.iter())
+            .flat_map(|e| Self::run_stamps(&e.dir, e.manifest.models.keys().map(String::as_str)))
+            .collect();
         let mut cached = lock(&self.history);
         if let Some((s, v)) = &*cached {
             if *s == stamps {
@@ -277,12 +282,8 @@ impl Viewer {
         };
         let mut h = std::collections::hash_map::DefaultHasher::new();
         for dir in &dirs {
-            Stamp::of(&dir.manifest_path()).hash(&mut h);
             let models = dir.read_manifest().map(|m| m.models).unwrap_or_default();
-            for m in models.keys() {
-                Stamp::of(&dir.checkpoint(m)).hash(&mut h);
-                Stamp::of(&dir.grades(m)).hash(&mut h);
-            }
+            Self::run_stamps(dir, models.keys().map(String::as_str)).hash(&mut h);
         }
         Ok(format!("{:016x}", h.finish()))
     }
