@@ -79,7 +79,7 @@ pub(crate) fn get(s: &Served, target: &str) -> Reply {
     }
 }
 
-fn ok(s: &Served, target: &str) -> String {
+pub(crate) fn ok(s: &Served, target: &str) -> String {
     let r = get(s, target);
     assert_eq!(r.status, 200, "{target}: {}", r.body);
     assert!(
@@ -377,13 +377,24 @@ fn bad_folders_ports_and_flags_are_one_line_errors_with_status_2() {
     }
 }
 
-/// Writes [`hostile_weeks`] to `$GPASSK_VIEW_DIR` for scripts/view-browser.sh.
+/// Writes [`hostile_weeks`] to `$GPASSK_VIEW_DIR` for scripts/view-browser.sh: week 2 scored as a
+/// run's end scores it (its pages read its `scores.json`), and a shard run of it beside (listed
+/// and marked on the Runs page, not in its history).
 #[test]
 #[ignore = "run by scripts/view-browser.sh"]
 fn write_view_fixture() {
     let root = PathBuf::from(std::env::var("GPASSK_VIEW_DIR").expect("GPASSK_VIEW_DIR"));
     std::fs::create_dir_all(&root).unwrap();
-    hostile_weeks(&root);
+    let (_, b) = hostile_weeks(&root);
+    score(&b, &[]);
+    let shard = root.join("2026-11-30-shard-1-of-2");
+    crate::common::copy_dir(&b, &shard);
+    std::fs::remove_file(shard.join("scores.json")).unwrap();
+    let path = shard.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&crate::common::read(&path)).unwrap();
+    m["run_id"] = "2026-11-30-shard-1-of-2".into();
+    m["shard"] = serde_json::json!({"index": 1, "count": 2});
+    std::fs::write(&path, m.to_string()).unwrap();
 }
 
 /// A search run: the problem page shows each search's chosen path and links its tree; the tree
@@ -411,6 +422,9 @@ fn a_search_shows_its_chosen_path_and_tree_and_no_tree_outside_the_run() {
     let tree_page = ok(&s, &href.replace("&amp;", "&"));
     assert!(tree_page.contains("&lt;script&gt;alert(4)"), "{tree_page}");
     assert!(!tree_page.contains("<script>alert"));
+    for other in ["/", "/run/run", "/run/run/problems", "/compare?a=run&b=run"] {
+        ok(&s, other);
+    }
     let outside = get(&s, "/run/run/tree?model=searcher&id=p0&index=1");
     assert_eq!(outside.status, 400, "{}", outside.body);
     assert!(!outside.body.contains("secret\": 1"));
@@ -472,11 +486,13 @@ fn an_imported_run_is_served_like_a_native_one() {
     let page = ok(&s, "/run/imported/problem?id=a");
     assert_eq!(page.matches("<article class=\"sample").count(), 2, "{page}");
     assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;") && !page.contains("<img"));
-    ok(&s, "/run/imported");
+    for other in ["/", "/run/imported", "/compare?a=imported&b=imported"] {
+        ok(&s, other);
+    }
 }
 
 /// The run and problems pages' data of run `name`.
-fn pages(s: &Served, name: &str) -> (serde_json::Value, serde_json::Value) {
+pub(crate) fn pages(s: &Served, name: &str) -> (serde_json::Value, serde_json::Value) {
     let json = |target: String| -> serde_json::Value {
         serde_json::from_str(&ok(s, &target)).unwrap_or_else(|e| panic!("{target}: {e}"))
     };
@@ -488,7 +504,7 @@ fn pages(s: &Served, name: &str) -> (serde_json::Value, serde_json::Value) {
 
 /// The pages of `run` as grading every sample gives them: the folder `root` copied without the
 /// run's stored parts, and served.
-fn graded_whole(root: &Path, run: &Path) -> (serde_json::Value, serde_json::Value) {
+pub(crate) fn graded_whole(root: &Path, run: &Path) -> (serde_json::Value, serde_json::Value) {
     let copy = tempfile::tempdir().unwrap();
     crate::common::copy_dir(root, copy.path());
     let _ = std::fs::remove_file(copy.path().join(name(run)).join("scores.json"));
@@ -674,11 +690,14 @@ fn a_judged_run_marks_what_the_judge_overruled_and_follows_new_verdicts() {
     assert_eq!(grid["judged"], true);
     let overruled = grid_matches_problem_pages(&s, &run_name, &grid);
     assert!(overruled > 0, "the judge rescued rule rejections: {grid}");
-    // The judge asked again about one rescued sample, and saying no this time.
+    // The judge asked again about one rescued sample (not a greedy answer, which c leaves out),
+    // and saying no this time.
     let grades = dir.join("grades/m1.jsonl");
     let text = crate::common::read(&grades);
-    let mut verdict: serde_json::Value =
-        serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let mut verdict: serde_json::Value = (text.lines())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["sample_index"].is_u64())
+        .expect("a sample the judge rescued");
     verdict["correct"] = false.into();
     std::fs::write(&grades, format!("{text}{verdict}\n")).unwrap();
     let (_, again) = pages(&s, &run_name);
