@@ -1,7 +1,8 @@
 //! `gpassk view` on a large run: a run directory of 1,000,000 samples (2 models × 31,250
-//! problems × n = 16) written directly and scored as a run's end scores it, then the times to
-//! open it (plan and the checkpoint offset index), to answer problem pages, to show the run and
-//! problems pages from the kept scores, and to grade everything again once the run grew.
+//! problems × n = 16) written directly and scored as `gpassk run` leaves it, then the times to
+//! open it (plan and the checkpoint offset index), to answer problem pages, and to show the first
+//! run, problems and runs pages: from its `scores.json`, with lines appended past what it holds
+//! (those problems graded again), and without it (every sample graded).
 //!
 //! `cargo bench --bench view` (1,000,000 samples) or `-- --quick` (100,000).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
@@ -92,6 +93,35 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// Scores the run and writes its reports and `scores.json`, as `gpassk run` leaves it.
+fn score(run: &Path) {
+    let (notes, _) = gpassk::util::Notes::collect();
+    let dir = gpassk::rundir::RunDir::at(run);
+    let results = gpassk::scoring::load_run(&dir, &notes).unwrap();
+    gpassk::report::write_all(&dir, &results).unwrap();
+}
+
+/// Appends `lines` records of sample n-1 (which [`without_slot`] took out), of problems `first`,
+/// `first + 13`, …: new units, as a run still being sampled appends them.
+fn append(path: &Path, first: usize, lines: usize, problems: usize) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    for i in 0..lines {
+        let mut r = last.clone();
+        r["problem_id"] = format!("p{}", (first + i * 13) % problems).into();
+        r["sample_index"] = (N - 1).into();
+        writeln!(f, "{r}").unwrap();
+    }
+}
+
+/// Times `f` once, in milliseconds.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let out = f();
+    (out, ms(t.elapsed()))
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let samples = if quick { 100_000 } else { 1_000_000 };
@@ -112,33 +142,68 @@ fn main() {
         bytes as f64 / 1e6,
         t.elapsed().as_secs_f64()
     );
+    let ((), took) = timed(|| score(&run));
+    println!("scored and written as `gpassk score` does (reports and scores.json): {took:.0} ms");
 
-    let t = Instant::now();
-    let (notes, _) = gpassk::util::Notes::collect();
-    let results = gpassk::scoring::load_run(&gpassk::rundir::RunDir::at(&run), &notes).unwrap();
-    gpassk::report::write_all(&gpassk::rundir::RunDir::at(&run), &results).unwrap();
+    let (viewer, open) = timed(|| {
+        let viewer = Viewer::new(dir.path()).unwrap();
+        assert_eq!(viewer.entries().0.len(), 1);
+        let first = data::problem_view(&viewer, "big-run", "p0").unwrap();
+        assert_eq!(first.models[0].samples.len(), N as usize);
+        viewer
+    });
     println!(
-        "scored and reported once, as a run's end does (every sample graded): {:.0} ms",
-        ms(t.elapsed())
+        "open (folder, plan, offset index of {samples} lines, first problem page): {open:.0} ms"
     );
+    problem_pages(&viewer, problems);
+    first_pages(&viewer, "from scores.json");
 
-    let t = Instant::now();
+    let path = run.join("checkpoints/alpha.jsonl");
+    std::fs::write(&path, without_slot(&path, N - 1)).unwrap();
+    score(&run);
     let viewer = Viewer::new(dir.path()).unwrap();
-    let runs = viewer.entries().0.len();
-    let first = data::problem_view(&viewer, "big-run", "p0").unwrap();
-    let open = t.elapsed();
-    assert_eq!(runs, 1);
-    assert_eq!(first.models[0].samples.len(), N as usize);
-    println!(
-        "open (folder, plan, offset index of {samples} lines, first problem page): {:.0} ms",
-        ms(open)
-    );
+    append(&path, 0, 1000, problems);
+    first_pages(&viewer, "1,000 lines past scores.json");
+    append(&path, 1, 1000, problems);
+    let (_, took) = timed(|| page::run(&data::run_view(&viewer, "big-run").unwrap()));
+    println!("run page after 1,000 more lines (those problems graded again): {took:.0} ms");
+    let kept = pages_json(&viewer);
 
+    std::fs::remove_file(run.join("scores.json")).unwrap();
+    let viewer = Viewer::new(dir.path()).unwrap();
+    first_pages(&viewer, "no scores.json: every sample graded");
+    assert!(
+        kept == pages_json(&viewer),
+        "the scores kept current give what grading every sample gives"
+    );
+}
+
+/// The run and problems pages' data as JSON.
+fn pages_json(viewer: &Viewer) -> (String, String) {
+    let run = data::run_view(viewer, "big-run").unwrap();
+    let grid = data::problems_view(viewer, "big-run").unwrap();
+    (
+        serde_json::to_string(&run).unwrap(),
+        serde_json::to_string(&grid).unwrap(),
+    )
+}
+
+/// The checkpoint without its lines of sample `slot`, so appended lines of that slot are new.
+fn without_slot(path: &Path, slot: u32) -> String {
+    let key = format!("\"sample_index\":{slot},");
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .filter(|l| !l.contains(&key))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn problem_pages(viewer: &Viewer, problems: usize) {
     let mut times: Vec<Duration> = (0..200)
         .map(|i| {
             let id = format!("p{}", (i * 7919) % problems);
             let t = Instant::now();
-            let v = data::problem_view(&viewer, "big-run", &id).unwrap();
+            let v = data::problem_view(viewer, "big-run", &id).unwrap();
             let html = page::problem(&v);
             assert!(html.contains("<article class=\"sample"));
             t.elapsed()
@@ -152,58 +217,20 @@ fn main() {
         ms(times[times.len() * 99 / 100]),
         ms(times[times.len() - 1])
     );
+}
 
-    let t = Instant::now();
-    let runs = viewer.runs_view();
+/// The first run, problems and runs pages of a viewer (data + HTML), then the problems page again.
+fn first_pages(viewer: &Viewer, how: &str) {
+    let (_, run) = timed(|| page::run(&data::run_view(viewer, "big-run").unwrap()));
+    let (rows, grid) = timed(|| {
+        let v = data::problems_view(viewer, "big-run").unwrap();
+        page::problems(&v, None);
+        v.rows.len()
+    });
+    let (_, runs) = timed(|| page::runs(&viewer.runs_view()));
+    let (_, again) = timed(|| data::problems_view(viewer, "big-run").unwrap());
     println!(
-        "first runs page (history over the folder, from the kept scores): {:.0} ms ({} runs)",
-        ms(t.elapsed()),
-        runs.runs.len()
-    );
-    let t = Instant::now();
-    let page = data::run_view(&viewer, "big-run").unwrap();
-    println!(
-        "first run page (from the kept scores): {:.0} ms ({} models)",
-        ms(t.elapsed()),
-        page.models.len()
-    );
-    let t = Instant::now();
-    let grid = data::problems_view(&viewer, "big-run").unwrap();
-    println!(
-        "first problems page (from the kept scores): {:.0} ms ({} rows)",
-        ms(t.elapsed()),
-        grid.rows.len()
-    );
-
-    let path = run.join("checkpoints/alpha.jsonl");
-    let last = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
-    for _ in 0..1000 {
-        writeln!(f, "{last}").unwrap();
-    }
-    drop(f);
-    let t = Instant::now();
-    data::problem_view(&viewer, "big-run", "p1").unwrap();
-    println!(
-        "problem page after 1,000 lines appended (index extended): {:.2} ms",
-        ms(t.elapsed())
-    );
-
-    let t = Instant::now();
-    let grid = data::problems_view(&viewer, "big-run").unwrap();
-    println!("problems page after the run grew (kept scores stale: all {samples} samples graded again): {:.0} ms ({} rows)", ms(t.elapsed()), grid.rows.len());
-    let t = Instant::now();
-    data::problems_view(&viewer, "big-run").unwrap();
-    println!(
-        "problems page again (cached scores): {:.0} ms",
-        ms(t.elapsed())
+        "{how}: first run page {run:.0} ms, first problems page {grid:.0} ms ({rows} rows), \
+         runs page {runs:.0} ms, problems page again {again:.0} ms"
     );
 }

@@ -27,12 +27,15 @@ pub struct RunEntry {
     pub stored: Option<std::sync::Arc<Stored>>,
 }
 
-/// What a results database holds of a run for its history.
+/// A run's results already at hand (read from a results database, or kept by the viewer), so
+/// its history does not score it again.
 #[derive(Debug)]
 pub struct Stored {
     pub results: RunResults,
-    /// Per model, usable samples by system fingerprint (`""` for none).
-    pub fingerprints: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
+    /// Per model, usable samples by system fingerprint (`""` for none); None: counted in the
+    /// run directory's checkpoints when a drift needs them.
+    pub fingerprints:
+        Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>>,
 }
 
 impl RunEntry {
@@ -81,7 +84,7 @@ pub fn stored_entry(
         manifest,
         stored: Some(std::sync::Arc::new(Stored {
             results,
-            fingerprints,
+            fingerprints: Some(fingerprints),
         })),
     }))
 }
@@ -280,8 +283,8 @@ fn fingerprints(m: &ModelManifest) -> BTreeSet<String> {
 /// Share of a model's usable samples whose fingerprint is not in `known` (from the database
 /// for a stored run, else its checkpoint); `None` when unreadable or no sample is usable.
 fn new_fingerprint_share(run: &RunEntry, model: &str, known: &BTreeSet<String>) -> Option<f64> {
-    let counts = match &run.stored {
-        Some(s) => s.fingerprints.get(model).cloned()?,
+    let counts = match run.stored.as_ref().and_then(|s| s.fingerprints.as_ref()) {
+        Some(f) => f.get(model).cloned()?,
         None => run.dir.fingerprint_counts(model)?,
     };
     let total: u64 = counts.values().sum();

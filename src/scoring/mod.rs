@@ -1,6 +1,7 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
+pub mod grow;
 pub mod judge;
 pub mod label;
 pub mod pass;
@@ -73,6 +74,10 @@ pub struct ModelScore {
     /// With a judge: per problem (aligned with `problems`), its samples (greedy answers too)
     /// whose judge verdict differs from the rule grader's.
     pub judge_overruled: Option<Vec<u32>>,
+    /// Per problem, what it adds to the unit totals beyond its counts (no answer, truncated):
+    /// what keeps the totals exact when one problem is graded again ([`grow`]). None when built
+    /// from parts that do not hold it (the results database).
+    pub problem_units: Option<Vec<grow::ProblemUnits>>,
 }
 
 /// The source harness's verdicts of an imported run's samples, beside gpassk's re-grade.
@@ -200,6 +205,28 @@ pub struct RunResults {
 }
 
 impl RunResults {
+    /// The results of `plan`'s run `run_id` around its models' scores.
+    pub fn of_plan(
+        plan: &Plan,
+        run_id: String,
+        manifest: Option<Manifest>,
+        models: Vec<ModelScore>,
+        basis: Option<stored::Basis>,
+    ) -> RunResults {
+        let ev = &plan.settings.evaluation;
+        RunResults {
+            run_id,
+            dataset: plan.dataset.name.clone(),
+            dataset_sha256: plan.dataset.sha256.clone(),
+            shown: ev.metrics.clone(),
+            ks: ev.ks.clone(),
+            taus: ev.taus.clone(),
+            manifest,
+            models,
+            basis,
+        }
+    }
+
     /// What reports are titled with: the settings' `task_name` and the dataset, or the dataset.
     pub fn label(&self) -> String {
         match self.manifest.as_ref().and_then(|m| m.task_name.as_deref()) {
@@ -481,71 +508,152 @@ pub fn score_model(
     greedy: bool,
     inputs: &ScoreInputs,
 ) -> Result<ModelScore> {
-    let width = n as usize + 1;
-    let mut state = vec![MISSING; inputs.problems.len() * width];
-    let mut truncated = 0u64;
-    let mut served: BTreeMap<String, u64> = BTreeMap::new();
-    // Per problem: the answer classes of its samples as (key hash, members, members correct).
-    // Keys are hashed so memory stays a few bytes per distinct answer, never the responses.
-    let mut classes: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); inputs.problems.len()];
-    let mut effort = Effort::default();
-    let mut has_unit = vec![false; inputs.problems.len()];
-    let mut source = SourceTally::default();
-    let mut voters = verified::Voters::new(inputs.problems.len());
-    let mut overruled = inputs.judge.map(|_| vec![0u32; inputs.problems.len()]);
+    let mut t = ModelTally::new(inputs.problems.len(), n, inputs.judge.is_some());
     let units = ModelUnits {
         checkpoint: path,
         problems: inputs.problems,
         n,
         greedy,
     };
-    grade_units(&units, inputs, false, |g| {
+    grade_units(&units, inputs, false, |g| t.add(g))?;
+    let (parts, problem_units) = t.parts(name, model_id, greedy, inputs.problems);
+    let score = ModelScore::from_parts(parts, inputs.ks, inputs.taus)?;
+    let source = t.source.score(&score.problems, n, inputs)?;
+    let mut score = ModelScore {
+        effort: t.effort,
+        source,
+        judge_overruled: t.overruled,
+        problem_units: Some(problem_units),
+        ..score
+    };
+    if let Some(v) = inputs.verifier {
+        verified::extend(&mut score, t.voters, v, inputs.ks)?;
+    }
+    Ok(score)
+}
+
+/// What grading one model's units gathers, unit by unit in checkpoint order (each unit once):
+/// for all its problems ([`score_model`]), or for one problem graded again (`grow`).
+struct ModelTally {
+    n: u32,
+    /// Per (problem, slot): MISSING, WRONG, NO_ANSWER or CORRECT; slot n is the greedy answer.
+    state: Vec<u8>,
+    /// Per problem: the answer classes of its samples as (key hash, members, members correct).
+    /// Keys are hashed so memory stays a few bytes per distinct answer, never the responses.
+    classes: Vec<Vec<(u64, u32, u32)>>,
+    /// Per problem: its truncated samples.
+    truncated: Vec<u32>,
+    /// With a judge, per problem: its units the judge decided otherwise than the rule grader.
+    overruled: Option<Vec<u32>>,
+    served: BTreeMap<String, u64>,
+    effort: Effort,
+    has_unit: Vec<bool>,
+    source: SourceTally,
+    voters: verified::Voters,
+}
+
+impl ModelTally {
+    fn new(problems: usize, n: u32, judged: bool) -> ModelTally {
+        ModelTally {
+            n,
+            state: vec![MISSING; problems * (n as usize + 1)],
+            classes: vec![Vec::new(); problems],
+            truncated: vec![0; problems],
+            overruled: judged.then(|| vec![0; problems]),
+            served: BTreeMap::new(),
+            effort: Effort::default(),
+            has_unit: vec![false; problems],
+            source: SourceTally::default(),
+            voters: verified::Voters::new(problems),
+        }
+    }
+
+    fn add(&mut self, g: Graded) {
         let (p, slot) = (g.problem as usize, g.slot as usize);
-        state[p * width + slot] = match g.outcome {
+        let sample = slot < self.n as usize;
+        self.state[p * (self.n as usize + 1) + slot] = match g.outcome {
             Outcome::Correct => CORRECT,
             Outcome::Wrong => WRONG,
             Outcome::NoAnswer => NO_ANSWER,
         };
-        if let (Some(key), true) = (g.class, slot < n as usize) {
-            let ok = (g.outcome == Outcome::Correct) as u32;
-            match classes[p].iter_mut().find(|c| c.0 == key) {
+        let correct = g.outcome == Outcome::Correct;
+        if let (Some(key), true) = (g.class, sample) {
+            let ok = correct as u32;
+            match self.classes[p].iter_mut().find(|c| c.0 == key) {
                 Some(c) => {
                     c.1 += 1;
                     c.2 += ok;
                 }
-                None => classes[p].push((key, 1, ok)),
+                None => self.classes[p].push((key, 1, ok)),
             }
         }
-        if let (Some(v), true) = (g.source, slot < n as usize) {
-            let problems = inputs.problems.len();
-            source.add(problems, p, g.outcome == Outcome::Correct, v);
+        if let (Some(v), true) = (g.source, sample) {
+            self.source.add(self.classes.len(), p, correct, v);
         }
-        if let (Some(v), true) = (g.verifier, slot < n as usize) {
-            voters.add(p, g.outcome == Outcome::Correct, g.class, v);
+        if let (Some(v), true) = (g.verifier, sample) {
+            self.voters.add(p, correct, g.class, v);
         }
-        if let (Some(o), true) = (overruled.as_mut(), g.overruled) {
+        if let (Some(o), true) = (self.overruled.as_mut(), g.overruled) {
             o[p] += 1;
         }
-        truncated += (g.truncated && slot < n as usize) as u64;
+        self.truncated[p] += (g.truncated && sample) as u32;
         if let Some(s) = g.served {
-            *served.entry(s).or_default() += 1;
+            *self.served.entry(s).or_default() += 1;
         }
-        effort.add(&g.cost, !std::mem::replace(&mut has_unit[p], true));
-    })?;
-    let score = tally(
-        name, model_id, n, greedy, inputs, &state, classes, truncated, served,
-    )?;
-    let source = source.score(&score.problems, n, inputs)?;
-    let mut score = ModelScore {
-        effort,
-        source,
-        judge_overruled: overruled,
-        ..score
-    };
-    if let Some(v) = inputs.verifier {
-        verified::extend(&mut score, voters, v, inputs.ks)?;
+        let first = !std::mem::replace(&mut self.has_unit[p], true);
+        self.effort.add(&g.cost, first);
     }
-    Ok(score)
+
+    /// Per-problem counts and votes with the unit totals (what every metric rests on), and per
+    /// problem what it adds to those totals beyond its counts.
+    fn parts(
+        &self,
+        name: &str,
+        model_id: &str,
+        greedy: bool,
+        problems: &[Problem],
+    ) -> (ScoreParts, Vec<grow::ProblemUnits>) {
+        let (n, width) = (self.n, self.n as usize + 1);
+        let mut counts = Vec::with_capacity(problems.len());
+        let mut units = Vec::with_capacity(problems.len());
+        for (p, prob) in problems.iter().enumerate() {
+            let cells = &self.state[p * width..(p + 1) * width];
+            let samples = &cells[..n as usize];
+            let g = cells[n as usize];
+            counts.push(ProblemCounts {
+                id: prob.id.clone(),
+                subset: prob.subset.clone(),
+                n: samples.iter().filter(|&&c| c >= WRONG).count() as u64,
+                c: samples.iter().filter(|&&c| c == CORRECT).count() as u64,
+                greedy: (greedy && g >= WRONG).then_some(g == CORRECT),
+            });
+            units.push(grow::ProblemUnits {
+                no_answer: samples.iter().filter(|&&c| c == NO_ANSWER).count() as u32,
+                truncated: self.truncated[p],
+            });
+        }
+        let votes: Vec<Vote> = (self.classes.iter())
+            .map(|cs| {
+                let tally: Vec<(u32, u32)> = cs.iter().map(|c| (c.1, c.2)).collect();
+                Vote::from_classes(&tally)
+            })
+            .collect();
+        let mut parts = ScoreParts {
+            name: name.to_string(),
+            model_id: model_id.to_string(),
+            n,
+            problems: counts,
+            votes,
+            correct: 0,
+            wrong: 0,
+            no_answer: 0,
+            truncated: 0,
+            missing: 0,
+            served_models: self.served.clone(),
+        };
+        grow::sum_units(&mut parts, &units, greedy);
+        (parts, units)
+    }
 }
 
 /// One graded unit as `gpassk store push --samples` writes it.
@@ -606,68 +714,6 @@ pub fn for_each_sample(
     failed.map_or(Ok(()), Err)
 }
 
-/// Per-problem counts, votes, metrics and intervals from the graded unit states.
-#[allow(clippy::too_many_arguments)]
-fn tally(
-    name: &str,
-    model_id: &str,
-    n: u32,
-    greedy: bool,
-    inputs: &ScoreInputs,
-    state: &[u8],
-    classes: Vec<Vec<(u64, u32, u32)>>,
-    truncated: u64,
-    served: BTreeMap<String, u64>,
-) -> Result<ModelScore> {
-    let width = n as usize + 1;
-    let (mut correct, mut wrong, mut no_answer, mut missing) = (0, 0, 0, 0);
-    let mut problems = Vec::with_capacity(inputs.problems.len());
-    for (p, prob) in inputs.problems.iter().enumerate() {
-        let cells = &state[p * width..(p + 1) * width];
-        let samples = &cells[..n as usize];
-        for &c in samples {
-            match c {
-                CORRECT => correct += 1,
-                WRONG => wrong += 1,
-                NO_ANSWER => no_answer += 1,
-                _ => missing += 1,
-            }
-        }
-        let g = cells[n as usize];
-        if greedy && g < WRONG {
-            missing += 1;
-        }
-        problems.push(ProblemCounts {
-            id: prob.id.clone(),
-            subset: prob.subset.clone(),
-            n: samples.iter().filter(|&&c| c >= WRONG).count() as u64,
-            c: samples.iter().filter(|&&c| c == CORRECT).count() as u64,
-            greedy: (greedy && g >= WRONG).then_some(g == CORRECT),
-        });
-    }
-    let votes: Vec<Vote> = classes
-        .iter()
-        .map(|cs| {
-            let tally: Vec<(u32, u32)> = cs.iter().map(|c| (c.1, c.2)).collect();
-            Vote::from_classes(&tally)
-        })
-        .collect();
-    let parts = ScoreParts {
-        name: name.to_string(),
-        model_id: model_id.to_string(),
-        n,
-        problems,
-        votes,
-        correct,
-        wrong,
-        no_answer,
-        truncated,
-        missing,
-        served_models: served,
-    };
-    ModelScore::from_parts(parts, inputs.ks, inputs.taus)
-}
-
 /// What a model's score rests on: per-problem counts and majority votes, and the unit tallies.
 /// The results database keeps these; every metric, value per problem and interval follows.
 #[derive(Debug, Clone)]
@@ -712,6 +758,7 @@ impl ModelScore {
             source: None,
             verifier: None,
             judge_overruled: None,
+            problem_units: None,
         })
     }
 }
@@ -1188,17 +1235,13 @@ pub fn score_run(
         },
         |m| m.run_id.clone(),
     );
-    Ok(RunResults {
+    Ok(RunResults::of_plan(
+        plan,
         run_id,
-        dataset: plan.dataset.name.clone(),
-        dataset_sha256: plan.dataset.sha256.clone(),
-        shown: ev.metrics.clone(),
-        ks: ev.ks.clone(),
-        taus: ev.taus.clone(),
         manifest,
         models,
-        basis: Some(basis),
-    })
+        Some(basis),
+    ))
 }
 
 /// The judge verdicts one model's scoring uses (None when the rule grader decides alone), after

@@ -3,7 +3,9 @@
 //! what they were scored from (the settings that decide a grade, and the size and time of every
 //! file read). A reader that must not grade a million samples again (the viewer, `history`) reads
 //! them back through [`ModelScore::from_stored`], the path the results database uses too, and
-//! only while every file is as it was; otherwise it scores the run.
+//! only while every file is as it was; otherwise it scores the run. A checkpoint that only grew
+//! since (a run still being sampled) leaves the rest usable: [`read_kept`] says which grew, and
+//! the viewer grades the problems with new lines alone (`grow`).
 
 use super::{ModelScore, RunResults, ScoreParts};
 use crate::metrics::{MetricKind, ProblemCounts, Tau};
@@ -11,6 +13,7 @@ use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::RunDir;
 use crate::stats::Vote;
+use crate::util::Prefix;
 use anyhow::Result;
 use num_bigint::BigInt;
 use num_rational::BigRational;
@@ -20,7 +23,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The layout of `scores.json`; another is read as absent.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// The largest `scores.json` read (a million problems of a few models fit).
 const MAX_BYTES: u64 = 512 * 1024 * 1024;
@@ -59,6 +62,9 @@ pub struct Basis {
     pub settings: String,
     pub dataset_sha256: String,
     pub files: Vec<FileStamp>,
+    /// Per model in order, its checkpoint's complete lines as scoring found them: a later reader
+    /// tells from it whether the checkpoint only grew since, and from where (None: unreadable).
+    pub checkpoints: Vec<Option<Prefix>>,
 }
 
 impl Basis {
@@ -78,6 +84,7 @@ impl Basis {
             settings: crate::util::hex(&Sha256::digest(key.as_bytes())),
             dataset_sha256: plan.dataset.sha256.clone(),
             files: Vec::new(),
+            checkpoints: Vec::new(),
         }
     }
 
@@ -90,11 +97,42 @@ impl Basis {
         ] {
             self.files.push(FileStamp::of(dir, &path));
         }
+        self.checkpoints
+            .push(Prefix::of(&dir.checkpoint(model)).ok());
     }
 
-    /// Whether `dir`'s files are still as this basis found them.
-    fn holds_in(&self, dir: &RunDir) -> bool {
-        (self.files.iter()).all(|f| FileStamp::of(dir, &dir.file(&f.file)) == *f)
+    /// Per model of `plan` (in its order), whether its checkpoint in `dir` only grew since this
+    /// basis found it; None when the basis is of other settings, another model list or gpassk
+    /// version, or when any other file it rests on changed (or a checkpoint was rewritten).
+    pub fn holds_for(&self, dir: &RunDir, plan: &Plan) -> Option<Vec<bool>> {
+        let verifier = super::verify::run_settings(dir, plan.settings.verifier.as_ref()).ok()?;
+        let mut expected = Basis::start(plan, verifier.as_ref());
+        expected.files = self.files.clone();
+        expected.checkpoints = self.checkpoints.clone();
+        let names: Vec<&str> = plan
+            .settings
+            .models
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect();
+        let same = *self == expected && self.checkpoints.len() == names.len();
+        same.then(|| self.grown_in(dir, &names)).flatten()
+    }
+
+    /// Per model, whether its checkpoint grew since this basis found it; None when a file
+    /// changed otherwise (or a checkpoint was rewritten).
+    fn grown_in(&self, dir: &RunDir, models: &[&str]) -> Option<Vec<bool>> {
+        let mut grown = vec![false; models.len()];
+        for f in &self.files {
+            let path = dir.file(&f.file);
+            if FileStamp::of(dir, &path) == *f {
+                continue;
+            }
+            let i = models.iter().position(|m| dir.checkpoint(m) == path)?;
+            let prefix = self.checkpoints.get(i)?.as_ref()?;
+            grown[i] = prefix.holds(&path).then_some(true)?;
+        }
+        Some(grown)
     }
 }
 
@@ -123,6 +161,8 @@ struct StoredModel {
     columns: Vec<StoredColumn>,
     /// With a judge: per problem, the samples it judged otherwise than the rule grader.
     judge_overruled: Option<Vec<u32>>,
+    /// Per problem: its samples with no answer and truncated.
+    units: Option<Vec<(u32, u32)>>,
 }
 
 type StoredProblem = (String, Option<String>, u64, u64, Option<u8>, u32, u32, u32);
@@ -236,6 +276,8 @@ pub fn bytes(dir: &RunDir, results: &RunResults) -> Option<Vec<u8>> {
                 })
                 .collect(),
             judge_overruled: m.judge_overruled.clone(),
+            units: (m.problem_units.as_ref())
+                .map(|u| u.iter().map(|u| (u.no_answer, u.truncated)).collect()),
         })
         .collect();
     let file = ScoresFile {
@@ -251,44 +293,46 @@ pub fn bytes(dir: &RunDir, results: &RunResults) -> Option<Vec<u8>> {
 /// file is absent, unreadable, of another layout or gpassk version, or when any file or setting
 /// it rests on changed since (then the caller scores the run).
 pub fn read_back(dir: &RunDir, plan: &Plan, manifest: &Manifest) -> Option<RunResults> {
+    let kept = read_kept(dir, plan, manifest)?;
+    (!kept.grown.contains(&true)).then_some(kept.results)
+}
+
+/// What `scores.json` holds of a run whose checkpoints may have grown since: the results as
+/// scored, and per model whether its checkpoint grew.
+pub struct Kept {
+    pub results: RunResults,
+    pub grown: Vec<bool>,
+}
+
+/// [`read_back`], but a checkpoint that only grew since it was scored (lines appended after
+/// those scored) is said, not refused; None when anything else changed, as for `read_back`.
+pub fn read_kept(dir: &RunDir, plan: &Plan, manifest: &Manifest) -> Option<Kept> {
     let path = dir.scores();
     let text = crate::util::read_bounded_string(&path, MAX_BYTES).ok()?;
     let file: ScoresFile = serde_json::from_str(&text).ok()?;
-    let verifier = super::verify::run_settings(dir, plan.settings.verifier.as_ref()).ok()?;
-    let mut expected = Basis::start(plan, verifier.as_ref());
-    expected.files = file.basis.files.clone();
-    let fresh = file.format == FORMAT
-        && file.basis == expected
-        && file.basis.holds_in(dir)
+    let names = plan.settings.models.iter().map(|m| m.name.as_str());
+    let ids = plan.problems.iter().map(|p| p.id.as_str());
+    let fits = file.format == FORMAT
         && FileStamp::of(dir, &dir.verifier_settings()) == file.verifier_settings
-        && (file.models.iter().map(|m| m.name.as_str())).eq(plan
-            .settings
-            .models
-            .iter()
-            .map(|m| m.name.as_str()));
-    if !fresh {
+        && file.models.iter().map(|m| m.name.as_str()).eq(names)
+        && (file.models.iter()).all(|m| m.problems.iter().map(|p| p.0.as_str()).eq(ids.clone()));
+    if !fits {
         return None;
     }
+    let grown = file.basis.holds_for(dir, plan)?;
     let ev = &plan.settings.evaluation;
     let models = (file.models.into_iter())
         .map(|m| model_of(m, &ev.ks, &ev.taus))
         .collect::<Result<Vec<_>>>()
         .ok()?;
-    Some(RunResults {
-        run_id: manifest.run_id.clone(),
-        dataset: plan.dataset.name.clone(),
-        dataset_sha256: plan.dataset.sha256.clone(),
-        shown: ev.metrics.clone(),
-        ks: ev.ks.clone(),
-        taus: ev.taus.clone(),
-        manifest: Some(manifest.clone()),
-        models,
-        basis: Some(file.basis),
-    })
+    let (run_id, manifest) = (manifest.run_id.clone(), Some(manifest.clone()));
+    let results = RunResults::of_plan(plan, run_id, manifest, models, Some(file.basis));
+    Some(Kept { results, grown })
 }
 
 fn model_of(m: StoredModel, ks: &[u64], taus: &[Tau]) -> Result<ModelScore> {
     let overruled = m.judge_overruled;
+    let units = m.units;
     let (mut problems, mut votes) = (Vec::new(), Vec::new());
     for (id, subset, n, c, greedy, voters, winners, winners_correct) in m.problems {
         let greedy = greedy.map(|g| g != 0);
@@ -341,6 +385,16 @@ fn model_of(m: StoredModel, ks: &[u64], taus: &[Tau]) -> Result<ModelScore> {
         .as_ref()
         .is_none_or(|o| o.len() == score.problems.len()));
     score.judge_overruled = overruled;
+    let problems = score.problems.len();
+    anyhow::ensure!(units.as_ref().is_none_or(|u| u.len() == problems));
+    score.problem_units = units.map(|u| {
+        (u.into_iter())
+            .map(|(no_answer, truncated)| super::grow::ProblemUnits {
+                no_answer,
+                truncated,
+            })
+            .collect()
+    });
     Ok(score)
 }
 

@@ -4,7 +4,7 @@
 
 use super::{Loaded, ViewError, Viewer};
 use crate::analysis::compare::compare;
-use crate::analysis::history::{datasets, history, RunEntry};
+use crate::analysis::history::{datasets, history, whole_runs, RunEntry, Stored};
 use crate::dataset::Problem;
 use crate::grade::{grade_with_options, Answer, Outcome};
 use crate::metrics::to_f64;
@@ -25,6 +25,8 @@ pub struct RunsView {
     /// The history table: a row per dataset, model, headline metric and run.
     pub history: Vec<HistoryRow>,
     pub changes: Vec<String>,
+    /// What the history leaves out (shard runs: their merged runs are in it).
+    pub history_notes: Vec<String>,
     /// Runs that could not be read or scored, with the reason.
     pub skipped: Vec<String>,
 }
@@ -35,6 +37,8 @@ pub struct RunRow {
     pub dataset: String,
     pub created_at: String,
     pub status: String,
+    /// `I/N` for a shard run (`gpassk run --shard`): listed, never in the history.
+    pub shard: Option<String>,
     pub models: Vec<String>,
     /// The run before it from the same config on the same data, when served.
     pub previous: Option<String>,
@@ -85,8 +89,13 @@ pub struct HistoryRow {
 }
 
 pub(super) fn runs_view(viewer: &Viewer, entries: &[RunEntry], skipped: Vec<String>) -> RunsView {
-    let names = datasets(entries, None);
-    let h = history(entries, &names, None);
+    // `gpassk history`'s rule: shard runs stay out of the series (their merged runs are in it).
+    let (whole, note) = whole_runs(entries.to_vec(), viewer.root());
+    let whole: Vec<RunEntry> = (whole.into_iter())
+        .map(|e| with_results(viewer, e))
+        .collect();
+    let names = datasets(&whole, None);
+    let h = history(&whole, &names, None);
     // Cells by the table's own keys, so a column added to history moves nothing here.
     let keys = &h.table.keys;
     let text = |r: &[crate::report::Cell], key: &str| {
@@ -115,8 +124,21 @@ pub(super) fn runs_view(viewer: &Viewer, entries: &[RunEntry], skipped: Vec<Stri
         runs: runs.collect(),
         history: rows,
         changes: h.changes,
+        history_notes: note.into_iter().collect(),
         skipped,
     }
+}
+
+/// A run with the viewer's scores of it attached, so the history grades nothing again (a run the
+/// viewer cannot score is left to the history, which says why it skips it).
+fn with_results(viewer: &Viewer, mut e: RunEntry) -> RunEntry {
+    if let Ok((_, results)) = viewer.results(&e.name()) {
+        e.stored = Some(std::sync::Arc::new(Stored {
+            results: (*results).clone(),
+            fingerprints: None,
+        }));
+    }
+    e
 }
 
 fn run_row(viewer: &Viewer, e: &RunEntry, rows: &[HistoryRow]) -> RunRow {
@@ -136,6 +158,7 @@ fn run_row(viewer: &Viewer, e: &RunEntry, rows: &[HistoryRow]) -> RunRow {
         dataset: e.manifest.dataset.name.clone(),
         created_at: e.manifest.created_at.clone(),
         status: e.manifest.status.as_str().to_string(),
+        shard: e.manifest.shard.map(|s| s.to_string()),
         models: e.manifest.models.keys().cloned().collect(),
         marks,
         headline: headline(rows, &name),

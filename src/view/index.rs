@@ -17,6 +17,12 @@ pub enum IndexError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{}: the line at byte {at}: {source}", path.display())]
+    Line {
+        path: PathBuf,
+        at: u64,
+        source: serde_json::Error,
+    },
 }
 
 /// A file's size and modification time: when both are unchanged, nothing was appended.
@@ -48,6 +54,8 @@ pub struct LineIndex {
     end: u64,
     lines: HashMap<Box<str>, Vec<u64>>,
     count: u64,
+    /// Where the first complete line that names no problem starts (scoring refuses such a file).
+    unreadable: Option<u64>,
 }
 
 impl LineIndex {
@@ -87,9 +95,15 @@ impl LineIndex {
                 // End of file or a line still being written: indexed when it is complete.
                 return Ok(());
             }
-            if let Some(id) = problem_id(&line) {
-                self.lines.entry(id.into()).or_default().push(self.end);
-                self.count += 1;
+            match problem_id(&line) {
+                Some(id) => {
+                    self.lines.entry(id.into()).or_default().push(self.end);
+                    self.count += 1;
+                }
+                None if !line.trim_ascii().is_empty() => {
+                    self.unreadable.get_or_insert(self.end);
+                }
+                None => {}
             }
             self.end += read as u64;
         }
@@ -100,17 +114,70 @@ impl LineIndex {
         self.count
     }
 
+    /// Where the indexed lines end: the next line to index starts there.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Where the first line that names no problem starts, if any line does.
+    pub fn unreadable(&self) -> Option<u64> {
+        self.unreadable
+    }
+
+    /// The problems with a line starting at or after byte `from`.
+    pub fn problems_since(&self, from: u64) -> Vec<&str> {
+        (self.lines.iter())
+            .filter(|(_, at)| at.last().is_some_and(|&a| a >= from))
+            .map(|(id, _)| &**id)
+            .collect()
+    }
+
     /// The records of one problem, in file order; unreadable lines are skipped.
     pub fn records(&self, path: &Path, problem_id: &str) -> Result<Vec<Record>, IndexError> {
+        let mut out = Vec::new();
+        self.lines_of(path, problem_id, |_, line| {
+            if let Ok(r) = serde_json::from_slice::<Record>(line) {
+                out.push(r);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The records of one problem read as `T`, in file order; an unreadable line is an error.
+    pub fn records_as<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &Path,
+        problem_id: &str,
+    ) -> Result<Vec<T>, IndexError> {
+        let mut out = Vec::new();
+        self.lines_of(path, problem_id, |at, line| {
+            let r = serde_json::from_slice::<T>(line).map_err(|source| IndexError::Line {
+                path: path.to_path_buf(),
+                at,
+                source,
+            })?;
+            out.push(r);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `each(offset, line)` for every line of one problem, in file order.
+    fn lines_of(
+        &self,
+        path: &Path,
+        problem_id: &str,
+        mut each: impl FnMut(u64, &[u8]) -> Result<(), IndexError>,
+    ) -> Result<(), IndexError> {
         let Some(offsets) = self.lines.get(problem_id) else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         let io = |source| IndexError::Io {
             path: path.to_path_buf(),
             source,
         };
         let mut reader = BufReader::new(File::open(path).map_err(io)?);
-        let mut out = Vec::with_capacity(offsets.len());
         let mut line = Vec::new();
         for &at in offsets {
             reader.seek(SeekFrom::Start(at)).map_err(io)?;
@@ -119,11 +186,9 @@ impl LineIndex {
                 .take(MAX_LINE as u64)
                 .read_until(b'\n', &mut line)
                 .map_err(io)?;
-            if let Ok(r) = serde_json::from_slice::<Record>(&line) {
-                out.push(r);
-            }
+            each(at, &line)?;
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod data;
 pub mod index;
 pub mod page;
+mod scores;
 pub mod server;
 
 use crate::analysis::history::{discover, previous_run, RunEntry};
@@ -13,7 +14,7 @@ use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::RunDir;
 use crate::scoring::judge::JudgeVerdicts;
-use crate::scoring::{load_plan, score_run, stored, RunResults};
+use crate::scoring::{load_plan, RunResults};
 use index::{LineIndex, Stamp};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,7 +48,8 @@ pub struct Viewer {
 struct RunCache {
     plan: Mutex<Option<(Stamp, Arc<Loaded>)>>,
     indexes: Mutex<HashMap<String, LineIndex>>,
-    results: Mutex<Option<(Vec<Stamp>, Arc<RunResults>)>>,
+    results: Mutex<Option<(Vec<Stamp>, scores::Scores)>>,
+    verdicts: Mutex<HashMap<String, (Stamp, Arc<JudgeVerdicts>)>>,
 }
 
 /// A run's plan (problems, gold answers, grading settings) and manifest.
@@ -172,17 +174,32 @@ impl Viewer {
         Ok(loaded)
     }
 
-    /// The stamps of every file scoring reads: a new line anywhere rescores.
-    fn stamps(l: &Loaded) -> Vec<Stamp> {
-        let mut out = vec![Stamp::of(&l.dir.manifest_path())];
-        for m in &l.plan.settings.models {
-            out.push(Stamp::of(&l.dir.checkpoint(&m.name)));
-            out.push(Stamp::of(&l.dir.grades(&m.name)));
+    /// The stamps of every file a run's scores rest on (its manifest; per model its checkpoint,
+    /// judge verdicts and verifier scores; the verifier's settings; `scores.json`): a new line
+    /// anywhere rescores.
+    fn run_stamps<'a>(dir: &RunDir, models: impl Iterator<Item = &'a str>) -> Vec<Stamp> {
+        let mut out = vec![Stamp::of(&dir.manifest_path())];
+        for m in models {
+            out.push(Stamp::of(&dir.checkpoint(m)));
+            out.push(Stamp::of(&dir.grades(m)));
+            out.push(Stamp::of(&dir.verifier_scores(m)));
         }
+        out.push(Stamp::of(&dir.verifier_settings()));
+        out.push(Stamp::of(&dir.scores()));
         out
     }
 
-    /// A run scored as `gpassk report` scores it, again only when one of its files changed.
+    fn stamps(l: &Loaded) -> Vec<Stamp> {
+        Self::run_stamps(
+            &l.dir,
+            l.plan.settings.models.iter().map(|m| m.name.as_str()),
+        )
+    }
+
+    /// A run's scores as `gpassk report` gives them (but effort, served models of units graded
+    /// here, source verdicts and the verifier's summary), made current only when one of its files
+    /// changed: read back from its `scores.json`, with only the problems of lines past it graded
+    /// again, where it can (`view::scores`); else graded whole.
     pub fn results(&self, name: &str) -> Result<(Arc<Loaded>, Arc<RunResults>), ViewError> {
         let loaded = self.loaded(name)?;
         let stamps = Self::stamps(&loaded);
@@ -190,22 +207,13 @@ impl Viewer {
         let mut cached = lock(&cache.results);
         if let Some((s, r)) = &*cached {
             if *s == stamps {
-                return Ok((loaded, r.clone()));
+                return Ok((loaded, r.results.clone()));
             }
         }
-        // The run's own scored parts while its files are as they were scored; else grade it.
-        let stored = stored::read_back(&loaded.dir, &loaded.plan, &loaded.manifest);
-        let results = match stored {
-            Some(r) => r,
-            None => {
-                let (notes, _said) = crate::util::Notes::collect();
-                let manifest = Some(loaded.manifest.clone());
-                score_run(&loaded.plan, &loaded.dir, manifest, None, &notes)
-                    .map_err(|e| ViewError::Run(crate::error::render(&e)))?
-            }
-        };
-        let results = Arc::new(results);
-        *cached = Some((stamps, results.clone()));
+        let old = cached.take().map(|c| c.1);
+        let scores = self.rescore(&loaded, old)?;
+        let results = scores.results.clone();
+        *cached = Some((stamps, scores));
         Ok((loaded, results))
     }
 
@@ -226,14 +234,12 @@ impl Viewer {
         Ok(f(index, &path))
     }
 
-    /// A model's stored judge verdicts, when the run's grader uses the judge.
-    pub fn verdicts(&self, loaded: &Loaded, model: &str) -> Option<JudgeVerdicts> {
-        let mode = loaded.plan.settings.evaluation.grader;
-        loaded.plan.settings.judge.as_ref()?;
-        if mode == crate::config::GraderMode::Rule {
-            return None;
-        }
-        JudgeVerdicts::load(&loaded.dir.grades(model), mode).ok()
+    /// A model's stored judge verdicts, when the run's grader uses the judge (kept while their
+    /// file is unchanged).
+    pub fn verdicts(&self, loaded: &Loaded, model: &str) -> Option<Arc<JudgeVerdicts>> {
+        scores::judged(loaded)
+            .then(|| self.verdicts_of(loaded, model).ok())
+            .flatten()
     }
 
     /// The run before `name` from the same config on the same data, when it is served too.
@@ -250,13 +256,9 @@ impl Viewer {
     /// The runs page's data, rebuilt when any manifest or checkpoint changed.
     pub fn runs_view(&self) -> Arc<data::RunsView> {
         let (entries, skipped) = self.entries();
-        let mut stamps: Vec<Stamp> = Vec::new();
-        for e in &entries {
-            stamps.push(Stamp::of(&e.dir.manifest_path()));
-            for m in e.manifest.models.keys() {
-                stamps.push(Stamp::of(&e.dir.checkpoint(m)));
-            }
-        }
+        let stamps: Vec<Stamp> = (entries.iter())
+            .flat_map(|e| Self::run_stamps(&e.dir, e.manifest.models.keys().map(String::as_str)))
+            .collect();
         let mut cached = lock(&self.history);
         if let Some((s, v)) = &*cached {
             if *s == stamps {
@@ -280,12 +282,8 @@ impl Viewer {
         };
         let mut h = std::collections::hash_map::DefaultHasher::new();
         for dir in &dirs {
-            Stamp::of(&dir.manifest_path()).hash(&mut h);
             let models = dir.read_manifest().map(|m| m.models).unwrap_or_default();
-            for m in models.keys() {
-                Stamp::of(&dir.checkpoint(m)).hash(&mut h);
-                Stamp::of(&dir.grades(m)).hash(&mut h);
-            }
+            Self::run_stamps(dir, models.keys().map(String::as_str)).hash(&mut h);
         }
         Ok(format!("{:016x}", h.finish()))
     }

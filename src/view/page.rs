@@ -98,6 +98,9 @@ pub fn runs(v: &RunsView) -> String {
         body.push_str("<h2>History</h2>");
         body.push_str(&history_table(v));
     }
+    for note in &v.history_notes {
+        let _ = write!(body, "<p class=\"muted\">History: {}</p>", esc(note));
+    }
     list(&mut body, "Changes", &v.changes);
     list(&mut body, "Skipped", &v.skipped);
     shell("runs", &[], "/api/stamp", &body)
@@ -108,10 +111,9 @@ fn run_row(r: &super::data::RunRow) -> String {
         let href = format!("/compare?a={}&b={}", enc(p), enc(&r.name));
         link(&href, "compare with previous")
     });
-    let marks: Vec<String> = r
-        .marks
-        .iter()
-        .map(|m| format!("<span class=\"mark\">{}</span>", esc(m)))
+    let shard = (r.shard.iter()).map(|s| format!("shard {s}: not in the history"));
+    let marks: Vec<String> = (shard.chain(r.marks.iter().cloned()))
+        .map(|m| format!("<span class=\"mark\">{}</span>", esc(&m)))
         .collect();
     cells(&[
         link(&run_href(&r.name), &r.name),

@@ -275,6 +275,34 @@ fn history_and_the_previous_baseline_of_a_shared_folder_are_its_merged_runs() {
     assert!(note.contains("4 shard runs left out"), "{note}");
     assert!(note.contains("gpassk merge --shards 2 --from"), "{note}");
 
+    // The viewer's runs page keeps the rule: every run listed, the shards marked, none in its
+    // history.
+    let served = crate::view::serve(&results);
+    let api = crate::view::get(&served, "/api/runs").body;
+    let runs: serde_json::Value = serde_json::from_str(&api).unwrap();
+    let listed = runs["runs"].as_array().unwrap();
+    assert_eq!(listed.len(), 6, "{api}");
+    for r in listed {
+        let shard = shards.iter().any(|s| r["name"] == s.as_str());
+        assert_eq!(r["shard"].is_string(), shard, "{r}");
+    }
+    let series = runs["history"].as_array().unwrap();
+    assert!(series.iter().any(|h| h["run"] == "merged-2"), "{api}");
+    assert!(
+        series
+            .iter()
+            .all(|h| !shards.iter().any(|s| h["run"] == s.as_str())),
+        "a shard run in the viewer's history: {api}"
+    );
+    assert!(
+        runs["history_notes"][0]
+            .as_str()
+            .is_some_and(|n| n.contains("4 shard runs left out")),
+        "{api}"
+    );
+    let page = crate::view::get(&served, "/").body;
+    assert!(page.contains("shard 1/2: not in the history"), "{page}");
+
     let latest = results.join("merged-2");
     let compare = gpassk(&[
         "compare",

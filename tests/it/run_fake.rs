@@ -609,7 +609,7 @@ fn ctrl_c_saves_and_exits_130_with_the_resume_command() {
 }
 
 /// `n = 4` samples of one model, graded by rule then by the judge `judge-1` (`judge` keys added).
-fn configure_judged(env: &Fixture, judge: &str) {
+pub(crate) fn configure_judged(env: &Fixture, judge: &str) {
     let cfg = configure(env, "n = 4", ONE_MODEL, "");
     let text = std::fs::read_to_string(&cfg).unwrap().replace(
         "[evaluation]\n",

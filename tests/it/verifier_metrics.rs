@@ -757,3 +757,60 @@ fn a_stored_run_with_a_verifier_compares_and_reads_back_as_its_folder() {
         }
     }
 }
+
+/// `gpassk view` over runs with a verifier: every page served, the verifier's declared column on
+/// the run page; a run whose checkpoint grew after it was scored is graded whole (parts cannot
+/// rebuild the verifier's metrics), exactly as grading every sample gives it.
+#[test]
+fn the_viewer_serves_verifier_runs_and_grades_one_that_grew_whole() {
+    use crate::view::{graded_whole, ok, pages, serve};
+    let server = FakeServer::builder()
+        .responder(policy)
+        .pooling_responder(prm);
+    let env = Fixture::new(&sums(6)).with_server(server);
+    let cfg = configure(&env, "n = 4\ngreedy = false", ONE_MODEL, "");
+    let declared = "[evaluation]\nmetrics = [\"pass@4\", \"bon@4_min\"]\n";
+    std::fs::write(&cfg, read(&cfg).replace("[evaluation]\n", declared)).unwrap();
+    add_verifier(&cfg, "reward_mode = \"pooling\"\n");
+    for _ in 0..2 {
+        let out = run(&env, &["--quiet"]);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    }
+    let runs = crate::common::run_dirs(&env.results());
+    let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+    let (a, b) = (name(&runs[0]), name(&runs[1]));
+    // Week b scored before its last problem's samples arrived.
+    let checkpoint = runs[1].join("checkpoints/m1.jsonl");
+    let text = read(&checkpoint);
+    let (kept, late): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| !l.contains("\"p5\""));
+    std::fs::write(&checkpoint, kept.join("\n") + "\n").unwrap();
+    crate::common::ok(&crate::common::run(&[
+        "score",
+        runs[1].to_str().unwrap(),
+        "--quiet",
+    ]));
+    let s = serve(&env.results());
+    for page in [
+        "/".to_string(),
+        format!("/run/{b}"),
+        format!("/run/{b}/problems"),
+        format!("/run/{b}/problem?id=p0"),
+        format!("/compare?a={a}&b={b}"),
+    ] {
+        ok(&s, &page);
+    }
+    let (run_page, grid) = pages(&s, &b);
+    assert!(
+        run_page["metrics"].to_string().contains("bon@4_min"),
+        "{run_page}"
+    );
+    assert_eq!(grid["rows"][5]["cells"][0]["n"], 0, "{grid}");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&checkpoint)
+        .unwrap();
+    std::io::Write::write_all(&mut f, (late.join("\n") + "\n").as_bytes()).unwrap();
+    let (run_page, grid) = pages(&s, &b);
+    assert_eq!(grid["rows"][5]["cells"][0]["n"], 4, "{grid}");
+    assert_eq!((run_page, grid), graded_whole(&env.results(), &runs[1]));
+}

@@ -79,7 +79,7 @@ pub(crate) fn get(s: &Served, target: &str) -> Reply {
     }
 }
 
-fn ok(s: &Served, target: &str) -> String {
+pub(crate) fn ok(s: &Served, target: &str) -> String {
     let r = get(s, target);
     assert_eq!(r.status, 200, "{target}: {}", r.body);
     assert!(
@@ -377,13 +377,24 @@ fn bad_folders_ports_and_flags_are_one_line_errors_with_status_2() {
     }
 }
 
-/// Writes [`hostile_weeks`] to `$GPASSK_VIEW_DIR` for scripts/view-browser.sh.
+/// Writes [`hostile_weeks`] to `$GPASSK_VIEW_DIR` for scripts/view-browser.sh: week 2 scored as a
+/// run's end scores it (its pages read its `scores.json`), and a shard run of it beside (listed
+/// and marked on the Runs page, not in its history).
 #[test]
 #[ignore = "run by scripts/view-browser.sh"]
 fn write_view_fixture() {
     let root = PathBuf::from(std::env::var("GPASSK_VIEW_DIR").expect("GPASSK_VIEW_DIR"));
     std::fs::create_dir_all(&root).unwrap();
-    hostile_weeks(&root);
+    let (_, b) = hostile_weeks(&root);
+    score(&b, &[]);
+    let shard = root.join("2026-11-30-shard-1-of-2");
+    crate::common::copy_dir(&b, &shard);
+    std::fs::remove_file(shard.join("scores.json")).unwrap();
+    let path = shard.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&crate::common::read(&path)).unwrap();
+    m["run_id"] = "2026-11-30-shard-1-of-2".into();
+    m["shard"] = serde_json::json!({"index": 1, "count": 2});
+    std::fs::write(&path, m.to_string()).unwrap();
 }
 
 /// A search run: the problem page shows each search's chosen path and links its tree; the tree
@@ -411,6 +422,9 @@ fn a_search_shows_its_chosen_path_and_tree_and_no_tree_outside_the_run() {
     let tree_page = ok(&s, &href.replace("&amp;", "&"));
     assert!(tree_page.contains("&lt;script&gt;alert(4)"), "{tree_page}");
     assert!(!tree_page.contains("<script>alert"));
+    for other in ["/", "/run/run", "/run/run/problems", "/compare?a=run&b=run"] {
+        ok(&s, other);
+    }
     let outside = get(&s, "/run/run/tree?model=searcher&id=p0&index=1");
     assert_eq!(outside.status, 400, "{}", outside.body);
     assert!(!outside.body.contains("secret\": 1"));
@@ -472,5 +486,221 @@ fn an_imported_run_is_served_like_a_native_one() {
     let page = ok(&s, "/run/imported/problem?id=a");
     assert_eq!(page.matches("<article class=\"sample").count(), 2, "{page}");
     assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;") && !page.contains("<img"));
-    ok(&s, "/run/imported");
+    for other in ["/", "/run/imported", "/compare?a=imported&b=imported"] {
+        ok(&s, other);
+    }
+}
+
+/// The run and problems pages' data of run `name`.
+pub(crate) fn pages(s: &Served, name: &str) -> (serde_json::Value, serde_json::Value) {
+    let json = |target: String| -> serde_json::Value {
+        serde_json::from_str(&ok(s, &target)).unwrap_or_else(|e| panic!("{target}: {e}"))
+    };
+    (
+        json(format!("/api/run/{name}")),
+        json(format!("/api/run/{name}/problems")),
+    )
+}
+
+/// The pages of `run` as grading every sample gives them: the folder `root` copied without the
+/// run's stored parts, and served.
+pub(crate) fn graded_whole(root: &Path, run: &Path) -> (serde_json::Value, serde_json::Value) {
+    let copy = tempfile::tempdir().unwrap();
+    crate::common::copy_dir(root, copy.path());
+    let _ = std::fs::remove_file(copy.path().join(name(run)).join("scores.json"));
+    pages(&serve(copy.path()), &name(run))
+}
+
+/// `gpassk score RUN --quiet` and any `--set`.
+fn score(run: &Path, set: &[&str]) {
+    let mut args = vec!["score", run.to_str().unwrap(), "--quiet"];
+    args.extend(set.iter().flat_map(|s| ["--set", *s]));
+    crate::common::ok(&crate::common::run(&args));
+    assert!(run.join("scores.json").is_file());
+}
+
+/// Appends checkpoint lines: week 2's first line with each `(model, problem, sample, answer,
+/// outcome)` put in.
+fn append_units(run: &Path, model: &str, units: &[(&str, serde_json::Value, u32, &str)]) {
+    let path = run.join(format!("checkpoints/{model}.jsonl"));
+    let text = crate::common::read(&path);
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    for (problem, sample, answer, outcome) in units {
+        let mut r = first.clone();
+        r["problem_id"] = (*problem).into();
+        r["sample_index"] = sample.clone();
+        r["response"] = format!("The final answer is $\\boxed{{{answer}}}$.").into();
+        r["outcome"] = (*outcome).into();
+        writeln!(f, "{r}").unwrap();
+    }
+}
+
+const MISTRAL: &str = "Mistral-Small-24B-Instruct-2501";
+
+/// A run scored by `gpassk score` is shown from the parts it stored (a count only they hold is
+/// what the page shows), and a line appended later grades its problem alone again.
+#[test]
+fn a_scored_run_is_shown_from_its_stored_parts_and_new_lines_grade_their_problem_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b) = two_weeks(dir.path());
+    score(&b, &[]);
+    let stored = b.join("scores.json");
+    let mut parts: serde_json::Value = serde_json::from_str(&crate::common::read(&stored)).unwrap();
+    let row = &mut parts["models"][0]["problems"][0];
+    let marked = u64::from(row[3] == 0);
+    row[3] = marked.into();
+    std::fs::write(&stored, parts.to_string()).unwrap();
+    let before = snapshot(dir.path());
+    let s = serve(dir.path());
+    let (_, grid) = pages(&s, &name(&b));
+    assert_eq!(grid["rows"][0]["cells"][0]["c"], marked, "{grid}");
+    assert_eq!(
+        grid["rows"][20]["cells"][3]["n"], 0,
+        "interrupted before p20"
+    );
+    append_units(&b, MISTRAL, &[("p20", 0.into(), 1, "ok")]);
+    let (_, grid) = pages(&s, &name(&b));
+    assert_eq!(grid["rows"][20]["cells"][3]["n"], 1, "p20 graded: {grid}");
+    assert_eq!(grid["rows"][20]["cells"][3]["c"], 1);
+    assert_eq!(
+        grid["rows"][0]["cells"][0]["c"], marked,
+        "p0 has no new line: not graded again"
+    );
+    let appended = b.join(format!("checkpoints/{MISTRAL}.jsonl"));
+    let unchanged = |files: Vec<(PathBuf, u64, std::time::SystemTime)>| -> Vec<_> {
+        files.into_iter().filter(|f| f.0 != appended).collect()
+    };
+    assert_eq!(
+        unchanged(before),
+        unchanged(snapshot(dir.path())),
+        "serving wrote into the runs"
+    );
+}
+
+/// Stored parts brought up to date with every kind of appended line (a new unit, a later record
+/// of a unit already scored, an API error, a truncated answer, a problem the plan lacks, the
+/// greedy answer) give exactly the pages grading every sample gives.
+#[test]
+fn stored_parts_brought_up_to_date_equal_grading_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b) = two_weeks(dir.path());
+    score(&b, &[]);
+    let s = serve(dir.path());
+    assert_eq!(pages(&s, &name(&b)), graded_whole(dir.path(), &b));
+    append_units(
+        &b,
+        MISTRAL,
+        &[
+            ("p20", 0.into(), 1, "ok"),
+            ("p20", 0.into(), 2, "ok"),
+            ("p20", 1.into(), 2, "api_error"),
+            ("p20", 1.into(), 1, "truncated"),
+            ("p20", "greedy".into(), 1, "ok"),
+            ("p21", 5.into(), 2, "ok"),
+            ("p3", 0.into(), 2, "ok"),
+            ("nope", 0.into(), 1, "ok"),
+        ],
+    );
+    append_units(&b, "Llama-3.1-8B-Instruct", &[("p0", 0.into(), 2, "ok")]);
+    let (run, grid) = pages(&s, &name(&b));
+    assert_eq!(grid["rows"][20]["cells"][3]["n"], 2, "{grid}");
+    assert_eq!((run, grid), graded_whole(dir.path(), &b));
+}
+
+/// Parts stored by a scoring with other settings (`score --set` another extraction), or of a
+/// checkpoint since rewritten, are not shown: the run is graded as its own config says.
+#[test]
+fn parts_of_other_settings_or_a_rewritten_checkpoint_are_not_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b) = two_weeks(dir.path());
+    score(
+        &b,
+        &["evaluation.answer_extract_regex=[\"final (answer)\"]"],
+    );
+    let stored = crate::common::read(&b.join("scores.json"));
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(
+        stored["models"][0]["problems"][0][3], 0,
+        "all wrong: {stored}"
+    );
+    let s = serve(dir.path());
+    let (run, grid) = pages(&s, &name(&b));
+    assert!(
+        grid["rows"][0]["cells"][0]["c"].as_u64() > Some(0),
+        "the run's own extraction: {grid}"
+    );
+    assert_eq!((run, grid), graded_whole(dir.path(), &b));
+    score(&b, &[]);
+    assert_eq!(pages(&s, &name(&b)), graded_whole(dir.path(), &b));
+    // The first line rewritten in place, its length kept: another answer.
+    let path = b.join(format!("checkpoints/{MISTRAL}.jsonl"));
+    let text = crate::common::read(&path);
+    let (first, rest) = text.split_once('\n').unwrap();
+    let flipped = if first.contains("boxed{1}") {
+        first.replace("boxed{1}", "boxed{2}")
+    } else {
+        first.replace("boxed{2}", "boxed{1}")
+    };
+    std::fs::write(&path, format!("{flipped}\n{rest}")).unwrap();
+    let (run, grid) = pages(&s, &name(&b));
+    assert_eq!((run, grid), graded_whole(dir.path(), &b));
+}
+
+/// Per problem of a one-model run: each grid row against its problem page (the grid's counts and
+/// "grader and judge disagree" from the stored scores; the page's from grading each sample).
+fn grid_matches_problem_pages(s: &Served, run: &str, grid: &serde_json::Value) -> usize {
+    let mut overruled = 0;
+    for row in grid["rows"].as_array().unwrap() {
+        let id = row["id"].as_str().unwrap();
+        let target = format!("/api/run/{run}/problem?id={id}");
+        let page: serde_json::Value = serde_json::from_str(&ok(s, &target)).unwrap();
+        let samples = page["models"][0]["samples"].as_array().unwrap();
+        let differs = samples.iter().any(|x| x["verdict"] != x["rule"]);
+        assert_eq!(row["judge_disagrees"], differs, "{id}: {row} {page}");
+        assert_eq!(row["cells"][0]["c"], page["models"][0]["c"], "{id}");
+        overruled += usize::from(differs);
+    }
+    overruled
+}
+
+/// A run graded by rule then judge: the grid marks the problems where the judge overruled the
+/// rule grader from what scoring stored, as the problem pages show them; a verdict added to the
+/// judge's file later is followed (the run graded again).
+#[test]
+fn a_judged_run_marks_what_the_judge_overruled_and_follows_new_verdicts() {
+    use crate::run_fake::{configure_judged, run, smart_reply, sums};
+    use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
+    let server = FakeServer::builder().responder(|r: &Recorded| match r.model() {
+        Some("judge-1") => Reply::with_choices(vec![ChoiceReply::stop("Yes.")]),
+        _ => smart_reply(r),
+    });
+    let env = crate::common::Fixture::new(&sums(6)).with_server(server);
+    configure_judged(&env, "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::common::both(&out));
+    let dir = env.run_dir();
+    assert!(dir.join("scores.json").is_file(), "run stores its parts");
+    let s = serve(&dir);
+    let run_name = name(&dir);
+    let (_, grid) = pages(&s, &run_name);
+    assert_eq!(grid["judged"], true);
+    let overruled = grid_matches_problem_pages(&s, &run_name, &grid);
+    assert!(overruled > 0, "the judge rescued rule rejections: {grid}");
+    // The judge asked again about one rescued sample (not a greedy answer, which c leaves out),
+    // and saying no this time.
+    let grades = dir.join("grades/m1.jsonl");
+    let text = crate::common::read(&grades);
+    let mut verdict: serde_json::Value = (text.lines())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["sample_index"].is_u64())
+        .expect("a sample the judge rescued");
+    verdict["correct"] = false.into();
+    std::fs::write(&grades, format!("{text}{verdict}\n")).unwrap();
+    let (_, again) = pages(&s, &run_name);
+    assert_ne!(again, grid, "the new verdict counts");
+    grid_matches_problem_pages(&s, &run_name, &again);
 }
