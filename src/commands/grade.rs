@@ -187,56 +187,57 @@ struct Case {
 }
 
 fn read_cases(path: &std::path::Path) -> Result<Vec<Case>, String> {
-    let shown = path.display();
+    let shown = path.display().to_string();
     let text = crate::util::read_bounded_string(path, crate::util::MAX_DATA_FILE)
         .map_err(|e| format!("{shown}: {e}"))?;
-    let mut cases = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Value =
-            serde_json::from_str(line).map_err(|e| format!("{shown}:{n}: bad JSON: {e}"))?;
-        let field = |k: &str| -> Result<String, String> {
-            v.get(k)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .ok_or_else(|| format!("{shown}:{n}: missing string field \"{k}\""))
-        };
-        let expected = match v.get("expected") {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(b)) => Some(*b),
-            Some(_) => return Err(format!("{shown}:{n}: \"expected\" must be true or false")),
-        };
-        let source = match v.get("source") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err(format!("{shown}:{n}: \"source\" must be a string")),
-        };
-        let options = match v.get("options") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|o| o.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| format!("{shown}:{n}: \"options\" must be a list of strings"))?,
-            Some(_) => {
-                return Err(format!(
-                    "{shown}:{n}: \"options\" must be a list of strings"
-                ))
-            }
-        };
-        cases.push(Case {
-            line: n,
-            gold: field("gold")?,
-            pred: field("pred")?,
-            expected,
-            source,
-            options,
-        });
-    }
-    Ok(cases)
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| (i + 1, line))
+        .collect();
+    // Lines parse on every core; the first bad one in file order is the one reported.
+    par_map(&lines, |&(n, line)| parse_case(&shown, n, line))
+        .into_iter()
+        .collect()
+}
+
+fn parse_case(shown: &str, n: usize, line: &str) -> Result<Case, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("{shown}:{n}: bad JSON: {e}"))?;
+    let field = |k: &str| -> Result<String, String> {
+        v.get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| format!("{shown}:{n}: missing string field \"{k}\""))
+    };
+    let expected = match v.get("expected") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err(format!("{shown}:{n}: \"expected\" must be true or false")),
+    };
+    let source = match v.get("source") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(format!("{shown}:{n}: \"source\" must be a string")),
+    };
+    let bad_options = || format!("{shown}:{n}: \"options\" must be a list of strings");
+    let options = match v.get("options") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|o| o.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(bad_options)?,
+        Some(_) => return Err(bad_options()),
+    };
+    Ok(Case {
+        line: n,
+        gold: field("gold")?,
+        pred: field("pred")?,
+        expected,
+        source,
+        options,
+    })
 }
 
 fn short(s: &str, max: usize) -> String {
@@ -285,7 +286,7 @@ fn run_cases(path: &std::path::Path, as_json: bool, cfg: &GradeConfig) -> anyhow
             if exp == g.equivalent {
                 agree += 1;
             } else {
-                disagreements.push((c.line, exp, g.extracted.clone()));
+                disagreements.push((c, exp, g.extracted.clone()));
             }
         }
         if as_json {
@@ -310,13 +311,11 @@ fn run_cases(path: &std::path::Path, as_json: bool, cfg: &GradeConfig) -> anyhow
             let pct = 100.0 * *ok as f64 / *n as f64;
             report.push_str(&format!("  source {src}: {ok}/{n} ({pct:.1}%)\n"));
         }
-        for (line, exp, extracted) in &disagreements {
-            let c = cases.iter().find(|c| c.line == *line);
-            let (gold, pred) = c.map_or((String::new(), String::new()), |c| {
-                (short(&c.gold, 60), short(&c.pred, 80))
-            });
+        for (c, exp, extracted) in &disagreements {
+            let (gold, pred) = (short(&c.gold, 60), short(&c.pred, 80));
             report.push_str(&format!(
-                "  line {line}: expected {exp}, got {}; gold {gold:?}; extracted {:?}; pred {pred:?}\n",
+                "  line {}: expected {exp}, got {}; gold {gold:?}; extracted {:?}; pred {pred:?}\n",
+                c.line,
                 !exp,
                 extracted.as_deref().unwrap_or("(nothing)")
             ));
