@@ -5,7 +5,7 @@ use crate::grade::{
     gold_answer, grade_with_options, normal_form, GradeConfig, ListOrder, Outcome, Percent, Policy,
     StyledLetters, Tolerance, MAX_DECIMALS,
 };
-use crate::util::par_map;
+use crate::util::{par_map, Lines, MAX_LINE};
 use anyhow::Context;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -58,8 +58,6 @@ pub struct Args {
 
 /// One graded case.
 struct Graded {
-    gold: String,
-    pred: String,
     extracted: Option<String>,
     equivalent: bool,
 }
@@ -67,8 +65,6 @@ struct Graded {
 fn grade_pair(gold: &str, pred: &str, options: &[String], cfg: &GradeConfig) -> Graded {
     let v = grade_with_options(gold, pred, options, cfg);
     Graded {
-        gold: gold.to_string(),
-        pred: pred.to_string(),
         extracted: v.extracted,
         equivalent: v.outcome == Outcome::Correct,
     }
@@ -106,8 +102,8 @@ fn policy(args: &Args) -> Result<Policy, String> {
     })
 }
 
-fn json_line(g: &Graded) -> String {
-    json!({"gold": g.gold, "pred": g.pred, "extracted": g.extracted, "equivalent": g.equivalent})
+fn json_line(gold: &str, pred: &str, g: &Graded) -> String {
+    json!({"gold": gold, "pred": pred, "extracted": g.extracted, "equivalent": g.equivalent})
         .to_string()
 }
 
@@ -150,7 +146,7 @@ fn run_code(args: Args) -> anyhow::Result<i32> {
     };
     let g = grade_pair(gold, pred, &args.options, &cfg);
     if args.json {
-        println!("{}", json_line(&g));
+        println!("{}", json_line(gold, pred, &g));
         return Ok(0);
     }
     let gold_clean = gold_answer(gold);
@@ -184,22 +180,6 @@ struct Case {
     expected: Option<bool>,
     source: Option<String>,
     options: Vec<String>,
-}
-
-fn read_cases(path: &std::path::Path) -> Result<Vec<Case>, String> {
-    let shown = path.display().to_string();
-    let text = crate::util::read_bounded_string(path, crate::util::MAX_DATA_FILE)
-        .map_err(|e| format!("{shown}: {e}"))?;
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| (i + 1, line))
-        .collect();
-    // Lines parse on every core; the first bad one in file order is the one reported.
-    par_map(&lines, |&(n, line)| parse_case(&shown, n, line))
-        .into_iter()
-        .collect()
 }
 
 fn parse_case(shown: &str, n: usize, line: &str) -> Result<Case, String> {
@@ -256,72 +236,134 @@ fn short(s: &str, max: usize) -> String {
     format!("…{tail}")
 }
 
-fn run_cases(path: &std::path::Path, as_json: bool, cfg: &GradeConfig) -> anyhow::Result<i32> {
-    let cases = match read_cases(path) {
-        Ok(c) => c,
-        Err(msg) => {
-            eprintln!("error: {msg}");
-            return Ok(EXIT_BAD_INPUT);
-        }
-    };
-    let mut labelled = 0usize;
-    let mut agree = 0usize;
-    let mut correct = 0usize;
-    let mut disagreements = Vec::new();
-    let mut out = String::new();
-    // Per source: (labelled, agreeing).
-    let mut by_source: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    let graded = par_map(&cases, |c| grade_pair(&c.gold, &c.pred, &c.options, cfg));
-    for (c, g) in cases.iter().zip(graded) {
-        if let (Some(src), Some(exp)) = (&c.source, c.expected) {
-            let e = by_source.entry(src.as_str()).or_default();
+/// Lines graded together: enough to keep both cores busy, few enough that memory stays flat.
+const BATCH_LINES: usize = 16384;
+const BATCH_BYTES: usize = 64 << 20;
+
+/// What the summary keeps of a file's cases while they stream past.
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    correct: usize,
+    labelled: usize,
+    agree: usize,
+    /// Per source: (labelled, agreeing).
+    by_source: BTreeMap<String, (usize, usize)>,
+    /// Line, expected verdict, what was extracted, gold and response shortened.
+    disagreements: Vec<(usize, bool, Option<String>, String, String)>,
+}
+
+impl Tally {
+    fn add(&mut self, c: &Case, g: &Graded) {
+        self.cases += 1;
+        self.correct += usize::from(g.equivalent);
+        let Some(exp) = c.expected else { return };
+        if let Some(src) = &c.source {
+            let e = self.by_source.entry(src.clone()).or_default();
             e.0 += 1;
             e.1 += usize::from(exp == g.equivalent);
         }
-        if g.equivalent {
-            correct += 1;
-        }
-        if let Some(exp) = c.expected {
-            labelled += 1;
-            if exp == g.equivalent {
-                agree += 1;
-            } else {
-                disagreements.push((c, exp, g.extracted.clone()));
-            }
-        }
-        if as_json {
-            out.push_str(&json_line(&g));
-            out.push('\n');
+        self.labelled += 1;
+        if exp == g.equivalent {
+            self.agree += 1;
+        } else {
+            let (gold, pred) = (short(&c.gold, 60), short(&c.pred, 80));
+            (self.disagreements).push((c.line, exp, g.extracted.clone(), gold, pred));
         }
     }
-    crate::util::write_stdout(out.as_bytes()).context("writing results")?;
-    let summary_to_stderr = as_json;
-    let mut report = String::new();
-    report.push_str(&format!(
-        "graded {} cases: {} equivalent\n",
-        cases.len(),
-        correct
-    ));
-    if labelled > 0 {
+
+    fn report(&self) -> String {
+        let mut report = format!("graded {} cases: {} equivalent\n", self.cases, self.correct);
+        if self.labelled == 0 {
+            return report;
+        }
+        let (agree, labelled) = (self.agree, self.labelled);
         let pct = 100.0 * agree as f64 / labelled as f64;
         report.push_str(&format!(
             "agreement with expected: {agree}/{labelled} ({pct:.1}%)\n"
         ));
-        for (src, (n, ok)) in &by_source {
+        for (src, (n, ok)) in &self.by_source {
             let pct = 100.0 * *ok as f64 / *n as f64;
             report.push_str(&format!("  source {src}: {ok}/{n} ({pct:.1}%)\n"));
         }
-        for (c, exp, extracted) in &disagreements {
-            let (gold, pred) = (short(&c.gold, 60), short(&c.pred, 80));
+        for (line, exp, extracted, gold, pred) in &self.disagreements {
             report.push_str(&format!(
-                "  line {}: expected {exp}, got {}; gold {gold:?}; extracted {:?}; pred {pred:?}\n",
-                c.line,
+                "  line {line}: expected {exp}, got {}; gold {gold:?}; extracted {:?}; pred {pred:?}\n",
                 !exp,
                 extracted.as_deref().unwrap_or("(nothing)")
             ));
         }
+        report
     }
-    if summary_to_stderr {
+}
+
+/// Reads the next batch of non-empty lines, numbered (empty at the end of the file), and the
+/// error that stopped reading, if one did: the lines before it are still graded.
+fn next_batch(lines: &mut Lines, shown: &str) -> (Vec<(usize, String)>, Option<String>) {
+    let (mut batch, mut bytes, mut buf) = (Vec::new(), 0, Vec::new());
+    while batch.len() < BATCH_LINES && bytes < BATCH_BYTES {
+        let n = match lines.next_into(&mut buf) {
+            Ok(Some(n)) => n,
+            Ok(None) => break,
+            Err(e) => return (batch, Some(format!("{shown}: {e}"))),
+        };
+        let Ok(line) = std::str::from_utf8(&buf) else {
+            return (batch, Some(format!("{shown}:{n}: not UTF-8 text")));
+        };
+        if !line.trim().is_empty() {
+            bytes += line.len();
+            batch.push((n, line.to_string()));
+        }
+    }
+    (batch, None)
+}
+
+/// Streams the file in batches graded on every core; `--json` lines are written as each batch
+/// ends, so a bad line stops the command after the lines before it were written.
+fn run_cases(path: &std::path::Path, as_json: bool, cfg: &GradeConfig) -> anyhow::Result<i32> {
+    let shown = path.display().to_string();
+    let mut lines = match Lines::open(path, MAX_LINE) {
+        Ok(lines) => lines,
+        Err(e) => {
+            eprintln!("error: {shown}: {e}");
+            return Ok(EXIT_BAD_INPUT);
+        }
+    };
+    let mut tally = Tally::default();
+    loop {
+        let (batch, stopped) = next_batch(&mut lines, &shown);
+        if batch.is_empty() && stopped.is_none() {
+            break;
+        }
+        let graded = par_map(&batch, |(n, line)| {
+            let c = parse_case(&shown, *n, line)?;
+            let g = grade_pair(&c.gold, &c.pred, &c.options, cfg);
+            Ok::<_, String>((c, g))
+        });
+        let mut out = String::new();
+        for result in graded {
+            let (c, g) = match result {
+                Ok(graded) => graded,
+                Err(msg) => {
+                    crate::util::write_stdout(out.as_bytes()).context("writing results")?;
+                    eprintln!("error: {msg}");
+                    return Ok(EXIT_BAD_INPUT);
+                }
+            };
+            tally.add(&c, &g);
+            if as_json {
+                out.push_str(&json_line(&c.gold, &c.pred, &g));
+                out.push('\n');
+            }
+        }
+        crate::util::write_stdout(out.as_bytes()).context("writing results")?;
+        if let Some(msg) = stopped {
+            eprintln!("error: {msg}");
+            return Ok(EXIT_BAD_INPUT);
+        }
+    }
+    let report = tally.report();
+    if as_json {
         eprint!("{report}");
     } else {
         crate::util::write_stdout(report.as_bytes()).context("writing report")?;

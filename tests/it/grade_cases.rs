@@ -361,6 +361,19 @@ fn cli_bad_input_exit_2() {
     let (code, _, err) = gpassk(&["grade", "--cases", &p]);
     assert_eq!(code, 2);
     assert!(err.contains(":1") && err.contains("pred"), "{err}");
+    // Streamed: the cases before a bad line are written, and the error names the line.
+    std::fs::write(
+        &path,
+        b"{\"gold\":\"1\",\"pred\":\"1\"}\n\n{\"gold\":\"2\",\"pred\":\"\xff\"}\n",
+    )
+    .expect("write");
+    let (code, out, err) = gpassk(&["grade", "--cases", &p, "--json"]);
+    assert_eq!(code, 2);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        err.contains(&format!("{p}:3")) && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 /// Random well-formed expression in LaTeX.
