@@ -173,7 +173,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
     // Before the run directory exists: no sandbox is bad input, and leaves nothing behind.
     let search = search_job(plan)?;
     if !args.quiet {
-        warn_coarse_k(plan);
+        warn_before_start(plan, judge_key.is_some());
     }
     // Held until the process ends: no second process writes this run meanwhile.
     let mut run = open_run_dir(plan, resume_dir, args.force)?;
@@ -496,6 +496,12 @@ fn verifier_key(plan: &Plan) -> Result<Option<Option<ApiKey>>> {
     Ok(Some(sampling::read_key(v.key_env(api), &who)?))
 }
 
+/// The notes a run prints before it sends anything.
+fn warn_before_start(plan: &Plan, judged: bool) {
+    warn_coarse_k(plan);
+    warn_unpriced_calls(plan, judged);
+}
+
 fn warn_coarse_k(plan: &Plan) {
     let k = plan
         .settings
@@ -514,6 +520,32 @@ fn warn_coarse_k(plan: &Plan) {
     if let Some(note) = coarse_k_note(k, &models) {
         let width = crate::util::terminal_width();
         eprintln!("{}", crate::report::wrap(&note, width, "  "));
+    }
+}
+
+/// A budget guards the sampled models' requests only: says so when the run also pays a judge or
+/// a verifier, so nobody reads `max_cost` as the whole bill.
+fn warn_unpriced_calls(plan: &Plan, judged: bool) {
+    let s = &plan.settings;
+    let budgeted = s.evaluation.max_cost.is_some()
+        || (s.models.iter()).any(|m| m.pricing.as_ref().is_some_and(|p| p.budget().is_some()));
+    let mut who = Vec::new();
+    if let (true, Some(j)) = (judged, &s.judge) {
+        who.push(format!("the judge's ({})", j.model_id));
+    }
+    if let Some(v) = &s.verifier {
+        who.push(format!("the verifier's ({})", v.reward_model_id));
+    }
+    if budgeted && !who.is_empty() {
+        let note = format!(
+            "note: max_cost counts the sampled models' requests only; {} calls are not priced \
+             and not stopped by it",
+            who.join(" and ")
+        );
+        eprintln!(
+            "{}",
+            crate::report::wrap(&note, crate::util::terminal_width(), "  ")
+        );
     }
 }
 
