@@ -23,18 +23,13 @@ pub(super) fn client_config(mode: SslMode, pg: &PgUrl) -> Result<ClientConfig> {
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| BadInput(format!("TLS: {e}")))?;
-    let any = Unchecked { provider };
     let config = match mode {
         SslMode::VerifyFull => builder.with_root_certificates(roots),
-        _ if mode == SslMode::VerifyCa || rootcert.is_some() => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(ChainOnly {
-                roots: Arc::new(roots),
-                any,
-            })),
-        _ => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(any)),
+        _ => {
+            let chain = (mode == SslMode::VerifyCa || rootcert.is_some()).then(|| Arc::new(roots));
+            (builder.dangerous())
+                .with_custom_certificate_verifier(Arc::new(NoHostCheck { provider, chain }))
+        }
     };
     Ok(config.with_no_client_auth())
 }
@@ -95,22 +90,35 @@ pub(super) fn advice(pg: &PgUrl, e: &postgres::Error) -> Option<String> {
     })
 }
 
-/// `require` and `prefer` without a CA: any certificate. The handshake's signatures are still
-/// checked, so the connection is encrypted to whoever holds the certificate's key.
+/// `require` and `prefer` without a CA (`chain` None): any certificate; `verify-ca`, and the
+/// others with a CA (`chain` Some): one that chains to a trusted CA and is valid now. The host it
+/// names is never checked; the handshake's signatures always are, so the connection is encrypted
+/// to whoever holds the certificate's key.
 #[derive(Debug)]
-struct Unchecked {
+struct NoHostCheck {
     provider: Arc<CryptoProvider>,
+    chain: Option<Arc<RootCertStore>>,
 }
 
-impl ServerCertVerifier for Unchecked {
+impl ServerCertVerifier for NoHostCheck {
     fn verify_server_cert(
         &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
         _: &ServerName<'_>,
         _: &[u8],
-        _: UnixTime,
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if let Some(roots) = &self.chain {
+            let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.provider.signature_verification_algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 
@@ -146,57 +154,5 @@ impl ServerCertVerifier for Unchecked {
         self.provider
             .signature_verification_algorithms
             .supported_schemes()
-    }
-}
-
-/// `verify-ca`: the certificate chains to a trusted CA and is valid now; the host it names is
-/// not checked.
-#[derive(Debug)]
-struct ChainOnly {
-    roots: Arc<RootCertStore>,
-    /// For the handshake's signatures.
-    any: Unchecked,
-}
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
-        rustls::client::verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            self.any.provider.signature_verification_algorithms.all,
-        )?;
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.any.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.any.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.any.supported_verify_schemes()
     }
 }
