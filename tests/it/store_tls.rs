@@ -28,6 +28,15 @@ fn ok(url: &str, args: &[&str]) -> Output {
     out
 }
 
+/// `gpassk store ls --db URL` is refused: exit 2, one line saying `says`, never the password.
+fn refused_ls(url: &str, says: &str) {
+    refused(
+        &["store", "ls", "--db", url, "--password-env", PASSWORD_ENV],
+        PASSWORD,
+        says,
+    );
+}
+
 fn ca_query(mode: &str, ca: &Path) -> String {
     format!("sslmode={mode}&sslrootcert={}", ca.display())
 }
@@ -57,18 +66,7 @@ fn verify_full_refuses_a_certificate_for_another_name_or_from_another_ca() {
     let ca = test_ca();
     // The certificate names localhost and CERT_HOST, not the address.
     let by_address = db.tls_url(TLS_ONLY_USER, "127.0.0.1", &ca_query("verify-full", &ca));
-    refused(
-        &[
-            "store",
-            "ls",
-            "--db",
-            &by_address,
-            "--password-env",
-            PASSWORD_ENV,
-        ],
-        PASSWORD,
-        "certificate not valid for name \"127.0.0.1\"",
-    );
+    refused_ls(&by_address, "certificate not valid for name \"127.0.0.1\"");
     let out = with_db(&by_address, &["store", "ls"]);
     assert!(
         both(&out).contains("checks that the certificate names the host connected to"),
@@ -85,9 +83,8 @@ fn verify_full_refuses_a_certificate_for_another_name_or_from_another_ca() {
     let other_ca = make_ca(other.path(), "other");
     for mode in ["verify-full", "verify-ca"] {
         let url = db.tls_url(TLS_ONLY_USER, "localhost", &ca_query(mode, &other_ca));
-        refused(
-            &["store", "ls", "--db", &url, "--password-env", PASSWORD_ENV],
-            PASSWORD,
+        refused_ls(
+            &url,
             &format!(
                 "sslmode={mode} checks that the certificate is signed by the CA of \
                  sslrootcert {}",
@@ -97,18 +94,10 @@ fn verify_full_refuses_a_certificate_for_another_name_or_from_another_ca() {
     }
     // Without sslrootcert, the public roots: a private CA's certificate is refused.
     let url = db.tls_url(TLS_ONLY_USER, "localhost", "sslmode=verify-full");
-    refused(
-        &["store", "ls", "--db", &url, "--password-env", PASSWORD_ENV],
-        PASSWORD,
-        "name the server's CA with sslrootcert=PATH",
-    );
+    refused_ls(&url, "name the server's CA with sslrootcert=PATH");
     // require with a CA named checks the chain, as libpq does.
     let url = db.tls_url(TLS_ONLY_USER, "127.0.0.1", &ca_query("require", &other_ca));
-    refused(
-        &["store", "ls", "--db", &url, "--password-env", PASSWORD_ENV],
-        PASSWORD,
-        "UnknownIssuer",
-    );
+    refused_ls(&url, "UnknownIssuer");
 }
 
 #[test]
@@ -124,16 +113,8 @@ fn require_encrypts_without_a_ca_and_the_default_is_verify_full_for_remote_names
     // No sslmode and a name that is not this machine's: verify-full. The test CA is no public
     // one, so the certificate is refused, saying the mode was the default.
     let remote = db.tls_url(TLS_ONLY_USER, CERT_HOST, "");
-    refused(
-        &[
-            "store",
-            "ls",
-            "--db",
-            &remote,
-            "--password-env",
-            PASSWORD_ENV,
-        ],
-        PASSWORD,
+    refused_ls(
+        &remote,
         "sslmode=verify-full (the default off this machine) checks that a public CA signed",
     );
     // With the CA named (and no sslmode), the same name passes, and a name the certificate does
@@ -144,48 +125,18 @@ fn require_encrypts_without_a_ca_and_the_default_is_verify_full_for_remote_names
         &["store", "ls"],
     );
     let by_address = db.tls_url(TLS_ONLY_USER, "127.0.0.1", &sslrootcert);
-    refused(
-        &[
-            "store",
-            "ls",
-            "--db",
-            &by_address,
-            "--password-env",
-            PASSWORD_ENV,
-        ],
-        PASSWORD,
-        "certificate not valid for name \"127.0.0.1\"",
-    );
+    refused_ls(&by_address, "certificate not valid for name \"127.0.0.1\"");
     // No sslmode on the loopback address: plaintext, as before TLS was built in, so the
     // TLS-only role is turned away and the other role gets in.
     let loopback = db.tls_url(TLS_ONLY_USER, "127.0.0.1", "");
-    refused(
-        &[
-            "store",
-            "ls",
-            "--db",
-            &loopback,
-            "--password-env",
-            PASSWORD_ENV,
-        ],
-        PASSWORD,
-        "no encryption",
-    );
+    refused_ls(&loopback, "no encryption");
     ok(&db.tcp_url(), &["store", "ls"]);
     ok(&db.url(), &["store", "ls"]);
     // sslmode=disable against a server that takes this login over TLS only: one line saying
     // what to change.
     let disable = db.tls_url(TLS_ONLY_USER, CERT_HOST, "sslmode=disable");
-    refused(
-        &[
-            "store",
-            "ls",
-            "--db",
-            &disable,
-            "--password-env",
-            PASSWORD_ENV,
-        ],
-        PASSWORD,
+    refused_ls(
+        &disable,
         "the server may take TLS connections only: set sslmode=verify-full",
     );
 }
@@ -224,9 +175,8 @@ fn unusable_sslrootcert_files_and_sslmodes_are_one_line_errors_naming_them() {
     ];
     for (path, says) in cases {
         let url = db.tls_url(TLS_ONLY_USER, "localhost", &ca_query("verify-full", &path));
-        let ls = ["store", "ls", "--db", &url, "--password-env", PASSWORD_ENV];
-        refused(&ls, PASSWORD, &format!("sslrootcert {}: ", path.display()));
-        refused(&ls, PASSWORD, says);
+        refused_ls(&url, &format!("sslrootcert {}: ", path.display()));
+        refused_ls(&url, says);
     }
     for (query, says) in [
         (
@@ -240,10 +190,6 @@ fn unusable_sslrootcert_files_and_sslmodes_are_one_line_errors_naming_them() {
         ("sslcert=me.pem", "unknown parameter `sslcert`"),
     ] {
         let url = db.tls_url(TLS_ONLY_USER, "localhost", query);
-        refused(
-            &["store", "ls", "--db", &url, "--password-env", PASSWORD_ENV],
-            PASSWORD,
-            says,
-        );
+        refused_ls(&url, says);
     }
 }
