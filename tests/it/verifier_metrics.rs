@@ -11,7 +11,7 @@ use fake_openai::{ChoiceReply, FakeServer, FakeServerBuilder, Fault, Recorded, R
 use num_rational::Ratio;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 type Q = Ratio<i128>;
@@ -449,21 +449,34 @@ fn compared(a: &Path, b: &Path, metric: &str) -> Option<(Value, Value)> {
     Some((row["family"].clone(), row["flag"].clone()))
 }
 
-#[test]
-fn compare_and_history_treat_the_verifier_metrics_like_the_others() {
+/// Two runs (two weeks) of `problems` problems under `sampling`, with `evaluation` lines under
+/// `[evaluation]` and a pooling PRM configured by `verifier`: the fixture and the run directories.
+fn two_verified_runs(
+    problems: usize,
+    sampling: &str,
+    evaluation: &str,
+    verifier: &str,
+) -> (Fixture, Vec<PathBuf>) {
     let server = FakeServer::builder()
         .responder(policy)
         .pooling_responder(prm);
-    let env = Fixture::new(&sums(12)).with_server(server);
-    let cfg = configure(&env, "n = 6\ngreedy = false", ONE_MODEL, "");
-    let declared = "[evaluation]\nmetrics = [\"pass@4\", \"bon@4_min\"]\n";
-    std::fs::write(&cfg, read(&cfg).replace("[evaluation]\n", declared)).unwrap();
-    add_verifier(&cfg, "reward_mode = \"pooling\"\n");
+    let env = Fixture::new(&sums(problems)).with_server(server);
+    let cfg = configure(&env, sampling, ONE_MODEL, "");
+    let declared = format!("[evaluation]\n{evaluation}");
+    std::fs::write(&cfg, read(&cfg).replace("[evaluation]\n", &declared)).unwrap();
+    add_verifier(&cfg, &format!("reward_mode = \"pooling\"\n{verifier}"));
     for _ in 0..2 {
         let out = run(&env, &["--quiet"]);
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     }
     let runs = crate::common::run_dirs(&env.results());
+    (env, runs)
+}
+
+#[test]
+fn compare_and_history_treat_the_verifier_metrics_like_the_others() {
+    let declared = "metrics = [\"pass@4\", \"bon@4_min\"]\n";
+    let (env, runs) = two_verified_runs(12, "n = 6\ngreedy = false", declared, "");
     let (a, b) = (&runs[0], &runs[1]);
     // Declared: in the tested family (Holm runs over it); the others are exploratory.
     let (family, _) = compared(a, b, "bon@4_min").expect("bon@4_min compared");
@@ -665,24 +678,11 @@ fn estimated_vote_metrics_carry_their_monte_carlo_error_and_repeat_exactly() {
 /// among them.
 #[test]
 fn a_stored_run_with_a_verifier_compares_and_reads_back_as_its_folder() {
-    let server = FakeServer::builder()
-        .responder(policy)
-        .pooling_responder(prm);
-    let env = Fixture::new(&sums(24)).with_server(server);
     // n = 18: maj@9 and wmaj@9 sample subsets past the exact budget (C(18, 9) of them), so they
     // carry a Monte Carlo error.
-    let cfg = configure(&env, "n = 18\ngreedy = false", ONE_MODEL, "");
-    let declared = "[evaluation]\nk = [1, 4, 9]\nmetrics = [\"pass@4\", \"bon@4_min\"]\n";
-    std::fs::write(&cfg, read(&cfg).replace("[evaluation]\n", declared)).unwrap();
-    add_verifier(
-        &cfg,
-        "reward_mode = \"pooling\"\naggregation = [\"min\", \"mean\"]\n",
-    );
-    for _ in 0..2 {
-        let out = run(&env, &["--quiet"]);
-        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    }
-    let runs = crate::common::run_dirs(&env.results());
+    let declared = "k = [1, 4, 9]\nmetrics = [\"pass@4\", \"bon@4_min\"]\n";
+    let aggregations = "aggregation = [\"min\", \"mean\"]\n";
+    let (env, runs) = two_verified_runs(24, "n = 18\ngreedy = false", declared, aggregations);
     let id = |d: &Path| d.file_name().unwrap().to_string_lossy().into_owned();
     let metrics: Value = serde_json::from_str(&read(&runs[1].join("metrics.json"))).unwrap();
     let text = metrics.to_string();
@@ -764,19 +764,8 @@ fn a_stored_run_with_a_verifier_compares_and_reads_back_as_its_folder() {
 #[test]
 fn the_viewer_serves_verifier_runs_and_grades_one_that_grew_whole() {
     use crate::view::{graded_whole, ok, pages, serve};
-    let server = FakeServer::builder()
-        .responder(policy)
-        .pooling_responder(prm);
-    let env = Fixture::new(&sums(6)).with_server(server);
-    let cfg = configure(&env, "n = 4\ngreedy = false", ONE_MODEL, "");
-    let declared = "[evaluation]\nmetrics = [\"pass@4\", \"bon@4_min\"]\n";
-    std::fs::write(&cfg, read(&cfg).replace("[evaluation]\n", declared)).unwrap();
-    add_verifier(&cfg, "reward_mode = \"pooling\"\n");
-    for _ in 0..2 {
-        let out = run(&env, &["--quiet"]);
-        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    }
-    let runs = crate::common::run_dirs(&env.results());
+    let declared = "metrics = [\"pass@4\", \"bon@4_min\"]\n";
+    let (env, runs) = two_verified_runs(6, "n = 4\ngreedy = false", declared, "");
     let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
     let (a, b) = (name(&runs[0]), name(&runs[1]));
     // Week b scored before its last problem's samples arrived.
