@@ -618,15 +618,17 @@ pub(crate) fn configure_judged(env: &Fixture, judge: &str) {
     std::fs::write(&cfg, text + "[judge]\nmodel_id = \"judge-1\"\n" + judge).unwrap();
 }
 
+/// The policy answers as [`smart_reply`] does and the judge `judge-1` accepts every answer.
+pub(crate) fn judge_says_yes(r: &Recorded) -> Reply {
+    match r.model() {
+        Some("judge-1") => Reply::with_choices(vec![ChoiceReply::stop("Yes.")]),
+        _ => smart_reply(r),
+    }
+}
+
 #[test]
 fn a_budgeted_run_with_a_judge_says_its_calls_are_not_priced() {
-    let server = FakeServer::builder().responder(|r: &Recorded| {
-        if r.model() == Some("judge-1") {
-            Reply::with_choices(vec![ChoiceReply::stop("Yes.")])
-        } else {
-            smart_reply(r)
-        }
-    });
+    let server = FakeServer::builder().responder(judge_says_yes);
     let env = Fixture::new(&sums(2)).with_server(server);
     configure_judged(&env, "");
     let note = "max_cost counts the sampled models' requests only; the judge's (judge-1) calls";
@@ -759,13 +761,7 @@ fn a_checkpoint_that_cannot_be_written_is_a_disk_error() {
 /// the streamed verdicts count as plain ones do.
 #[test]
 fn the_judge_streams_when_asked() {
-    let server = FakeServer::builder().responder(|r: &Recorded| {
-        if r.model() == Some("judge-1") {
-            Reply::with_choices(vec![ChoiceReply::stop("Yes.")])
-        } else {
-            smart_reply(r)
-        }
-    });
+    let server = FakeServer::builder().responder(judge_says_yes);
     let env = Fixture::new(&sums(3)).with_server(server);
     configure_judged(&env, "stream = true\n");
     let out = run(&env, &["--quiet"]);

@@ -672,12 +672,8 @@ fn grid_matches_problem_pages(s: &Served, run: &str, grid: &serde_json::Value) -
 /// judge's file later is followed (the run graded again).
 #[test]
 fn a_judged_run_marks_what_the_judge_overruled_and_follows_new_verdicts() {
-    use crate::run_fake::{configure_judged, run, smart_reply, sums};
-    use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
-    let server = FakeServer::builder().responder(|r: &Recorded| match r.model() {
-        Some("judge-1") => Reply::with_choices(vec![ChoiceReply::stop("Yes.")]),
-        _ => smart_reply(r),
-    });
+    use crate::run_fake::{configure_judged, judge_says_yes, run, sums};
+    let server = fake_openai::FakeServer::builder().responder(judge_says_yes);
     let env = crate::common::Fixture::new(&sums(6)).with_server(server);
     configure_judged(&env, "");
     let out = run(&env, &["--quiet"]);
