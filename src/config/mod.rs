@@ -5,6 +5,7 @@
 
 mod judge;
 pub mod overrides;
+mod paid;
 pub mod raw;
 mod search;
 mod settings;
@@ -12,6 +13,7 @@ pub mod settings_json;
 pub mod store;
 mod verifier;
 
+pub use paid::PaidCalls;
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 pub use search::{
     AnswerSelect, Prefix, RewardMode, SearchSettings, Strategy, TerminalReward, JUDGE_MAX_TOKENS,

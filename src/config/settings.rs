@@ -454,6 +454,9 @@ fn resolve_judge(
         }
     };
     let max_tokens = num("max_tokens", j.max_tokens, 32, u32::MAX as i64)? as u32;
+    let pricing = (j.pricing.clone().unwrap_or_default())
+        .price_of(&model_id)
+        .map_err(|(key, m)| cx.err("judge.pricing", None, key, m))?;
     Ok(JudgeSettings {
         model_id,
         api: ApiSettings {
@@ -494,6 +497,8 @@ fn resolve_judge(
         prompt_source,
         input,
         max_tokens,
+        pricing,
+        allow_unpriced: j.allow_unpriced.unwrap_or(false),
     })
 }
 
@@ -620,6 +625,16 @@ fn resolve_model(
         api.stream_deadline = default_stream_deadline(api.timeout, bound.or(sampling.max_tokens));
     }
     let pricing = model_pricing(cx, raw, m, i, &model_id, bound.or(sampling.max_tokens))?;
+    let mut search = search;
+    if let Some(s) = search.as_mut().filter(|s| s.reward_price.is_none()) {
+        // The policy scoring its own steps costs what the policy costs.
+        if s.reward_model_id.as_deref() == Some(model_id.as_str()) {
+            s.reward_price = pricing.clone().map(|p| crate::cost::Price {
+                max_cost: None,
+                ..p
+            });
+        }
+    }
     Ok(ModelSettings {
         model_id,
         name,
@@ -646,21 +661,7 @@ fn model_pricing(
         .pricing
         .as_ref()
         .map_or(global.clone(), |p| p.over(&global));
-    let resolved = fields.resolve("config").and_then(|p| match p {
-        Some(p) => Ok(Some(p)),
-        None => {
-            let budget = fields.budget()?;
-            match crate::cost::shipped(model_id) {
-                Some(p) => Ok(Some(crate::cost::Price { max_cost: budget, ..p })),
-                None if budget.is_some() => Err((
-                    "max_cost",
-                    format!("needs a price: no [pricing] input/output and {model_id:?} is not in configs/prices.toml"),
-                )),
-                None => Ok(None),
-            }
-        }
-    });
-    let resolved = resolved.and_then(|p| match (&p, max_tokens) {
+    let resolved = fields.price_of(model_id).and_then(|p| match (&p, max_tokens) {
         (
             Some(Price {
                 max_cost: Some(_), ..

@@ -286,6 +286,9 @@ struct JsonReport<'a> {
     /// Why models failed, each reason once with its models (raw text, not escaped).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     failures: Vec<JsonFailure>,
+    /// What the judge's and the verifier's calls cost, beside the models' in the manifest.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    call_costs: &'a [crate::scoring::paid::CallCost],
     manifest: Option<&'a Manifest>,
 }
 
@@ -348,6 +351,7 @@ impl Exporter for MetricsJson {
                     failure: f,
                 })
                 .collect(),
+            call_costs: &results.call_costs,
             manifest: results.manifest.as_ref(),
         };
         let mut bytes = serde_json::to_vec_pretty(&report)?;
