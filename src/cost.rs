@@ -2,11 +2,9 @@
 //! worst-case estimates. Amounts are exact rationals inside; f64 only at the report boundary.
 
 use crate::client::Usage;
-use crate::rundir::manifest::CostEntry;
 use num_rational::Ratio;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// An amount in pico-units (10⁻¹² of the currency): a price in micro-units per million tokens
@@ -448,49 +446,10 @@ impl Spend {
     }
 }
 
-/// The `spend` of a judge verdict or verifier score line (the rest of the line is not read).
-#[derive(Deserialize)]
-struct SpendLine {
-    #[serde(default)]
-    spend: Option<Spend>,
-}
-
-/// Calls `each` with the `spend` of every line of these judge verdict or verifier score files
-/// (a missing file reads as empty); lines stored before calls were priced carry none.
-pub fn read_spends(
-    paths: &[PathBuf],
-    mut each: impl FnMut(Spend),
-) -> Result<(), crate::rundir::record::CheckpointError> {
-    for path in paths {
-        crate::rundir::record::read_lines(path, |l: SpendLine| {
-            l.spend.map(&mut each);
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
-/// A ledger for people and machine formats: what tally `t` cost at `p`, per sample and per
-/// problem (of `problems`), what it could not count.
-pub fn cost_entry(p: &Price, t: &Tally, problems: usize) -> CostEntry {
-    let total = t.cost(p);
-    let per = |n: u64| (n > 0).then(|| to_f64(&(total / Money::from_integer(u128::from(n)))));
-    CostEntry {
-        currency: p.currency.clone(),
-        total: to_f64(&total),
-        per_sample: per(t.with_usage + t.without_usage),
-        per_problem: per(problems as u64),
-        samples_without_usage: t.without_usage,
-        billable_failures: u64::try_from(t.billable_failures.round().to_integer())
-            .unwrap_or(u64::MAX),
-        price_source: p.source.clone(),
-    }
-}
-
 /// Two replies' usage summed: a count or split is kept only when both gave it.
 fn add_usage(a: &Usage, b: &Usage) -> Usage {
     use crate::client::TokenDetails;
-    let sum = |x: Option<u64>, y: Option<u64>| Some(x?.checked_add(y?)?);
+    let sum = |x: Option<u64>, y: Option<u64>| x?.checked_add(y?);
     let details = |cached: Option<u64>, reasoning: Option<u64>| {
         (cached.is_some() || reasoning.is_some()).then_some(TokenDetails {
             cached_tokens: cached,
@@ -731,6 +690,40 @@ mod tests {
             p.cost_at_most(Some(&u), bound),
             Money::from_integer((6 + 4 * 3 + 15 * 2 + 5 * 64) * 1_000_000)
         );
+    }
+
+    #[test]
+    fn a_spend_sums_its_replies_and_prices_what_it_cannot_read_at_its_bound() {
+        let p = price(1.0, None, 2.0, None);
+        let u = |t: &str| serde_json::from_str::<Usage>(t).unwrap();
+        let mut s = Spend::default();
+        s.add_reply(
+            Some(&u(r#"{"prompt_tokens":10,"completion_tokens":2}"#)),
+            (100, 16),
+        );
+        s.add_reply(
+            Some(&u(r#"{"prompt_tokens":20,"completion_tokens":3}"#)),
+            (200, 16),
+        );
+        assert_eq!(s.at_most(&p), Money::from_integer((30 + 5 * 2) * 1_000_000));
+        // One reply without a completion count: the pass's completions at their bound.
+        s.add_reply(Some(&u(r#"{"prompt_tokens":5}"#)), (50, 16));
+        assert_eq!(
+            s.at_most(&p),
+            Money::from_integer((35 + 48 * 2) * 1_000_000)
+        );
+        // One without usage at all: every count at its bound.
+        s.add_reply(None, (10, 16));
+        assert_eq!(s.at_most(&p), p.worst(360, 64));
+        // A failure the server may have billed: its worst case on top.
+        s.add_failure((40, 16));
+        assert_eq!(s.at_most(&p), p.worst(360, 64) + p.worst(40, 16));
+        let text = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<Spend>(&text).unwrap(), s, "{text}");
+        // Nothing received: only the failures count.
+        let mut failed = Spend::default();
+        failed.add_failure((40, 16));
+        assert_eq!(failed.at_most(&p), p.worst(40, 16));
     }
 
     #[test]

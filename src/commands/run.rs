@@ -250,14 +250,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?, None));
     }
     report::write_all(&run_dir, &results)?;
-    let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
-    if answered {
-        print!("{}", report::terminal_table(&results, args.wide));
-    } else {
-        // A table of dashes would only hide the reasons below.
-        println!("no values: no model answered any unit");
-    }
-    println!("results: {}", run_dir.display());
+    print_results(&results, manifest, args.wide, &run_dir);
     let mut status = sampling::exit_status_for(&ends, &run.manifest);
     if status != ExitStatus::Success {
         explain_failures(&run.manifest, &resume_cmd);
@@ -267,6 +260,18 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         status = ExitStatus::Failure;
     }
     Ok((run_dir, status, Some(results)))
+}
+
+/// The results table (or why there is none) and where the run is.
+fn print_results(results: &RunResults, manifest: &Manifest, wide: bool, run_dir: &RunDir) {
+    let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
+    if answered {
+        print!("{}", report::terminal_table(results, wide));
+    } else {
+        // A table of dashes would only hide the reasons below.
+        println!("no values: no model answered any unit");
+    }
+    println!("results: {}", run_dir.display());
 }
 
 /// The run's samples scored by the `[verifier]` PRM, when the config has one (those already

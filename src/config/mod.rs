@@ -13,8 +13,8 @@ pub mod settings_json;
 pub mod store;
 mod verifier;
 
-pub use paid::PaidCalls;
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
+pub use paid::PaidCalls;
 pub use search::{
     AnswerSelect, Prefix, RewardMode, SearchSettings, Strategy, TerminalReward, JUDGE_MAX_TOKENS,
     SEARCH_KEYS,

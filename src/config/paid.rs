@@ -38,7 +38,8 @@ impl RunSettings {
     /// Whether any `max_cost` applies: the run's or a sampled model's.
     pub fn budgeted(&self) -> bool {
         self.evaluation.max_cost.is_some()
-            || (self.models.iter()).any(|m| m.pricing.as_ref().is_some_and(|p| p.budget().is_some()))
+            || (self.models.iter())
+                .any(|m| m.pricing.as_ref().is_some_and(|p| p.budget().is_some()))
     }
 
     /// Checks the judge's, the verifier's and the reward models' prices against the budgets:
@@ -100,7 +101,7 @@ impl RunSettings {
         let mut out = Vec::new();
         if let Some(j) = self.judged() {
             out.push(Caller {
-                who: format!("the judge ({})", j.model_id),
+                who: format!("the judge {}", j.model_id),
                 price: j.pricing.as_ref(),
                 allow_unpriced: j.allow_unpriced,
                 tables: ("judge.pricing", "judge"),
@@ -110,7 +111,7 @@ impl RunSettings {
         }
         if let Some(v) = &self.verifier {
             out.push(Caller {
-                who: format!("the verifier ({})", v.reward_model_id),
+                who: format!("the verifier {}", v.reward_model_id),
                 price: v.pricing.as_ref(),
                 allow_unpriced: v.allow_unpriced,
                 tables: ("verifier.pricing", "verifier"),
@@ -131,7 +132,7 @@ impl RunSettings {
                 continue;
             }
             out.push(Caller {
-                who: format!("the reward model ({id}) of model {}", m.name),
+                who: format!("the reward model {id} of model {}", m.name),
                 price: s.reward_price.as_ref(),
                 allow_unpriced: s.reward_allow_unpriced,
                 tables: ("search.reward_pricing", "search"),

@@ -494,9 +494,7 @@ fn resolve_reward_price(
         (Some(o), Some(g)) => o.over(g),
         (o, g) => o.or(g).cloned().unwrap_or_default(),
     };
-    let err = |key: &str, msg: String| {
-        sx.err(&format!("reward_pricing.{key}"), own.is_some(), msg)
-    };
+    let err = |key: &str, msg: String| sx.err(&format!("reward_pricing.{key}"), own.is_some(), msg);
     if fields.max_cost.is_some() {
         return Err(err(
             "max_cost",

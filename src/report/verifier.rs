@@ -238,18 +238,21 @@ pub(super) fn coverage_notes(results: &RunResults) -> Vec<String> {
                     why.push(format!("{what}: {count}"));
                 }
             }
-            let at: Vec<String> = (v.sizes.iter().zip(&v.problems_at))
+            let mut at: Vec<String> = (v.sizes.iter().zip(&v.problems_at))
                 .filter(|(_, &p)| p < problems)
                 .map(|(n, p)| format!("{p} at N = {n}"))
                 .collect();
+            let full = full_up_to(v, problems);
+            if full > 0 {
+                at.insert(0, format!("all {problems} up to N = {full}"));
+            }
             format!(
-                "{}: bon@N and wmaj@N rest on each problem's scored samples; left out, never \
-                 read as 0: {} (on {} of {problems} problems). Problems with N scored samples: \
-                 all {problems} up to N = {}, {}.",
+                "{}: bon@N and wmaj@N rest on each problem's scored samples: {} samples on {} of \
+                 {problems} problems have none ({}), never read as 0. Problems counted: {}.",
                 m.name,
-                why.join(", "),
+                v.unreadable + v.no_steps + v.not_scored,
                 v.partial_problems,
-                full_up_to(v, problems),
+                why.join(", "),
                 at.join(", ")
             )
         })

@@ -146,7 +146,7 @@ pub(super) fn worst_case(b: &Budget, m: &ModelSettings, prep: &Prepared, slots: 
 /// Lines written before calls were priced carry no `spend` and count nothing.
 fn calls_at_most(paths: &[PathBuf], price: &Price) -> Result<Money> {
     let mut spent = Money::from_integer(0);
-    crate::cost::read_spends(paths, |s| spent += s.at_most(price))?;
+    crate::rundir::record::read_spends(paths, |s| spent += s.at_most(price))?;
     Ok(spent)
 }
 

@@ -165,7 +165,7 @@ pub fn model_manifest(
     mm.cost = m
         .pricing
         .as_ref()
-        .map(|p| crate::cost::cost_entry(p, &counts.tokens, problems));
+        .map(|p| crate::rundir::manifest::CostEntry::of(p, &counts.tokens, problems));
     mm
 }
 

@@ -193,7 +193,9 @@ async fn judge_one(pass: &JudgePass, job: JudgeJob) {
         per_job: 1,
     };
     let mut spend = Spend::default();
-    let resp = pass.request(call, &mut spend, || pass.client.chat(&body)).await;
+    let resp = pass
+        .request(call, &mut spend, || pass.client.chat(&body))
+        .await;
     let Some(resp) = resp else {
         if spend.billable_failures > 0 {
             // No verdict, but maybe billed: kept so a resumed run's budget counts it.

@@ -2,10 +2,10 @@
 //! score lines keep (at the price in force): the reports show it beside sampling's.
 
 use crate::config::VerifierSettings;
-use crate::cost::{cost_entry, read_spends, Price, Tally};
+use crate::cost::{Price, Tally};
 use crate::plan::Plan;
 use crate::rundir::manifest::CostEntry;
-use crate::rundir::record::CheckpointError;
+use crate::rundir::record::{read_spends, CheckpointError};
 use crate::rundir::RunDir;
 use std::path::PathBuf;
 
@@ -41,12 +41,24 @@ pub fn call_costs(
     let mut out = Vec::new();
     if let Some(j) = plan.settings.judged() {
         let paths = files(&|m| run_dir.grades(m));
-        out.extend(priced("judge", &j.model_id, j.pricing.as_ref(), &paths, problems)?);
+        out.extend(priced(
+            "judge",
+            &j.model_id,
+            j.pricing.as_ref(),
+            &paths,
+            problems,
+        )?);
     }
     if let Some(v) = verifier {
         let paths = files(&|m| run_dir.verifier_scores(m));
         let price = v.pricing.as_ref();
-        out.extend(priced("verifier", &v.reward_model_id, price, &paths, problems)?);
+        out.extend(priced(
+            "verifier",
+            &v.reward_model_id,
+            price,
+            &paths,
+            problems,
+        )?);
     }
     Ok(out)
 }
@@ -69,6 +81,6 @@ fn priced(
     Ok((lines > 0).then(|| CallCost {
         role,
         model: model.to_string(),
-        cost: cost_entry(price, &tally, problems),
+        cost: CostEntry::of(price, &tally, problems),
     }))
 }
