@@ -239,7 +239,8 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         Ok(r) => r,
         Err(e) => {
             // The samples are saved; say how to grade them again rather than only failing.
-            eprintln!("error: {}", crate::error::render(&e));
+            let line = format!("error: {}", crate::error::render(&e));
+            eprintln!("{}", report::wrap(&line, stderr_width(), "  "));
             eprintln!("the samples are saved; grade them again with:\n  {resume_cmd}");
             return Ok((run_dir, ExitStatus::of_error(&e), None));
         }

@@ -42,7 +42,8 @@ pub fn terminal_table(results: &RunResults, wide: bool) -> String {
         compact(results, terminal_width())
     };
     if let Some(line) = cost_line(results) {
-        text.push_str(&line);
+        // Several payers make a long line: broken at spaces, never inside a name.
+        text.push_str(&wrap(&line, terminal_width(), "  "));
         text.push('\n');
     }
     text
