@@ -510,3 +510,50 @@ fn an_unpriced_judge_or_verifier_under_a_budget_is_refused_unless_allowed() {
     assert!(e.contains("[verifier.pricing] input and output"), "{e}");
     assert_eq!(env.server().hits("POST", "/pooling"), 0);
 }
+
+#[test]
+fn judge_and_verifier_prices_resolve_like_a_models_and_bad_ones_name_their_key() {
+    let base = "[api]\nbase_url = \"http://127.0.0.1:1\"\n[[models]]\nname = \"a\"\n\
+                [evaluation]\ndataset = \"gsm8k\"\ngrader = \"judge\"\n[judge]\nmodel_id = \"j\"\n";
+    let load = |t: &str| gpassk::config::load_str(t, std::path::Path::new("cfg.toml"));
+    let s = load(base).unwrap();
+    assert_eq!(s.judge.unwrap().pricing, None, "j is in no price file");
+    let s = load(&base.replace("\"j\"", "\"gpt-4o-mini\"")).unwrap();
+    let p = s.judge.unwrap().pricing.unwrap();
+    assert_eq!(
+        (p.input, p.output),
+        (150_000, 600_000),
+        "the shipped price file"
+    );
+    let text = format!("{base}[judge.pricing]\ninput = 2\noutput = 3\nmax_cost = 4\n");
+    let j = load(&text).unwrap().judge.unwrap();
+    let p = j.pricing.unwrap();
+    assert_eq!(
+        (p.input, p.output, p.max_cost),
+        (2_000_000, 3_000_000, Some(4_000_000))
+    );
+    let cases = [
+        (
+            "[judge.pricing]\ninput = -1\noutput = 3\n",
+            11,
+            "`judge.pricing.input`",
+        ),
+        (
+            "[judge.pricing]\nmax_cost = 4\n",
+            11,
+            "`judge.pricing.max_cost`: needs a price",
+        ),
+        (
+            "[verifier]\nreward_model_id = \"prm\"\n[verifier.pricing]\ninput = 1\n",
+            12,
+            "`verifier.pricing.output`: is needed once any price is given",
+        ),
+    ];
+    for (extra, line, want) in cases {
+        let e = load(&format!("{base}{extra}")).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("cfg.toml:{line}:")) && e.contains(want),
+            "{extra}: {e}"
+        );
+    }
+}
