@@ -314,9 +314,7 @@ impl Calls<'_> {
         let client = self.client(to);
         if matches!(to, Endpoint::Pooling) {
             let value = client.post_json(body).await?;
-            let usage = value
-                .get("usage")
-                .and_then(|u| serde_json::from_value(u.clone()).ok());
+            let usage = Usage::of_reply(&value);
             return Ok(Cached {
                 value: Some(value),
                 usage,

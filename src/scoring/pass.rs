@@ -83,7 +83,7 @@ impl Billed for ChatResponse {
 impl Billed for serde_json::Value {
     /// A `/pooling` reply's `usage`, when it has one that reads as usage.
     fn usage(&self) -> Option<Usage> {
-        serde_json::from_value(self.get("usage")?.clone()).ok()
+        Usage::of_reply(self)
     }
 }
 

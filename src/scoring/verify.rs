@@ -277,7 +277,8 @@ async fn score_one(pass: &VerifyPass, job: VerifyJob) {
     let mut unparsed = None;
     let mut spend = Spend::default();
     let calls = job.steps.len() as u64;
-    let bound = |body: &[u8], completion: u32| Call {
+    // A call's worst case: its body's bytes as the prompt bound, and its completion bound.
+    let call_of = |body: &[u8], completion: u32| Call {
         bound: (crate::plan::prompt_bound(body.len()), u64::from(completion)),
         per_job: calls,
     };
@@ -287,7 +288,7 @@ async fn score_one(pass: &VerifyPass, job: VerifyJob) {
             // A pooling call generates nothing: its prompt is all it is billed for.
             let call = Call {
                 per_job: 1,
-                ..bound(&body, 0)
+                ..call_of(&body, 0)
             };
             let send = || pass.client.post_json(body.clone());
             match pass.request(call, &mut spend, send).await {
@@ -305,7 +306,7 @@ async fn score_one(pass: &VerifyPass, job: VerifyJob) {
             let mut answered = true;
             for i in 1..=job.steps.len() {
                 let body = judge_body(&s.reward_model_id, &input, &job.steps[..i]);
-                let call = bound(&body, JUDGE_MAX_TOKENS);
+                let call = call_of(&body, JUDGE_MAX_TOKENS);
                 let send = || pass.client.chat_bytes(body.clone());
                 let Some(resp) = pass.request(call, &mut spend, send).await else {
                     answered = false;
