@@ -486,6 +486,16 @@ fn an_unpriced_judge_or_verifier_under_a_budget_is_refused_unless_allowed() {
     // The dry run refuses it too.
     let out = run(&env, &["--dry-run"]);
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    // Priced, but only the model has a budget: counted, not capped, and said so.
+    judged(&env, "max_cost = 100", JUDGE_PRICE, "");
+    let out = env.command(&["run"]).output().unwrap();
+    let e = both(&out).replace("\n  ", " ");
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("the judge judge-1's calls are priced but no max_cost caps them"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(env.results()).unwrap();
     // Allowed: the run goes on and says its calls are not counted.
     judged(&env, "max_cost = 100", "allow_unpriced = true\n", "");
     let out = env.command(&["run"]).output().unwrap();
