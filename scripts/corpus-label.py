@@ -29,9 +29,8 @@ CHOICE_GOLD = re.compile(r"^[A-J]{1,4}$")
 
 
 def is_choice(case):
-    return bool(CHOICE_GOLD.match(case["gold"].strip())) and (
-        bool(case.get("options")) or len(case["gold"].strip()) >= 1
-    )
+    """A gold of one to four letters A-J is a choice (several letters: a set of letters)."""
+    return bool(CHOICE_GOLD.match(case["gold"].strip()))
 
 
 def response(case):
