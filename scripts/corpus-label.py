@@ -16,7 +16,10 @@ per source, how often each grader agrees with `expected`, and lists cases where 
 disagrees with it. With --out, one line per case: id, mv, qwen, source_label, expected.
 """
 import argparse
+import contextlib
+import io
 import json
+import logging
 import os
 import re
 import signal
@@ -43,32 +46,28 @@ def response(case):
 def mv_vote(case):
     """Math-Verify's verdict: True/False, or None when it raised, timed out, or extracted
     nothing from the response (no answer found is an abstention, not a vote)."""
-    from math_verify import (
-        ExprExtractionConfig,
-        LatexExtractionConfig,
-        StringExtractionConfig,
-        parse,
-        verify,
-    )
-
-    gold, pred = case["gold"].strip(), response(case)
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+    quiet = io.StringIO()  # Math-Verify and its LaTeX parser print while they work
     try:
-        if is_choice(case):
-            n = max(4, len(case.get("options") or []))
-            cfg = [StringExtractionConfig(strings=tuple(LETTERS[:n]))]
-            g = parse(gold, extraction_config=cfg)
-            p = parse(pred, extraction_config=cfg)
-        else:
-            text = gold if ("$" in gold or "\\boxed" in gold) else f"${gold}$"
-            g = parse(text)
-            if not g:
-                g = parse(gold)
-            p = parse(pred)
-        if not p:
-            return None
-        return bool(verify(g, p))
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            return _mv_verdict(case)
     except Exception:  # noqa: BLE001 - a grader crash is "no vote", not a verdict
         return None
+
+
+def _mv_verdict(case):
+    from math_verify import StringExtractionConfig, parse, verify
+
+    gold, pred = case["gold"].strip(), response(case)
+    if is_choice(case):
+        n = max(4, len(case.get("options") or []))
+        cfg = [StringExtractionConfig(strings=tuple(LETTERS[:n]))]
+        g = parse(gold, extraction_config=cfg)
+        p = parse(pred, extraction_config=cfg)
+    else:
+        g = parse(gold if ("$" in gold or "\\boxed" in gold) else f"${gold}$") or parse(gold)
+        p = parse(pred)
+    return bool(verify(g, p)) if p else None
 
 
 # ---------- Qwen2.5-Math grader (runs in the worker interpreter) ----------
