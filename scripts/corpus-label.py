@@ -135,29 +135,42 @@ def pct(a, n):
     return f"{100.0 * a / n:5.1f}%" if n else "    -"
 
 
+def stored_source_label(case):
+    """The source's own verdict: `source_label` in build files, `votes.source` in the corpus."""
+    if "source_label" in case:
+        return case["source_label"]
+    return (case.get("votes") or {}).get("source")
+
+
 def report(cases, votes):
+    """Agreement with `expected`, per source. A grader that found no answer counts as "wrong" (as a
+    user sees it); the source label only where the source stored one. Also counts votes that differ
+    from the ones stored in the file, so a re-run shows whether the labels' inputs still hold."""
     rows = defaultdict(lambda: [0, 0, 0, 0, 0])  # n, mv agree, qwen agree, src n, src agree
-    lonely = []
+    lonely, changed = 0, {"math_verify": 0, "qwen": 0}
     for c, v in zip(cases, votes):
+        stored = c.get("votes") or {}
+        for name, key in (("math_verify", "mv"), ("qwen", "qwen")):
+            changed[name] += name in stored and stored[name] != v[key]
         if "expected" not in c:
             continue
         exp = c["expected"]
         for key in ("ALL", c.get("source", "?")):
             r = rows[key]
             r[0] += 1
-            r[1] += v["mv"] == exp
-            r[2] += v["qwen"] == exp
+            r[1] += (v["mv"] is True) == exp
+            r[2] += (v["qwen"] is True) == exp
             if v["source_label"] is not None:
                 r[3] += 1
                 r[4] += v["source_label"] == exp
         voters = [x for x in (v["mv"], v["qwen"], v["source_label"]) if x is not None]
-        if voters and all(x != exp for x in voters):
-            lonely.append(c.get("id"))
+        lonely += bool(voters) and all(x != exp for x in voters)
     print(f"{'source':36} {'cases':>6} {'Math-Verify':>11} {'Qwen':>7} {'source label':>14}")
     for key in sorted(rows, key=lambda k: (k != "ALL", k)):
         n, mv, qw, sn, sa = rows[key]
         print(f"{key:36} {n:6} {pct(mv, n):>11} {pct(qw, n):>7} {pct(sa, sn):>8} of {sn}")
-    print(f"cases where every voter differs from the label (decided by hand): {len(lonely)}")
+    print(f"cases where every vote differs from the label (decided by hand): {lonely}")
+    print(f"votes that differ from the file's stored votes: {changed}")
 
 
 def main():
@@ -188,7 +201,7 @@ def main():
     for i, (c, q) in enumerate(zip(cases, qw)):
         votes.append({"id": c.get("id", i), "mv": mv_vote(c), "qwen": q["qwen"],
                       "qwen_extracted": q["qwen_extracted"],
-                      "source_label": c.get("source_label"), "expected": c.get("expected")})
+                      "source_label": stored_source_label(c), "expected": c.get("expected")})
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:
             for v in votes:
