@@ -34,6 +34,7 @@ mod search_config;
 mod search_run;
 mod settings_json;
 mod store;
+mod store_identity;
 mod store_tls;
 mod streaming;
 mod terminal;

@@ -297,6 +297,7 @@ pub fn merge(runs: &[RunDir], out: &RunDir, notes: &Notes) -> Result<Manifest> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "merged".into());
     let mut manifest = merged_manifest(&loaded, &run_id);
+    manifest.origin = Some(out.origin());
     if let Some(joined) = joined {
         imported::finish(joined, &loaded, &placed, out, &mut manifest)?;
     }
