@@ -41,3 +41,4 @@ mod terminal;
 mod verifier_metrics;
 mod verify;
 mod view;
+mod view_bounds;
