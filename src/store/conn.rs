@@ -70,7 +70,10 @@ pub(super) const WAIT: Duration = Duration::from_secs(30);
 
 /// Another process held a lock the whole of [`WAIT`].
 #[derive(Debug, thiserror::Error)]
-#[error("the database is locked by another process (waited {} s); try again when it is done", WAIT.as_secs())]
+#[error(
+    "the database is locked by another process (waited {} s); try again when it is done",
+    WAIT.as_secs()
+)]
 pub(super) struct Locked;
 
 /// Whether `e` is a lock still held after [`WAIT`] (SQLite's busy or locked, PostgreSQL's

@@ -6,8 +6,9 @@
 //! (`80%`) as its fraction (0.8). Labels are not scores: the step number of "Score of step 3",
 //! the range of "(0 to 1)" or "between 0 and 1". When the reply names a score (`score`, `rating`,
 //! `reward`), the first number after each such word on its line is the score; otherwise the reply
-//! must hold one number. Anything else is unreadable, never a guess: numbers that disagree, a
-//! fraction (`7/10`), a value outside [0, 1], no number at all.
+//! must hold one number (`0.7 out of 1` and `0.7/1` name the scale asked for). Anything else is
+//! unreadable, never a guess: numbers that disagree, a fraction (`7/10`), a value outside [0, 1],
+//! no number at all.
 
 use super::bounded;
 use crate::search::Score;
@@ -134,6 +135,11 @@ fn number_at(b: &[u8], start: usize, at: usize) -> (usize, Option<Token>) {
     } else if b.get(j).is_some_and(u8::is_ascii_alphabetic) {
         return (j, None);
     }
+    // `0.8/1` is 0.8 on the asked scale; any other fraction (`7/10`) is not read.
+    let digit_or_dot = |i: usize| b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'.');
+    if b[end..].starts_with(b"/1") && !digit_or_dot(end + 2) {
+        end += 2;
+    }
     let fraction = (b.get(end) == Some(&b'/') && b.get(end + 1).is_some_and(u8::is_ascii_digit))
         || (start > 0 && b[start - 1] == b'/');
     let token = Token {
@@ -145,14 +151,16 @@ fn number_at(b: &[u8], start: usize, at: usize) -> (usize, Option<Token>) {
     (end, Some(token))
 }
 
-/// Marks the numbers that label rather than score: after the word "step", and the bounds of a
-/// stated range ("0 to 1", "0-1", "between 0 and 1").
+/// Marks the numbers that label rather than score: a whole number after the word "step", the
+/// bounds of a stated range ("0 to 1", "0-1", "between 0 and 1") and the scale of "0.7 out of 1".
 fn mark_labels(text: &str, tokens: &mut [Token]) {
     for t in tokens.iter_mut() {
         let before = text[..t.start].trim_end_matches([' ', '\t', '#']);
         let lower = before.to_ascii_lowercase();
+        // A step number is a whole number: "rate this step 0.7" scores it.
+        let whole = text[t.start..t.end].bytes().all(|c| c.is_ascii_digit());
         if let Some(rest) = lower.strip_suffix("step") {
-            t.label = !rest.ends_with(|c: char| c.is_ascii_alphabetic());
+            t.label = whole && !rest.ends_with(|c: char| c.is_ascii_alphabetic());
         }
     }
     for i in 1..tokens.len() {
@@ -161,6 +169,9 @@ fn mark_labels(text: &str, tokens: &mut [Token]) {
         let joins = ["to", "-", "–", "and"].contains(&between.as_str());
         if joins && a.value == Some(0.0) && b.value == Some(1.0) {
             tokens[i - 1].label = true;
+            tokens[i].label = true;
+        }
+        if between == "out of" && b.value == Some(1.0) {
             tokens[i].label = true;
         }
     }
@@ -182,7 +193,7 @@ mod tests {
 
     #[test]
     fn the_score_is_the_number_that_scores_not_the_first_digits() {
-        let cases: [(&str, Option<f64>); 24] = [
+        let cases: [(&str, Option<f64>); 28] = [
             ("0.8", Some(0.8)),
             ("Score: .25\n", Some(0.25)),
             ("1.", Some(1.0)),
@@ -207,6 +218,10 @@ mod tests {
             ("0.3 or maybe 0.6", None),
             ("Score of step 1: 0.9. Score of step 2: 0.3.", None),
             ("great step!", None),
+            ("I would rate this step 0.7 out of 1.", Some(0.7)),
+            ("Score: 0.9 out of 1.0", Some(0.9)),
+            ("0.8/1", Some(0.8)),
+            ("7 out of 10", None),
         ];
         for (text, want) in cases {
             assert_eq!(value(text), want, "{text:?}");
