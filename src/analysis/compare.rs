@@ -42,6 +42,19 @@ impl Comparison {
         self.in_family && self.adjusted.is_some_and(|p| p < ALPHA)
     }
 
+    /// The row's flag in compare's words: `REGRESSED` or `improved` for a flagged change of the
+    /// tested family, `untested` when too few problems are shared for a test, `exploratory`
+    /// outside the family, empty otherwise.
+    pub fn flag(&self) -> &'static str {
+        match (self.in_family, self.test.p, self.flagged(), self.test.delta > 0.0) {
+            (false, ..) => "exploratory",
+            (true, None, ..) => "untested",
+            (true, Some(_), false, _) => "",
+            (true, Some(_), true, true) => Verdict::Improved.as_str(),
+            (true, Some(_), true, false) => Verdict::Regressed.as_str(),
+        }
+    }
+
     /// The metric with the other names of its quantity: `Pass@4 = G-Pass@4_0.25`, or
     /// `Pass@1 = G-Pass@1_0.25…1.0` for a run of them.
     pub fn label(&self) -> String {
@@ -473,6 +486,29 @@ pub fn drift_lines([ea, eb]: [&RunEntry; 2], b: &RunResults) -> Vec<(String, Str
     out
 }
 
+/// The changes every one of `models` shares (two or more of them), each said once, and the
+/// others as (model, change) pairs: one fingerprint change of six models is one line, not six.
+pub fn shared_changes(
+    changes: &[(String, String)],
+    models: &[&str],
+) -> (Vec<String>, Vec<(String, String)>) {
+    let mut shared: Vec<String> = Vec::new();
+    if models.len() > 1 {
+        for (_, change) in changes {
+            let everyone = (models.iter())
+                .all(|m| changes.iter().any(|(x, c)| x == m && c == change));
+            if everyone && !shared.contains(change) {
+                shared.push(change.clone());
+            }
+        }
+    }
+    let own = (changes.iter())
+        .filter(|(_, c)| !shared.contains(c))
+        .cloned()
+        .collect();
+    (shared, own)
+}
+
 /// A p-value for the table: four decimals, `-` when untested.
 fn p_text(p: Option<f64>) -> String {
     match p {
@@ -489,13 +525,6 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
         .iter()
         .map(|c| {
             let d = &c.test;
-            let flag = match (c.in_family, d.p, c.flagged(), d.delta > 0.0) {
-                (false, ..) => "exploratory".to_string(),
-                (true, None, ..) => "untested".to_string(),
-                (true, Some(_), false, _) => String::new(),
-                (true, Some(_), true, true) => "improved".into(),
-                (true, Some(_), true, false) => "REGRESSED".into(),
-            };
             let detect = c
                 .detectable
                 .map_or("-".into(), |x| format!("±{:.1}", 100.0 * x));
@@ -518,7 +547,7 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
                     text: c.in_family.to_string(),
                     raw: serde_json::Value::Bool(c.in_family),
                 },
-                Cell::text(flag),
+                Cell::text(c.flag()),
             ]
         })
         .collect();

@@ -617,11 +617,7 @@ impl ModelRuns {
             let p = t
                 .adjusted
                 .map_or_else(String::new, |p| format!(", p (Holm) {}", p_text(p)));
-            let what = if t.test.delta > 0.0 {
-                "improved"
-            } else {
-                "REGRESSED"
-            };
+            let what = t.flag();
             self.notes.push((
                 run,
                 format!("{metric} {what} {:+.1} points{p}", 100.0 * t.test.delta),
@@ -732,13 +728,7 @@ fn row(
     let ci = est.and_then(|e| e.ci);
     let text = Interval::percent(value, ci).to_string();
     let delta = test.map(|t| t.test.delta);
-    let flag = match test {
-        None => String::new(),
-        Some(t) if t.test.p.is_none() => "untested".into(),
-        Some(t) if !t.flagged() => String::new(),
-        Some(t) if t.test.delta > 0.0 => "improved".into(),
-        Some(_) => "REGRESSED".into(),
-    };
+    let flag = test.map_or("", Comparison::flag);
     let adjusted = test.and_then(|t| t.adjusted);
     vec![
         Cell::text(format!("{dataset} · {model} · {metric}")),

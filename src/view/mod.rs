@@ -5,6 +5,7 @@
 
 pub mod data;
 pub mod index;
+pub mod math;
 pub mod page;
 mod scores;
 pub mod server;
