@@ -41,7 +41,12 @@ pub struct Viewer {
     single: Option<String>,
     runs: Mutex<HashMap<String, Arc<RunCache>>>,
     history: Mutex<Option<(Vec<Stamp>, Arc<data::RunsView>)>>,
+    /// Comparisons by (A, B), with the stamps of both runs' files they were built from.
+    compares: Mutex<HashMap<(String, String), (Vec<Stamp>, data::CompareView)>>,
 }
+
+/// Comparisons kept at most (the cache is emptied when it would hold more).
+const COMPARES: usize = 16;
 
 /// What is kept of one run between requests, each part with the stamps it was built from and
 /// its own lock (a problem page never waits for the run's scoring).
@@ -101,6 +106,7 @@ impl Viewer {
             single,
             runs: Mutex::default(),
             history: Mutex::default(),
+            compares: Mutex::default(),
         })
     }
 
@@ -273,6 +279,33 @@ impl Viewer {
 }
 
 impl Viewer {
+    /// The comparison of runs `a` and `b`: the one `build` made before while neither run's files
+    /// changed (drift counts every checkpoint's fingerprints), else `build`'s.
+    fn compared(
+        &self,
+        a: &str,
+        b: &str,
+        build: impl FnOnce() -> Result<data::CompareView, ViewError>,
+    ) -> Result<data::CompareView, ViewError> {
+        let mut stamps = Vec::new();
+        for name in [a, b] {
+            stamps.extend(Self::stamps(&*self.loaded(name)?));
+        }
+        let key = (a.to_string(), b.to_string());
+        if let Some((s, view)) = lock(&self.compares).get(&key) {
+            if *s == stamps {
+                return Ok(view.clone());
+            }
+        }
+        let view = build()?;
+        let mut cache = lock(&self.compares);
+        if cache.len() >= COMPARES {
+            cache.clear();
+        }
+        cache.insert(key, (stamps, view.clone()));
+        Ok(view)
+    }
+
     /// A token that changes when any file the pages read changes: of one run, or of them all.
     /// The pages' script polls it and reloads on a change (a run still being sampled grows).
     pub fn stamp(&self, run: Option<&str>) -> Result<String, ViewError> {

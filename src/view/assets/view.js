@@ -1,5 +1,5 @@
-// gpassk view: table sorting, the problems grid's filters, readable math and reloading when the
-// run grows. Text only ever moves through textContent: nothing from a run becomes markup.
+// gpassk view: table sorting, the problems grid's filters and reloading when the run grows
+// (readable math is the server's). Text only ever moves through textContent: nothing from a run becomes markup.
 "use strict";
 
 function cellValue(td) {
@@ -58,29 +58,6 @@ function filters() {
   apply();
 }
 
-// LaTeX commands shown as the symbols they stand for (text in, text out).
-const SYMBOLS = [
-  [/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)"], [/\\sqrt\{([^{}]*)\}/g, "√($1)"],
-  [/\\cdot/g, "·"], [/\\times/g, "×"], [/\\div/g, "÷"], [/\\pm/g, "±"], [/\\leq?/g, "≤"],
-  [/\\geq?/g, "≥"], [/\\neq?/g, "≠"], [/\\infty/g, "∞"], [/\\pi/g, "π"], [/\\theta/g, "θ"],
-  [/\\alpha/g, "α"], [/\\beta/g, "β"], [/\\approx/g, "≈"], [/\\boxed\{([^{}]*)\}/g, "[$1]"],
-  [/\\(left|right|,|;|!|displaystyle)/g, ""], [/\^\{([^{}]*)\}/g, "^($1)"], [/\\\(|\\\)/g, ""],
-];
-
-function readableMath() {
-  const box = document.querySelector("[data-math]");
-  if (!box) return;
-  const nodes = Array.from(document.querySelectorAll(".math"));
-  const raw = nodes.map((n) => n.textContent);
-  box.addEventListener("change", () => {
-    nodes.forEach((n, i) => {
-      let t = raw[i];
-      if (box.checked) for (const [re, to] of SYMBOLS) t = t.replace(re, to);
-      n.textContent = t;
-    });
-  });
-}
-
 function poll() {
   const url = document.body.dataset.poll;
   if (!url) return;
@@ -118,6 +95,5 @@ document.addEventListener("DOMContentLoaded", () => {
   measure();
   sortable();
   filters();
-  readableMath();
   poll();
 });
