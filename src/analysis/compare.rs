@@ -46,7 +46,12 @@ impl Comparison {
     /// tested family, `untested` when too few problems are shared for a test, `exploratory`
     /// outside the family, empty otherwise.
     pub fn flag(&self) -> &'static str {
-        match (self.in_family, self.test.p, self.flagged(), self.test.delta > 0.0) {
+        match (
+            self.in_family,
+            self.test.p,
+            self.flagged(),
+            self.test.delta > 0.0,
+        ) {
             (false, ..) => "exploratory",
             (true, None, ..) => "untested",
             (true, Some(_), false, _) => "",
@@ -495,8 +500,8 @@ pub fn shared_changes(
     let mut shared: Vec<String> = Vec::new();
     if models.len() > 1 {
         for (_, change) in changes {
-            let everyone = (models.iter())
-                .all(|m| changes.iter().any(|(x, c)| x == m && c == change));
+            let everyone =
+                (models.iter()).all(|m| changes.iter().any(|(x, c)| x == m && c == change));
             if everyone && !shared.contains(change) {
                 shared.push(change.clone());
             }

@@ -7,6 +7,7 @@ use crate::analysis::compare::{compare, shared_changes, Compared, Comparison};
 use crate::analysis::trend::{html_page, DatasetPage, Flag, Point, Series, Trend};
 use crate::error::BadInput;
 use crate::metrics::MetricKind;
+use crate::report::HTML_NAME_WIDTH;
 use crate::report::{
     layout, md_table, md_text, metric_label, wrap, Cell, Corner, Interval, Tabular,
 };
@@ -14,7 +15,6 @@ use crate::rundir::difference::Difference;
 use crate::rundir::manifest::{Manifest, ModelManifest};
 use crate::rundir::RunDir;
 use crate::scoring::{load_scored, RunResults};
-use crate::report::HTML_NAME_WIDTH;
 use crate::util::{printable, short, shorten_names};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -975,7 +975,8 @@ impl History {
             let full: Vec<String> = grids.iter().map(|g| g.model.clone()).collect();
             let short = shorten_names(&full, HTML_NAME_WIDTH);
             let short_of = |n: &str| {
-                (full.iter().position(|f| f == n)).map_or_else(|| n.to_string(), |i| short[i].clone())
+                (full.iter().position(|f| f == n))
+                    .map_or_else(|| n.to_string(), |i| short[i].clone())
             };
             let notes = run_notes(&grids, &short_of);
             let numbered = (notes.into_iter().enumerate())
@@ -995,7 +996,11 @@ impl History {
             }
             pages.push(DatasetPage {
                 dataset: &m.dataset,
-                trends: self.trends.iter().filter(|t| t.dataset == m.dataset).collect(),
+                trends: self
+                    .trends
+                    .iter()
+                    .filter(|t| t.dataset == m.dataset)
+                    .collect(),
                 notes: numbered,
                 header,
                 rows,

@@ -293,7 +293,7 @@ fn legend(t: &Trend) -> String {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1em auto;padding:0 1em;\
 color:#222;max-width:1600px}h1,h2,h3,p,li{overflow-wrap:anywhere}\
 .scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse}\
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}td.v{white-space:nowrap}\
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}td{white-space:nowrap}\
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:1em 2em}\
 svg.plot{display:block;width:100%;height:auto;max-width:700px}\
 .axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}\
@@ -318,7 +318,11 @@ pub fn html_page(pages: &[DatasetPage]) -> String {
          <title>gpassk history</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>Run history</h1>\n"
     );
     for page in pages {
-        let _ = write!(out, "<h2>{}</h2>\n<div class=\"plots\">\n", esc(page.dataset));
+        let _ = write!(
+            out,
+            "<h2>{}</h2>\n<div class=\"plots\">\n",
+            esc(page.dataset)
+        );
         for t in &page.trends {
             let _ = writeln!(
                 out,
@@ -376,9 +380,8 @@ fn values(out: &mut String, page: &DatasetPage) {
     out.push_str("</tr>\n");
     for r in &page.rows {
         out.push_str("<tr>");
-        for (i, c) in r.iter().enumerate() {
-            let class = if i >= 2 { " class=\"v\"" } else { "" };
-            let _ = write!(out, "<td{class}>{}</td>", esc(c));
+        for c in r {
+            let _ = write!(out, "<td>{}</td>", esc(c));
         }
         out.push_str("</tr>\n");
     }
@@ -434,7 +437,9 @@ mod tests {
             }
         }
         let legend = legend(&t);
-        assert!(legend.contains("m&lt;script&gt;</li>") && legend.contains("changed for that model"));
+        assert!(
+            legend.contains("m&lt;script&gt;</li>") && legend.contains("changed for that model")
+        );
         assert!(legend.contains("significant drop"), "{legend}");
         let quiet = Trend {
             run_changes: vec![vec![], vec![]],

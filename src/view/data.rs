@@ -198,7 +198,7 @@ fn run_row(viewer: &Viewer, e: &RunEntry, rows: &[HistoryRow]) -> RunRow {
             metrics.push(r.metric.clone());
         }
     }
-    let models: Vec<RunModel> = (e.manifest.models.keys())
+    let models: Vec<RunModel> = (model_order(&e.manifest).iter())
         .map(|m| RunModel {
             name: m.clone(),
             values: (metrics.iter())
@@ -226,6 +226,21 @@ fn run_row(viewer: &Viewer, e: &RunEntry, rows: &[HistoryRow]) -> RunRow {
         models,
         name,
     }
+}
+
+/// A run's models in its config's order (the manifest keeps them by name).
+fn model_order(m: &crate::rundir::manifest::Manifest) -> Vec<String> {
+    let listed = m.config["models"].as_array().into_iter().flatten();
+    let mut out: Vec<String> = (listed.filter_map(|x| x["name"].as_str()))
+        .filter(|n| m.models.contains_key(*n))
+        .map(String::from)
+        .collect();
+    for k in m.models.keys() {
+        if !out.contains(k) {
+            out.push(k.clone());
+        }
+    }
+    out
 }
 
 /// History's change tags of one run (every metric's row carries them), each once with the models

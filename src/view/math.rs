@@ -102,7 +102,10 @@ fn known(name: &str) -> bool {
         || ACCENTS.iter().any(|(n, _)| *n == name)
         || FUNCTIONS.contains(&name)
         || DROPPED.contains(&name)
-        || ["sqrt", "begin", "end", "mathbb", "pmod", "bmod", "mod", "not"].contains(&name)
+        || [
+            "sqrt", "begin", "end", "mathbb", "pmod", "bmod", "mod", "not",
+        ]
+        .contains(&name)
 }
 
 /// Math (without its delimiters) as readable text, spaces collapsed.
@@ -115,7 +118,8 @@ pub fn math(s: &str) -> String {
     let out = p.sequence(None);
     let mut collapsed = String::with_capacity(out.len());
     for word in out.split(' ').filter(|w| !w.is_empty()) {
-        if !collapsed.is_empty() && !word.starts_with([';', ',', ')']) && !collapsed.ends_with('(') {
+        if !collapsed.is_empty() && !word.starts_with([';', ',', ')']) && !collapsed.ends_with('(')
+        {
             collapsed.push(' ');
         }
         collapsed.push_str(word);
@@ -135,7 +139,9 @@ struct Parser {
     depth: usize,
 }
 
-const TWO_ARGS: &[&str] = &["frac", "dfrac", "tfrac", "cfrac", "binom", "dbinom", "tbinom"];
+const TWO_ARGS: &[&str] = &[
+    "frac", "dfrac", "tfrac", "cfrac", "binom", "dbinom", "tbinom",
+];
 /// Commands shown as their argument.
 const ONE_ARG: &[&str] = &[
     "text",
@@ -680,7 +686,9 @@ fn double_struck(arg: &str) -> String {
 }
 
 /// Words after which a full stop does not end a sentence.
-const ABBREVIATIONS: &[&str] = &["e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "st", "no", "fig"];
+const ABBREVIATIONS: &[&str] = &[
+    "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "st", "no", "fig",
+];
 
 /// The first sentence of `text`, its math readable, on one line (whitespace collapsed), at most
 /// `max` characters (cut at a word, with `…`). A sentence ends at `.`, `?` or `!` before a space
@@ -742,7 +750,10 @@ mod tests {
             ("$\\frac{1}{2}$", "1/2"),
             ("$\\dfrac{x+1}{2y}$", "(x+1)/2y"),
             ("costs $\\$20$ at $25\\%$ off", "costs $20 at 25% off"),
-            ("$z\\not= i$ and $\\begin{pmatrix} 1 \\\\ -2 \\end{pmatrix}$", "z ≠ i and (1; -2)"),
+            (
+                "$z\\not= i$ and $\\begin{pmatrix} 1 \\\\ -2 \\end{pmatrix}$",
+                "z ≠ i and (1; -2)",
+            ),
             ("\\[x = 1\\]where", "x = 1 where"),
             ("$(-1)^{n + 1}$", "(-1)ⁿ⁺¹"),
             ("Find $x^{2}+y_1 \\le 10$.", "Find x²+y₁ ≤ 10."),
@@ -750,7 +761,10 @@ mod tests {
             ("$\\sqrt{3}$ and $\\sqrt[3]{x+1}$", "√3 and ³√(x+1)"),
             ("\\(\\angle ABC = 90^\\circ\\)", "∠ABC = 90°"),
             ("$$\\sum_{k=1}^{n} k$$", "Σₖ₌₁ⁿ k"),
-            ("It costs \\$5, or $2\\cdot\\pi r$.", "It costs $5, or 2 · πr."),
+            (
+                "It costs \\$5, or $2\\cdot\\pi r$.",
+                "It costs $5, or 2 · πr.",
+            ),
             ("$\\text{if } x \\in \\mathbb{R}$", "if x ∈ ℝ"),
             ("$\\binom{10}{3}$", "C(10, 3)"),
             ("$\\frac{-1}{4}$", "-1/4"),
@@ -778,10 +792,22 @@ mod tests {
         let q = "Let $f(x) = \\frac{x^2}{3.5}$, e.g. for $x \\ge 0$. Find\n$f(7)$ exactly.";
         assert_eq!(first_sentence(q, 120), "Let f(x) = x²/3.5, e.g. for x ≥ 0.");
         assert_eq!(first_sentence("What is 2+2? Explain.", 120), "What is 2+2?");
-        assert_eq!(first_sentence("How many zeroes end $42!$ (42 factorial)? Say.", 120), "How many zeroes end 42! (42 factorial)?");
-        assert_eq!(first_sentence("Let $g(x) = f(x + 5).$  Compute $g.$", 120), "Let g(x) = f(x + 5).");
-        assert_eq!(first_sentence("玩具飞机价格是30元。一架飞机比一辆汽车贵多少钱？", 120), "玩具飞机价格是30元。");
-        assert_eq!(first_sentence("One sentence only", 120), "One sentence only");
+        assert_eq!(
+            first_sentence("How many zeroes end $42!$ (42 factorial)? Say.", 120),
+            "How many zeroes end 42! (42 factorial)?"
+        );
+        assert_eq!(
+            first_sentence("Let $g(x) = f(x + 5).$  Compute $g.$", 120),
+            "Let g(x) = f(x + 5)."
+        );
+        assert_eq!(
+            first_sentence("玩具飞机价格是30元。一架飞机比一辆汽车贵多少钱？", 120),
+            "玩具飞机价格是30元。"
+        );
+        assert_eq!(
+            first_sentence("One sentence only", 120),
+            "One sentence only"
+        );
         let long = "word ".repeat(60);
         let cut = first_sentence(&long, 40);
         assert!(cut.chars().count() <= 40 && cut.ends_with('…'), "{cut}");

@@ -147,7 +147,7 @@ pub fn runs(v: &RunsView) -> String {
     let short_of = |n: &str| {
         (full.iter().position(|f| f == n)).map_or_else(|| n.to_string(), |i| short[i].clone())
     };
-    let head: Vec<String> = ["run", "date", "status", "models and headline %", "changes"]
+    let head: Vec<String> = ["run", "models: headline % and changes"]
         .map(String::from)
         .to_vec();
     let rows: Vec<String> = v.runs.iter().map(|r| run_row(r, &short_of)).collect();
@@ -168,7 +168,7 @@ pub fn runs(v: &RunsView) -> String {
 fn run_row(r: &super::data::RunRow, short: &dyn Fn(&str) -> String) -> String {
     let compare = r.previous.as_ref().map_or_else(String::new, |p| {
         format!(
-            "<br>{}",
+            " {}",
             link(&compare_href(p, &r.name), "compare with previous")
         )
     });
@@ -176,7 +176,12 @@ fn run_row(r: &super::data::RunRow, short: &dyn Fn(&str) -> String) -> String {
         .file_name()
         .map_or_else(|| r.dataset.clone(), |n| n.to_string_lossy().into_owned());
     let mut marks: Vec<String> = (r.shard.iter())
-        .map(|s| format!("<span class=\"mark\">shard {}: not in the history</span>", esc(s)))
+        .map(|s| {
+            format!(
+                "<span class=\"mark\">shard {}: not in the history</span>",
+                esc(s)
+            )
+        })
         .collect();
     for m in &r.marks {
         let who = if m.all {
@@ -193,19 +198,20 @@ fn run_row(r: &super::data::RunRow, short: &dyn Fn(&str) -> String) -> String {
     }
     cells(&[
         format!(
-            "{}<br><small title=\"{}\">{}</small>",
+            "{0}<br><time datetime=\"{1}\">{2}</time><br><span class=\"status s-{3}\">{3}</span> \
+             · <small title=\"{4}\">{5}</small>",
             link(&run_href(&r.name), &r.name),
+            esc(&r.created_at),
+            esc(&r.when),
+            esc(&r.status),
             esc(&r.dataset),
             esc(&dataset)
         ),
         format!(
-            "<time datetime=\"{}\">{}</time>",
-            esc(&r.created_at),
-            esc(&r.when)
+            "{}<p class=\"marks\">{}{compare}</p>",
+            models_table(r, short),
+            marks.join(" ")
         ),
-        format!("<span class=\"status s-{0}\">{0}</span>", esc(&r.status)),
-        models_table(r, short),
-        marks.join(" ") + &compare,
     ])
 }
 
@@ -354,8 +360,12 @@ pub struct Focus<'a> {
 }
 
 pub fn problems(v: &ProblemsView, focus: Focus<'_>) -> String {
-    let model = focus.model.and_then(|m| v.models.iter().position(|x| x == m));
-    let metric = focus.metric.and_then(|k| v.metrics.iter().position(|x| x == k));
+    let model = focus
+        .model
+        .and_then(|m| v.models.iter().position(|x| x == m));
+    let metric = focus
+        .metric
+        .and_then(|k| v.metrics.iter().position(|x| x == k));
     let column = model.zip(metric);
     let short = short_names(&v.models);
     let mut body = format!("<h1>Problems of {}</h1>", esc(&v.run));
@@ -398,7 +408,9 @@ pub fn problems(v: &ProblemsView, focus: Focus<'_>) -> String {
         ));
     }
     head.push("question".into());
-    let rows: Vec<String> = v.rows.iter().map(|r| problem_row(v, r, column)).collect();
+    let rows: Vec<String> = (v.rows.iter())
+        .map(|r| problem_row(v, r, model, column))
+        .collect();
     body.push_str(&table("sortable grid", &head, &rows));
     body.push_str(&names_legend(&v.models, &short));
     let nav = [
@@ -437,9 +449,11 @@ fn scale() -> String {
     out
 }
 
+/// One problem's row; `focus`: the model in focus, `column` its metric in focus.
 fn problem_row(
     v: &ProblemsView,
     r: &super::data::ProblemRow,
+    focus: Option<usize>,
     column: Option<(usize, usize)>,
 ) -> String {
     let flags = [
@@ -470,11 +484,15 @@ fn problem_row(
     );
     if column.is_some() {
         let (sort, text) = focused.map_or((-1.0, "-".to_string()), |x| {
-            (x, crate::report::Interval::percent(Some(x), None).value_text())
+            (
+                x,
+                crate::report::Interval::percent(Some(x), None).value_text(),
+            )
         });
         let _ = write!(out, "<td class=\"num\" data-sort=\"{sort}\">{text}</td>");
     }
-    for (c, model) in r.cells.iter().zip(&v.models) {
+    for (i, (c, model)) in r.cells.iter().zip(&v.models).enumerate() {
+        let fc = if focus == Some(i) { " fc" } else { "" };
         let share = if c.n == 0 {
             -1.0
         } else {
@@ -482,7 +500,7 @@ fn problem_row(
         };
         let _ = write!(
             out,
-            "<td class=\"c-{} s{}\" data-sort=\"{share}\" title=\"{} without an answer\"><a href=\"{}\">{}/{}</a></td>",
+            "<td class=\"c-{} s{}{fc}\" data-sort=\"{share}\" title=\"{} without an answer\"><a href=\"{}\">{}/{}</a></td>",
             c.class,
             c.shade,
             c.no_answer,
@@ -524,7 +542,10 @@ pub fn problem(v: &ProblemView, model: Option<&str>, source: bool) -> String {
     } else {
         link(&here(model, true), "LaTeX source")
     };
-    let subset = v.subset.as_deref().map_or_else(String::new, |s| format!(" · {}", esc(s)));
+    let subset = v
+        .subset
+        .as_deref()
+        .map_or_else(String::new, |s| format!(" · {}", esc(s)));
     let mut body = format!(
         "<h1>Problem {}</h1><p class=\"muted\">run {}{subset} · math shown {} · {toggle}</p>\
          <h2>Question</h2><pre class=\"text\">{}</pre><h2>Gold answer</h2><pre class=\"text gold\">{}</pre>",
@@ -577,7 +598,10 @@ fn overview(v: &ProblemView, short: &[String], source: bool) -> String {
     let prev = v.before.as_ref();
     let mut head = vec!["model".to_string(), "this run".to_string()];
     if let Some(b) = prev {
-        head.push(format!("previous run {}", link(&problem_href(&b.run, &v.id), &b.run)));
+        head.push(format!(
+            "previous run {}",
+            link(&problem_href(&b.run, &v.id), &b.run)
+        ));
     }
     let rows: Vec<String> = (v.models.iter().zip(short))
         .map(|(m, s)| {
@@ -608,7 +632,11 @@ fn summary(m: &ModelSamples, source: bool) -> String {
         m.samples.len()
     );
     for s in m.samples.iter().filter(|s| s.index != "greedy") {
-        let _ = write!(out, "<span class=\"dot v-{}\"></span>", s.verdict.replace(' ', "-"));
+        let _ = write!(
+            out,
+            "<span class=\"dot v-{}\"></span>",
+            s.verdict.replace(' ', "-")
+        );
     }
     out.push_str("</p>");
     out.push_str(&clusters(m, source));
@@ -680,7 +708,8 @@ fn sample(run: &str, id: &str, model: &str, s: &SampleView, source: bool) -> Str
     let tokens = s
         .completion_tokens
         .map_or_else(String::new, |t| format!(" · {t} tokens"));
-    let mut out = format!(
+    let mut out =
+        format!(
         "<article class=\"sample v-{}\"><header><b>#{}</b> {verdict} · <code>{}</code></header>\
          <p class=\"meta\">{}{tokens} · {} ms</p>",
         s.verdict.replace(' ', "-"),
@@ -745,7 +774,10 @@ pub fn compare(v: &CompareView) -> String {
     body.push_str(&verdicts_section(v, &short));
     body.push_str(&names_legend(&full, &short));
     body.push_str(&flagged_section(v, &short_of));
-    let _ = write!(body, "<section class=\"models\"><h2>Every row, by model</h2>");
+    let _ = write!(
+        body,
+        "<section class=\"models\"><h2>Every row, by model</h2>"
+    );
     for (m, s) in full.iter().zip(&short) {
         body.push_str(&model_rows(v, m, s));
     }
@@ -841,9 +873,17 @@ fn model_rows(v: &CompareView, model: &str, short: &str) -> String {
         esc(verdict.map_or("", |m| m.verdict)),
         rows.len()
     );
-    let head: Vec<String> = ["metric", "A %", "B %", "B − A", "p (Holm)", "flag", "problems moved"]
-        .map(String::from)
-        .to_vec();
+    let head: Vec<String> = [
+        "metric",
+        "A %",
+        "B %",
+        "B − A",
+        "p (Holm)",
+        "flag",
+        "problems moved",
+    ]
+    .map(String::from)
+    .to_vec();
     let line = |r: &&CompareRow| {
         cells(&[
             esc(&r.metric),
@@ -857,13 +897,21 @@ fn model_rows(v: &CompareView, model: &str, short: &str) -> String {
     };
     let (family, exploratory): (Vec<&CompareRow>, Vec<&CompareRow>) =
         rows.iter().partition(|r| r.family);
-    out.push_str(&table("diffs", &head, &family.iter().map(line).collect::<Vec<_>>()));
+    out.push_str(&table(
+        "diffs",
+        &head,
+        &family.iter().map(line).collect::<Vec<_>>(),
+    ));
     if !exploratory.is_empty() {
         let _ = write!(
             out,
             "<details><summary>{} exploratory rows (not tested)</summary>{}</details>",
             exploratory.len(),
-            table("diffs", &head, &exploratory.iter().map(line).collect::<Vec<_>>())
+            table(
+                "diffs",
+                &head,
+                &exploratory.iter().map(line).collect::<Vec<_>>()
+            )
         );
     }
     out.push_str("</details>");
@@ -873,10 +921,10 @@ fn model_rows(v: &CompareView, model: &str, short: &str) -> String {
 /// The problems whose value moved, each linking to that model's samples in B and in A.
 fn moved(v: &CompareView, r: &CompareRow) -> String {
     if r.problems.is_empty() {
-        return format!("0 of {}", r.shared);
+        return format!("0 of {} problems moved", r.shared);
     }
     let mut out = format!(
-        "<details class=\"moved\"><summary>{} of {}</summary><ul>",
+        "<details class=\"moved\"><summary>{} of {} problems moved</summary><ul>",
         r.problems.len(),
         r.shared
     );

@@ -1,5 +1,6 @@
 // gpassk view: table sorting, the problems grid's filters and reloading when the run grows
-// (readable math is the server's). Text only ever moves through textContent: nothing from a run becomes markup.
+// (readable math is the server's). Text only ever moves through textContent: nothing from a run
+// becomes markup.
 "use strict";
 
 function cellValue(td) {
@@ -77,7 +78,8 @@ function poll() {
 }
 
 // `#measure` or `#measure=420` (scripts/view-browser.sh): lays the page out that wide and writes
-// its content width against the width it has into the page, for a headless browser to read.
+// its content width against the width it has, and its height, into the page, for a headless
+// browser to read.
 function measure() {
   const m = /^#measure(?:=(\d+))?$/.exec(location.hash);
   if (!m) return;
@@ -86,7 +88,8 @@ function measure() {
     const out = document.createElement("pre");
     out.id = "measure";
     const b = document.body;
-    out.textContent = JSON.stringify({ page: b.scrollWidth, frame: b.clientWidth });
+    const height = document.documentElement.scrollHeight;
+    out.textContent = JSON.stringify({ page: b.scrollWidth, frame: b.clientWidth, height });
     b.appendChild(out);
   }, 200);
 }
