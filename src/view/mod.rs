@@ -41,9 +41,11 @@ pub struct Viewer {
     single: Option<String>,
     runs: Mutex<HashMap<String, Arc<RunCache>>>,
     history: Mutex<Option<(Vec<Stamp>, Arc<data::RunsView>)>>,
-    /// Comparisons by (A, B), with the stamps of both runs' files they were built from.
-    compares: Mutex<HashMap<(String, String), (Vec<Stamp>, data::CompareView)>>,
+    compares: Mutex<Compares>,
 }
+
+/// Comparisons by (A, B), each with the stamps of both runs' files it was built from.
+type Compares = HashMap<(String, String), (Vec<Stamp>, data::CompareView)>;
 
 /// Comparisons kept at most (the cache is emptied when it would hold more).
 const COMPARES: usize = 16;
