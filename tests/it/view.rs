@@ -499,6 +499,15 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
         v["models"][3]["samples"].as_array().unwrap().len()
     };
     assert_eq!(samples(&s), 0, "interrupted before p20");
+    // Problems the comparison of the two weeks rests on, for this model (kept between requests).
+    let compared = |s: &Served| -> u64 {
+        let v = json(s, "/api/compare?a=2026-11-23&b=2026-11-30");
+        (v["rows"].as_array().unwrap().iter())
+            .filter(|r| r["model"] == "Mistral-Small-24B-Instruct-2501")
+            .map(|r| r["shared"].as_u64().unwrap())
+            .sum()
+    };
+    let shared = compared(&s);
     let stamp = get(&s, &format!("/api/stamp?run={}", name(&b))).body;
     for page in [
         "/",
@@ -529,6 +538,23 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
         v["rows"][20]["cells"][3]["n"], 1,
         "the grid rescored: {grid}"
     );
+    assert!(
+        compared(&s) > shared,
+        "the comparison follows the grown run"
+    );
+}
+
+/// Two runs on different datasets are not compared (their problem ids match by accident), as
+/// `gpassk compare` refuses them.
+#[test]
+fn runs_of_different_datasets_are_not_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b) = two_weeks(dir.path());
+    crate::report_search::write_run(dir.path(), "sampler", "searcher", true);
+    let s = serve(dir.path());
+    let r = get(&s, &format!("/compare?a=run&b={}", name(&b)));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("different datasets"), "{}", r.body);
 }
 
 #[test]
