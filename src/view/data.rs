@@ -48,8 +48,9 @@ pub fn human_time(stamp: &str) -> String {
     let parts: Vec<&str> = http.split(' ').collect();
     match parts.as_slice() {
         [day, date, month, year, time, _] => format!(
-            "{} {date} {month} {year}, {} UTC",
+            "{} {} {month} {year}, {} UTC",
             day.trim_end_matches(','),
+            date.trim_start_matches('0'),
             time.get(..5).unwrap_or(time)
         ),
         _ => stamp.to_string(),
@@ -929,5 +930,16 @@ mod tests {
         let shades: Vec<u8> = (0..=16).map(|c| shade_of(c, 16)).collect();
         assert_eq!(shades, [0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6]);
         assert!((0..=16).all(|c| shades[c] + shades[16 - c] == 6));
+    }
+
+    #[test]
+    fn times_read_as_words_and_a_stamp_that_does_not_parse_as_written() {
+        assert_eq!(
+            human_time("2026-01-01T00:05:59.999Z"),
+            "Thu 1 Jan 2026, 00:05 UTC"
+        );
+        assert_eq!(human_time("2026-11-30T06:00:00Z"), "Mon 30 Nov 2026, 06:00 UTC");
+        assert_eq!(human_time("2026-11-30T06:00:00+02:00"), "2026-11-30 06:00:00+02:00");
+        assert_eq!(human_time("yesterday"), "yesterday");
     }
 }
