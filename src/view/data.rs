@@ -938,8 +938,14 @@ mod tests {
             human_time("2026-01-01T00:05:59.999Z"),
             "Thu 1 Jan 2026, 00:05 UTC"
         );
-        assert_eq!(human_time("2026-11-30T06:00:00Z"), "Mon 30 Nov 2026, 06:00 UTC");
-        assert_eq!(human_time("2026-11-30T06:00:00+02:00"), "2026-11-30 06:00:00+02:00");
+        assert_eq!(
+            human_time("2026-11-30T06:00:00Z"),
+            "Mon 30 Nov 2026, 06:00 UTC"
+        );
+        assert_eq!(
+            human_time("2026-11-30T06:00:00+02:00"),
+            "2026-11-30 06:00:00+02:00"
+        );
         assert_eq!(human_time("yesterday"), "yesterday");
     }
 }

@@ -376,72 +376,25 @@ fn symbol(name: &str) -> Option<&'static str> {
     SYMBOLS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
 }
 
+/// Characters with a superscript form, and those forms, in the same order.
+const SUPERSCRIPTS: (&str, &str) = (
+    "0123456789+-−=()nixykmtabcdersT′",
+    "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ⁿⁱˣʸᵏᵐᵗᵃᵇᶜᵈᵉʳˢᵀ′",
+);
+/// Characters with a subscript form, and those forms, in the same order.
+const SUBSCRIPTS: (&str, &str) = ("0123456789+-−=()aeijknmorx", "₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎ₐₑᵢⱼₖₙₘₒᵣₓ");
+
+fn small((from, to): (&str, &str), c: char) -> Option<char> {
+    let i = from.chars().position(|x| x == c)?;
+    to.chars().nth(i)
+}
+
 fn superscript(c: char) -> Option<char> {
-    Some(match c {
-        '0' => '⁰',
-        '1' => '¹',
-        '2' => '²',
-        '3' => '³',
-        '4' => '⁴',
-        '5' => '⁵',
-        '6' => '⁶',
-        '7' => '⁷',
-        '8' => '⁸',
-        '9' => '⁹',
-        '+' => '⁺',
-        '-' | '−' => '⁻',
-        '=' => '⁼',
-        '(' => '⁽',
-        ')' => '⁾',
-        'n' => 'ⁿ',
-        'i' => 'ⁱ',
-        'x' => 'ˣ',
-        'y' => 'ʸ',
-        'k' => 'ᵏ',
-        'm' => 'ᵐ',
-        't' => 'ᵗ',
-        'a' => 'ᵃ',
-        'b' => 'ᵇ',
-        'c' => 'ᶜ',
-        'd' => 'ᵈ',
-        'e' => 'ᵉ',
-        'r' => 'ʳ',
-        's' => 'ˢ',
-        'T' => 'ᵀ',
-        '′' => '′',
-        _ => return None,
-    })
+    small(SUPERSCRIPTS, c)
 }
 
 fn subscript(c: char) -> Option<char> {
-    Some(match c {
-        '0' => '₀',
-        '1' => '₁',
-        '2' => '₂',
-        '3' => '₃',
-        '4' => '₄',
-        '5' => '₅',
-        '6' => '₆',
-        '7' => '₇',
-        '8' => '₈',
-        '9' => '₉',
-        '+' => '₊',
-        '-' | '−' => '₋',
-        '=' => '₌',
-        '(' => '₍',
-        ')' => '₎',
-        'a' => 'ₐ',
-        'e' => 'ₑ',
-        'i' => 'ᵢ',
-        'j' => 'ⱼ',
-        'k' => 'ₖ',
-        'n' => 'ₙ',
-        'm' => 'ₘ',
-        'o' => 'ₒ',
-        'r' => 'ᵣ',
-        'x' => 'ₓ',
-        _ => return None,
-    })
+    small(SUBSCRIPTS, c)
 }
 
 /// Whether a fraction's part or a root's argument needs parentheses to read unambiguously.
