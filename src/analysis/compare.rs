@@ -491,26 +491,25 @@ pub fn drift_lines([ea, eb]: [&RunEntry; 2], b: &RunResults) -> Vec<(String, Str
     out
 }
 
-/// The changes every one of `models` shares (two or more of them), each said once, and the
-/// others as (model, change) pairs: one fingerprint change of six models is one line, not six.
-pub fn shared_changes(
-    changes: &[(String, String)],
-    models: &[&str],
-) -> (Vec<String>, Vec<(String, String)>) {
+/// Notes about models split into those every one of `models` has (said once, `all 6 models:
+/// …`, when there are two models or more) and the rest, per model, in order: one fingerprint
+/// change of six models is one line, not six.
+pub fn gather(notes: &[(String, String)], models: &[&str]) -> (Vec<String>, Vec<(String, String)>) {
+    let everyone = |text: &str| {
+        models.len() > 1 && (models.iter()).all(|m| notes.iter().any(|(n, t)| n == m && t == text))
+    };
     let mut shared: Vec<String> = Vec::new();
-    if models.len() > 1 {
-        for (_, change) in changes {
-            let everyone =
-                (models.iter()).all(|m| changes.iter().any(|(x, c)| x == m && c == change));
-            if everyone && !shared.contains(change) {
-                shared.push(change.clone());
+    let mut own = Vec::new();
+    for (model, text) in notes {
+        if everyone(text) {
+            let line = format!("all {} models: {text}", models.len());
+            if !shared.contains(&line) {
+                shared.push(line);
             }
+        } else {
+            own.push((model.clone(), text.clone()));
         }
     }
-    let own = (changes.iter())
-        .filter(|(_, c)| !shared.contains(c))
-        .cloned()
-        .collect();
     (shared, own)
 }
 

@@ -3,7 +3,7 @@
 //! comparable run of a run, and the history table: per dataset, model and headline metric, every
 //! run's value with its interval and the difference from the run before with `compare`'s test.
 
-use crate::analysis::compare::{compare, shared_changes, Compared, Comparison};
+use crate::analysis::compare::{compare, gather, Compared, Comparison};
 use crate::analysis::trend::{html_page, DatasetPage, Flag, Point, Series, Trend};
 use crate::error::BadInput;
 use crate::metrics::MetricKind;
@@ -725,8 +725,8 @@ fn flag_note(t: &Comparison) -> String {
 }
 
 /// Per run of one dataset's grids, what happened, each once: what changed for every model (its
-/// settings), a change every model with values shares (`all 6 models: …`), then each model's own
-/// changes and flagged changes; models named by `name`.
+/// settings), a change every model with values in the run shares (`all 5 models: …`), then each
+/// model's own changes and flagged changes; models named by `name`.
 fn run_notes(grids: &[&ModelRuns], name: &dyn Fn(&str) -> String) -> Vec<Vec<String>> {
     let Some(first) = grids.first() else {
         return Vec::new();
@@ -747,13 +747,8 @@ fn run_notes(grids: &[&ModelRuns], name: &dyn Fn(&str) -> String) -> Vec<Vec<Str
                 .filter(|g| g.present[i])
                 .map(|g| g.model.as_str())
                 .collect();
-            let (shared, own) = shared_changes(&pairs, &with_values);
-            let who = if with_values.len() == grids.len() {
-                format!("all {} models", grids.len())
-            } else {
-                format!("all {} models with values", with_values.len())
-            };
-            lines.extend(shared.iter().map(|c| format!("{who}: {c}")));
+            let (shared, own) = gather(&pairs, &with_values);
+            lines.extend(shared);
             lines.extend(own.iter().map(|(m, c)| format!("{}: {c}", name(m))));
             lines
         })

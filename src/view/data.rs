@@ -5,7 +5,7 @@
 
 use super::{Loaded, ViewError, Viewer};
 use crate::analysis::compare::{
-    check_dataset, compare, drift_lines, setting_differences, shared_changes, verdicts, Verdict,
+    check_dataset, compare, drift_lines, gather, setting_differences, verdicts, Verdict,
 };
 use crate::analysis::history::{datasets, history, whole_runs, RunEntry, Stored};
 use crate::dataset::Problem;
@@ -740,8 +740,8 @@ pub struct CompareView {
     pub flagged: usize,
     /// A verdict per model (B's order, then models only A has), in compare's words.
     pub verdicts: Vec<ModelVerdictView>,
-    /// Changes (served model, fingerprint) every compared model shares, each said once; the
-    /// verdicts' `drift` holds the rest.
+    /// Changes (served model, fingerprint) every compared model shares, each said once
+    /// (`all 5 models: …`); the verdicts' `drift` holds the rest.
     pub shared: Vec<String>,
     /// The settings that differ between the runs (compare's warnings).
     pub differences: Vec<String>,
@@ -818,9 +818,11 @@ fn compare_now(viewer: &Viewer, a: &str, b: &str) -> Result<CompareView, ViewErr
         .filter(|v| v.verdict != Verdict::NotComparable)
         .map(|v| v.model.as_str())
         .collect();
-    let (shared, _) = shared_changes(&drift, &comparable);
+    let (shared, own) = gather(&drift, &comparable);
     for v in &mut verdicts {
-        v.drift.retain(|d| !shared.contains(d));
+        v.drift = (own.iter().filter(|(m, _)| *m == v.model))
+            .map(|(_, d)| d.clone())
+            .collect();
     }
     let order = |model: &str| verdicts.iter().position(|v| v.model == model);
     let mut rows: Vec<(usize, CompareRow)> = (compared.rows.iter())

@@ -809,15 +809,7 @@ fn verdicts_section(v: &CompareView, short: &[String]) -> String {
     }
     out.push_str("</ul>");
     for d in &v.shared {
-        let _ = write!(
-            out,
-            "<p class=\"shared\">All {} compared models: drift: {}</p>",
-            v.verdicts
-                .iter()
-                .filter(|m| m.kind != "incomparable")
-                .count(),
-            esc(d)
-        );
+        let _ = write!(out, "<p class=\"shared\">drift: {}</p>", esc(d));
     }
     out.push_str("</section>");
     out

@@ -950,9 +950,9 @@ fn the_compare_page_opens_with_every_verdict_and_flagged_rows_first() {
     assert!(!text_of(&page).contains("flagged ·"), "{page}");
     // Every model's new fingerprint: one line, not one per model.
     assert_eq!(page.matches("fp_a → fp_b").count(), 1, "{page}");
-    assert!(first.contains(
-        "All 5 compared models: drift: system fingerprint: fp_a → fp_b (100.0% of samples)"
-    ));
+    assert!(
+        first.contains("drift: all 5 models: system fingerprint: fp_a → fp_b (100.0% of samples)")
+    );
     // Flagged rows first, in the data and on the page (before any model's rows).
     let flagged: Vec<bool> = (api["rows"].as_array().unwrap().iter())
         .map(|r| r["flagged"] == true)
