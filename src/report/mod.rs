@@ -97,6 +97,10 @@ impl Format {
     }
 }
 
+/// The width model names are shortened to ([`crate::util::shorten_names`]) in the HTML pages of
+/// the viewer and the history, each page with its legend of the full names.
+pub const HTML_NAME_WIDTH: usize = 20;
+
 /// A metric as the human reports name it: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`,
 /// `maj@n`; the verifier metrics by their config names (`bon@16_min`, `wmaj@16_min`, `maj@4`).
 pub fn metric_label(metric: &MetricKind) -> String {

@@ -5,6 +5,7 @@
 
 pub mod data;
 pub mod index;
+pub mod math;
 pub mod page;
 mod scores;
 pub mod server;
@@ -43,7 +44,14 @@ pub struct Viewer {
     history: Mutex<Option<(Vec<Stamp>, Arc<data::RunsView>)>>,
     /// Runs kept at most, and their estimated bytes together.
     limits: (usize, u64),
+    compares: Mutex<Compares>,
 }
+
+/// Comparisons by (A, B), each with the stamps of both runs' files it was built from.
+type Compares = HashMap<(String, String), (Vec<Stamp>, data::CompareView)>;
+
+/// Comparisons kept at most (the cache is emptied when it would hold more).
+const COMPARES: usize = 16;
 
 /// The runs kept in memory: at most [`MAX_RUNS`], and about [`MAX_CACHE_BYTES`] together; the
 /// least recently asked for goes first (the one in use never). Only runs found in the folder
@@ -176,6 +184,7 @@ impl Viewer {
             runs: Mutex::default(),
             history: Mutex::default(),
             limits: (MAX_RUNS, MAX_CACHE_BYTES),
+            compares: Mutex::default(),
         })
     }
 
@@ -408,6 +417,33 @@ impl Viewer {
 }
 
 impl Viewer {
+    /// The comparison of runs `a` and `b`: the one `build` made before while neither run's files
+    /// changed (drift counts every checkpoint's fingerprints), else `build`'s.
+    fn compared(
+        &self,
+        a: &str,
+        b: &str,
+        build: impl FnOnce() -> Result<data::CompareView, ViewError>,
+    ) -> Result<data::CompareView, ViewError> {
+        let mut stamps = Vec::new();
+        for name in [a, b] {
+            stamps.extend(Self::stamps(&*self.loaded(name)?));
+        }
+        let key = (a.to_string(), b.to_string());
+        if let Some((s, view)) = lock(&self.compares).get(&key) {
+            if *s == stamps {
+                return Ok(view.clone());
+            }
+        }
+        let view = build()?;
+        let mut cache = lock(&self.compares);
+        if cache.len() >= COMPARES {
+            cache.clear();
+        }
+        cache.insert(key, (stamps, view.clone()));
+        Ok(view)
+    }
+
     /// A token that changes when any file the pages read changes: of one run, or of them all.
     /// The pages' script polls it and reloads on a change (a run still being sampled grows).
     pub fn stamp(&self, run: Option<&str>) -> Result<String, ViewError> {

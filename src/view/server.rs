@@ -446,11 +446,17 @@ fn dispatch(
         ["static", "view.js"] => asset("text/javascript; charset=utf-8", JS),
         ["run", name] => Reply::html(page::run(&run_view(viewer, name)?)),
         ["run", name, "problems"] => {
-            let focus = q.get("model").map(String::as_str);
+            let focus = page::Focus {
+                model: q.get("model").map(String::as_str),
+                metric: q.get("metric").map(String::as_str),
+            };
             Reply::html(page::problems(&problems_view(viewer, name)?, focus))
         }
         ["run", name, "problem"] => {
-            Reply::html(page::problem(&problem_view(viewer, name, param(q, "id")?)?))
+            let view = problem_view(viewer, name, param(q, "id")?)?;
+            let source = q.get("math").is_some_and(|m| m == "source");
+            let model = q.get("model").map(String::as_str);
+            Reply::html(page::problem(&view, model, source))
         }
         ["run", name, "report"] => report(viewer, name)?,
         ["run", name, "tree"] => tree(viewer, name, q)?,
