@@ -45,6 +45,7 @@ pub enum StoreAction {
     /// Write one table (runs, run_models, metric_values, problem_counts, fingerprint_counts,
     /// samples) as CSV or Parquet.
     Export {
+        /// The table to write.
         table: String,
         /// csv, or parquet (typed columns); by default parquet when --output ends in .parquet.
         #[arg(long, value_enum)]

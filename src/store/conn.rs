@@ -64,8 +64,8 @@ pub(super) enum Lock<'a> {
     Run(&'a str),
 }
 
-/// How long a connection attempt or a wait for a lock may take (README and docs/security.md
-/// say 30 s).
+/// How long a connection attempt or a wait for a lock may take (docs/store.md and
+/// docs/security.md say 30 s).
 pub(super) const WAIT: Duration = Duration::from_secs(30);
 
 /// Another process held a lock the whole of [`WAIT`].

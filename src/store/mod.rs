@@ -1,7 +1,9 @@
 //! The results database (`[store]`, `gpassk store`): a run's manifest, models, metric values with
 //! their exact fractions and intervals, per-problem counts and (with `--samples`) graded samples,
 //! written in one transaction to SQLite or PostgreSQL; one versioned schema ([`schema`]), rows
-//! built once ([`rows`]), one code path over both databases (`conn` holds what differs).
+//! built once ([`rows`]), one code path over both databases (`conn` holds what differs). A push
+//! leaves a run of the same content alone, replaces a changed one, and refuses another run with
+//! the same id (its `created_at` and `origin` differ).
 
 mod conn;
 pub mod export;

@@ -1,7 +1,9 @@
 //! `gpassk view`: a read-only local viewer over the run directories of one folder. It owns the
 //! served folder and what is cached of each run (plan, checkpoint offsets, scores), re-read when a
 //! file under the run changes; `data` builds what each page shows (also the JSON API), `page`
-//! renders it as HTML, `server` is the HTTP side.
+//! renders it as HTML, `server` is the HTTP side. Runs are found by name among those the folder
+//! lists, never joined from a request's path; the cache is bounded by runs and estimated bytes and
+//! keyed only by runs and models that exist.
 
 pub mod data;
 pub mod index;

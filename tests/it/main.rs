@@ -13,6 +13,7 @@ mod config;
 mod cost;
 mod datasets_cli;
 mod deploy;
+mod docs;
 mod failures;
 mod grade_cases;
 mod history;
