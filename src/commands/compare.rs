@@ -47,9 +47,9 @@ pub struct CompareArgs {
     /// table (fits the terminal), md (to paste into a PR), json or csv (raw fractions in [0, 1]).
     #[arg(long, value_enum, default_value = "table")]
     pub format: OutFormat,
-    /// Rows shown and tested: the tested family is the headline metrics (the config's `metrics`)
-    /// that pass these filters, or the filtered rows when none of them is a headline metric;
-    /// other shown rows are exploratory. --fail-on-regression checks the shown family rows.
+    /// Rows shown: Holm's correction always runs over the whole tested family (the headline
+    /// metrics, the config's `metrics`, of every model), so a filter never changes a p-value or
+    /// a flag; other rows are exploratory. --fail-on-regression checks the shown family rows.
     #[command(flatten)]
     pub filter: MetricFilter,
 }
@@ -82,11 +82,11 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     for note in unmatched_models(a, b, names) {
         eprintln!("{note}");
     }
+    // The family is the config's, declared before the data: a filter narrows what is shown,
+    // never the correction, so it cannot make a flag easier to get.
     let headline = b.tested_family();
-    let narrowed = headline.iter().any(|m| args.filter.keeps(m));
-    let in_family = |m: &crate::metrics::MetricKind| {
-        args.filter.keeps(m) && (!narrowed || headline.iter().any(|h| h.identity() == m.identity()))
-    };
+    let in_family =
+        |m: &crate::metrics::MetricKind| headline.iter().any(|h| h.identity() == m.identity());
     let compared = compare(a, b, &in_family);
     if compared.rows.is_empty() {
         return Err(nothing_compared(a, b, names).into());
