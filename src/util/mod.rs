@@ -1,19 +1,21 @@
 //! Small helpers every layer may use: hex and short hashes, the problem-id index, atomic writes,
 //! bounded reads of input files, names that become path components, shell quoting, timestamps,
-//! names' nearest match, names shortened to a width, terminal-safe text, the fixed [`SplitMix64`] generator, the [`Prefix`] of an append-only file as it was read, and the [`Shutdown`] signal passed down to
+//! names' nearest match, names shortened to a width, terminal-safe text, colour on a terminal, the fixed [`SplitMix64`] generator, the [`Prefix`] of an append-only file as it was read, and the [`Shutdown`] signal passed down to
 //! long-running work.
 
 mod input;
 mod notes;
+mod paint;
 mod prefix;
 mod rng;
 mod shorten;
 pub mod tasks;
 
 pub use notes::Notes;
+pub use paint::{unpainted, Paint, Tone};
 pub use prefix::Prefix;
 pub use rng::SplitMix64;
-pub use shorten::{abbreviate, shorten_names};
+pub use shorten::{abbreviate, name_legend, name_width, shorten_names, SHORT_NAME};
 
 pub use input::{
     open_regular, read_bounded, read_bounded_string, Lines, MAX_DATA_FILE, MAX_LINE, MAX_TEXT_FILE,
