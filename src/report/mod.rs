@@ -30,7 +30,7 @@ pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;
 pub use self::paste::table as md_table;
 pub use self::per_problem::PerProblemCsv;
-pub use self::table::{layout, terminal_table, Corner, SummaryTable};
+pub use self::table::{layout, legend as name_lines, terminal_table, Corner, SummaryTable};
 pub use self::tabular::{md_text, wrap, wrap_list, Cell, TableFormat, Tabular};
 
 use crate::metrics::MetricKind;

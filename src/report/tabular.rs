@@ -157,7 +157,7 @@ impl Tabular {
     }
 
     /// Markdown that pastes into a PR (see [`super::paste`]): long texts of the group column
-    /// (model names) become labels, spelled out in a legend table before the table.
+    /// (model names) become their short names, spelled out in a legend table before the table.
     fn markdown(&self) -> String {
         let cols = self.human_columns();
         let header: Vec<String> = cols.iter().map(|&i| self.titles[i].to_string()).collect();
@@ -173,12 +173,7 @@ impl Tabular {
             return super::paste::table(&header, &rows, 1);
         };
         let names: Vec<&str> = rows.iter().map(|r| r[at].as_str()).collect();
-        let prefix = header[at]
-            .chars()
-            .next()
-            .unwrap_or('N')
-            .to_ascii_uppercase();
-        let Some(legend) = super::paste::Legend::of(&names, prefix) else {
+        let Some(legend) = super::paste::Legend::of(&names) else {
             return super::paste::table(&header, &rows, 1);
         };
         let pairs: Vec<Vec<String>> = legend
@@ -186,7 +181,7 @@ impl Tabular {
             .iter()
             .map(|(l, n)| vec![l.clone(), n.clone()])
             .collect();
-        let legend_header = vec!["label".to_string(), header[at].clone()];
+        let legend_header = vec!["short name".to_string(), header[at].clone()];
         let mut out = super::paste::table(&legend_header, &pairs, 1);
         for r in &mut rows {
             r[at] = legend.label(&r[at]).to_string();

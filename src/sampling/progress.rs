@@ -3,7 +3,9 @@
 //! Every figure comes from counters bumped right after a checkpoint record is written, so what is
 //! shown never runs ahead of the checkpoints; the last frame is drawn from the final counts.
 
-use crate::util::{clip_words, printable, shorten_names, terminal_width, Notes, Shutdown};
+use crate::util::{
+    clip_words, name_legend, name_width, printable, shorten_names, terminal_width, Notes, Shutdown,
+};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -104,8 +106,11 @@ pub(super) struct Reporter {
 /// What the drawing task needs.
 struct Watch {
     models: Vec<(String, Arc<Counters>)>,
-    /// The models' names as shown: shortened to [`NAME_WIDTH`] together, so no two read alike.
+    /// The models' names as shown: shortened together ([`shorten_names`]) to what the width
+    /// leaves them, so no two read alike.
     labels: Vec<String>,
+    /// How a line is laid out at this width.
+    fit: Fit,
     /// Where the plain lines go.
     out: Notes,
     stop: Arc<tokio::sync::Notify>,
@@ -125,13 +130,27 @@ impl Reporter {
     ) -> Reporter {
         let stop = Arc::new(tokio::sync::Notify::new());
         let names: Vec<&str> = models.iter().map(|(n, _)| n.as_str()).collect();
+        let width = terminal_width().max(40);
+        let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+        let fit = Fit::of(width, longest);
+        let labels = shorten_names(&names, fit.name);
+        if mode != Mode::Quiet {
+            // Said once, before any bar: which full name each short one stands for.
+            for (short, full) in name_legend(&names, &labels) {
+                out.say(&format!("{} = {}", printable(&short), printable(&full)));
+            }
+        }
         let watch = Watch {
-            labels: shorten_names(&names, NAME_WIDTH),
+            fit: Fit {
+                name: labels.iter().map(|l| l.chars().count()).max().unwrap_or(0),
+                ..fit
+            },
+            labels,
             models,
             out,
             stop: stop.clone(),
             shutdown: shutdown.clone(),
-            width: terminal_width().clamp(40, 120),
+            width,
             told: Mutex::new(Vec::new()),
         };
         let task = match mode {
@@ -156,7 +175,11 @@ impl Watch {
         let stopping = self.shutdown.is_triggered();
         // Live bars leave room for the terminal's `^C` echo: a wrapped line would stay on screen.
         let width = if bar { self.width - 3 } else { self.width };
-        describe(&self.labels[i], c.snapshot(), elapsed, stopping, bar, width)
+        let fit = Fit {
+            bar: if bar { self.fit.bar } else { 0 },
+            ..self.fit
+        };
+        describe(&self.labels[i], c.snapshot(), elapsed, stopping, fit, width)
     }
 
     /// The notes not told yet, then one line per model.
@@ -252,8 +275,28 @@ async fn bars(w: Watch) {
     w.say_all(start.elapsed().as_secs_f64(), true);
 }
 
-/// The longest model name shown as is; longer ones are shortened by [`shorten_names`].
-pub(super) const NAME_WIDTH: usize = 16;
+/// How a progress line is laid out: the width of the names' column and the bar's cells (none
+/// for plain lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Fit {
+    pub name: usize,
+    pub bar: usize,
+}
+
+/// Room kept for the counts and the most telling of state, errors, rate and ETA.
+const FIGURES: usize = 37;
+
+impl Fit {
+    /// The layout at `width` columns for names up to `longest`: half of what the figures leave
+    /// goes to the names (the documents' [`SHORT_NAME`] at 80 columns, more on wider terminals),
+    /// the rest to the bar, between 8 and 60 cells.
+    pub(super) fn of(width: usize, longest: usize) -> Fit {
+        let free = width.saturating_sub(3 + FIGURES);
+        let name = name_width((free / 2).max(8)).min(longest.max(1));
+        let bar = free.saturating_sub(name + 2).clamp(8, 60);
+        Fit { name, bar }
+    }
+}
 
 /// `1 retry`, `2 retries`.
 pub(super) fn plural(n: u64, one: &str, many: &str) -> String {
@@ -299,20 +342,21 @@ fn bar_cells(s: Snapshot, cells: usize) -> String {
     "█".repeat(done - failed) + &"×".repeat(failed) + &"░".repeat(cells - done)
 }
 
-/// One model's progress line, at most `width` characters: its label (at most [`NAME_WIDTH`]),
-/// bar, counts, then as many of errors, retries, rate, ETA and tokens as fit (in that order of
-/// importance).
+/// One model's progress line, at most `width` characters: its label (padded to `fit.name`),
+/// bar (`fit.bar` cells, none when 0), counts, then as many of errors, retries, rate, ETA and
+/// tokens as fit (in that order of importance).
 pub(super) fn describe(
     label: &str,
     s: Snapshot,
     elapsed: f64,
     stopping: bool,
-    bar: bool,
+    fit: Fit,
     width: usize,
 ) -> String {
-    let mut line = format!("{label:<NAME_WIDTH$} ");
-    if bar {
-        line.push_str(&bar_cells(s, 20usize.min(width.saturating_sub(60)).max(8)));
+    let pad = fit.name;
+    let mut line = format!("{label:<pad$} ");
+    if fit.bar > 0 {
+        line.push_str(&bar_cells(s, fit.bar));
         line.push(' ');
     }
     line.push_str(&format!("{}/{} units", s.done, s.total));
@@ -365,6 +409,11 @@ pub(super) fn describe(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::SHORT_NAME;
+
+    /// A bar line and a plain line with 16-character names.
+    const BAR: Fit = Fit { name: 16, bar: 20 };
+    const LINE: Fit = Fit { name: 16, bar: 0 };
 
     fn snap(total: u64, done: u64) -> Snapshot {
         Snapshot {
@@ -376,17 +425,52 @@ mod tests {
 
     #[test]
     fn long_names_are_shortened_apart() {
-        let names = ["Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct", "gpt-4o"];
-        let labels = shorten_names(&names, NAME_WIDTH);
-        assert_eq!(labels, ["Lla…70B-Instruct", "Llam…8B-Instruct", "gpt-4o"]);
+        let names = [
+            "Llama-3.1-70B-Instruct-served-by-vllm",
+            "Llama-3.1-8B-Instruct-served-by-vllm",
+            "gpt-4o",
+        ];
+        let fit = Fit::of(80, 37);
+        assert_eq!(
+            fit,
+            Fit {
+                name: SHORT_NAME,
+                bar: 18
+            }
+        );
+        let labels = shorten_names(&names, fit.name);
+        assert!(
+            labels[0].contains("70B") && labels[1].contains("8B"),
+            "{labels:?}"
+        );
         let lines: Vec<String> = labels
             .iter()
-            .map(|l| describe(l, snap(10, 3), 3.0, false, true, 80))
+            .map(|l| describe(l, snap(10, 3), 3.0, false, fit, 77))
             .collect();
-        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{lines:?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 77), "{lines:?}");
         // The counts start in one column whatever the name.
         let at = |l: &String| l.find('█').map(|b| l[..b].chars().count());
         assert_eq!(at(&lines[0]), at(&lines[2]), "{lines:?}");
+    }
+
+    /// Issue 40: a wider terminal gives longer names and a wider bar.
+    #[test]
+    fn wider_terminals_get_longer_names_and_bars() {
+        let at = |w| Fit::of(w, 52);
+        assert!(
+            at(120).name > at(80).name && at(120).bar > 16,
+            "{:?}",
+            at(120)
+        );
+        assert_eq!(at(200).name, 52);
+        assert!(at(200).bar > at(120).bar, "{:?}", at(200));
+        assert!(at(40).bar >= 8);
+        for w in [40, 60, 80, 120, 200] {
+            let f = at(w);
+            let line = describe(&"n".repeat(f.name), snap(1_000, 999), 3.0, false, f, w - 3);
+            assert!(line.chars().count() <= w - 3, "{w}: {line}");
+            assert!(line.contains("999/1000 units"), "{w}: {line}");
+        }
     }
 
     #[test]
@@ -401,9 +485,9 @@ mod tests {
             ended: false,
             failed: false,
         };
-        for bar in [true, false] {
-            let label = &shorten_names(&["Llama-3.1-Nemotron-70B-Instruct-HF"], NAME_WIDTH)[0];
-            let line = describe(label, s, 3.0, false, bar, 80);
+        for fit in [BAR, LINE] {
+            let label = &shorten_names(&["Llama-3.1-Nemotron-70B-Instruct-HF"], 16)[0];
+            let line = describe(label, s, 3.0, false, fit, 80);
             assert!(line.chars().count() <= 80, "{line}");
             assert!(line.contains("98765 errors"), "{line}");
         }
@@ -413,22 +497,23 @@ mod tests {
     fn errors_are_drawn_apart_and_a_line_of_errors_says_so() {
         let mut s = snap(10, 10);
         s.errors = 1;
-        let line = describe("m", s, 2.0, false, true, 80);
+        let line = describe("m", s, 2.0, false, BAR, 80);
         assert_eq!(line.matches('×').count(), 2, "a tenth of 20 cells: {line}");
         assert!(!line.contains("mostly"), "{line}");
         s.errors = 10;
         s.ended = true;
-        let line = describe("m", s, 2.0, false, true, 80);
+        let line = describe("m", s, 2.0, false, BAR, 80);
         assert!(!line.contains('█'), "{line}");
         assert!(line.contains("10/10 units, failed, 10 errors"), "{line}");
         s.ended = false;
-        let running = describe("m", s, 2.0, false, false, 80);
+        let running = describe("m", s, 2.0, false, LINE, 80);
         assert!(running.contains("10/10 units, failing"), "{running}");
         // With little room, the error count outlasts the rate and tokens.
         s.requests = 30;
         s.tokens = 123_456;
-        // Labels come shortened to NAME_WIDTH (shorten_names, once per run).
-        let long = describe(&"n".repeat(NAME_WIDTH), s, 2.0, false, true, 60);
+        // Labels come shortened to the names' column (shorten_names, once per run).
+        let narrow = Fit { name: 16, bar: 8 };
+        let long = describe(&"n".repeat(16), s, 2.0, false, narrow, 60);
         assert!(long.ends_with("failing, 10 errors"), "{long}");
     }
 
@@ -436,16 +521,16 @@ mod tests {
     fn a_stopped_model_has_no_eta_and_the_counts_are_what_was_saved() {
         let mut s = snap(878, 142);
         s.requests = 150;
-        let running = describe("m", s, 10.0, false, false, 80);
+        let running = describe("m", s, 10.0, false, LINE, 80);
         assert!(
             running.contains("142/878 units") && running.contains("ETA"),
             "{running}"
         );
-        let stopped = describe("m", s, 10.0, true, true, 80);
+        let stopped = describe("m", s, 10.0, true, BAR, 80);
         assert!(stopped.contains("142/878 units, stopped"), "{stopped}");
         assert!(!stopped.contains("ETA"), "{stopped}");
         s.ended = true;
-        assert!(!describe("m", s, 10.0, false, false, 80).contains("ETA"));
+        assert!(!describe("m", s, 10.0, false, LINE, 80).contains("ETA"));
     }
 
     #[test]
@@ -455,7 +540,7 @@ mod tests {
         s.retries = 1;
         s.errors = 1;
         s.ended = true;
-        let early = describe("m", s, 0.2, false, false, 80);
+        let early = describe("m", s, 0.2, false, LINE, 80);
         assert!(!early.contains("req/s"), "{early}");
         assert!(
             early.contains("1 retry") && early.contains("1 error"),
@@ -465,14 +550,14 @@ mod tests {
             !early.contains("retries") && !early.contains("errors"),
             "{early}"
         );
-        let slow = describe("m", snap(10, 1), 100.0, false, false, 80);
+        let slow = describe("m", snap(10, 1), 100.0, false, LINE, 80);
         assert!(!slow.contains("0.0 req"), "{slow}");
         s.requests = 3;
-        let later = describe("m", s, 600.0, false, false, 80);
+        let later = describe("m", s, 600.0, false, LINE, 80);
         assert!(later.contains("0.3 req/min"), "{later}");
         s.retries = 2;
         s.errors = 2;
-        let many = describe("m", s, 2.0, false, false, 80);
+        let many = describe("m", s, 2.0, false, LINE, 80);
         assert!(
             many.contains("2 retries") && many.contains("2 errors"),
             "{many}"
