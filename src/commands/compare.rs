@@ -3,8 +3,8 @@
 
 use super::{MetricFilter, OutFormat};
 use crate::analysis::compare::{
-    check_dataset, compare, drift_lines, folder_entry, nothing_compared, regressions, render,
-    setting_differences, unmatched_models, verdicts, Comparison,
+    check_dataset, compare, drift_lines, folder_entry, gather, nothing_compared, regressions,
+    render, setting_differences, unmatched_models, verdicts, Comparison, Look,
 };
 use crate::analysis::history::{
     previous_run, sibling_run, stored_entry, stored_previous, RunEntry,
@@ -52,6 +52,10 @@ pub struct CompareArgs {
     /// a flag; other rows are exploratory. --fail-on-regression checks the shown family rows.
     #[command(flatten)]
     pub filter: MetricFilter,
+    /// Show the exploratory rows too (every other metric and k the runs computed, never
+    /// flagged); by default the table holds the tested family, or what --metric/--k name.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// One of the two runs: its scored results, its entry for the drift check, and its name in
@@ -95,10 +99,11 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     for d in &differences {
         eprintln!("WARNING: the runs differ: {d}");
     }
-    let shown: Vec<&Comparison> = compared
-        .rows
-        .iter()
-        .filter(|c| args.filter.keeps(&c.kind))
+    let format: crate::report::TableFormat = args.format.into();
+    // People get the tested family unless they ask for more; machines every row.
+    let whole = args.all || !args.filter.is_empty() || !format.is_human();
+    let shown: Vec<&Comparison> = (compared.rows.iter())
+        .filter(|c| args.filter.keeps(&c.kind) && (whole || c.in_family))
         .collect();
     if shown.is_empty() {
         return Err(BadInput(
@@ -107,34 +112,46 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         .into());
     }
     let drift = drift_lines([a_entry, b_entry], b);
-    let verdicts = verdicts(a, b, &compared, &drift);
+    let models: Vec<&str> = (b.models.iter())
+        .filter(|m| a.models.iter().any(|x| x.name == m.name))
+        .map(|m| m.name.as_str())
+        .collect();
+    let (shared_drift, own_drift) = gather(&drift, &models);
+    let verdicts = verdicts(a, b, &compared, &own_drift);
+    let mut notes = shared_drift.clone();
+    notes.extend(
+        differences
+            .iter()
+            .map(|d| format!("WARNING: the runs differ: {d}")),
+    );
+    if !differences.is_empty() {
+        notes.push("differences may come from these settings".into());
+    }
+    let look = Look {
+        width: crate::util::terminal_width(),
+        paint: super::stdout_paint(),
+        all: args.all,
+        filtered: !args.filter.is_empty(),
+    };
     print!(
         "{}",
-        render(
-            names,
-            &compared,
-            &verdicts,
-            &shown,
-            &differences,
-            args.format.into()
-        )?
+        render(names, &compared, &verdicts, &shown, &notes, format, look)?
     );
-    exit_status(&args, &shown, &drift)
+    let drifted: Vec<String> = (shared_drift.into_iter())
+        .chain(own_drift.iter().map(|(m, d)| format!("{m}: {d}")))
+        .collect();
+    exit_status(&args, &shown, &drifted)
 }
 
 /// Exit 1 for a regression beyond `--fail-on-regression` or, with `--fail-on-drift`, a drift.
-fn exit_status(
-    args: &CompareArgs,
-    shown: &[&Comparison],
-    drift: &[(String, String)],
-) -> Result<ExitStatus> {
+fn exit_status(args: &CompareArgs, shown: &[&Comparison], drift: &[String]) -> Result<ExitStatus> {
     let failed = args
         .fail_on_regression
         .map_or_else(Vec::new, |p| regressions(shown, p));
     let drifted = args.fail_on_drift && !drift.is_empty();
     if drifted {
-        for (model, d) in drift {
-            eprintln!("drift: {model}: {d}");
+        for d in drift {
+            eprintln!("drift: {d}");
         }
     }
     if !failed.is_empty() {

@@ -129,7 +129,25 @@ pub struct MetricFilter {
     pub k: Vec<u64>,
 }
 
+/// Colour for what a command prints on stdout: on a terminal, unless `NO_COLOR`;
+/// `CLICOLOR_FORCE` colours a pipe too (see [`crate::util::Paint::for_stream`]).
+pub fn stdout_paint() -> crate::util::Paint {
+    use std::io::IsTerminal;
+    crate::util::Paint::for_stream(std::io::stdout().is_terminal(), |k| std::env::var(k).ok())
+}
+
+/// Colour for stderr, decided as for stdout.
+pub fn stderr_paint() -> crate::util::Paint {
+    use std::io::IsTerminal;
+    crate::util::Paint::for_stream(std::io::stderr().is_terminal(), |k| std::env::var(k).ok())
+}
+
 impl MetricFilter {
+    /// No filter given: every metric passes.
+    pub fn is_empty(&self) -> bool {
+        self.metric.is_empty() && self.k.is_empty()
+    }
+
     /// Whether a metric passes the filters.
     pub fn keeps(&self, metric: &crate::metrics::MetricKind) -> bool {
         let label = crate::report::metric_label(metric);

@@ -72,8 +72,7 @@ fn filters_never_change_a_p_value_or_a_flag() {
 pub(crate) fn write_weekly_runs() {
     let root = PathBuf::from(std::env::var("GPASSK_WEEKLY_DIR").expect("GPASSK_WEEKLY_DIR"));
     std::fs::create_dir_all(&root).unwrap();
-    let env = weekly::fixture();
-    crate::common::copy_dir(env.0.path(), &root);
+    weekly::two_weeks(&root);
 }
 
 /// Serves week `GPASSK_WEEK` (1 or 2) until the file `GPASSK_SERVE_UNTIL` is removed, its base

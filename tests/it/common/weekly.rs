@@ -2,7 +2,7 @@
 //! character names, 30 problems, n = 16, five headline metrics; in week 2 the first model is much
 //! weaker, the fourth a little, and every model is served with a new system fingerprint.
 
-use super::{both, gpassk, Fixture, Toml};
+use super::{both, gpassk};
 use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
 use std::path::{Path, PathBuf};
 
@@ -88,7 +88,8 @@ fn reply(week: usize, r: &Recorded) -> Reply {
     let greedy = r.body["temperature"].as_f64() == Some(0.0);
     let choices = (0..r.n())
         .map(|c| {
-            let mut x = seed ^ (model as u64) << 40 ^ c;
+            // Each week draws its own samples: unchanged models move a little by chance.
+            let mut x = seed ^ (model as u64) << 40 ^ (week as u64) << 48 ^ c;
             x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
             x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
             x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -112,42 +113,50 @@ fn reply(week: usize, r: &Recorded) -> Reply {
     }
 }
 
-/// The config of the weekly job for `base_url`, writing runs under `results`.
-pub(crate) fn config(env: &Fixture, base_url: &str) -> PathBuf {
+/// The config of the weekly job in `root` for `base_url`, on `root/data.jsonl`, writing runs
+/// under `root/results`.
+pub(crate) fn config(root: &Path, base_url: &str) -> PathBuf {
     let models: String = MODELS
         .iter()
         .map(|(name, id, _)| format!("[[models]]\nname = \"{name}\"\nmodel_id = \"{id}\"\n"))
         .collect();
-    env.config(Toml {
-        base_url: Some(base_url),
-        api: "max_retries = 2\nbackoff_base = 0.01\nbackoff_max = 0.02\ntimeout = 10\nconcurrency = 8",
-        sampling: &format!("n = {N}\ntemperature = 0.7\nseed = 7\ngreedy = true"),
-        models: &models,
-        evaluation: "k = [1, 4, 16]\nmetrics = [\"greedy_acc\", \"pass@16\", \"g_pass@16_t0.5\", \"g_pass@16_t1.0\", \"mg_pass@16\"]",
-    })
+    let d = root.display();
+    let text = format!(
+        "[api]\nbase_url = \"{base_url}\"\nmax_retries = 2\nbackoff_base = 0.01\nbackoff_max = 0.02\n\
+         timeout = 10\nconcurrency = 8\n\n[sampling]\nn = {N}\ntemperature = 0.7\nseed = 7\n\
+         greedy = true\n\n{models}\n[evaluation]\ndataset = \"{d}/data.jsonl\"\n\
+         output_dir = \"{d}/results\"\nk = [1, 4, 16]\nmetrics = [\"greedy_acc\", \"pass@16\", \
+         \"g_pass@16_t0.5\", \"g_pass@16_t1.0\", \"mg_pass@16\"]\n"
+    );
+    let path = root.join("config.toml");
+    std::fs::write(&path, text).unwrap();
+    path
 }
 
-/// Runs the two weeks under `env`'s `results/` (a server per week) and returns the two run
-/// directories, oldest first.
-pub(crate) fn two_weeks(env: &Fixture) -> [PathBuf; 2] {
+/// Runs the two weeks in `root` (its dataset, config and `results/`, a server per week) and
+/// returns the two run directories, oldest first.
+pub(crate) fn two_weeks(root: &Path) -> [PathBuf; 2] {
+    std::fs::write(root.join("data.jsonl"), dataset()).unwrap();
     for week in [1, 2] {
         let server = FakeServer::start_blocking(server(week));
-        config(env, &server.base_url());
-        let out = env.command(&["run", "--quiet"]).output().unwrap();
+        let config = config(root, &server.base_url());
+        let out = gpassk()
+            .args(["run", "--quiet", "--config", arg(&config)])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     }
-    let dirs = super::run_dirs(&env.results());
+    let dirs = super::run_dirs(&root.join("results"));
     assert_eq!(dirs.len(), 2, "{dirs:?}");
     [dirs[0].clone(), dirs[1].clone()]
 }
 
-/// A fixture holding the weekly job's dataset and its two runs.
-pub(crate) fn fixture() -> (Fixture, [PathBuf; 2]) {
-    let env = Fixture::new(&dataset());
-    let runs = two_weeks(&env);
-    (env, runs)
+/// A temporary folder holding the weekly job's dataset, config and two runs.
+pub(crate) fn fixture() -> (tempfile::TempDir, [PathBuf; 2]) {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = two_weeks(dir.path());
+    (dir, runs)
 }
-
 /// `gpassk ARGS` at `columns` columns, its output.
 pub(crate) fn at(columns: usize, args: &[&str]) -> std::process::Output {
     gpassk()
