@@ -27,7 +27,21 @@ use crate::util::Shutdown;
 
 /// Notes from library code, one line each on stderr.
 pub fn stderr_notes() -> crate::util::Notes {
-    crate::util::Notes::to(|line| eprintln!("{line}"))
+    let width = stderr_width();
+    // Broken at spaces (a long word, an id or a URL, stays whole) on a terminal; a log keeps one
+    // line a note.
+    crate::util::Notes::to(move |line| eprintln!("{}", crate::util::wrap(line, width, "  ")))
+}
+
+/// The width notes and reasons are wrapped to on stderr: the terminal's, or none in a log (one
+/// line a reason, for grep).
+pub fn stderr_width() -> usize {
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if terminal || std::env::var_os("COLUMNS").is_some() {
+        crate::util::terminal_width()
+    } else {
+        usize::MAX
+    }
 }
 
 /// `--password-env` of the commands that open a results database.
@@ -176,9 +190,9 @@ pub fn shutdown_on_signals(quiet: bool) -> anyhow::Result<(Shutdown, tokio::runt
     rt.spawn(async move {
         let _ = next_signal().await;
         if !quiet {
-            eprintln!(
-                "interrupted: finishing requests in flight, then saving (Ctrl-C again to quit now)"
-            );
+            let note =
+                "interrupted: finishing requests in flight, then saving (Ctrl-C again to quit now)";
+            eprintln!("{}", crate::util::wrap(note, stderr_width(), "  "));
         }
         trigger.trigger();
         if next_signal().await.is_ok() {

@@ -231,7 +231,10 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         Err(e) => {
             // The samples are saved; say how to grade them again rather than only failing.
             eprintln!("error: {}", crate::error::render(&e));
-            eprintln!("the samples are saved; grade them again with:\n  {resume_cmd}");
+            eprintln!(
+                "the samples are saved; grade them again with:\n{}",
+                command_lines(&resume_cmd)
+            );
             return Ok((run_dir, ExitStatus::of_error(&e), None));
         }
     };
@@ -254,7 +257,10 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         explain_failures(&run.manifest, &resume_cmd);
     }
     if !verified && status == ExitStatus::Success {
-        eprintln!("the verifier did not score every sample; ask it again with:\n  {resume_cmd}");
+        eprintln!(
+            "the verifier did not score every sample; ask it again with:\n{}",
+            command_lines(&resume_cmd)
+        );
         status = ExitStatus::Failure;
     }
     Ok((run_dir, status, Some(results)))
@@ -314,7 +320,10 @@ fn verify_samples(
 /// Marks the run interrupted after sampling (while `what`) and says how to continue.
 fn stopped_while(run: &mut OpenRun, what: &str, resume_cmd: &str) -> Result<ExitStatus> {
     run.interrupt()?;
-    eprintln!("interrupted while {what}; continue with:\n  {resume_cmd}");
+    eprintln!(
+        "interrupted while {what}; continue with:\n{}",
+        command_lines(resume_cmd)
+    );
     Ok(ExitStatus::Interrupted)
 }
 
@@ -326,7 +335,10 @@ fn interrupted_sampling(manifest: &Manifest, resume_cmd: &str) {
         .filter(|f| f.models.iter().any(|h| h.failed > 0))
         .collect();
     eprint!("{}", report::failures_text(&failed, "", stderr_width()));
-    eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
+    eprintln!(
+        "interrupted: checkpoints saved; continue with:\n{}",
+        command_lines(resume_cmd)
+    );
 }
 
 /// Sends the Batch API models' batches, then samples the others live; each model's end.
@@ -615,19 +627,18 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
         report::failures_text(&failures, "error: ", stderr_width())
     );
     if failures.iter().any(|f| f.advice.resumes()) {
-        eprintln!("continue the run with:\n  {resume_cmd}");
+        eprintln!("continue the run with:\n{}", command_lines(resume_cmd));
     }
 }
 
-/// The width reasons are wrapped to on stderr: the terminal's, or none in a log (one line a
-/// reason, for grep).
 fn stderr_width() -> usize {
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    if terminal || std::env::var_os("COLUMNS").is_some() {
-        crate::util::terminal_width()
-    } else {
-        usize::MAX
-    }
+    super::stderr_width()
+}
+
+/// The command to continue with, indented, broken at spaces to stderr's width (each line but the
+/// last ending in ` \`, so it pastes as one command).
+fn command_lines(command: &str) -> String {
+    crate::util::wrap_command(&format!("  {command}"), stderr_width(), "    ")
 }
 
 /// `--resume DIR`, or for `latest` the newest run under output_dir of this config (same config

@@ -1,7 +1,7 @@
 //! Tables of cells for `compare`, `audit` and `history`, in the format the caller picks: a
 //! terminal table that fits the width, Markdown to paste into a PR, or CSV/JSON with raw
-//! (unrounded) values; and [`wrap`] and [`wrap_list`], the one way text is broken to the terminal's
-//! width.
+//! (unrounded) values; and [`wrap_list`] (with [`wrap`] and [`wrap_command`] from `util`), the one
+//! way text is broken to the terminal's width.
 
 use crate::util::terminal_width;
 use serde_json::Value;
@@ -211,27 +211,7 @@ pub fn md_text(text: &str) -> String {
     out
 }
 
-/// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole);
-/// continuation lines start with `indent`.
-pub fn wrap(text: &str, width: usize, indent: &str) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    // True while the line holds nothing but its indent.
-    let mut fresh = true;
-    for word in text.split(' ') {
-        if !fresh && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(std::mem::replace(&mut line, indent.to_string()));
-            fresh = true;
-        }
-        if !fresh {
-            line.push(' ');
-        }
-        line.push_str(word);
-        fresh = false;
-    }
-    lines.push(line);
-    lines.join("\n")
-}
+pub use crate::util::wrap;
 
 /// `head` then `items` joined by ", ", in lines of at most `width` characters broken only between
 /// items, so an item (a name to copy) stays whole; continuation lines start with `indent`.

@@ -4,7 +4,8 @@
 //! shown never runs ahead of the checkpoints; the last frame is drawn from the final counts.
 
 use crate::util::{
-    clip_words, name_legend, name_width, printable, shorten_names, terminal_width, Notes, Shutdown,
+    clip_words, name_legend, name_width, printable, shorten_names, terminal_width, wrap, Notes,
+    Shutdown,
 };
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -227,8 +228,135 @@ async fn lines(w: Watch, interval: Duration) {
     w.say_all(start.elapsed().as_secs_f64(), false);
 }
 
+/// A terminal for indicatif that leaves out the spaces it pads the last line with up to the
+/// terminal's edge. A cursor left at the edge wraps at the next character, and the terminal's
+/// echo of Ctrl-C (`^C`) is such a character: every frame after it landed a line lower, the
+/// first bar line left stale above the interrupt note.
+#[derive(Debug)]
+struct NoEdge<T>(T);
+
+impl<T: indicatif::TermLike> indicatif::TermLike for NoEdge<T> {
+    fn width(&self) -> u16 {
+        self.0.width()
+    }
+
+    fn height(&self) -> u16 {
+        self.0.height()
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_up(n)
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_down(n)
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_right(n)
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_left(n)
+    }
+
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_line(s)
+    }
+
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        // The padding to the edge is a write of spaces only.
+        if !s.is_empty() && s.bytes().all(|b| b == b' ') {
+            return Ok(());
+        }
+        self.0.write_str(s)
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.0.clear_line()
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Stderr as indicatif's terminal: ANSI cursor moves, each frame written at once on flush.
+#[derive(Debug)]
+struct Stderr {
+    width: u16,
+    frame: Mutex<Vec<u8>>,
+}
+
+impl Stderr {
+    fn put(&self, text: &str) -> std::io::Result<()> {
+        let mut frame = self.frame.lock().unwrap_or_else(|p| p.into_inner());
+        frame.extend_from_slice(text.as_bytes());
+        Ok(())
+    }
+
+    /// `ESC [ n <code>`, nothing for n = 0.
+    fn moves(&self, n: usize, code: char) -> std::io::Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.put(&format!("\x1b[{n}{code}"))
+    }
+}
+
+impl indicatif::TermLike for Stderr {
+    fn width(&self) -> u16 {
+        self.width
+    }
+
+    fn height(&self) -> u16 {
+        terminal_size::terminal_size().map_or(24, |(_, h)| h.0)
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.moves(n, 'A')
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.moves(n, 'B')
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.moves(n, 'C')
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.moves(n, 'D')
+    }
+
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.put(&format!("{s}\n"))
+    }
+
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.put(s)
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.put("\r\x1b[2K")
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let frame = std::mem::take(&mut *self.frame.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut err = std::io::stderr().lock();
+        err.write_all(&frame)?;
+        err.flush()
+    }
+}
+
 async fn bars(w: Watch) {
-    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(5));
+    let term = NoEdge(Stderr {
+        width: u16::try_from(w.width).unwrap_or(u16::MAX),
+        frame: Mutex::new(Vec::new()),
+    });
+    let multi =
+        MultiProgress::with_draw_target(ProgressDrawTarget::term_like_with_hz(Box::new(term), 5));
     let style =
         ProgressStyle::with_template("{msg}").unwrap_or_else(|_| ProgressStyle::default_bar());
     // A model whose units mostly fail is drawn in red: a full bar of errors is not success.
@@ -253,7 +381,8 @@ async fn bars(w: Watch) {
             );
         }
         for note in w.notes() {
-            let _ = multi.println(note);
+            // Broken at spaces: the terminal would break a long reason inside a word or a URL.
+            let _ = multi.println(wrap(&note, w.width, "  "));
         }
         for (i, bar) in bars.iter().enumerate() {
             if w.models[i].1.snapshot().failing() {
@@ -562,5 +691,139 @@ mod tests {
             many.contains("2 retries") && many.contains("2 errors"),
             "{many}"
         );
+    }
+    /// A terminal of `width` columns as a grid: the cursor wraps when a character is written
+    /// past the edge, as terminals do; `echo` types at the cursor, as the terminal echoes `^C`.
+    #[derive(Debug, Clone)]
+    struct Screen(Arc<Mutex<(Vec<Vec<char>>, usize, usize)>>);
+
+    impl Screen {
+        const WIDTH: usize = 30;
+
+        fn new() -> Screen {
+            Screen(Arc::new(Mutex::new((vec![Vec::new()], 0, 0))))
+        }
+
+        fn echo(&self, text: &str) {
+            let mut g = self.0.lock().unwrap();
+            let (lines, row, col) = &mut *g;
+            for ch in text.chars() {
+                if *col >= Self::WIDTH {
+                    *row += 1;
+                    *col = 0;
+                }
+                while lines.len() <= *row {
+                    lines.push(Vec::new());
+                }
+                let line = &mut lines[*row];
+                line.resize(line.len().max(*col + 1), ' ');
+                line[*col] = ch;
+                *col += 1;
+            }
+        }
+
+        fn text(&self) -> Vec<String> {
+            let g = self.0.lock().unwrap();
+            (g.0.iter())
+                .map(|l| l.iter().collect::<String>().trim_end().to_string())
+                .filter(|l| !l.is_empty())
+                .collect()
+        }
+    }
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            Self::WIDTH as u16
+        }
+        fn height(&self) -> u16 {
+            24
+        }
+        fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+            let mut g = self.0.lock().unwrap();
+            g.1 = g.1.saturating_sub(n);
+            g.2 = g.2.min(Self::WIDTH - 1);
+            Ok(())
+        }
+        fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+            let mut g = self.0.lock().unwrap();
+            g.1 += n;
+            g.2 = g.2.min(Self::WIDTH - 1);
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.echo(s);
+            let mut g = self.0.lock().unwrap();
+            g.1 += 1;
+            g.2 = 0;
+            Ok(())
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.echo(s);
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            let mut g = self.0.lock().unwrap();
+            let row = g.1;
+            while g.0.len() <= row {
+                g.0.push(Vec::new());
+            }
+            g.0[row].clear();
+            g.2 = 0;
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Bars drawn, Ctrl-C echoed at the cursor, then the interrupt note and the next frame:
+    /// what the screen shows.
+    fn after_ctrl_c(term: Box<dyn indicatif::TermLike>, screen: &Screen) -> Vec<String> {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::term_like(term));
+        let style = ProgressStyle::with_template("{msg}").unwrap();
+        let bars: Vec<ProgressBar> = (0..3)
+            .map(|_| {
+                let b = multi.add(ProgressBar::new(0));
+                b.set_style(style.clone());
+                b
+            })
+            .collect();
+        for (i, b) in bars.iter().enumerate() {
+            b.set_message(format!("model{i} 10/90 units"));
+        }
+        screen.echo("^C");
+        multi.println("interrupted: saving").unwrap();
+        for (i, b) in bars.iter().enumerate() {
+            b.set_message(format!("model{i} 12/90 units, stopped"));
+        }
+        screen.text()
+    }
+
+    /// Issue 40: after Ctrl-C no stale bar line stays above the interrupt note and no model's
+    /// line shows twice; indicatif's padding of the last line to the edge is what the echo
+    /// wrapped.
+    #[test]
+    fn ctrl_c_leaves_no_stale_bar_line() {
+        let screen = Screen::new();
+        let shown = after_ctrl_c(Box::new(NoEdge(screen.clone())), &screen);
+        assert_eq!(
+            shown,
+            [
+                "interrupted: saving",
+                "model0 12/90 units, stopped",
+                "model1 12/90 units, stopped",
+                "model2 12/90 units, stopped"
+            ]
+        );
+        // The bare terminal keeps the first bar line of before the interrupt.
+        let bare = Screen::new();
+        let shown = after_ctrl_c(Box::new(bare.clone()), &bare);
+        assert!(shown.iter().any(|l| l.contains("10/90")), "{shown:?}");
     }
 }

@@ -196,16 +196,18 @@ pub(crate) fn write_weekly_runs() {
     weekly::two_weeks(&root);
 }
 
-/// Serves week `GPASSK_WEEK` (1 or 2) until the file `GPASSK_SERVE_UNTIL` is removed, its base
-/// URL written to that file: for a live run in a terminal.
+/// Serves week `GPASSK_WEEK` (1 or 2), each reply `GPASSK_SERVE_DELAY_MS` late (40), until the
+/// file `GPASSK_SERVE_UNTIL` is removed, its base URL written to that file: for a live run in a
+/// terminal.
 #[test]
 #[ignore = "serves the weekly job's server for a person to run against"]
 fn serve_week() {
     let week: usize = std::env::var("GPASSK_WEEK").map_or(1, |w| w.parse().unwrap());
     let flag = PathBuf::from(std::env::var("GPASSK_SERVE_UNTIL").expect("GPASSK_SERVE_UNTIL"));
-    let slow = weekly::server(week).faults(|_| {
+    let delay: u64 = std::env::var("GPASSK_SERVE_DELAY_MS").map_or(40, |d| d.parse().unwrap());
+    let slow = weekly::server(week).faults(move |_| {
         Some(fake_openai::Fault::Hang(std::time::Duration::from_millis(
-            40,
+            delay,
         )))
     });
     let server = fake_openai::FakeServer::start_blocking(slow);

@@ -465,3 +465,73 @@ fn markdown_tables_fit_a_pr_with_right_aligned_numbers_and_a_legend() {
     }
     assert!(md.contains("## What these numbers mean\n"), "{md}");
 }
+
+/// Issue 40: a run of six long-named models stopped with Ctrl-C at 80 columns ends with no line
+/// wider than the terminal, the command to continue broken at spaces into lines the shell reads
+/// as one (the run id whole), and no model called a failure: they were interrupted, the server
+/// was fine. `report` of the run says the same.
+#[test]
+fn an_interrupted_run_ends_with_a_command_that_fits_and_no_failures() {
+    use crate::common::weekly;
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("data.jsonl"), weekly::dataset()).unwrap();
+    let server = FakeServer::start_blocking(
+        weekly::server(1).faults(|_| Some(fake_openai::Fault::Hang(Duration::from_millis(50)))),
+    );
+    let config = weekly::config(root.path(), &server.base_url());
+    let child = gpassk()
+        .args(["run", "--config", config.to_str().unwrap()])
+        .env("COLUMNS", "80")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.request_count() < 40 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert!(kill.unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    let err = stderr(&out);
+    for line in err.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    assert!(
+        !err.contains("once the server answers") && !err.contains("failure"),
+        "{err}"
+    );
+    let run_dir = crate::common::run_dirs(&root.path().join("results"))
+        .pop()
+        .unwrap();
+    let tail = &err[err.find("continue with:\n").expect("how to continue") + 15..];
+    let command = tail.replace(" \\\n    ", " ");
+    let command = command.lines().next().unwrap().trim();
+    assert_eq!(
+        command,
+        format!(
+            "gpassk run --config {} --resume {}",
+            config.display(),
+            run_dir.display()
+        ),
+        "{err}"
+    );
+    assert!(
+        tail.lines().count() >= 2,
+        "the command is longer than 80: broken\n{err}"
+    );
+    let report = gpassk()
+        .args(["report", run_dir.to_str().unwrap()])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = crate::common::ok(&report);
+    assert!(text.contains("INCOMPLETE RUN (interrupted)"), "{text}");
+    assert!(
+        !text.contains("failures:") && !text.contains("once the server"),
+        "{text}"
+    );
+}
