@@ -695,7 +695,10 @@ mod tests {
     /// A terminal of `width` columns as a grid: the cursor wraps when a character is written
     /// past the edge, as terminals do; `echo` types at the cursor, as the terminal echoes `^C`.
     #[derive(Debug, Clone)]
-    struct Screen(Arc<Mutex<(Vec<Vec<char>>, usize, usize)>>);
+    struct Screen(Arc<Mutex<Grid>>);
+
+    /// The screen's lines and the cursor's row and column.
+    type Grid = (Vec<Vec<char>>, usize, usize);
 
     impl Screen {
         const WIDTH: usize = 30;

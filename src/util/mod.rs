@@ -403,7 +403,8 @@ mod tests {
         assert_eq!(wrap_command("  gpassk run", 80, "    "), "  gpassk run");
         // A path longer than the line stays whole, on a line of its own.
         let long = format!("gpassk run --resume /{}", "x".repeat(90));
-        let lines: Vec<&str> = wrap_command(&long, 40, "  ").lines().collect();
+        let wrapped = wrap_command(&long, 40, "  ");
+        let lines: Vec<&str> = wrapped.lines().collect();
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[1].trim_start().starts_with('/'));
     }
