@@ -919,3 +919,31 @@ fn significant_line(compared: &Compared, table: &Table) -> String {
         parts.join("; ")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(m, t)| (m.to_string(), t.to_string()))
+            .collect()
+    }
+
+    /// Issue 40: the same change of every model is said once; a change some models share, or
+    /// the change of the only model, stays per model.
+    #[test]
+    fn a_change_every_model_shares_is_said_once() {
+        let fp = "system fingerprint: a → b (100.0% of samples)";
+        let notes = pairs(&[("x", fp), ("y", fp), ("z", fp), ("y", "served model: p → q")]);
+        let (shared, own) = gather(&notes, &["x", "y", "z"]);
+        assert_eq!(shared, [format!("all 3 models: {fp}")]);
+        assert_eq!(own, pairs(&[("y", "served model: p → q")]));
+        let (shared, own) = gather(&notes, &["x", "y", "z", "w"]);
+        assert!(shared.is_empty());
+        assert_eq!(own.len(), 4);
+        let (shared, own) = gather(&pairs(&[("x", fp)]), &["x"]);
+        assert!(shared.is_empty() && own.len() == 1);
+    }
+}

@@ -13,8 +13,9 @@ use std::fmt::Write;
 const FOLD: usize = 1200;
 /// Characters of a folded response shown before the click.
 const FOLD_PREVIEW: usize = 240;
-/// Width model names are shortened to in grid headers (the full name is the cell's title).
-const NAME_WIDTH: usize = 18;
+/// Width model names are shortened to in grid headers (the full name is the cell's title): the
+/// one short name every report shows.
+const NAME_WIDTH: usize = crate::util::SHORT_NAME;
 
 /// A string as one URL path segment or query value: everything but unreserved bytes encoded.
 pub fn enc(s: &str) -> String {
