@@ -639,8 +639,9 @@ fn curves(results: &RunResults, k: u64) -> String {
     format!("<figure>{svg}</svg>{legend}</ul></figure>\n")
 }
 
-/// Approximate width of a 12.5px label character, generous so estimates err towards more room.
-const CHAR_W: f64 = 7.5;
+/// Approximate width of a 12.5px label character, generous (capitals and `…` are wide) so
+/// estimates err towards more room.
+const CHAR_W: f64 = 8.5;
 
 /// Greedy accuracy versus mG-Pass@k per model, with 95% interval whiskers. Model labels stay
 /// horizontal when they fit their group, else turn 45° (with room reserved so none is clipped).
