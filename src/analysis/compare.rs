@@ -664,11 +664,12 @@ fn verdict_block(
     for v in verdicts {
         let full = printable(&v.model);
         let short = table.short(&v.model);
+        // Only what changed, or cannot be told, stands out.
         let tone = match v.verdict {
-            Verdict::Regressed => Tone::Bad,
-            Verdict::Improved => Tone::Good,
-            Verdict::Mixed | Verdict::NotComparable => Tone::Warn,
-            Verdict::NoDetectableChange => Tone::Strong,
+            Verdict::Regressed => Some(Tone::Bad),
+            Verdict::Improved => Some(Tone::Good),
+            Verdict::Mixed | Verdict::NotComparable => Some(Tone::Warn),
+            Verdict::NoDetectableChange => None,
         };
         let word = match v.verdict {
             Verdict::Regressed => format!("▼ {}", v.verdict.as_str()),
@@ -698,7 +699,8 @@ fn verdict_block(
         out.push('\n');
         let text = crate::report::wrap(&format!("{word}: {what}"), width - 2, "    ");
         let (head, rest) = text.split_at(word.len());
-        out.push_str(&format!("  {}{rest}\n", paint.paint(head, tone)));
+        let head = tone.map_or_else(|| head.to_string(), |t| paint.paint(head, t));
+        out.push_str(&format!("  {head}{rest}\n"));
     }
     out
 }
@@ -936,7 +938,12 @@ mod tests {
     #[test]
     fn a_change_every_model_shares_is_said_once() {
         let fp = "system fingerprint: a → b (100.0% of samples)";
-        let notes = pairs(&[("x", fp), ("y", fp), ("z", fp), ("y", "served model: p → q")]);
+        let notes = pairs(&[
+            ("x", fp),
+            ("y", fp),
+            ("z", fp),
+            ("y", "served model: p → q"),
+        ]);
         let (shared, own) = gather(&notes, &["x", "y", "z"]);
         assert_eq!(shared, [format!("all 3 models: {fp}")]);
         assert_eq!(own, pairs(&[("y", "served model: p → q")]));

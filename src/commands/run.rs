@@ -231,10 +231,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         Err(e) => {
             // The samples are saved; say how to grade them again rather than only failing.
             eprintln!("error: {}", crate::error::render(&e));
-            eprintln!(
-                "the samples are saved; grade them again with:\n{}",
-                command_lines(&resume_cmd)
-            );
+            continue_with("the samples are saved; grade them again with:", &resume_cmd);
             return Ok((run_dir, ExitStatus::of_error(&e), None));
         }
     };
@@ -244,26 +241,31 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?, None));
     }
     report::write_all(&run_dir, &results)?;
-    let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
-    if answered {
-        print!("{}", report::terminal_table(&results, args.wide));
-    } else {
-        // A table of dashes would only hide the reasons below.
-        println!("no values: no model answered any unit");
-    }
-    println!("results: {}", run_dir.display());
+    print_results(&results, manifest, &run_dir, args.wide);
     let mut status = sampling::exit_status_for(&ends, &run.manifest);
     if status != ExitStatus::Success {
         explain_failures(&run.manifest, &resume_cmd);
     }
     if !verified && status == ExitStatus::Success {
-        eprintln!(
-            "the verifier did not score every sample; ask it again with:\n{}",
-            command_lines(&resume_cmd)
+        continue_with(
+            "the verifier did not score every sample; ask it again with:",
+            &resume_cmd,
         );
         status = ExitStatus::Failure;
     }
     Ok((run_dir, status, Some(results)))
+}
+
+/// The summary table (or why there is none), then where the results are.
+fn print_results(results: &RunResults, manifest: &Manifest, run_dir: &RunDir, wide: bool) {
+    let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
+    if answered {
+        print!("{}", report::terminal_table(results, wide));
+    } else {
+        // A table of dashes would only hide the reasons below.
+        println!("no values: no model answered any unit");
+    }
+    println!("results: {}", run_dir.display());
 }
 
 /// The run's samples scored by the `[verifier]` PRM, when the config has one (those already
@@ -320,9 +322,9 @@ fn verify_samples(
 /// Marks the run interrupted after sampling (while `what`) and says how to continue.
 fn stopped_while(run: &mut OpenRun, what: &str, resume_cmd: &str) -> Result<ExitStatus> {
     run.interrupt()?;
-    eprintln!(
-        "interrupted while {what}; continue with:\n{}",
-        command_lines(resume_cmd)
+    continue_with(
+        &format!("interrupted while {what}; continue with:"),
+        resume_cmd,
     );
     Ok(ExitStatus::Interrupted)
 }
@@ -335,10 +337,7 @@ fn interrupted_sampling(manifest: &Manifest, resume_cmd: &str) {
         .filter(|f| f.models.iter().any(|h| h.failed > 0))
         .collect();
     eprint!("{}", report::failures_text(&failed, "", stderr_width()));
-    eprintln!(
-        "interrupted: checkpoints saved; continue with:\n{}",
-        command_lines(resume_cmd)
-    );
+    continue_with("interrupted: checkpoints saved; continue with:", resume_cmd);
 }
 
 /// Sends the Batch API models' batches, then samples the others live; each model's end.
@@ -627,7 +626,7 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
         report::failures_text(&failures, "error: ", stderr_width())
     );
     if failures.iter().any(|f| f.advice.resumes()) {
-        eprintln!("continue the run with:\n{}", command_lines(resume_cmd));
+        continue_with("continue the run with:", resume_cmd);
     }
 }
 
@@ -635,10 +634,11 @@ fn stderr_width() -> usize {
     super::stderr_width()
 }
 
-/// The command to continue with, indented, broken at spaces to stderr's width (each line but the
-/// last ending in ` \`, so it pastes as one command).
-fn command_lines(command: &str) -> String {
-    crate::util::wrap_command(&format!("  {command}"), stderr_width(), "    ")
+/// `what`, then the command to continue with, indented, broken at spaces to stderr's width
+/// (each line but the last ending in ` \`, so it pastes as one command).
+fn continue_with(what: &str, command: &str) {
+    let lines = crate::util::wrap_command(&format!("  {command}"), stderr_width(), "    ");
+    eprintln!("{what}\n{lines}");
 }
 
 /// `--resume DIR`, or for `latest` the newest run under output_dir of this config (same config
