@@ -260,7 +260,11 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
 fn print_results(results: &RunResults, manifest: &Manifest, run_dir: &RunDir, wide: bool) {
     let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
     if answered {
-        print!("{}", report::terminal_table(results, wide));
+        // INCOMPLETE stands out on a terminal.
+        print!(
+            "{}",
+            super::stdout_paint().marks(&report::terminal_table(results, wide))
+        );
     } else {
         // A table of dashes would only hide the reasons below.
         println!("no values: no model answered any unit");
