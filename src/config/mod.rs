@@ -5,6 +5,7 @@
 
 mod judge;
 pub mod overrides;
+mod paid;
 pub mod raw;
 mod search;
 mod settings;
@@ -13,6 +14,7 @@ pub mod store;
 mod verifier;
 
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
+pub use paid::PaidCalls;
 pub use search::{
     AnswerSelect, Prefix, RewardMode, SearchSettings, Strategy, TerminalReward, JUDGE_MAX_TOKENS,
     SEARCH_KEYS,

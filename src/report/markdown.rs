@@ -71,9 +71,8 @@ impl Tables {
 
 /// The cost line as a paragraph; empty when no model is priced.
 fn cost_paragraph(results: &RunResults) -> String {
-    // Names are letters, digits, '.', '_', '-' and '+'; the currency is alphanumeric.
     super::table::cost_line(results)
-        .map(|line| format!("{}\n\n", line.replace('_', "\\_")))
+        .map(|line| format!("{}\n\n", super::tabular::md_text(&line)))
         .unwrap_or_default()
 }
 

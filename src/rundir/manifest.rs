@@ -156,6 +156,26 @@ pub struct CostEntry {
     pub price_source: String,
 }
 
+impl CostEntry {
+    /// What tally `t` cost at `p`, per sample and per problem (of `problems`), and what it could
+    /// not count.
+    pub fn of(p: &crate::cost::Price, t: &crate::cost::Tally, problems: usize) -> CostEntry {
+        use crate::cost::{to_f64, Money};
+        let total = t.cost(p);
+        let per = |n: u64| (n > 0).then(|| to_f64(&(total / Money::from_integer(u128::from(n)))));
+        CostEntry {
+            currency: p.currency.clone(),
+            total: to_f64(&total),
+            per_sample: per(t.with_usage + t.without_usage),
+            per_problem: per(problems as u64),
+            samples_without_usage: t.without_usage,
+            billable_failures: u64::try_from(t.billable_failures.round().to_integer())
+                .unwrap_or(u64::MAX),
+            price_source: p.source.clone(),
+        }
+    }
+}
+
 /// The most distinct failure causes a manifest keeps per model (a server may vary its messages).
 pub const MAX_CAUSES: usize = 20;
 

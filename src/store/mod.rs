@@ -361,6 +361,7 @@ impl Store {
             manifest: Some(manifest),
             models,
             basis: None,
+            call_costs: Vec::new(),
         }))
     }
 

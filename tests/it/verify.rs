@@ -245,6 +245,61 @@ fn verify_scores_every_sample_once_and_resumes() {
     assert_eq!(keys.len(), 6, "each sample stored once: {keys:?}");
 }
 
+/// `gpassk verify RUN_DIR` alone, from a folder without `configs/config.toml`.
+fn verify_alone(env: &Fixture, run_dir: &Path, args: &[&str]) -> std::process::Output {
+    gpassk()
+        .arg("verify")
+        .arg(run_dir)
+        .args(args)
+        .current_dir(env.path())
+        .env("GPASSK_TEST_KEY", KEY)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn verify_reads_the_runs_own_config_and_writes_the_reports() {
+    // The PRM is down while the run samples: the run keeps its samples, unscored.
+    let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let prm_down = down.clone();
+    let server = FakeServer::builder()
+        .responder(two_step_reply)
+        .pooling_responder(prm_rows)
+        .faults(move |r: &Recorded| {
+            let off = r.is_pooling() && prm_down.load(std::sync::atomic::Ordering::SeqCst);
+            off.then(|| fake_openai::Fault::unknown_model("prm"))
+        });
+    let env = Fixture::new(&sums(2)).with_server(server);
+    let cfg = configure(&env, "n = 3\ngreedy = false", ONE_MODEL, "");
+    add_verifier(&cfg, "reward_mode = \"pooling\"\n");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let run_dir = env.run_dir();
+    // bon@N values in metrics.json (rows without problems have none).
+    let bon_values = || {
+        let text = std::fs::read_to_string(run_dir.join("metrics.json")).unwrap();
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let rows = json["metrics"].as_array().unwrap().clone();
+        rows.iter()
+            .filter(|r| r["metric"] == "bon@k" && !r["value"].is_null())
+            .count()
+    };
+    assert_eq!(bon_values(), 0, "nothing scored yet");
+    // The config file is gone: the run's manifest holds its config, [verifier] included.
+    std::fs::remove_file(&cfg).unwrap();
+    down.store(false, std::sync::atomic::Ordering::SeqCst);
+    let before = env.server().hits("POST", "/pooling");
+    let out = verify_alone(&env, &run_dir, &[]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(e.contains("m1: 3 scored, 3 unreadable"), "{e}");
+    assert_eq!(env.server().hits("POST", "/pooling"), before + 6);
+    // The reports carry the verifier's metrics without a `gpassk score`.
+    assert!(bon_values() > 0, "bon@N reported");
+    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(md.contains("Verifier versus voting"), "{md}");
+}
+
 #[test]
 fn verify_needs_a_verifier_table_and_the_key() {
     let env = Fixture::new(&sums(1)).with_server(FakeServer::builder().responder(two_step_reply));
