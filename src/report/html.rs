@@ -922,6 +922,7 @@ impl Exporter for HtmlReport {
             "<h2>Samples per model (counts)</h2>\n{}",
             counts_table(results)
         );
+        out.push_str(&super::found_html(&super::found_summary(results)));
         if let Some(grid) = cost_grid(results) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }

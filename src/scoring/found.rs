@@ -165,10 +165,7 @@ mod tests {
             Some(FoundBy::LastNumber)
         );
         assert_eq!(found_by_of(false, None, FoundBy::Whole), None);
-        assert_eq!(
-            found_by_of(false, None, FoundBy::None),
-            Some(FoundBy::None)
-        );
+        assert_eq!(found_by_of(false, None, FoundBy::None), Some(FoundBy::None));
         assert_eq!(graded_on(None, Some("4")), "4");
         assert_eq!(graded_on(Some("r"), Some("4")), "r");
         assert_eq!(graded_on(None, None), "");

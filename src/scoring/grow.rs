@@ -7,10 +7,10 @@
 //! Parts hold no effort, served models or source verdicts (the viewer shows none of them), and
 //! no verifier metrics: a model scored with a verifier has no parts, and is scored whole.
 
+use super::found::{ModelFound, ProblemFound};
 use super::{
     grade_one, Answers, Graders, ModelScore, ModelTally, ProblemGrader, ScoreInputs, ScoreParts,
 };
-use super::found::{ModelFound, ProblemFound};
 use crate::metrics::Tau;
 use crate::rundir::record::{RecordAnswer, UnitOutcome};
 use crate::util::Prefix;

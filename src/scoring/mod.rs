@@ -209,6 +209,9 @@ pub struct RunResults {
     pub basis: Option<stored::Basis>,
     /// What the judge's and the verifier's calls cost, when they are priced.
     pub call_costs: Vec<paid::CallCost>,
+    /// `[evaluation] heuristic_warn`: the share of a model's answers found by a heuristic past
+    /// which the reports warn.
+    pub heuristic_warn: f64,
 }
 
 impl RunResults {
@@ -232,6 +235,7 @@ impl RunResults {
             models,
             basis,
             call_costs: Vec::new(),
+            heuristic_warn: ev.heuristic_warn,
         }
     }
 
@@ -471,7 +475,8 @@ pub fn judge_jobs(
     (judge, mode): (&JudgeSettings, GraderMode),
 ) -> Result<Vec<JudgeJob>> {
     let problems = units.problems;
-    let golds: Vec<std::cell::OnceCell<Gold>> = problems.iter().map(|_| Default::default()).collect();
+    let golds: Vec<std::cell::OnceCell<Gold>> =
+        problems.iter().map(|_| Default::default()).collect();
     let mut jobs = Vec::new();
     for_each_unit(
         units.checkpoint,

@@ -411,8 +411,8 @@ fn model_of(m: StoredModel, ks: &[u64], taus: &[Tau]) -> Result<ModelScore> {
             })
             .collect()
     });
-    score.found_by = (score.problem_units.as_ref())
-        .map(|u| ModelFound::sum(u.iter().map(|u| &u.found)));
+    score.found_by =
+        (score.problem_units.as_ref()).map(|u| ModelFound::sum(u.iter().map(|u| &u.found)));
     Ok(score)
 }
 

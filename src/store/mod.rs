@@ -13,10 +13,10 @@ pub use crate::config::store::StoreUrl;
 use crate::error::BadInput;
 use crate::grade::FoundBy;
 use crate::metrics::ProblemCounts;
-use crate::scoring::found::ModelFound;
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::RunDir;
+use crate::scoring::found::ModelFound;
 use crate::scoring::stored::{exact, ExtraColumn};
 use crate::scoring::{ModelScore, RunResults, ScoreParts};
 use crate::stats::Vote;
@@ -364,6 +364,7 @@ impl Store {
             models,
             basis: None,
             call_costs: Vec::new(),
+            heuristic_warn: ev.heuristic_warn,
         }))
     }
 

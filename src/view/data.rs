@@ -8,7 +8,7 @@ use crate::analysis::history::{datasets, history, whole_runs, RunEntry, Stored};
 use crate::dataset::Problem;
 use crate::grade::{Answer, FoundBy, Outcome};
 use crate::metrics::to_f64;
-use crate::report::{metric_label, Interval};
+use crate::report::{found_summary, metric_label, FoundSummary, Interval};
 use crate::rundir::record::{Record, SampleIndex, UnitOutcome};
 use crate::scoring::{gold_of, rule_grade, ModelScore, RunResults};
 use crate::util::clip_words;
@@ -176,6 +176,8 @@ pub struct RunView {
     pub metrics: Vec<String>,
     pub models: Vec<ModelRow>,
     pub previous: Option<String>,
+    /// How each model's answers were found: the guessed share and its warning.
+    pub answers_found: FoundSummary,
 }
 
 #[derive(Debug, Serialize)]
@@ -221,6 +223,7 @@ pub fn run_view(viewer: &Viewer, name: &str) -> Result<RunView, ViewError> {
         metrics: headline.iter().map(metric_label).collect(),
         models,
         previous: viewer.previous(name),
+        answers_found: found_summary(&results),
     })
 }
 

@@ -207,6 +207,7 @@ pub fn run(v: &RunView) -> String {
     let rows: Vec<String> = v.models.iter().map(|m| model_row(v, m)).collect();
     body.push_str(&table("sortable headline", &head, &rows));
     body.push_str("<p class=\"muted\">Each value links to the problems it rests on.</p>");
+    body.push_str(&crate::report::found_html(&v.answers_found));
     shell(
         &v.name,
         &[(run_href(&v.name), v.name.clone())],
@@ -398,11 +399,12 @@ fn sample(run: &str, id: &str, model: &str, s: &SampleView) -> String {
     };
     let mut out = format!(
         "<article class=\"sample v-{}\"><header><b>#{}</b> {verdict}</header><dl>\
-         <dt>answer</dt><dd><code class=\"math\">{}</code></dd><dt>finish</dt><dd>{}</dd>\
-         <dt>tokens</dt><dd>{}</dd><dt>latency</dt><dd>{} ms</dd></dl>",
+         <dt>answer</dt><dd><code class=\"math\">{}</code></dd><dt>found by</dt><dd>{}</dd>\
+         <dt>finish</dt><dd>{}</dd><dt>tokens</dt><dd>{}</dd><dt>latency</dt><dd>{} ms</dd></dl>",
         s.verdict.replace(' ', "-"),
         esc(&s.index),
         esc(s.extracted.as_deref().unwrap_or("(none)")),
+        found_by(s),
         esc(&format!(
             "{} {}",
             s.outcome,
@@ -432,6 +434,15 @@ fn sample(run: &str, id: &str, model: &str, s: &SampleView) -> String {
     }
     out.push_str("</article>");
     out
+}
+
+/// How a sample's answer was found, a guess marked as one.
+fn found_by(s: &SampleView) -> String {
+    match s.found_by {
+        None => "not recorded".into(),
+        Some(way) if s.heuristic => format!("<span class=\"mark\">{} (a guess)</span>", esc(way)),
+        Some(way) => esc(way),
+    }
 }
 
 fn response(text: &str) -> String {
