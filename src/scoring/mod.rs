@@ -518,6 +518,25 @@ pub fn judge_jobs(
     Ok(jobs)
 }
 
+/// How many of `m`'s stored samples the judge would be asked about now (the dry run's count):
+/// those the run's grader sends it that its stored verdicts in `run_dir` do not cover; 0 when
+/// the grader never asks it.
+pub fn judge_pending_count(plan: &Plan, run_dir: &RunDir, m: &ModelSettings) -> Result<usize> {
+    let mode = plan.settings.evaluation.grader;
+    let Some(judge) = plan.settings.judged() else {
+        return Ok(0);
+    };
+    let units = ModelUnits {
+        checkpoint: &run_dir.checkpoint(&m.name),
+        problems: &plan.problems,
+        n: m.sampling.n,
+        greedy: m.sampling.greedy,
+    };
+    let done = JudgeVerdicts::load(&run_dir.grades(&m.name), mode)?;
+    let grade = plan.settings.evaluation.grade_config();
+    Ok(judge_jobs(&units, &done, &grade, (judge, mode))?.len())
+}
+
 /// A unit's rule verdict as scoring gives it.
 pub struct RuleGrade<'a> {
     /// What it was graded on ([`found::graded_on`]): what a judge verdict of it is keyed by.

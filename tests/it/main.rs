@@ -14,6 +14,7 @@ mod cost;
 mod datasets_cli;
 mod deploy;
 mod failures;
+mod found_by;
 mod grade_cases;
 mod history;
 mod hostile_server;
