@@ -107,13 +107,11 @@ fn warning(models: &[ModelWays], threshold: f64) -> Option<String> {
         _ => ("models", "their"),
     };
     Some(format!(
-        "{who} {}: more than {} of {their} answers were found by a guess, the response's last \
-         number or math span rather than a box or an answer marker (heuristic_warn = {threshold}). \
-         Grading goes wrong most where answers are guessed, and a misread answer style costs every \
-         sample of a problem at once, so these scores may be off. Ask for the final answer in \
-         \\boxed{{}} or after an answer marker (\"The answer is\") in the prompt, set \
-         answer_extract_regex to the answer's form, or set grader = \"rule_then_judge_uncertain\" \
-         (with a [judge]) to have the LLM judge check the guessed answers.",
+        "{who} {}: more than {} (heuristic_warn) of {their} answers were guessed from the \
+         response's last number or math span, where grading goes wrong most, so {their} scores \
+         may be off. Ask for the answer in \\boxed{{}} or after \"The answer is\" in the prompt, \
+         set answer_extract_regex, or set grader = \"rule_then_judge_uncertain\" to have the \
+         judge check the guesses.",
         over.join(", "),
         threshold_text(threshold)
     ))
@@ -124,7 +122,9 @@ fn share_phrase(m: &ModelWays) -> String {
     if m.found_by.is_none() {
         return "not recorded".into();
     }
-    let share = m.heuristic_share.map_or_else(|| "-".into(), percent);
+    let Some(share) = m.heuristic_share.map(percent) else {
+        return "no answers".into();
+    };
     match m.unrecorded {
         0 => format!("{share} of {}", m.answers),
         u => format!("{share} of {} ({u} more not recorded)", m.answers),
@@ -143,8 +143,8 @@ pub fn found_block(results: &RunResults, width: usize) -> String {
         .map(|m| format!("{} {}", printable(&m.model), share_phrase(m)))
         .collect();
     let items: Vec<&str> = items.iter().map(String::as_str).collect();
-    let head = "answers found by a guess (last number or math span):";
-    let mut out = wrap_list(head, &items, width, "  ");
+    let mut out = String::from("guessed answers (found by the last number or math span):\n");
+    out.push_str(&wrap_list("  ", &items, width, "  "));
     out.push('\n');
     if let Some(w) = &s.warning {
         out.push_str(&wrap(&format!("warning: {}", printable(w)), width, "    "));
@@ -152,6 +152,11 @@ pub fn found_block(results: &RunResults, width: usize) -> String {
     }
     out
 }
+
+/// The section's rules in report.html's stylesheet (the viewer's view.css has the same): long
+/// model names wrap, so the share beside them stays on a narrow screen.
+pub(super) const STYLE: &str = ".found td:first-child{white-space:normal;overflow-wrap:anywhere;\
+min-width:7em}.found tr.over td{background:#fff3e8}";
 
 /// What "guessed" means, under the grid.
 const MEANING: &str = "Guessed: answers found by the response's last math span (last_math) or \
@@ -168,21 +173,16 @@ pub(super) fn found_grid(s: &FoundSummary) -> Option<Grid> {
         .filter(|f| (s.models.iter()).any(|m| way_count(m, *f) > 0))
         .collect();
     let unrecorded = s.models.iter().any(|m| m.unrecorded > 0);
-    let mut header = vec!["model".to_string(), "answers".into()];
+    // The share first: a narrow page shows it before the counts scroll away.
+    let mut header = vec!["model".to_string(), "guessed".into(), "answers".into()];
     header.extend(used.iter().map(|f| f.as_str().to_string()));
     if unrecorded {
         header.push("not recorded".into());
     }
-    header.push("guessed".into());
     let rows = (s.models.iter())
         .map(|m| {
             let known = m.found_by.is_some();
             let cell = |n: u64| if known { n.to_string() } else { "-".into() };
-            let mut row = vec![m.model.clone(), cell(m.answers)];
-            row.extend(used.iter().map(|f| cell(way_count(m, *f))));
-            if unrecorded {
-                row.push(cell(m.unrecorded));
-            }
             let guessed = match m.heuristic_share {
                 Some(p) if m.over => {
                     format!("{} (over {})", percent(p), threshold_text(s.heuristic_warn))
@@ -190,7 +190,11 @@ pub(super) fn found_grid(s: &FoundSummary) -> Option<Grid> {
                 Some(p) => percent(p),
                 None => "-".into(),
             };
-            row.push(guessed);
+            let mut row = vec![m.model.clone(), guessed, cell(m.answers)];
+            row.extend(used.iter().map(|f| cell(way_count(m, *f))));
+            if unrecorded {
+                row.push(cell(m.unrecorded));
+            }
             row
         })
         .collect();
@@ -279,7 +283,7 @@ mod tests {
         );
         let w = warning(&models, 0.2).unwrap();
         assert!(
-            w.starts_with("model b (40.0%): more than 20% of its answers"),
+            w.starts_with("model b (40.0%): more than 20% (heuristic_warn) of its answers"),
             "{w}"
         );
         for fix in [
@@ -292,7 +296,7 @@ mod tests {
         let two = [ways("a", Some(&guessy), 0.1), ways("c", Some(&edge), 0.1)];
         let w = warning(&two, 0.1).unwrap();
         assert!(
-            w.starts_with("models a (40.0%), c (20.0%): more than 10% of their"),
+            w.starts_with("models a (40.0%), c (20.0%): more than 10% (heuristic_warn) of their"),
             "{w}"
         );
         assert_eq!(warning(&models[..1], 0.2), None);

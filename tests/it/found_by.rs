@@ -331,3 +331,185 @@ fn the_uncertain_policy_is_priced_and_capped_like_every_judge_and_a_resume_judge
     let cost = md.lines().find(|l| l.starts_with("cost: ")).expect(&md);
     assert!(cost.contains("judge judge-1 "), "{cost}");
 }
+
+const TWO_STYLES: &str = "[[models]]\nname = \"boxed\"\nmodel_id = \"fake-box\"\n\
+     [[models]]\nname = \"guessy\"\nmodel_id = \"fake-guess\"\n";
+
+/// Model `boxed` boxes every answer (as `smart_reply`); model `guessy` answers in
+/// [`styled_reply`]'s four styles. Graded by the rules alone.
+fn two_styles(problems: usize) -> (Fixture, String) {
+    let dataset = sums(problems);
+    let server = FakeServer::builder().responder(|r: &Recorded| match r.model() {
+        Some("fake-guess") => styled_reply(r),
+        _ => crate::run_fake::smart_reply(r),
+    });
+    let env = Fixture::new(&dataset).with_server(server);
+    configure(&env, "n = 4", TWO_STYLES, "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    (env, dataset)
+}
+
+#[test]
+fn every_report_shows_the_guessed_share_and_warns_about_the_model_past_the_threshold() {
+    let (env, dataset) = two_styles(6);
+    let dir = env.run_dir();
+    let units = units(&dir, "guessy", &dataset);
+    let guessed = units.iter().filter(|u| u.found_by.is_heuristic()).count();
+    let share = 100.0 * guessed as f64 / units.len() as f64;
+    assert!(share > 20.0 && share < 100.0, "{share}");
+    let pct = format!("{share:.1}%");
+
+    // The terminal: the share of each model under the table, then the warning for guessy alone.
+    let out = (crate::common::gpassk().args(["report", dir.to_str().unwrap()]))
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("guessed answers (found by the last number or math span):"),
+        "{}",
+        both(&out)
+    );
+    assert!(
+        text.contains("boxed 0.0% of 30") && text.contains(&format!("guessy {pct} of 30")),
+        "{text}"
+    );
+    let warning = text.find("warning: model guessy (").expect(&text);
+    let rest = &text[warning..];
+    for fix in [
+        "rule_then_judge_uncertain",
+        "answer_extract_regex",
+        "\\boxed{}",
+    ] {
+        assert!(rest.contains(fix), "{rest}");
+    }
+    assert!(!text.contains("model boxed ("), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+
+    // metrics.json keeps the raw counts per way.
+    let json: serde_json::Value = serde_json::from_str(&read(&dir.join("metrics.json"))).unwrap();
+    let found = &json["answers_found"];
+    assert_eq!(found["heuristic_warn"], 0.2);
+    let models = found["models"].as_array().unwrap();
+    let (b, g) = (&models[0], &models[1]);
+    assert_eq!(
+        (&b["model"], &b["heuristic"], &b["over"]),
+        (&"boxed".into(), &0.into(), &false.into())
+    );
+    assert_eq!(
+        (&g["heuristic"], &g["answers"], &g["over"]),
+        (&guessed.into(), &30.into(), &true.into())
+    );
+    let ways: u64 = g["found_by"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(ways, 30);
+    let math = units
+        .iter()
+        .filter(|u| u.found_by == FoundBy::LastMath)
+        .count();
+    assert_eq!(g["found_by"]["last_math"], math);
+    assert!(found["warning"]
+        .as_str()
+        .unwrap()
+        .starts_with("model guessy ("));
+
+    // report.md and report.html: the section, and the warning.
+    let md = read(&dir.join("report.md"));
+    assert!(md.contains("## How answers were found"), "{md}");
+    assert!(md.contains("> **Warning:** model guessy ("), "{md}");
+    let html = read(&dir.join("report.html"));
+    assert!(html.contains("<h2>How answers were found</h2>"), "{html}");
+    assert!(html.contains("<b>Warning:</b> model guessy ("), "{html}");
+    assert!(html.contains(&format!("{pct} (over 20%)")), "{html}");
+
+    // per_problem.csv: the guessed answers of each problem.
+    let mut r = csv::Reader::from_path(dir.join("per_problem.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
+    let column: u64 = (rows.iter())
+        .filter(|r| &r[0] == "guessy")
+        .map(|r| r.iter().next_back().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(column, guessed as u64);
+
+    // A threshold the share does not pass: the share is shown, no warning.
+    let out = (crate::common::gpassk())
+        .args([
+            "score",
+            dir.to_str().unwrap(),
+            "--set",
+            "evaluation.heuristic_warn=0.9",
+        ])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("guessy {pct} of 30")),
+        "{}",
+        both(&out)
+    );
+    assert!(!text.contains("warning: model"), "{text}");
+}
+
+#[test]
+fn the_viewer_shows_the_share_on_the_run_page_and_how_each_sample_was_found() {
+    let (env, dataset) = two_styles(3);
+    let dir = env.run_dir();
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let units = units(&dir, "guessy", &dataset);
+    let served = crate::view::serve(&env.results());
+    let page = crate::view::get(&served, &format!("/run/{name}"));
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("<h2>How answers were found</h2>"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("<b>Warning:</b> model guessy ("),
+        "{}",
+        page.body
+    );
+    let api = crate::view::get(&served, &format!("/api/run/{name}"));
+    let v: serde_json::Value = serde_json::from_str(&api.body).unwrap();
+    let guessed = units.iter().filter(|u| u.found_by.is_heuristic()).count();
+    assert_eq!(v["answers_found"]["models"][1]["heuristic"], guessed);
+
+    // Each sample of a problem with a guessed answer says how its answer was found, as the
+    // grader does.
+    let id = &units
+        .iter()
+        .find(|u| u.found_by.is_heuristic())
+        .unwrap()
+        .problem;
+    let api = crate::view::get(&served, &format!("/api/run/{name}/problem?id={id}"));
+    let v: serde_json::Value = serde_json::from_str(&api.body).unwrap();
+    let samples = v["models"][1]["samples"].as_array().unwrap();
+    let mut shown: Vec<(String, String)> = (samples.iter())
+        .map(|s| {
+            (
+                s["index"].as_str().unwrap().to_string(),
+                s["found_by"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut want: Vec<(String, String)> = (units.iter())
+        .filter(|u| &u.problem == id)
+        .map(|u| {
+            (
+                u.slot.trim_matches('"').to_string(),
+                u.found_by.as_str().to_string(),
+            )
+        })
+        .collect();
+    shown.sort();
+    want.sort();
+    assert_eq!(shown, want);
+    let page = crate::view::get(&served, &format!("/run/{name}/problem?id={id}"));
+    assert!(page.body.contains("<dt>found by</dt>"), "{}", page.body);
+    assert!(page.body.contains("(a guess)"), "{}", page.body);
+}
