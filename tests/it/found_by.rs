@@ -513,3 +513,66 @@ fn the_viewer_shows_the_share_on_the_run_page_and_how_each_sample_was_found() {
     assert!(page.body.contains("<dt>found by</dt>"), "{}", page.body);
     assert!(page.body.contains("(a guess)"), "{}", page.body);
 }
+
+#[test]
+fn a_run_that_keeps_no_responses_records_how_its_answers_were_found() {
+    let dataset = sums(6);
+    let answers_found = |keep: bool| {
+        let env = Fixture::new(&dataset).with_server(FakeServer::builder().responder(styled_reply));
+        let cfg = configure(&env, "n = 4", ONE_MODEL, "");
+        let text = read(&cfg).replace(
+            "[evaluation]\n",
+            &format!("[evaluation]\nsave_raw_responses = {keep}\n"),
+        );
+        std::fs::write(&cfg, text).unwrap();
+        let out = run(&env, &["--quiet"]);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        let json: serde_json::Value =
+            serde_json::from_str(&read(&env.run_dir().join("metrics.json"))).unwrap();
+        (env, json["answers_found"]["models"][0].clone())
+    };
+    let (_raw, kept) = answers_found(true);
+    let (env, stripped) = answers_found(false);
+    assert!(kept["heuristic"].as_u64().unwrap() > 0, "{kept}");
+    assert_eq!(
+        stripped, kept,
+        "the way recorded at run time, not re-read from the answer"
+    );
+    let dir = env.run_dir();
+    let checkpoint = dir.join("checkpoints/m1.jsonl");
+    let text = read(&checkpoint);
+    assert!(
+        text.lines().all(|l| !l.contains("\"response\":\"")),
+        "no response kept"
+    );
+    assert!(text.contains("\"found_by\":\"last_number\""), "{text}");
+
+    // Lines an older gpassk wrote say nothing of how: those with an answer are unrecorded.
+    let mut with_answer = 0;
+    let old: String = (text.lines())
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            with_answer += v["extracted"].is_string() as u64;
+            v.as_object_mut().unwrap().remove("found_by");
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&checkpoint, old).unwrap();
+    let out = crate::common::gpassk()
+        .args(["score", dir.to_str().unwrap()])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(
+        stdout(&out).contains(&format!("({with_answer} more not recorded)")),
+        "{}",
+        both(&out)
+    );
+    let json: serde_json::Value = serde_json::from_str(&read(&dir.join("metrics.json"))).unwrap();
+    let m = &json["answers_found"]["models"][0];
+    assert_eq!(
+        (m["unrecorded"].as_u64(), m["heuristic"].as_u64()),
+        (Some(with_answer), Some(0))
+    );
+}

@@ -319,6 +319,17 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
         v["models"][3]["samples"].as_array().unwrap().len()
     };
     assert_eq!(samples(&s), 0, "interrupted before p20");
+    // How many of the model's answers the run page says were found, and how many boxed.
+    let found = |s: &Served| -> (u64, u64) {
+        let v: serde_json::Value =
+            serde_json::from_str(&get(s, &format!("/api/run/{}", name(&b))).body).unwrap();
+        let m = &v["answers_found"]["models"][3];
+        (
+            m["answers"].as_u64().unwrap(),
+            m["found_by"]["boxed"].as_u64().unwrap(),
+        )
+    };
+    let (answers, boxed) = found(&s);
     let stamp = get(&s, &format!("/api/stamp?run={}", name(&b))).body;
     for page in [
         "/",
@@ -349,6 +360,8 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
         v["rows"][20]["cells"][3]["n"], 1,
         "the grid rescored: {grid}"
     );
+    // The problem graded again adds its boxed answer to how the model's answers were found.
+    assert_eq!(found(&s), (answers + 1, boxed + 1));
 }
 
 #[test]
