@@ -30,7 +30,7 @@ fn styled_reply(r: &Recorded) -> Reply {
         _ => (0, 0),
     };
     let seed = r.body["seed"].as_u64().unwrap_or(0);
-    let choices = (0..r.n() as u64)
+    let choices = (0..r.n())
         .map(|i| {
             let k = seed.wrapping_add(i).wrapping_add(a);
             let ans = if k % 3 == 0 { a + b + 1 } else { a + b };
