@@ -190,8 +190,7 @@ impl Viewer {
         })
     }
 
-    /// Keeps at most `runs` runs cached, about `bytes` together (by default [`MAX_RUNS`] and
-    /// [`MAX_CACHE_BYTES`]).
+    /// Keeps at most `runs` runs cached, about `bytes` together (by default 16 runs and 512 MiB).
     pub fn with_cache_limits(mut self, runs: usize, bytes: u64) -> Viewer {
         self.limits = (runs.max(1), bytes);
         self
