@@ -238,10 +238,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
     let results = match score_run(plan, &run_dir, Some(manifest.clone()), call.as_ref(), notes) {
         Ok(r) => r,
         Err(e) => {
-            // The samples are saved; say how to grade them again rather than only failing.
-            let line = format!("error: {}", crate::error::render(&e));
-            eprintln!("{}", report::wrap(&line, stderr_width(), "  "));
-            eprintln!("the samples are saved; grade them again with:\n  {resume_cmd}");
+            grading_failed(&e, &resume_cmd);
             return Ok((run_dir, ExitStatus::of_error(&e), None));
         }
     };
@@ -251,23 +248,30 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?, None));
     }
     report::write_all(&run_dir, &results)?;
-    print_results(&results, manifest, args.wide, &run_dir);
+    print_results(&results, manifest, &run_dir, args.wide);
     let mut status = sampling::exit_status_for(&ends, &run.manifest);
     if status != ExitStatus::Success {
         explain_failures(&run.manifest, &resume_cmd);
     }
     if !verified && status == ExitStatus::Success {
-        eprintln!("the verifier did not score every sample; ask it again with:\n  {resume_cmd}");
+        continue_with(
+            "the verifier did not score every sample; ask it again with:",
+            &resume_cmd,
+        );
         status = ExitStatus::Failure;
     }
     Ok((run_dir, status, Some(results)))
 }
 
-/// The results table (or why there is none) and where the run is.
-fn print_results(results: &RunResults, manifest: &Manifest, wide: bool, run_dir: &RunDir) {
+/// The summary table (or why there is none), then where the results are.
+fn print_results(results: &RunResults, manifest: &Manifest, run_dir: &RunDir, wide: bool) {
     let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
     if answered {
-        print!("{}", report::terminal_table(results, wide));
+        // INCOMPLETE stands out on a terminal.
+        print!(
+            "{}",
+            super::stdout_paint().marks(&report::terminal_table(results, wide))
+        );
     } else {
         // A table of dashes would only hide the reasons below.
         println!("no values: no model answered any unit");
@@ -330,7 +334,10 @@ fn verify_samples(
 /// Marks the run interrupted after sampling (while `what`) and says how to continue.
 fn stopped_while(run: &mut OpenRun, what: &str, resume_cmd: &str) -> Result<ExitStatus> {
     run.interrupt()?;
-    eprintln!("interrupted while {what}; continue with:\n  {resume_cmd}");
+    continue_with(
+        &format!("interrupted while {what}; continue with:"),
+        resume_cmd,
+    );
     Ok(ExitStatus::Interrupted)
 }
 
@@ -342,7 +349,7 @@ fn interrupted_sampling(manifest: &Manifest, resume_cmd: &str) {
         .filter(|f| f.models.iter().any(|h| h.failed > 0))
         .collect();
     eprint!("{}", report::failures_text(&failed, "", stderr_width()));
-    eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
+    continue_with("interrupted: checkpoints saved; continue with:", resume_cmd);
 }
 
 /// Sends the Batch API models' batches, then samples the others live; each model's end.
@@ -610,19 +617,27 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
         report::failures_text(&failures, "error: ", stderr_width())
     );
     if failures.iter().any(|f| f.advice.resumes()) {
-        eprintln!("continue the run with:\n  {resume_cmd}");
+        continue_with("continue the run with:", resume_cmd);
     }
 }
 
-/// The width reasons are wrapped to on stderr: the terminal's, or none in a log (one line a
-/// reason, for grep).
 fn stderr_width() -> usize {
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    if terminal || std::env::var_os("COLUMNS").is_some() {
-        crate::util::terminal_width()
-    } else {
-        usize::MAX
-    }
+    super::stderr_width()
+}
+
+/// Grading failed after sampling: the error, and (the samples are saved) how to grade them
+/// again rather than only failing.
+fn grading_failed(e: &anyhow::Error, resume_cmd: &str) {
+    let line = format!("error: {}", crate::error::render(e));
+    eprintln!("{}", report::wrap(&line, stderr_width(), "  "));
+    continue_with("the samples are saved; grade them again with:", resume_cmd);
+}
+
+/// `what`, then the command to continue with, indented, broken at spaces to stderr's width
+/// (each line but the last ending in ` \`, so it pastes as one command).
+fn continue_with(what: &str, command: &str) {
+    let lines = crate::util::wrap_command(&format!("  {command}"), stderr_width(), "    ");
+    eprintln!("{what}\n{lines}");
 }
 
 /// `--resume DIR`, or for `latest` the newest run under output_dir of this config (same config

@@ -8,7 +8,7 @@ use super::tabular::wrap;
 use super::{metric_label, Exporter, Interval};
 use crate::rundir::manifest::CostEntry;
 use crate::scoring::RunResults;
-use crate::util::{abbreviate, shorten_names, terminal_width};
+use crate::util::{abbreviate, name_legend, name_width, printable, shorten_names, terminal_width};
 
 /// The terminal table as an exporter; `summary.txt` holds the wide form.
 pub struct SummaryTable {
@@ -225,17 +225,12 @@ pub fn layout(
         .unwrap_or(5)
         .max(5);
     if longest + body <= width || MIN_NAME + body <= width {
-        let name_width = longest
-            .min(width.saturating_sub(body))
+        let name_width = name_width(width.saturating_sub(body))
+            .min(longest)
             .max(MIN_NAME.min(longest));
-        return models_as_rows(
-            corner.rows,
-            names,
-            name_width,
-            header,
-            cells,
-            0..header.len(),
-        );
+        let short = shorten_names(names, name_width);
+        return models_as_rows(corner.rows, &short, header, cells, 0..header.len())
+            + &legend(names, &short, width);
     }
     // Metrics as rows: a model's name may take its column's width, which its cells set anyway.
     let label_width = header.iter().map(|h| h.chars().count()).max().unwrap_or(6);
@@ -246,7 +241,8 @@ pub fn layout(
             .map(|i| column_width(&short[i], cells[i].iter().map(String::as_str)) + GAP.len())
             .sum();
         if label_width + model_cols <= width {
-            return metrics_as_rows(corner.columns, &short, header, cells, label_width);
+            return metrics_as_rows(corner.columns, &short, header, cells, label_width)
+                + &legend(names, &short, width);
         }
     }
     // Blocks of metric columns, each with the model column: as wide as the widest block leaves.
@@ -272,10 +268,22 @@ pub fn layout(
         })
         .max()
         .unwrap_or(0);
-    let name_width = longest.min(width.saturating_sub(widest).max(MIN_NAME));
-    blocks
+    let name_width = longest.min(name_width(width.saturating_sub(widest)).max(MIN_NAME));
+    let short = shorten_names(names, name_width);
+    let tables: String = blocks
         .into_iter()
-        .map(|cols| models_as_rows(corner.rows, names, name_width, header, cells, cols))
+        .map(|cols| models_as_rows(corner.rows, &short, header, cells, cols))
+        .collect();
+    tables + &legend(names, &short, width)
+}
+
+/// `short = full`, a line per name the table shortened (none when it shortened none).
+pub fn legend(names: &[&str], short: &[String], width: usize) -> String {
+    (name_legend(names, short).iter())
+        .map(|(s, full)| {
+            let line = format!("  {} = {}", printable(s), printable(full));
+            super::wrap(&line, width, "    ") + "\n"
+        })
         .collect()
 }
 
@@ -289,8 +297,7 @@ fn column_width<'a>(head: &str, cells: impl Iterator<Item = &'a str>) -> usize {
 
 fn models_as_rows(
     corner: &str,
-    names: &[&str],
-    name_width: usize,
+    short: &[String],
     header: &[String],
     cells: &[Vec<String>],
     cols: std::ops::Range<usize>,
@@ -298,8 +305,8 @@ fn models_as_rows(
     let mut rows = vec![std::iter::once(corner.to_string())
         .chain(header[cols.clone()].iter().cloned())
         .collect::<Vec<_>>()];
-    for (name, row) in shorten_names(names, name_width).into_iter().zip(cells) {
-        let mut r = vec![name];
+    for (name, row) in short.iter().zip(cells) {
+        let mut r = vec![name.clone()];
         r.extend(row[cols.clone()].iter().cloned());
         rows.push(r);
     }
@@ -406,14 +413,17 @@ mod tests {
             wide.starts_with("model ") && wide.contains("DeepSeek-R1-Distill-Qwen-0B"),
             "{wide}"
         );
-        // Long names give way to the columns, the same way in every row.
+        // Long names give way to the columns: what they all share goes, and a legend under the
+        // table gives each name in full.
         let narrow = layout(6, 2, 60);
-        let rows: Vec<&str> = narrow.lines().skip(2).collect();
-        assert_eq!(rows.len(), 6, "{narrow}");
-        assert!(
-            rows.iter().all(|r| r.starts_with("DeepSeek…l-Qwen-")),
-            "{narrow}"
-        );
+        let rows: Vec<&str> = narrow.lines().skip(2).take(6).collect();
+        for (i, r) in rows.iter().enumerate() {
+            assert!(r.starts_with(&format!("{i}B ")), "{narrow}");
+            assert!(
+                narrow.contains(&format!("\n  {i}B = DeepSeek-R1-Distill-Qwen-{i}B\n")),
+                "{narrow}"
+            );
+        }
     }
 
     /// The model names a layout shows, per block (header rows hold them when metrics are rows).
@@ -424,9 +434,10 @@ mod tests {
             if line.starts_with("metric ") {
                 blocks.push(line.split_whitespace().skip(1).map(String::from).collect());
             } else if line.starts_with("model ") {
+                // The rows end at the next block or at the legend (`  short = full`).
                 let rows = lines[i + 2..]
                     .iter()
-                    .take_while(|l| !l.starts_with("model "));
+                    .take_while(|l| !l.starts_with("model ") && !l.starts_with("  "));
                 blocks.push(
                     rows.map(|r| r.split("  ").next().unwrap_or("").to_string())
                         .collect(),

@@ -1,7 +1,7 @@
 //! Tables of cells for `compare`, `audit` and `history`, in the format the caller picks: a
 //! terminal table that fits the width, Markdown to paste into a PR, or CSV/JSON with raw
-//! (unrounded) values; and [`wrap`] and [`wrap_list`], the one way text is broken to the terminal's
-//! width.
+//! (unrounded) values; and [`wrap_list`] (with [`wrap`] and [`wrap_command`] from `util`), the one
+//! way text is broken to the terminal's width.
 
 use crate::util::terminal_width;
 use serde_json::Value;
@@ -161,7 +161,7 @@ impl Tabular {
     }
 
     /// Markdown that pastes into a PR (see [`super::paste`]): long texts of the group column
-    /// (model names) become labels, spelled out in a legend table before the table.
+    /// (model names) become their short names, spelled out in a legend table before the table.
     fn markdown(&self) -> String {
         let cols = self.human_columns();
         let header: Vec<String> = cols.iter().map(|&i| self.titles[i].to_string()).collect();
@@ -177,12 +177,7 @@ impl Tabular {
             return super::paste::table(&header, &rows, 1);
         };
         let names: Vec<&str> = rows.iter().map(|r| r[at].as_str()).collect();
-        let prefix = header[at]
-            .chars()
-            .next()
-            .unwrap_or('N')
-            .to_ascii_uppercase();
-        let Some(legend) = super::paste::Legend::of(&names, prefix) else {
+        let Some(legend) = super::paste::Legend::of(&names) else {
             return super::paste::table(&header, &rows, 1);
         };
         let pairs: Vec<Vec<String>> = legend
@@ -190,7 +185,7 @@ impl Tabular {
             .iter()
             .map(|(l, n)| vec![l.clone(), n.clone()])
             .collect();
-        let legend_header = vec!["label".to_string(), header[at].clone()];
+        let legend_header = vec!["short name".to_string(), header[at].clone()];
         let mut out = super::paste::table(&legend_header, &pairs, 1);
         for r in &mut rows {
             r[at] = legend.label(&r[at]).to_string();
@@ -272,27 +267,7 @@ pub fn md_code(text: &str) -> String {
     format!("{fence}{pad}{text}{pad}{fence}")
 }
 
-/// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole);
-/// continuation lines start with `indent`.
-pub fn wrap(text: &str, width: usize, indent: &str) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    // True while the line holds nothing but its indent.
-    let mut fresh = true;
-    for word in text.split(' ') {
-        if !fresh && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(std::mem::replace(&mut line, indent.to_string()));
-            fresh = true;
-        }
-        if !fresh {
-            line.push(' ');
-        }
-        line.push_str(word);
-        fresh = false;
-    }
-    lines.push(line);
-    lines.join("\n")
-}
+pub use crate::util::wrap;
 
 /// `head` then `items` joined by ", ", in lines of at most `width` characters broken only between
 /// items, so an item (a name to copy) stays whole; continuation lines start with `indent`.

@@ -9,6 +9,7 @@ mod batch;
 mod budget;
 mod calc_cli;
 mod cli;
+mod compare;
 mod config;
 mod cost;
 mod datasets_cli;
