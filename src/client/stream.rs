@@ -242,6 +242,28 @@ impl Assembly {
     }
 }
 
+/// A whole event stream delivered in `pieces`, assembled as the client reads one: the reply and
+/// how many choices arrived, or the error's class and message. For the fuzz targets outside the
+/// crate (`fuzz/`), which check that the network's chunking never changes the reply.
+#[doc(hidden)]
+pub fn assemble_pieces<'a>(
+    pieces: impl IntoIterator<Item = &'a [u8]>,
+    limit: u64,
+) -> Result<(ChatResponse, usize), (ErrorClass, String)> {
+    let bad = |e| match e {
+        StreamError::TooLarge => (ErrorClass::TooLarge, format!("larger than {limit} bytes")),
+        StreamError::Bad(class, message) => (class, message),
+    };
+    let mut asm = Assembly::new(Instant::now());
+    for piece in pieces {
+        asm.feed(piece, limit).map_err(bad)?;
+        if asm.done() {
+            break;
+        }
+    }
+    asm.finish(|s| s).map_err(bad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
