@@ -7,6 +7,7 @@
 #   scripts/fuzz.sh build                      build every target
 #   scripts/fuzz.sh smoke [SECONDS]            each target SECONDS (default 10) from its seeds
 #   scripts/fuzz.sh run TARGET [libFuzzer args] a campaign (corpus kept in target/fuzz/corpus)
+#   scripts/fuzz.sh campaign SECONDS           every target at once, niced, in the background
 #   scripts/fuzz.sh repro TARGET FILE...       run the given inputs once each
 #
 # Targets: grade import sse config prm. A crash stops the run with the panic and leaves its input
@@ -66,13 +67,23 @@ run)
     [ -d "$out/seeds" ] || seeds
     run "$t" "$@"
     ;;
+campaign)
+    secs=${2:?seconds}
+    seeds
+    for t in "${TARGETS[@]}"; do
+        # Forked: a crash is kept in artifacts/ and the campaign goes on to find the next.
+        nohup nice -n 19 "$0" run "$t" -max_total_time="$secs" -fork=1 -ignore_crashes=1 \
+            -ignore_timeouts=1 -ignore_ooms=1 >"$out/campaign-$t.log" 2>&1 &
+        echo "fuzz: $t: pid $! (log: $out/campaign-$t.log)"
+    done
+    ;;
 repro)
     t=${2:?target}
     shift 2
     "$bin_dir/$t" -runs=1 "$@"
     ;;
 *)
-    sed -n '2,14p' "$0" >&2
+    sed -n '2,15p' "$0" >&2
     exit 2
     ;;
 esac

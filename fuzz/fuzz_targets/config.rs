@@ -12,6 +12,9 @@ fuzz_target!(|data: &[u8]| {
     if let Err(e) = gpassk::config::load_str(&text, Path::new("fuzz.toml")) {
         let message = e.to_string();
         assert!(!message.trim().is_empty(), "an empty error");
-        assert!(!message.contains('\n'), "a config error of several lines: {message:?}");
+        assert!(
+            !message.contains('\n'),
+            "a config error of several lines: {message:?}"
+        );
     }
 });

@@ -13,12 +13,21 @@ use std::sync::OnceLock;
 /// Where each format finds its files, as the fixtures under tests/fixtures/import lay them out.
 const LAYOUTS: [(Format, &str); 7] = [
     (Format::Jsonl, "samples.jsonl"),
-    (Format::LmEval, "stub-math/samples_gpk_arith_2026-12-01T16-40-52.890522.jsonl"),
-    (Format::LmEval, "stub-math/results_2026-12-01T16-40-52.890522.json"),
+    (
+        Format::LmEval,
+        "stub-math/samples_gpk_arith_2026-12-01T16-40-52.890522.jsonl",
+    ),
+    (
+        Format::LmEval,
+        "stub-math/results_2026-12-01T16-40-52.890522.json",
+    ),
     (Format::Opencompass, "predictions/stub-math/gpk_arith.json"),
     (Format::Evalscope, "reviews/stub-math/gsm8k_main.jsonl"),
     (Format::Evalscope, "predictions/stub-math/gsm8k_main.jsonl"),
-    (Format::QwenMath, "gpk_arith/test_cot_-1_seed0_t0.7_s0_e-1.jsonl"),
+    (
+        Format::QwenMath,
+        "gpk_arith/test_cot_-1_seed0_t0.7_s0_e-1.jsonl",
+    ),
 ];
 
 /// One scratch folder per layout, under /dev/shm when there is one (no disk writes per input).
@@ -26,7 +35,11 @@ fn root() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
         let shm = Path::new("/dev/shm");
-        let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+        let base = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
         let dir = base.join(format!("gpassk-fuzz-import-{}", std::process::id()));
         for i in 0..LAYOUTS.len() {
             let _ = std::fs::remove_dir_all(dir.join(i.to_string()));
@@ -47,7 +60,10 @@ impl Sink for Collect {
         Ok(self.files.len() - 1)
     }
     fn sample(&mut self, sample: SourceSample) -> Result<(), ImportError> {
-        assert!(sample.file < self.files.len(), "a sample of an unregistered file");
+        assert!(
+            sample.file < self.files.len(),
+            "a sample of an unregistered file"
+        );
         self.samples += 1;
         Ok(())
     }

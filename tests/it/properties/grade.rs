@@ -2,9 +2,7 @@
 //! decimals, percents as the policy says; sets in any order; `\left`/`\right` and spaces), grading
 //! is deterministic, and a well-formed answer grades correct against itself.
 
-use gpassk::grade::{
-    equivalent, grade, GradeConfig, ListOrder, Outcome, Percent, Policy,
-};
+use gpassk::grade::{equivalent, grade, GradeConfig, ListOrder, Outcome, Percent, Policy};
 use proptest::prelude::*;
 
 fn with(policy: Policy) -> GradeConfig {
@@ -63,7 +61,12 @@ fn answer() -> impl Strategy<Value = String> {
         int.clone().prop_map(|n| n.to_string()),
         (int.clone(), 2i64..100).prop_map(|(p, q)| format!("\\frac{{{p}}}{{{q}}}")),
         (1i64..50, 2i64..100).prop_map(|(a, b)| format!("{a}\\sqrt{{{b}}}")),
-        (int.clone(), 1u32..7).prop_map(|(n, d)| format!("{}.{:0w$}", n / 10, n.rem_euclid(10), w = d as usize)),
+        (int.clone(), 1u32..7).prop_map(|(n, d)| format!(
+            "{}.{:0w$}",
+            n / 10,
+            n.rem_euclid(10),
+            w = d as usize
+        )),
         members().prop_map(|m| format!("({})", join(&m))),
         members().prop_map(|m| format!("\\{{{}\\}}", join(&m))),
         (int.clone(), 1i64..1000).prop_map(|(a, w)| format!("[{a}, {}]", a + w)),
