@@ -95,7 +95,11 @@ fuzz_target!(|data: &[u8]| {
         samples: 0,
         skip_bad: which & 0x80 != 0,
     };
-    if let Err(e) = format.read(&[dir.clone()], &ReadOptions::default(), &mut sink) {
+    if let Err(e) = format.read(
+        std::slice::from_ref(&dir),
+        &ReadOptions::default(),
+        &mut sink,
+    ) {
         let message = e.to_string();
         assert!(!message.trim().is_empty(), "an empty error");
     }
