@@ -67,10 +67,11 @@ fuzz_target!(|data: &[u8]| {
         equivalent(b, a, &cfg),
         "equivalent({a:?}, {b:?}) is not symmetric"
     );
-    // Majority voting groups answers by key: equal keys must be equivalent answers. (An answer
-    // that normalises to nothing has the empty key and equals nothing, not even itself.)
+    // Majority voting groups answers by key: equal keys must be equivalent answers. An answer
+    // that normalises to nothing (`\text{}`, `\text{`) has the empty answer's key and equals
+    // nothing, not even itself: those vote together, and are never correct.
     let key = canonical_key(a);
-    if !key.is_empty() && key == canonical_key(b) {
+    if key != canonical_key("") && key == canonical_key(b) {
         let def = GradeConfig::default();
         assert!(
             equivalent(a, b, &def),
