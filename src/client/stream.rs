@@ -386,6 +386,26 @@ mod tests {
     }
 
     #[test]
+    fn assemble_pieces_reads_a_stream_alike_in_any_pieces() {
+        let text = format!("\u{feff}{FIRST}\r\n\r\n{LAST}\r\rdata: [DONE]\n\ndata: {{bad\n");
+        let read = |size: usize| {
+            assemble_pieces(text.as_bytes().chunks(size), 1 << 20).map(|(mut r, n)| {
+                r.stream = None;
+                (r, n)
+            })
+        };
+        let whole = read(text.len());
+        assert_eq!(whole.as_ref().unwrap().0.choices[0].content, "first last");
+        for size in 1..text.len() {
+            assert_eq!(read(size), whole, "pieces of {size}");
+        }
+        let cut = assemble_pieces([FIRST.as_bytes()], 1 << 20);
+        assert!(matches!(cut, Err((ErrorClass::Connection, _))));
+        let big = assemble_pieces([text.as_bytes()], 10);
+        assert!(matches!(big, Err((ErrorClass::TooLarge, _))));
+    }
+
+    #[test]
     fn cr_lf_and_crlf_all_end_lines() {
         for eol in ["\r", "\n", "\r\n"] {
             let text = [FIRST, "", LAST, "", "data: [DONE]", ""].join(eol);
