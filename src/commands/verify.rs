@@ -27,6 +27,7 @@ pub struct VerifyArgs {
     /// Override one config key, e.g. --set verifier.reward_mode=pooling (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// No notes, progress lines or per-model summaries on stderr.
     #[arg(long)]
     pub quiet: bool,
 }

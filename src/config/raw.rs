@@ -129,7 +129,8 @@ pub struct RawApi {
     /// Server-sent events instead of one JSON reply (long reasoning outlives idle-cutting gateways).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
-    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5, see README).
+    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5; see
+    /// docs/providers.md, "Streaming").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_deadline: Option<f64>,
     /// Drive the OpenAI Batch API (upload, create, poll, download) instead of live requests.
@@ -185,7 +186,8 @@ pub struct RawModel {
     pub max_response_bytes: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
-    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5, see README).
+    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5; see
+    /// docs/providers.md, "Streaming").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_deadline: Option<f64>,
     /// Drive the OpenAI Batch API (upload, create, poll, download) instead of live requests.

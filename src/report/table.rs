@@ -86,7 +86,8 @@ pub(super) fn cost_entries(results: &RunResults) -> Vec<(String, &CostEntry)> {
 }
 
 fn banner_text(results: &RunResults) -> String {
-    banner(results).iter().map(|l| format!("{l}\n")).collect()
+    let line = |l: &String| format!("{}\n", crate::util::printable(l));
+    banner(results).iter().map(line).collect()
 }
 
 fn wide(results: &RunResults) -> String {
@@ -168,7 +169,8 @@ fn compact(results: &RunResults, width: usize) -> String {
     let mut out = banner_text(results);
     let title = format!(" ({problems} problems): % [95% CI]");
     let room = width.saturating_sub(title.chars().count()).max(MIN_NAME);
-    out.push_str(&format!("{}{title}\n", abbreviate(&results.label(), room)));
+    let label = crate::util::printable(&results.label()).into_owned();
+    out.push_str(&format!("{}{title}\n", abbreviate(&label, room)));
     out.push_str(&layout_fitting(&names, &header, &cells, width));
     out.push_str(FOOTER);
     out.push_str(&search_section(results, Some(width)));

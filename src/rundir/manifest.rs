@@ -46,6 +46,11 @@ pub struct Manifest {
     /// What an imported run (`gpassk import`) was read from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported: Option<super::provenance::ImportInfo>,
+    /// Where the run was created, `host:/its/folder` ([`super::RunDir::origin`]); with its id and
+    /// `created_at`, what tells it from another run of the same id (the results database refuses
+    /// such a clash). Kept when the run is resumed, moved or copied; absent in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// How a run, or one model of it, stands: the one spelling of every status a manifest holds.
@@ -228,6 +233,7 @@ impl Manifest {
             shard: None,
             merged_from: Vec::new(),
             imported: None,
+            origin: None,
         }
     }
 

@@ -78,8 +78,12 @@ fn step_score(step: &str) -> Option<f64> {
 fn judge_reply(r: &Recorded) -> Reply {
     let text = r.user_text().unwrap_or_default();
     let last = text.rfind(MARK).map_or("", |i| &text[i..]);
+    // Answered as the prompt asks it, "Score of step N (0 to 1):", so the step number is the
+    // first digits of the reply and never its score.
+    let step = text.rsplit("Score of step ").next().unwrap_or_default();
+    let step = step.split(' ').next().unwrap_or_default();
     let reply = match step_score(last) {
-        Some(v) => format!("{v}"),
+        Some(v) => format!("Score of step {step}: {v}"),
         None => "great step!".to_string(),
     };
     Reply::repeated(1, &reply)

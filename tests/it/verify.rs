@@ -382,6 +382,50 @@ fn a_chat_judge_verifier_is_asked_once_per_step() {
     assert_eq!(prm_calls(&env), 9, "nothing asked twice");
 }
 
+/// A chat-judge PRM that answers in the forms judges use: labelled ("Score of step 1: 0.2"),
+/// signed, with an exponent, as a percent, out of range. p0 (2+1) is readable at both steps,
+/// p1 (3+4) is negative, p2 (4+7) is out of range at its second step.
+fn judge_forms(r: &Recorded) -> Reply {
+    if r.model() != Some("prm") {
+        return two_step_reply(r);
+    }
+    let user = r.user_text().unwrap_or_default();
+    let step2 = user.contains("Score of step 2");
+    let text = match (user.contains("2+1"), user.contains("3+4"), step2) {
+        (true, _, false) => "Score of step 1: 0.2",
+        (true, _, true) => "1e-3",
+        (_, true, _) => "-0.9",
+        (_, _, false) => "80%",
+        (_, _, true) => "Score of step 2 (0 to 1): 1.5",
+    };
+    Reply::with_choices(vec![ChoiceReply::stop(text.to_string())])
+}
+
+#[test]
+fn a_judge_score_is_the_number_that_scores_and_unreadable_ones_are_counted() {
+    let env = Fixture::new(&sums(3)).with_server(FakeServer::builder().responder(judge_forms));
+    let cfg = configure(&env, "n = 2\ngreedy = false", ONE_MODEL, "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_dir = env.run_dir();
+    add_verifier(&cfg, "");
+    let out = verify(&env, &run_dir);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(e.contains("m1: 2 scored, 4 unreadable"), "{e}");
+    for l in stored(&run_dir.join("verifier/m1.jsonl")) {
+        let (scores, unparsed) = (&l["scores"], &l["unparsed"]);
+        match l["problem_id"].as_str().unwrap() {
+            "p0" => assert_eq!(scores, &json!([0.2, 0.001]), "{l}"),
+            "p1" => assert_eq!((scores, unparsed.as_str()), (&Value::Null, Some("-0.9"))),
+            _ => assert_eq!(
+                (scores, unparsed.as_str()),
+                (&Value::Null, Some("Score of step 2 (0 to 1): 1.5"))
+            ),
+        }
+    }
+}
+
 #[test]
 fn declared_verifier_metrics_need_their_verifier() {
     let with = |metrics: &str, verifier: &str| {
