@@ -11,7 +11,8 @@
 #   scripts/fuzz.sh repro TARGET FILE...       run the given inputs once each
 #
 # Targets: grade import sse config prm. A crash stops the run with the panic and leaves its input
-# in target/fuzz/artifacts/TARGET/; keep it as a regression test where the fault was fixed.
+# in target/fuzz/artifacts/TARGET/; once fixed, keep it as a test where the fault was and copy it
+# into fuzz/regressions/TARGET/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGETS=(grade import sse config prm)
@@ -35,14 +36,17 @@ seeds() {
     python3 scripts/fuzz-seeds.py "$out/seeds" >/dev/null
 }
 
-# run TARGET ARGS...: the target over its kept corpus and the seeds (new finds go to the corpus).
+# run TARGET ARGS...: the target over its kept corpus, the seeds and the committed inputs of past
+# crashes (fuzz/regressions/TARGET/, run first in every smoke); new finds go to the corpus.
 run() {
     local t=$1
     shift
     mkdir -p "$out/corpus/$t" "$out/artifacts/$t"
+    local kept=()
+    [ -d "fuzz/regressions/$t" ] && kept=("fuzz/regressions/$t")
     "$bin_dir/$t" -max_len="$(max_len "$t")" -timeout=$TIMEOUT -rss_limit_mb=2048 \
         -artifact_prefix="$out/artifacts/$t/" -print_final_stats=1 "$@" \
-        "$out/corpus/$t" "$out/seeds/$t"
+        "$out/corpus/$t" "$out/seeds/$t" "${kept[@]}"
 }
 
 case ${1:-} in
@@ -83,7 +87,7 @@ repro)
     "$bin_dir/$t" -runs=1 "$@"
     ;;
 *)
-    sed -n '2,15p' "$0" >&2
+    sed -n '2,16p' "$0" >&2
     exit 2
     ;;
 esac
