@@ -18,6 +18,8 @@ cd "$(dirname "$0")/.."
 TARGETS=(grade import sse config prm)
 triple=$(rustc -vV | sed -n 's/^host: //p')
 out=target/fuzz
+# Where a run keeps what it finds; the smoke starts from an empty one, as on a fresh CI machine.
+corpus=$out/corpus
 bin_dir=target/$triple/release
 
 # Per target: the largest input (bytes) and a time after which one input counts as a hang (s).
@@ -41,12 +43,12 @@ seeds() {
 run() {
     local t=$1
     shift
-    mkdir -p "$out/corpus/$t" "$out/artifacts/$t"
+    mkdir -p "$corpus/$t" "$out/artifacts/$t"
     local kept=()
     [ -d "fuzz/regressions/$t" ] && kept=("fuzz/regressions/$t")
     "$bin_dir/$t" -max_len="$(max_len "$t")" -timeout=$TIMEOUT -rss_limit_mb=2048 \
         -artifact_prefix="$out/artifacts/$t/" -print_final_stats=1 "$@" \
-        "$out/corpus/$t" "$out/seeds/$t" "${kept[@]}"
+        "$corpus/$t" "$out/seeds/$t" "${kept[@]}"
 }
 
 case ${1:-} in
@@ -55,6 +57,8 @@ smoke)
     secs=${2:-10}
     build
     seeds
+    corpus=$out/smoke-corpus
+    rm -rf "$corpus"
     for t in "${TARGETS[@]}"; do
         log=$out/smoke-$t.log
         if ! run "$t" -max_total_time="$secs" >"$log" 2>&1; then
