@@ -17,10 +17,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGETS=(grade import sse config prm)
 triple=$(rustc -vV | sed -n 's/^host: //p')
-out=target/fuzz
+target_dir=${CARGO_TARGET_DIR:-target}
+out=$target_dir/fuzz
 # Where a run keeps what it finds; the smoke starts from an empty one, as on a fresh CI machine.
 corpus=$out/corpus
-bin_dir=target/$triple/release
+bin_dir=$target_dir/$triple/release
 
 # Per target: the largest input (bytes) and a time after which one input counts as a hang (s).
 max_len() { case $1 in import|sse) echo 65536 ;; grade) echo 8192 ;; *) echo 4096 ;; esac; }
@@ -39,7 +40,7 @@ seeds() {
 }
 
 # run TARGET ARGS...: the target over its kept corpus, the seeds and the committed inputs of past
-# crashes (fuzz/regressions/TARGET/, run first in every smoke); new finds go to the corpus.
+# crashes (fuzz/regressions/TARGET/, replayed by every run); new finds go to the corpus.
 run() {
     local t=$1
     shift
