@@ -127,9 +127,16 @@ fn finish_warnings(
                     "judged by {judge}; the paper's judge was {PAPER_JUDGE} at temperature 0"
                 ));
             }
-            if mode != "judge" {
+            let saw = match mode {
+                "judge" => None,
+                "rule_then_judge_uncertain" => {
+                    Some("the answers the rules guessed or did not find")
+                }
+                _ => Some("answers the rules rejected"),
+            };
+            if let Some(saw) = saw {
                 w.push(format!(
-                    "grader `{mode}`: the judge saw only answers the rules rejected; the paper's judge saw every answer"
+                    "grader `{mode}`: the judge saw only {saw}; the paper's judge saw every answer"
                 ));
             }
         }
@@ -823,6 +830,18 @@ mod tests {
         assert!(
             other.contains("judged by gpt-4o") && other.contains("rules rejected"),
             "{other}"
+        );
+        let uncertain = protocol_warnings(
+            &s,
+            &[16],
+            "x",
+            "AIME2025",
+            (("rule_then_judge_uncertain", Some("gpt-4o")), None),
+        )
+        .join("\n");
+        assert!(
+            uncertain.contains("the judge saw only the answers the rules guessed or did not find"),
+            "{uncertain}"
         );
     }
 }

@@ -2,8 +2,8 @@
 
 use crate::error::ExitStatus;
 use crate::grade::{
-    gold_answer, grade_with_options, normal_form, GradeConfig, ListOrder, Outcome, Percent, Policy,
-    StyledLetters, Tolerance, MAX_DECIMALS,
+    gold_answer, grade_with_options, normal_form, FoundBy, GradeConfig, ListOrder, Outcome,
+    Percent, Policy, StyledLetters, Tolerance, MAX_DECIMALS,
 };
 use crate::util::{par_map, Lines, MAX_LINE};
 use anyhow::Context;
@@ -59,6 +59,7 @@ pub struct Args {
 /// One graded case.
 struct Graded {
     extracted: Option<String>,
+    found_by: FoundBy,
     equivalent: bool,
 }
 
@@ -66,6 +67,7 @@ fn grade_pair(gold: &str, pred: &str, options: &[String], cfg: &GradeConfig) -> 
     let v = grade_with_options(gold, pred, options, cfg);
     Graded {
         extracted: v.extracted,
+        found_by: v.found_by,
         equivalent: v.outcome == Outcome::Correct,
     }
 }
@@ -103,8 +105,14 @@ fn policy(args: &Args) -> Result<Policy, String> {
 }
 
 fn json_line(gold: &str, pred: &str, g: &Graded) -> String {
-    json!({"gold": gold, "pred": pred, "extracted": g.extracted, "equivalent": g.equivalent})
-        .to_string()
+    json!({
+        "gold": gold,
+        "pred": pred,
+        "extracted": g.extracted,
+        "found_by": g.found_by,
+        "equivalent": g.equivalent
+    })
+    .to_string()
 }
 
 /// Runs the subcommand.
@@ -158,6 +166,7 @@ fn run_code(args: Args) -> anyhow::Result<i32> {
         Some(e) => {
             let (norm, key) = normal_form(e);
             println!("extracted:  {e}");
+            println!("  found by: {}", g.found_by);
             println!("  normal:   {norm}");
             println!("  key:      {key}");
             println!(

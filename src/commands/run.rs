@@ -11,7 +11,7 @@ use crate::rundir::manifest::Manifest;
 use crate::rundir::{OpenRun, RunDir};
 use crate::sampling::{self, load_done, missing_work, DoneSet, ModelEnd, SamplingJob};
 use crate::scoring::verify::Verifier;
-use crate::scoring::{score_run, JudgeCall, RunResults};
+use crate::scoring::{judge_pending_count, score_run, JudgeCall, RunResults};
 use crate::search::SearchInput;
 use crate::util::{coarse_k_note, shell_quote, short};
 use anyhow::Result;
@@ -744,6 +744,7 @@ fn print_plan(plan: &Plan, resume: Option<&RunDir>) -> Result<()> {
     );
     println!("  prompts: ~{pass} tokens a pass over the problems");
     let mut total = PlanTotal::new();
+    let mut to_sample = Vec::new();
     for m in &plan.settings.models {
         let done = match resume {
             Some(dir) => load_done(&dir.checkpoint(&m.name), &index)?,
@@ -757,6 +758,7 @@ fn print_plan(plan: &Plan, resume: Option<&RunDir>) -> Result<()> {
             work.prompt += plan.prepared[w.problem].prompt_tokens_estimate;
         }
         total.units += work.units;
+        to_sample.push(work.units);
         match &m.search {
             Some(search) => print_search_plan(plan, m, search, work.units, &mut total),
             None => print_sampling_plan(plan, m, &work, &mut total),
@@ -774,18 +776,51 @@ fn print_plan(plan: &Plan, resume: Option<&RunDir>) -> Result<()> {
         );
         println!("{}", report::wrap(&line, 80, "    "));
     }
-    if let Some(j) = plan.settings.judged() {
-        let line = format!(
-            "  judge {}: asked about the samples its grader sends it, at most {} tokens a \
-             reply ({})",
-            j.model_id,
-            j.max_tokens,
-            price_text(j.pricing.as_ref())
-        );
-        println!("{}", report::wrap(&line, 80, "    "));
-    }
+    print_judge_plan(plan, resume, &to_sample)?;
     print_sources(plan, resume);
     print_total(&total);
+    Ok(())
+}
+
+/// The dry run's judge lines: which samples its grader sends it, and per model how many it would
+/// be asked about now (the run's stored samples not judged yet) and how many units are still to
+/// sample (`to_sample`, in the models' order).
+fn print_judge_plan(plan: &Plan, resume: Option<&RunDir>, to_sample: &[u64]) -> Result<()> {
+    let Some(j) = plan.settings.judged() else {
+        return Ok(());
+    };
+    let whole = j.input == config::JudgeInput::Response;
+    let which = match plan.settings.evaluation.grader {
+        GraderMode::Judge => "every sample",
+        GraderMode::RuleThenJudge => "the samples the rules did not accept",
+        GraderMode::RuleThenJudgeUncertain if whole => {
+            "only the samples whose answer the rules guessed (the last math span or number) or \
+             did not find"
+        }
+        GraderMode::RuleThenJudgeUncertain => {
+            "only the samples whose answer the rules guessed (the last math span or number)"
+        }
+        GraderMode::Rule => return Ok(()),
+    };
+    let line = format!(
+        "  judge {}: asked about {which}, at most {} tokens a reply ({})",
+        j.model_id,
+        j.max_tokens,
+        price_text(j.pricing.as_ref())
+    );
+    println!("{}", report::wrap(&line, 80, "    "));
+    for (m, &left) in plan.settings.models.iter().zip(to_sample) {
+        let now = match resume {
+            Some(dir) => judge_pending_count(plan, dir, m)?,
+            None => 0,
+        };
+        let later = match left {
+            0 => String::new(),
+            u => format!("; of the {u} units still to sample, those its grader sends it"),
+        };
+        let line = format!("    {}: {now} samples would be sent now{later}", m.name);
+        println!("{}", report::wrap(&line, 80, "      "));
+    }
     Ok(())
 }
 

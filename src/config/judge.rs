@@ -1,7 +1,7 @@
 //! The `[judge]` table's resolved form: which grader decides, what the judge sees, its prompt.
 
 use crate::config::ApiSettings;
-use crate::grade::Outcome;
+use crate::grade::{FoundBy, Outcome};
 use serde::{Deserialize, Serialize};
 
 /// Which grader decides correctness.
@@ -14,6 +14,10 @@ pub enum GraderMode {
     Judge,
     /// The rule grader first; the judge looks only at samples the rules did not accept.
     RuleThenJudge,
+    /// The rule grader first; the judge looks only at the verdicts whose answer the rules could
+    /// not anchor: found by a heuristic (the last math span or number), or not found at all
+    /// (shown only when the judge sees the whole response), whatever their rule outcome.
+    RuleThenJudgeUncertain,
 }
 
 impl GraderMode {
@@ -22,16 +26,30 @@ impl GraderMode {
             "rule" => Some(GraderMode::Rule),
             "judge" => Some(GraderMode::Judge),
             "rule_then_judge" => Some(GraderMode::RuleThenJudge),
+            "rule_then_judge_uncertain" => Some(GraderMode::RuleThenJudgeUncertain),
             _ => None,
         }
     }
 
-    /// Whether a sample with this rule outcome goes to the judge.
-    pub fn needs_judge(self, rule: Outcome) -> bool {
+    /// The names [`GraderMode::parse`] takes, for messages.
+    pub const NAMES: [&'static str; 4] = [
+        "rule",
+        "judge",
+        "rule_then_judge",
+        "rule_then_judge_uncertain",
+    ];
+
+    /// Whether a sample with this rule outcome, its answer found this way (None: the run did not
+    /// record how), goes to the judge.
+    pub fn needs_judge(self, rule: Outcome, found_by: Option<FoundBy>) -> bool {
         match self {
             GraderMode::Rule => false,
             GraderMode::Judge => true,
             GraderMode::RuleThenJudge => rule != Outcome::Correct,
+            // A way not recorded may have been a guess: it is checked too.
+            GraderMode::RuleThenJudgeUncertain => {
+                found_by.is_none_or(|f| f.is_heuristic() || f == FoundBy::None)
+            }
         }
     }
 }

@@ -21,6 +21,7 @@ pub use search::{
 };
 pub use settings::{
     parse_metric, ApiSettings, EvalSettings, ModelSettings, RunSettings, SamplingSettings,
+    DEFAULT_HEURISTIC_WARN,
 };
 
 pub use settings_json::TaskFile;
@@ -413,6 +414,30 @@ mod tests {
         );
         assert_eq!(closest("sed", keys.iter().copied()), Some("seed"));
         assert_eq!(closest("banana", keys.iter().copied()), None);
+    }
+
+    #[test]
+    fn the_heuristic_warning_threshold_and_the_uncertain_grader() {
+        let base = "[api]\nbase_url = \"http://127.0.0.1:1\"\n[[models]]\nname = \"a\"\n[evaluation]\ndataset = \"gsm8k\"\n";
+        let load = |extra: &str| load_str(&format!("{base}{extra}"), Path::new("cfg.toml"));
+        let warn = |extra: &str| load(extra).unwrap().evaluation.heuristic_warn;
+        assert_eq!(warn(""), DEFAULT_HEURISTIC_WARN);
+        assert_eq!(warn("heuristic_warn = 0.05\n"), 0.05);
+        assert_eq!(warn("heuristic_warn = 0\n"), 0.0);
+        for bad in ["heuristic_warn = 20\n", "heuristic_warn = -0.1\n"] {
+            let msg = load(bad).unwrap_err().to_string();
+            assert!(
+                msg.contains("evaluation.heuristic_warn") && msg.contains("cfg.toml"),
+                "{msg}"
+            );
+        }
+        let judged = "grader = \"rule_then_judge_uncertain\"\n[judge]\nmodel_id = \"j\"\n";
+        assert_eq!(
+            load(judged).unwrap().evaluation.grader,
+            GraderMode::RuleThenJudgeUncertain
+        );
+        let msg = load("grader = \"uncertain\"\n").unwrap_err().to_string();
+        assert!(msg.contains("\"rule_then_judge_uncertain\""), "{msg}");
     }
 
     #[test]

@@ -242,8 +242,12 @@ pub struct RawEvaluation {
     pub percent: Option<String>,
     /// `distinct` (default) or `same`.
     pub styled_letters: Option<String>,
-    /// `rule` (default), `judge` or `rule_then_judge`.
+    /// `rule` (default), `judge`, `rule_then_judge` or `rule_then_judge_uncertain`.
     pub grader: Option<String>,
+    /// The share of a model's answers found by a heuristic (the last math span or number)
+    /// past which the reports warn (default 0.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heuristic_warn: Option<f64>,
     /// The run's label; settings.json keys of the same names land here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_name: Option<String>,

@@ -218,6 +218,8 @@ pub struct EvalSettings {
     /// Grading policy (tolerance, list order, percent, styled letters).
     pub grading: crate::grade::Policy,
     pub grader: GraderMode,
+    /// The share of a model's answers found by a heuristic past which the reports warn.
+    pub heuristic_warn: f64,
     /// The run's label (settings.json `task_name`).
     pub task_name: Option<String>,
     /// False: checkpoints keep the extracted answer and a response hash, not the response.
@@ -866,14 +868,23 @@ fn resolve_eval(
     let grader = match ev.grader.as_deref() {
         None => GraderMode::Rule,
         Some(g) => GraderMode::parse(g).ok_or_else(|| {
-            err((
-                "grader",
-                format!("{g:?}: use \"rule\", \"judge\" or \"rule_then_judge\""),
-            ))
+            let names: Vec<String> = GraderMode::NAMES.iter().map(|n| format!("{n:?}")).collect();
+            err(("grader", format!("{g:?}: use one of {}", names.join(", "))))
         })?,
+    };
+    let heuristic_warn = match ev.heuristic_warn {
+        None => DEFAULT_HEURISTIC_WARN,
+        Some(x) if (0.0..=1.0).contains(&x) => x,
+        Some(x) => {
+            return Err(err((
+                "heuristic_warn",
+                format!("{x} must be a share between 0 and 1 (0.2 warns past 20%)"),
+            )))
+        }
     };
     Ok(EvalSettings {
         grader,
+        heuristic_warn,
         dataset,
         fields: ev.fields.clone(),
         metrics,
@@ -891,6 +902,10 @@ fn resolve_eval(
         max_cost: run_budget(ev, models).map_err(err)?,
     })
 }
+
+/// The default `[evaluation] heuristic_warn`: the reports warn when more than a fifth of a
+/// model's answers were found by the last math span or number.
+pub const DEFAULT_HEURISTIC_WARN: f64 = 0.2;
 
 /// `[evaluation] max_cost`: every model priced, with max_tokens, in one currency.
 fn run_budget(ev: &RawEvaluation, models: &[ModelSettings]) -> Result<Option<u64>, EvalError> {

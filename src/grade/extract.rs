@@ -2,7 +2,7 @@
 
 use super::expr::parse;
 use super::normalize::{matching_brace, normalize_latex, normalize_unicode};
-use super::GradeConfig;
+use super::{FoundBy, Gold, GradeConfig};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -76,17 +76,78 @@ pub(crate) fn prepare(response: &str) -> String {
     }
 }
 
-/// Extracts the final answer from a model response (see module docs for the priority order).
+/// An answer found in a response, and the rule that found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Extraction {
+    /// The answer's raw text, if one was found.
+    pub answer: Option<String>,
+    /// How it was found; [`FoundBy::None`] exactly when `answer` is `None`.
+    pub found_by: FoundBy,
+}
+
+/// An answer and how it was found.
+type Found = (String, FoundBy);
+
+/// Extracts the final answer from a model response, without knowing the gold answer.
 pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
+    extraction(response, None, cfg).answer
+}
+
+/// Finds the final answer of a response and says how ([`FoundBy`]): the user's regexes first,
+/// then boxes and answer markers (the one stated last wins over weaker cues before it), a
+/// prose-free response taken whole, then the last math span or number.
+///
+/// With a gold answer, the gold's type steers what is looked for: a gold that is an option
+/// letter (or several) wants letters, so a letter is taken from the end of a response whose
+/// marker or box holds a value. Deterministic: no model is asked.
+pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Extraction {
     let text = prepare(response);
-    for re in &cfg.extract_regex {
-        if let Some(found) = last_regex_match(re, &text) {
-            return Some(found);
-        }
+    let found = cfg
+        .extract_regex
+        .iter()
+        .find_map(|re| last_regex_match(re, &text))
+        .map(|a| (a, FoundBy::Regex))
+        .or_else(|| {
+            let found = extract_structured(&text)
+                .or_else(|| whole_short_answer(&text).map(|a| (a, FoundBy::Whole)))
+                .or_else(|| fallback(&text, NumberRule::LaterSentence));
+            match gold {
+                Some(g) => steer(&text, found, g),
+                None => found,
+            }
+        });
+    match found {
+        Some((answer, found_by)) => Extraction {
+            answer: Some(answer),
+            found_by,
+        },
+        None => Extraction {
+            answer: None,
+            found_by: FoundBy::None,
+        },
     }
-    extract_structured(&text)
-        .or_else(|| whole_short_answer(&text))
-        .or_else(|| fallback(&text, NumberRule::LaterSentence))
+}
+
+/// A letter gold wants a letter: when only a guess (or nothing) was found, the option letter
+/// the response states last is the answer.
+fn steer(text: &str, found: Option<Found>, gold: &Gold) -> Option<Found> {
+    if !gold.wants_letters() || found.as_ref().is_some_and(|(_, by)| !by.is_heuristic()) {
+        return found;
+    }
+    last_stated_letter(text)
+        .map(|c| (c.to_string(), FoundBy::Choice))
+        .or(found)
+}
+
+/// The option letter stated last in the response's last paragraph: `(B)`, or a letter standing
+/// alone as a word other than the article "A".
+fn last_stated_letter(text: &str) -> Option<char> {
+    static LETTER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\(([A-E])\)|(?-u:\b)([B-E])(?-u:\b)").expect("static regex"));
+    let text = text.trim_end();
+    let last = text.rfind("\n\n").map_or(text, |at| &text[at..]);
+    let caps = LETTER.captures_iter(last).last()?;
+    caps.get(1).or_else(|| caps.get(2))?.as_str().chars().next()
 }
 
 /// Prose-free one-line responses (`\\frac{10}{9}`) are the answer as a whole.
@@ -178,7 +239,7 @@ fn cjk_value(seg: &str) -> Option<String> {
 /// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
 pub(super) fn extract_gold(gold: &str) -> String {
     let text = prepare(gold);
-    if let Some(a) = extract_structured(&text) {
+    if let Some((a, _)) = extract_structured(&text) {
         return a;
     }
     // A sentence with some math in it ("For all $n$, Bob wins.") is a text answer as a whole.
@@ -194,7 +255,7 @@ pub(super) fn extract_gold(gold: &str) -> String {
     if envs.is_empty() || is_prose(&outside.replace("and", " ").replace("or", " ")) {
         return text.trim().to_string();
     }
-    fallback(&text, NumberRule::Never).unwrap_or_else(|| text.trim().to_string())
+    fallback(&text, NumberRule::Never).map_or_else(|| text.trim().to_string(), |(a, _)| a)
 }
 
 fn last_regex_match(re: &Regex, text: &str) -> Option<String> {
@@ -216,20 +277,29 @@ fn clip(s: &str) -> String {
 }
 
 /// Boxed answers and answer phrases; the one stated last wins.
-fn extract_structured(text: &str) -> Option<String> {
+fn extract_structured(text: &str) -> Option<Found> {
     let boxes = find_boxes(text);
-    let phrase = last_phrase(text);
-    if let Some((p_start, strong, ref answer)) = phrase {
+    if let Some(p) = last_phrase(text) {
         let boxed_end = boxes.last().map_or(0, |b| b.end);
         // A bare "answer:" ("check our answer: …") never overrides an earlier box.
-        if boxes.is_empty() || (strong && p_start >= boxed_end) {
-            return Some(answer.clone());
+        if boxes.is_empty() || (p.strong && p.start >= boxed_end) {
+            return Some((p.answer, p.by));
         }
     }
     if !boxes.is_empty() {
-        return Some(join_spans(text, &boxes, gap_joins_boxes));
+        return Some((join_spans(text, &boxes, gap_joins_boxes), FoundBy::Boxed));
     }
     None
+}
+
+/// An answer stated after a phrase.
+struct Phrased {
+    /// Where the phrase starts.
+    start: usize,
+    /// A final-answer phrase, which overrides an earlier box.
+    strong: bool,
+    answer: String,
+    by: FoundBy,
 }
 
 fn find_boxes(text: &str) -> Vec<Span> {
@@ -355,8 +425,8 @@ fn gap_joins_math(gap: &str) -> bool {
     only_connectors && (gap.contains(',') || words.iter().any(|w| w == "and" || w == "or"))
 }
 
-/// The last answer phrase: start offset, whether it is a final-answer phrase, answer text.
-fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
+/// The answer after the last answer phrase.
+fn last_phrase(text: &str) -> Option<Phrased> {
     let phrase = PHRASE.find_iter(text).last();
     // A bare "answer:" is a weak cue ("check our answer: …").
     let bare = phrase.is_some_and(|m| {
@@ -379,7 +449,12 @@ fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
     if let Some(c) = letter_first {
         let (at, letter) = (c.get(0).map_or(0, |m| m.start()), &c[1]);
         if strong.is_none_or(|s| s.start() < at) {
-            return Some((at, true, letter.to_ascii_uppercase()));
+            return Some(Phrased {
+                start: at,
+                strong: true,
+                answer: letter.to_ascii_uppercase(),
+                by: FoundBy::Choice,
+            });
         }
     }
     match (strong, weak) {
@@ -392,7 +467,18 @@ fn last_phrase(text: &str) -> Option<(usize, bool, String)> {
     }
 }
 
-fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<(usize, bool, String)> {
+fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
+    let by = if m.as_str().contains('选') {
+        FoundBy::Choice
+    } else {
+        FoundBy::Marker
+    };
+    let found = |answer: String| Phrased {
+        start: m.start(),
+        strong,
+        answer,
+        by,
+    };
     let after = &text[m.end()..];
     let mut end = after.len().min(600);
     while !after.is_char_boundary(end) {
@@ -419,30 +505,30 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<(usize, bo
         _ => seg,
     };
     if let Some(letter) = choice_at_start(bare) {
-        return Some((m.start(), strong, letter.to_string()));
+        return Some(found(letter.to_string()));
     }
     let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
     if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
-        return extract_structured_inner(seg).map(|a| (m.start(), strong, a));
+        return extract_structured_inner(seg).map(found);
     }
     if has_cjk(seg) {
-        return cjk_value(seg).map(|a| (m.start(), strong, a));
+        return cjk_value(seg).map(found);
     }
     if is_prose(seg) {
         // A value with a unit after it (`\frac{270}7\text{ degrees}`, `120 square units`).
         let mathy = seg.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '(' | '\\'));
         if mathy && !seg.starts_with("\\text") && parse(&normalize_latex(seg)).is_some() {
-            return Some((m.start(), strong, clip(seg)));
+            return Some(found(clip(seg)));
         }
         // Otherwise the answer is the last number, or a short text answer ("sampling survey").
         return match last_number(seg) {
-            Some((_, _, n)) => Some((m.start(), strong, n)),
-            None if seg.len() <= 60 => Some((m.start(), strong, clip(seg.trim_end_matches('.')))),
+            Some((_, _, n)) => Some(found(n)),
+            None if seg.len() <= 60 => Some(found(clip(seg.trim_end_matches('.')))),
             None => None,
         };
     }
     let s = seg.trim_end_matches('.').trim();
-    (!s.is_empty()).then(|| (m.start(), strong, clip(s)))
+    (!s.is_empty()).then(|| found(clip(s)))
 }
 
 /// Has an English-looking word (three letters or more, not a LaTeX command).
@@ -495,7 +581,7 @@ fn extract_structured_inner(seg: &str) -> Option<String> {
             return Some(join_spans(seg, &envs[..=k], gap_joins_math));
         }
     }
-    fallback(seg, NumberRule::After)
+    fallback(seg, NumberRule::After).map(|(a, _)| a)
 }
 
 /// Text up to the first sentence end (`. ` or a newline) outside inline math.
@@ -530,12 +616,12 @@ enum NumberRule {
 }
 
 /// Last math span or last number, by `rule`.
-fn fallback(text: &str, rule: NumberRule) -> Option<String> {
+fn fallback(text: &str, rule: NumberRule) -> Option<Found> {
     let envs = find_math(text);
     if rule != NumberRule::Never {
         if envs.is_empty() {
             if let Some(w) = whole_if_math(text) {
-                return Some(w);
+                return Some((w, FoundBy::Whole));
             }
         }
         if let Some((num_start, _, n)) = last_number(text) {
@@ -557,14 +643,14 @@ fn fallback(text: &str, rule: NumberRule) -> Option<String> {
                 }
             };
             if wins {
-                return Some(n);
+                return Some((n, FoundBy::LastNumber));
             }
         }
     }
     if envs.is_empty() {
         return None;
     }
-    Some(join_spans(text, &envs, gap_joins_math))
+    Some((join_spans(text, &envs, gap_joins_math), FoundBy::LastMath))
 }
 
 /// `$x$`, `$ABCD$`, `$a_n$`: a name, not a value.

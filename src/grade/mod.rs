@@ -15,7 +15,7 @@ mod normalize;
 
 use serde::{Deserialize, Serialize};
 
-pub use extract::extract;
+pub use extract::{extract, extraction, Extraction};
 pub use normalize::normalize_unicode;
 
 /// Grader settings.
@@ -133,28 +133,97 @@ impl Outcome {
     }
 }
 
+/// How a verdict's answer was found in the response: the extraction rule that picked it.
+///
+/// A small closed set, written in snake_case wherever a verdict is stored or printed (`found_by` in
+/// `gpassk grade --json`). The rules are tried in the order listed; a rule later in the list only
+/// runs when the earlier ones found nothing, so the value also says how much the answer can be
+/// trusted. [`FoundBy::is_heuristic`] marks the two guesses, where grading goes wrong most often.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FoundBy {
+    /// One of the user's `answer_extract_regex` patterns matched.
+    Regex,
+    /// The last `\boxed{…}` or `\fbox{…}` (boxes side by side are one set answer).
+    Boxed,
+    /// An answer marker: "The answer is", "Final Answer:", `####`, `【答案】`, `答案：`, `故答案为`,
+    /// `综上`, 所以/因此 and the like; the value stated after it.
+    Marker,
+    /// A multiple-choice letter (or set of letters) stated as the option chosen: "Option B is
+    /// correct", `故选 D`, or the letters a letter gold looks for at the end of the response.
+    Choice,
+    /// The response's last line set apart as the answer: a bold line (`**42**`) or a line that
+    /// holds nothing but a value.
+    FinalLine,
+    /// The whole response is the answer: a prose-free value (`\frac{10}{9}`) or one word.
+    Whole,
+    /// Heuristic: the last math span (`$…$`, `\(…\)`, `\[…\]`) of the response.
+    LastMath,
+    /// Heuristic: the last number of the response.
+    LastNumber,
+    /// Nothing was found; the verdict is `no_answer`.
+    None,
+}
+
+impl FoundBy {
+    /// Every value, in the order the rules are tried.
+    pub const ALL: [FoundBy; 9] = [
+        FoundBy::Regex,
+        FoundBy::Boxed,
+        FoundBy::Marker,
+        FoundBy::Choice,
+        FoundBy::FinalLine,
+        FoundBy::Whole,
+        FoundBy::LastMath,
+        FoundBy::LastNumber,
+        FoundBy::None,
+    ];
+
+    /// Its name as records and `--json` output spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FoundBy::Regex => "regex",
+            FoundBy::Boxed => "boxed",
+            FoundBy::Marker => "marker",
+            FoundBy::Choice => "choice",
+            FoundBy::FinalLine => "final_line",
+            FoundBy::Whole => "whole",
+            FoundBy::LastMath => "last_math",
+            FoundBy::LastNumber => "last_number",
+            FoundBy::None => "none",
+        }
+    }
+
+    /// The value named `s` (as [`FoundBy::as_str`] spells it).
+    pub fn parse(s: &str) -> Option<FoundBy> {
+        FoundBy::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+
+    /// A guess rather than an answer the response marks as one (`last_math`, `last_number`):
+    /// the verdicts worth a second look or a judge.
+    pub fn is_heuristic(self) -> bool {
+        matches!(self, FoundBy::LastMath | FoundBy::LastNumber)
+    }
+}
+
+impl std::fmt::Display for FoundBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
     pub outcome: Outcome,
     /// Raw text extracted from the response, if any.
     pub extracted: Option<String>,
+    /// How `extracted` was found ([`FoundBy::None`] exactly when nothing was).
+    pub found_by: FoundBy,
 }
 
 /// Grades a response against a gold answer (which may itself be wrapped in `$…$` or `\boxed{}`).
 pub fn grade(gold: &str, response: &str, cfg: &GradeConfig) -> Verdict {
-    let extracted = extract(response, cfg);
-    let outcome = match &extracted {
-        None => Outcome::NoAnswer,
-        Some(pred) => {
-            let gold = extract::extract_gold(gold);
-            if equivalent(&gold, pred, cfg) {
-                Outcome::Correct
-            } else {
-                Outcome::Wrong
-            }
-        }
-    };
-    Verdict { outcome, extracted }
+    grade_against(&Gold::new(gold), response, cfg)
 }
 
 /// A gold answer unwrapped and parsed once, for grading many responses to the same problem.
@@ -180,16 +249,29 @@ impl Gold {
                 .collect(),
         }
     }
+
+    /// An option letter (`B`, `(B)`) with no options to match its value: only a letter answers it.
+    fn wants_letters(&self) -> bool {
+        let t = self.prepared.norm.trim();
+        let t = t.strip_prefix('(').unwrap_or(t);
+        let t = t.strip_suffix(['.', ')']).unwrap_or(t);
+        self.options.is_empty() && t.len() == 1 && t.as_bytes()[0].is_ascii_uppercase()
+    }
 }
 
 /// [`grade`] against a prepared gold answer: the same verdict, without re-parsing the gold.
+/// The answer is found by [`extraction`] with this gold.
 pub fn grade_against(gold: &Gold, response: &str, cfg: &GradeConfig) -> Verdict {
-    let extracted = extract(response, cfg);
-    let outcome = match &extracted {
+    let Extraction { answer, found_by } = extraction(response, Some(gold), cfg);
+    let outcome = match &answer {
         None => Outcome::NoAnswer,
         Some(pred) => outcome_of(gold, &equiv::prepare(pred), cfg),
     };
-    Verdict { outcome, extracted }
+    Verdict {
+        outcome,
+        extracted: answer,
+        found_by,
+    }
 }
 
 /// An extracted answer's outcome against `gold` and its voting key ([`canonical_key`]), from
@@ -402,6 +484,83 @@ mod tests {
             serde_json::to_string(&Outcome::NoAnswer).unwrap(),
             "\"no_answer\""
         );
+    }
+
+    #[test]
+    fn found_by_names_round_trip_and_two_are_heuristics() {
+        for f in FoundBy::ALL {
+            let json = serde_json::to_string(&f).unwrap();
+            assert_eq!(json, format!("\"{}\"", f.as_str()));
+            assert_eq!(serde_json::from_str::<FoundBy>(&json).unwrap(), f);
+            assert_eq!(FoundBy::parse(f.as_str()), Some(f));
+        }
+        assert_eq!(FoundBy::FinalLine.as_str(), "final_line");
+        let heuristic: Vec<FoundBy> = FoundBy::ALL
+            .into_iter()
+            .filter(|f| f.is_heuristic())
+            .collect();
+        assert_eq!(heuristic, [FoundBy::LastMath, FoundBy::LastNumber]);
+        assert_eq!(FoundBy::parse("boxes"), None);
+    }
+
+    #[test]
+    fn every_verdict_says_how_its_answer_was_found() {
+        let cfg = GradeConfig::default();
+        let by = |gold: &str, response: &str| grade(gold, response, &cfg).found_by;
+        assert_eq!(by("5", "so \\boxed{5}."), FoundBy::Boxed);
+        assert_eq!(by("5", "The answer is 5."), FoundBy::Marker);
+        assert_eq!(by("5", "Some work.\n#### 5"), FoundBy::Marker);
+        assert_eq!(
+            by("B", "After checking, option B is correct."),
+            FoundBy::Choice
+        );
+        assert_eq!(by("D", "选项 A 错误，故选 D。"), FoundBy::Choice);
+        assert_eq!(by("5", "\\frac{10}{2}"), FoundBy::Whole);
+        assert_eq!(by("5", "We add $2+3$ and get $5$"), FoundBy::LastMath);
+        assert_eq!(
+            by("5", "Adding two and three gives 5 apples"),
+            FoundBy::LastNumber
+        );
+        let none = grade("5", "I do not know.", &cfg);
+        assert_eq!(
+            (none.found_by, none.outcome),
+            (FoundBy::None, Outcome::NoAnswer)
+        );
+        let cfg = GradeConfig {
+            extract_regex: vec![regex::Regex::new(r"ANS=(\d+)").unwrap()],
+            ..GradeConfig::default()
+        };
+        assert_eq!(
+            grade("3", "ANS=3 \\boxed{4}", &cfg).found_by,
+            FoundBy::Regex
+        );
+    }
+
+    #[test]
+    fn extraction_with_a_gold_agrees_with_the_verdict() {
+        let cfg = GradeConfig::default();
+        let gold = Gold::new("5");
+        let found = extraction("The answer is $5$.", Some(&gold), &cfg);
+        let verdict = grade_against(&gold, "The answer is $5$.", &cfg);
+        assert_eq!(found.answer, verdict.extracted);
+        assert_eq!(found.found_by, verdict.found_by);
+        assert_eq!(extraction("", None, &cfg).found_by, FoundBy::None);
+    }
+
+    #[test]
+    fn a_letter_gold_takes_the_letter_over_a_guess() {
+        let cfg = GradeConfig::default();
+        let r = "Each option gives $x = 3$, and only (C) has 3 sides.\n\nSo (C) it is, with 3";
+        // Without the gold the last number is a guess; a letter gold looks for the letter.
+        assert_eq!(extraction(r, None, &cfg).found_by, FoundBy::LastNumber);
+        let v = grade("C", r, &cfg);
+        assert_eq!(
+            (v.extracted.as_deref(), v.found_by),
+            (Some("C"), FoundBy::Choice)
+        );
+        assert_eq!(v.outcome, Outcome::Correct);
+        // A box is not a guess: it stands.
+        assert_eq!(grade("C", "\\boxed{3} (C)", &cfg).found_by, FoundBy::Boxed);
     }
 
     #[test]

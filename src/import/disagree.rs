@@ -2,10 +2,10 @@
 //! re-grade differ, one JSON line each, for a person to judge.
 
 use crate::dataset::Problem;
-use crate::grade::{grade_with_options, GradeConfig, Outcome};
+use crate::grade::{FoundBy, GradeConfig, Outcome};
 use crate::rundir::provenance::ImportInfo;
 use crate::rundir::RunDir;
-use crate::scoring::for_each_unit;
+use crate::scoring::{for_each_unit, gold_of, rule_grade};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::Path;
@@ -23,6 +23,8 @@ struct Line<'a> {
     gpassk_verdict: &'static str,
     source_extracted: Option<&'a str>,
     gpassk_extracted: Option<&'a str>,
+    /// How gpassk found its answer (`boxed`, `marker`, …, `last_number`, `none`).
+    gpassk_found_by: Option<FoundBy>,
     /// The input file and place the sample was read from.
     from: String,
     response_excerpt: String,
@@ -50,9 +52,8 @@ pub(super) fn write(
                     return Ok(());
                 };
                 let problem = &problems[p];
-                let response = r.response.as_deref().unwrap_or("");
-                let v =
-                    grade_with_options(&problem.answer, response, &problem.choice_options(), cfg);
+                let g = rule_grade(&gold_of(problem), &r, cfg);
+                let (v, response) = (&g.verdict, g.text);
                 if (v.outcome == Outcome::Correct) == source_verdict {
                     return Ok(());
                 }
@@ -73,6 +74,7 @@ pub(super) fn write(
                     },
                     source_extracted: src.extracted.as_deref(),
                     gpassk_extracted: v.extracted.as_deref(),
+                    gpassk_found_by: g.found_by,
                     from: format!("{file} {}", src.at),
                     response_excerpt: excerpt(response),
                 };

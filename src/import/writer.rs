@@ -403,6 +403,7 @@ impl Sink for Writer {
             response: Some(&s.response),
             extracted: None,
             response_sha256: None,
+            found_by: None,
             reasoning_content: None,
             finish_reason: s.finish_reason.as_deref(),
             usage: None,

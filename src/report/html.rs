@@ -849,9 +849,10 @@ impl HtmlReport {
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n\
+             <title>{}</title>\n<style>{STYLE}{}</style>\n</head>\n<body>\n<h1>{}</h1>\n\
              <p>Run <code>{}</code> · dataset <code>{}</code> · sha256 <code>{}</code></p>\n",
             esc(&title),
+            super::found::STYLE,
             esc(&title),
             esc(&results.run_id),
             esc(&results.dataset),
@@ -922,6 +923,7 @@ impl Exporter for HtmlReport {
             "<h2>Samples per model (counts)</h2>\n{}",
             counts_table(results)
         );
+        out.push_str(&super::found_html(&super::found_summary(results)));
         if let Some(grid) = cost_grid(results) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }

@@ -295,6 +295,10 @@ struct JsonReport<'a> {
     /// What the judge's and the verifier's calls cost, beside the models' in the manifest.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     call_costs: &'a [crate::scoring::paid::CallCost],
+    /// How each model's answers were found, its guessed share and the warning past
+    /// `heuristic_warn` (absent when no model says).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answers_found: Option<super::FoundSummary>,
     manifest: Option<&'a Manifest>,
 }
 
@@ -358,6 +362,7 @@ impl Exporter for MetricsJson {
                 })
                 .collect(),
             call_costs: &results.call_costs,
+            answers_found: Some(super::found_summary(results)).filter(super::FoundSummary::any),
             manifest: results.manifest.as_ref(),
         };
         let mut bytes = serde_json::to_vec_pretty(&report)?;

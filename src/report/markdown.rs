@@ -198,6 +198,11 @@ impl Exporter for MarkdownReport {
         }
         md.push_str(&imported_sections(results, &tables));
         md.push_str(&tables.section(&counts(results), 1));
+        let found = super::found_summary(results);
+        if let Some(grid) = super::found::found_grid(&found) {
+            md.push_str(&tables.section(&grid, 1));
+            md.push_str(&super::found::found_md_notes(&found));
+        }
         md.push_str(&cost_paragraph(results));
         md.push_str(&search_section(results, &tables));
         md.push_str(&verifier_section(results, &tables));

@@ -6,6 +6,7 @@
 
 mod csv;
 mod failures;
+mod found;
 mod html;
 mod imported;
 mod interval;
@@ -21,6 +22,7 @@ mod verifier;
 
 pub use self::csv::{safe_cell as csv_cell, MetricsCsv};
 pub use self::failures::{failures, failures_block, failures_text, Advice, Failure, Hit};
+pub use self::found::{found_block, found_html, found_summary, FoundSummary, ModelWays};
 pub(crate) use self::html::esc;
 pub use self::html::HtmlReport;
 pub use self::imported::{import_summary, source_agreement};

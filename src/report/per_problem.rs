@@ -1,6 +1,8 @@
 //! `per_problem.csv`: one row per model × problem with n, c, the greedy verdict and every
 //! per-problem metric (columns named like the config's metrics: `pass@4`, `g_pass@4_t0.5`, …);
-//! in a run with a verifier, its metrics and each problem's samples without a verifier score.
+//! in a run with a verifier, its metrics and each problem's samples without a verifier score;
+//! last, `guessed`: the problem's answers (samples and greedy) found by a guess, the last math
+//! span or number (empty where the results do not keep it).
 
 use super::Exporter;
 use crate::metrics::{to_f64, MetricKind};
@@ -45,6 +47,7 @@ impl Exporter for PerProblemCsv {
         if verifier {
             header.push("verifier_unscored".into());
         }
+        header.push("guessed".into());
         w.write_record(&header)?;
         for m in &results.models {
             for (i, p) in m.problems.iter().enumerate() {
@@ -70,6 +73,8 @@ impl Exporter for PerProblemCsv {
                     let unscored = m.verifier.as_ref().and_then(|v| v.unscored.get(i));
                     rec.push(unscored.map_or_else(String::new, u32::to_string));
                 }
+                let units = m.problem_units.as_ref().and_then(|u| u.get(i));
+                rec.push(units.map_or_else(String::new, |u| u.found.heuristic().to_string()));
                 w.write_record(rec.iter().map(|c| super::csv::safe_cell(c).into_owned()))?;
             }
         }

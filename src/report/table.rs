@@ -26,6 +26,7 @@ impl Exporter for SummaryTable {
         } else {
             compact(results, terminal_width())
         };
+        text.push_str(&super::found::found_block(results, SUMMARY_WIDTH));
         text.push_str(&super::failures::failures_block(results, SUMMARY_WIDTH));
         Ok(text.into_bytes())
     }
@@ -46,6 +47,7 @@ pub fn terminal_table(results: &RunResults, wide: bool) -> String {
         text.push_str(&wrap(&line, terminal_width(), "  "));
         text.push('\n');
     }
+    text.push_str(&super::found::found_block(results, terminal_width()));
     text
 }
 

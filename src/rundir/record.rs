@@ -2,6 +2,7 @@
 
 use crate::client::Usage;
 use crate::error::BadInput;
+use crate::grade::FoundBy;
 use crate::util::Notes;
 use crate::util::{Lines, MAX_LINE};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -131,6 +132,14 @@ pub struct Record<H = String, A = H, R = A> {
     /// `store push --samples` names the response by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_sha256: Option<A>,
+    /// With `save_raw_responses = false`: how `extracted` was found (scoring cannot tell from
+    /// the answer alone). A name this gpassk does not know reads as unrecorded.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_found_by"
+    )]
+    pub found_by: Option<FoundBy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<R>,
     pub finish_reason: Option<R>,
@@ -183,6 +192,13 @@ impl<'de> Deserialize<'de> for Skip {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         serde::de::IgnoredAny::deserialize(d).map(|_| Skip)
     }
+}
+
+/// `found_by` as a name: one this gpassk does not know (a newer one's) is unrecorded, never a
+/// corrupt line.
+fn lenient_found_by<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FoundBy>, D::Error> {
+    let name: Option<String> = Option::deserialize(d)?;
+    Ok(name.as_deref().and_then(FoundBy::parse))
 }
 
 /// A search's counters.
@@ -580,6 +596,7 @@ mod tests {
             response: Some("\\boxed{1}".into()),
             extracted: None,
             response_sha256: None,
+            found_by: None,
             reasoning_content: None,
             finish_reason: Some("stop".into()),
             usage: None,
@@ -623,6 +640,7 @@ mod tests {
             response,
             extracted,
             response_sha256,
+            found_by,
             reasoning_content,
             finish_reason,
             usage,
@@ -670,6 +688,7 @@ mod tests {
             response: response.as_ref().map(&a),
             extracted: extracted.as_ref().map(&a),
             response_sha256: response_sha256.as_ref().map(&a),
+            found_by: *found_by,
             reasoning_content: reasoning_content.as_ref().map(&x),
             finish_reason: finish_reason.as_ref().map(&x),
             usage: usage.clone(),
@@ -712,7 +731,7 @@ mod tests {
     }
 
     /// Every field of a line set (none left to its default or skipped), as the writer writes it.
-    const FULL_LINE: &str = r#"{"run_id":"run-1","model":"m","model_id":"m-id","served_model":"m-served","system_fingerprint":"fp_1","problem_id":"p\"1","sample_index":3,"seed":7,"temperature":0.7,"top_p":0.95,"max_tokens":64,"prompt_hash":"h","response":"so \\boxed{4}","extracted":"4","response_sha256":"ab12","reasoning_content":"think","finish_reason":"length","usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":3}},"choices_in_request":2,"latency_ms":3,"ttft_ms":120,"tokens_per_s":42.5,"started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z","attempts":2,"billable_failures":1,"outcome":"truncated","error_class":"server","error":"server (HTTP 500): boom","search":{"answer":"4","path":["x = 2 + 2\n","\\boxed{4}"],"tree":"trees/m/p/3.json","stats":{"simulations":2,"policy_calls":3,"reward_calls":4,"tokens":9,"code_executions":5,"dead_steps":1,"steps":6,"reward_parse_failures":1,"unvalued_terminals":1,"cap_hit":true,"failed":"x","replayed_calls":2}},"source":{"file":1,"at":"line 12","verdict":true,"extracted":"4"}}"#;
+    const FULL_LINE: &str = r#"{"run_id":"run-1","model":"m","model_id":"m-id","served_model":"m-served","system_fingerprint":"fp_1","problem_id":"p\"1","sample_index":3,"seed":7,"temperature":0.7,"top_p":0.95,"max_tokens":64,"prompt_hash":"h","response":"so \\boxed{4}","extracted":"4","response_sha256":"ab12","found_by":"boxed","reasoning_content":"think","finish_reason":"length","usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":3}},"choices_in_request":2,"latency_ms":3,"ttft_ms":120,"tokens_per_s":42.5,"started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z","attempts":2,"billable_failures":1,"outcome":"truncated","error_class":"server","error":"server (HTTP 500): boom","search":{"answer":"4","path":["x = 2 + 2\n","\\boxed{4}"],"tree":"trees/m/p/3.json","stats":{"simulations":2,"policy_calls":3,"reward_calls":4,"tokens":9,"code_executions":5,"dead_steps":1,"steps":6,"reward_parse_failures":1,"unvalued_terminals":1,"cap_hit":true,"failed":"x","replayed_calls":2}},"source":{"file":1,"at":"line 12","verdict":true,"extracted":"4"}}"#;
 
     fn full_search() -> SearchRecord {
         SearchRecord {
@@ -770,6 +789,7 @@ mod tests {
             response: Some("so \\boxed{4}".into()),
             extracted: Some("4".into()),
             response_sha256: Some("ab12".into()),
+            found_by: Some(FoundBy::Boxed),
             reasoning_content: Some("think".into()),
             finish_reason: Some("length".into()),
             usage: Some(full_usage()),
@@ -878,6 +898,17 @@ mod tests {
     }
 
     #[test]
+    fn a_found_by_this_gpassk_does_not_know_reads_as_unrecorded() {
+        let answer: RecordAnswer = serde_json::from_str(FULL_LINE).unwrap();
+        assert_eq!(answer.found_by, Some(FoundBy::Boxed));
+        let newer = FULL_LINE.replace("\"found_by\":\"boxed\"", "\"found_by\":\"oracle\"");
+        let r: Record = serde_json::from_str(&newer).unwrap();
+        assert_eq!(r.found_by, None);
+        let old: Record = serde_json::from_str(OLD_LINE).unwrap();
+        assert_eq!(old.found_by, None);
+    }
+
+    #[test]
     fn partial_reads_read_what_the_full_read_reads() {
         let mut failed = record("p2", SampleIndex::Sample(1), UnitOutcome::ApiError);
         failed.error_class = Some("timeout".into());
@@ -887,6 +918,7 @@ mod tests {
         stripped.response = None;
         stripped.extracted = Some("12".into());
         stripped.response_sha256 = Some("00ff".into());
+        stripped.found_by = Some(FoundBy::LastNumber);
         let mut lines = vec![FULL_LINE.to_string(), OLD_LINE.to_string()];
         for r in [
             record("p1", SampleIndex::Sample(0), UnitOutcome::Ok),

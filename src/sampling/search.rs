@@ -582,11 +582,12 @@ impl Finished<'_> {
         // samples (the tree file still holds every step: it is the search's own record).
         let stripped = self.ctx.strip.as_ref().map(|cfg| {
             let hash = crate::util::hex(&Sha256::digest(response.as_bytes()));
-            (crate::grade::extract(&response, cfg), hash)
+            (crate::grade::extraction(&response, None, cfg), hash)
         });
         match &stripped {
-            Some((extracted, hash)) => {
-                r.extracted = extracted.as_deref();
+            Some((found, hash)) => {
+                r.extracted = found.answer.as_deref();
+                r.found_by = Some(found.found_by);
                 r.response_sha256 = Some(hash);
                 search.path.clear();
             }

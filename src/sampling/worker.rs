@@ -278,6 +278,7 @@ impl<'a> Unit<'a> {
             response: None,
             extracted: None,
             response_sha256: None,
+            found_by: None,
             reasoning_content: None,
             finish_reason: None,
             usage: None,
@@ -309,16 +310,17 @@ impl<'a> Unit<'a> {
     ) -> Result<(), crate::rundir::record::CheckpointError> {
         let finished_at = now_rfc3339();
         let error = outcome.err().map(|e| e.to_string());
-        let (extracted, response_sha256) = match (self.strip, outcome) {
+        let (found, response_sha256) = match (self.strip, outcome) {
             (Some(cfg), Ok((resp, i))) => {
                 let text = &resp.choices[i].content;
                 let hash = hex(&Sha256::digest(text.as_bytes()));
-                (crate::grade::extract(text, cfg), Some(hash))
+                (Some(crate::grade::extraction(text, None, cfg)), Some(hash))
             }
             _ => (None, None),
         };
         let mut r = self.line(prep, (slot, seed), timing, &finished_at);
-        r.extracted = extracted.as_deref();
+        r.extracted = found.as_ref().and_then(|f| f.answer.as_deref());
+        r.found_by = found.as_ref().map(|f| f.found_by);
         r.response_sha256 = response_sha256.as_deref();
         r.error = error.as_deref();
         match outcome {

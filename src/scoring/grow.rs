@@ -7,6 +7,7 @@
 //! Parts hold no effort, served models or source verdicts (the viewer shows none of them), and
 //! no verifier metrics: a model scored with a verifier has no parts, and is scored whole.
 
+use super::found::{ModelFound, ProblemFound};
 use super::{
     grade_one, Answers, Graders, ModelScore, ModelTally, ProblemGrader, ScoreInputs, ScoreParts,
 };
@@ -22,6 +23,8 @@ pub struct ProblemUnits {
     pub no_answer: u32,
     /// Samples cut at the token limit.
     pub truncated: u32,
+    /// How its graded answers (greedy too) were found.
+    pub found: ProblemFound,
 }
 
 /// Sets the unit totals of `parts` from its problems and their `units`.
@@ -38,6 +41,7 @@ pub(super) fn sum_units(parts: &mut ScoreParts, units: &[ProblemUnits], greedy: 
     }
     (parts.correct, parts.wrong, parts.no_answer) = (correct, wrong, no_answer);
     (parts.truncated, parts.missing) = (truncated, missing);
+    parts.found_by = Some(ModelFound::sum(units.iter().map(|u| &u.found)));
 }
 
 /// One model's score as parts that can be brought up to date.
@@ -79,6 +83,7 @@ impl ModelParts {
             truncated: 0,
             missing: 0,
             served_models: score.served_models.clone(),
+            found_by: None,
         };
         sum_units(&mut parts, &units, greedy);
         Some(ModelParts {

@@ -5,7 +5,7 @@ use super::pass::{Call, Pass, Tally};
 use super::JudgeCall;
 use crate::config::{GraderMode, JudgeSettings};
 use crate::cost::Spend;
-use crate::grade::Outcome;
+use crate::grade::{FoundBy, Outcome};
 use crate::rundir::record::{read_lines, CheckpointError, CheckpointWriter, SampleIndex};
 use crate::util::{hex, now_rfc3339};
 use serde::{Deserialize, Serialize};
@@ -98,15 +98,16 @@ impl JudgeVerdicts {
         (*hash == response_hash(response)).then_some(*v)
     }
 
-    /// The final outcome of a sample given the rule grader's outcome and any stored verdict.
+    /// The final outcome of a sample (its slot and the text it was graded on) given the rule
+    /// grader's outcome, how its answer was found, and any stored verdict.
     pub fn decide(
         &self,
         problem_id: &str,
-        slot: SampleIndex,
-        response: &str,
+        (slot, response): (SampleIndex, &str),
         rule: Outcome,
+        found_by: Option<FoundBy>,
     ) -> Outcome {
-        if !self.mode.needs_judge(rule) {
+        if !self.mode.needs_judge(rule, found_by) {
             return rule;
         }
         match self.lookup(problem_id, slot, response) {
@@ -277,15 +278,62 @@ mod tests {
 
     #[test]
     fn modes_choose_which_samples_the_judge_sees() {
-        assert!(!GraderMode::Rule.needs_judge(Outcome::Wrong));
-        assert!(GraderMode::Judge.needs_judge(Outcome::Correct));
-        assert!(!GraderMode::RuleThenJudge.needs_judge(Outcome::Correct));
-        assert!(GraderMode::RuleThenJudge.needs_judge(Outcome::Wrong));
-        assert!(GraderMode::RuleThenJudge.needs_judge(Outcome::NoAnswer));
+        let boxed = Some(FoundBy::Boxed);
+        assert!(!GraderMode::Rule.needs_judge(Outcome::Wrong, boxed));
+        assert!(GraderMode::Judge.needs_judge(Outcome::Correct, boxed));
+        assert!(!GraderMode::RuleThenJudge.needs_judge(Outcome::Correct, boxed));
+        assert!(GraderMode::RuleThenJudge.needs_judge(Outcome::Wrong, boxed));
+        assert!(GraderMode::RuleThenJudge.needs_judge(Outcome::NoAnswer, Some(FoundBy::None)));
         assert_eq!(
             GraderMode::parse("rule_then_judge"),
             Some(GraderMode::RuleThenJudge)
         );
         assert_eq!(GraderMode::parse("llm"), None);
+        for name in GraderMode::NAMES {
+            assert!(GraderMode::parse(name).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_uncertain_policy_sends_guesses_and_answers_not_found_whatever_their_outcome() {
+        let mode = GraderMode::parse("rule_then_judge_uncertain").unwrap();
+        for outcome in [Outcome::Correct, Outcome::Wrong, Outcome::NoAnswer] {
+            for f in FoundBy::ALL {
+                let sent = f.is_heuristic() || f == FoundBy::None;
+                assert_eq!(mode.needs_judge(outcome, Some(f)), sent, "{f} {outcome:?}");
+            }
+            // A way the run did not record may have been a guess.
+            assert!(mode.needs_judge(outcome, None));
+        }
+    }
+
+    #[test]
+    fn a_stored_verdict_decides_only_what_the_policy_sends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.jsonl");
+        let line = |p: &str, correct: bool| {
+            let v = StoredVerdict {
+                problem_id: p.into(),
+                sample_index: SampleIndex::Sample(0),
+                response_hash: response_hash("r"),
+                judge_model: "j".into(),
+                correct: Some(correct),
+                reply: String::new(),
+                judged_at: String::new(),
+                spend: None,
+                failed: false,
+            };
+            serde_json::to_string(&v).unwrap() + "\n"
+        };
+        std::fs::write(&path, line("a", false) + &line("b", true)).unwrap();
+        let v = JudgeVerdicts::load(&path, GraderMode::RuleThenJudgeUncertain).unwrap();
+        let at = (SampleIndex::Sample(0), "r");
+        let guess = Some(FoundBy::LastNumber);
+        // A guess the rules accepted, the judge rejects; a boxed answer keeps its rule verdict.
+        assert_eq!(v.decide("a", at, Outcome::Correct, guess), Outcome::Wrong);
+        let boxed = Some(FoundBy::Boxed);
+        assert_eq!(v.decide("a", at, Outcome::Correct, boxed), Outcome::Correct);
+        assert_eq!(v.decide("b", at, Outcome::Wrong, guess), Outcome::Correct);
+        assert_eq!(v.decide("b", at, Outcome::Wrong, boxed), Outcome::Wrong);
     }
 }

@@ -1,6 +1,7 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
+pub mod found;
 pub mod grow;
 pub mod judge;
 pub mod label;
@@ -15,7 +16,7 @@ use crate::client::{ApiKey, Usage};
 use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings, Strategy};
 use crate::dataset::Problem;
 use crate::error::BadInput;
-use crate::grade::{extract, grade_with_options, Answer, Gold, GradeConfig, Outcome};
+use crate::grade::{extraction, Answer, Extraction, FoundBy, Gold, GradeConfig, Outcome};
 use crate::metrics::{aggregate, Aggregate, MetricKind, ProblemCounts, Tau};
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
@@ -75,10 +76,13 @@ pub struct ModelScore {
     /// With a judge: per problem (aligned with `problems`), its samples (greedy answers too)
     /// whose judge verdict differs from the rule grader's.
     pub judge_overruled: Option<Vec<u32>>,
-    /// Per problem, what it adds to the unit totals beyond its counts (no answer, truncated):
-    /// what keeps the totals exact when one problem is graded again ([`grow`]). None when built
-    /// from parts that do not hold it (the results database).
+    /// Per problem, what it adds to the unit totals beyond its counts (no answer, truncated,
+    /// how its answers were found): what keeps the totals exact when one problem is graded again
+    /// ([`grow`]). None when built from parts that do not hold it (the results database).
     pub problem_units: Option<Vec<grow::ProblemUnits>>,
+    /// How its graded answers (samples and greedy answers) were found; None when the results
+    /// come from where it was not kept (a run stored by a gpassk before `found_by`).
+    pub found_by: Option<found::ModelFound>,
 }
 
 /// The source harness's verdicts of an imported run's samples, beside gpassk's re-grade.
@@ -205,6 +209,9 @@ pub struct RunResults {
     pub basis: Option<stored::Basis>,
     /// What the judge's and the verifier's calls cost, when they are priced.
     pub call_costs: Vec<paid::CallCost>,
+    /// `[evaluation] heuristic_warn`: the share of a model's answers found by a heuristic past
+    /// which the reports warn.
+    pub heuristic_warn: f64,
 }
 
 impl RunResults {
@@ -228,6 +235,7 @@ impl RunResults {
             models,
             basis,
             call_costs: Vec::new(),
+            heuristic_warn: ev.heuristic_warn,
         }
     }
 
@@ -450,12 +458,25 @@ pub fn judge_model(
     units: &ModelUnits,
     grades_path: &Path,
     grade_cfg: &GradeConfig,
-    judge: &JudgeSettings,
-    mode: GraderMode,
+    (judge, mode): (&JudgeSettings, GraderMode),
     call: &JudgeCall,
 ) -> Result<JudgeStats> {
     let done = JudgeVerdicts::load(grades_path, mode)?;
+    let jobs = judge_jobs(units, &done, grade_cfg, (judge, mode))?;
+    judge_pending(judge, call, jobs, grades_path)
+}
+
+/// The samples (greedy answers too) that `mode` sends to the judge and `done` has no verdict of:
+/// what [`judge_model`] asks about, each with its prompt.
+pub fn judge_jobs(
+    units: &ModelUnits,
+    done: &JudgeVerdicts,
+    grade_cfg: &GradeConfig,
+    (judge, mode): (&JudgeSettings, GraderMode),
+) -> Result<Vec<JudgeJob>> {
     let problems = units.problems;
+    let golds: Vec<std::cell::OnceCell<Gold>> =
+        problems.iter().map(|_| Default::default()).collect();
     let mut jobs = Vec::new();
     for_each_unit(
         units.checkpoint,
@@ -463,43 +484,79 @@ pub fn judge_model(
         units.n,
         units.greedy,
         |p, _slot, r| {
-            let response = r.response.as_deref().unwrap_or("");
             let problem = &problems[p];
-            let verdict = grade_with_options(
-                &problem.answer,
-                response,
-                &problem.choice_options(),
-                grade_cfg,
-            );
-            if !mode.needs_judge(verdict.outcome)
-                || done.has(&r.problem_id, r.sample_index, response)
+            let gold = golds[p].get_or_init(|| gold_of(problem));
+            let g = rule_grade(gold, &r, grade_cfg);
+            if !mode.needs_judge(g.verdict.outcome, g.found_by)
+                || done.has(&r.problem_id, r.sample_index, g.text)
             {
                 return Ok(());
             }
             let answer = match judge.input {
-                JudgeInput::Extracted => match &verdict.extracted {
+                JudgeInput::Extracted => match &g.verdict.extracted {
                     Some(a) => a.clone(),
                     // Nothing to show the judge: the rule grader's "no answer" stands.
                     None => return Ok(()),
                 },
-                JudgeInput::Response => response.to_string(),
+                JudgeInput::Response => g.text.to_string(),
             };
             jobs.push(JudgeJob {
                 problem_id: r.problem_id.clone(),
                 sample_index: r.sample_index,
-                response_hash: response_hash(response),
+                response_hash: response_hash(g.text),
                 prompt: render(
                     &judge.prompt,
                     &problem.question,
                     &problem.answer,
                     &answer,
-                    response,
+                    g.text,
                 ),
             });
             Ok(())
         },
     )?;
-    judge_pending(judge, call, jobs, grades_path)
+    Ok(jobs)
+}
+
+/// How many of `m`'s stored samples the judge would be asked about now (the dry run's count):
+/// those the run's grader sends it that its stored verdicts in `run_dir` do not cover; 0 when
+/// the grader never asks it.
+pub fn judge_pending_count(plan: &Plan, run_dir: &RunDir, m: &ModelSettings) -> Result<usize> {
+    let mode = plan.settings.evaluation.grader;
+    let Some(judge) = plan.settings.judged() else {
+        return Ok(0);
+    };
+    let units = ModelUnits {
+        checkpoint: &run_dir.checkpoint(&m.name),
+        problems: &plan.problems,
+        n: m.sampling.n,
+        greedy: m.sampling.greedy,
+    };
+    let done = JudgeVerdicts::load(&run_dir.grades(&m.name), mode)?;
+    let grade = plan.settings.evaluation.grade_config();
+    Ok(judge_jobs(&units, &done, &grade, (judge, mode))?.len())
+}
+
+/// A unit's rule verdict as scoring gives it.
+pub struct RuleGrade<'a> {
+    /// What it was graded on ([`found::graded_on`]): what a judge verdict of it is keyed by.
+    pub text: &'a str,
+    pub verdict: crate::grade::Verdict,
+    /// How its answer was found ([`found::found_by_of`]; None: the run did not record it).
+    pub found_by: Option<FoundBy>,
+}
+
+/// Grades one record against its problem's gold as scoring does: on its response, or on the
+/// answer a run without responses kept, the gold steering extraction.
+pub fn rule_grade<'a>(gold: &Gold, r: &'a Record, cfg: &GradeConfig) -> RuleGrade<'a> {
+    let text = found::graded_on(r.response.as_deref(), r.extracted.as_deref());
+    let verdict = crate::grade::grade_against(gold, text, cfg);
+    let found_by = found::found_by_of(r.response.is_some(), r.found_by, verdict.found_by);
+    RuleGrade {
+        text,
+        verdict,
+        found_by,
+    }
 }
 
 /// Grades one model's checkpoint (the first usable record of each unit counts) and aggregates.
@@ -546,6 +603,8 @@ struct ModelTally {
     classes: Vec<Vec<(u64, u32, u32)>>,
     /// Per problem: its truncated samples.
     truncated: Vec<u32>,
+    /// Per problem: how its graded answers (greedy too) were found.
+    found: Vec<found::ProblemFound>,
     /// With a judge, per problem: its units the judge decided otherwise than the rule grader.
     overruled: Option<Vec<u32>>,
     served: BTreeMap<String, u64>,
@@ -562,6 +621,7 @@ impl ModelTally {
             state: vec![MISSING; problems * (n as usize + 1)],
             classes: vec![Vec::new(); problems],
             truncated: vec![0; problems],
+            found: vec![found::ProblemFound::default(); problems],
             overruled: judged.then(|| vec![0; problems]),
             served: BTreeMap::new(),
             effort: Effort::default(),
@@ -600,6 +660,7 @@ impl ModelTally {
             o[p] += 1;
         }
         self.truncated[p] += (g.truncated && sample) as u32;
+        self.found[p].add(g.found_by);
         if let Some(s) = g.served {
             *self.served.entry(s).or_default() += 1;
         }
@@ -633,6 +694,7 @@ impl ModelTally {
             units.push(grow::ProblemUnits {
                 no_answer: samples.iter().filter(|&&c| c == NO_ANSWER).count() as u32,
                 truncated: self.truncated[p],
+                found: self.found[p],
             });
         }
         let votes: Vec<Vote> = (self.classes.iter())
@@ -653,6 +715,7 @@ impl ModelTally {
             truncated: 0,
             missing: 0,
             served_models: self.served.clone(),
+            found_by: None,
         };
         grow::sum_units(&mut parts, &units, greedy);
         (parts, units)
@@ -666,6 +729,8 @@ pub struct GradedSample<'a> {
     pub sample_index: SampleIndex,
     /// The answer the grader read (None: no answer found).
     pub extracted: Option<String>,
+    /// How it was found (None: the run kept the answer without saying how).
+    pub found_by: Option<FoundBy>,
     pub outcome: Outcome,
     /// sha256 of the response, hex (the one recorded when the response itself was not kept).
     pub response_sha256: Option<String>,
@@ -709,6 +774,7 @@ pub fn for_each_sample(
             problem_id: &plan.problems[g.problem as usize].id,
             sample_index: d.sample_index,
             extracted: d.extracted,
+            found_by: g.found_by,
             outcome: g.outcome,
             response_sha256: d.response_sha256,
         };
@@ -733,6 +799,8 @@ pub struct ScoreParts {
     pub truncated: u64,
     pub missing: u64,
     pub served_models: BTreeMap<String, u64>,
+    /// How the graded answers were found (None: not kept where the parts come from).
+    pub found_by: Option<found::ModelFound>,
 }
 
 impl ModelScore {
@@ -762,6 +830,7 @@ impl ModelScore {
             verifier: None,
             judge_overruled: None,
             problem_units: None,
+            found_by: p.found_by,
         })
     }
 }
@@ -781,6 +850,8 @@ struct Graded {
     verifier: Option<verified::Scored>,
     /// The judge's verdict differs from the rule grader's.
     overruled: bool,
+    /// How the answer was found (None: the run kept it without saying how).
+    found_by: Option<FoundBy>,
     /// Only when asked for ([`for_each_sample`]): what a per-sample row shows.
     detail: Option<Box<Detail>>,
 }
@@ -902,7 +973,7 @@ fn grade_batch(
 }
 
 /// A problem's gold answer, with its multiple-choice options when the dataset gives them.
-fn gold_of(problem: &Problem) -> Gold {
+pub fn gold_of(problem: &Problem) -> Gold {
     Gold::with_options(&problem.answer, &problem.choice_options())
 }
 
@@ -963,6 +1034,11 @@ struct ProblemGrader {
 const SEEN_PER_PROBLEM: usize = 16;
 
 impl ProblemGrader {
+    /// The problem's gold, parsed on first use.
+    fn gold(&self, problem: &Problem) -> &Gold {
+        self.gold.get_or_init(|| gold_of(problem))
+    }
+
     /// The rule outcome and voting class of an extracted answer.
     fn grade(
         &self,
@@ -975,7 +1051,7 @@ impl ProblemGrader {
         if let Some(&hit) = lock().get(answer) {
             return hit;
         }
-        let gold = self.gold.get_or_init(|| gold_of(problem));
+        let gold = self.gold(problem);
         let parsed = answers.get(answer);
         let graded = (parsed.0.outcome(gold, cfg), parsed.1);
         let mut seen = lock();
@@ -1003,11 +1079,13 @@ fn grade_one(
                 r.response.as_deref(),
             )
         });
-    // Without the response, the answer extracted at run time is graded as the whole reply.
     let raw = r.response.is_some();
-    let text = r.response.or(r.extracted);
-    let response = text.as_deref().unwrap_or("");
-    let extracted = extract(response, inputs.grade);
+    let response = found::graded_on(r.response.as_deref(), r.extracted.as_deref());
+    let problem = &inputs.problems[p];
+    let gold = graders.problems[p].gold(problem);
+    let Extraction { answer, found_by } = extraction(response, Some(gold), inputs.grade);
+    let found_by = found::found_by_of(raw, r.found_by, found_by);
+    let extracted = answer;
     let (rule, class) = match &extracted {
         None => (Outcome::NoAnswer, None),
         Some(answer) => {
@@ -1032,7 +1110,7 @@ fn grade_one(
         })
     });
     let outcome = match inputs.judge {
-        Some(j) => j.decide(&inputs.problems[p].id, r.sample_index, response, rule),
+        Some(j) => j.decide(&problem.id, (r.sample_index, response), rule, found_by),
         None => rule,
     };
     Graded {
@@ -1051,6 +1129,7 @@ fn grade_one(
         source: r.source.and_then(|s| s.verdict),
         verifier,
         overruled: outcome != rule,
+        found_by,
         detail,
     }
 }
@@ -1271,7 +1350,7 @@ fn verdicts_for(
             n: m.sampling.n,
             greedy: m.sampling.greedy,
         };
-        let stats = judge_model(&unit, &grades_path, grade, judge, mode, call)
+        let stats = judge_model(&unit, &grades_path, grade, (judge, mode), call)
             .with_context(|| format!("judging the samples of model {}", m.name))?;
         if stats.judged + stats.unparsed + stats.failed > 0 {
             notes.say(&format!(

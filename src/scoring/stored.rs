@@ -7,6 +7,8 @@
 //! since (a run still being sampled) leaves the rest usable: [`read_kept`] says which grew, and
 //! the viewer grades the problems with new lines alone (`grow`).
 
+use super::found::{ModelFound, ProblemFound, WAYS};
+use super::grow::ProblemUnits;
 use super::{ModelScore, RunResults, ScoreParts};
 use crate::metrics::{MetricKind, ProblemCounts, Tau};
 use crate::plan::Plan;
@@ -23,7 +25,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The layout of `scores.json`; another is read as absent.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 /// The largest `scores.json` read (a million problems of a few models fit).
 const MAX_BYTES: u64 = 512 * 1024 * 1024;
@@ -167,9 +169,12 @@ struct StoredModel {
     columns: Vec<StoredColumn>,
     /// With a judge: per problem, the samples it judged otherwise than the rule grader.
     judge_overruled: Option<Vec<u32>>,
-    /// Per problem: its samples with no answer and truncated.
-    units: Option<Vec<(u32, u32)>>,
+    /// Per problem: its samples with no answer and truncated, and how its graded answers were
+    /// found (per way in `FoundBy::ALL` order, then those not recorded).
+    units: Option<Vec<StoredUnits>>,
 }
+
+type StoredUnits = (u32, u32, [u32; WAYS], u32);
 
 type StoredProblem = (String, Option<String>, u64, u64, Option<u8>, u32, u32, u32);
 
@@ -282,8 +287,11 @@ pub fn bytes(dir: &RunDir, results: &RunResults) -> Option<Vec<u8>> {
                 })
                 .collect(),
             judge_overruled: m.judge_overruled.clone(),
-            units: (m.problem_units.as_ref())
-                .map(|u| u.iter().map(|u| (u.no_answer, u.truncated)).collect()),
+            units: (m.problem_units.as_ref()).map(|u| {
+                (u.iter())
+                    .map(|u| (u.no_answer, u.truncated, u.found.by, u.found.unrecorded))
+                    .collect()
+            }),
         })
         .collect();
     let file = ScoresFile {
@@ -385,6 +393,7 @@ fn model_of(m: StoredModel, ks: &[u64], taus: &[Tau]) -> Result<ModelScore> {
         truncated: m.truncated,
         missing: m.missing,
         served_models: m.served_models,
+        found_by: None,
     };
     let mut score = ModelScore::from_stored(parts, extra, ks, taus)?;
     anyhow::ensure!(overruled
@@ -395,12 +404,15 @@ fn model_of(m: StoredModel, ks: &[u64], taus: &[Tau]) -> Result<ModelScore> {
     anyhow::ensure!(units.as_ref().is_none_or(|u| u.len() == problems));
     score.problem_units = units.map(|u| {
         (u.into_iter())
-            .map(|(no_answer, truncated)| super::grow::ProblemUnits {
+            .map(|(no_answer, truncated, by, unrecorded)| ProblemUnits {
                 no_answer,
                 truncated,
+                found: ProblemFound { by, unrecorded },
             })
             .collect()
     });
+    score.found_by =
+        (score.problem_units.as_ref()).map(|u| ModelFound::sum(u.iter().map(|u| &u.found)));
     Ok(score)
 }
 

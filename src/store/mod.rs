@@ -13,10 +13,12 @@ mod tls;
 
 pub use crate::config::store::StoreUrl;
 use crate::error::BadInput;
+use crate::grade::FoundBy;
 use crate::metrics::ProblemCounts;
 use crate::plan::Plan;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::RunDir;
+use crate::scoring::found::ModelFound;
 use crate::scoring::stored::{exact, ExtraColumn};
 use crate::scoring::{ModelScore, RunResults, ScoreParts};
 use crate::stats::Vote;
@@ -477,6 +479,7 @@ impl Store {
             models,
             basis: None,
             call_costs: Vec::new(),
+            heuristic_warn: ev.heuristic_warn,
         }))
     }
 
@@ -542,8 +545,10 @@ impl Store {
                 truncated: cell(r, 6, "truncated")?,
                 missing: cell(r, 7, "missing")?,
                 served_models: serde_json::from_str(&served).unwrap_or_default(),
+                found_by: None,
             };
             self.problems(run_id, &mut p)?;
+            p.found_by = self.found_by(run_id, &p.name)?;
             out.push(p);
         }
         Ok(out)
@@ -594,6 +599,36 @@ impl Store {
             }
         }
         Ok(out.into_iter().map(|(_, c)| c).collect())
+    }
+
+    /// A model's answers counted by how they were found; None when the store holds no count
+    /// (a run pushed by a gpassk before them). A way this gpassk does not know is refused.
+    fn found_by(&mut self, run_id: &str, model: &str) -> anyhow::Result<Option<ModelFound>> {
+        let rows = self.conn.query(
+            "SELECT found_by, answers FROM found_by_counts WHERE run_id = $1 AND model = $2",
+            &[Value::Text(run_id.into()), Value::Text(model.into())],
+        )?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let mut found = ModelFound::default();
+        for r in &rows {
+            let way: String = cell(r, 0, "found_by")?;
+            let answers: u64 = cell(r, 1, "answers")?;
+            let way = match way.as_str() {
+                "" => None,
+                w => Some(FoundBy::parse(w).ok_or_else(|| {
+                    BadInput(format!(
+                        "{}: run {}: found_by_counts: unknown found_by {:?}",
+                        self.url,
+                        crate::util::printable(run_id),
+                        crate::util::printable(w)
+                    ))
+                })?),
+            };
+            found.add_n(way, answers);
+        }
+        Ok(Some(found))
     }
 
     fn problems(&mut self, run_id: &str, p: &mut ScoreParts) -> anyhow::Result<()> {

@@ -47,6 +47,7 @@ pub struct RunRows {
     pub problem_counts: Vec<Row>,
     pub fingerprint_counts: Vec<Row>,
     pub problem_values: Vec<Row>,
+    pub found_by_counts: Vec<Row>,
     /// Over these rows; the sample rows, when pushed, are added to it.
     pub digest: RowDigest,
 }
@@ -78,7 +79,7 @@ impl RowDigest {
 
 impl RunRows {
     /// The tables in the order they are written (parents first).
-    pub fn tables(&self) -> [(&'static str, &[Row]); 6] {
+    pub fn tables(&self) -> [(&'static str, &[Row]); 7] {
         [
             ("runs", &self.runs),
             ("run_models", &self.run_models),
@@ -86,6 +87,7 @@ impl RunRows {
             ("problem_counts", &self.problem_counts),
             ("fingerprint_counts", &self.fingerprint_counts),
             ("problem_values", &self.problem_values),
+            ("found_by_counts", &self.found_by_counts),
         ]
     }
 }
@@ -103,6 +105,7 @@ pub fn of_run(dir: &RunDir, results: &RunResults) -> anyhow::Result<RunRows> {
         problem_counts: Vec::new(),
         fingerprint_counts: Vec::new(),
         problem_values: Vec::new(),
+        found_by_counts: Vec::new(),
         digest: RowDigest::default(),
     };
     let counted = crate::stats::metric_list(&results.ks, &results.taus);
@@ -112,6 +115,8 @@ pub fn of_run(dir: &RunDir, results: &RunResults) -> anyhow::Result<RunRows> {
         rows.problem_counts.extend(problem_rows(&results.run_id, m));
         rows.problem_values
             .extend(value_rows(&results.run_id, m, &counted));
+        rows.found_by_counts
+            .extend(found_by_rows(&results.run_id, m));
         for (fingerprint, samples) in dir.fingerprint_counts(&m.name).unwrap_or_default() {
             rows.fingerprint_counts.push(vec![
                 ("run_id", Value::text(&results.run_id)),
@@ -123,7 +128,8 @@ pub fn of_run(dir: &RunDir, results: &RunResults) -> anyhow::Result<RunRows> {
     }
     let run = run_row(manifest)?;
     // The order the first schema's digests were taken in (problem values, when a run has any,
-    // after them): a run pushed then, which has none, is unchanged now.
+    // then the found_by counts, after them): a run pushed then, which has none, is unchanged
+    // now; a run pushed before the counts were kept is replaced by its next push, gaining them.
     let mut digest = RowDigest::default();
     for (_, table) in rows.tables() {
         for row in table {
@@ -162,7 +168,28 @@ pub fn sample_row(run_id: &str, model: &str, s: &GradedSample) -> Row {
             "response_sha256",
             Value::opt_text(s.response_sha256.clone()),
         ),
+        ("found_by", Value::opt_text(s.found_by.map(|f| f.as_str()))),
     ]
+}
+
+/// A model's answers counted by how they were found (`found_by_counts`): a row per way that
+/// found any, and `''` for those whose way was not recorded; none when the score does not say.
+fn found_by_rows(run_id: &str, m: &ModelScore) -> Vec<Row> {
+    let Some(found) = &m.found_by else {
+        return Vec::new();
+    };
+    let ways = found.nonzero().map(|(f, n)| (f.as_str(), n));
+    let unrecorded = Some(("", found.unrecorded)).filter(|(_, n)| *n > 0);
+    (ways.chain(unrecorded))
+        .map(|(way, answers)| {
+            vec![
+                ("run_id", Value::text(run_id)),
+                ("model", Value::text(&m.name)),
+                ("found_by", Value::text(way)),
+                ("answers", Value::int(answers)),
+            ]
+        })
+        .collect()
 }
 
 fn run_row(m: &Manifest) -> anyhow::Result<Row> {

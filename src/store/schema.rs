@@ -2,12 +2,12 @@
 //! database says which version it holds and an older gpassk refuses a newer one.
 
 /// The schema version this gpassk writes and reads.
-pub const VERSION: i64 = 4;
+pub const VERSION: i64 = 5;
 
 /// The statements that take a database from version `i` to `i + 1`, in order. Plain SQL that
 /// SQLite and PostgreSQL both read: TEXT, BIGINT, DOUBLE PRECISION; times as RFC 3339 text; exact
 /// values as numerator and denominator text (they outgrow every integer type).
-pub const MIGRATIONS: [&str; 4] = [V1, V2, V3, V4];
+pub const MIGRATIONS: [&str; 5] = [V1, V2, V3, V4, V5];
 
 const V1: &str = "
 CREATE TABLE runs (
@@ -130,17 +130,33 @@ ALTER TABLE runs ADD COLUMN origin TEXT;
 ALTER TABLE runs ADD COLUMN samples_sha256 TEXT;
 ";
 
+/// Version 5: how each graded answer was found (`found_by`: `boxed`, `marker`, …, `last_number`,
+/// `none`; NULL in rows pushed before, and for an answer a run kept without saying how), and per
+/// model the answers counted by way (`found_by` `''` for those whose way was not recorded), so a
+/// stored run reads back with the share the heuristics found.
+const V5: &str = "
+ALTER TABLE samples ADD COLUMN found_by TEXT;
+CREATE TABLE found_by_counts (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    found_by TEXT NOT NULL,
+    answers BIGINT NOT NULL,
+    PRIMARY KEY (run_id, model, found_by)
+);
+";
+
 /// The table that records which migrations a database has.
 pub const VERSION_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS gpassk_schema (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)";
 
 /// The tables `store export` writes, in the order a reader meets them.
-pub const TABLES: [&str; 7] = [
+pub const TABLES: [&str; 8] = [
     "runs",
     "run_models",
     "metric_values",
     "problem_counts",
     "fingerprint_counts",
     "problem_values",
+    "found_by_counts",
     "samples",
 ];

@@ -9,11 +9,11 @@ use crate::analysis::compare::{
 };
 use crate::analysis::history::{datasets, history, whole_runs, RunEntry, Stored};
 use crate::dataset::Problem;
-use crate::grade::{grade_with_options, Answer, Outcome};
+use crate::grade::{Answer, FoundBy, Outcome};
 use crate::metrics::{to_f64, MetricKind};
-use crate::report::{metric_label, Cell, Interval};
+use crate::report::{found_summary, metric_label, Cell, FoundSummary, Interval};
 use crate::rundir::record::{Record, SampleIndex, UnitOutcome};
-use crate::scoring::{ModelScore, RunResults};
+use crate::scoring::{gold_of, rule_grade, ModelScore, RunResults};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -279,6 +279,8 @@ pub struct RunView {
     pub metrics: Vec<String>,
     pub models: Vec<ModelRow>,
     pub previous: Option<String>,
+    /// How each model's answers were found: the guessed share and its warning.
+    pub answers_found: FoundSummary,
 }
 
 #[derive(Debug, Serialize)]
@@ -325,6 +327,7 @@ pub fn run_view(viewer: &Viewer, name: &str) -> Result<RunView, ViewError> {
         metrics: headline.iter().map(metric_label).collect(),
         models,
         previous: viewer.previous(name),
+        answers_found: found_summary(&results),
     })
 }
 
@@ -521,6 +524,11 @@ pub struct SampleView {
     /// `0`…`n-1`, or `greedy`.
     pub index: String,
     pub extracted: Option<String>,
+    /// How the answer was found (`boxed`, `marker`, …, `last_number`, `none`); None when the run
+    /// kept the answer without saying how.
+    pub found_by: Option<&'static str>,
+    /// Found by a heuristic (the last math span or number): a guess.
+    pub heuristic: bool,
     /// The rule grader's outcome.
     pub rule: &'static str,
     /// The outcome that counts (the judge's, where it decided).
@@ -617,23 +625,26 @@ pub fn model_samples(
     }
     let verdicts = viewer.verdicts(loaded, model);
     let grade = loaded.plan.settings.evaluation.grade_config();
-    let options = problem.choice_options();
+    let gold = gold_of(problem);
     let mut samples = Vec::new();
     let mut clusters: Vec<(String, Cluster)> = Vec::new();
     for r in slots.into_iter().flatten() {
-        let text = r
-            .response
-            .clone()
-            .or(r.extracted.clone())
-            .unwrap_or_default();
-        let v = grade_with_options(&problem.answer, &text, &options, &grade);
-        let verdict = verdicts.as_ref().map_or(v.outcome, |j| {
-            j.decide(&problem.id, r.sample_index, &text, v.outcome)
+        let g = rule_grade(&gold, &r, &grade);
+        let rule = g.verdict.outcome;
+        let verdict = verdicts.as_ref().map_or(rule, |j| {
+            j.decide(&problem.id, (r.sample_index, g.text), rule, g.found_by)
         });
-        if let (Some(x), true) = (&v.extracted, r.sample_index != SampleIndex::Greedy) {
+        let (extracted, found_by) = (g.verdict.extracted, g.found_by);
+        if let (Some(x), true) = (&extracted, r.sample_index != SampleIndex::Greedy) {
             add_vote(&mut clusters, x, verdict == Outcome::Correct);
         }
-        samples.push(sample_view(r, v.extracted, v.outcome, verdict));
+        let graded = Graded {
+            extracted,
+            found_by,
+            rule,
+            verdict,
+        };
+        samples.push(sample_view(r, graded));
     }
     let c = (samples.iter())
         .filter(|s| s.index != "greedy" && s.verdict == "correct")
@@ -664,17 +675,22 @@ fn add_vote(clusters: &mut Vec<(String, Cluster)>, answer: &str, correct: bool) 
     }
 }
 
-fn sample_view(
-    r: Record,
+/// A sample's grade as the page shows it.
+struct Graded {
     extracted: Option<String>,
+    found_by: Option<FoundBy>,
     rule: Outcome,
     verdict: Outcome,
-) -> SampleView {
+}
+
+fn sample_view(r: Record, g: Graded) -> SampleView {
     SampleView {
         index: r.sample_index.to_string(),
-        extracted,
-        rule: outcome_name(rule),
-        verdict: outcome_name(verdict),
+        extracted: g.extracted,
+        found_by: g.found_by.map(FoundBy::as_str),
+        heuristic: g.found_by.is_some_and(FoundBy::is_heuristic),
+        rule: outcome_name(g.rule),
+        verdict: outcome_name(g.verdict),
         finish_reason: r.finish_reason,
         outcome: unit_name(r.outcome),
         completion_tokens: r.usage.and_then(|u| u.completion_tokens),

@@ -288,6 +288,7 @@ pub fn run(v: &RunView) -> String {
         "<p class=\"muted\">% [95% CI]. Each value links to the problems it rests on: that \
          model's value of that metric per problem.</p>",
     );
+    body.push_str(&crate::report::found_html(&v.answers_found));
     shell(
         &v.name,
         &[(run_href(&v.name), v.name.clone())],
@@ -711,10 +712,11 @@ fn sample(run: &str, id: &str, model: &str, s: &SampleView, source: bool) -> Str
     let mut out =
         format!(
         "<article class=\"sample v-{}\"><header><b>#{}</b> {verdict} · <code>{}</code></header>\
-         <p class=\"meta\">{}{tokens} · {} ms</p>",
+         <p class=\"meta\">found by {} · {}{tokens} · {} ms</p>",
         s.verdict.replace(' ', "-"),
         esc(&s.index),
         esc(&s.extracted.as_deref().map_or_else(|| "(no answer)".into(), |x| math_text(x, source))),
+        found_by(s),
         esc(&format!(
             "{} {}",
             s.outcome,
@@ -742,6 +744,15 @@ fn sample(run: &str, id: &str, model: &str, s: &SampleView, source: bool) -> Str
     }
     out.push_str("</article>");
     out
+}
+
+/// How a sample's answer was found, a guess marked as one.
+fn found_by(s: &SampleView) -> String {
+    match s.found_by {
+        None => "not recorded".into(),
+        Some(way) if s.heuristic => format!("<span class=\"mark\">{} (a guess)</span>", esc(way)),
+        Some(way) => esc(way),
+    }
 }
 
 fn response(text: &str) -> String {

@@ -320,10 +320,20 @@ fn cli_single_pair() {
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one json line");
     assert_eq!(v["extracted"], "3");
+    assert_eq!(v["found_by"], "boxed");
     assert_eq!(v["equivalent"], false);
     assert_eq!(v["gold"], "2");
     let (_, out, _) = gpassk(&["grade", "--gold", "2", "--pred", "no idea"]);
     assert!(out.contains("no_answer"), "{out}");
+    let (_, out, _) = gpassk(&["grade", "--gold", "2", "--pred", "maybe 2 apples", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one json line");
+    assert_eq!(v["found_by"], "last_number");
+    let (_, out, _) = gpassk(&["grade", "--gold", "2", "--pred", "no idea", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one json line");
+    assert_eq!(
+        (&v["found_by"], &v["extracted"]),
+        (&"none".into(), &serde_json::Value::Null)
+    );
 }
 
 #[test]

@@ -380,6 +380,8 @@ fn disagreements_are_written_with_both_verdicts_and_where_the_sample_was_read() 
         "{d}"
     );
     assert!(d["from"].as_str().unwrap().contains("reviews"), "{d}");
+    // How gpassk found its answer, raw.
+    assert_eq!(d["gpassk_found_by"], "boxed", "{d}");
     let md = read(&out.join("report.md"));
     assert!(md.contains("| stub-math | 48 | 27 | 0 | 1 | 20 |"), "{md}");
 }

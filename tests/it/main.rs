@@ -15,6 +15,7 @@ mod datasets_cli;
 mod deploy;
 mod docs;
 mod failures;
+mod found_by;
 mod grade_cases;
 mod history;
 mod hostile_server;

@@ -410,6 +410,8 @@ fn a_stored_run_reads_back_with_every_value_and_interval_exactly_as_its_folder()
         assert_eq!(stored.models.len(), folder.models.len());
         for (s, f) in stored.models.iter().zip(&folder.models) {
             assert_eq!((&s.name, s.n, &s.problems), (&f.name, f.n, &f.problems));
+            assert!(f.found_by.is_some());
+            assert_eq!(s.found_by, f.found_by, "{}", f.name);
             assert_eq!(s.estimates.len(), f.estimates.len(), "{}", f.name);
             for (a, b) in s.estimates.iter().zip(&f.estimates) {
                 let key = (
@@ -560,54 +562,103 @@ fn literal(v: &gpassk::store::rows::Value) -> String {
     }
 }
 
+/// SQL that makes a database of schema `version` holding `results`' rows as the gpassk of that
+/// version pushed them (`samples`: with a row per graded sample): the tables it had, the sample
+/// rows without the columns added since, and the content digest it recorded.
+fn old_database(
+    version: usize,
+    dir: &gpassk::rundir::RunDir,
+    results: &gpassk::scoring::RunResults,
+    samples: bool,
+) -> String {
+    use gpassk::store::rows::{RowDigest, Value};
+    use gpassk::store::schema::{MIGRATIONS, VERSION_TABLE};
+    let rows = gpassk::store::rows::of_run(dir, results).unwrap();
+    let mut sql = format!("{VERSION_TABLE};\n");
+    for (i, m) in MIGRATIONS[..version].iter().enumerate() {
+        sql.push_str(&format!(
+            "{m}\nINSERT INTO gpassk_schema VALUES ({}, 'then');\n",
+            i + 1
+        ));
+    }
+    // Tables and columns added after `version`, which that gpassk neither wrote nor digested.
+    let later = MIGRATIONS[version..].join("\n");
+    let known = |table: &str| !later.contains(&format!("CREATE TABLE {table} "));
+    let mut digest = RowDigest::default();
+    let mut inserts: Vec<(&str, Vec<(&str, Value)>)> = Vec::new();
+    for (table, table_rows) in rows.tables().into_iter().skip(1) {
+        for row in table_rows.iter().filter(|_| known(table)) {
+            digest.add(row);
+            inserts.push((table, row.clone()));
+        }
+    }
+    let mut run = rows.runs[0].clone();
+    digest.add(&run);
+    if samples {
+        let (plan, _) = gpassk::scoring::load_plan(dir, &[]).unwrap();
+        let (notes, _) = gpassk::util::Notes::collect();
+        for (m, settings) in results.models.iter().zip(&plan.settings.models) {
+            gpassk::scoring::for_each_sample(&plan, dir, settings, &notes, |s| {
+                let mut row = gpassk::store::rows::sample_row(&results.run_id, &m.name, &s);
+                row.retain(|(c, _)| !later.contains(&format!("ADD COLUMN {c} ")));
+                digest.add(&row);
+                inserts.push(("samples", row));
+                Ok(())
+            })
+            .unwrap();
+        }
+    }
+    run.push(("content_sha256", Value::Text(digest.finish())));
+    inserts.insert(0, ("runs", run));
+    for (table, row) in inserts {
+        let columns: Vec<&str> = row.iter().map(|(c, _)| *c).collect();
+        let values: Vec<String> = row.iter().map(|(_, v)| literal(v)).collect();
+        sql.push_str(&format!(
+            "INSERT INTO {table} ({}) VALUES ({});\n",
+            columns.join(", "),
+            values.join(", ")
+        ));
+    }
+    sql
+}
+
+fn versions(db: &TestDb) -> Vec<String> {
+    db.column("SELECT version FROM gpassk_schema ORDER BY version")
+}
+
 #[test]
 fn a_first_version_database_upgrades_and_keeps_its_rows() {
-    use gpassk::store::schema::{MIGRATIONS, VERSION_TABLE};
     let env = finished_run();
     let dir = gpassk::rundir::RunDir::at(env.run_dir());
     let (notes, _) = gpassk::util::Notes::collect();
     let results = gpassk::scoring::load_run(&dir, &notes).unwrap();
     let rows = gpassk::store::rows::of_run(&dir, &results).unwrap();
-    let mut sql = format!(
-        "{VERSION_TABLE};\n{}\nINSERT INTO gpassk_schema VALUES (1, 'then');\n",
-        MIGRATIONS[0]
-    );
-    let mut run = rows.runs[0].clone();
-    run.push((
-        "content_sha256",
-        gpassk::store::rows::Value::Text(rows.digest.clone().finish()),
-    ));
-    let tables = rows.tables();
-    for (table, rows) in [("runs", &[run][..])]
-        .into_iter()
-        .chain(tables.into_iter().skip(1))
-    {
-        for row in rows {
-            let columns: Vec<&str> = row.iter().map(|(c, _)| *c).collect();
-            let values: Vec<String> = row.iter().map(|(_, v)| literal(v)).collect();
-            sql.push_str(&format!(
-                "INSERT INTO {table} ({}) VALUES ({});\n",
-                columns.join(", "),
-                values.join(", ")
-            ));
-        }
-    }
+    let sql = old_database(1, &dir, &results, false);
     for db in TestDb::both(&env.path().join("v1.db")) {
         db.execute(&sql);
         let out = db.run(&["store", "ls"]);
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-        let versions: Vec<String> = (1..=gpassk::store::schema::VERSION)
+        let all: Vec<String> = (1..=gpassk::store::schema::VERSION)
             .map(|v| v.to_string())
             .collect();
-        assert_eq!(
-            db.column("SELECT version FROM gpassk_schema ORDER BY version"),
-            versions
-        );
+        assert_eq!(versions(&db), all);
         for (table, rows) in rows.tables() {
-            assert_eq!(export(&db, table).len(), rows.len(), "{table}");
+            let kept = if table == "found_by_counts" {
+                0
+            } else {
+                rows.len()
+            };
+            assert_eq!(export(&db, table).len(), kept, "{table}");
         }
         assert_eq!(export(&db, "samples").len(), 0);
-        // The rows kept are the rows this gpassk makes of the run: pushing it changes nothing.
+        // The rows kept are the rows that gpassk made of the run: pushing it adds only how its
+        // answers were found, once.
+        let again = push(&db, &[dir.path()]);
+        assert!(stdout(&again).contains("replaced"), "{}", both(&again));
+        assert_eq!(
+            export(&db, "found_by_counts").len(),
+            rows.found_by_counts.len()
+        );
         let again = push(&db, &[dir.path()]);
         assert!(stdout(&again).contains("unchanged"), "{}", both(&again));
         let samples = db.run(&["store", "push", "--samples", dir.path().to_str().unwrap()]);
@@ -617,6 +668,96 @@ fn a_first_version_database_upgrades_and_keeps_its_rows() {
             both(&samples)
         );
         assert_eq!(export(&db, "samples").len(), 2 * 6 * 5);
+    }
+}
+
+/// The store's read-back of `run_id` on `db`.
+fn stored(db: &TestDb, run_id: &str) -> gpassk::scoring::RunResults {
+    let url = gpassk::store::StoreUrl::parse(&db.url(), "db")
+        .unwrap()
+        .with_password_env(
+            matches!(db, TestDb::Postgres { .. }).then_some(PASSWORD_ENV),
+            "x",
+        )
+        .unwrap();
+    let mut store = gpassk::store::Store::open(&url).unwrap();
+    store.results(run_id).unwrap().expect("the run is stored")
+}
+
+#[test]
+fn a_third_version_database_gains_how_answers_were_found_and_a_push_fills_it_in() {
+    let env = finished_run();
+    let dir = gpassk::rundir::RunDir::at(env.run_dir());
+    let (notes, _) = gpassk::util::Notes::collect();
+    let results = gpassk::scoring::load_run(&dir, &notes).unwrap();
+    let sql = old_database(3, &dir, &results, true);
+    for db in TestDb::both(&env.path().join("v3.db")) {
+        db.execute(&sql);
+        let out = db.run(&["store", "ls"]);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        let all: Vec<String> = (1..=gpassk::store::schema::VERSION)
+            .map(|v| v.to_string())
+            .collect();
+        assert_eq!(versions(&db), all);
+        // The old rows are kept; how their answers were found is not known.
+        let samples = export(&db, "samples");
+        assert_eq!(samples.len(), 2 * 6 * 5);
+        assert!(
+            samples.iter().all(|s| s["found_by"].is_empty()),
+            "{samples:?}"
+        );
+        assert_eq!(export(&db, "found_by_counts").len(), 0);
+        let old = stored(&db, &results.run_id);
+        assert!(old.models.iter().all(|m| m.found_by.is_none()));
+        // The reports of a run read back from it say so, never a share of nothing.
+        let text = gpassk::report::found_block(&old, 80);
+        assert_eq!(text, "", "no model says how its answers were found");
+
+        let out = db.run(&["store", "push", "--samples", dir.path().to_str().unwrap()]);
+        assert!(stdout(&out).contains("replaced"), "{}", both(&out));
+        let samples = export(&db, "samples");
+        assert_eq!(samples.len(), 2 * 6 * 5);
+        let grade = gpassk::grade::GradeConfig::default();
+        let (plan, _) = gpassk::scoring::load_plan(&dir, &[]).unwrap();
+        let checkpoint = read(&dir.checkpoint("a"));
+        for line in checkpoint.lines() {
+            let r: serde_json::Value = serde_json::from_str(line).unwrap();
+            let index = match &r["sample_index"] {
+                serde_json::Value::Number(n) => n.to_string(),
+                _ => "-1".to_string(),
+            };
+            let row = (samples.iter())
+                .find(|s| {
+                    s["model"] == "a"
+                        && s["problem_id"] == r["problem_id"].as_str().unwrap()
+                        && s["sample"] == index
+                })
+                .expect("a row per unit");
+            let gold = (plan.problems.iter())
+                .find(|p| p.id == r["problem_id"].as_str().unwrap())
+                .map(|p| p.answer.as_str())
+                .unwrap();
+            let v = gpassk::grade::grade(gold, r["response"].as_str().unwrap(), &grade);
+            assert_eq!(row["found_by"], v.found_by.as_str(), "{line}");
+        }
+        // Per model, the answers by way: as many as its sample rows, as the folder counts them.
+        let counts = export(&db, "found_by_counts");
+        for m in &results.models {
+            let sum: u64 = (counts.iter())
+                .filter(|c| c["model"] == m.name)
+                .map(|c| c["answers"].parse::<u64>().unwrap())
+                .sum();
+            assert_eq!(sum, 6 * 5, "{}", m.name);
+        }
+        let new = stored(&db, &results.run_id);
+        for (s, f) in new.models.iter().zip(&results.models) {
+            assert!(f.found_by.is_some());
+            assert_eq!(s.found_by, f.found_by, "{}", f.name);
+        }
+        assert_eq!(
+            gpassk::report::found_block(&new, 80),
+            gpassk::report::found_block(&results, 80)
+        );
     }
 }
 

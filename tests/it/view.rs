@@ -508,6 +508,17 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
             .sum()
     };
     let shared = compared(&s);
+    // How many of the model's answers the run page says were found, and how many boxed.
+    let found = |s: &Served| -> (u64, u64) {
+        let v: serde_json::Value =
+            serde_json::from_str(&get(s, &format!("/api/run/{}", name(&b))).body).unwrap();
+        let m = &v["answers_found"]["models"][3];
+        (
+            m["answers"].as_u64().unwrap(),
+            m["found_by"]["boxed"].as_u64().unwrap(),
+        )
+    };
+    let (answers, boxed) = found(&s);
     let stamp = get(&s, &format!("/api/stamp?run={}", name(&b))).body;
     for page in [
         "/",
@@ -542,6 +553,8 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
         compared(&s) > shared,
         "the comparison follows the grown run"
     );
+    // The problem graded again adds its boxed answer to how the model's answers were found.
+    assert_eq!(found(&s), (answers + 1, boxed + 1));
 }
 
 /// Two runs on different datasets are not compared (their problem ids match by accident), as

@@ -199,7 +199,8 @@ impl Fixture {
     }
 }
 
-/// Two scorings of a run hold the same figures: each model's counts, per-problem counts, votes,
+/// Two scorings of a run hold the same figures: each model's counts (how its answers were found
+/// too), per-problem counts, votes,
 /// per-problem values (with their Monte Carlo errors) and estimates, exactly.
 pub(crate) fn assert_same_scores(a: &gpassk::scoring::RunResults, b: &gpassk::scoring::RunResults) {
     assert_eq!(a.models.len(), b.models.len());
@@ -217,6 +218,7 @@ pub(crate) fn assert_same_scores(a: &gpassk::scoring::RunResults, b: &gpassk::sc
         };
         assert_eq!(counts(x), counts(y));
         assert_eq!(x.served_models, y.served_models, "{}", x.name);
+        assert_eq!(x.found_by, y.found_by, "{}: how answers were found", x.name);
         assert_eq!(x.problems, y.problems, "{}", x.name);
         assert_eq!(x.votes, y.votes, "{}", x.name);
         assert_eq!(x.values.metrics, y.values.metrics, "{}", x.name);
