@@ -25,6 +25,7 @@ mod input_bounds;
 mod label_fake;
 mod merge_shards;
 mod metrics_reference;
+mod properties;
 mod report_cli;
 mod report_html;
 mod report_search;
