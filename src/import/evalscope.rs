@@ -843,7 +843,9 @@ impl Yaml {
         let num = |k: &str| g.get(k).and_then(Value::as_f64);
         let int = |k: &str| g.get(k).and_then(Value::as_u64);
         let repeats = self.top.get("repeats").and_then(Value::as_u64);
-        let nominal = match (repeats, int("n")) {
+        // 0.x names the samples per problem `num_return_sequences` (or `n`).
+        let per_call = int("n").or(int("num_return_sequences"));
+        let nominal = match (repeats, per_call) {
             (Some(r), n) => Some(r * n.unwrap_or(1)),
             (None, n) => n,
         };
@@ -866,8 +868,18 @@ impl Yaml {
                 recorded.insert(k.into(), v.clone());
             }
         }
+        // 0.x's service adapter sends temperature 0 unless `do_sample` is true: greedy.
+        let service = self.top.get("eval_type").and_then(Value::as_str) == Some("service");
+        let greedy = match g.get("do_sample").and_then(Value::as_bool) {
+            Some(sample) => !sample,
+            None => service,
+        };
         SourceSettings {
-            temperature: num("temperature"),
+            temperature: if greedy {
+                Some(0.0)
+            } else {
+                num("temperature")
+            },
             top_p: num("top_p"),
             max_tokens: int("max_tokens")
                 .or(int("max_new_tokens"))

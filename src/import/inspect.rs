@@ -164,14 +164,14 @@ impl Log {
             (self.eval["model_generate_config"].as_object().cloned()).unwrap_or_default();
         config.extend(self.plan["config"].as_object().cloned().unwrap_or_default());
         let num = |k: &str| config.get(k).and_then(Value::as_f64);
-        let epochs = self.eval.pointer("/config/epochs").and_then(Value::as_u64);
         SourceSettings {
             temperature: num("temperature"),
             top_p: num("top_p"),
             max_tokens: (config.get("max_tokens").and_then(Value::as_u64))
                 .and_then(|t| u32::try_from(t).ok()),
             seed: config.get("seed").and_then(Value::as_u64),
-            nominal_n: epochs.and_then(|e| u32::try_from(e).ok()),
+            nominal_n: (self.eval.pointer("/config/epochs").and_then(Value::as_u64))
+                .and_then(|e| u32::try_from(e).ok()),
             recorded: serde_json::json!({
                 "generate_config": config,
                 "epochs": self.eval.pointer("/config/epochs"),
@@ -211,11 +211,6 @@ impl Log {
             .models
             .entry(model.clone())
             .or_insert_with(|| self.settings());
-        let epochs = self
-            .eval
-            .pointer("/config/epochs")
-            .and_then(Value::as_u64)
-            .unwrap_or(1);
         for score in self.results["scores"].as_array().into_iter().flatten() {
             if score["name"].as_str() != Some(self.scorer.as_str()) || self.key.is_some() {
                 continue;
@@ -232,17 +227,18 @@ impl Log {
                 dataset: dataset.clone(),
                 name: format!("{}/{reducer}: accuracy", self.scorer),
                 value,
-                recompute: reduced(reducer, epochs),
+                recompute: reduced(reducer),
             });
         }
     }
 }
 
 /// How an epochs reducer's `accuracy` is recomputed from the per-epoch verdicts.
-fn reduced(reducer: &str, epochs: u64) -> Recompute {
+fn reduced(reducer: &str) -> Recompute {
     let name = match reducer {
         "mean" => "accuracy".to_string(),
-        "max" => format!("pass@{epochs}"),
+        // The best epoch of each sample, however many it kept.
+        "max" => "pass@n".to_string(),
         r => r
             .strip_prefix("pass_at_")
             .map(|k| format!("pass@{k}"))

@@ -224,6 +224,7 @@ impl Tally {
                 .collect(),
             aggregates: Vec::new(),
             verdicts,
+            ks: Vec::new(),
             notes: Vec::new(),
         }
     }

@@ -16,6 +16,9 @@ pub enum PaperMetric {
     MGPassAtK(u64),
     /// The share correct among a problem's first k samples (NeMo-Skills' `pass@1[avg-of-k]`).
     FirstK(u64),
+    /// Whether any of a problem's samples is correct, however many it has (`pass@n`; Inspect's
+    /// `max` reducer).
+    Any,
 }
 
 /// `g-pass@16_0.5`, `G-Pass@16_0.5`, `math_g-pass@4_0.5`; `mG-Pass@16`, `mmath_g-pass@4`.
@@ -48,6 +51,9 @@ impl PaperMetric {
         if let Some(c) = FIRST.captures(base) {
             return k(&c[1]).map(PaperMetric::FirstK);
         }
+        if base == "pass@n" {
+            return Some(PaperMetric::Any);
+        }
         if let Some(rest) = base.strip_prefix("pass^") {
             let tau: Tau = "1.0".parse().ok()?;
             return k(rest).map(|k| PaperMetric::GPassAtK(k, tau));
@@ -79,6 +85,7 @@ impl PaperMetric {
             PaperMetric::GPassAtK(k, t) => format!("G-Pass@{k}_{t}"),
             PaperMetric::MGPassAtK(k) => format!("mG-Pass@{k}"),
             PaperMetric::FirstK(k) => format!("c/{k} of the first {k} samples"),
+            PaperMetric::Any => "pass@n".into(),
         }
     }
 }
@@ -110,6 +117,7 @@ pub(crate) fn mean_over_problems(
             PaperMetric::FirstK(k) => {
                 return Err(format!("a problem has {n} samples, fewer than k = {k}"))
             }
+            PaperMetric::Any => Ok(ratio(u64::from(c > 0), 1)),
             PaperMetric::PassAtK(k) => pass_at_k(n, c, *k),
             PaperMetric::GPassAtK(k, t) => g_pass_at_k(n, c, *k, t),
             PaperMetric::MGPassAtK(k) => mg_pass_at_k(n, c, *k),
@@ -140,6 +148,7 @@ mod tests {
         is("pass@k:k=4&n=16", "pass@4");
         is("pass^3", "G-Pass@3_1.0");
         is("pass@1[avg-of-4]", "c/4 of the first 4 samples");
+        is("pass@n", "pass@n");
         is("G-Pass@16_0.5", "G-Pass@16_0.5");
         is("math_g-pass@4_0.75", "G-Pass@4_0.75");
         is("mG-Pass@16", "mG-Pass@16");

@@ -122,6 +122,7 @@ fn read(
         } else {
             "none: the lines have no `score` lists".into()
         },
+        ks: Vec::new(),
         notes,
     })
 }

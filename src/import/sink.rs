@@ -22,7 +22,7 @@ const BAD_NAMED: usize = 20;
 /// What an errored sample (a harness failure, not a wrong answer) counts as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Errored {
-    /// A wrong sample: the problem keeps every sample it was given (τ-bench's convention).
+    /// Kept, graded as any sample: one without an answer is wrong (τ-bench's convention).
     #[default]
     Fail,
     /// Left out: the problem keeps its other samples (τ²-bench's convention).
@@ -148,7 +148,9 @@ impl Runs {
             .collect();
         if c.errored > 0 {
             let counted = match self.opts.errored {
-                Errored::Fail => "count as wrong (--errored drop leaves them out)",
+                Errored::Fail => {
+                    "are kept and graded (without an answer, wrong; --errored drop leaves them out)"
+                }
                 Errored::Drop => "were left out (--errored drop)",
             };
             let example = c.errored_example.as_deref().unwrap_or_default();
@@ -275,22 +277,16 @@ impl Runs {
         refuse(&self.opts, &mut self.counts, path, at, message)
     }
 
-    /// An errored sample: counted, then dropped (`Errored::Drop`) or kept as a wrong sample.
-    fn errored(&mut self, s: &mut SourceSample) -> bool {
+    /// An errored sample: counted, then dropped (`Errored::Drop`) or kept, graded as any
+    /// sample (without an answer, a wrong one); whether it is kept.
+    fn errored(&mut self, s: &SourceSample) -> bool {
         let Some(why) = &s.errored else { return true };
         self.counts.errored += 1;
         if self.counts.errored_example.is_none() {
             let at = format!("{}{}", self.inputs[s.file].path.display(), s.at);
             self.counts.errored_example = Some(format!("{at}: {}", printable(why)));
         }
-        if self.opts.errored == Errored::Drop {
-            return false;
-        }
-        s.verdict = Some(false);
-        if s.response.is_none() {
-            s.answer = Some("0".into());
-        }
-        true
+        self.opts.errored == Errored::Fail
     }
 }
 
@@ -519,7 +515,7 @@ impl Sink for Runs {
         if s.problem_id.is_empty() {
             return self.bad(s.file, s.at, "no problem id".into());
         }
-        if !self.kept(&s) || !self.errored(&mut s) {
+        if !self.kept(&s) || !self.errored(&s) {
             return Ok(());
         }
         if let Some(known) = &mut self.known {

@@ -161,6 +161,9 @@ pub struct SourceSummary {
     pub aggregates: Vec<Stored>,
     /// Which of the source's marks became the per-sample verdicts (or why there are none).
     pub verdicts: String,
+    /// The k the source reports its metrics at (τ-bench's pass^1…pass^n): the runs are scored
+    /// at them (those up to the fewest samples a model has), besides gpassk's own.
+    pub ks: Vec<u64>,
     /// Anything else the user should know (left-out filters, files without results…).
     pub notes: Vec<String>,
 }

@@ -105,10 +105,15 @@ fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportE
         if let Some(read) = read {
             layouts.insert(read.layout);
             read.notes(&path, &mut summary.notes);
+            // pass^1 … pass^n, as both harnesses print them.
+            let most = read.trials.values().copied().max().unwrap_or(0);
+            summary.ks.extend(1..=u64::from(most));
             summary.models.entry(read.model).or_insert(read.settings);
         }
     }
     summary.layout = layouts.into_iter().collect::<Vec<_>>().join("; ");
+    summary.ks.sort_unstable();
+    summary.ks.dedup();
     Ok(summary)
 }
 

@@ -336,7 +336,7 @@ fn finish(
     let relative = write_dataset(&r.run.dir, &name, &problems)?;
     let config = config(
         r,
-        &summary.models,
+        (&summary.models, &summary.ks),
         &relative,
         problems.iter().any(|p| p.subset.is_some()),
     );
@@ -574,10 +574,20 @@ fn from_verdicts(
 /// manifest.
 fn config(
     r: &RunOut,
-    settings: &BTreeMap<String, SourceSettings>,
+    (settings, ks): (&BTreeMap<String, SourceSettings>, &[u64]),
     dataset: &Path,
     subsets: bool,
 ) -> RawConfig {
+    let n = r
+        .models
+        .values()
+        .map(|m| u64::from(m.max_index) + 1)
+        .min()
+        .unwrap_or(1);
+    let ks: Vec<i64> = (ks.iter())
+        .filter(|&&k| k >= 1 && k <= n)
+        .map(|&k| k as i64)
+        .collect();
     let models = (r.models.iter())
         .map(|(name, m)| {
             let s = settings.get(&m.source_name).cloned().unwrap_or_default();
@@ -604,6 +614,18 @@ fn config(
         models,
         evaluation: RawEvaluation {
             dataset: Some(dataset.display().to_string()),
+            // The source's own k beside the default (the largest of 16, 8, 4, 1 within n).
+            k: (!ks.is_empty()).then(|| {
+                let usual = [16, 8, 4, 1]
+                    .into_iter()
+                    .find(|&k| k <= n as i64)
+                    .unwrap_or(1);
+                let mut all = ks.clone();
+                all.push(usual);
+                all.sort_unstable();
+                all.dedup();
+                all
+            }),
             fields: Some(RawFields {
                 id: Some("id".into()),
                 question: Some("question".into()),
