@@ -122,10 +122,12 @@ fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportE
         let repeats = (settings.as_ref())
             .and_then(|c| c.top.get("repeats"))
             .and_then(Value::as_u64);
+        let before = tally.unindexed;
         kinds.insert(read_file(s, repeats, sink, &mut tally)?);
+        let v010 = tally.unindexed > before;
         (summary.models)
             .entry(s.model.clone())
-            .or_insert_with(|| settings.map(|c| c.settings()).unwrap_or_default());
+            .or_insert_with(|| settings.map(|c| c.settings(v010)).unwrap_or_default());
         read.push(s.clone());
     }
     if tally.duplicates > 0 {
@@ -318,6 +320,8 @@ struct Tally {
     sums: BTreeMap<FileKey, BTreeMap<String, (f64, u64)>>,
     rows: BTreeMap<FileKey, u64>,
     duplicates: u64,
+    /// Rows without `index` (EvalScope before 0.11).
+    unindexed: u64,
 }
 
 impl Tally {
@@ -383,6 +387,7 @@ fn read_file(
     };
     let mut rows = 0u64;
     json_lines(sink, file, |sink, line, v| {
+        tally.unindexed += v.get("index").is_none() as u64;
         let Some((index, new)) = ids.of(&v) else {
             let why = "no integer `index` (nor the `answer_id` or `raw_input` of a 0.x row)";
             return sink.bad(file, At::Line(line), why.into());
@@ -838,7 +843,9 @@ struct Yaml {
 }
 
 impl Yaml {
-    fn settings(&self) -> SourceSettings {
+    /// The settings; `v010`: the rows are EvalScope 0.10's or older, whose service adapter sent
+    /// temperature 0 unless `do_sample` was true.
+    fn settings(&self, v010: bool) -> SourceSettings {
         let g = &self.generation;
         let num = |k: &str| g.get(k).and_then(Value::as_f64);
         let int = |k: &str| g.get(k).and_then(Value::as_u64);
@@ -868,11 +875,10 @@ impl Yaml {
                 recorded.insert(k.into(), v.clone());
             }
         }
-        // 0.x's service adapter sends temperature 0 unless `do_sample` is true: greedy.
         let service = self.top.get("eval_type").and_then(Value::as_str) == Some("service");
         let greedy = match g.get("do_sample").and_then(Value::as_bool) {
             Some(sample) => !sample,
-            None => service,
+            None => v010 && service,
         };
         SourceSettings {
             temperature: if greedy {
@@ -1160,6 +1166,68 @@ mod tests {
         assert!(!claims(&fixture(
             "opencompass/n-replicas/predictions/stub-math/gpk_arith.json"
         )));
+    }
+
+    /// Per problem (choices, `review.result` true) from a 0.x reviews file, in row order.
+    fn rows_of(path: &str) -> Vec<(u32, u32)> {
+        let text = std::fs::read_to_string(fixture(path)).unwrap();
+        (text.lines())
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let choices = v["choices"].as_array().unwrap();
+                let right = choices
+                    .iter()
+                    .filter(|c| c["review"]["result"] == true)
+                    .count();
+                (choices.len() as u32, right as u32)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn v0_10_rows_without_index_are_problems_in_row_order_and_greedy_is_said() {
+        let rows = rows_of("evalscope/v0.10.1/reviews/stub-math/gsm8k_main.jsonl");
+        let (sink, out) = run(&[fixture("evalscope/v0.10.1")], false);
+        let summary = out.unwrap();
+        let got: Vec<(u32, u32)> = (0..rows.len())
+            .map(|p| sink.counts()[&("stub-math".to_string(), p.to_string())])
+            .map(|(n, c)| (n, c.unwrap()))
+            .collect();
+        assert_eq!(got, rows);
+        assert_eq!(sink.datasets(), ["gsm8k"]);
+        let s = &summary.models["stub-math"];
+        assert_eq!((s.temperature, s.nominal_n), (Some(0.7), Some(6)));
+        // No report: 0.10.1 fails writing one when a problem has several samples.
+        assert!(summary.aggregates.is_empty());
+        let (sink, out) = run(&[fixture("evalscope/v0.10.1-greedy")], false);
+        let summary = out.unwrap();
+        assert_eq!(summary.models["stub-math"].temperature, Some(0.0));
+        assert!(checks(&sink, &summary).iter().all(|a| a.3));
+        assert_eq!(checks(&sink, &summary).len(), 2);
+    }
+
+    #[test]
+    fn a_re_run_appended_to_a_v0_10_file_is_read_once_and_out_of_range_verdicts_are_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&fixture("evalscope/v0.10.1"), tmp.path(), "predictions");
+        let path = tmp.path().join("reviews/stub-math/gsm8k_main.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}{text}")).unwrap();
+        let (sink, out) = run(&[tmp.path().to_path_buf()], false);
+        let summary = out.unwrap();
+        assert_eq!(sink.samples.len(), 48);
+        assert!(
+            summary.notes.iter().any(|n| n.contains("8 rows repeat")),
+            "{:?}",
+            summary.notes
+        );
+        for (bad, said) in [("7.5", "7.5 is not a verdict"), ("NaN", "NaN")] {
+            let edited = text.replacen("\"result\": true", &format!("\"result\": {bad}"), 1);
+            std::fs::write(&path, edited).unwrap();
+            let (_, out) = run(&[tmp.path().to_path_buf()], false);
+            let e = out.unwrap_err().to_string();
+            assert!(e.contains("gsm8k_main.jsonl:1") && e.contains(said), "{e}");
+        }
     }
 
     #[test]

@@ -277,24 +277,6 @@ impl Log {
             .and_then(json_text)
             .ok_or("a sample without `id`")?;
         let epoch = o.get("epoch").and_then(Value::as_u64).unwrap_or(1);
-        let mut s = SourceSample {
-            model: self.model(),
-            dataset: self.dataset(),
-            problem_id: id,
-            repeat: u32::try_from(epoch.saturating_sub(1)).ok(),
-            question: input_text(o.get("input")),
-            gold: self.gold(o.get("target")),
-            response: response(o),
-            finish_reason: finish_reason(o),
-            ..SourceSample::default()
-        };
-        if let Some(e) = o.get("error").filter(|e| !e.is_null()) {
-            let message = e
-                .get("message")
-                .and_then(json_text)
-                .unwrap_or_else(|| e.to_string());
-            s.errored = Some(message.lines().next().unwrap_or_default().to_string());
-        }
         let score = o.get("scores").and_then(|sc| sc.get(&self.scorer));
         let mut value = score.and_then(|sc| sc.get("value"));
         if let (Some(k), Some(Value::Object(m))) = (&self.key, value) {
@@ -309,14 +291,33 @@ impl Log {
                 self.scorer
             ));
         }
-        s.verdict = match value {
+        let verdict = match value {
             Some(x) => score_verdict(x).map_err(|why| format!("score `{}`: {why}", self.scorer))?,
             None => None,
         };
-        self.partial += (value.is_some_and(|x| !x.is_null()) && s.verdict.is_none()) as u64;
-        s.extracted = score.and_then(|sc| sc.get("answer")).and_then(json_text);
+        self.partial += (value.is_some_and(|x| !x.is_null()) && verdict.is_none()) as u64;
         self.samples += 1;
-        Ok(s)
+        let errored = o.get("error").filter(|e| !e.is_null()).map(|e| {
+            let message = e
+                .get("message")
+                .and_then(json_text)
+                .unwrap_or_else(|| e.to_string());
+            message.lines().next().unwrap_or_default().to_string()
+        });
+        Ok(SourceSample {
+            model: self.model(),
+            dataset: self.dataset(),
+            problem_id: id,
+            repeat: u32::try_from(epoch.saturating_sub(1)).ok(),
+            question: input_text(o.get("input")),
+            gold: self.gold(o.get("target")),
+            response: response(o),
+            extracted: score.and_then(|sc| sc.get("answer")).and_then(json_text),
+            verdict,
+            finish_reason: finish_reason(o),
+            errored,
+            ..SourceSample::default()
+        })
     }
 
     /// The target, or the first of several.
@@ -541,4 +542,146 @@ fn zstd_frames(mut raw: &[u8]) -> Result<Vec<u8>, String> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{checks, fixture, read_into, Collect};
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn run(paths: &[PathBuf], opts: &ReadOptions) -> (Collect, Result<SourceSummary, ImportError>) {
+        read_into("inspect", paths, opts, false)
+    }
+
+    fn log(dir: &str, ext: &str) -> PathBuf {
+        let dir = fixture(dir);
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| file_name(p).ends_with(ext))
+            .collect();
+        found.sort();
+        found.remove(0)
+    }
+
+    /// Per problem (samples, correct), and the problems' correct counts the stub model gave
+    /// (6, 0, 3, 5, 1, 4, 2, 6 of 6).
+    fn counts(sink: &Collect) -> BTreeMap<String, (u32, Option<u32>)> {
+        sink.counts()
+            .into_iter()
+            .map(|((_, p), c)| (p, c))
+            .collect()
+    }
+
+    #[test]
+    fn an_eval_archive_gives_every_epoch_and_its_score_zstd_or_deflate() {
+        for dir in ["inspect/v0.3.285", "inspect/v0.3.100"] {
+            let path = log(dir, ".eval");
+            assert!(claims(&path), "{dir}");
+            let (sink, out) = run(&[path], &ReadOptions::default());
+            let summary = out.unwrap();
+            let got: Vec<(u32, Option<u32>)> = counts(&sink).into_values().collect();
+            let want = [6, 0, 3, 5, 1, 4, 2, 6].map(|c| (6, Some(c)));
+            assert_eq!(got, want, "{dir}");
+            assert_eq!(sink.datasets(), ["gpk_arith"]);
+            assert!(sink.samples.iter().all(|s| s.model == "mockllm/model"));
+            let s = sink
+                .samples
+                .iter()
+                .find(|s| s.problem_id == "arith-01")
+                .unwrap();
+            assert_eq!(s.gold.as_deref(), Some("7/8"));
+            assert!(s.question.as_deref().unwrap().starts_with("What is 3/4"));
+            assert!(s.response.as_deref().unwrap().contains("\\boxed{"));
+            // Both reducers' accuracy recomputed from the per-epoch verdicts.
+            let done = checks(&sink, &summary);
+            assert_eq!(done.len(), 2, "{done:?}");
+            assert!(done.iter().all(|a| a.3), "{done:?}");
+            let m = &summary.models["mockllm/model"];
+            assert_eq!(
+                (m.temperature, m.seed, m.nominal_n),
+                (Some(0.7), Some(42), Some(6))
+            );
+        }
+    }
+
+    #[test]
+    fn a_json_log_keeps_an_errored_sample_marked_and_the_scorer_can_be_named() {
+        let path = log("inspect/v0.3.285", ".json");
+        assert!(claims(&path));
+        let (sink, out) = run(std::slice::from_ref(&path), &ReadOptions::default());
+        let summary = out.unwrap();
+        assert_eq!(sink.samples.len(), 12);
+        let errored: Vec<&SourceSample> = sink
+            .samples
+            .iter()
+            .filter(|s| s.errored.is_some())
+            .collect();
+        assert_eq!(errored.len(), 1);
+        assert_eq!(
+            (errored[0].problem_id.as_str(), errored[0].repeat),
+            ("arith-02", Some(1))
+        );
+        assert_eq!(errored[0].verdict, None);
+        assert!(errored[0]
+            .errored
+            .as_deref()
+            .unwrap()
+            .contains("connection reset"));
+        assert!(
+            summary.verdicts.contains("`includes`"),
+            "{}",
+            summary.verdicts
+        );
+        let mut opts = ReadOptions::default();
+        opts.fields.insert("verdict".into(), "nope".into());
+        let (sink, out) = run(&[path], &opts);
+        out.unwrap();
+        assert!(sink.samples.iter().all(|s| s.verdict.is_none()));
+    }
+
+    #[test]
+    fn score_values_read_as_inspect_reads_them() {
+        let v = |x: Value| score_verdict(&x);
+        assert_eq!(v("C".into()), Ok(Some(true)));
+        assert_eq!(v("I".into()), Ok(Some(false)));
+        assert_eq!(v("N".into()), Ok(Some(false)));
+        assert_eq!(v("P".into()), Ok(None));
+        assert_eq!(v(1.into()), Ok(Some(true)));
+        assert_eq!(v(0.5.into()), Ok(None));
+        assert!(v(7.5.into()).is_err());
+        assert!(v("NaN".into()).is_err());
+        let mut l = Log {
+            scorer: "s".into(),
+            ..Log::default()
+        };
+        let sample = serde_json::json!({"id": 1, "epoch": 2, "input": "q", "target": ["a", "b"],
+            "scores": {"s": {"value": {"x": "C", "y": "I"}}}});
+        assert!(l
+            .sample(&sample)
+            .unwrap_err()
+            .contains("--field verdict=s.KEY"));
+        l.key = Some("y".into());
+        let s = l.sample(&sample).unwrap();
+        assert_eq!(
+            (s.verdict, s.repeat, s.gold.as_deref()),
+            (Some(false), Some(1), Some("a"))
+        );
+        assert_eq!(l.targets, 1);
+    }
+
+    #[test]
+    fn a_broken_archive_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.eval");
+        std::fs::write(&path, b"PK\x03\x04 not really a zip").unwrap();
+        let (_, out) = run(&[path], &ReadOptions::default());
+        let e = out.unwrap_err().to_string();
+        assert!(
+            e.contains("x.eval") && e.contains("not a zip archive"),
+            "{e}"
+        );
+        assert!(zstd_frames(b"not zstd").is_err());
+    }
 }

@@ -383,3 +383,90 @@ mod tests {
         assert!(!judged("no verdict here"));
     }
 }
+
+#[cfg(test)]
+mod reading {
+    use super::super::testing::{checks, fixture, read_into, Collect};
+    use super::*;
+
+    const BENCH: &str = "nemo-skills/stub-math/eval-results/gpk_arith";
+
+    fn run(paths: &[PathBuf]) -> (Collect, Result<SourceSummary, ImportError>) {
+        read_into("nemo-skills", paths, &ReadOptions::default(), false)
+    }
+
+    /// A copy of the seed files with `edit` applied to seed file `seed`'s lines.
+    fn edited(seed: usize, edit: impl FnOnce(&mut Vec<String>)) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("m/eval-results/gpk_arith");
+        std::fs::create_dir_all(&to).unwrap();
+        let mut edit = Some(edit);
+        for i in 0..6 {
+            let name = format!("output-rs{i}.jsonl");
+            let text = std::fs::read_to_string(fixture(&format!("{BENCH}/{name}"))).unwrap();
+            let mut lines: Vec<String> = text.lines().map(String::from).collect();
+            if let Some(edit) = (i == seed).then(|| edit.take()).flatten() {
+                edit(&mut lines);
+                std::fs::write(to.join(&name), lines.join("\n") + "\n").unwrap();
+                continue;
+            }
+            std::fs::write(to.join(&name), text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn seed_files_are_the_samples_of_each_line_and_every_stored_metric_recomputes() {
+        let (sink, out) = run(&[fixture("nemo-skills")]);
+        let summary = out.unwrap();
+        let got: Vec<(u32, Option<u32>)> = sink.counts().into_values().collect();
+        assert_eq!(got, [6, 0, 3, 5, 1, 4, 2, 6].map(|c| (6, Some(c))));
+        assert_eq!(sink.datasets(), ["gpk_arith"]);
+        assert!(sink.samples.iter().all(|s| s.model == "stub-math"));
+        // The seed is the sample: output-rs2.jsonl gives sample 2 of every problem.
+        let s = (sink.samples.iter())
+            .find(|s| s.problem_id == "1" && s.repeat == Some(2))
+            .unwrap();
+        assert!(sink.files[s.file].ends_with("output-rs2.jsonl"));
+        assert_eq!(s.extracted.as_deref(), Some("7/12"));
+        let done = checks(&sink, &summary);
+        assert_eq!(done.len(), 16, "{done:?}");
+        assert!(done.iter().all(|a| a.3), "{done:?}");
+        assert_eq!(summary.models["stub-math"].nominal_n, Some(6));
+    }
+
+    #[test]
+    fn a_seed_file_out_of_step_is_named_by_file_and_line() {
+        let dir = edited(2, |l| l.swap(3, 4));
+        let (_, out) = run(&[dir.path().to_path_buf()]);
+        let e = out.unwrap_err().to_string();
+        assert!(
+            e.contains("output-rs2.jsonl:4") && e.contains("line by line"),
+            "{e}"
+        );
+        let dir = edited(5, |l| {
+            l.pop();
+        });
+        let (_, out) = run(&[dir.path().to_path_buf()]);
+        let e = out.unwrap_err().to_string();
+        assert!(
+            e.contains("output-rs5.jsonl") && e.contains("7 lines"),
+            "{e}"
+        );
+        let dir = edited(1, |l| {
+            l[0] = l[0].replace("\"symbolic_correct\": true", "\"symbolic_correct\": 7.5")
+        });
+        let (_, out) = run(&[dir.path().to_path_buf()]);
+        let e = out.unwrap_err().to_string();
+        assert!(e.contains("output-rs1.jsonl:1") && e.contains("7.5"), "{e}");
+    }
+
+    #[test]
+    fn greedy_and_sampled_outputs_together_are_refused() {
+        let dir = edited(9, |_| {});
+        let bench = dir.path().join("m/eval-results/gpk_arith");
+        std::fs::copy(bench.join("output-rs0.jsonl"), bench.join("output.jsonl")).unwrap();
+        let (_, out) = run(&[dir.path().to_path_buf()]);
+        assert!(out.unwrap_err().to_string().contains("two evaluations"));
+    }
+}

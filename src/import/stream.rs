@@ -94,15 +94,19 @@ impl TextLines {
                 return Err(self.too_long());
             }
         }
-        self.line += 1;
         if buf.len() > self.max {
             return Err(self.too_long());
         }
+        self.line += 1;
         Ok(Some(self.line))
     }
 
+    /// The line being read is longer than the bound.
     fn too_long(&self) -> ImportError {
-        let message = format!("longer than {} MiB", self.max >> 20);
+        let message = match self.max >= 1 << 20 {
+            true => format!("longer than {} MiB", self.max >> 20),
+            false => format!("longer than {} bytes", self.max),
+        };
         ImportError::bad(&self.path, At::Line(self.line + 1), message)
     }
 }
@@ -572,6 +576,42 @@ pub(crate) fn first_line(path: &Path) -> Option<Value> {
 #[cfg(test)]
 mod lenient_tests {
     use super::*;
+
+    fn lines_of(bytes: &[u8], max: usize) -> Result<Vec<(u64, String)>, ImportError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        let mut lines = TextLines::open(&path)?;
+        lines.max = max;
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        while let Some(n) = lines.next_into(&mut buf)? {
+            out.push((n, String::from_utf8(buf.clone()).unwrap()));
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn lines_end_at_lf_crlf_or_a_lone_cr_and_a_bom_is_skipped() {
+        let want: Vec<(u64, String)> = vec![
+            (1, "a".into()),
+            (2, "b".into()),
+            (3, "".into()),
+            (4, "c".into()),
+        ];
+        for text in [
+            &b"a\nb\n\nc\n"[..],
+            b"a\r\nb\r\n\r\nc\r\n",
+            b"a\rb\r\rc\r",
+            b"\xEF\xBB\xBFa\nb\r\n\rc",
+        ] {
+            assert_eq!(lines_of(text, 100).unwrap(), want, "{text:?}");
+        }
+        let e = lines_of(b"ab\nabcdef\n", 4).unwrap_err().to_string();
+        assert!(e.contains("f.jsonl:2") && e.contains("longer than"), "{e}");
+        let e = lines_of(b"\xFF\xFEa\x00", 100).unwrap_err().to_string();
+        assert!(e.contains("UTF-16"), "{e}");
+    }
 
     #[test]
     fn python_float_tokens_read_as_texts_outside_strings_only() {

@@ -412,6 +412,84 @@ mod tests {
         read_into("tau-bench", paths, &ReadOptions::default(), false)
     }
 
+    /// Per task: (trials, successes).
+    fn by_task(sink: &Collect) -> Vec<(String, u32, u32)> {
+        (sink.counts().into_iter())
+            .map(|((_, p), (n, c))| (p, n, c.unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn a_released_tau_bench_file_gives_each_task_its_trials() {
+        let (sink, out) = run(&[fixture("tau-bench/v1/gpt-4o-airline.json")]);
+        let summary = out.unwrap();
+        let tasks = by_task(&sink);
+        assert_eq!(tasks.len(), 50);
+        assert!(tasks.iter().all(|t| t.1 == 4));
+        assert_eq!(tasks.iter().map(|t| t.2).sum::<u32>(), 84);
+        assert_eq!(sink.datasets(), ["airline"]);
+        assert!(sink
+            .samples
+            .iter()
+            .all(|s| s.model == "gpt-4o" && s.gold.as_deref() == Some("1")));
+        assert!(sink.samples.iter().all(|s| s.response.is_none()));
+        assert_eq!(summary.ks, [1, 2, 3, 4]);
+        assert_eq!(summary.models["gpt-4o"].nominal_n, Some(4));
+    }
+
+    #[test]
+    fn tau2_results_in_one_file_or_a_folder_give_the_same_trials() {
+        let e: Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture("tau-bench/tau2/expected.json")).unwrap(),
+        )
+        .unwrap();
+        let mut want = Vec::new();
+        for (task, rewards) in e["rewards"].as_object().unwrap() {
+            let present: Vec<&Value> = (rewards.as_array().unwrap().iter())
+                .filter(|r| *r != "missing")
+                .collect();
+            let c = present.iter().filter(|r| r.as_f64() == Some(1.0)).count() as u32;
+            want.push((task.clone(), present.len() as u32, c));
+        }
+        for path in [
+            "tau-bench/tau2/stub-agent_stub-domain_4trials.json",
+            "tau-bench/tau2/dir/results.json",
+        ] {
+            let (sink, out) = run(&[fixture(path)]);
+            let summary = out.unwrap();
+            assert_eq!(by_task(&sink), want, "{path}");
+            assert_eq!(sink.datasets(), ["stub-domain"]);
+            let errored: Vec<&SourceSample> = sink
+                .samples
+                .iter()
+                .filter(|s| s.errored.is_some())
+                .collect();
+            assert_eq!(errored.len(), 1, "{path}");
+            assert_eq!(
+                (errored[0].problem_id.as_str(), errored[0].repeat),
+                ("t3", Some(1))
+            );
+            let m = &summary.models["stub-agent"];
+            assert_eq!(
+                (m.temperature, m.seed, m.nominal_n),
+                (Some(0.5), Some(300), Some(4))
+            );
+            assert!(
+                summary.notes.iter().any(|n| n.contains("task t4 (3)")),
+                "{:?}",
+                summary.notes
+            );
+            assert_eq!(
+                sink.samples[0].question.as_deref(),
+                Some("You want the stub agent to do task t0.")
+            );
+        }
+        assert!(claims(&fixture("tau-bench/tau2/dir/results.json")));
+        assert!(!claims(&fixture(
+            "tau-bench/tau2/dir/simulations/t0-0.json"
+        )));
+    }
+
     #[test]
     fn file_names_say_the_environment_and_the_model() {
         let n = |name: &str| tau1_names(Path::new(name), None);
