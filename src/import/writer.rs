@@ -99,6 +99,7 @@ impl Known {
 /// removed. [`Staged::commit`] moves the runs into place.
 pub fn stage(opts: &ImportOptions, notes: &Notes) -> Result<Staged, ImportError> {
     check_out(&opts.out)?;
+    check_given_once(&opts.paths)?;
     if let Some(d) = &opts.disagreements {
         check_disagreements(d, opts)?;
     }
@@ -129,6 +130,23 @@ fn check_out(out: &Path) -> Result<(), ImportError> {
             "--out {}: name a new directory",
             out.display()
         )));
+    }
+    Ok(())
+}
+
+/// Each path is given once: one given twice (under any spelling) would count its samples twice.
+fn check_given_once(paths: &[PathBuf]) -> Result<(), ImportError> {
+    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::new();
+    for p in paths {
+        let r = resolved(p);
+        if let Some((_, first)) = seen.iter().find(|(q, _)| *q == r) {
+            return Err(ImportError::Input(format!(
+                "{} and {} are the same file: give it once",
+                first.display(),
+                p.display()
+            )));
+        }
+        seen.push((r, p));
     }
     Ok(())
 }
