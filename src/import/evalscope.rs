@@ -42,12 +42,66 @@ impl Reader for EvalScope {
 }
 
 /// Whether EvalScope wrote `path`: a `.jsonl` under `reviews/<model>/` or `predictions/<model>/`
-/// whose first row has EvalScope's fields.
+/// (or a flattened copy's `reviews_<model>_….jsonl`) whose first row has EvalScope's fields.
 fn claims(path: &Path) -> bool {
-    if !file_name(path).ends_with(".jsonl") || folder_kind(path).is_none() {
+    if !file_name(path).ends_with(".jsonl") || !(folder_kind(path).is_some() || flat_name(path)) {
         return false;
     }
     first_row(path).is_some_and(|v| row_kind(&v).is_some())
+}
+
+/// A flattened copy of the output folders names its files `reviews_<model>_<bench>_<subset>.jsonl`,
+/// `predictions_…`, `reports_<model>_<bench>.json`, `configs_task_config….yaml`.
+fn flat_name(path: &Path) -> bool {
+    let name = file_name(path);
+    name.starts_with("reviews_") || name.starts_with("predictions_")
+}
+
+/// Where a file's run keeps its configs and reports: an output folder
+/// (`configs/`, `reports/<model>/`), or the folder of a flattened copy.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Root {
+    dir: PathBuf,
+    flat: bool,
+}
+
+impl Root {
+    fn report(&self, model: &str, bench: &str) -> PathBuf {
+        match self.flat {
+            true => self.dir.join(format!("reports_{model}_{bench}.json")),
+            false => self
+                .dir
+                .join("reports")
+                .join(model)
+                .join(format!("{bench}.json")),
+        }
+    }
+
+    /// The folder holding the task configs, and how their names start.
+    fn configs(&self) -> (PathBuf, &'static str) {
+        match self.flat {
+            true => (self.dir.clone(), "configs_task_config"),
+            false => (self.dir.join("configs"), "task_config"),
+        }
+    }
+
+    /// The benchmarks `model` has reports of.
+    fn reported(&self, model: &str) -> Vec<String> {
+        let (dir, prefix) = match self.flat {
+            true => (self.dir.clone(), format!("reports_{model}_")),
+            false => (self.dir.join("reports").join(model), String::new()),
+        };
+        (std::fs::read_dir(dir).into_iter().flatten().flatten())
+            .filter_map(|e| {
+                let name = file_name(&e.path());
+                Some(
+                    name.strip_prefix(&prefix)?
+                        .strip_suffix(".json")?
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -90,7 +144,7 @@ fn row_kind(v: &Value) -> Option<RowKind> {
 /// One samples file to read.
 #[derive(Debug, Clone)]
 struct Source {
-    root: Option<PathBuf>,
+    root: Option<Root>,
     model: String,
     bench: String,
     subset: String,
@@ -118,7 +172,7 @@ fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportE
         if !sink.wants(&s.path, Some(&s.model), Some(&s.bench)) {
             continue;
         }
-        let settings = configs.for_model(s.root.as_deref(), &s.model, sink)?;
+        let settings = configs.for_model(s.root.as_ref(), &s.model, sink)?;
         let repeats = (settings.as_ref())
             .and_then(|c| c.top.get("repeats"))
             .and_then(Value::as_u64);
@@ -181,14 +235,17 @@ fn sources(
     summary: &mut SourceSummary,
 ) -> Result<(Vec<Source>, Configs), ImportError> {
     let files = files_under(paths, |p| {
-        file_name(p).ends_with(".jsonl") && folder_kind(p).is_some()
+        file_name(p).ends_with(".jsonl") && (folder_kind(p).is_some() || flat_name(p))
     })?;
-    let mut by_key: BTreeMap<(Option<PathBuf>, String, String), (Kind, PathBuf)> = BTreeMap::new();
+    let mut by_key: BTreeMap<(Option<Root>, String, String), (Kind, PathBuf)> = BTreeMap::new();
     for f in files {
         let (kind, root, model, stem) = match folder_kind(&f) {
             Some(kind) => (
                 kind,
-                (f.parent().and_then(Path::parent).and_then(Path::parent)).map(Path::to_path_buf),
+                (f.parent().and_then(Path::parent).and_then(Path::parent)).map(|d| Root {
+                    dir: d.to_path_buf(),
+                    flat: false,
+                }),
                 f.parent().map(file_name).unwrap_or_default(),
                 file_name(&f).trim_end_matches(".jsonl").to_string(),
             ),
@@ -216,7 +273,7 @@ fn sources(
     }
     let mut out = Vec::new();
     for ((root, model, stem), (_, path)) in by_key {
-        let known = configs.benches(root.as_deref(), &model);
+        let known = configs.benches(root.as_ref(), &model);
         let row_subset = first_row(&path).and_then(|r| r["subset_name"].as_str().map(String::from));
         let (bench, subset) = split_stem(&stem, &known, row_subset.as_deref());
         out.push(Source {
@@ -242,7 +299,7 @@ fn sources(
 /// A file named on its own outside `reviews/<model>/`: what its first row says (the model its
 /// rows name, predictions or reviews); a `reviews_<model>_` or `predictions_<model>_` prefix
 /// (how a flattened copy of the folders is often named) is taken off the name.
-fn loose_file(f: &Path) -> (Kind, Option<PathBuf>, String, String) {
+fn loose_file(f: &Path) -> (Kind, Option<Root>, String, String) {
     let row = first_row(f);
     let kind = match row.as_ref().and_then(row_kind) {
         Some(RowKind::Prediction1) => Kind::Predictions,
@@ -277,7 +334,11 @@ fn loose_file(f: &Path) -> (Kind, Option<PathBuf>, String, String) {
             stem = rest.to_string();
         }
     }
-    (kind, None, model, stem)
+    let root = (f.parent()).map(|d| Root {
+        dir: d.to_path_buf(),
+        flat: true,
+    });
+    (kind, root, model, stem)
 }
 
 /// `gsm8k_main` → (`gsm8k`, `main`): the subset the rows name (0.x `subset_name`), else the
@@ -626,10 +687,7 @@ fn reports(
     let mut done = BTreeSet::new();
     for s in sources {
         let Some(root) = &s.root else { continue };
-        let path = root
-            .join("reports")
-            .join(&s.model)
-            .join(format!("{}.json", s.bench));
+        let path = root.report(&s.model, &s.bench);
         if !path.is_file() || !done.insert(path.clone()) {
             continue;
         }
@@ -763,20 +821,20 @@ fn recompute(
 /// The task configs of each output folder, read once.
 #[derive(Debug, Default)]
 struct Configs {
-    read: BTreeMap<PathBuf, Vec<(PathBuf, Yaml)>>,
+    read: BTreeMap<Root, Vec<(PathBuf, Yaml)>>,
 }
 
 impl Configs {
-    fn load(&mut self, root: &Path) -> &Vec<(PathBuf, Yaml)> {
-        self.read.entry(root.to_path_buf()).or_insert_with(|| {
-            let dir = root.join("configs");
+    fn load(&mut self, root: &Root) -> &Vec<(PathBuf, Yaml)> {
+        self.read.entry(root.clone()).or_insert_with(|| {
+            let (dir, prefix) = root.configs();
             let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
                 .into_iter()
                 .flatten()
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| {
                     let n = file_name(p);
-                    n.starts_with("task_config") && (n.ends_with(".yaml") || n.ends_with(".yml"))
+                    n.starts_with(prefix) && (n.ends_with(".yaml") || n.ends_with(".yml"))
                 })
                 .collect();
             found.sort();
@@ -787,8 +845,8 @@ impl Configs {
         })
     }
 
-    /// The benchmark names a folder's configs list (to split `<bench>_<subset>`).
-    fn benches(&mut self, root: Option<&Path>, model: &str) -> BTreeSet<String> {
+    /// The benchmark names a folder's configs and reports list (to split `<bench>_<subset>`).
+    fn benches(&mut self, root: Option<&Root>, model: &str) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         if let Some(root) = root {
             out.extend(
@@ -796,12 +854,7 @@ impl Configs {
                     .iter()
                     .flat_map(|(_, y)| y.datasets.iter().cloned()),
             );
-            let reports = root.join("reports").join(model);
-            for e in std::fs::read_dir(reports).into_iter().flatten().flatten() {
-                if let Some(b) = file_name(&e.path()).strip_suffix(".json") {
-                    out.insert(b.to_string());
-                }
-            }
+            out.extend(root.reported(model));
         }
         out
     }
@@ -809,7 +862,7 @@ impl Configs {
     /// The config of `model` (by `model` or `model_id`; the only one when one), registered.
     fn for_model(
         &mut self,
-        root: Option<&Path>,
+        root: Option<&Root>,
         model: &str,
         sink: &mut dyn Sink,
     ) -> Result<Option<Yaml>, ImportError> {
@@ -1147,6 +1200,44 @@ mod tests {
             expected_counts(&expected("v1.14.1"), "group_id")
         );
         assert_eq!(sink.datasets(), ["gsm8k"]);
+    }
+
+    /// A flattened copy of the folders (`reviews_<model>_<file>`, `reports_<model>_<bench>.json`,
+    /// `configs_task_config.yaml` side by side) reads like the folders.
+    #[test]
+    fn a_flattened_copy_of_the_folders_reads_like_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let from = fixture("evalscope/v1.14.1");
+        for (rel, flat) in [
+            (
+                "reviews/stub-math/gsm8k_main.jsonl",
+                "reviews_stub-math_gsm8k_main.jsonl",
+            ),
+            (
+                "predictions/stub-math/gsm8k_main.jsonl",
+                "predictions_stub-math_gsm8k_main.jsonl",
+            ),
+            (
+                "reports/stub-math/gsm8k.json",
+                "reports_stub-math_gsm8k.json",
+            ),
+            ("configs/task_config.yaml", "configs_task_config.yaml"),
+        ] {
+            std::fs::copy(from.join(rel), tmp.path().join(flat)).unwrap();
+        }
+        assert!(claims(
+            &tmp.path().join("reviews_stub-math_gsm8k_main.jsonl")
+        ));
+        let (sink, out) = run(&[tmp.path().to_path_buf()], false);
+        let summary = out.unwrap();
+        assert_eq!(
+            sink.counts(),
+            expected_counts(&expected("v1.14.1"), "group_id")
+        );
+        let done = checks(&sink, &summary);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert!(done[0].3, "{done:?}");
+        assert_eq!(summary.models["stub-math"].temperature, Some(0.7));
     }
 
     #[test]

@@ -89,8 +89,8 @@ pub(crate) fn verdict(v: &Value) -> Result<Option<bool>, String> {
         Value::Null => Ok(None),
         Value::Bool(b) => Ok(Some(*b)),
         Value::Number(n) => match n.as_f64() {
-            Some(x) if x == 1.0 => Ok(Some(true)),
-            Some(x) if x == 0.0 => Ok(Some(false)),
+            Some(1.0) => Ok(Some(true)),
+            Some(0.0) => Ok(Some(false)),
             Some(x) if x > 0.0 && x < 1.0 => Ok(None),
             _ => Err(format!("{n} is not a verdict (0 to 1)")),
         },

@@ -1527,7 +1527,7 @@ mod tests {
         res["configs"]["gpk_arith"]["generation_kwargs"]["temperature"] = 0.into();
         let renamed = to.join("gsm8k_2026-12-01T16-18-04.660489.json");
         std::fs::write(&renamed, res.to_string()).unwrap();
-        let (sink, out) = run(&[to.clone()], &ReadOptions::default(), false);
+        let (sink, out) = run(std::slice::from_ref(&to), &ReadOptions::default(), false);
         let summary = out.unwrap();
         assert!(sink.samples.iter().all(|s| s.model == "stub-math"));
         assert_eq!(summary.models["stub-math"].temperature, Some(0.0));

@@ -364,35 +364,37 @@ impl RunOut {
             .insert(s.problem_id.clone(), self.problems.len() - 1);
         self.problems.len() - 1
     }
+}
 
-    /// The model's output, its checkpoint file created on its first sample.
-    fn model(&mut self, name: &str, source: &str) -> Result<&mut ModelOut, ImportError> {
-        if !self.models.contains_key(name) {
-            let path = self.run.dir.checkpoint(name);
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(ImportError::io("create", &path))?;
-            self.models.insert(
-                name.to_string(),
-                ModelOut {
-                    source_name: source.to_string(),
-                    writer: std::io::BufWriter::with_capacity(1 << 20, file),
-                    path,
-                    taken: HashMap::new(),
-                    next: HashMap::new(),
-                    verdicts: HashMap::new(),
-                    samples: 0,
-                    with_verdict: 0,
-                    duplicates: 0,
-                    renumbered: 0,
-                    max_index: 0,
-                },
-            );
-        }
-        Ok(self.models.get_mut(name).expect("inserted above"))
+/// A run's output of one model, its checkpoint file created on its first sample.
+fn model_out<'a>(
+    models: &'a mut BTreeMap<String, ModelOut>,
+    dir: &RunDir,
+    (name, source): (&str, &str),
+) -> Result<&'a mut ModelOut, ImportError> {
+    if !models.contains_key(name) {
+        let path = dir.checkpoint(name);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(ImportError::io("create", &path))?;
+        let out = ModelOut {
+            source_name: source.to_string(),
+            writer: std::io::BufWriter::with_capacity(1 << 20, file),
+            path,
+            taken: HashMap::new(),
+            next: HashMap::new(),
+            verdicts: HashMap::new(),
+            samples: 0,
+            with_verdict: 0,
+            duplicates: 0,
+            renumbered: 0,
+            max_index: 0,
+        };
+        models.insert(name.to_string(), out);
     }
+    Ok(models.get_mut(name).expect("inserted above"))
 }
 
 /// Where a sample goes in its model's checkpoint.
@@ -532,19 +534,22 @@ impl Sink for Runs {
             }
         }
         let name = self.model_name(&s.model)?;
-        let file_path = self.inputs[s.file].path.clone();
         self.claim_run(&s.dataset)?;
         let Runs {
             runs,
             opts,
             counts,
             imported_at,
+            inputs,
             ..
         } = self;
+        let file_path = &inputs[s.file].path;
         let run = runs.get_mut(&s.dataset).expect("claimed above");
-        let p = run.problem(&s, &file_path);
-        let run_id = run.run.manifest.run_id.clone();
-        let m = run.model(&name, &s.model)?;
+        let p = run.problem(&s, file_path);
+        let RunOut {
+            run: open, models, ..
+        } = run;
+        let m = model_out(models, &open.dir, (&name, &s.model))?;
         let index = match m.slot(p, s.repeat, s.file as u32) {
             Slot::Duplicate => {
                 m.duplicates += 1;
@@ -555,7 +560,7 @@ impl Sink for Runs {
                     "sample {i} of problem {}: past the {MAX_N} samples per problem gpassk scores",
                     printable(&s.problem_id)
                 );
-                return refuse(opts, counts, file_path, s.at, message);
+                return refuse(opts, counts, file_path.clone(), s.at, message);
             }
             Slot::Index(i) => i,
         };
@@ -566,7 +571,12 @@ impl Sink for Runs {
             m.verdicts.entry(p).or_default().push((index, v));
         }
         let at = s.at.label();
-        m.write(&record(&s, (&run_id, &name, &at), index, imported_at))
+        m.write(&record(
+            &s,
+            (&open.manifest.run_id, &name, &at),
+            index,
+            imported_at,
+        ))
     }
 }
 
