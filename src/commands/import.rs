@@ -91,33 +91,9 @@ pub struct ImportArgs {
 
 pub fn run(args: ImportArgs) -> Result<ExitStatus> {
     let notes = super::stderr_notes();
-    let format = match args.format.as_str() {
-        "auto" => {
-            let f = detect(&args.paths).map_err(to_anyhow)?;
-            notes.note(&format!("--format auto: these are {f} files"));
-            f
-        }
-        name => Format::named(name).map_err(to_anyhow)?,
-    };
-    let opts = ImportOptions {
-        format,
-        paths: args.paths.clone(),
-        out: args.out.clone(),
-        read: ReadOptions {
-            task: args.task.clone(),
-            model: args.model.clone(),
-            fields: parse_fields(&args.fields)?,
-        },
-        dataset: args.dataset.clone(),
-        skip_bad: args.skip_bad,
-        rename: args.name.clone(),
-        errored: match args.errored {
-            ErroredArg::Fail => Errored::Fail,
-            ErroredArg::Drop => Errored::Drop,
-        },
-        disagreements: args.disagreements.clone(),
-    };
+    let opts = options(&args, &notes)?;
     let staged = stage(&opts, &notes).map_err(to_anyhow)?;
+    // Scored and reported before they are moved into place: nothing half-done reaches --out.
     let mut scored = Vec::new();
     for r in &staged.runs {
         let results = load_run(&r.dir, &notes).map_err(bad_input)?;
@@ -134,36 +110,63 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
         Some(path) => match write_disagreements(path, &runs) {
             Ok(n) => Some((n, path)),
             Err(e) => {
-                notes.warn(&format!(
+                let said = format!(
                     "--disagreements {}: {e:#}; the runs are written",
                     path.display()
-                ));
+                );
+                notes.warn(&said);
                 None
             }
         },
     };
-    if args.quiet {
-        return Ok(ExitStatus::Success);
-    }
-    for (r, (results, names)) in runs.iter().zip(&scored) {
-        if runs.len() > 1 {
-            println!(
-                "\n== dataset {} ({})",
-                crate::util::printable(&r.dataset),
-                r.dir.display()
-            );
+    if !args.quiet {
+        for (r, (results, names)) in runs.iter().zip(&scored) {
+            if runs.len() > 1 {
+                let d = crate::util::printable(&r.dataset);
+                println!("\n== dataset {d} ({})", r.dir.display());
+            }
+            print!("{}", report::import_summary(&r.info, r.problems.len()));
+            print!("{}", report::terminal_table(results, false));
+            print!("{}", report::source_agreement(results));
+            for name in names {
+                println!("wrote {}", r.dir.path().join(name).display());
+            }
         }
-        print!("{}", report::import_summary(&r.info, r.problems.len()));
-        print!("{}", report::terminal_table(results, false));
-        print!("{}", report::source_agreement(results));
-        for name in names {
-            println!("wrote {}", r.dir.path().join(name).display());
+        if let Some((n, path)) = disagreements {
+            println!("wrote {n} disagreeing samples to {}", path.display());
         }
-    }
-    if let Some((n, path)) = disagreements {
-        println!("wrote {n} disagreeing samples to {}", path.display());
     }
     Ok(ExitStatus::Success)
+}
+
+/// What the arguments ask for, the format told from the files under `auto`.
+fn options(args: &ImportArgs, notes: &crate::util::Notes) -> Result<ImportOptions> {
+    let format = match args.format.as_str() {
+        "auto" => {
+            let f = detect(&args.paths).map_err(to_anyhow)?;
+            notes.note(&format!("--format auto: these are {f} files"));
+            f
+        }
+        name => Format::named(name).map_err(to_anyhow)?,
+    };
+    Ok(ImportOptions {
+        format,
+        paths: args.paths.clone(),
+        out: args.out.clone(),
+        read: ReadOptions {
+            task: args.task.clone(),
+            model: args.model.clone(),
+            fields: parse_fields(&args.fields)?,
+        },
+        dataset: args.dataset.clone(),
+        skip_bad: args.skip_bad,
+        rename: args.name.clone(),
+        errored: match args.errored {
+            ErroredArg::Fail => Errored::Fail,
+            ErroredArg::Drop => Errored::Drop,
+        },
+        disagreements: args.disagreements.clone(),
+    })
 }
 
 fn to_anyhow(e: ImportError) -> anyhow::Error {

@@ -344,20 +344,13 @@ fn finish(
     (opts, summary): (&ImportOptions, &SourceSummary),
     notes: &Notes,
 ) -> Result<Imported, ImportError> {
-    let mut problems = problems(runs, key, notes)?;
+    let problems = problems(runs, key, notes)?;
+    let info = info(runs, key, (opts, summary), &problems);
     let name = run_name(key, opts);
-    let checks = aggregates(runs, key, &summary.aggregates, &problems);
-    let imported_at = runs.imported_at.clone();
-    let inputs = runs.inputs();
-    let known = runs.known.as_ref().map(|k| k.sha256.clone());
     let r = runs.runs.get_mut(key).expect("a run of every key");
     let relative = write_dataset(&r.run.dir, &name, &problems)?;
-    let config = config(
-        r,
-        (&summary.models, &summary.ks),
-        &relative,
-        problems.iter().any(|p| p.subset.is_some()),
-    );
+    let subsets = problems.iter().any(|p| p.subset.is_some());
+    let config = config(r, (&summary.models, &summary.ks), &relative, subsets);
     let config_json = serde_json::to_value(&config).map_err(|e| ImportError::Write(e.into()))?;
     let manifest_path = r.run.dir.manifest_path();
     let mut settings = crate::config::load_json(&config_json, &manifest_path)
@@ -367,7 +360,7 @@ fn finish(
     let mut manifest = plan.new_manifest(&r.run.manifest.run_id);
     // Where the manifest will be once the run is in place.
     manifest.config_path = final_dir.manifest_path().display().to_string();
-    manifest.dataset.name = name.clone();
+    manifest.dataset.name = name;
     manifest.dataset.files = vec![relative.display().to_string()];
     manifest.task_name = None;
     for (model, mm) in manifest.models.iter_mut() {
@@ -379,29 +372,9 @@ fn finish(
             false => Status::Incomplete,
         };
     }
-    let mut extra = summary.notes.clone();
-    extra.append(&mut r.conflicts);
-    let info = ImportInfo {
-        format: opts.format.to_string(),
-        layout: summary.layout.clone(),
-        imported_at: imported_at.clone(),
-        files: inputs,
-        gold_from: match &opts.dataset {
-            Some(d) => format!("dataset {d}"),
-            None => "the imported files".into(),
-        },
-        dataset_sha256: known,
-        verdicts: summary.verdicts.clone(),
-        models: imported_models(r, &summary.models),
-        aggregates: checks,
-        bad_records: runs.counts.bad,
-        bad_examples: runs.counts.bad_examples.clone(),
-        notes: extra,
-    };
-    let r = runs.runs.get_mut(key).expect("a run of every key");
-    manifest.imported = Some(info.clone());
-    manifest.created_at = imported_at;
+    manifest.created_at = info.imported_at.clone();
     manifest.finished_at = Some(now_rfc3339());
+    manifest.imported = Some(info.clone());
     r.run.manifest = manifest;
     r.run
         .finish(false)
@@ -412,7 +385,6 @@ fn finish(
     let models = (r.models.iter())
         .map(|(n, m)| (n.clone(), m.max_index + 1))
         .collect();
-    problems.shrink_to_fit();
     Ok(Imported {
         dir: r.run.dir.clone(),
         dataset: key.to_string(),
@@ -421,6 +393,40 @@ fn finish(
         models,
         grade: plan.settings.evaluation.grade_config(),
     })
+}
+
+/// The manifest's `imported` entry of the run of dataset `key`.
+fn info(
+    runs: &mut Runs,
+    key: &str,
+    (opts, summary): (&ImportOptions, &SourceSummary),
+    problems: &[Problem],
+) -> ImportInfo {
+    let checks = aggregates(runs, key, &summary.aggregates, problems);
+    let files = runs.inputs();
+    let known = runs.known.as_ref().map(|k| k.sha256.clone());
+    let (bad_records, bad_examples) = (runs.counts.bad, runs.counts.bad_examples.clone());
+    let imported_at = runs.imported_at.clone();
+    let r = runs.runs.get_mut(key).expect("a run of every key");
+    let mut notes = summary.notes.clone();
+    notes.append(&mut r.conflicts);
+    ImportInfo {
+        format: opts.format.to_string(),
+        layout: summary.layout.clone(),
+        imported_at,
+        files,
+        gold_from: match &opts.dataset {
+            Some(d) => format!("dataset {d}"),
+            None => "the imported files".into(),
+        },
+        dataset_sha256: known,
+        verdicts: summary.verdicts.clone(),
+        models: imported_models(r, &summary.models),
+        aggregates: checks,
+        bad_records,
+        bad_examples,
+        notes,
+    }
 }
 
 fn imported_models(
