@@ -1028,7 +1028,7 @@ fn scalar(v: &str) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{self, checks, fixture, read_into, Collect};
+    use super::super::testing::{self, checks, copy_tree, fixture, read_into, Collect};
     use super::*;
 
     fn expected(v: &str) -> Value {
@@ -1122,21 +1122,6 @@ mod tests {
             (s.temperature, s.max_tokens, s.nominal_n),
             (Some(0.7), Some(256), Some(6))
         );
-    }
-
-    fn copy_tree(from: &Path, to: &Path, skip: &str) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let p = e.unwrap().path();
-            if file_name(&p) == skip {
-                continue;
-            }
-            if p.is_dir() {
-                copy_tree(&p, &to.join(p.file_name().unwrap()), skip);
-            } else {
-                std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
-            }
-        }
     }
 
     #[test]

@@ -130,16 +130,13 @@ pub fn detect(paths: &[PathBuf]) -> Result<Format, ImportError> {
             pointers.push((f, said));
         }
     }
-    let generic = jsonl::Jsonl.name();
-    let specific: Vec<&(Format, usize, PathBuf)> = found
-        .values()
-        .filter(|(f, _, _)| f.name() != generic)
-        .collect();
-    match (specific.as_slice(), found.get(generic)) {
-        ([one], _) => Ok(one.0),
-        ([], Some(g)) => Ok(g.0),
-        ([], None) => Err(ImportError::Input(nothing_found(paths, &pointers))),
-        (several, _) => Err(ImportError::Input(format!(
+    // A file only generic JSONL claims beside another harness's files is no file of that
+    // harness: it would be left unread, so the mix is refused like any other.
+    let all: Vec<&(Format, usize, PathBuf)> = found.values().collect();
+    match all.as_slice() {
+        [one] => Ok(one.0),
+        [] => Err(ImportError::Input(nothing_found(paths, &pointers))),
+        several => Err(ImportError::Input(format!(
             "--format auto: the files are of several formats ({}); import them one format at a time",
             several
                 .iter()
@@ -172,7 +169,7 @@ fn nothing_found(paths: &[PathBuf], pointers: &[(&Path, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::testing::fixture;
+    use crate::import::testing::{copy_tree, fixture};
 
     #[test]
     fn every_fixture_folder_is_told_apart() {

@@ -191,6 +191,23 @@ pub(crate) mod testing {
         serde_json::from_str(&text).unwrap()
     }
 
+    /// Copies the folder `from` into `to`, leaving out what is named `skip`.
+    pub(crate) fn copy_tree(from: &Path, to: &Path, skip: &str) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap();
+            if name == skip {
+                continue;
+            }
+            if p.is_dir() {
+                copy_tree(&p, &to.join(name), skip);
+            } else {
+                std::fs::copy(&p, to.join(name)).unwrap();
+            }
+        }
+    }
+
     /// A fixture under `tests/fixtures/import/`.
     pub(crate) fn fixture(rel: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
