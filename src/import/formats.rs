@@ -217,5 +217,12 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("inspect"));
+        // A generic JSONL file beside lm-eval's is named, not left unread.
+        let mixed = tempfile::tempdir().unwrap();
+        copy_tree(&fixture("lm-eval/v0.4.13"), mixed.path(), "");
+        let mine = mixed.path().join("mine.jsonl");
+        std::fs::copy(fixture("jsonl/one-sample-per-line.jsonl"), mine).unwrap();
+        let e = detect(&[mixed.path().to_path_buf()]).unwrap_err().to_string();
+        assert!(e.contains("lm-eval") && e.contains("jsonl: 1 files"), "{e}");
     }
 }
