@@ -222,7 +222,9 @@ mod tests {
         copy_tree(&fixture("lm-eval/v0.4.13"), mixed.path(), "");
         let mine = mixed.path().join("mine.jsonl");
         std::fs::copy(fixture("jsonl/one-sample-per-line.jsonl"), mine).unwrap();
-        let e = detect(&[mixed.path().to_path_buf()]).unwrap_err().to_string();
+        let e = detect(&[mixed.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("lm-eval") && e.contains("jsonl: 1 files"), "{e}");
     }
 }

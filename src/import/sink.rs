@@ -48,6 +48,41 @@ struct Input {
     role: Role,
 }
 
+/// `--dataset`: its problems by id, and whether the source's ids turned out to be positions.
+pub(super) struct Known {
+    pub name: String,
+    pub sha256: String,
+    pub problems: Vec<Problem>,
+    pub by_id: HashMap<String, usize>,
+    pub by_position: u64,
+}
+
+impl Known {
+    pub(super) fn new(name: &str, ds: crate::dataset::Dataset) -> Known {
+        let by_id = (ds.problems.iter().enumerate())
+            .map(|(i, p)| (p.id.clone(), i))
+            .collect();
+        Known {
+            name: name.to_string(),
+            sha256: ds.sha256,
+            problems: ds.problems,
+            by_id,
+            by_position: 0,
+        }
+    }
+
+    /// The dataset's problem for a source id: by id, else (harnesses that number documents,
+    /// like lm-eval's `doc_id`) by position.
+    pub(super) fn find(&mut self, id: &str) -> Option<usize> {
+        if let Some(&i) = self.by_id.get(id) {
+            return Some(i);
+        }
+        let i = (id.parse::<usize>().ok()).filter(|&i| i < self.problems.len())?;
+        self.by_position += 1;
+        Some(i)
+    }
+}
+
 /// One problem as the files gave it.
 pub(super) struct SeenProblem {
     pub id: String,
@@ -106,7 +141,7 @@ pub(super) struct Counts {
 pub(super) struct Runs {
     staging: PathBuf,
     opts: SinkOptions,
-    pub known: Option<super::writer::Known>,
+    pub known: Option<Known>,
     inputs: Vec<Input>,
     pub runs: BTreeMap<String, RunOut>,
     /// Source model → this import's name for it.

@@ -5,7 +5,7 @@
 
 use super::formats::Format;
 use super::metric::mean_over_problems;
-use super::sink::{problem_of, Errored, RunOut, Runs, SinkOptions};
+use super::sink::{problem_of, Errored, Known, RunOut, Runs, SinkOptions};
 use super::source::{ImportError, ReadOptions, Recompute, SourceSummary, Stored};
 use crate::config::raw::{RawApi, RawConfig, RawEvaluation, RawFields, RawModel};
 use crate::dataset::Problem;
@@ -16,7 +16,7 @@ use crate::rundir::provenance::{
 };
 use crate::rundir::RunDir;
 use crate::util::{now_rfc3339, printable, Notes};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What `gpassk import` was asked to do.
@@ -58,41 +58,6 @@ pub struct Staged {
     staging: PathBuf,
     out: PathBuf,
     pub runs: Vec<Imported>,
-}
-
-/// `--dataset`: its problems by id, and whether the source's ids turned out to be positions.
-pub(super) struct Known {
-    pub name: String,
-    sha256: String,
-    pub problems: Vec<Problem>,
-    by_id: HashMap<String, usize>,
-    by_position: u64,
-}
-
-impl Known {
-    fn new(name: &str, ds: crate::dataset::Dataset) -> Known {
-        let by_id = (ds.problems.iter().enumerate())
-            .map(|(i, p)| (p.id.clone(), i))
-            .collect();
-        Known {
-            name: name.to_string(),
-            sha256: ds.sha256,
-            problems: ds.problems,
-            by_id,
-            by_position: 0,
-        }
-    }
-
-    /// The dataset's problem for a source id: by id, else (harnesses that number documents,
-    /// like lm-eval's `doc_id`) by position.
-    pub(super) fn find(&mut self, id: &str) -> Option<usize> {
-        if let Some(&i) = self.by_id.get(id) {
-            return Some(i);
-        }
-        let i = (id.parse::<usize>().ok()).filter(|&i| i < self.problems.len())?;
-        self.by_position += 1;
-        Some(i)
-    }
 }
 
 /// Reads the source into runs in a staging folder beside `--out`; on any failure the folder is
