@@ -680,6 +680,30 @@ fn seed_files_add_samples_and_the_same_file_twice_is_refused() {
         ),
         (Some(8), Some(11))
     );
+    // `--model` keeps one model, and says what it left out.
+    let two = env.write(
+        "two.jsonl",
+        &(line("a", ["4", "4", "4", "4"]).replacen("{", "{\"model\": \"x\", ", 1)
+            + &line("a", ["5", "5", "5", "5"]).replacen("{", "{\"model\": \"y\", ", 1)),
+    );
+    let o = import(
+        "jsonl",
+        &two,
+        &env.file("only-x"),
+        &["--model", "x", "--quiet"],
+    );
+    assert!(
+        stderr(&o).contains("model y: 4 samples left out"),
+        "{}",
+        both(&o)
+    );
+    let o = import("jsonl", &two, &env.file("none"), &["--model", "z"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("every sample") && stderr(&o).contains("model x: 4 samples"),
+        "{}",
+        stderr(&o)
+    );
     let seed0 = dir.join("run_seed0.jsonl");
     let twice = gpassk(&[
         "import",
