@@ -100,12 +100,10 @@ pub(super) struct ModelOut {
     /// import removes the whole staging folder, so no torn line is ever resumed from).
     writer: std::io::BufWriter<std::fs::File>,
     path: PathBuf,
-    /// (problem, sample index) → the file that gave it.
-    taken: HashMap<(usize, u32), u32>,
-    /// Per problem: the next free sample index.
-    next: HashMap<usize, u32>,
-    /// Per problem: the source's verdicts by sample index, for the stored aggregates.
-    pub verdicts: HashMap<usize, Vec<(u32, bool)>>,
+    /// Per problem (its position in the run): its samples sorted by index, each with the file
+    /// that gave it and the source's verdict. Sparse, so memory follows the samples read, not
+    /// the indices a file states.
+    pub taken: Vec<Vec<Taken>>,
     pub samples: u64,
     pub with_verdict: u64,
     /// Records of a sample its own file had already given (the first kept).
@@ -113,6 +111,14 @@ pub(super) struct ModelOut {
     /// Samples numbered after those an earlier file gave the same problem.
     pub renumbered: u64,
     pub max_index: u32,
+}
+
+/// A sample of a problem: its index, the file that gave it and the source's verdict.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Taken {
+    index: u32,
+    file: u32,
+    pub verdict: Option<bool>,
 }
 
 /// One dataset's run being written.
@@ -418,9 +424,7 @@ fn model_out<'a>(
             source_name: source.to_string(),
             writer: std::io::BufWriter::with_capacity(1 << 20, file),
             path,
-            taken: HashMap::new(),
-            next: HashMap::new(),
-            verdicts: HashMap::new(),
+            taken: Vec::new(),
             samples: 0,
             with_verdict: 0,
             duplicates: 0,
@@ -437,27 +441,42 @@ enum Slot {
     Index(u32),
     /// Its own file gave this (problem, sample) already.
     Duplicate,
+    /// Past the samples per problem gpassk scores.
+    TooFar(u32),
 }
 
 impl ModelOut {
     /// The sample index of a sample of problem `p` from `file`: the one it states, unless its
     /// own file gave that one already (a duplicate) or another file did (then numbered after
     /// every sample the problem has: seeds and shards of the same problems add samples).
-    fn slot(&mut self, p: usize, stated: Option<u32>, file: u32) -> Slot {
-        let next = self.next.entry(p).or_insert(0);
-        let index = match stated {
-            Some(r) => match self.taken.get(&(p, r)) {
-                None => r,
-                Some(&f) if f == file => return Slot::Duplicate,
-                Some(_) => {
+    fn slot(&mut self, p: usize, stated: Option<u32>, file: u32, verdict: Option<bool>) -> Slot {
+        if self.taken.len() <= p {
+            self.taken.resize_with(p + 1, Vec::new);
+        }
+        let list = &mut self.taken[p];
+        let next = list.last().map_or(0, |t| t.index.saturating_add(1));
+        // The index and where it goes in the sorted list (mostly at the end).
+        let (index, at) = match stated {
+            Some(r) if r >= next => (r, list.len()),
+            Some(r) => match list.binary_search_by_key(&r, |t| t.index) {
+                Err(at) => (r, at),
+                Ok(i) if list[i].file == file => return Slot::Duplicate,
+                Ok(_) => {
                     self.renumbered += 1;
-                    *next
+                    (next, list.len())
                 }
             },
-            None => *next,
+            None => (next, list.len()),
         };
-        *next = (*next).max(index.saturating_add(1));
-        self.taken.insert((p, index), file);
+        if u64::from(index) >= MAX_N {
+            return Slot::TooFar(index);
+        }
+        let taken = Taken {
+            index,
+            file,
+            verdict,
+        };
+        list.insert(at, taken);
         Slot::Index(index)
     }
 
@@ -585,12 +604,12 @@ impl Sink for Runs {
             run: open, models, ..
         } = run;
         let m = model_out(models, &open.dir, (&name, &s.model))?;
-        let index = match m.slot(p, s.repeat, s.file as u32) {
+        let index = match m.slot(p, s.repeat, s.file as u32, s.verdict) {
             Slot::Duplicate => {
                 m.duplicates += 1;
                 return Ok(());
             }
-            Slot::Index(i) if u64::from(i) >= MAX_N => {
+            Slot::TooFar(i) => {
                 let message = format!(
                     "sample {i} of problem {}: past the {MAX_N} samples per problem gpassk scores",
                     printable(&s.problem_id)
@@ -601,10 +620,7 @@ impl Sink for Runs {
         };
         m.samples += 1;
         m.max_index = m.max_index.max(index);
-        if let Some(v) = s.verdict {
-            m.with_verdict += 1;
-            m.verdicts.entry(p).or_default().push((index, v));
-        }
+        m.with_verdict += s.verdict.is_some() as u64;
         let at = s.at.label();
         m.write(&record(
             &s,
@@ -719,5 +735,66 @@ pub(super) fn problem_of(seen: &SeenProblem, gold: String) -> Problem {
         answer: gold,
         subset: seen.subset.clone(),
         fields: BTreeMap::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out() -> ModelOut {
+        let file = tempfile::tempfile().unwrap();
+        ModelOut {
+            source_name: "m".into(),
+            writer: std::io::BufWriter::new(file),
+            path: PathBuf::from("m.jsonl"),
+            taken: Vec::new(),
+            samples: 0,
+            with_verdict: 0,
+            duplicates: 0,
+            renumbered: 0,
+            max_index: 0,
+        }
+    }
+
+    fn index(slot: Slot) -> Option<u32> {
+        match slot {
+            Slot::Index(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn stated_indices_fill_gaps_other_files_add_after_and_a_repeat_is_a_duplicate() {
+        let mut m = out();
+        assert_eq!(index(m.slot(0, Some(2), 0, Some(true))), Some(2));
+        assert_eq!(index(m.slot(0, Some(0), 0, Some(false))), Some(0));
+        assert!(matches!(m.slot(0, Some(2), 0, None), Slot::Duplicate));
+        // Another file stating index 0 again: a seed of the same problem, numbered after.
+        assert_eq!(index(m.slot(0, Some(0), 1, Some(true))), Some(3));
+        assert_eq!(m.renumbered, 1);
+        assert_eq!(index(m.slot(0, None, 1, Some(true))), Some(4));
+        assert_eq!(index(m.slot(0, Some(1), 1, Some(false))), Some(1));
+        let order: Vec<(u32, Option<bool>)> =
+            (m.taken[0].iter()).map(|t| (t.index, t.verdict)).collect();
+        let want = [(0, Some(false)), (1, Some(false)), (2, Some(true))];
+        assert_eq!(order[..3], want);
+        assert_eq!(order.len(), 5);
+        // Problem 5 first seen after problem 0: problems between stay empty.
+        assert_eq!(index(m.slot(5, None, 0, None)), Some(0));
+        assert!(m.taken[1..5].iter().all(Vec::is_empty));
+    }
+
+    #[test]
+    fn a_far_index_takes_one_entry_and_past_max_n_is_too_far() {
+        let mut m = out();
+        let last = (MAX_N - 1) as u32;
+        for p in 0..1000 {
+            assert_eq!(index(m.slot(p, Some(last), 0, None)), Some(last));
+        }
+        assert!(m.taken.iter().all(|l| l.len() == 1 && l.capacity() < 16));
+        assert!(matches!(m.slot(0, Some(MAX_N as u32), 0, None), Slot::TooFar(_)));
+        // Renumbered past the limit: too far as well, never wrapped.
+        assert!(matches!(m.slot(0, Some(last), 1, None), Slot::TooFar(_)));
     }
 }

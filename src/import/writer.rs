@@ -521,16 +521,11 @@ fn from_verdicts(
         );
         return (None, why);
     }
-    let mut per_problem: Vec<(usize, Vec<bool>)> = (m.verdicts.iter())
-        .filter(|(p, _)| chosen(**p))
-        .map(|(p, v)| {
-            let mut v = v.clone();
-            v.sort_by_key(|x| x.0);
-            (*p, v.into_iter().map(|x| x.1).collect())
-        })
+    // Each problem's verdicts in sample order (every sample carries one: checked above).
+    let lists: Vec<Vec<bool>> = (m.taken.iter().enumerate())
+        .filter(|(p, list)| chosen(*p) && !list.is_empty())
+        .map(|(_, list)| list.iter().filter_map(|t| t.verdict).collect())
         .collect();
-    per_problem.sort_by_key(|x| x.0);
-    let lists: Vec<Vec<bool>> = per_problem.into_iter().map(|x| x.1).collect();
     let (lo, hi) =
         (lists.iter().map(Vec::len)).fold((usize::MAX, 0), |(l, h), n| (l.min(n), h.max(n)));
     let n = match lo == hi {
