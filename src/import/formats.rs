@@ -140,7 +140,10 @@ pub fn detect(paths: &[PathBuf]) -> Result<Format, ImportError> {
             "--format auto: the files are of several formats ({}); import them one format at a time",
             several
                 .iter()
-                .map(|(f, n, p)| format!("{f}: {n} files, e.g. {}", p.display()))
+                .map(|(f, n, p)| {
+                    let files = if *n == 1 { "file" } else { "files" };
+                    format!("{f}: {n} {files}, e.g. {}", p.display())
+                })
                 .collect::<Vec<_>>()
                 .join("; ")
         ))),

@@ -46,7 +46,8 @@ impl Reader for Inspect {
     }
 }
 
-/// A `.eval` zip archive, or a `.json` log whose head names an eval.
+/// A `.eval` zip archive, or a `.json` log whose head names an eval (its `eval` spec: keys in
+/// any order, as a log re-written with sorted keys has them).
 fn claims(path: &Path) -> bool {
     let name = file_name(path);
     let mut head = Vec::new();
@@ -60,7 +61,7 @@ fn claims(path: &Path) -> bool {
     let text = String::from_utf8_lossy(&head);
     name.ends_with(".json")
         && text.trim_start().starts_with('{')
-        && ["\"eval_id\"", "\"task_id\"", "\"version\""]
+        && ["\"eval_id\"", "\"task_id\""]
             .iter()
             .all(|k| text.contains(k))
 }
@@ -120,6 +121,8 @@ struct Log {
     samples: u64,
     partial: u64,
     targets: u64,
+    /// Samples with no target or scored by a model grader: nothing to re-grade.
+    untargeted: u64,
 }
 
 impl Log {
@@ -205,6 +208,13 @@ impl Log {
                 "{}: {} samples list several targets: the first is the gold answer",
                 path.display(),
                 self.targets
+            ));
+        }
+        if self.untargeted > 0 {
+            summary.notes.push(format!(
+                "{}: {} samples have no target or a model grader's score: the log's score is their verdict (kept as the answer 1 or 0 against the gold 1, as for agent trajectories; their text is not kept)",
+                path.display(),
+                self.untargeted
             ));
         }
         summary
@@ -304,7 +314,7 @@ impl Log {
                 .unwrap_or_else(|| e.to_string());
             message.lines().next().unwrap_or_default().to_string()
         });
-        Ok(SourceSample {
+        let mut sample = SourceSample {
             model: self.model(),
             dataset: self.dataset(),
             problem_id: id,
@@ -317,7 +327,18 @@ impl Log {
             finish_reason: finish_reason(o),
             errored,
             ..SourceSample::default()
-        })
+        };
+        // No target (an open-ended task, a check run in a sandbox) or a model grader's (the
+        // target is a rubric, not an answer): nothing gpassk's grader can re-grade, so the
+        // log's verdict is graded, as a τ-bench reward is.
+        let no_target = sample.gold.as_deref().is_none_or(|g| g.trim().is_empty());
+        if no_target || self.scorer.starts_with("model_graded") {
+            self.untargeted += 1;
+            sample.gold = Some("1".into());
+            sample.response = None;
+            sample.answer = verdict.map(|v| if v { "1" } else { "0" }.into());
+        }
+        Ok(sample)
     }
 
     /// The target, or the first of several.
@@ -669,6 +690,42 @@ mod tests {
             (Some(false), Some(1), Some("a"))
         );
         assert_eq!(l.targets, 1);
+    }
+
+    #[test]
+    fn a_sample_without_a_target_is_graded_by_its_score() {
+        let mut l = Log {
+            scorer: "model_graded_fact".into(),
+            ..Log::default()
+        };
+        for (target, value, answer) in [
+            (Value::String(String::new()), "C", Some("1")),
+            (Value::Null, "I", Some("0")),
+            (Value::String(" ".into()), "P", None),
+        ] {
+            let sample = serde_json::json!({"id": "a", "epoch": 1, "input": "q", "target": target,
+                "output": {"choices": [{"message": {"role": "assistant", "content": "yo"}}]},
+                "scores": {"model_graded_fact": {"value": value}}});
+            let s = l.sample(&sample).unwrap();
+            assert_eq!(
+                (
+                    s.gold.as_deref(),
+                    s.answer.as_deref(),
+                    s.response.as_deref()
+                ),
+                (Some("1"), answer, None),
+                "{value}"
+            );
+        }
+        assert_eq!(l.untargeted, 3);
+        // A target graded by a model is a rubric: the score is the verdict too.
+        let with = serde_json::json!({"id": "b", "input": "q", "target": "4",
+            "scores": {"model_graded_fact": {"value": "C"}, "match": {"value": "I"}}});
+        assert_eq!(l.sample(&with).unwrap().gold.as_deref(), Some("1"));
+        l.scorer = "match".into();
+        let s = l.sample(&with).unwrap();
+        assert_eq!((s.gold.as_deref(), s.answer), (Some("4"), None));
+        assert_eq!(l.untargeted, 4);
     }
 
     #[test]

@@ -793,7 +793,10 @@ mod tests {
             assert_eq!(index(m.slot(p, Some(last), 0, None)), Some(last));
         }
         assert!(m.taken.iter().all(|l| l.len() == 1 && l.capacity() < 16));
-        assert!(matches!(m.slot(0, Some(MAX_N as u32), 0, None), Slot::TooFar(_)));
+        assert!(matches!(
+            m.slot(0, Some(MAX_N as u32), 0, None),
+            Slot::TooFar(_)
+        ));
         // Renumbered past the limit: too far as well, never wrapped.
         assert!(matches!(m.slot(0, Some(last), 1, None), Slot::TooFar(_)));
     }

@@ -975,3 +975,30 @@ fn the_help_and_the_errors_list_every_format() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("tau-bench"), "{}", stderr(&o));
 }
+
+/// `--format auto` on an lm-eval folder holding a generic JSONL file too: the import stops and
+/// names both formats and the file, rather than reading one and leaving the other unread.
+#[test]
+fn auto_names_a_generic_jsonl_file_beside_another_harnesss_files() {
+    let env = Fixture::new("");
+    let dir = env.file("lm");
+    copy_dir(&fixture("lm-eval/v0.4.13"), &dir);
+    let extra = dir.join("stub-math/extra.jsonl");
+    std::fs::copy(fixture("jsonl/one-sample-per-line.jsonl"), &extra).unwrap();
+    let out = env.file("run");
+    let o = import("auto", &dir, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("several formats")
+            && e.contains("jsonl: 1 file, e.g. ")
+            && e.contains("extra.jsonl")
+            && e.contains("lm-eval: 2 files"),
+        "{e}"
+    );
+    assert!(!out.exists());
+    // Named one format at a time, each imports.
+    ok(&import("jsonl", &extra, &env.file("generic"), &["--quiet"]));
+    std::fs::remove_file(&extra).unwrap();
+    ok(&import("auto", &dir, &out, &["--quiet"]));
+}

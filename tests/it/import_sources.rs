@@ -192,3 +192,34 @@ fn tau2_trials_recompute_its_pass_hat_k_under_either_convention() {
     let want = (1.0 + 0.0 + 0.75 + 0.5 + 1.0 / 3.0 + 0.75) / 6.0;
     assert!((got - want).abs() < 1e-12, "{got} vs {want}");
 }
+
+/// An Inspect task without targets (open-ended, graded by a model or a check) has no answer to
+/// re-grade: the log's score is the verdict, its aggregates still recompute, and the console
+/// says so. Without this the import stopped asking for a dataset of gold answers.
+#[test]
+fn inspect_samples_without_a_target_are_graded_by_the_logs_score() {
+    let env = Fixture::new("");
+    let mut log: Value = serde_json::from_str(&read(&one("inspect/v0.3.285", ".json"))).unwrap();
+    let mut correct = 0;
+    for s in log["samples"].as_array_mut().unwrap() {
+        s["target"] = Value::String(String::new());
+        correct += (s["scores"]["includes"]["value"] == "C") as u64;
+    }
+    let input = env.write("open-ended.json", &log.to_string());
+    let out = env.file("run");
+    let o = import("auto", &input, &out, &["--errored", "drop"]);
+    let said = ok(&o) + &stderr(&o);
+    assert!(said.contains("12 samples have no target"), "{said}");
+    assert_eq!(all_match(&out), 2);
+    let json = metrics(&out);
+    assert_eq!(json["models"][0]["correct"].as_u64(), Some(correct));
+    let source = &json["models"][0]["source"];
+    assert_eq!(source["judged_by_both"].as_u64(), Some(11), "{source}");
+    assert_eq!(
+        (
+            source["only_gpassk"].as_u64(),
+            source["only_source"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+}
