@@ -228,6 +228,6 @@ mod tests {
         let e = detect(&[mixed.path().to_path_buf()])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("lm-eval") && e.contains("jsonl: 1 files"), "{e}");
+        assert!(e.contains("lm-eval") && e.contains("jsonl: 1 file,"), "{e}");
     }
 }
