@@ -421,4 +421,17 @@ fn readme_is_a_front_door() {
         readme.contains("](docs/README.md)"),
         "README links the docs index"
     );
+    // Guides moved out of README: it links each, the index lists each, no section is left.
+    let index = read(&repo().join("docs/README.md"));
+    for (page, heading) in [("import.md", "## Bringing runs from other harnesses")] {
+        assert!(
+            readme.contains(&format!("](docs/{page})")),
+            "README links docs/{page}"
+        );
+        assert!(
+            index.contains(&format!("]({page})")),
+            "docs/README.md lists {page}"
+        );
+        assert!(!readme.contains(heading), "README still holds {heading}");
+    }
 }
