@@ -1002,3 +1002,32 @@ fn auto_names_a_generic_jsonl_file_beside_another_harnesss_files() {
     std::fs::remove_file(&extra).unwrap();
     ok(&import("auto", &dir, &out, &["--quiet"]));
 }
+
+/// A record repeating a sample its own file gave already is counted on the console (the first
+/// kept), never dropped in silence.
+#[test]
+fn a_repeated_record_is_counted_on_the_console_and_the_first_kept() {
+    let env = Fixture::new("");
+    let input = env.write(
+        "dup.jsonl",
+        "{\"problem_id\": \"a\", \"gold\": \"1\", \"response\": \"\\\\boxed{1}\", \"sample_index\": 0}\n\
+         {\"problem_id\": \"a\", \"gold\": \"1\", \"response\": \"\\\\boxed{2}\", \"sample_index\": 0}\n\
+         {\"problem_id\": \"a\", \"gold\": \"1\", \"response\": \"\\\\boxed{1}\", \"sample_index\": 1}\n",
+    );
+    let out = env.file("run");
+    let o = import("jsonl", &input, &out, &["--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    assert!(
+        stderr(&o).contains("1 records repeat a sample their own file gave already"),
+        "{}",
+        stderr(&o)
+    );
+    let json: Value = serde_json::from_str(&read(&out.join("metrics.json"))).unwrap();
+    assert_eq!(
+        (
+            json["models"][0]["n"].as_u64(),
+            json["models"][0]["correct"].as_u64()
+        ),
+        (Some(2), Some(2))
+    );
+}
