@@ -2,6 +2,7 @@
 
 use super::eval::{eval, exact, has_decimal, to_f64, C, POINTS};
 use super::expr::{parse, Expr, RelOp};
+use super::extract::choice_letters;
 use super::normalize::{normalize_latex, strip_styled_letters, text_form};
 use super::{GradeConfig, ListOrder, Percent, StyledLetters, Tolerance};
 use num_bigint::BigInt;
@@ -26,6 +27,8 @@ pub(super) struct ParsedAnswer {
     pub node: Option<Expr>,
     /// Written with `%` (or "percent"), which normalisation drops.
     pub percent: bool,
+    /// Several option letters (`A, C`, `ACD`), as a set: bit 0 is A.
+    pub letters: Option<u8>,
 }
 
 /// `3,5`: two integers joined by a bare comma, which may be a decimal comma.
@@ -42,6 +45,7 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
             text,
             node: None,
             percent: false,
+            letters: None,
         };
     }
     let percent = raw.contains('%') || raw.contains("ercent") || raw.contains("pct");
@@ -52,12 +56,29 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
     } else {
         parse(&norm).or_else(|| final_value(&norm)).map(simplify)
     };
+    let letters = letter_set(&norm);
     ParsedAnswer {
         norm,
         text,
         node,
         percent,
+        letters,
     }
+}
+
+/// The set of several option letters an answer names (`A, C`, `(A)(C)`, `ACD`), as bits.
+fn letter_set(norm: &str) -> Option<u8> {
+    let t = norm.trim();
+    if t.len() < 2 || t.len() > 40 || !t.starts_with(['(', 'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H'])
+    {
+        return None;
+    }
+    let set = choice_letters(t)?;
+    Some(
+        set.bytes()
+            .filter(u8::is_ascii_uppercase)
+            .fold(0, |m, c| m | 1 << (c - b'A')),
+    )
 }
 
 /// `\begin{…}…\end{…} = 3`, `17 \bmod 5 = 2`: when the whole does not parse, a constant after
@@ -169,6 +190,17 @@ pub(super) fn strip_option_label(o: &str) -> &str {
 fn plain_equivalent(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig) -> bool {
     if !a.text.is_empty() && a.text == b.text {
         return true;
+    }
+    // Several letters are a set: `A, C` is `AC`, and neither is `C`.
+    if a.letters.is_some() || b.letters.is_some() {
+        let single = |p: &ParsedAnswer| {
+            choice_letter(&p.text)
+                .filter(|c| p.text.len() <= 3 && *c <= 'h')
+                .map(|c| 1u8 << (c as u8 - b'a'))
+        };
+        if let (Some(x), Some(y)) = (a.letters.or(single(a)), b.letters.or(single(b))) {
+            return x == y;
+        }
     }
     // Multiple choice: a single-letter answer matches `(B)`, `B.`, `(B) 12`, `B) 12`.
     if let (Some(x), Some(y)) = (choice_letter(&a.text), choice_letter(&b.text)) {

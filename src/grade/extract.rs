@@ -32,7 +32,7 @@ static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?i)(?:final answer is|answer is|answer (?:should|would|must|will) be|final answer\s*:|answer\s*:|(?:correct|right) (?:option|choice) is|",
         r"is (?:option|choice)(?-u:\b)|réponse (?:finale |correcte |exacte )?est|",
-        r"答案(?:是|为|應為|应为|选)|答案\s*:|",
+        r"答案(?:是|为|應為|应为|选)|答案\s*:|【答案】|【答】|",
         r"(?:故|所以|因此|则|应)选(?:择)?|####)\s*:?\s*"
     ))
     .expect("static regex")
@@ -62,18 +62,28 @@ struct Span {
     content_end: usize,
 }
 
-/// Prepares a response for scanning: Unicode folding, `\\cmd` unescaping, tail window.
+/// GSM8K's calculator annotations `<<9*2=18>>`: a tool trace inside the prose, not part of it.
+static CALCULATOR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"<<[^<>\n]{0,200}>>").expect("static regex"));
+
+/// Prepares a response for scanning: Unicode folding, `\\cmd` unescaping, tail window; calculator
+/// annotations dropped; the end-of-section tokens of exam prompts (`<eoa>`, `<eoe>`) end a line.
 pub(crate) fn prepare(response: &str) -> String {
     let mut start = response.len().saturating_sub(MAX_SCAN_BYTES);
     while !response.is_char_boundary(start) {
         start += 1;
     }
-    let folded = normalize_unicode(&response[start..]);
-    if folded.contains("\\\\") {
-        DOUBLE_BACKSLASH.replace_all(&folded, "$1\\$2").into_owned()
-    } else {
-        folded
+    let mut text = normalize_unicode(&response[start..]);
+    if text.contains("\\\\") {
+        text = DOUBLE_BACKSLASH.replace_all(&text, "$1\\$2").into_owned();
     }
+    if text.contains("<<") {
+        text = CALCULATOR.replace_all(&text, "").into_owned();
+    }
+    if text.contains("<eo") {
+        text = text.replace("<eoa>", "\n").replace("<eoe>", "\n");
+    }
+    text
 }
 
 /// An answer found in a response, and the rule that found it.
@@ -185,6 +195,66 @@ fn whole_short_answer(text: &str) -> Option<String> {
     let word =
         !bare.is_empty() && bare.len() <= 24 && bare.chars().all(|c| c.is_ascii_alphabetic());
     word.then(|| t.to_string())
+}
+
+/// Several option letters a phrase starts with, as one set answer `A, C`: `A, C`, `A、C`,
+/// `(A)(C)`, `B and D`, or letters run together in order (`ACD`). `None` for one letter.
+pub(super) fn choice_letters(seg: &str) -> Option<String> {
+    let b = seg.as_bytes();
+    let mut letters: Vec<u8> = Vec::new();
+    let mut i = 0;
+    // Letters written together (`ACD`) must be in order, so a name such as `BA` is not read.
+    let mut joined = false;
+    loop {
+        let open = b.get(i) == Some(&b'(');
+        let at = i + usize::from(open);
+        let Some(&c) = b.get(at).filter(|c| (b'A'..=b'H').contains(c)) else {
+            break;
+        };
+        if joined && !open && letters.last().is_some_and(|&p| p >= c) {
+            return None;
+        }
+        let mut next = at + 1;
+        if open {
+            if b.get(next) != Some(&b')') {
+                break;
+            }
+            next += 1;
+        }
+        letters.push(c);
+        i = next;
+        let gap_start = i;
+        while let Some(&g) = b.get(i) {
+            if matches!(g, b' ' | b',' | b';' | b'&' | b'/') {
+                i += 1;
+            } else if seg[i..].starts_with("and ") {
+                i += 4;
+            } else if seg[i..].starts_with('和') || seg[i..].starts_with('与') {
+                i += '和'.len_utf8();
+            } else {
+                break;
+            }
+        }
+        joined = i == gap_start && !open;
+    }
+    if letters.len() < 2 || letters.len() > 8 {
+        return None;
+    }
+    // After the letters: the end, punctuation or Chinese text, not more of a word or formula.
+    let rest = seg[i..].trim_start();
+    let ends = rest.is_empty()
+        || rest.starts_with(['.', ':', '!', ')'])
+        || rest.chars().next().is_some_and(is_cjk)
+        || (i > 0
+            && !b[i - 1].is_ascii_alphabetic()
+            && rest.starts_with(|c: char| c.is_ascii_lowercase()));
+    if !ends {
+        return None;
+    }
+    letters.sort_unstable();
+    letters.dedup();
+    let out: Vec<String> = letters.iter().map(|&c| (c as char).to_string()).collect();
+    (out.len() >= 2).then(|| out.join(", "))
 }
 
 /// The option letter a phrase starts with: `D`, `(B),`, `C.` — not the article in "A total".
@@ -504,6 +574,9 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
         Some("option " | "choice ") => seg[7..].trim_start(),
         _ => seg,
     };
+    if let Some(letters) = choice_letters(bare) {
+        return Some(found(letters));
+    }
     if let Some(letter) = choice_at_start(bare) {
         return Some(found(letter.to_string()));
     }
@@ -512,7 +585,12 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
         return extract_structured_inner(seg).map(found);
     }
     if has_cjk(seg) {
-        return cjk_value(seg).map(found);
+        // A value in the phrase, else a short text answer (`分层抽样`).
+        return match cjk_value(seg) {
+            Some(v) => Some(found(v)),
+            None if seg.len() <= 60 => Some(found(clip(seg.trim_end_matches('.')))),
+            None => None,
+        };
     }
     if is_prose(seg) {
         // A value with a unit after it (`\frac{270}7\text{ degrees}`, `120 square units`).

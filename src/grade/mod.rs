@@ -250,12 +250,14 @@ impl Gold {
         }
     }
 
-    /// An option letter (`B`, `(B)`) with no options to match its value: only a letter answers it.
+    /// Option letters (`B`, `(B)`, `A, C`) with no options to match their values: only letters
+    /// answer them.
     fn wants_letters(&self) -> bool {
         let t = self.prepared.norm.trim();
         let t = t.strip_prefix('(').unwrap_or(t);
         let t = t.strip_suffix(['.', ')']).unwrap_or(t);
-        self.options.is_empty() && t.len() == 1 && t.as_bytes()[0].is_ascii_uppercase()
+        let one = t.len() == 1 && t.as_bytes()[0].is_ascii_uppercase();
+        self.options.is_empty() && (one || self.prepared.letters.is_some())
     }
 }
 

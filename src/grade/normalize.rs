@@ -32,6 +32,13 @@ pub fn normalize_unicode(s: &str) -> String {
             '−' | '‐' | '‑' | '﹣' => out.push('-'),
             '。' => out.push_str(". "),
             '、' => out.push(','),
+            // "and"/"or" between two values (`1和3`, `x=1或x=3`) joins them into a list.
+            '和' | '与' | '或' if between_values(&out, chars.as_str()) => out.push_str(", "),
+            // 根号 is the word for a square root (`根号3`).
+            '根' if chars.as_str().starts_with('号') => {
+                chars.next();
+                chars = push_root(&mut out, chars.as_str()).chars();
+            }
             '∅' => out.push_str("\\emptyset "),
             '×' => out.push_str("\\times "),
             '÷' => out.push_str("\\div "),
@@ -41,20 +48,7 @@ pub fn normalize_unicode(s: &str) -> String {
             '⅔' => out.push_str("\\frac{2}{3}"),
             '¼' => out.push_str("\\frac{1}{4}"),
             '¾' => out.push_str("\\frac{3}{4}"),
-            '√' => {
-                // `√23` means the root of 23, so take the whole digit run as the radicand.
-                let rest = chars.as_str();
-                let (digits, after) =
-                    rest.split_at(rest.bytes().take_while(u8::is_ascii_digit).count());
-                chars = after.chars();
-                if digits.is_empty() {
-                    out.push_str("\\sqrt ");
-                } else {
-                    out.push_str("\\sqrt{");
-                    out.push_str(digits);
-                    out.push('}');
-                }
-            }
+            '√' => chars = push_root(&mut out, chars.as_str()).chars(),
             'π' => out.push_str("\\pi "),
             '∞' => out.push_str("\\infty "),
             '≤' | '⩽' => out.push_str("\\le "),
@@ -72,6 +66,29 @@ pub fn normalize_unicode(s: &str) -> String {
         }
     }
     out
+}
+
+/// `\\sqrt` for a root sign before `rest`; `√23` is the root of 23, so the whole digit run is the
+/// radicand. Returns the text after what was taken.
+fn push_root<'a>(out: &mut String, rest: &'a str) -> &'a str {
+    let (digits, after) = rest.split_at(rest.bytes().take_while(u8::is_ascii_digit).count());
+    if digits.is_empty() {
+        out.push_str("\\sqrt ");
+    } else {
+        out.push_str("\\sqrt{");
+        out.push_str(digits);
+        out.push('}');
+    }
+    after
+}
+
+/// Whether a Chinese "and"/"or" stands between two values: a value ends `out` and one starts
+/// `rest` (spaces aside).
+fn between_values(out: &str, rest: &str) -> bool {
+    let before = out.trim_end().chars().next_back();
+    let after = rest.trim_start().chars().next();
+    before.is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '$' | '}' | ')'))
+        && after.is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '$' | '\\' | '(' | '-'))
 }
 
 struct Rules {
