@@ -73,7 +73,7 @@ fn letter_set(norm: &str) -> Option<u8> {
     {
         return None;
     }
-    let set = choice_letters(t)?;
+    let set = choice_letters(t, true)?;
     Some(
         set.bytes()
             .filter(u8::is_ascii_uppercase)

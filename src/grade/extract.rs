@@ -33,17 +33,20 @@ static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)(?:final answer is|answer is|answer (?:should|would|must|will) be|final answer\s*:|answer\s*:|(?:correct|right) (?:option|choice) is|",
         r"is (?:option|choice)(?-u:\b)|réponse (?:finale |correcte |exacte )?est|",
         r"答案(?:是|为|應為|应为|选)|答案\s*:|【答案】|【答】|",
-        r"(?:故|所以|因此|则|应)选(?:择)?|####)\s*:?\s*"
+        r"(?:故|所以|因此|则|应)选(?:择)?|####|<answer>|\x22(?:final_)?answer\x22\s*:)\s*:?\s*"
     ))
     .expect("static regex")
 });
 /// "Option B is correct": the letter comes before the verdict.
 static LETTER_IS_CORRECT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)(?-u:\b)(?:option|choice|answer)\s*\(?([A-E])\)?\s+is\s+(?:the\s+)?(?:correct|right)(?-u:\b)",
+        r"(?i)(?-u:\b)(?:option|choice|answer)\s*\(?([A-J])\)?\s+is\s+(?:the\s+)?(?:correct|right)(?-u:\b)|选项\s*\(?([A-H])\)?\s*(?:是|为)?\s*(?:正确|对)",
     )
     .expect("static regex")
 });
+/// "… or (D)": a second option offered after the first.
+static HEDGED_LETTER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u:\b)or\s+(?:option\s+)?\(([A-J])\)").expect("static regex"));
 /// Weaker non-English cues ("Réponse :", 所以, 因此, 故, 即 …); like a bare "answer:", they never
 /// override a box.
 static CUE: LazyLock<Regex> = LazyLock::new(|| {
@@ -80,11 +83,17 @@ pub(crate) fn prepare(response: &str) -> String {
     if text.contains("<<") {
         text = CALCULATOR.replace_all(&text, "").into_owned();
     }
-    if text.contains("<eo") {
-        text = text.replace("<eoa>", "\n").replace("<eoe>", "\n");
+    if text.contains("<eo") || text.contains("</s>") || text.contains("<|") {
+        text = END_TOKEN.replace_all(&text, "\n").into_owned();
     }
     text
 }
+
+/// End-of-section and end-of-text tokens left in a response (`<eoa>`, `</s><s>`, `<|im_end|>`).
+static END_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<eo[ae]>|</?s>|<\|(?:im_end|endoftext|eot_id|end|im_start)\|>")
+        .expect("static regex")
+});
 
 /// An answer found in a response, and the rule that found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,9 +206,73 @@ fn whole_short_answer(text: &str) -> Option<String> {
     word.then(|| t.to_string())
 }
 
+/// The value of a JSON field whose key was just read: a string up to its closing quote, or a
+/// bare number or word up to `,` or `}`.
+fn json_value(seg: &str) -> Option<&str> {
+    if let Some(body) = seg.strip_prefix('"') {
+        let b = body.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'"' => return Some(body[..i].trim()).filter(|v| !v.is_empty()),
+                _ => i += 1,
+            }
+        }
+        return None;
+    }
+    let end = seg.find([',', '}', '\n']).unwrap_or(seg.len());
+    Some(seg[..end].trim()).filter(|v| !v.is_empty())
+}
+
+/// The option letter a phrase states: at its start (`D`, `(B),`, `option (C)`), or after a few
+/// filler words (`therefore choice (B)`, `still **(B) No**`).
+fn stated_letter(seg: &str) -> Option<char> {
+    let mut rest = seg;
+    for _ in 0..3 {
+        let bare = rest.trim_start_matches(['*', '_', ' ']);
+        if let Some(c) = choice_at_start(bare) {
+            return Some(c);
+        }
+        let lower = bare.get(..bare.find(' ')?)?.to_ascii_lowercase();
+        let filler = [
+            "option",
+            "choice",
+            "therefore",
+            "thus",
+            "so",
+            "still",
+            "clearly",
+            "indeed",
+        ];
+        if !filler.contains(&lower.trim_end_matches([',', ':'])) {
+            return None;
+        }
+        rest = &bare[lower.len()..];
+    }
+    None
+}
+
+/// A bracketed value opening the text and followed only by words about it (`[1, 0, 1], where
+/// …`, `(2, 3) is the point`).
+fn leading_group(seg: &str) -> Option<&str> {
+    let close = match seg.as_bytes().first()? {
+        b'[' => ']',
+        b'(' => ')',
+        _ => return None,
+    };
+    let end = seg.find(close)? + 1;
+    let (group, rest) = seg.split_at(end);
+    let rest = rest.trim_start_matches([',', ' ', ';', ':']);
+    let words = rest.is_empty() || has_word(rest.split(['$', '\\']).next().unwrap_or(""), 3);
+    (words && group.contains(',') && parse(&normalize_latex(group)).is_some()).then_some(group)
+}
+
 /// Several option letters a phrase starts with, as one set answer `A, C`: `A, C`, `A、C`,
-/// `(A)(C)`, `B and D`, or letters run together in order (`ACD`). `None` for one letter.
-pub(super) fn choice_letters(seg: &str) -> Option<String> {
+/// `(A)(C)`, `B and D`, or, when `joined` allows it, letters run together in order (`ACD`:
+/// after a final-answer marker; after a weaker cue `BE` is more likely a segment's name).
+/// `None` for one letter.
+pub(super) fn choice_letters(seg: &str, joined_ok: bool) -> Option<String> {
     let b = seg.as_bytes();
     let mut letters: Vec<u8> = Vec::new();
     let mut i = 0;
@@ -211,7 +284,7 @@ pub(super) fn choice_letters(seg: &str) -> Option<String> {
         let Some(&c) = b.get(at).filter(|c| (b'A'..=b'H').contains(c)) else {
             break;
         };
-        if joined && !open && letters.last().is_some_and(|&p| p >= c) {
+        if joined && !open && (!joined_ok || letters.last().is_some_and(|&p| p >= c)) {
             return None;
         }
         let mut next = at + 1;
@@ -263,7 +336,15 @@ fn choice_at_start(seg: &str) -> Option<char> {
     let paren = b.first() == Some(&b'(');
     let at = usize::from(paren);
     let letter = *b.get(at)?;
-    if !matches!(letter, b'A'..=b'E') {
+    // Lower-case options (TheoremQA's `(a)`) only in parentheses; F–J (ten-option sets) only
+    // in parentheses or alone, so "I think" is not option I.
+    let known = match letter {
+        b'A'..=b'E' => true,
+        b'F'..=b'J' | b'a'..=b'e' => paren,
+        _ => false,
+    };
+    let alone = |next: usize| matches!(b.get(next), None | Some(b'.' | b',' | b';' | b':' | b')'));
+    if !known && !(matches!(letter, b'F'..=b'J') && alone(at + 1)) {
         return None;
     }
     let mut next = at + 1;
@@ -273,10 +354,11 @@ fn choice_at_start(seg: &str) -> Option<char> {
         }
         next += 1;
     }
+    let letter = letter.to_ascii_uppercase();
     match b.get(next) {
         None => Some(letter as char),
-        Some(b'.' | b',' | b';' | b':' | b')' | b'!') => Some(letter as char),
-        Some(b' ') if paren || letter != b'A' => Some(letter as char),
+        Some(b'.' | b',' | b';' | b':' | b')' | b'!' | b'*') => Some(letter as char),
+        Some(b' ' | b'\n') if paren || letter != b'A' => Some(letter as char),
         Some(b' ') => {
             // "A" then a lower-case word is the article.
             let rest = seg[next..].trim_start();
@@ -497,28 +579,46 @@ fn gap_joins_math(gap: &str) -> bool {
 
 /// The answer after the last answer phrase.
 fn last_phrase(text: &str) -> Option<Phrased> {
-    let phrase = PHRASE.find_iter(text).last();
-    // A bare "answer:" is a weak cue ("check our answer: …").
-    let bare = phrase.is_some_and(|m| {
-        m.as_str()
-            .get(..6)
-            .is_some_and(|w| w.eq_ignore_ascii_case("answer"))
-    });
-    let (strong, mut weak) = if bare { (None, phrase) } else { (phrase, None) };
+    // The last few phrases, latest first: a phrase left without an answer (a response cut short
+    // after "the final answer is", or "the answer is no, there are …" with no value) gives way
+    // to the one before it.
+    let mut tail: Vec<(regex::Match, bool)> = Vec::with_capacity(PHRASES_TRIED + 1);
+    for m in PHRASE.find_iter(text) {
+        if tail.len() > PHRASES_TRIED {
+            tail.remove(0);
+        }
+        tail.push((m, !is_bare_answer(text, m)));
+    }
     if !text.is_ascii() {
-        if let Some(cue) = CUE.find_iter(text).last() {
-            if weak.is_none_or(|w| cue.start() > w.start()) {
-                weak = Some(cue);
-            }
+        // Weaker Chinese and French cues, interleaved by position.
+        let overlaps = |m: &regex::Match| {
+            (tail.iter()).any(|(p, _)| p.start() <= m.start() && m.start() < p.end())
+        };
+        let cues: Vec<regex::Match> = CUE.find_iter(text).filter(|m| !overlaps(m)).collect();
+        for &m in cues.iter().rev().take(2).rev() {
+            let at = tail
+                .iter()
+                .position(|(p, _)| p.start() > m.start())
+                .unwrap_or(tail.len());
+            tail.insert(at, (m, false));
         }
     }
-    let verdict_word = text.contains("orrect") || text.contains("ight");
+    let last_strong = tail
+        .iter()
+        .rev()
+        .find(|(_, strong)| *strong)
+        .map(|(m, _)| m.start());
+    let verdict_word = text.contains("orrect")
+        || text.contains("ight")
+        || text.contains("正确")
+        || text.contains('对');
     let letter_first = verdict_word
         .then(|| LETTER_IS_CORRECT.captures_iter(text).last())
         .flatten();
     if let Some(c) = letter_first {
-        let (at, letter) = (c.get(0).map_or(0, |m| m.start()), &c[1]);
-        if strong.is_none_or(|s| s.start() < at) {
+        let at = c.get(0).map_or(0, |m| m.start());
+        let letter = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
+        if last_strong.is_none_or(|s| s < at) {
             return Some(Phrased {
                 start: at,
                 strong: true,
@@ -527,14 +627,27 @@ fn last_phrase(text: &str) -> Option<Phrased> {
             });
         }
     }
-    match (strong, weak) {
-        (Some(s), Some(w)) if w.start() > s.start() => {
-            phrase_answer(text, w, false).or_else(|| phrase_answer(text, s, true))
-        }
-        (Some(s), _) => phrase_answer(text, s, true),
-        (None, Some(w)) => phrase_answer(text, w, false),
-        (None, None) => None,
-    }
+    tail.iter()
+        .rev()
+        .take(PHRASES_TRIED + 1)
+        .find_map(|&(m, strong)| phrase_answer(text, m, strong))
+}
+
+/// Phrases tried, from the last one back.
+const PHRASES_TRIED: usize = 4;
+
+/// A bare "answer:" is a weak cue ("check our answer: …"), unless it opens its line
+/// (`Answer: 5`, `**Answer:** 5`).
+fn is_bare_answer(text: &str, m: regex::Match) -> bool {
+    let bare = m
+        .as_str()
+        .get(..6)
+        .is_some_and(|w| w.eq_ignore_ascii_case("answer"));
+    let line_start = text[..m.start()]
+        .rsplit('\n')
+        .next()
+        .is_some_and(|before| before.trim_matches(['*', '#', ' ', '_', '>']).is_empty());
+    bare && !line_start
 }
 
 fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
@@ -554,31 +667,45 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
     while !after.is_char_boundary(end) {
         end -= 1;
     }
-    let mut seg = &after[..end];
-    if m.as_str().starts_with("####") {
+    // `**Answer:**` then the answer on the next line: the markup and blank line are skipped.
+    let mut seg = after[..end].trim_start_matches(['*', '_', ' ', '\n']);
+    let phrase = m.as_str();
+    if phrase.starts_with('"') {
+        // `"answer": "9"` in a JSON reply: the string (or number) value.
+        return json_value(seg).map(|v| found(clip(v)));
+    }
+    if phrase.starts_with("####") {
         seg = seg.split('\n').next().unwrap_or("");
     } else {
-        for stop in ["I hope", "<|", "\n\n"] {
+        for stop in ["I hope", "<|", "</answer>", "\n\n"] {
             if let Some(p) = seg.find(stop) {
                 seg = &seg[..p];
             }
         }
     }
-    let seg = sentence_prefix(seg.trim()).trim();
+    // Markdown emphasis left over from `**Answer:** 5`.
+    let seg = seg.trim().trim_start_matches(['*', '_']).trim_start();
+    let seg = sentence_prefix(seg).trim();
     if seg.is_empty() {
         return None;
     }
-    // "the answer is option (C)": the word before the letter is not part of it.
-    let lead = seg.get(..7).map(str::to_ascii_lowercase);
-    let bare = match lead.as_deref() {
-        Some("option " | "choice ") => seg[7..].trim_start(),
-        _ => seg,
-    };
-    if let Some(letters) = choice_letters(bare) {
+    if let Some(letters) = choice_letters(seg, strong) {
         return Some(found(letters));
     }
-    if let Some(letter) = choice_at_start(bare) {
-        return Some(found(letter.to_string()));
+    if let Some(letter) = stated_letter(seg) {
+        // "(F) with 5.4 or (D) with 8" names two options: a hedge, graded as both.
+        return Some(found(match HEDGED_LETTER.captures(seg) {
+            Some(c) if c[1].to_ascii_uppercase() != letter.to_string() => {
+                let mut pair = [letter, c[1].chars().next().unwrap_or(letter)];
+                pair.sort_unstable();
+                format!("{}, {}", pair[0], pair[1].to_ascii_uppercase())
+            }
+            _ => letter.to_string(),
+        }));
+    }
+    // `[1, 0, 1], where 1 represents rain`: a bracketed value, then words about it.
+    if let Some(v) = leading_group(seg) {
+        return Some(found(clip(v)));
     }
     let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
     if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
