@@ -2,8 +2,8 @@
 
 use crate::error::ExitStatus;
 use crate::grade::{
-    gold_answer, grade_with_options, normal_form, FoundBy, GradeConfig, ListOrder, Outcome,
-    Percent, Policy, StyledLetters, Tolerance, MAX_DECIMALS,
+    gold_answer, grade_with_options, normal_form, DecimalMark, FoundBy, GradeConfig, ListOrder,
+    Outcome, Percent, Policy, StyledLetters, Tolerance, MAX_DECIMALS,
 };
 use crate::util::{par_map, Lines, MAX_LINE};
 use anyhow::Context;
@@ -51,6 +51,10 @@ pub struct Args {
     /// `\mathcal{B}` vs `B`: "distinct" (default) or "same".
     #[arg(long, default_value = "distinct")]
     pub styled_letters: String,
+    /// A comma between a gold's digits: "auto" (default: by its shape; `0,1` is two values,
+    /// `1,234` thousands, `0,111` a decimal), "point" (never a decimal) or "comma" (always).
+    #[arg(long, default_value = "auto")]
+    pub decimal_mark: String,
     /// Extraction regex tried before the built-in rules (repeatable).
     #[arg(long = "extract-regex")]
     pub extract_regex: Vec<String>,
@@ -99,6 +103,13 @@ fn policy(args: &Args) -> Result<Policy, String> {
                 "styled-letters",
                 &args.styled_letters,
                 "\"distinct\" or \"same\"",
+            )
+        })?,
+        decimal_mark: DecimalMark::parse(&args.decimal_mark).ok_or_else(|| {
+            bad(
+                "decimal-mark",
+                &args.decimal_mark,
+                "\"auto\", \"point\" or \"comma\"",
             )
         })?,
     })

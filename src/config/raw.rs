@@ -222,6 +222,10 @@ pub struct RawEvaluation {
     pub percent: Option<String>,
     /// `distinct` (default) or `same`.
     pub styled_letters: Option<String>,
+    /// What a comma between a gold's digits is: `auto` (default: by its shape), `point` (never
+    /// a decimal comma) or `comma` (always).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decimal_mark: Option<String>,
     /// `rule` (default), `judge` or `rule_then_judge`.
     pub grader: Option<String>,
     /// The run's label; settings.json keys of the same names land here.

@@ -29,11 +29,24 @@ pub(super) struct ParsedAnswer {
     pub percent: bool,
     /// Several option letters (`A, C`, `ACD`), as a set: bit 0 is A.
     pub letters: Option<u8>,
+    /// The value of an answer written as a value and a unit (`15000 kcal m^{-2} yr^{-1}`).
+    pub unit_value: Option<Expr>,
 }
 
 /// `3,5`: two integers joined by a bare comma, which may be a decimal comma.
 static COMMA_PAIR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(-?\d+),(\d+)$").expect("static regex"));
+
+/// A gold of two numbers joined by a comma read with a decimal comma (`0,111` → 0.111), and
+/// whether its shape says it is one: not one digit after the comma (`0,1` is a list) and not
+/// thousands (`1,234`).
+pub(super) fn decimal_comma_reading(gold: &ParsedAnswer) -> Option<(ParsedAnswer, bool)> {
+    let c = COMMA_PAIR.captures(gold.norm.trim())?;
+    let (int, frac) = (c[1].trim_start_matches('-'), &c[2]);
+    let thousands = frac.len() == 3 && (1..=3).contains(&int.len()) && !int.starts_with('0');
+    let decimal = frac.len() > 1 && !thousands;
+    Some((prepare(&format!("{}.{}", &c[1], frac)), decimal))
+}
 
 pub(super) fn prepare(raw: &str) -> ParsedAnswer {
     if raw.len() > MAX_NORMALIZE_BYTES {
@@ -46,6 +59,7 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
             node: None,
             percent: false,
             letters: None,
+            unit_value: None,
         };
     }
     let percent = raw.contains('%') || raw.contains("ercent") || raw.contains("pct");
@@ -57,13 +71,68 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
         parse(&norm).or_else(|| final_value(&norm)).map(simplify)
     };
     let letters = letter_set(&norm);
+    let unit_value = if node.as_ref().is_some_and(is_constant) {
+        None
+    } else {
+        value_before_unit(&norm)
+    };
     ParsedAnswer {
         norm,
         text,
         node,
         percent,
         letters,
+        unit_value,
     }
+}
+
+/// A unit after a value: words (`kcal`, `m`, `gm`), powers (`^{-2}`, `^3`), `/` and `\cdot`.
+static UNIT_TAIL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Za-z]+|\s+|~|\^\s*\{?\s*[-+]?\s*\d+\s*\}?|/|\*|\\cdot|\.|\(|\))+$")
+        .expect("static regex")
+});
+
+/// `15000  kcal m ^{-2}` → 15000, `[12, 8, 5] mW` → the list: a constant value, a space, then only
+/// a unit (a run of two letters or more, or one of the one-letter SI units).
+fn value_before_unit(norm: &str) -> Option<Expr> {
+    let b = norm.as_bytes();
+    let (mut depth, mut i) = (0i32, 0);
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                i += 1;
+                while i < b.len() && b[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                continue;
+            }
+            b'{' | b'(' | b'[' => depth += 1,
+            b'}' | b')' | b']' => depth -= 1,
+            c if c.is_ascii_alphabetic() && depth == 0 => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    let (value, tail) = norm.split_at(i);
+    let spaced = value.ends_with([' ', '~']);
+    let tail = tail.trim_end_matches(['.', ' ']);
+    if !spaced || tail.is_empty() || tail.len() > 40 || !UNIT_TAIL.is_match(tail) {
+        return None;
+    }
+    let letters: String = tail.chars().filter(char::is_ascii_alphabetic).collect();
+    let si = matches!(
+        letters.as_str(),
+        "m" | "g" | "s" | "A" | "V" | "W" | "J" | "N" | "K" | "L"
+    );
+    if letters.len() < 2 && !si {
+        return None;
+    }
+    let node = parse(value.trim_end_matches(['~', ' ']))?;
+    let constant = match &node {
+        Expr::List(v) | Expr::Tuple(v) => v.iter().all(is_constant),
+        n => is_constant(n),
+    };
+    constant.then(|| simplify(node))
 }
 
 /// The set of several option letters an answer names (`A, C`, `(A)(C)`, `ACD`), as bits.
@@ -101,9 +170,34 @@ fn final_value(norm: &str) -> Option<Expr> {
     is_constant(&rhs).then_some(rhs)
 }
 
+/// Equivalence of two answers with no roles: a bare `3,5` on either side may be a decimal comma.
 pub(super) fn equivalent_prepared(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig) -> bool {
+    equivalent_sided(a, b, cfg, true)
+}
+
+/// Equivalence of a response's answer with its gold. The response's `3,5` may be a decimal
+/// comma against a single-number gold; the gold's own comma is read as the gold's shape and the
+/// `decimal_mark` setting decide (`0,1` is two values unless the setting says "comma").
+pub(super) fn equivalent_to_gold(
+    gold: &ParsedAnswer,
+    pred: &ParsedAnswer,
+    cfg: &GradeConfig,
+) -> bool {
+    equivalent_sided(gold, pred, cfg, false)
+}
+
+fn equivalent_sided(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig, a_pair: bool) -> bool {
     if plain_equivalent(a, b, cfg) {
         return true;
+    }
+    // A unit on either side (`144 \mbox{ m}^3` against 144): the values are compared.
+    if a.unit_value.is_some() || b.unit_value.is_some() {
+        let value = |p: &ParsedAnswer| p.unit_value.clone().or_else(|| p.node.clone());
+        if let (Some(x), Some(y)) = (value(a), value(b)) {
+            if same(&x, &y, cfg) {
+                return true;
+            }
+        }
     }
     let policy = &cfg.policy;
     if policy.percent == Percent::Either && a.percent != b.percent {
@@ -125,7 +219,9 @@ pub(super) fn equivalent_prepared(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &Grad
         }
     }
     // `3,5` against a single number: a decimal comma (a list or grouping would not match anyway).
-    for (one, pair) in [(a, b), (b, a)] {
+    let pairs: &[(&ParsedAnswer, &ParsedAnswer)] =
+        if a_pair { &[(a, b), (b, a)] } else { &[(a, b)] };
+    for &(one, pair) in pairs {
         if !pair.norm.contains(',') {
             continue;
         }
@@ -749,7 +845,13 @@ fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
             return x == y;
         }
         return match tolerance {
-            Tolerance::Decimals(d) => round_exact(&x, d) == round_exact(&y, d),
+            Tolerance::Decimals(d) => {
+                let size = to_f64(&x)
+                    .zip(to_f64(&y))
+                    .map_or(1.0, |(p, q)| p.abs().max(q.abs()));
+                let d = places_for(d, size);
+                round_exact(&x, d) == round_exact(&y, d)
+            }
             Tolerance::Relative(t) => match (to_f64(&x), to_f64(&y)) {
                 (Some(p), Some(q)) => close(C::real(p), C::real(q), t),
                 _ => false,
@@ -759,9 +861,10 @@ fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
     let matches = |x: C, y: C| match tolerance {
         _ if close(x, y, FLOAT_TOL) && !decimal => true,
         Tolerance::Decimals(d) if decimal => {
-            let scale = 10f64.powi(d as i32);
+            let scale = 10f64.powi(places_for(d, x.abs().max(y.abs())).min(300) as i32);
             let r = |v: f64| (v * scale).round();
-            (r(x.re) == r(y.re) && r(x.im) == r(y.im)) || close(x, y, 1e-13)
+            (r(x.re) == r(y.re) && r(x.im) == r(y.im))
+                || x.sub(y).abs() <= 1e-13 * x.abs().max(y.abs())
         }
         Tolerance::Relative(t) if decimal => close(x, y, t.max(FLOAT_TOL)),
         _ => false,
@@ -780,6 +883,20 @@ fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
         }
     }
     compared > 0
+}
+
+/// Significant digits a decimal comparison keeps at least: `0.0000672` and `0.000067` agree to six
+/// decimal places but are different values.
+const MIN_SIGNIFICANT: i32 = 3;
+
+/// Decimal places compared for values of this size: `d`, or more for small values so that
+/// [`MIN_SIGNIFICANT`] digits are compared.
+fn places_for(d: u32, size: f64) -> u32 {
+    if !(size.is_finite() && size > 0.0) {
+        return d;
+    }
+    let needed = MIN_SIGNIFICANT - 1 - size.log10().floor() as i32;
+    d.max(needed.clamp(0, 400) as u32)
 }
 
 /// `q` rounded half away from zero to `d` decimal places, as an integer count of 10^-d.

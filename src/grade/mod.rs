@@ -34,6 +34,7 @@ pub struct Policy {
     pub list_order: ListOrder,
     pub percent: Percent,
     pub styled_letters: StyledLetters,
+    pub decimal_mark: DecimalMark,
 }
 
 /// How a decimal is compared with another value.
@@ -82,6 +83,32 @@ pub enum StyledLetters {
     #[default]
     Distinct,
     Same,
+}
+
+/// What a comma between the digits of a gold answer (`a,b`, nothing else) means
+/// (docs/grading.md, "Commas").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DecimalMark {
+    /// The gold's shape decides: one digit after the comma is a list (`0,1`: MATH's two
+    /// solutions), three after a 1–3 digit number group thousands (`1,234`), anything else is a
+    /// decimal comma (`0,111`, `1,22`, `1000,99`).
+    #[default]
+    Auto,
+    /// Never a decimal comma: a list or thousands.
+    Point,
+    /// Always a decimal comma (datasets written that way: `0,1` is one tenth, `1,234` is 1.234).
+    Comma,
+}
+
+impl DecimalMark {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(DecimalMark::Auto),
+            "point" => Some(DecimalMark::Point),
+            "comma" => Some(DecimalMark::Comma),
+            _ => None,
+        }
+    }
 }
 
 impl ListOrder {
@@ -229,6 +256,9 @@ pub fn grade(gold: &str, response: &str, cfg: &GradeConfig) -> Verdict {
 /// A gold answer unwrapped and parsed once, for grading many responses to the same problem.
 pub struct Gold {
     prepared: equiv::ParsedAnswer,
+    /// The gold read with a decimal comma (`0,1` → 0.1) when it is two numbers joined by a
+    /// comma, and whether its shape says that is what it is ([`DecimalMark::Auto`]).
+    decimal: Option<(equiv::ParsedAnswer, bool)>,
     /// A multiple-choice problem's options in order (A, B, …), parsed; empty otherwise.
     options: Vec<equiv::ParsedAnswer>,
 }
@@ -241,8 +271,10 @@ impl Gold {
     /// A gold answer of a multiple-choice problem: a letter then also matches its option's
     /// text, and an option's text its letter. Options may carry their labels (`A. 12`, `(B) 15`).
     pub fn with_options<S: AsRef<str>>(gold: &str, options: &[S]) -> Gold {
+        let prepared = equiv::prepare(&extract::extract_gold(gold));
         Gold {
-            prepared: equiv::prepare(&extract::extract_gold(gold)),
+            decimal: equiv::decimal_comma_reading(&prepared),
+            prepared,
             options: options
                 .iter()
                 .map(|o| equiv::prepare(equiv::strip_option_label(o.as_ref())))
@@ -309,9 +341,13 @@ impl Answer {
 }
 
 fn outcome_of(gold: &Gold, pred: &equiv::ParsedAnswer, cfg: &GradeConfig) -> Outcome {
-    let same = match equiv::same_option(&gold.prepared, pred, &gold.options, cfg) {
+    let g = match (&gold.decimal, cfg.policy.decimal_mark) {
+        (Some((d, _)), DecimalMark::Comma) | (Some((d, true)), DecimalMark::Auto) => d,
+        _ => &gold.prepared,
+    };
+    let same = match equiv::same_option(g, pred, &gold.options, cfg) {
         Some(same) => same,
-        None => equiv::equivalent_prepared(&gold.prepared, pred, cfg),
+        None => equiv::equivalent_to_gold(g, pred, cfg),
     };
     if same {
         Outcome::Correct
@@ -563,6 +599,48 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Correct);
         // A box is not a guess: it stands.
         assert_eq!(grade("C", "\\boxed{3} (C)", &cfg).found_by, FoundBy::Boxed);
+    }
+
+    #[test]
+    fn a_comma_in_the_gold_is_read_from_its_shape_and_the_setting() {
+        let with = |decimal_mark| GradeConfig {
+            policy: Policy {
+                decimal_mark,
+                ..Policy::default()
+            },
+            ..GradeConfig::default()
+        };
+        let ok =
+            |gold: &str, r: &str, mark| grade(gold, r, &with(mark)).outcome == Outcome::Correct;
+        // MATH's `0,1` is two solutions.
+        assert!(ok("0,1", "\\boxed{0, 1}", DecimalMark::Auto));
+        assert!(!ok("0,1", "\\boxed{0.1}", DecimalMark::Auto));
+        assert!(ok("0,1", "\\boxed{0.1}", DecimalMark::Comma));
+        assert!(!ok("0,1", "\\boxed{0, 1}", DecimalMark::Comma));
+        // Shapes that cannot be thousands nor one-digit lists are decimal commas.
+        assert!(ok("0,111", "0.111", DecimalMark::Auto));
+        assert!(ok("1,22", "1.22", DecimalMark::Auto));
+        assert!(!ok("1,22", "1.22", DecimalMark::Point));
+        assert!(ok("1,234", "\\boxed{1234}", DecimalMark::Auto));
+        assert!(ok("1,234", "\\boxed{1.234}", DecimalMark::Comma));
+        // A response's own decimal comma against a one-number gold.
+        assert!(ok("3.5", "so it is 3,5", DecimalMark::Point));
+        assert_eq!(DecimalMark::parse("comma"), Some(DecimalMark::Comma));
+        assert_eq!(DecimalMark::parse("european"), None);
+    }
+
+    #[test]
+    fn decimals_keep_three_significant_digits_however_small() {
+        let cfg = GradeConfig::default();
+        let ok = |gold: &str, r: &str| grade(gold, r, &cfg).outcome == Outcome::Correct;
+        assert!(!ok("0.000067", "\\boxed{.0000672}"));
+        assert!(ok("0.0000672", "\\boxed{6.72 \\times 10^{-5}}"));
+        assert!(!ok("1e-24", "the answer is 2.0 x 10^-25 kg m/s"));
+        assert!(ok("1e-24", "the answer is 1.0 x 10^-24 kg m/s"));
+        // Six decimal places, as before, for values of ordinary size.
+        assert!(ok("\\frac{1}{30}", "0.033333"));
+        assert!(ok("\\frac{1}{3}", "0.333333"));
+        assert!(!ok("\\frac{1}{3}", "0.3333"));
     }
 
     #[test]
