@@ -471,6 +471,11 @@ fn reduce(n: Expr) -> Expr {
                 return parts.pop().map(reduce).unwrap_or(Expr::List(vec![]));
             }
             if ops.len() > 1 && ops.iter().all(|o| *o == RelOp::Eq) {
+                // `a + d + e = -2 + 5 - 3 = 0`: a computation whose steps are numbers states
+                // the value of whatever it starts from.
+                if parts[1..].iter().all(is_constant) && !is_constant(&parts[0]) {
+                    return parts.pop().map(reduce).unwrap_or(Expr::List(vec![]));
+                }
                 let last = parts.pop().unwrap_or(Expr::List(vec![]));
                 let first = parts.swap_remove(0);
                 return Expr::Rel(vec![first, last], vec![RelOp::Eq]);

@@ -129,6 +129,8 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
         .or_else(|| {
             let found = extract_structured(&text)
                 .or_else(|| whole_short_answer(&text).map(|a| (a, FoundBy::Whole)))
+                .or_else(|| program_output(&text).map(|a| (a, FoundBy::Marker)))
+                .or_else(|| closing_line(&text).map(|a| (a, FoundBy::FinalLine)))
                 .or_else(|| fallback(&text, NumberRule::LaterSentence));
             match gold {
                 Some(g) => steer(&text, found, g),
@@ -150,23 +152,154 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
 /// A letter gold wants a letter: when only a guess (or nothing) was found, the option letter
 /// the response states last is the answer.
 fn steer(text: &str, found: Option<Found>, gold: &Gold) -> Option<Found> {
-    if !gold.wants_letters() || found.as_ref().is_some_and(|(_, by)| !by.is_heuristic()) {
+    if found.as_ref().is_some_and(|(_, by)| !by.is_heuristic()) {
         return found;
     }
-    last_stated_letter(text)
-        .map(|c| (c.to_string(), FoundBy::Choice))
-        .or(found)
+    let letter = if gold.wants_letters() {
+        last_stated_letter(text)
+    } else {
+        named_option(text, gold.option_words())
+    };
+    letter.map(|c| (c.to_string(), FoundBy::Choice)).or(found)
+}
+
+/// A multiple-choice answer given in words: the one option whose text (`surplus`, `no`) the
+/// response's last sentence uses as a word. None when none or several are.
+fn named_option(text: &str, options: &[String]) -> Option<char> {
+    if options.is_empty() {
+        return None;
+    }
+    let text = text.trim_end().trim_end_matches(['.', '!']);
+    let from = text.rfind(['.', '\n', '!', '?']).map_or(0, |at| at + 1);
+    let last = text[from..].to_lowercase();
+    let words: Vec<&str> = last
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut named = options.iter().enumerate().filter(|(_, o)| {
+        let o: Vec<&str> = o.split_whitespace().collect();
+        !o.is_empty() && words.windows(o.len()).any(|w| w == o.as_slice())
+    });
+    let (i, _) = named.next()?;
+    if named.next().is_some() {
+        return None;
+    }
+    u8::try_from(i)
+        .ok()
+        .filter(|&i| i < 26)
+        .map(|i| (b'A' + i) as char)
 }
 
 /// The option letter stated last in the response's last paragraph: `(B)`, or a letter standing
 /// alone as a word other than the article "A".
 fn last_stated_letter(text: &str) -> Option<char> {
-    static LETTER: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\(([A-E])\)|(?-u:\b)([B-E])(?-u:\b)").expect("static regex"));
+    static LETTER: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\(([A-Ja-e])\)|(?-u:\b)([B-E])(?-u:\b)").expect("static regex")
+    });
     let text = text.trim_end();
     let last = text.rfind("\n\n").map_or(text, |at| &text[at..]);
     let caps = LETTER.captures_iter(last).last()?;
-    caps.get(1).or_else(|| caps.get(2))?.as_str().chars().next()
+    let letter = caps
+        .get(1)
+        .or_else(|| caps.get(2))?
+        .as_str()
+        .chars()
+        .next()?;
+    Some(letter.to_ascii_uppercase())
+}
+
+/// The answer a tool-using response printed: the last ` ```output ` block when it holds one value
+/// and the closing text after it restates that value (`60.0` … "60% of the students …",
+/// `3.0` … "Three trucks …") or is empty.
+fn program_output(text: &str) -> Option<String> {
+    let open = text.rfind("```output")?;
+    let body = &text[open + "```output".len()..];
+    let close = body.find("```")?;
+    let value = body[..close].trim();
+    let after = body[close + 3..].trim();
+    if value.is_empty() || value.len() > 40 || value.contains('\n') || after.len() > 400 {
+        return None;
+    }
+    let v: f64 = value.parse().ok()?;
+    if after.is_empty() {
+        return Some(value.to_string());
+    }
+    let said = NUMBER
+        .find_iter(after)
+        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
+        .chain(
+            after
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .filter_map(number_word),
+        )
+        .any(|n| (n - v).abs() <= 1e-9 * v.abs().max(1.0));
+    said.then(|| value.to_string())
+}
+
+/// The value of a number word (`Three` → 3), zero to twenty and the tens.
+fn number_word(w: &str) -> Option<f64> {
+    const WORDS: [&str; 21] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    const TENS: [&str; 7] = [
+        "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+    ];
+    let w = w.to_ascii_lowercase();
+    if let Some(i) = WORDS.iter().position(|x| *x == w) {
+        return Some(i as f64);
+    }
+    TENS.iter()
+        .position(|x| *x == w)
+        .map(|i| (30 + 10 * i) as f64)
+}
+
+/// The response's last line when it is set apart as the answer: a bold line (`**The total is
+/// $70,000.**`), or a line holding only a value, after an optional short label
+/// (`### Response: [1,2,4,5,6]`).
+fn closing_line(text: &str) -> Option<String> {
+    // A one-line response is taken whole or not at all (`whole_if_math`).
+    let (_, line) = text.trim_end().rsplit_once('\n')?;
+    let line = line.trim();
+    if line.is_empty() || line.len() > 300 {
+        return None;
+    }
+    let unbolded = line.strip_prefix("**").and_then(|l| l.strip_suffix("**"));
+    if let Some(inner) = unbolded.filter(|i| !i.contains("**")) {
+        return answer_in(inner.trim(), false);
+    }
+    let label_end = line
+        .find(": ")
+        .filter(|&at| at <= 30 && !line[..at].contains(['$', '\\', '=']));
+    let value = label_end.map_or(line, |at| line[at + 1..].trim());
+    let value = value
+        .trim_start_matches(['#', '>', ' '])
+        .trim_end_matches('.');
+    let bare = value.trim_matches('$').trim();
+    let math_only = !bare.is_empty()
+        && !bare.contains('$')
+        && !has_cjk(bare)
+        && !has_word(&normalize_latex(bare), 2);
+    (math_only && parse(&normalize_latex(bare)).is_some()).then(|| clip(bare))
 }
 
 /// Prose-free one-line responses (`\\frac{10}{9}`) are the answer as a whole.
@@ -683,6 +816,12 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
             }
         }
     }
+    answer_in(seg, strong).map(found)
+}
+
+/// The answer stated in the text after a phrase (or in a closing line): option letters, a value
+/// in math, in Chinese or in prose, or a short text answer.
+fn answer_in(seg: &str, strong: bool) -> Option<String> {
     // Markdown emphasis left over from `**Answer:** 5`.
     let seg = seg.trim().trim_start_matches(['*', '_']).trim_start();
     let seg = sentence_prefix(seg).trim();
@@ -690,32 +829,32 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
         return None;
     }
     if let Some(letters) = choice_letters(seg, strong) {
-        return Some(found(letters));
+        return Some(letters);
     }
     if let Some(letter) = stated_letter(seg) {
         // "(F) with 5.4 or (D) with 8" names two options: a hedge, graded as both.
-        return Some(found(match HEDGED_LETTER.captures(seg) {
+        return Some(match HEDGED_LETTER.captures(seg) {
             Some(c) if c[1].to_ascii_uppercase() != letter.to_string() => {
                 let mut pair = [letter, c[1].chars().next().unwrap_or(letter)];
                 pair.sort_unstable();
                 format!("{}, {}", pair[0], pair[1].to_ascii_uppercase())
             }
             _ => letter.to_string(),
-        }));
+        });
     }
     // `[1, 0, 1], where 1 represents rain`: a bracketed value, then words about it.
     if let Some(v) = leading_group(seg) {
-        return Some(found(clip(v)));
+        return Some(clip(v));
     }
     let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
     if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
-        return extract_structured_inner(seg).map(found);
+        return extract_structured_inner(seg);
     }
     if has_cjk(seg) {
         // A value in the phrase, else a short text answer (`分层抽样`).
         return match cjk_value(seg) {
-            Some(v) => Some(found(v)),
-            None if seg.len() <= 60 => Some(found(clip(seg.trim_end_matches('.')))),
+            Some(v) => Some(v),
+            None if seg.len() <= 60 => Some(clip(seg.trim_end_matches('.'))),
             None => None,
         };
     }
@@ -723,17 +862,17 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
         // A value with a unit after it (`\frac{270}7\text{ degrees}`, `120 square units`).
         let mathy = seg.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '(' | '\\'));
         if mathy && !seg.starts_with("\\text") && parse(&normalize_latex(seg)).is_some() {
-            return Some(found(clip(seg)));
+            return Some(clip(seg));
         }
         // Otherwise the answer is the last number, or a short text answer ("sampling survey").
         return match last_number(seg) {
-            Some((_, _, n)) => Some(found(n)),
-            None if seg.len() <= 60 => Some(found(clip(seg.trim_end_matches('.')))),
+            Some((_, _, n)) => Some(n),
+            None if seg.len() <= 60 => Some(clip(seg.trim_end_matches('.'))),
             None => None,
         };
     }
     let s = seg.trim_end_matches('.').trim();
-    (!s.is_empty()).then(|| found(clip(s)))
+    (!s.is_empty()).then(|| clip(s))
 }
 
 /// Has an English-looking word (three letters or more, not a LaTeX command).

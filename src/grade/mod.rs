@@ -261,6 +261,9 @@ pub struct Gold {
     decimal: Option<(equiv::ParsedAnswer, bool)>,
     /// A multiple-choice problem's options in order (A, B, …), parsed; empty otherwise.
     options: Vec<equiv::ParsedAnswer>,
+    /// The options that are a few words (`surplus`, `superior lobes`), lower-cased, for an
+    /// answer given in words; empty strings for the others.
+    option_words: Vec<String>,
 }
 
 impl Gold {
@@ -272,23 +275,41 @@ impl Gold {
     /// text, and an option's text its letter. Options may carry their labels (`A. 12`, `(B) 15`).
     pub fn with_options<S: AsRef<str>>(gold: &str, options: &[S]) -> Gold {
         let prepared = equiv::prepare(&extract::extract_gold(gold));
+        let labelled: Vec<&str> = (options.iter())
+            .map(|o| equiv::strip_option_label(o.as_ref()))
+            .collect();
+        let words = |o: &str| {
+            let few = o.split_whitespace().count() <= 4;
+            let plain = o.chars().all(|c| c.is_alphabetic() || c == ' ');
+            if few && plain && o.chars().any(char::is_alphabetic) {
+                o.to_lowercase()
+            } else {
+                String::new()
+            }
+        };
         Gold {
             decimal: equiv::decimal_comma_reading(&prepared),
             prepared,
-            options: options
-                .iter()
-                .map(|o| equiv::prepare(equiv::strip_option_label(o.as_ref())))
-                .collect(),
+            options: labelled.iter().map(|o| equiv::prepare(o)).collect(),
+            option_words: labelled.iter().map(|o| words(o)).collect(),
         }
+    }
+
+    /// The options' texts that are a few words, lower-cased ("" for the others).
+    fn option_words(&self) -> &[String] {
+        &self.option_words
     }
 
     /// Option letters (`B`, `(B)`, `A, C`) with no options to match their values: only letters
     /// answer them.
     fn wants_letters(&self) -> bool {
         let t = self.prepared.norm.trim();
+        let lower = t.len() == 3 && t.starts_with('(') && t.ends_with(')');
         let t = t.strip_prefix('(').unwrap_or(t);
         let t = t.strip_suffix(['.', ')']).unwrap_or(t);
-        let one = t.len() == 1 && t.as_bytes()[0].is_ascii_uppercase();
+        let one = t.len() == 1
+            && (t.as_bytes()[0].is_ascii_uppercase()
+                || (lower && (b'a'..=b'e').contains(&t.as_bytes()[0])));
         self.options.is_empty() && (one || self.prepared.letters.is_some())
     }
 }
