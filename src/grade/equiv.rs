@@ -135,6 +135,13 @@ fn value_before_unit(norm: &str) -> Option<Expr> {
     constant.then(|| simplify(node))
 }
 
+/// A prepared answer that is one constant value.
+pub(super) fn is_number(p: &ParsedAnswer) -> bool {
+    p.node
+        .as_ref()
+        .is_some_and(|n| is_scalar(n) && is_constant(n))
+}
+
 /// The set of several option letters an answer names (`A, C`, `(A)(C)`, `ACD`), as bits.
 fn letter_set(norm: &str) -> Option<u8> {
     let t = norm.trim();

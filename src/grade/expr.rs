@@ -1207,9 +1207,9 @@ fn tok_text(t: &Tok) -> String {
     }
 }
 
-/// `f`, `g`, `h` (and `f'`): the usual names of functions.
+/// `f`, `g`, `h`, and any name with a prime (`f'`, `p'`: a derivative): names of functions.
 fn is_function_name(n: &Expr) -> bool {
-    matches!(n, Expr::Sym(s) if matches!(s.trim_end_matches('\''), "f" | "g" | "h"))
+    matches!(n, Expr::Sym(s) if s.ends_with('\'') || matches!(s.as_str(), "f" | "g" | "h"))
 }
 
 /// True when the last factor of `n` is a plain number.

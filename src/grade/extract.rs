@@ -155,6 +155,15 @@ fn steer(text: &str, found: Option<Found>, gold: &Gold) -> Option<Found> {
     if found.as_ref().is_some_and(|(_, by)| !by.is_heuristic()) {
         return found;
     }
+    // A number gold and a last math span with no digits (`such that $y(t) = x(t)$ is 50 Hz`):
+    // the number after the span is the answer.
+    let digitless_math =
+        |(a, by): &Found| *by == FoundBy::LastMath && !a.contains(char::is_numeric);
+    if gold.wants_number() && found.as_ref().is_some_and(digitless_math) {
+        if let Some((n, FoundBy::LastNumber)) = fallback(text, NumberRule::After) {
+            return Some((n, FoundBy::LastNumber));
+        }
+    }
     let letter = if gold.wants_letters() {
         last_stated_letter(text)
     } else {
@@ -295,6 +304,11 @@ fn closing_line(text: &str) -> Option<String> {
         .trim_start_matches(['#', '>', ' '])
         .trim_end_matches('.');
     let bare = value.trim_matches('$').trim();
+    // After a label, one word is an answer too (`### Response: True.`).
+    let word = bare.len() <= 24 && bare.chars().all(|c| c.is_ascii_alphabetic());
+    if label_end.is_some() && word && !bare.is_empty() {
+        return Some(bare.to_string());
+    }
     let math_only = !bare.is_empty()
         && !bare.contains('$')
         && !has_cjk(bare)
@@ -384,6 +398,23 @@ fn stated_letter(seg: &str) -> Option<char> {
         rest = &bare[lower.len()..];
     }
     None
+}
+
+/// `(c) 18`: an option letter followed by its value, kept together so that a letter gold matches
+/// the letter and a value gold the value.
+fn lettered_value(seg: &str) -> Option<String> {
+    let b = seg.as_bytes();
+    let letter = match b {
+        [b'(', l, b')', b' ', ..] if l.is_ascii_alphabetic() => l.to_ascii_uppercase() as char,
+        _ => return None,
+    };
+    let value = seg[4..]
+        .trim()
+        .trim_end_matches('.')
+        .trim_matches('$')
+        .trim();
+    let plain = !value.is_empty() && value.len() <= 40 && !has_word(value, 2) && !has_cjk(value);
+    (plain && parse(&normalize_latex(value)).is_some()).then(|| format!("({letter}) {value}"))
 }
 
 /// A bracketed value opening the text and followed only by words about it (`[1, 0, 1], where
@@ -830,6 +861,9 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
     }
     if let Some(letters) = choice_letters(seg, strong) {
         return Some(letters);
+    }
+    if let Some(value) = lettered_value(seg) {
+        return Some(value);
     }
     if let Some(letter) = stated_letter(seg) {
         // "(F) with 5.4 or (D) with 8" names two options: a hedge, graded as both.

@@ -295,6 +295,11 @@ impl Gold {
         }
     }
 
+    /// A single number (`50`, `\frac{1}{2}`, `2\sqrt{3}`): a value is looked for, not a formula.
+    fn wants_number(&self) -> bool {
+        self.options.is_empty() && equiv::is_number(&self.prepared)
+    }
+
     /// The options' texts that are a few words, lower-cased ("" for the others).
     fn option_words(&self) -> &[String] {
         &self.option_words
