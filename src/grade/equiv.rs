@@ -29,7 +29,8 @@ pub(super) struct ParsedAnswer {
     pub percent: bool,
     /// Several option letters (`A, C`, `ACD`), as a set: bit 0 is A.
     pub letters: Option<u8>,
-    /// The value of an answer written as a value and a unit (`15000 kcal m^{-2} yr^{-1}`).
+    /// The value of an answer written with words around it: a value and a unit (`15000 kcal
+    /// m^{-2} yr^{-1}`), or values each followed by prose (`E_1 with probability 1/3, and E_2 …`).
     pub unit_value: Option<Expr>,
 }
 
@@ -74,7 +75,7 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
     let unit_value = if node.as_ref().is_some_and(is_constant) {
         None
     } else {
-        value_before_unit(&norm)
+        value_before_unit(&norm).or_else(|| values_before_prose(&norm))
     };
     ParsedAnswer {
         norm,
@@ -91,6 +92,90 @@ static UNIT_TAIL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:[A-Za-z]+|\s+|~|\^\s*\{?\s*[-+]?\s*\d+\s*\}?|/|\*|\\cdot|\.|\(|\))+$")
         .expect("static regex")
 });
+
+/// `E_1 with probability \frac13, and E_2 with probability \frac23` → `E_1, E_2`: the answer's
+/// items (split at commas, "and", "or"), each cut where its prose starts.
+fn values_before_prose(norm: &str) -> Option<Expr> {
+    if norm.len() > 400 || prose_at(norm).is_none() {
+        return None;
+    }
+    let mut heads = Vec::new();
+    for item in split_items(norm) {
+        // A connecting word opens the item (`and E_2 …`).
+        let item = item.trim();
+        let item = ["and ", "or "]
+            .iter()
+            .find_map(|w| item.strip_prefix(w))
+            .unwrap_or(item);
+        let head = prose_at(item).map_or(item, |at| &item[..at]);
+        let head = head.trim().trim_end_matches([',', ':', ';']).trim();
+        if head.is_empty() {
+            return None;
+        }
+        heads.push(head);
+    }
+    if heads.is_empty() {
+        return None;
+    }
+    parse(&heads.join(", ")).map(simplify)
+}
+
+/// Items of an answer at its top-level commas.
+fn split_items(norm: &str) -> Vec<&str> {
+    let (mut depth, mut from, mut out) = (0i32, 0, Vec::new());
+    for (i, c) in norm.char_indices() {
+        match c {
+            '{' | '(' | '[' => depth += 1,
+            '}' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&norm[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&norm[from..]);
+    out
+}
+
+/// Where the first prose word (three letters or more, not a command nor a function's name;
+/// "or" counts) starts in `s`.
+fn prose_at(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_alphabetic() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let word = &s[start..i];
+        let command = start > 0 && b[start - 1] == b'\\';
+        let math = matches!(
+            word,
+            "sin"
+                | "cos"
+                | "tan"
+                | "log"
+                | "exp"
+                | "sqrt"
+                | "frac"
+                | "min"
+                | "max"
+                | "gcd"
+                | "lcm"
+                | "det"
+                | "mod"
+        );
+        if !command && !math && (word.len() >= 3 || matches!(word, "or")) {
+            return Some(start);
+        }
+    }
+    None
+}
 
 /// `15000  kcal m ^{-2}` → 15000, `[12, 8, 5] mW` → the list: a constant value, a space, then only
 /// a unit (a run of two letters or more, or one of the one-letter SI units).

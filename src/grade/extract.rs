@@ -287,8 +287,11 @@ fn number_word(w: &str) -> Option<f64> {
 /// (`### Response: [1,2,4,5,6]`).
 fn closing_line(text: &str) -> Option<String> {
     // A one-line response is taken whole or not at all (`whole_if_math`).
-    let (_, line) = text.trim_end().rsplit_once('\n')?;
+    let (before, line) = text.trim_end().rsplit_once('\n')?;
     let line = line.trim();
+    // A label on a line of its own (`### Response:` then `True.`).
+    let label_above = (before.trim_end().rsplit('\n').next())
+        .is_some_and(|l| l.trim_end().ends_with(':') && l.trim().len() <= 30 && !l.contains('$'));
     if line.is_empty() || line.len() > 300 {
         return None;
     }
@@ -306,7 +309,7 @@ fn closing_line(text: &str) -> Option<String> {
     let bare = value.trim_matches('$').trim();
     // After a label, one word is an answer too (`### Response: True.`).
     let word = bare.len() <= 24 && bare.chars().all(|c| c.is_ascii_alphabetic());
-    if label_end.is_some() && word && !bare.is_empty() {
+    if (label_end.is_some() || label_above) && word && !bare.is_empty() {
         return Some(bare.to_string());
     }
     let math_only = !bare.is_empty()

@@ -669,6 +669,145 @@ mod tests {
         assert!(!ok("\\frac{1}{3}", "0.3333"));
     }
 
+    fn ok(gold: &str, response: &str) -> bool {
+        grade(gold, response, &GradeConfig::default()).outcome == Outcome::Correct
+    }
+
+    #[test]
+    fn a_closing_marker_beats_weaker_earlier_cues() {
+        // GAOKAO-Bench's exam format: the 【答案】 line closes the response.
+        let r = "【解析】…所以，切线方程为 $y=2x+1$。 <eoe>\n【答案】: A <eoa>";
+        let v = grade("A", r, &GradeConfig::default());
+        assert_eq!(
+            (v.extracted.as_deref(), v.found_by),
+            (Some("A"), FoundBy::Marker)
+        );
+        assert!(ok("y=2x", "所以 $y=3x$ 不对。<eoe>\n【答案】$y = 2x$<eoa>"));
+        assert!(ok("8", "…\n【答案】解方程得到n=8."));
+        assert!(ok("\\frac{1}{2}", "…所以 λ=1。\n【答案】$\\lambda = 1/2$"));
+        assert!(ok("7", "故答案为：7"));
+        assert!(ok("7", "综上所述，最小值为 7。"));
+        assert!(ok("18", "Some work.\n#### 18"));
+        assert!(ok(
+            "18",
+            "I think 12.\nFinal Answer: The final answer is 18. I hope it is correct."
+        ));
+        assert!(ok(
+            "5",
+            "**Reasoning:** 2 + 3 = 5 and 10 / 2.\n\n**Answer:**\n\nTyler works 5 hours."
+        ));
+        assert!(ok(
+            "9",
+            "```json\n{\"reasoning\": \"27 found, 36 hidden\", \"answer\": \"9\"}\n```"
+        ));
+        assert!(ok("9", "<think>maybe 8</think>\n<answer>9</answer>"));
+        assert!(ok("True", "Is it a group?\n\n### Response:\nTrue.</s><s>"));
+        // A phrase left without its answer gives way to the one before it.
+        assert!(ok(
+            "C",
+            "The answer is (C).\n\nNow, considering all the answers above, the final answer is"
+        ));
+    }
+
+    #[test]
+    fn several_letters_are_a_set_and_a_letter_gold_wants_a_letter() {
+        assert!(!ok("C", "…\n【答案】: A, C <eoa>"));
+        assert!(ok("AC", "…\n【答案】 AC <eoa>"));
+        assert!(ok("AC", "so the answer is A和C"));
+        assert!(ok("A, C", "…\n【答案】 C, A <eoa>"));
+        assert!(!ok("ABC", "…\n【答案】 ACD <eoa>"));
+        assert!(ok("BD", "The answer is (B)(D)."));
+        // After a weaker cue, letters run together are a name (segment BE), not a set.
+        assert!(ok("A", "因此，BE的长为1，选项A是正确答案。"));
+        // A hedge between two options names both.
+        assert!(!ok("F", "The answer is (F) with $5.4$ or (D) with $8$."));
+        assert!(ok(
+            "(a)",
+            "Therefore, the answer is (a) f is increasing on [0,1]."
+        ));
+        assert!(ok("C", "The correct answer is therefore choice (C)."));
+        assert!(ok(
+            "18",
+            "It is known that R(4,4) = 18. Therefore, the answer is (c) 18."
+        ));
+        // With dataset options, a letter still matches its option's value, and words name it.
+        let opts = ["shortage", "surplus"];
+        let cfg = GradeConfig::default();
+        let v = grade_with_options(
+            "B",
+            "At a price of $330, there is a surplus of 1200 units.",
+            &opts,
+            &cfg,
+        );
+        assert_eq!((v.outcome, v.found_by), (Outcome::Correct, FoundBy::Choice));
+    }
+
+    #[test]
+    fn units_on_either_side_are_dropped() {
+        assert!(ok(
+            "15000",
+            "\\boxed{15000 \\text{ kcal m}^{-2} \\text{ yr}^{-1}}"
+        ));
+        assert!(ok("144 \\mbox{ m}^3", "so \\boxed{144}"));
+        assert!(ok("12 \\text{ gm}", "\\boxed{12}"));
+        assert!(ok("9.8", "\\boxed{9.8 \\mathrm{~m/s^2}}"));
+        assert!(ok("[12, 8, 5]", "Therefore, the answer is [12, 8, 5] mW."));
+        assert!(!ok("15000", "\\boxed{16000 \\text{ kcal m}^{-2}}"));
+        // A letter against a number is a product, not a unit.
+        assert!(!ok("2", "\\boxed{2 x}"));
+    }
+
+    #[test]
+    fn calculator_traces_and_dollar_amounts() {
+        let r = "She makes 9 * 2 = $<<9*2=18>>18 per day and 18 * 7 = $<<18*7=126>>126 per week.";
+        assert!(ok("126", r));
+        assert!(ok("70000", "The total cost is $70,000."));
+        assert!(ok(
+            "70000",
+            "Steps first.\n**The total cost of the house is $70,000.**"
+        ));
+    }
+
+    #[test]
+    fn symbols_labels_and_prose_inside_an_answer() {
+        assert!(ok(
+            "2\\sqrt{\\pi G\\rho_0}",
+            "\\boxed{\\sqrt{4\\piG\\rho_0}}"
+        ));
+        assert!(ok(
+            "\\sqrt{\\frac{4 \\pi G \\rho_0}{3}} r",
+            "\\boxed{v(r) = \\sqrt{\\frac{4\\piG\\rho_0}{3}}r}"
+        ));
+        let r = "\\boxed{E_1 \\text{ with probability } \\frac13, \\text{ and } E_2 \\text{ with probability } \\frac23}";
+        assert!(ok("E_1, E_2", r));
+        assert!(!ok("E_1", r));
+        assert!(ok("0", "Therefore, the sum $a + d + e = -2 + 5 - 3 = 0$."));
+        assert!(ok("14", "Therefore, the answer is $p'(2) = 14$."));
+    }
+
+    #[test]
+    fn a_program_output_restated_by_the_closing_sentence_is_the_answer() {
+        let r = "```python\nprint(20 * 0.6 / 0.2)\n```\n```output\n60.0\n```\n60% of the students enrolled in hip-hop dance.";
+        assert_eq!(
+            grade("60", r, &GradeConfig::default()).found_by,
+            FoundBy::Marker
+        );
+        assert!(ok("60", r));
+        assert!(ok(
+            "5",
+            "```output\n5\n```\n5 cars drove through the traffic jam in the first 15 minutes."
+        ));
+        assert!(ok(
+            "3",
+            "```output\n3.0\n```\nThree trucks will be needed to transport 80 flagstones."
+        ));
+        // Not restated: the output is not taken for granted.
+        assert!(!ok(
+            "0",
+            "```output\n0.0\n```\nThe mixtures of 1/2 and 1/3 pound cost 7 dollars more."
+        ));
+    }
+
     #[test]
     fn keys() {
         assert_eq!(canonical_key("\\frac{1}{2}"), canonical_key("0.5"));

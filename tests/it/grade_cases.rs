@@ -19,6 +19,11 @@ const HELDOUT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/grading/gpassk_heldout_cases.jsonl"
 );
+/// Real model responses of each answer style issue 38 names, from public evaluation outputs.
+const REAL_KINDS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/grading/real_kinds_cases.jsonl"
+);
 
 /// Lines whose labels need settings more lenient than Math-Verify's defaults
 /// (precision 4 or 2, `strict=false`, `allow_set_relation_comp=true`).
@@ -353,6 +358,77 @@ fn cli_cases_file_agreement_and_json() {
 }
 
 #[test]
+fn cli_cases_agreement_per_found_by() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("cases.jsonl");
+    let lines = [
+        r#"{"gold":"5","pred":"so \\boxed{5}","expected":true}"#,
+        r#"{"gold":"5","pred":"so \\boxed{6}","expected":true}"#,
+        r#"{"gold":"7","pred":"The answer is 7.","expected":true}"#,
+        r#"{"gold":"3","pred":"We add one and two and get 3 apples","expected":true}"#,
+        r#"{"gold":"3","pred":"no idea","expected":false}"#,
+        r#"{"gold":"3","pred":"we get 3 pears"}"#,
+    ];
+    std::fs::write(&path, lines.join("\n")).expect("write");
+    let p = path.to_string_lossy().into_owned();
+    let (code, out, _) = gpassk(&["grade", "--cases", &p]);
+    assert_eq!(code, 0);
+    for want in [
+        "  found_by boxed: 2 cases, agreement 1/2 (50.0%)",
+        "  found_by marker: 1 cases, agreement 1/1 (100.0%)",
+        "  found_by last_number (heuristic): 2 cases, agreement 1/1 (100.0%)",
+        "  found_by none: 1 cases, agreement 1/1 (100.0%)",
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want:?} not in {out}");
+    }
+    let (code, out, err) = gpassk(&["grade", "--cases", &p, "--json"]);
+    assert_eq!(code, 0);
+    let found: Vec<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["found_by"].to_string()
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "\"boxed\"",
+            "\"boxed\"",
+            "\"marker\"",
+            "\"last_number\"",
+            "\"none\"",
+            "\"last_number\""
+        ]
+    );
+    assert!(err.contains("  found_by marker: 1 cases"), "{err}");
+}
+
+#[test]
+fn cli_decimal_mark_setting() {
+    let verdict = |extra: &[&str]| {
+        let mut args = vec!["grade", "--gold", "0,1", "--pred", "\\boxed{0.1}"];
+        args.extend(extra);
+        let (code, out, err) = gpassk(&args);
+        (
+            code,
+            out.lines().last().unwrap_or_default().to_string(),
+            err,
+        )
+    };
+    assert_eq!(verdict(&[]).1, "verdict:    wrong");
+    assert_eq!(
+        verdict(&["--decimal-mark", "comma"]).1,
+        "verdict:    correct"
+    );
+    let (code, _, err) = verdict(&["--decimal-mark", "european"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--decimal-mark") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
 fn cli_bad_input_exit_2() {
     let (code, _, err) = gpassk(&["grade", "--cases", "/nonexistent/cases.jsonl"]);
     assert_eq!(code, 2);
@@ -596,6 +672,40 @@ fn peer_test_suites_agree() {
 #[test]
 fn heldout_responses_agree() {
     assert_agreement(HELDOUT, &[]);
+}
+
+#[test]
+fn real_responses_of_every_answer_style_agree() {
+    assert_agreement(REAL_KINDS, &[]);
+    // Every kind is there, with right and wrong answers among them where the sources had both.
+    let text = std::fs::read_to_string(REAL_KINDS).expect("fixture");
+    let mut kinds = std::collections::BTreeMap::<String, (usize, usize)>::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("json");
+        assert!(v["path"].is_string() && v["label"].is_string(), "{line}");
+        let k = kinds
+            .entry(v["kind"].as_str().expect("kind").to_string())
+            .or_default();
+        k.0 += 1;
+        k.1 += usize::from(v["expected"] == true);
+    }
+    for kind in [
+        "marker-zh",
+        "marker-en",
+        "choice-multi",
+        "units",
+        "calculator",
+        "program-output",
+        "tiny",
+        "equation-value",
+        "zh-text",
+    ] {
+        let (n, right) = kinds.get(kind).copied().unwrap_or_default();
+        assert!(n >= 1, "no real case of {kind}");
+        if n >= 4 {
+            assert!(right > 0 && right < n, "{kind}: {right} of {n} right");
+        }
+    }
 }
 
 /// The setting under which a policy line gets its peer's label; `None`: a fixed choice.
