@@ -9,7 +9,7 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::Signed;
 use regex::Regex;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 /// At most this many `±` expansions per answer (2^3 sign choices).
 const MAX_PM: usize = 3;
@@ -31,7 +31,22 @@ pub(super) struct ParsedAnswer {
     pub letters: Option<u8>,
     /// The value of an answer written with words around it: a value and a unit (`15000 kcal
     /// m^{-2} yr^{-1}`), or values each followed by prose (`E_1 with probability 1/3, and E_2 …`).
-    pub unit_value: Option<Expr>,
+    /// Read only when the answer and its gold differ otherwise (most never need it).
+    unit_value: OnceLock<Option<Expr>>,
+}
+
+impl ParsedAnswer {
+    /// The value of an answer written with words around it ([`ParsedAnswer::unit_value`]).
+    fn value_in_words(&self) -> Option<&Expr> {
+        self.unit_value
+            .get_or_init(|| {
+                if self.node.as_ref().is_some_and(is_constant) {
+                    return None;
+                }
+                value_before_unit(&self.norm).or_else(|| values_before_prose(&self.norm))
+            })
+            .as_ref()
+    }
 }
 
 /// `3,5`: two integers joined by a bare comma, which may be a decimal comma.
@@ -60,7 +75,7 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
             node: None,
             percent: false,
             letters: None,
-            unit_value: None,
+            unit_value: OnceLock::new(),
         };
     }
     let percent = raw.contains('%') || raw.contains("ercent") || raw.contains("pct");
@@ -72,18 +87,13 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
         parse(&norm).or_else(|| final_value(&norm)).map(simplify)
     };
     let letters = letter_set(&norm);
-    let unit_value = if node.as_ref().is_some_and(is_constant) {
-        None
-    } else {
-        value_before_unit(&norm).or_else(|| values_before_prose(&norm))
-    };
     ParsedAnswer {
         norm,
         text,
         node,
         percent,
         letters,
-        unit_value,
+        unit_value: OnceLock::new(),
     }
 }
 
@@ -283,10 +293,10 @@ fn equivalent_sided(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig, a_pai
         return true;
     }
     // A unit on either side (`144 \mbox{ m}^3` against 144): the values are compared.
-    if a.unit_value.is_some() || b.unit_value.is_some() {
-        let value = |p: &ParsedAnswer| p.unit_value.clone().or_else(|| p.node.clone());
-        if let (Some(x), Some(y)) = (value(a), value(b)) {
-            if same(&x, &y, cfg) {
+    let (x, y) = (a.value_in_words(), b.value_in_words());
+    if x.is_some() || y.is_some() {
+        if let (Some(x), Some(y)) = (x.or(a.node.as_ref()), y.or(b.node.as_ref())) {
+            if same(x, y, cfg) {
                 return true;
             }
         }
