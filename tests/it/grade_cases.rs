@@ -1073,7 +1073,6 @@ fn real_response_corpus_is_well_formed() {
 
 /// The grader agrees with the corpus labels on at least 99% of the cases, printing the rest.
 #[test]
-#[ignore = "issue 38: until the grader work lands"]
 fn real_response_corpus_agrees() {
     let cfg = GradeConfig::default();
     let cases = labelled(CORPUS);
