@@ -945,6 +945,9 @@ fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
     if let (Some(x), Some(y)) = (inf_sign(a), inf_sign(b)) {
         return x == y;
     }
+    if rounds_to_gold(a, b) {
+        return true;
+    }
     let decimal = has_decimal(a) || has_decimal(b);
     let tolerance = cfg.policy.tolerance;
     if let (Some(x), Some(y)) = (exact(a), exact(b)) {
@@ -990,6 +993,40 @@ fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
         }
     }
     compared > 0
+}
+
+/// A gold decimal of three or more significant digits (`0.333`, `1.414`) is the exact answer
+/// rounded: an exact answer (`1/3`, `\sqrt{2}`) that rounds to it at the gold's own decimal
+/// places agrees. A decimal answer is compared as usual (`1.334` is not `1.33`), and so is a gold
+/// of fewer digits (`0.3` is not `1/3`).
+fn rounds_to_gold(gold: &Expr, pred: &Expr) -> bool {
+    let Some(g) = exact(gold).filter(|_| has_decimal(gold)) else {
+        return false;
+    };
+    if has_decimal(pred) || !no_variables(pred) {
+        return false;
+    }
+    let ten = BigRational::from_integer(BigInt::from(10));
+    let mut scaled = g.abs();
+    let mut places = 0u32;
+    while !scaled.is_integer() {
+        if places == 12 {
+            return false;
+        }
+        scaled *= &ten;
+        places += 1;
+    }
+    if places == 0 || scaled.to_integer() < BigInt::from(100) {
+        return false;
+    }
+    let target = round_exact(&g, places);
+    if let Some(p) = exact(pred) {
+        return round_exact(&p, places) == target;
+    }
+    let (Some(v), Some(t)) = (eval(pred, 0), to_f64(&BigRational::from_integer(target))) else {
+        return false;
+    };
+    v.im.abs() <= 1e-12 * v.re.abs().max(1.0) && (v.re * 10f64.powi(places as i32)).round() == t
 }
 
 /// Significant digits a decimal comparison keeps at least: `0.0000672` and `0.000067` agree to six

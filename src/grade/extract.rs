@@ -131,7 +131,7 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
                 .or_else(|| whole_short_answer(&text).map(|a| (a, FoundBy::Whole)))
                 .or_else(|| program_output(&text).map(|a| (a, FoundBy::Marker)))
                 .or_else(|| closing_line(&text).map(|a| (a, FoundBy::FinalLine)))
-                .or_else(|| fallback(&text, NumberRule::LaterSentence));
+                .or_else(|| heuristic(&text));
             match gold {
                 Some(g) => steer(&text, found, g),
                 None => found,
@@ -147,6 +147,46 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
             found_by: FoundBy::None,
         },
     }
+}
+
+/// The last math span or number, unless the response was cut off mid-formula (`9 * 6 * 0 *`,
+/// `then $2^3 + c`): the value it was working on then is not an answer.
+fn heuristic(text: &str) -> Option<Found> {
+    if cut_short(text) {
+        return None;
+    }
+    fallback(text, NumberRule::LaterSentence)
+}
+
+/// A response that ends inside a formula: after an operator, or in a math span left open. Its
+/// last line is not a closing answer and its last value not a guess.
+fn cut_short(text: &str) -> bool {
+    let t = text.trim_end();
+    // `6 * 0 *`, not Markdown's `**bold**`.
+    let operator = t.ends_with(" *")
+        || t.ends_with(['+', '=', '(', '^', '/', '{'])
+        || t.ends_with("\\times")
+        || t.ends_with("\\cdot");
+    if operator {
+        return true;
+    }
+    if t.rfind("\\[")
+        .is_some_and(|open| !t[open..].contains("\\]"))
+        || t.rfind("\\(")
+            .is_some_and(|open| !t[open..].contains("\\)"))
+    {
+        return true;
+    }
+    // An inline `$…` left open on the last line; a dollar amount (`$5`) is not math, and a
+    // finished sentence is not cut off.
+    let line = t
+        .rsplit('\n')
+        .next()
+        .unwrap_or(t)
+        .trim_end_matches(['*', '_']);
+    let dollars = line.matches('$').count() - 2 * line.matches("$$").count();
+    let after = line.rfind('$').map_or("", |at| &line[at + 1..]);
+    dollars % 2 == 1 && !line.ends_with(['.', '!', '?']) && after.contains(['+', '^', '=', '\\'])
 }
 
 /// A letter gold wants a letter: when only a guess (or nothing) was found, the option letter
@@ -286,6 +326,9 @@ fn number_word(w: &str) -> Option<f64> {
 /// $70,000.**`), or a line holding only a value, after an optional short label
 /// (`### Response: [1,2,4,5,6]`).
 fn closing_line(text: &str) -> Option<String> {
+    if cut_short(text) {
+        return None;
+    }
     // A one-line response is taken whole or not at all (`whole_if_math`).
     let (before, line) = text.trim_end().rsplit_once('\n')?;
     let line = line.trim();
@@ -843,6 +886,17 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
     }
     if phrase.starts_with("####") {
         seg = seg.split('\n').next().unwrap_or("");
+        // A run of more `#` or a Markdown heading (`#### Step 2: add them`) is not GSM8K's
+        // `#### 18`.
+        let run_on = text[..m.start()].ends_with('#') || text[m.start() + 4..].starts_with('#');
+        let heading = seg.starts_with(|c: char| c.is_ascii_alphabetic())
+            && (seg.split_whitespace())
+                .filter(|w| w.len() >= 2 && w.bytes().all(|b| b.is_ascii_alphabetic()))
+                .count()
+                >= 2;
+        if run_on || heading || phrase.contains('\n') {
+            return None;
+        }
     } else {
         for stop in ["I hope", "<|", "</answer>", "\n\n"] {
             if let Some(p) = seg.find(stop) {
@@ -864,6 +918,9 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
     }
     if let Some(letters) = choice_letters(seg, strong) {
         return Some(letters);
+    }
+    if let Some(word) = verdict_word(seg) {
+        return Some(word.to_string());
     }
     if let Some(value) = lettered_value(seg) {
         return Some(value);
@@ -910,6 +967,25 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
     }
     let s = seg.trim_end_matches('.').trim();
     (!s.is_empty()).then(|| clip(s))
+}
+
+/// `True: the marginal …`, `No.`: a verdict word that opens the answer and ends its clause with
+/// a colon, a full stop or a dash. (After a comma, "no, there are 3 …" may go on to the value.)
+fn verdict_word(seg: &str) -> Option<&str> {
+    let end = seg
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(seg.len());
+    let word = &seg[..end];
+    let known = ["true", "false", "yes", "no"];
+    if !known.iter().any(|k| word.eq_ignore_ascii_case(k)) {
+        return None;
+    }
+    let rest = seg[end..].trim_start_matches(['*', '_']);
+    let closes = rest.is_empty()
+        || rest.starts_with([':', '.', '!', ';'])
+        || rest.starts_with(" -")
+        || rest.starts_with(" \u{2014}");
+    closes.then_some(word)
 }
 
 /// Has an English-looking word (three letters or more, not a LaTeX command).

@@ -264,7 +264,14 @@ pub struct Gold {
     /// The options that are a few words (`surplus`, `superior lobes`), lower-cased, for an
     /// answer given in words; empty strings for the others.
     option_words: Vec<String>,
+    /// Other accepted forms of the answer: GAOKAO-Bench writes them after `\#\#`
+    /// (`\frac{3}{10} \# \# 0.3`).
+    alternatives: Vec<Gold>,
 }
+
+/// `\# \#` between accepted forms of a gold answer.
+static ALTERNATIVES: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"\s*\\#\s*\\#\s*").expect("static regex"));
 
 impl Gold {
     pub fn new(gold: &str) -> Gold {
@@ -274,6 +281,18 @@ impl Gold {
     /// A gold answer of a multiple-choice problem: a letter then also matches its option's
     /// text, and an option's text its letter. Options may carry their labels (`A. 12`, `(B) 15`).
     pub fn with_options<S: AsRef<str>>(gold: &str, options: &[S]) -> Gold {
+        if gold.contains("\\#") {
+            let mut forms = ALTERNATIVES.split(gold).filter(|f| !f.trim().is_empty());
+            if let (Some(first), rest) = (forms.next(), forms) {
+                let alternatives: Vec<Gold> =
+                    rest.map(|f| Gold::with_options(f, options)).collect();
+                if !alternatives.is_empty() {
+                    let mut g = Gold::with_options(first, options);
+                    g.alternatives = alternatives;
+                    return g;
+                }
+            }
+        }
         let prepared = equiv::prepare(&extract::extract_gold(gold));
         let labelled: Vec<&str> = (options.iter())
             .map(|o| equiv::strip_option_label(o.as_ref()))
@@ -292,6 +311,7 @@ impl Gold {
             prepared,
             options: labelled.iter().map(|o| equiv::prepare(o)).collect(),
             option_words: labelled.iter().map(|o| words(o)).collect(),
+            alternatives: Vec::new(),
         }
     }
 
@@ -367,6 +387,10 @@ impl Answer {
 }
 
 fn outcome_of(gold: &Gold, pred: &equiv::ParsedAnswer, cfg: &GradeConfig) -> Outcome {
+    let any_form = |g: &Gold| outcome_of(g, pred, cfg) == Outcome::Correct;
+    if gold.alternatives.iter().any(any_form) {
+        return Outcome::Correct;
+    }
     let g = match (&gold.decimal, cfg.policy.decimal_mark) {
         (Some((d, _)), DecimalMark::Comma) | (Some((d, true)), DecimalMark::Auto) => d,
         _ => &gold.prepared,

@@ -2,8 +2,8 @@
 
 use crate::common::{run, stderr, stdout};
 use gpassk::grade::{
-    canonical_key, equivalent, extract, grade, grade_with_options, normal_form, GradeConfig,
-    ListOrder, Outcome, Percent, Policy, StyledLetters, Tolerance,
+    canonical_key, equivalent, extract, grade, grade_with_options, normal_form, FoundBy,
+    GradeConfig, ListOrder, Outcome, Percent, Policy, StyledLetters, Tolerance,
 };
 use std::time::{Duration, Instant};
 
@@ -1109,4 +1109,50 @@ fn real_response_corpus_agrees() {
         "agreement {agree}/{}",
         cases.len()
     );
+}
+
+/// Kinds the development corpus showed after the first rules: each assertion failed before its
+/// rule (gold forms, verdict words, rounded golds, `######` and headings, cut-off responses).
+#[test]
+fn corpus_kinds_forms_verdicts_rounding_headings_cut_off() {
+    // GAOKAO-Bench golds list accepted forms after `\#\#`.
+    let forms = "\\frac{3}{10} \\# \\# 0.3";
+    assert!(correct(forms, "所以概率是3/10。<eoe>\n\n【答案】3/10<eoa>"));
+    assert!(correct(forms, "【答案】$0.3$<eoa>"));
+    assert!(!correct(forms, "【答案】$0.4$<eoa>"));
+    // A verdict word, then its reason after a colon.
+    let said = "5) So the message is the product.\n\nTherefore, the answer is True: The marginal \
+                for $x_s$ is the product of the message and the local factor $f_s(x_s)$.";
+    assert!(correct("True", said));
+    assert!(!correct("False", said));
+    // A decimal gold of three or more significant digits and an exact answer that rounds to it.
+    assert!(correct(
+        "[0.333, 0.25]",
+        "In conclusion, the answer is [1/3, 1/4]"
+    ));
+    assert!(correct("1.414", "so $AB = \\boxed{\\sqrt{2}}$"));
+    assert!(!correct("0.334", "\\boxed{\\frac{1}{3}}"));
+    assert!(!correct("0.3", "\\boxed{\\frac{1}{3}}"));
+    assert!(!correct("1.33", "\\boxed{1.334}"));
+    // `######` in text after the box, and Markdown headings, are not GSM8K's `####`.
+    assert!(correct(
+        "25",
+        "The area is \\(\\boxed{25}\\).pd自如 Brig s一时FIX######\n flooring 7 objet"
+    ));
+    let headed = "#### Step 1: add them\n3 + 15 = 18\n\nThe answer is \\boxed{18}\n\n#### Check it";
+    assert!(correct("18", headed));
+    assert!(correct("18", "Janet sells 18 eggs.\n#### 18"));
+    // A response cut off mid-formula states nothing: no guess from the value it was working on.
+    let cfg = GradeConfig::default();
+    let options = ["9", "8", "0", "1"];
+    for cut in [
+        "Now, we multiply the ones digits together:\n9 * 6 * 0 * 8 = 1 * 0 * ",
+        "2. If $r = 1$, then $2 + c$ is zero for $c = 1$.\n3. If $r = 0$, then $0^3 + c",
+    ] {
+        let v = grade_with_options("C", cut, &options, &cfg);
+        assert_eq!(v.found_by, FoundBy::None, "{cut}");
+    }
+    let finished = "Now, we multiply the ones digits together: 9 * 6 * 0 = 0.";
+    let v = grade_with_options("C", finished, &options, &cfg);
+    assert_eq!(v.outcome, Outcome::Correct);
 }
