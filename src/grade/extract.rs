@@ -120,7 +120,10 @@ pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
 /// letter (or several) wants letters, so a letter is taken from the end of a response whose
 /// marker or box holds a value. Deterministic: no model is asked.
 pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Extraction {
-    let text = prepare(response);
+    let mut text = prepare(response);
+    if let Some(at) = recital_start(&text) {
+        text.truncate(at);
+    }
     let found = cfg
         .extract_regex
         .iter()
@@ -147,6 +150,40 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
             found_by: FoundBy::None,
         },
     }
+}
+
+/// Where a closing run of three or more `The answer is …` lines with different answers starts: a
+/// few-shot model reciting the prompt's examples after its own answer (`The answer is (B).` then
+/// `The answer is A. 1000 times more`, `The answer is H. 4`, …), answers to other questions. (One
+/// answer said again and again is the answer.)
+fn recital_start(text: &str) -> Option<usize> {
+    let t = text.trim_end();
+    if t.len() < 60 || !t.contains("nswer is") {
+        return None;
+    }
+    let mut lines = t.rsplit('\n').peekable();
+    let mut end = t.len();
+    // A last line cut short inside the phrase (`The`).
+    if let Some(l) = lines.peek() {
+        let l = l.trim();
+        if l.len() < 14 && "the answer is".starts_with(&l.to_ascii_lowercase()) {
+            end -= lines.next().map_or(0, |l| l.len() + 1);
+        }
+    }
+    let (mut run, mut start, mut answers) = (0, end, Vec::new());
+    for line in lines {
+        let l = line.trim();
+        let phrase = l.len() > 14 && l.as_bytes()[..14].eq_ignore_ascii_case(b"the answer is ");
+        if !phrase {
+            break;
+        }
+        answers.push(l[14..].trim_end_matches('.'));
+        run += 1;
+        start = start.saturating_sub(line.len() + 1);
+    }
+    answers.sort_unstable();
+    answers.dedup();
+    (run >= 3 && answers.len() >= 2).then_some(start)
 }
 
 /// The last math span or number, unless the response was cut off mid-formula (`9 * 6 * 0 *`,
@@ -213,26 +250,30 @@ fn steer(text: &str, found: Option<Found>, gold: &Gold) -> Option<Found> {
 }
 
 /// A multiple-choice answer given in words: the one option whose text (`surplus`, `no`) the
-/// response's last sentence uses as a word. None when none or several are.
+/// response's last sentence uses as a word, else the one option of three words or more the
+/// response states word for word (`the population of tuna will increase`). None when none or
+/// several are.
 fn named_option(text: &str, options: &[String]) -> Option<char> {
     if options.is_empty() {
         return None;
     }
     let text = text.trim_end().trim_end_matches(['.', '!']);
     let from = text.rfind(['.', '\n', '!', '?']).map_or(0, |at| at + 1);
-    let last = text[from..].to_lowercase();
-    let words: Vec<&str> = last
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut named = options.iter().enumerate().filter(|(_, o)| {
-        let o: Vec<&str> = o.split_whitespace().collect();
-        !o.is_empty() && words.windows(o.len()).any(|w| w == o.as_slice())
-    });
-    let (i, _) = named.next()?;
-    if named.next().is_some() {
-        return None;
-    }
+    let words = |s: &str| -> Vec<String> {
+        (s.split(|c: char| !c.is_alphanumeric()))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let states = |words: &[String], min: usize| {
+        let mut named = options.iter().enumerate().filter(|(_, o)| {
+            let o: Vec<&str> = o.split_whitespace().collect();
+            o.len() >= min.max(1) && words.windows(o.len()).any(|w| w.iter().eq(o.iter()))
+        });
+        let first = named.next().map(|(i, _)| i);
+        first.filter(|_| named.next().is_none())
+    };
+    let i = states(&words(&text[from..]), 1).or_else(|| states(&words(text), 3))?;
     u8::try_from(i)
         .ok()
         .filter(|&i| i < 26)

@@ -298,7 +298,7 @@ impl Gold {
             .map(|o| equiv::strip_option_label(o.as_ref()))
             .collect();
         let words = |o: &str| {
-            let few = o.split_whitespace().count() <= 4;
+            let few = o.split_whitespace().count() <= 8;
             let plain = o.chars().all(|c| c.is_alphabetic() || c == ' ');
             if few && plain && o.chars().any(char::is_alphabetic) {
                 o.to_lowercase()

@@ -1155,4 +1155,29 @@ fn corpus_kinds_forms_verdicts_rounding_headings_cut_off() {
     let finished = "Now, we multiply the ones digits together: 9 * 6 * 0 = 0.";
     let v = grade_with_options("C", finished, &options, &cfg);
     assert_eq!(v.outcome, Outcome::Correct);
+    // A few-shot model reciting the examples' answers after its own; one answer repeated stays.
+    let recital = "so sigma is about 4.8e-8 C/m^2. The answer is (B).\n\nNow, combining all the \
+                   answers:\nThe answer is A. 1000 times more\nThe answer is H. 4\nThe answer is \
+                   A. 240 W\nThe";
+    assert!(correct("B", recital));
+    assert!(!correct("A", recital));
+    let looped =
+        "It is (D).\nThe answer is (D).\nThe answer is (D).\nThe answer is (D).\nThe answer";
+    assert!(correct("D", looped));
+    // An option of several words stated word for word, once, in a response with no marker.
+    let tuna = [
+        "The population of tuna will increase",
+        "Mouse will decrease in number",
+        "The phytoplankton will decrease",
+    ];
+    let said = "If all the Killer whales are removed, the population of tuna will increase. The \
+                mouse and phytoplankton are not directly affected.";
+    assert_eq!(
+        grade_with_options("A", said, &tuna, &cfg).outcome,
+        Outcome::Correct
+    );
+    assert_eq!(
+        grade_with_options("B", said, &tuna, &cfg).outcome,
+        Outcome::Wrong
+    );
 }
