@@ -518,6 +518,12 @@ mod tests {
         assert!(!eq("x+1", "x+2n+1"));
         assert!(!eq("f(x)", "f(y)"));
         assert!(eq("\\frac{9}{4}\\pi", "\\frac94\\pi"));
+        // A fractional power and a root of a base that may be negative: the same real value.
+        assert!(eq(
+            "-\\frac{2(x^2+6)}{9(x^2-2)\\sqrt[3]{x^2-2}^2}",
+            "-\\frac{8x^2}{9(x^2-2)^{5/3}}+\\frac{2}{3(x^2-2)^{2/3}}"
+        ));
+        assert!(!eq("(x^2-2)^{2/3}", "(x^2-2)^{1/3}"));
     }
 
     #[test]
