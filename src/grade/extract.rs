@@ -595,7 +595,7 @@ fn choice_at_start(seg: &str) -> Option<char> {
         _ => false,
     };
     let alone = |next: usize| matches!(b.get(next), None | Some(b'.' | b',' | b';' | b':' | b')'));
-    if !known && !(matches!(letter, b'F'..=b'J') && alone(at + 1)) {
+    if !(known || (matches!(letter, b'F'..=b'J') && alone(at + 1))) {
         return None;
     }
     let mut next = at + 1;
