@@ -204,14 +204,15 @@ fn problem_pages(viewer: &Viewer, problems: usize) {
             let id = format!("p{}", (i * 7919) % problems);
             let t = Instant::now();
             let v = data::problem_view(viewer, "big-run", &id).unwrap();
-            let html = page::problem(&v);
+            // A model's tab: its samples (math made readable) and the previous run's, if any.
+            let html = page::problem(&v, Some(&v.models[i % v.models.len()].model), false);
             assert!(html.contains("<article class=\"sample"));
             t.elapsed()
         })
         .collect();
     times.sort();
     println!(
-        "problem page (data + HTML, {} samples): median {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        "problem page (data of {} samples + HTML of a model's tab): median {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         N as usize * MODELS.len(),
         ms(times[times.len() / 2]),
         ms(times[times.len() * 99 / 100]),
@@ -224,7 +225,7 @@ fn first_pages(viewer: &Viewer, how: &str) {
     let (_, run) = timed(|| page::run(&data::run_view(viewer, "big-run").unwrap()));
     let (rows, grid) = timed(|| {
         let v = data::problems_view(viewer, "big-run").unwrap();
-        page::problems(&v, None);
+        page::problems(&v, page::Focus::default());
         v.rows.len()
     });
     let (_, runs) = timed(|| page::runs(&viewer.runs_view()));

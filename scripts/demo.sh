@@ -13,13 +13,20 @@ CONFIG="${GPASSK_CONFIG:-configs/local.toml}"
 
 say() { printf 'demo: %s\n' "$*"; }
 
-if ! command -v cargo >/dev/null 2>&1; then
-    echo "demo: error: cargo is not installed (https://rustup.rs); it builds gpassk" >&2
+# What the demo calls, checked before anything is built or downloaded.
+need() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    echo "demo: error: $1 is not installed; $2" >&2
     exit 1
-fi
+}
+need cargo "it builds gpassk (https://rustup.rs)"
+need curl "scripts/local-model.sh asks the local model's /health with it (apt-get install curl)"
+need python3 "the local model runs under Python 3.10+ with venv and pip (apt-get install python3-venv)"
 
-say "building gpassk (release)"
-cargo build --release --quiet
+started_at=$SECONDS
+say "building gpassk (release; about 6 minutes on 2 cores the first time, seconds afterwards)"
+cargo build --release --locked --quiet
+built_at=$SECONDS
 GPASSK="${CARGO_TARGET_DIR:-$ROOT/target}/release/gpassk"
 
 started_here=0
@@ -46,4 +53,11 @@ if [ "$code" -eq 0 ]; then
 else
     say "gpassk exited with code $code (1: some units failed, resumable; 2: bad input; 130: interrupted)"
 fi
+if [ "$CONFIG" = configs/local.toml ]; then
+    say "about these numbers: the local model is a tiny base model served by llama.cpp, which batches"
+    say "  requests, so two runs give different numbers even with seed = 42; and max_tokens = 32 cuts"
+    say "  most answers short (the 'truncated' count in the report): a demo of the harness, not of a model."
+fi
+say "took $((SECONDS - started_at)) s: build $((built_at - started_at)) s, model and run $((SECONDS - built_at)) s"
+say "to call gpassk by name: cargo install --path . --locked   (puts it in ~/.cargo/bin)"
 exit "$code"

@@ -171,6 +171,9 @@ cmd_status() {
     return 3
 }
 
+# curl asks the server's /health; without it every start would wait out START_TIMEOUT.
+command -v curl >/dev/null 2>&1 || die "curl is not installed (apt-get install curl): it checks the server's /health"
+
 case "${1:-}" in
 install) cmd_install ;;
 start) cmd_start ;;

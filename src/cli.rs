@@ -78,12 +78,12 @@ pub enum Command {
     Audit(crate::commands::audit::AuditArgs),
     /// Join the checkpoints of shard runs into one run directory.
     Merge(crate::commands::merge::MergeArgs),
-    /// Write scored runs to the results database (SQLite), list it, export its tables.
+    /// Write scored runs to the results database (SQLite or PostgreSQL), list it, export its tables.
     Store(crate::commands::store::StoreArgs),
     /// Run one Python file in the code sandbox and print its stdout, stderr and status.
     Exec(crate::commands::exec::ExecArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(crate::commands::completions::CompletionsArgs),
-    /// Print the man page, or write all pages into a folder.
+    /// Print the man page, write all pages into a folder, or print the Markdown reference.
     Man(crate::commands::completions::ManArgs),
 }

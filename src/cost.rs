@@ -5,6 +5,7 @@ use crate::client::Usage;
 use num_rational::Ratio;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// An amount in pico-units (10⁻¹² of the currency): a price in micro-units per million tokens
 /// times a token count is exact; a choice's share of a request's usage makes it a fraction.
@@ -36,7 +37,7 @@ pub struct PriceFields {
 }
 
 /// A resolved price: micro-units of `currency` per million tokens.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Price {
     pub currency: String,
     pub input: u64,
@@ -46,6 +47,7 @@ pub struct Price {
     /// Where it came from: `config`, or `prices.toml (as of …)`.
     pub source: String,
     /// The budget (`max_cost`) in micro-units of `currency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost: Option<u64>,
 }
 
@@ -138,6 +140,28 @@ struct PriceFile {
     models: BTreeMap<String, PriceFields>,
 }
 
+impl PriceFields {
+    /// The price of `model_id`: these fields when they name one, else the shipped price file's
+    /// (with these fields' `max_cost`); a budget with no price at all is an error.
+    pub fn price_of(&self, model_id: &str) -> Result<Option<Price>, (&'static str, String)> {
+        if let Some(p) = self.resolve("config")? {
+            return Ok(Some(p));
+        }
+        let budget = self.budget()?;
+        match shipped(model_id) {
+            Some(p) => Ok(Some(Price {
+                max_cost: budget,
+                ..p
+            })),
+            None if budget.is_some() => Err((
+                "max_cost",
+                format!("needs a price: no input/output given and {model_id:?} is not in configs/prices.toml"),
+            )),
+            None => Ok(None),
+        }
+    }
+}
+
 /// The shipped price of `model_id`, if the price file lists it.
 pub fn shipped(model_id: &str) -> Option<Price> {
     // The file is part of the build; a test checks that it parses.
@@ -152,6 +176,17 @@ impl Price {
     pub fn budget(&self) -> Option<Money> {
         self.max_cost
             .map(|m| Money::from_integer(u128::from(m) * 1_000_000))
+    }
+
+    /// Each token kind at the higher of the two prices (for usage that sums calls to both).
+    pub fn dearer(&self, other: &Price) -> Price {
+        Price {
+            input: self.input.max(other.input),
+            cached_input: self.cached_input.max(other.cached_input),
+            output: self.output.max(other.output),
+            reasoning: self.reasoning.max(other.reasoning),
+            ..self.clone()
+        }
     }
 
     /// What one reply's usage cost (all its choices).
@@ -281,6 +316,154 @@ impl Ledger {
     }
 }
 
+/// What one payer's requests draw on: its price, its own `max_cost` ledger (named by the key
+/// that sets it) and the run's `[evaluation] max_cost` ledger, shared with every other payer.
+/// Each request reserves its worst case on both before it is sent and settles with what it
+/// cost: the one mechanism sampling, searches, the judge and the verifier share.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    pub price: Price,
+    own: Option<(String, Arc<Ledger>)>,
+    run: Option<Arc<Ledger>>,
+}
+
+/// The key that names `[evaluation] max_cost` in stop messages.
+pub const RUN_BUDGET_KEY: &str = "[evaluation] max_cost";
+
+impl Budget {
+    /// `own` is the payer's ledger with the key that sets its limit (`max_cost`,
+    /// `judge.pricing.max_cost`); `run` the run's.
+    pub fn new(price: Price, own: Option<(String, Arc<Ledger>)>, run: Option<Arc<Ledger>>) -> Self {
+        Budget { price, own, run }
+    }
+
+    /// Whether any limit applies.
+    pub fn capped(&self) -> bool {
+        self.own.is_some() || self.run.is_some()
+    }
+
+    /// Reserves `worst` on both ledgers; on refusal, the key of the limit hit and its ledger.
+    pub fn reserve(&self, worst: Money) -> Result<(), (&str, &Ledger)> {
+        if let Some((key, m)) = &self.own {
+            if !m.reserve(worst) {
+                return Err((key.as_str(), m));
+            }
+        }
+        if let Some(r) = &self.run {
+            if !r.reserve(worst) {
+                if let Some((_, m)) = &self.own {
+                    m.release(worst);
+                }
+                return Err((RUN_BUDGET_KEY, r));
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces a reservation with what the request actually cost.
+    pub fn settle(&self, worst: Money, actual: Money) {
+        let own = self.own.as_ref().map(|(_, l)| &**l);
+        for l in own.into_iter().chain(self.run.as_deref()) {
+            l.settle(worst, actual);
+        }
+    }
+
+    /// The message a refused reservation stops with: the limit, what is spent, and what the
+    /// `left` `what` (units, samples) still to do could cost at `per_unit` each.
+    pub fn stop_message(
+        &self,
+        (key, l): (&str, &Ledger),
+        (left, what): (u64, &str),
+        per_unit: Money,
+    ) -> String {
+        let cur = &self.price.currency;
+        let more = per_unit * Money::from_integer(u128::from(left));
+        format!(
+            "budget reached: {key} {} (spent {}); the {left} {what} left could cost up to {} more; raise {key} and resume",
+            show(to_f64(&l.limit()), cur),
+            show(to_f64(&l.used()), cur),
+            show(to_f64(&more), cur)
+        )
+    }
+}
+
+/// What the requests behind one stored judge verdict or verifier score used, so a resumed run's
+/// ledger and the reports price them again: the replies' usage summed, the most tokens they could
+/// hold, and the attempts that failed after the server may have billed them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spend {
+    /// Replies received.
+    pub calls: u32,
+    /// Their usage summed; a count (or split) some reply did not give is absent, so it is priced
+    /// at its bound (or the higher price), never below what was billed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The replies' prompt and completion token bounds, summed.
+    pub bound: [u64; 2],
+    /// Attempts that failed after the server may have billed them (a timeout, a cut stream).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub billable_failures: u32,
+    /// Their prompt and completion token bounds, summed: each is priced at its worst case.
+    #[serde(default, skip_serializing_if = "is_zeros")]
+    pub failed_bound: [u64; 2],
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zeros(b: &[u64; 2]) -> bool {
+    *b == [0, 0]
+}
+
+impl Spend {
+    /// Adds a reply with its `usage` (None: the server gave none) and token bounds.
+    pub fn add_reply(&mut self, usage: Option<&Usage>, (prompt, completion): (u64, u64)) {
+        let u = usage.cloned().unwrap_or_default();
+        self.usage = Some(match &self.usage {
+            Some(sum) if self.calls > 0 => add_usage(sum, &u),
+            _ => u,
+        });
+        self.calls += 1;
+        self.bound[0] += prompt;
+        self.bound[1] += completion;
+    }
+
+    /// Adds an attempt that failed after the server may have billed it.
+    pub fn add_failure(&mut self, (prompt, completion): (u64, u64)) {
+        self.billable_failures += 1;
+        self.failed_bound[0] += prompt;
+        self.failed_bound[1] += completion;
+    }
+
+    /// The most these requests can have cost at `price`.
+    pub fn at_most(&self, price: &Price) -> Money {
+        let replies = match self.calls {
+            0 => Money::from_integer(0),
+            _ => price.cost_at_most(self.usage.as_ref(), (self.bound[0], self.bound[1])),
+        };
+        replies + price.worst(self.failed_bound[0], self.failed_bound[1])
+    }
+}
+
+/// Two replies' usage summed: a count or split is kept only when both gave it.
+fn add_usage(a: &Usage, b: &Usage) -> Usage {
+    use crate::client::TokenDetails;
+    let sum = |x: Option<u64>, y: Option<u64>| x?.checked_add(y?);
+    let details = |cached: Option<u64>, reasoning: Option<u64>| {
+        (cached.is_some() || reasoning.is_some()).then_some(TokenDetails {
+            cached_tokens: cached,
+            reasoning_tokens: reasoning,
+        })
+    };
+    Usage {
+        prompt_tokens: sum(a.prompt_tokens, b.prompt_tokens),
+        completion_tokens: sum(a.completion_tokens, b.completion_tokens),
+        prompt_tokens_details: details(sum(a.cached_tokens(), b.cached_tokens()), None),
+        completion_tokens_details: details(None, sum(a.reasoning_tokens(), b.reasoning_tokens())),
+    }
+}
+
 /// Token counts summed over samples, each sample holding its share of its request's usage.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tally {
@@ -339,6 +522,14 @@ impl Tally {
         self.cached_input += share(cached);
         self.output += share(completion - reasoning);
         self.reasoning += share(reasoning);
+    }
+
+    /// Adds one judged or verified sample's requests (failed ones that kept a line too).
+    pub fn add_spend(&mut self, s: &Spend) {
+        if s.calls > 0 {
+            self.add(s.usage.as_ref(), 1);
+        }
+        self.add_billable_failures(s.billable_failures, 1);
     }
 
     pub fn cost(&self, p: &Price) -> Money {
@@ -499,6 +690,40 @@ mod tests {
             p.cost_at_most(Some(&u), bound),
             Money::from_integer((6 + 4 * 3 + 15 * 2 + 5 * 64) * 1_000_000)
         );
+    }
+
+    #[test]
+    fn a_spend_sums_its_replies_and_prices_what_it_cannot_read_at_its_bound() {
+        let p = price(1.0, None, 2.0, None);
+        let u = |t: &str| serde_json::from_str::<Usage>(t).unwrap();
+        let mut s = Spend::default();
+        s.add_reply(
+            Some(&u(r#"{"prompt_tokens":10,"completion_tokens":2}"#)),
+            (100, 16),
+        );
+        s.add_reply(
+            Some(&u(r#"{"prompt_tokens":20,"completion_tokens":3}"#)),
+            (200, 16),
+        );
+        assert_eq!(s.at_most(&p), Money::from_integer((30 + 5 * 2) * 1_000_000));
+        // One reply without a completion count: the pass's completions at their bound.
+        s.add_reply(Some(&u(r#"{"prompt_tokens":5}"#)), (50, 16));
+        assert_eq!(
+            s.at_most(&p),
+            Money::from_integer((35 + 48 * 2) * 1_000_000)
+        );
+        // One without usage at all: every count at its bound.
+        s.add_reply(None, (10, 16));
+        assert_eq!(s.at_most(&p), p.worst(360, 64));
+        // A failure the server may have billed: its worst case on top.
+        s.add_failure((40, 16));
+        assert_eq!(s.at_most(&p), p.worst(360, 64) + p.worst(40, 16));
+        let text = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<Spend>(&text).unwrap(), s, "{text}");
+        // Nothing received: only the failures count.
+        let mut failed = Spend::default();
+        failed.add_failure((40, 16));
+        assert_eq!(failed.at_most(&p), p.worst(40, 16));
     }
 
     #[test]

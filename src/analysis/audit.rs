@@ -1,8 +1,8 @@
 //! Auditing a run against published numbers ([`crate::analysis::published`]: the paper's tables,
 //! the GPassK README, its leaderboard): each published value beside the run's measurement and its
 //! interval, with the sources it came from and where they disagree, and warnings where the run's
-//! protocol differs from the paper's (REFERENCE.md: n = 48 for k = 16, temperature 1.0, top-p 0.8,
-//! 8,192 max tokens, both languages of LiveMathBench, an LLM judge).
+//! protocol differs from the paper's (docs/metrics.md, "The paper's protocol": n = 48 for k = 16,
+//! temperature 1.0, top-p 0.8, 8,192 max tokens, both languages of LiveMathBench, an LLM judge).
 
 use crate::analysis::published::{
     claims, did_you_mean, disagreements, model_key, nearest, parse_metric, Claim, Published,

@@ -43,6 +43,24 @@ impl Comparison {
         self.in_family && self.adjusted.is_some_and(|p| p < ALPHA)
     }
 
+    /// The row's flag in compare's words: `REGRESSED` or `improved` for a flagged change of the
+    /// tested family, `untested` when too few problems are shared for a test, `exploratory`
+    /// outside the family, empty otherwise.
+    pub fn flag(&self) -> &'static str {
+        match (
+            self.in_family,
+            self.test.p,
+            self.flagged(),
+            self.test.delta > 0.0,
+        ) {
+            (false, ..) => "exploratory",
+            (true, None, ..) => "untested",
+            (true, Some(_), false, _) => "",
+            (true, Some(_), true, true) => Verdict::Improved.as_str(),
+            (true, Some(_), true, false) => Verdict::Regressed.as_str(),
+        }
+    }
+
     /// The metric with the other names of its quantity: `Pass@4 = G-Pass@4_0.25`, or
     /// `Pass@1 = G-Pass@1_0.25…1.0` for a run of them.
     pub fn label(&self) -> String {
@@ -477,6 +495,28 @@ pub fn drift_lines([ea, eb]: [&RunEntry; 2], b: &RunResults) -> Vec<(String, Str
     out
 }
 
+/// Notes about models split into those every one of `models` has (said once, `all 6 models:
+/// …`, when there are two models or more) and the rest, per model, in order: one fingerprint
+/// change of six models is one line, not six.
+pub fn gather(notes: &[(String, String)], models: &[&str]) -> (Vec<String>, Vec<(String, String)>) {
+    let everyone = |text: &str| {
+        models.len() > 1 && (models.iter()).all(|m| notes.iter().any(|(n, t)| n == m && t == text))
+    };
+    let mut shared: Vec<String> = Vec::new();
+    let mut own = Vec::new();
+    for (model, text) in notes {
+        if everyone(text) {
+            let line = format!("all {} models: {text}", models.len());
+            if !shared.contains(&line) {
+                shared.push(line);
+            }
+        } else {
+            own.push((model.clone(), text.clone()));
+        }
+    }
+    (shared, own)
+}
+
 /// A p-value for the table: four decimals, `-` when untested.
 fn p_text(p: Option<f64>) -> String {
     match p {
@@ -493,13 +533,6 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
         .iter()
         .map(|c| {
             let d = &c.test;
-            let flag = match (c.in_family, d.p, c.flagged(), d.delta > 0.0) {
-                (false, ..) => "exploratory".to_string(),
-                (true, None, ..) => "untested".to_string(),
-                (true, Some(_), false, _) => String::new(),
-                (true, Some(_), true, true) => "improved".into(),
-                (true, Some(_), true, false) => "REGRESSED".into(),
-            };
             let detect = c
                 .detectable
                 .map_or("-".into(), |x| format!("±{:.1}", 100.0 * x));
@@ -522,7 +555,7 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
                     text: c.in_family.to_string(),
                     raw: serde_json::Value::Bool(c.in_family),
                 },
-                Cell::text(flag),
+                Cell::text(c.flag()),
             ]
         })
         .collect();

@@ -3,10 +3,11 @@
 //! comparable run of a run, and the history table: per dataset, model and headline metric, every
 //! run's value with its interval and the difference from the run before with `compare`'s test.
 
-use crate::analysis::compare::{compare, Compared, Comparison};
-use crate::analysis::trend::{html_page, Point, Series, Trend};
+use crate::analysis::compare::{compare, gather, Compared, Comparison};
+use crate::analysis::trend::{html_page, DatasetPage, Flag, Point, Series, Trend};
 use crate::error::BadInput;
 use crate::metrics::MetricKind;
+use crate::report::HTML_NAME_WIDTH;
 use crate::report::{
     layout, md_table, md_text, metric_label, wrap, Cell, Corner, Interval, Tabular,
 };
@@ -14,7 +15,7 @@ use crate::rundir::difference::Difference;
 use crate::rundir::manifest::{Manifest, ModelManifest};
 use crate::rundir::RunDir;
 use crate::scoring::{load_scored, RunResults};
-use crate::util::{printable, short};
+use crate::util::{printable, short, shorten_names};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -506,16 +507,11 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
                 .collect()
         })
         .collect();
-    for (model, own) in models.iter().zip(&own) {
-        for (i, l) in series.iter().enumerate() {
-            for c in changes_of(series, i, &own[i]) {
-                out.changes.push(format!("{} {model}: {c}", run_name(l)));
-            }
-        }
-    }
     let mut grids: Vec<ModelRuns> = (models.iter().zip(&own))
         .map(|(m, own)| ModelRuns::new(series, &labels, &dataset, m, own))
         .collect();
+    let short = shorten_names(&models, HTML_NAME_WIDTH);
+    let first = out.trends.len();
     for metric in last.results.tested_family() {
         let label = metric_label(&metric);
         let mut trend = Trend {
@@ -523,8 +519,9 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
             metric: label.clone(),
             series: Vec::new(),
             run_changes: series.iter().map(|l| l.run_changes.clone()).collect(),
+            numbers: Vec::new(),
         };
-        for ((model, grid), own) in models.iter().zip(&mut grids).zip(&own) {
+        for (((model, grid), own), name) in models.iter().zip(&mut grids).zip(&own).zip(&short) {
             grid.metrics.push(label.clone());
             let mut points = Vec::new();
             for (i, l) in series.iter().enumerate() {
@@ -548,14 +545,39 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
                     value: est.and_then(|e| e.value),
                     ci: est.and_then(|e| e.ci),
                     changes: own[i].clone(),
+                    flag: test.filter(|t| t.flagged()).map(|t| Flag {
+                        up: t.test.delta > 0.0,
+                        note: flag_note(t),
+                    }),
                 });
             }
             trend.series.push(Series {
                 model: model.clone(),
+                name: name.clone(),
                 points,
             });
         }
         out.trends.push(trend);
+    }
+    // What happened in each run, numbered on the plots; the viewer lists it by run name.
+    let grid_refs: Vec<&ModelRuns> = grids.iter().collect();
+    let notes = run_notes(&grid_refs, &|m| m.to_string());
+    let mut number = 0;
+    let numbers: Vec<Option<usize>> = (notes.iter())
+        .map(|lines| {
+            (!lines.is_empty()).then(|| {
+                number += 1;
+                number
+            })
+        })
+        .collect();
+    for t in &mut out.trends[first..] {
+        t.numbers = numbers.clone();
+    }
+    for (l, lines) in series.iter().zip(&notes) {
+        for line in lines {
+            out.changes.push(format!("{} {line}", run_name(l)));
+        }
     }
     out.models.extend(grids);
 }
@@ -574,6 +596,8 @@ pub struct ModelRuns {
     pub notes: Vec<(usize, String)>,
     /// What changed for every model of the run (its settings), per run.
     pub run_changes: Vec<Vec<String>>,
+    /// Per run, whether the model has a value of any headline metric in it.
+    pub present: Vec<bool>,
 }
 
 impl ModelRuns {
@@ -596,6 +620,7 @@ impl ModelRuns {
             cells: vec![Vec::new(); series.len()],
             notes,
             run_changes: series.iter().map(|l| l.run_changes.clone()).collect(),
+            present: vec![false; series.len()],
         }
     }
 
@@ -613,19 +638,9 @@ impl ModelRuns {
             _ => "",
         };
         self.cells[run].push(format!("{text}{mark}"));
+        self.present[run] |= est.is_some_and(|e| e.value.is_some());
         if let Some(t) = test.filter(|t| t.flagged()) {
-            let p = t
-                .adjusted
-                .map_or_else(String::new, |p| format!(", p (Holm) {}", p_text(p)));
-            let what = if t.test.delta > 0.0 {
-                "improved"
-            } else {
-                "REGRESSED"
-            };
-            self.notes.push((
-                run,
-                format!("{metric} {what} {:+.1} points{p}", 100.0 * t.test.delta),
-            ));
+            self.notes.push((run, format!("{metric} {}", flag_note(t))));
         }
     }
 
@@ -701,6 +716,45 @@ impl ModelRuns {
     }
 }
 
+/// A flagged change as history says it: `REGRESSED -12.1 points, p (Holm) 0.0060`.
+fn flag_note(t: &Comparison) -> String {
+    let p = t
+        .adjusted
+        .map_or_else(String::new, |p| format!(", p (Holm) {}", p_text(p)));
+    format!("{} {:+.1} points{p}", t.flag(), 100.0 * t.test.delta)
+}
+
+/// Per run of one dataset's grids, what happened, each once: what changed for every model (its
+/// settings), a change every model with values in the run shares (`all 5 models: …`), then each
+/// model's own changes and flagged changes; models named by `name`.
+fn run_notes(grids: &[&ModelRuns], name: &dyn Fn(&str) -> String) -> Vec<Vec<String>> {
+    let Some(first) = grids.first() else {
+        return Vec::new();
+    };
+    (0..first.runs.len())
+        .map(|i| {
+            let mut lines: Vec<String> = (first.run_changes[i].iter())
+                .map(|c| format!("every model: {c}"))
+                .collect();
+            let pairs: Vec<(String, String)> = (grids.iter())
+                .flat_map(|g| {
+                    (g.notes.iter())
+                        .filter(move |(run, _)| *run == i)
+                        .map(|(_, n)| (g.model.clone(), n.clone()))
+                })
+                .collect();
+            let with_values: Vec<&str> = (grids.iter())
+                .filter(|g| g.present[i])
+                .map(|g| g.model.as_str())
+                .collect();
+            let (shared, own) = gather(&pairs, &with_values);
+            lines.extend(shared);
+            lines.extend(own.iter().map(|(m, c)| format!("{}: {c}", name(m))));
+            lines
+        })
+        .collect()
+}
+
 fn p_text(p: f64) -> String {
     if p < 1e-4 {
         "<0.0001".into()
@@ -732,13 +786,7 @@ fn row(
     let ci = est.and_then(|e| e.ci);
     let text = Interval::percent(value, ci).to_string();
     let delta = test.map(|t| t.test.delta);
-    let flag = match test {
-        None => String::new(),
-        Some(t) if t.test.p.is_none() => "untested".into(),
-        Some(t) if !t.flagged() => String::new(),
-        Some(t) if t.test.delta > 0.0 => "improved".into(),
-        Some(_) => "REGRESSED".into(),
-    };
+    let flag = test.map_or("", Comparison::flag);
     let adjusted = test.and_then(|t| t.adjusted);
     vec![
         Cell::text(format!("{dataset} · {model} · {metric}")),
@@ -906,16 +954,57 @@ impl History {
         out
     }
 
-    /// The HTML page: the trend plots, the table's columns people read, and the changes.
+    /// The HTML page: per dataset the trend plots, what happened in each run (numbered as on
+    /// the plots), and the values, a row per run and model with the headline metrics as columns.
     pub fn html(&self) -> String {
-        let cols: Vec<usize> = [4, 5, 1, 2, 3, 6, 9, 10, 11, 12].to_vec();
-        let header: Vec<&str> = cols.iter().map(|&i| TITLES[i]).collect();
-        let rows: Vec<Vec<String>> = self
-            .table
-            .rows
-            .iter()
-            .map(|r| cols.iter().map(|&i| r[i].text.clone()).collect())
-            .collect();
-        html_page(&self.trends, &header, &rows, &self.changes)
+        let mut pages = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for m in &self.models {
+            if seen.contains(&m.dataset.as_str()) {
+                continue;
+            }
+            seen.push(&m.dataset);
+            let grids: Vec<&ModelRuns> = (self.models.iter())
+                .filter(|g| g.dataset == m.dataset)
+                .collect();
+            let full: Vec<String> = grids.iter().map(|g| g.model.clone()).collect();
+            let short = shorten_names(&full, HTML_NAME_WIDTH);
+            let short_of = |n: &str| {
+                (full.iter().position(|f| f == n))
+                    .map_or_else(|| n.to_string(), |i| short[i].clone())
+            };
+            let notes = run_notes(&grids, &short_of);
+            let numbered = (notes.into_iter().enumerate())
+                .filter(|(_, lines)| !lines.is_empty())
+                .enumerate()
+                .map(|(n, (run, lines))| (n + 1, m.runs[run].clone(), lines))
+                .collect();
+            let mut header = vec!["run".to_string(), "model".to_string()];
+            header.extend(m.metrics.iter().cloned());
+            let mut rows = Vec::new();
+            for (run, label) in m.runs.iter().enumerate() {
+                for (g, s) in grids.iter().zip(&short) {
+                    let mut row = vec![label.clone(), s.clone()];
+                    row.extend(g.cells[run].iter().cloned());
+                    rows.push(row);
+                }
+            }
+            pages.push(DatasetPage {
+                dataset: &m.dataset,
+                trends: self
+                    .trends
+                    .iter()
+                    .filter(|t| t.dataset == m.dataset)
+                    .collect(),
+                notes: numbered,
+                header,
+                rows,
+                names: (short.iter().zip(&full))
+                    .filter(|(s, f)| s != f)
+                    .map(|(s, f)| (s.clone(), f.clone()))
+                    .collect(),
+            });
+        }
+        html_page(&pages)
     }
 }

@@ -206,6 +206,11 @@ pub struct TokenDetails {
 }
 
 impl Usage {
+    /// A JSON reply's `usage` (a `/pooling` reply's), when it has one that reads as usage.
+    pub fn of_reply(reply: &serde_json::Value) -> Option<Usage> {
+        serde_json::from_value(reply.get("usage")?.clone()).ok()
+    }
+
     /// Prompt plus completion tokens, unknown counts as 0.
     pub fn total(&self) -> u64 {
         self.prompt_tokens.unwrap_or(0) + self.completion_tokens.unwrap_or(0)

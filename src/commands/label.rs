@@ -62,6 +62,7 @@ pub struct LabelArgs {
     /// Print how many rollouts (and tokens) it would spend, and send nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// No notes, progress lines or summary on stderr.
     #[arg(long)]
     pub quiet: bool,
 }

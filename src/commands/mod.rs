@@ -82,12 +82,21 @@ pub fn push_at_end(
             status
         }
         Err(e) => {
+            // The variable's name, never the password; the URL and folder as a shell reads them.
+            let password = match url {
+                crate::store::StoreUrl::Postgres(pg) => pg.password_env.as_deref(),
+                crate::store::StoreUrl::Sqlite(_) => None,
+            };
+            let password = password.map_or_else(String::new, |var| {
+                format!(" --password-env {}", crate::util::shell_quote(var))
+            });
             eprintln!(
                 "warning: not stored in {url}: {}
 the run directory is intact; push it with:
-  gpassk store push {} --db {url}",
+  gpassk store push {} --db {}{password}",
                 crate::error::render(&e),
-                dir.display()
+                crate::util::shell_quote(&dir.display().to_string()),
+                crate::util::shell_quote(&url.to_string()),
             );
             if status == ExitStatus::Success {
                 ExitStatus::Failure

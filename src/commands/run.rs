@@ -104,6 +104,10 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         ))
         .into());
     }
+    // An unpriced judge, verifier or reward model under a budget: refused before anything.
+    for plan in &plans {
+        plan.settings.check_paid_calls().map_err(BadInput)?;
+    }
     if args.dry_run {
         for plan in &plans {
             let resume_dir = resume_dir_for(&args, plan)?;
@@ -173,7 +177,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
     // Before the run directory exists: no sandbox is bad input, and leaves nothing behind.
     let search = search_job(plan)?;
     if !args.quiet {
-        warn_before_start(plan, judge_key.is_some());
+        warn_before_start(plan);
     }
     // Held until the process ends: no second process writes this run meanwhile.
     let mut run = open_run_dir(plan, resume_dir, args.force)?;
@@ -215,7 +219,11 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         return Ok((run_dir, ExitStatus::Interrupted, None));
     }
     let notes = &job_notes;
-    let verified = verify_samples(plan, &run_dir, verifier_key, (&shutdown, notes), args.quiet);
+    // Opened again from the files: what sampling spent is where the judge's and the verifier's
+    // budgets start, as on a resume.
+    let book = sampling::BudgetBook::open(&plan.settings, &plan.prepared, &run_dir)?;
+    let verifier = verifier_key.map(|key| (key, book.verifier()));
+    let verified = verify_samples(plan, &run_dir, verifier, (&shutdown, notes), args.quiet);
     if shutdown.is_triggered() {
         // Stopped while the verifier scored: its scores so far are saved and not asked again.
         let what = "the verifier scored the samples: scores saved";
@@ -223,6 +231,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
     }
     let call = judge_key.map(|key| JudgeCall {
         key,
+        budget: book.judge(),
         shutdown: &shutdown,
         notes,
     });
@@ -230,7 +239,8 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         Ok(r) => r,
         Err(e) => {
             // The samples are saved; say how to grade them again rather than only failing.
-            eprintln!("error: {}", crate::error::render(&e));
+            let line = format!("error: {}", crate::error::render(&e));
+            eprintln!("{}", report::wrap(&line, stderr_width(), "  "));
             eprintln!("the samples are saved; grade them again with:\n  {resume_cmd}");
             return Ok((run_dir, ExitStatus::of_error(&e), None));
         }
@@ -241,14 +251,7 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
         return Ok((run_dir, stopped_while(&mut run, what, &resume_cmd)?, None));
     }
     report::write_all(&run_dir, &results)?;
-    let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
-    if answered {
-        print!("{}", report::terminal_table(&results, args.wide));
-    } else {
-        // A table of dashes would only hide the reasons below.
-        println!("no values: no model answered any unit");
-    }
-    println!("results: {}", run_dir.display());
+    print_results(&results, manifest, args.wide, &run_dir);
     let mut status = sampling::exit_status_for(&ends, &run.manifest);
     if status != ExitStatus::Success {
         explain_failures(&run.manifest, &resume_cmd);
@@ -260,23 +263,36 @@ fn run_task(args: &RunArgs, plan: &Plan) -> Result<(RunDir, ExitStatus, Option<R
     Ok((run_dir, status, Some(results)))
 }
 
+/// The results table (or why there is none) and where the run is.
+fn print_results(results: &RunResults, manifest: &Manifest, wide: bool, run_dir: &RunDir) {
+    let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
+    if answered {
+        print!("{}", report::terminal_table(results, wide));
+    } else {
+        // A table of dashes would only hide the reasons below.
+        println!("no values: no model answered any unit");
+    }
+    println!("results: {}", run_dir.display());
+}
+
 /// The run's samples scored by the `[verifier]` PRM, when the config has one (those already
 /// scored are not asked again); false when some could not be (the reports then leave their
 /// problems out of bon@N and wmaj@N).
 fn verify_samples(
     plan: &Plan,
     run_dir: &RunDir,
-    key: Option<Option<ApiKey>>,
+    key: Option<(Option<ApiKey>, Option<crate::cost::Budget>)>,
     ctl: (&crate::util::Shutdown, &crate::util::Notes),
     quiet: bool,
 ) -> bool {
-    let (Some(settings), Some(key)) = (&plan.settings.verifier, key) else {
+    let (Some(settings), Some((key, budget))) = (&plan.settings.verifier, key) else {
         return true;
     };
     let verifier = Verifier {
         settings,
         api: &plan.settings.models[0].api,
         key,
+        budget,
     };
     let questions: HashMap<&str, &str> = plan
         .problems
@@ -497,9 +513,14 @@ fn verifier_key(plan: &Plan) -> Result<Option<Option<ApiKey>>> {
 }
 
 /// The notes a run prints before it sends anything.
-fn warn_before_start(plan: &Plan, judged: bool) {
+fn warn_before_start(plan: &Plan) {
     warn_coarse_k(plan);
-    warn_unpriced_calls(plan, judged);
+    // Checked before: only the notes are left (calls a budget does not count or cap).
+    let width = crate::util::terminal_width();
+    for note in plan.settings.check_paid_calls().unwrap_or_default() {
+        let note = format!("note: {note}");
+        eprintln!("{}", crate::report::wrap(&note, width, "  "));
+    }
 }
 
 fn warn_coarse_k(plan: &Plan) {
@@ -520,32 +541,6 @@ fn warn_coarse_k(plan: &Plan) {
     if let Some(note) = coarse_k_note(k, &models) {
         let width = crate::util::terminal_width();
         eprintln!("{}", crate::report::wrap(&note, width, "  "));
-    }
-}
-
-/// A budget guards the sampled models' requests only: says so when the run also pays a judge or
-/// a verifier, so nobody reads `max_cost` as the whole bill.
-fn warn_unpriced_calls(plan: &Plan, judged: bool) {
-    let s = &plan.settings;
-    let budgeted = s.evaluation.max_cost.is_some()
-        || (s.models.iter()).any(|m| m.pricing.as_ref().is_some_and(|p| p.budget().is_some()));
-    let mut who = Vec::new();
-    if let (true, Some(j)) = (judged, &s.judge) {
-        who.push(format!("the judge's ({})", j.model_id));
-    }
-    if let Some(v) = &s.verifier {
-        who.push(format!("the verifier's ({})", v.reward_model_id));
-    }
-    if budgeted && !who.is_empty() {
-        let note = format!(
-            "note: max_cost counts the sampled models' requests only; {} calls are not priced \
-             and not stopped by it",
-            who.join(" and ")
-        );
-        eprintln!(
-            "{}",
-            crate::report::wrap(&note, crate::util::terminal_width(), "  ")
-        );
     }
 }
 
@@ -773,15 +768,30 @@ fn print_plan(plan: &Plan, resume: Option<&RunDir>) -> Result<()> {
             _ => "one chat call a step",
         };
         let line = format!(
-            "  verifier {}: scores every sample not yet scored after sampling ({per}; not \
-             priced, like the judge)",
-            v.reward_model_id
+            "  verifier {}: scores every sample not yet scored after sampling ({per}; {})",
+            v.reward_model_id,
+            price_text(v.pricing.as_ref())
+        );
+        println!("{}", report::wrap(&line, 80, "    "));
+    }
+    if let Some(j) = plan.settings.judged() {
+        let line = format!(
+            "  judge {}: asked about the samples its grader sends it, at most {} tokens a \
+             reply ({})",
+            j.model_id,
+            j.max_tokens,
+            price_text(j.pricing.as_ref())
         );
         println!("{}", report::wrap(&line, 80, "    "));
     }
     print_sources(plan, resume);
     print_total(&total);
     Ok(())
+}
+
+/// Where a judge's or verifier's price comes from, for the dry run.
+fn price_text(p: Option<&crate::cost::Price>) -> String {
+    p.map_or_else(|| "not priced".into(), |p| format!("price: {}", p.source))
 }
 
 /// What one model still has to send.

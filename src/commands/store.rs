@@ -23,13 +23,15 @@ pub struct StoreArgs {
 #[derive(Debug, Subcommand)]
 pub enum StoreAction {
     /// Score runs offline and write them to the database (a run already there is replaced in
-    /// one transaction when its content changed, left alone when not).
+    /// one transaction when its content changed, left alone when not; another run with the same
+    /// id is refused).
     Push {
         /// Run directories.
         #[arg(required = true)]
         runs: Vec<PathBuf>,
         /// Also write a row per graded sample (model, problem, sample, extracted answer,
-        /// verdict, response sha256).
+        /// verdict, response sha256). Without it, sample rows stored before are kept while the
+        /// run is unchanged.
         #[arg(long)]
         samples: bool,
         #[command(flatten)]
@@ -43,6 +45,7 @@ pub enum StoreAction {
     /// Write one table (runs, run_models, metric_values, problem_counts, fingerprint_counts,
     /// samples) as CSV or Parquet.
     Export {
+        /// The table to write.
         table: String,
         /// csv, or parquet (typed columns); by default parquet when --output ends in .parquet.
         #[arg(long, value_enum)]
@@ -96,9 +99,14 @@ fn push(runs: &[PathBuf], samples: bool, db: &DbArg) -> Result<ExitStatus> {
             .with_context(|| format!("scoring {} to push it", dir.display()))?;
         let with = samples.then_some((&plan, &notes));
         let what = match store.push(&dir, &results, with)? {
-            Pushed::New => "pushed",
-            Pushed::Replaced => "replaced (its content changed)",
-            Pushed::Unchanged => "unchanged (already in the store)",
+            Pushed::New => "pushed".to_string(),
+            Pushed::Replaced { samples_removed: 0 } => "replaced (its content changed)".into(),
+            Pushed::Replaced { samples_removed } => format!(
+                "replaced (its content changed); its {samples_removed} stored sample rows were of \
+                 the old content and are removed: push with --samples to store the new ones"
+            ),
+            Pushed::Unchanged => "unchanged (already in the store)".into(),
+            Pushed::SamplesStored => "samples stored (the rest unchanged)".into(),
         };
         println!("{}: {what} in {}", dir.display(), store.url());
     }
@@ -143,6 +151,17 @@ fn export(
             "--format parquet: binary output to a terminal; give --output FILE.parquet or redirect",
         )
         .into());
+    }
+    if let Some(path) = &output {
+        let url = crate::store::StoreUrl::parse(&db.db, "--db")?;
+        if crate::store::is_database_file(&url, path) {
+            return Err(BadInput(format!(
+                "--output {}: that is the database {url} itself (or its journal); write the \
+                 table to another file",
+                path.display()
+            ))
+            .into());
+        }
     }
     let mut store = open_store(&db.db, &db.password)?;
     match output {

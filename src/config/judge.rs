@@ -56,6 +56,10 @@ pub struct JudgeSettings {
     pub prompt_source: String,
     pub input: JudgeInput,
     pub max_tokens: u32,
+    /// `[judge.pricing]`, else the shipped price of `model_id`; None: unpriced.
+    pub pricing: Option<crate::cost::Price>,
+    /// `allow_unpriced = true`: an unpriced judge may run under a budget, its calls not counted.
+    pub allow_unpriced: bool,
 }
 
 /// gpassk's own judge prompt. Placeholders: {question}, {gold}, {answer}, {response}.

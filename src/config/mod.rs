@@ -5,6 +5,7 @@
 
 mod judge;
 pub mod overrides;
+mod paid;
 pub mod raw;
 mod search;
 mod settings;
@@ -13,6 +14,7 @@ pub mod store;
 mod verifier;
 
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
+pub use paid::PaidCalls;
 pub use search::{
     AnswerSelect, Prefix, RewardMode, SearchSettings, Strategy, TerminalReward, JUDGE_MAX_TOKENS,
     SEARCH_KEYS,
@@ -86,7 +88,7 @@ pub fn load_sources(src: &Sources) -> Result<Loaded, ConfigError> {
     })?;
     let overrides = parse_overrides(&src.overrides, path)?;
     // Parsed once as the typed config so errors in the file keep their line and suggestion.
-    let _: raw::RawConfig = toml::from_str(&text).map_err(|e| parse_error(&e, &text, path))?;
+    read_raw(&text, path)?;
     let doc: Table = toml::from_str(&text).map_err(|e| parse_error(&e, &text, path))?;
     let mut notes = Vec::new();
     let file = match settings_json::discover(path, src.settings.as_deref()) {
@@ -194,8 +196,13 @@ pub fn load(path: &Path) -> Result<RunSettings, ConfigError> {
 
 /// Resolves config text; `path` is used in messages and for the config hash's provenance.
 pub fn load_str(text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
-    let raw: raw::RawConfig = toml::from_str(text).map_err(|e| parse_error(&e, text, path))?;
-    settings::resolve(raw, text, path)
+    settings::resolve(read_raw(text, path)?, text, path)
+}
+
+/// The first stage alone: config text as written, an unknown key or a value of the wrong type an
+/// error naming the line and key (with the nearest valid key); nothing is resolved or checked.
+pub fn read_raw(text: &str, path: &Path) -> Result<raw::RawConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| parse_error(&e, text, path))
 }
 
 /// Resolves a config stored as JSON (a run manifest's `config`): it is turned back into TOML text

@@ -52,6 +52,12 @@ pub struct RawVerifier {
     pub step_regex: Option<String>,
     pub max_steps: Option<i64>,
     pub aggregation: Option<Vec<String>>,
+    /// `[verifier.pricing]`: the PRM's prices, as `[models.pricing]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<crate::cost::PriceFields>,
+    /// Run an unpriced PRM under a budget, its calls not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_unpriced: Option<bool>,
 }
 
 /// The `[search]` table (and a model's `[models.search]` override); see `config::SearchSettings`.
@@ -73,6 +79,12 @@ pub struct RawSearch {
     pub exec_timeout: Option<f64>,
     pub max_calls_per_search: Option<i64>,
     pub prefix: Option<String>,
+    /// `[search.reward_pricing]`: the reward model's prices (it is another model than the policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward_pricing: Option<crate::cost::PriceFields>,
+    /// Run an unpriced reward model under a budget, its calls not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward_allow_unpriced: Option<bool>,
 }
 
 /// The optional LLM judge.
@@ -91,6 +103,12 @@ pub struct RawJudge {
     pub max_tokens: Option<i64>,
     /// Server-sent events; defaults to `[api] stream`.
     pub stream: Option<bool>,
+    /// `[judge.pricing]`: the judge's prices, as `[models.pricing]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<crate::cost::PriceFields>,
+    /// Run an unpriced judge under a budget, its calls not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_unpriced: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -111,7 +129,8 @@ pub struct RawApi {
     /// Server-sent events instead of one JSON reply (long reasoning outlives idle-cutting gateways).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
-    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5, see README).
+    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5; see
+    /// docs/providers.md, "Streaming").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_deadline: Option<f64>,
     /// Drive the OpenAI Batch API (upload, create, poll, download) instead of live requests.
@@ -167,7 +186,8 @@ pub struct RawModel {
     pub max_response_bytes: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
-    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5, see README).
+    /// Seconds a whole streamed request may take (default: timeout + max_tokens / 5; see
+    /// docs/providers.md, "Streaming").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_deadline: Option<f64>,
     /// Drive the OpenAI Batch API (upload, create, poll, download) instead of live requests.

@@ -81,6 +81,13 @@ pub struct SearchSettings {
     /// A hard cap on policy + reward calls per search; None: only the natural bound.
     pub max_calls_per_search: Option<u32>,
     pub prefix: Prefix,
+    /// The reward model's price: `reward_pricing`, else the shipped price of `reward_model_id`,
+    /// else the policy's when it is the same model; None: unpriced.
+    #[serde(skip)]
+    pub reward_price: Option<crate::cost::Price>,
+    /// `reward_allow_unpriced = true`: an unpriced reward model may run under a budget.
+    #[serde(skip)]
+    pub reward_allow_unpriced: bool,
 }
 
 impl Default for SearchSettings {
@@ -102,6 +109,8 @@ impl Default for SearchSettings {
             exec_timeout: Duration::from_secs(5),
             max_calls_per_search: None,
             prefix: Prefix::Continue,
+            reward_price: None,
+            reward_allow_unpriced: false,
         }
     }
 }
@@ -175,6 +184,8 @@ pub const SEARCH_KEYS: &[&str] = &[
     "exec_timeout",
     "max_calls_per_search",
     "prefix",
+    "reward_pricing",
+    "reward_allow_unpriced",
 ];
 
 /// Where a search key's errors point: the model's `[models.search]` line when it sets the key,
@@ -468,5 +479,31 @@ fn resolve_reward(sx: &SearchCx, g: &RawSearch, s: &mut SearchSettings) -> Resul
         ));
     }
     s.reward_api_key_env = env;
+    resolve_reward_price(sx, g, s)
+}
+
+/// `reward_pricing` (the model's keys over `[search]`'s), else the shipped price file; a
+/// `max_cost` there is refused: reward calls count under the model's own budget.
+fn resolve_reward_price(
+    sx: &SearchCx,
+    g: &RawSearch,
+    s: &mut SearchSettings,
+) -> Result<(), ConfigError> {
+    let own = sx.own.reward_pricing.as_ref();
+    let fields = match (own, g.reward_pricing.as_ref()) {
+        (Some(o), Some(g)) => o.over(g),
+        (o, g) => o.or(g).cloned().unwrap_or_default(),
+    };
+    let err = |key: &str, msg: String| sx.err(&format!("reward_pricing.{key}"), own.is_some(), msg);
+    if fields.max_cost.is_some() {
+        return Err(err(
+            "max_cost",
+            "reward calls count under the model's own max_cost: set it in [models.pricing]".into(),
+        ));
+    }
+    let id = s.reward_model_id.as_deref().unwrap_or_default();
+    s.reward_price = fields.price_of(id).map_err(|(k, m)| err(k, m))?;
+    let (allow, _) = sx.pick(|r| r.reward_allow_unpriced, g);
+    s.reward_allow_unpriced = allow.unwrap_or(false);
     Ok(())
 }

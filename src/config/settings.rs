@@ -423,26 +423,7 @@ fn resolve_judge(
     };
     let timeout = positive_secs(j.timeout.or(raw.api.timeout).unwrap_or(120.0))
         .map_err(|m| err("timeout", m))?;
-    let (prompt, prompt_source) = match &j.prompt_file {
-        None => (DEFAULT_PROMPT.to_string(), "default".to_string()),
-        Some(f) => {
-            let path = cx.path.parent().unwrap_or(Path::new(".")).join(f);
-            let text = read_bounded_string(&path, MAX_TEXT_FILE).map_err(|e| {
-                err(
-                    "prompt_file",
-                    format!("cannot read {}: {e}", path.display()),
-                )
-            })?;
-            (text, path.display().to_string())
-        }
-    };
-    if !prompt.contains("{gold}") || !(prompt.contains("{answer}") || prompt.contains("{response}"))
-    {
-        return Err(err(
-            "prompt_file",
-            format!("the judge prompt must use {{gold}} and {{answer}} or {{response}} (placeholders: {})", PLACEHOLDERS.join(", ")),
-        ));
-    }
+    let (prompt, prompt_source) = judge_prompt(cx, j)?;
     let input = match j.input.as_deref() {
         None | Some("extracted") => JudgeInput::Extracted,
         Some("response") => JudgeInput::Response,
@@ -454,6 +435,10 @@ fn resolve_judge(
         }
     };
     let max_tokens = num("max_tokens", j.max_tokens, 32, u32::MAX as i64)? as u32;
+    // `[judge.pricing]`, else the shipped price file (`[pricing]` prices the sampled models).
+    let pricing = (j.pricing.clone().unwrap_or_default())
+        .price_of(&model_id)
+        .map_err(|(key, m)| cx.err("judge.pricing", None, key, m))?;
     Ok(JudgeSettings {
         model_id,
         api: ApiSettings {
@@ -494,7 +479,38 @@ fn resolve_judge(
         prompt_source,
         input,
         max_tokens,
+        pricing,
+        allow_unpriced: j.allow_unpriced.unwrap_or(false),
     })
+}
+
+/// The judge's prompt (gpassk's own, or `prompt_file`'s) and where it came from.
+fn judge_prompt(
+    cx: &Ctx,
+    j: &crate::config::raw::RawJudge,
+) -> Result<(String, String), ConfigError> {
+    let err = |key: &str, msg: String| cx.err("judge", None, key, msg);
+    let (prompt, prompt_source) = match &j.prompt_file {
+        None => (DEFAULT_PROMPT.to_string(), "default".to_string()),
+        Some(f) => {
+            let path = cx.path.parent().unwrap_or(Path::new(".")).join(f);
+            let text = read_bounded_string(&path, MAX_TEXT_FILE).map_err(|e| {
+                err(
+                    "prompt_file",
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?;
+            (text, path.display().to_string())
+        }
+    };
+    if !prompt.contains("{gold}") || !(prompt.contains("{answer}") || prompt.contains("{response}"))
+    {
+        return Err(err(
+            "prompt_file",
+            format!("the judge prompt must use {{gold}} and {{answer}} or {{response}} (placeholders: {})", PLACEHOLDERS.join(", ")),
+        ));
+    }
+    Ok((prompt, prompt_source))
 }
 
 /// Seconds in-flight requests may finish after a stop signal, by default and at most.
@@ -620,6 +636,16 @@ fn resolve_model(
         api.stream_deadline = default_stream_deadline(api.timeout, bound.or(sampling.max_tokens));
     }
     let pricing = model_pricing(cx, raw, m, i, &model_id, bound.or(sampling.max_tokens))?;
+    let mut search = search;
+    if let Some(s) = search.as_mut().filter(|s| s.reward_price.is_none()) {
+        // The policy scoring its own steps costs what the policy costs.
+        if s.reward_model_id.as_deref() == Some(model_id.as_str()) {
+            s.reward_price = pricing.clone().map(|p| crate::cost::Price {
+                max_cost: None,
+                ..p
+            });
+        }
+    }
     Ok(ModelSettings {
         model_id,
         name,
@@ -646,21 +672,9 @@ fn model_pricing(
         .pricing
         .as_ref()
         .map_or(global.clone(), |p| p.over(&global));
-    let resolved = fields.resolve("config").and_then(|p| match p {
-        Some(p) => Ok(Some(p)),
-        None => {
-            let budget = fields.budget()?;
-            match crate::cost::shipped(model_id) {
-                Some(p) => Ok(Some(crate::cost::Price { max_cost: budget, ..p })),
-                None if budget.is_some() => Err((
-                    "max_cost",
-                    format!("needs a price: no [pricing] input/output and {model_id:?} is not in configs/prices.toml"),
-                )),
-                None => Ok(None),
-            }
-        }
-    });
-    let resolved = resolved.and_then(|p| match (&p, max_tokens) {
+    let resolved =
+        fields.price_of(model_id).and_then(|p| {
+            match (&p, max_tokens) {
         (
             Some(Price {
                 max_cost: Some(_), ..
@@ -672,7 +686,8 @@ fn model_pricing(
                 .into(),
         )),
         _ => Ok(p),
-    });
+    }
+        });
     match resolved {
         Ok(p) => Ok(p),
         Err((key, msg)) => Err(match m.pricing.as_ref() {

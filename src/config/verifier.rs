@@ -26,6 +26,12 @@ pub struct VerifierSettings {
     pub max_steps: usize,
     /// In the order given, without repeats.
     pub aggregations: Vec<Aggregation>,
+    /// `[verifier.pricing]`, else the shipped price of `reward_model_id`; None: unpriced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<crate::cost::Price>,
+    /// `allow_unpriced = true`: an unpriced PRM may run under a budget, its calls not counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unpriced: bool,
 }
 
 impl VerifierSettings {
@@ -51,6 +57,11 @@ pub(super) fn resolve(
         path: path.to_path_buf(),
         line: locate(text, "verifier", None, key),
         message: format!("`verifier.{key}`: {msg}"),
+    };
+    let price_err = |key: &str, msg: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: locate(text, "verifier.pricing", None, key),
+        message: format!("`verifier.pricing.{key}`: {msg}"),
     };
     let reward_model_id = v
         .reward_model_id
@@ -99,6 +110,9 @@ pub(super) fn resolve(
         Some(x) if (1..=1000).contains(&x) => x as usize,
         Some(x) => return Err(err("max_steps", format!("{x} must be between 1 and 1000"))),
     };
+    let pricing = (v.pricing.clone().unwrap_or_default())
+        .price_of(&reward_model_id)
+        .map_err(|(key, m)| price_err(key, m))?;
     Ok(Some(VerifierSettings {
         reward_model_id,
         reward_base_url: v.reward_base_url.clone(),
@@ -107,6 +121,8 @@ pub(super) fn resolve(
         step_regex: v.step_regex.clone(),
         max_steps,
         aggregations: aggregations(v.aggregation.as_deref()).map_err(|m| err("aggregation", m))?,
+        pricing,
+        allow_unpriced: v.allow_unpriced.unwrap_or(false),
     }))
 }
 

@@ -4,6 +4,8 @@
 //!
 //! Everything inside is integer or rational arithmetic; `f64` appears only through [`to_f64`], which
 //! callers use at the report boundary.
+//!
+//! What each metric means, with the values the engine is tested against: docs/metrics.md.
 
 mod aggregate;
 pub mod agreement;

@@ -1,4 +1,5 @@
 //! Per-problem pass@k, G-Pass@k_τ and mG-Pass@k as exact rationals, and a cache of them per (n, k).
+//! The definitions, pitfalls and reference values are in docs/metrics.md.
 
 use super::binom::{binomial, hypergeometric_terms, Terms};
 use super::{check_nck, ratio, MetricsError, Tau};

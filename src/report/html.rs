@@ -164,27 +164,22 @@ fn table(grid: &Grid) -> String {
     out
 }
 
-/// The manifest's cost ledger as a table; None when no model is priced.
+/// The manifest's cost ledger, and the judge's and verifier's calls, as a table; None when
+/// nothing is priced.
 fn cost_grid(results: &RunResults) -> Option<Grid> {
     let amount = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.6}"));
-    let models = &results.manifest.as_ref()?.models;
-    let billed = models
-        .values()
-        .any(|m| m.cost.as_ref().is_some_and(|c| c.billable_failures > 0));
-    let rows: Vec<Vec<String>> = results
-        .manifest
-        .as_ref()?
-        .models
-        .iter()
-        .filter_map(|(name, m)| {
-            let c = m.cost.as_ref()?;
+    let entries = super::table::cost_entries(results);
+    let billed = entries.iter().any(|(_, c)| c.billable_failures > 0);
+    let rows: Vec<Vec<String>> = entries
+        .into_iter()
+        .map(|(name, c)| {
             // A total of nothing would read as a cheap model, not as one that never answered.
             let total = match c.per_sample {
                 Some(_) => amount(Some(c.total)),
                 None => "no request succeeded".into(),
             };
             let mut row = vec![
-                name.clone(),
+                name,
                 total,
                 amount(c.per_sample),
                 amount(c.per_problem),
@@ -195,7 +190,7 @@ fn cost_grid(results: &RunResults) -> Option<Grid> {
             if billed {
                 row.push(c.billable_failures.to_string());
             }
-            Some(row)
+            row
         })
         .collect();
     let mut header = vec![

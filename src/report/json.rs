@@ -58,8 +58,12 @@ struct JsonVerifier {
     unreadable: u64,
     no_steps: u64,
     not_scored: u64,
-    /// Left out of bon@N and wmaj@N because some usable sample has no score.
+    /// Left out of bon@N and wmaj@N at every N: no usable sample has a score.
     problems_excluded: usize,
+    /// Problems some of whose usable samples have no score: bon@N and wmaj@N rest on the rest.
+    problems_partial: usize,
+    /// Per N of `sizes`, the problems with at least N scored samples (what bon@N rests on).
+    problems_at: Vec<usize>,
     /// The vote metrics enumerate every N-subset up to `exact_subsets` of them, else average
     /// `draws` seeded random subsets (their rows then carry `mc_std_error`).
     exact_subsets: u64,
@@ -126,6 +130,8 @@ impl JsonVerifier {
             no_steps: v.no_steps,
             not_scored: v.not_scored,
             problems_excluded: v.excluded_problems,
+            problems_partial: v.partial_problems,
+            problems_at: v.problems_at.clone(),
             exact_subsets: v.budget.exact_subsets,
             draws: v.budget.draws,
             seed: v.budget.seed,
@@ -286,6 +292,9 @@ struct JsonReport<'a> {
     /// Why models failed, each reason once with its models (raw text, not escaped).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     failures: Vec<JsonFailure>,
+    /// What the judge's and the verifier's calls cost, beside the models' in the manifest.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    call_costs: &'a [crate::scoring::paid::CallCost],
     manifest: Option<&'a Manifest>,
 }
 
@@ -348,6 +357,7 @@ impl Exporter for MetricsJson {
                     failure: f,
                 })
                 .collect(),
+            call_costs: &results.call_costs,
             manifest: results.manifest.as_ref(),
         };
         let mut bytes = serde_json::to_vec_pretty(&report)?;

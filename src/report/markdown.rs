@@ -4,6 +4,7 @@
 
 use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid, MEANING};
 use super::paste::{self, Legend};
+use super::tabular::{md_code, md_safe};
 use super::Exporter;
 use crate::scoring::RunResults;
 
@@ -71,9 +72,8 @@ impl Tables {
 
 /// The cost line as a paragraph; empty when no model is priced.
 fn cost_paragraph(results: &RunResults) -> String {
-    // Names are letters, digits, '.', '_', '-' and '+'; the currency is alphanumeric.
     super::table::cost_line(results)
-        .map(|line| format!("{}\n\n", line.replace('_', "\\_")))
+        .map(|line| format!("{}\n\n", md_safe(&line)))
         .unwrap_or_default()
 }
 
@@ -84,7 +84,7 @@ fn search_section(results: &RunResults, tables: &Tables) -> String {
     };
     let mut md = tables.section(&grid, 1);
     for n in search_notes(results) {
-        md.push_str(&format!("- {}\n", n.replace('_', "\\_")));
+        md.push_str(&format!("- {}\n", md_safe(&n)));
     }
     md.push('\n');
     md
@@ -98,7 +98,7 @@ fn verifier_section(results: &RunResults, tables: &Tables) -> String {
     if grids.is_empty() {
         return String::new();
     }
-    let esc = |s: &str| s.replace('_', "\\_");
+    let esc = md_safe;
     let mut md = format!("## {}\n\n{}\n\n", verifier::TITLE, esc(verifier::MEANING));
     for grid in &grids {
         md.push_str(&format!(
@@ -136,16 +136,16 @@ fn banner(results: &RunResults) -> String {
     let mut md = String::new();
     let lines = super::partial::banner(results);
     if let Some((first, rest)) = lines.split_first() {
-        md.push_str(&format!("> **{}**\n", first.replace('|', "\\|")));
+        md.push_str(&format!("> **{}**\n", md_safe(first)));
         for line in rest {
             // Indented banner lines are the per-metric counts: a list under their heading; deeper
             // indented ones continue the item above.
             if line.starts_with("    ") {
-                md.push_str(&format!(">   {}\n", line.trim()));
+                md.push_str(&format!(">   {}\n", md_safe(line.trim())));
             } else if line.starts_with("  ") {
-                md.push_str(&format!("> - {}\n", line.trim()));
+                md.push_str(&format!("> - {}\n", md_safe(line.trim())));
             } else {
-                md.push_str(&format!(">\n> {}\n", line.trim()));
+                md.push_str(&format!(">\n> {}\n", md_safe(line.trim())));
             }
         }
         md.push('\n');
@@ -159,10 +159,9 @@ fn imported_sections(results: &RunResults, tables: &Tables) -> String {
     if lines.is_empty() {
         return String::new();
     }
-    let esc = |s: &str| s.replace('_', "\\_").replace('<', "&lt;");
     let mut md = String::from("## Imported from\n\n");
     for l in &lines {
-        md.push_str(&format!("- {}\n", esc(l)));
+        md.push_str(&format!("- {}\n", md_safe(l)));
     }
     md.push('\n');
     for grid in super::imported::grids(results) {
@@ -178,12 +177,12 @@ impl Exporter for MarkdownReport {
 
     fn export(&self, results: &RunResults) -> anyhow::Result<Vec<u8>> {
         let tables = Tables::of(results);
-        let mut md = format!("# G-Pass@k report: {}\n\n", results.label());
+        let mut md = format!("# G-Pass@k report: {}\n\n", md_safe(&results.label()));
         md.push_str(&format!(
-            "Run `{}` · dataset `{}` (sha256 `{}`)\n\n",
-            results.run_id,
-            results.dataset,
-            results.dataset_sha256.chars().take(12).collect::<String>()
+            "Run {} · dataset {} (sha256 {})\n\n",
+            md_code(&results.run_id),
+            md_code(&results.dataset),
+            md_code(&results.dataset_sha256.chars().take(12).collect::<String>())
         ));
         md.push_str(&banner(results));
         if let Some(m) = &results.manifest {
@@ -204,7 +203,7 @@ impl Exporter for MarkdownReport {
         md.push_str(&verifier_section(results, &tables));
         md.push_str("## Notes\n\n");
         for n in notes(results) {
-            md.push_str(&format!("- {n}\n"));
+            md.push_str(&format!("- {}\n", md_safe(&n)));
         }
         if let Some(m) = &results.manifest {
             md.push_str(&run_section(m));
@@ -249,38 +248,49 @@ fn counts(results: &RunResults) -> Grid {
 fn run_section(m: &crate::rundir::manifest::Manifest) -> String {
     let mut md = String::from("\n## Run\n\n");
     let mut lines = vec![
-        format!("- harness: {}", m.harness),
+        format!("- harness: {}", md_safe(&m.harness)),
         format!(
             "- git commit: {}",
-            m.git_commit.as_deref().unwrap_or("unknown")
+            md_safe(m.git_commit.as_deref().unwrap_or("unknown"))
         ),
         format!("- status: {}", m.status),
-        format!("- created: {}", m.created_at),
+        format!("- created: {}", md_safe(&m.created_at)),
         format!(
             "- finished: {}",
-            m.finished_at.as_deref().unwrap_or("not finished")
+            md_safe(m.finished_at.as_deref().unwrap_or("not finished"))
         ),
-        format!("- config: `{}` (hash `{}`)", m.config_path, m.config_hash),
-        format!("- prompt hash: `{}`", m.prompt_hash),
+        format!(
+            "- config: {} (hash {})",
+            md_code(&m.config_path),
+            md_code(&m.config_hash)
+        ),
+        format!("- prompt hash: {}", md_code(&m.prompt_hash)),
     ];
     if let Some(s) = m.shard {
         lines.push(format!("- shard: {s}"));
     }
     if !m.merged_from.is_empty() {
-        lines.push(format!("- merged from: {}", m.merged_from.join(", ")));
+        lines.push(format!(
+            "- merged from: {}",
+            md_safe(&m.merged_from.join(", "))
+        ));
     }
     for (name, mm) in m.models.iter().filter(|_| m.imported.is_some()) {
         // The source's settings are in "Imported from"; the config's are not real here.
         lines.push(format!(
-            "- {name}: `{}`, n = {}, imported, status {}",
-            mm.model_id, mm.sampling.n, mm.status
+            "- {}: {}, n = {}, imported, status {}",
+            md_safe(name),
+            md_code(&mm.model_id),
+            mm.sampling.n,
+            mm.status
         ));
     }
     for (name, mm) in m.models.iter().filter(|_| m.imported.is_none()) {
         let s = &mm.sampling;
         lines.push(format!(
-            "- {name}: `{}`, n = {}, temperature {}, top-p {}, max tokens {}, status {}",
-            mm.model_id,
+            "- {}: {}, n = {}, temperature {}, top-p {}, max tokens {}, status {}",
+            md_safe(name),
+            md_code(&mm.model_id),
             s.n,
             s.temperature,
             s.top_p,

@@ -31,7 +31,7 @@ pub use self::partial::banner as partial_banner;
 pub use self::paste::table as md_table;
 pub use self::per_problem::PerProblemCsv;
 pub use self::table::{layout, terminal_table, Corner, SummaryTable};
-pub use self::tabular::{md_text, wrap, wrap_list, Cell, TableFormat, Tabular};
+pub use self::tabular::{md_code, md_safe, md_text, wrap, wrap_list, Cell, TableFormat, Tabular};
 
 use crate::metrics::MetricKind;
 use crate::rundir::RunDir;
@@ -96,6 +96,10 @@ impl Format {
         }
     }
 }
+
+/// The width model names are shortened to ([`crate::util::shorten_names`]) in the HTML pages of
+/// the viewer and the history, each page with its legend of the full names.
+pub const HTML_NAME_WIDTH: usize = 20;
 
 /// A metric as the human reports name it: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`,
 /// `maj@n`; the verifier metrics by their config names (`bon@16_min`, `wmaj@16_min`, `maj@4`).

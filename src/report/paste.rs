@@ -60,7 +60,9 @@ pub fn table(header: &[String], rows: &[Vec<String>], keys: usize) -> String {
 
 /// One Markdown table of the columns `cols` (the first `keys` of which are key columns).
 fn one_table(header: &[String], rows: &[Vec<String>], cols: &[usize], keys: usize) -> String {
+    // Headers are the report's own words; cells may hold run text (names, a source's labels).
     let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let cell = |s: &str| super::tabular::md_safe(s).into_owned();
     let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
     let mut out = line(cols.iter().map(|&c| esc(&header[c])).collect());
     let rules: Vec<&str> = cols
@@ -76,7 +78,7 @@ fn one_table(header: &[String], rows: &[Vec<String>], cols: &[usize], keys: usiz
         .collect();
     out.push_str(&format!("|{}|\n", rules.join("|")));
     for r in rows {
-        out.push_str(&line(cols.iter().map(|&c| esc(&r[c])).collect()));
+        out.push_str(&line(cols.iter().map(|&c| cell(&r[c])).collect()));
     }
     out
 }

@@ -6,6 +6,7 @@ use super::markup::{search_grid, search_notes, summaries};
 use super::partial::banner;
 use super::tabular::wrap;
 use super::{metric_label, Exporter, Interval};
+use crate::rundir::manifest::CostEntry;
 use crate::scoring::RunResults;
 use crate::util::{abbreviate, shorten_names, terminal_width};
 
@@ -41,45 +42,52 @@ pub fn terminal_table(results: &RunResults, wide: bool) -> String {
         compact(results, terminal_width())
     };
     if let Some(line) = cost_line(results) {
-        text.push_str(&line);
+        // Several payers make a long line: broken at spaces, never inside a name.
+        text.push_str(&wrap(&line, terminal_width(), "  "));
         text.push('\n');
     }
     text
 }
 
-/// The footer's cost line from the manifest's ledger: `cost: a 0.012000 USD (0.000600 per
-/// sample), …`; None when no model is priced.
+/// The footer's cost line from the manifest's ledger and the judge's and verifier's calls:
+/// `cost: a 0.012000 USD (0.000600 per sample), …, judge j 0.000100 USD (…)`; None when nothing
+/// is priced.
 pub(super) fn cost_line(results: &RunResults) -> Option<String> {
     use crate::cost::show;
-    let manifest = results.manifest.as_ref()?;
-    let parts: Vec<String> = manifest
-        .models
-        .iter()
-        .filter_map(|(name, m)| {
-            let c = m.cost.as_ref()?;
+    let parts: Vec<String> = cost_entries(results)
+        .into_iter()
+        .map(|(name, c)| {
             let billed = match c.billable_failures {
                 0 => String::new(),
                 k => format!(", not counting {k} failed attempts the server may have billed"),
             };
             let Some(per) = c.per_sample else {
-                return Some(format!("{name} no request succeeded{billed}"));
+                return format!("{name} no request succeeded{billed}");
             };
             let per = format!(" ({} per sample)", show(per, &c.currency));
             let missing = match c.samples_without_usage {
                 0 => billed,
                 k => format!(", {k} samples without usage{billed}"),
             };
-            Some(format!(
-                "{name} {}{per}{missing}",
-                show(c.total, &c.currency)
-            ))
+            format!("{name} {}{per}{missing}", show(c.total, &c.currency))
         })
         .collect();
     (!parts.is_empty()).then(|| format!("cost: {}", parts.join("; ")))
 }
 
+/// Every priced payer's ledger, by name: the sampled models', then the judge's and the
+/// verifier's calls (`judge <model id>`).
+pub(super) fn cost_entries(results: &RunResults) -> Vec<(String, &CostEntry)> {
+    let models = (results.manifest.iter()).flat_map(|m| {
+        (m.models.iter()).filter_map(|(name, m)| Some((name.clone(), m.cost.as_ref()?)))
+    });
+    let calls = (results.call_costs.iter()).map(|c| (c.label(), &c.cost));
+    models.chain(calls).collect()
+}
+
 fn banner_text(results: &RunResults) -> String {
-    banner(results).iter().map(|l| format!("{l}\n")).collect()
+    let line = |l: &String| format!("{}\n", crate::util::printable(l));
+    banner(results).iter().map(line).collect()
 }
 
 fn wide(results: &RunResults) -> String {
@@ -161,7 +169,8 @@ fn compact(results: &RunResults, width: usize) -> String {
     let mut out = banner_text(results);
     let title = format!(" ({problems} problems): % [95% CI]");
     let room = width.saturating_sub(title.chars().count()).max(MIN_NAME);
-    out.push_str(&format!("{}{title}\n", abbreviate(&results.label(), room)));
+    let label = crate::util::printable(&results.label()).into_owned();
+    out.push_str(&format!("{}{title}\n", abbreviate(&label, room)));
     out.push_str(&layout_fitting(&names, &header, &cells, width));
     out.push_str(FOOTER);
     out.push_str(&search_section(results, Some(width)));

@@ -132,7 +132,8 @@ impl Tabular {
                 .filter(|r| r[g].text == head)
                 .cloned()
                 .collect();
-            out.push_str(&format!("{head}:\n{}", self.table_of(&rows, &cols)));
+            let shown = crate::util::printable(head);
+            out.push_str(&format!("{shown}:\n{}", self.table_of(&rows, &cols)));
         }
         out
     }
@@ -145,7 +146,10 @@ impl Tabular {
         t.set_width(u16::try_from(terminal_width()).unwrap_or(u16::MAX));
         t.set_header(cols.iter().map(|&i| self.titles[i]));
         for r in rows {
-            t.add_row(cols.iter().map(|&i| r[i].text.clone()));
+            t.add_row(
+                cols.iter()
+                    .map(|&i| crate::util::printable(&r[i].text).into_owned()),
+            );
         }
         for c in t.column_iter_mut() {
             c.set_padding((0, 1));
@@ -214,6 +218,58 @@ pub fn md_text(text: &str) -> String {
         }
     }
     out
+}
+
+/// Run text (a model name, a source's label, a path) or a computed cell for Markdown: as written
+/// when nothing in it can form markup (`45.2 [38.1, 52.0]`, `p < 0.0001`, `G-Pass@4_0.5`,
+/// `gpt-4o`), else through [`md_text`], so a tag, link, entity, code span, emphasis, table pipe
+/// or terminal escape in it is shown as text and never obeyed.
+pub fn md_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if md_inert(text) {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(md_text(text))
+    }
+}
+
+/// Whether Markdown (CommonMark with GitHub's tables and strikethrough) shows `text` as written
+/// inside a line.
+fn md_inert(text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    let word = |c: Option<&char>| c.is_some_and(|c| c.is_alphanumeric());
+    let markup = chars.iter().enumerate().any(|(i, &c)| {
+        let (prev, next) = (
+            i.checked_sub(1).and_then(|j| chars.get(j)),
+            chars.get(i + 1),
+        );
+        match c {
+            '\\' | '`' | '*' | '|' | '~' => true,
+            // An underscore inside a word never starts emphasis.
+            '_' => !(word(prev) && word(next)),
+            // A tag, comment or autolink starts `<x`, `</`, `<!`, `<?`; `< 0.05` is text.
+            '<' => next.is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')),
+            '&' => next.is_some_and(|n| n.is_ascii_alphanumeric() || *n == '#'),
+            '#' => i == 0,
+            c => c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'),
+        }
+    });
+    // Brackets alone (an interval) are text; a link, image or reference definition is not.
+    !markup && !["](", "][", "]:", "!["].iter().any(|m| text.contains(m))
+}
+
+/// `text` as a Markdown code span (a run id, a path, a hash): control characters made visible,
+/// on one line, fenced by more backticks than it holds in a row so it cannot close the span.
+pub fn md_code(text: &str) -> String {
+    let text = crate::util::printable(text);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if longest > 0 { " " } else { "" };
+    format!("{fence}{pad}{text}{pad}{fence}")
 }
 
 /// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole);

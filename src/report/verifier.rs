@@ -215,19 +215,19 @@ pub(super) fn labels_meaning() -> String {
     )
 }
 
-/// Per model, what its bon@N and wmaj@N rest on: every sample scored, or how many problems are
-/// left out and why.
+/// Per model, what its bon@N and wmaj@N rest on: every sample scored, or how many samples had
+/// no score (unreadable replies among them) and how many problems each N rests on.
 pub(super) fn coverage_notes(results: &RunResults) -> Vec<String> {
     models(results)
         .into_iter()
         .map(|(m, v)| {
-            let problems = m.problems.iter().filter(|p| p.n > 0).count();
-            if v.excluded_problems == 0 {
+            if v.partial_problems == 0 {
                 return format!(
                     "{}: the verifier {} scored every one of the {} samples.",
                     m.name, v.reward_model, v.scored
                 );
             }
+            let problems = m.problems.iter().filter(|p| p.n > 0).count();
             let mut why = Vec::new();
             for (count, what) in [
                 (v.unreadable, "unreadable replies"),
@@ -238,16 +238,33 @@ pub(super) fn coverage_notes(results: &RunResults) -> Vec<String> {
                     why.push(format!("{what}: {count}"));
                 }
             }
+            let mut at: Vec<String> = (v.sizes.iter().zip(&v.problems_at))
+                .filter(|(_, &p)| p < problems)
+                .map(|(n, p)| format!("{p} at N = {n}"))
+                .collect();
+            let full = full_up_to(v, problems);
+            if full > 0 {
+                at.insert(0, format!("all {problems} up to N = {full}"));
+            }
             format!(
-                "{}: bon@N and wmaj@N rest on {} of {problems} problems; left out: {} with a \
-                 sample that has no verifier score ({}), never read as 0.",
+                "{}: bon@N and wmaj@N rest on each problem's scored samples: {} samples on {} of \
+                 {problems} problems have none ({}), never read as 0. Problems counted: {}.",
                 m.name,
-                problems.saturating_sub(v.excluded_problems),
-                v.excluded_problems,
-                why.join(", ")
+                v.unreadable + v.no_steps + v.not_scored,
+                v.partial_problems,
+                why.join(", "),
+                at.join(", ")
             )
         })
         .collect()
+}
+
+/// The largest N of the curve every problem has N scored samples for (0: none).
+fn full_up_to(v: &VerifierSummary, problems: usize) -> u64 {
+    (v.sizes.iter().zip(&v.problems_at))
+        .take_while(|(_, &p)| p >= problems)
+        .last()
+        .map_or(0, |(n, _)| *n)
 }
 
 /// Where some vote metric was estimated from random subsets: how, and how large its error is.
@@ -340,7 +357,7 @@ pub(super) fn terminal(results: &RunResults, width: Option<usize>) -> String {
     let mut notes = coverage_notes(results);
     if width.is_some() {
         // Compact: only the models whose curves leave problems out.
-        let complete: Vec<bool> = all.iter().map(|(_, v)| v.excluded_problems == 0).collect();
+        let complete: Vec<bool> = all.iter().map(|(_, v)| v.partial_problems == 0).collect();
         let mut i = 0;
         notes.retain(|_| {
             i += 1;

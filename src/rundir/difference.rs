@@ -328,6 +328,7 @@ mod tests {
             shard: None,
             merged_from: vec![],
             imported: None,
+            origin: None,
         }
     }
 

@@ -46,6 +46,11 @@ pub struct Manifest {
     /// What an imported run (`gpassk import`) was read from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported: Option<super::provenance::ImportInfo>,
+    /// Where the run was created, `host:/its/folder` ([`super::RunDir::origin`]); with its id and
+    /// `created_at`, what tells it from another run of the same id (the results database refuses
+    /// such a clash). Kept when the run is resumed, moved or copied; absent in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// How a run, or one model of it, stands: the one spelling of every status a manifest holds.
@@ -156,6 +161,26 @@ pub struct CostEntry {
     pub price_source: String,
 }
 
+impl CostEntry {
+    /// What tally `t` cost at `p`, per sample and per problem (of `problems`), and what it could
+    /// not count.
+    pub fn of(p: &crate::cost::Price, t: &crate::cost::Tally, problems: usize) -> CostEntry {
+        use crate::cost::{to_f64, Money};
+        let total = t.cost(p);
+        let per = |n: u64| (n > 0).then(|| to_f64(&(total / Money::from_integer(u128::from(n)))));
+        CostEntry {
+            currency: p.currency.clone(),
+            total: to_f64(&total),
+            per_sample: per(t.with_usage + t.without_usage),
+            per_problem: per(problems as u64),
+            samples_without_usage: t.without_usage,
+            billable_failures: u64::try_from(t.billable_failures.round().to_integer())
+                .unwrap_or(u64::MAX),
+            price_source: p.source.clone(),
+        }
+    }
+}
+
 /// The most distinct failure causes a manifest keeps per model (a server may vary its messages).
 pub const MAX_CAUSES: usize = 20;
 
@@ -208,6 +233,7 @@ impl Manifest {
             shard: None,
             merged_from: Vec::new(),
             imported: None,
+            origin: None,
         }
     }
 

@@ -89,6 +89,19 @@ impl RunDir {
         manifest.write(&self.manifest_path())
     }
 
+    /// Where this run is: `host:/absolute/folder` (symlinks resolved), as a new run's manifest
+    /// records it.
+    pub fn origin(&self) -> String {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "unknown-host".into());
+        let path = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        format!("{host}:{}", path.display())
+    }
+
     /// Takes the run's lock without waiting.
     pub fn lock(&self) -> Result<RunLock, LockError> {
         RunLock::acquire(&self.root)
@@ -214,8 +227,10 @@ impl RunDir {
         let claimed = dir.lock().map_err(RunDirError::from).and_then(|lock| {
             std::fs::create_dir(dir.checkpoints_dir())
                 .map_err(io("create run directory", dir.path()))?;
+            let mut manifest = manifest(&run_id);
+            manifest.origin = Some(dir.origin());
             let mut run = OpenRun {
-                manifest: manifest(&run_id),
+                manifest,
                 dir: dir.clone(),
                 _lock: lock,
             };
@@ -427,6 +442,7 @@ mod tests {
             shard: None,
             merged_from: Vec::new(),
             imported: None,
+            origin: None,
         }
     }
 

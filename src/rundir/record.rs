@@ -425,6 +425,28 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(
     Ok(stats)
 }
 
+/// The `spend` of a judge verdict or verifier score line (the rest of the line is not read).
+#[derive(Deserialize)]
+struct SpendLine {
+    #[serde(default)]
+    spend: Option<crate::cost::Spend>,
+}
+
+/// Calls `each` with the `spend` of every line of these judge verdict or verifier score files
+/// (a missing file reads as empty); lines stored before calls were priced carry none.
+pub fn read_spends(
+    paths: &[PathBuf],
+    mut each: impl FnMut(crate::cost::Spend),
+) -> Result<(), CheckpointError> {
+    for path in paths {
+        read_lines(path, |l: SpendLine| {
+            l.spend.map(&mut each);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
 /// One line (without its `\n`) as [`read_lines`] reads it: a blank line is `None`, an unreadable
 /// one an error naming the file and line.
 fn decode_line<T: serde::de::DeserializeOwned>(

@@ -1,37 +1,46 @@
-//! Budgets (`max_cost`): each model's ledger and the run's, opened from the most the checkpoints
-//! can have cost, so a request that could pass a limit is never sent, across resumes too.
+//! Budgets (`max_cost`): each model's ledger, the judge's and the verifier's, and the run's,
+//! opened from the most the checkpoints, judge verdicts and verifier scores can have cost, so a
+//! request that could pass a limit is never sent, across resumes too.
 
 use crate::config::{ModelSettings, RunSettings};
-use crate::cost::{Ledger, Money};
+use crate::cost::{Budget, Ledger, Money, Price};
 use crate::plan::Prepared;
 use crate::rundir::record::{read_lines, RecordHead, UnitOutcome};
 use crate::rundir::RunDir;
 use crate::util::id_index;
 use anyhow::Result;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// A model's `max_cost` and the run's `[evaluation] max_cost`: what the checkpoints and replies
-/// cost so far plus the worst case of the requests in flight; a request that could take either
-/// past its limit is not sent.
-#[derive(Clone)]
-pub(super) struct Budget {
-    pub(super) price: crate::cost::Price,
-    model: Option<Arc<Ledger>>,
-    run: Option<Arc<Ledger>>,
-}
-
-/// Every model's `Budget` in a run directory, each ledger starting from the most its
-/// checkpoint can have cost; the one place a budget is opened, for live sampling, searches and
-/// Batch API or batch-file exports alike.
+/// Every payer's `Budget` in a run directory (the sampled models, the judge, the verifier), each
+/// ledger starting from the most its files can have cost; the one place a budget is opened, for
+/// live sampling, searches, Batch API or batch-file exports, judging and verifying alike.
 #[derive(Clone, Default)]
 pub struct BudgetBook {
     budgets: HashMap<String, Budget>,
+    judge: Option<Budget>,
+    verifier: Option<Budget>,
+}
+
+/// A payer before its ledgers are opened: its price, the key of its own `max_cost`, what its
+/// files can have cost.
+struct Payer<'a> {
+    price: &'a Price,
+    key: &'static str,
+    spent: Money,
+}
+
+impl Payer<'_> {
+    fn budget(&self, run: &Option<Arc<Ledger>>) -> Budget {
+        let own = (self.price.budget())
+            .map(|l| (self.key.to_string(), Arc::new(Ledger::new(l, self.spent))));
+        Budget::new(self.price.clone(), own, run.clone())
+    }
 }
 
 impl BudgetBook {
-    /// The budgets of `settings`' models (all of them: the run's ledger counts every model).
+    /// The budgets of `settings`' payers (all of them: the run's ledger counts every one).
     pub fn open(
         settings: &RunSettings,
         prepared: &[Prepared],
@@ -39,43 +48,72 @@ impl BudgetBook {
     ) -> Result<BudgetBook> {
         let index = id_index(prepared.iter(), |p| p.id.as_str());
         let run_limit = settings.evaluation.max_cost;
+        let capped = |p: &Price| p.budget().is_some() || run_limit.is_some();
         // Each priced model's checkpoint is read once: its spending counts on both ledgers.
-        let mut spent = Vec::new();
+        let mut models = Vec::new();
         for m in &settings.models {
-            let Some(price) = &m.pricing else { continue };
-            if price.budget().is_none() && run_limit.is_none() {
+            let Some(price) = m.pricing.as_ref().filter(|p| capped(p)) else {
                 continue;
-            }
+            };
             let path = run_dir.checkpoint(&m.name);
-            spent.push((
-                m,
-                price,
-                spent_at_most(m, price, &path, (prepared, &index))?,
-            ));
+            // A search's line sums its policy and reward calls: each token at the dearer price.
+            let reward = m.search.as_ref().and_then(|s| s.reward_price.as_ref());
+            let line_price = reward.map_or_else(|| price.clone(), |r| price.dearer(r));
+            let spent = spent_at_most(m, &line_price, &path, (prepared, &index))?;
+            let key = "max_cost";
+            models.push((m, Payer { price, key, spent }));
         }
-        // Config validation guarantees a price for every model when the run has a budget.
+        let files = |file: &dyn Fn(&str) -> PathBuf| -> Vec<PathBuf> {
+            settings.models.iter().map(|m| file(&m.name)).collect()
+        };
+        let judge = settings.judged().and_then(|j| j.pricing.as_ref());
+        let judge = match judge.filter(|p| capped(p)) {
+            Some(price) => Some(Payer {
+                price,
+                key: "judge.pricing.max_cost",
+                spent: calls_at_most(&files(&|m| run_dir.grades(m)), price)?,
+            }),
+            None => None,
+        };
+        let verifier = settings.verifier.as_ref().and_then(|v| v.pricing.as_ref());
+        let verifier = match verifier.filter(|p| capped(p)) {
+            Some(price) => Some(Payer {
+                price,
+                key: "verifier.pricing.max_cost",
+                spent: calls_at_most(&files(&|m| run_dir.verifier_scores(m)), price)?,
+            }),
+            None => None,
+        };
+        // Config validation guarantees a price for every model when the run has a budget; an
+        // unpriced judge or verifier is refused at start unless `allow_unpriced` says otherwise.
         let run = run_limit.map(|limit| {
-            let total = spent.iter().fold(Money::from_integer(0), |t, s| t + s.2);
+            let payers = models.iter().map(|m| &m.1).chain(&judge).chain(&verifier);
+            let total = payers.fold(Money::from_integer(0), |t, p| t + p.spent);
             let limit = Money::from_integer(u128::from(limit) * 1_000_000);
             Arc::new(Ledger::new(limit, total))
         });
-        let budgets = spent
-            .into_iter()
-            .map(|(m, price, spent)| {
-                let model = price.budget().map(|l| Arc::new(Ledger::new(l, spent)));
-                let budget = Budget {
-                    price: price.clone(),
-                    model,
-                    run: run.clone(),
-                };
-                (m.name.clone(), budget)
-            })
+        let budgets = (models.iter())
+            .map(|(m, payer)| (m.name.clone(), payer.budget(&run)))
             .collect();
-        Ok(BudgetBook { budgets })
+        Ok(BudgetBook {
+            budgets,
+            judge: judge.map(|p| p.budget(&run)),
+            verifier: verifier.map(|p| p.budget(&run)),
+        })
     }
 
     pub(super) fn budget(&self, model: &str) -> Option<Budget> {
         self.budgets.get(model).cloned()
+    }
+
+    /// The judge's budget, when it is priced and some `max_cost` applies to it.
+    pub fn judge(&self) -> Option<Budget> {
+        self.judge.clone()
+    }
+
+    /// The verifier's budget, when it is priced and some `max_cost` applies to it.
+    pub fn verifier(&self) -> Option<Budget> {
+        self.verifier.clone()
     }
 
     /// Reserves the worst case of a request for `slots` of `prep`, for good (a batch line: what it
@@ -90,62 +128,26 @@ impl BudgetBook {
         let Some(b) = self.budgets.get(&m.name) else {
             return Ok(());
         };
-        let worst = b.worst_case(m, prep, slots);
-        let per_unit = b.worst_case(m, prep, 1);
+        let worst = worst_case(b, m, prep, slots);
+        let per_unit = worst_case(b, m, prep, 1);
         b.reserve(worst)
-            .map_err(|(key, l)| b.stop_message(key, l, left, per_unit))
+            .map_err(|hit| b.stop_message(hit, (left, "units"), per_unit))
     }
 }
 
-impl Budget {
-    /// The worst case of a request for `slots` samples of `prep`: its prompt bound plus
-    /// max_tokens per sample, each at the highest price that can apply.
-    pub(super) fn worst_case(&self, m: &ModelSettings, prep: &Prepared, slots: usize) -> Money {
-        let completion = u64::from(m.sampling.max_tokens.unwrap_or(0)) * slots as u64;
-        self.price.worst(prep.prompt_tokens_bound, completion)
-    }
+/// The worst case of a request for `slots` samples of `prep`: its prompt bound plus max_tokens
+/// per sample, each at the highest price that can apply.
+pub(super) fn worst_case(b: &Budget, m: &ModelSettings, prep: &Prepared, slots: usize) -> Money {
+    let completion = u64::from(m.sampling.max_tokens.unwrap_or(0)) * slots as u64;
+    b.price.worst(prep.prompt_tokens_bound, completion)
+}
 
-    /// Reserves `worst` on both ledgers; on refusal, the message saying which limit was hit.
-    pub(super) fn reserve(&self, worst: Money) -> Result<(), (&'static str, &Ledger)> {
-        if let Some(m) = &self.model {
-            if !m.reserve(worst) {
-                return Err(("max_cost", m));
-            }
-        }
-        if let Some(r) = &self.run {
-            if !r.reserve(worst) {
-                if let Some(m) = &self.model {
-                    m.release(worst);
-                }
-                return Err(("[evaluation] max_cost", r));
-            }
-        }
-        Ok(())
-    }
-
-    /// Replaces a reservation with what the request actually cost.
-    pub(super) fn settle(&self, worst: Money, actual: Money) {
-        for l in self.model.as_deref().into_iter().chain(self.run.as_deref()) {
-            l.settle(worst, actual);
-        }
-    }
-
-    pub(super) fn stop_message(
-        &self,
-        key: &str,
-        l: &Ledger,
-        units_left: u64,
-        per_unit: Money,
-    ) -> String {
-        use crate::cost::{show, to_f64};
-        let cur = &self.price.currency;
-        format!(
-            "budget reached: {key} {} (spent {}); the {units_left} units left could cost up to {} more; raise {key} and resume",
-            show(to_f64(&l.limit()), cur),
-            show(to_f64(&l.used()), cur),
-            show(to_f64(&(per_unit * Money::from_integer(u128::from(units_left)))), cur)
-        )
-    }
+/// The most the judge's or the verifier's calls recorded in `paths` can have cost at `price`.
+/// Lines written before calls were priced carry no `spend` and count nothing.
+fn calls_at_most(paths: &[PathBuf], price: &Price) -> Result<Money> {
+    let mut spent = Money::from_integer(0);
+    crate::rundir::record::read_spends(paths, |s| spent += s.at_most(price))?;
+    Ok(spent)
 }
 
 /// The most a model's checkpoint can have cost, so a resumed run's budget starts there: every

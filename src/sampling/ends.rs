@@ -4,7 +4,7 @@
 use super::ModelEnd;
 use crate::config::ModelSettings;
 use crate::error::ExitStatus;
-use crate::rundir::manifest::{CostEntry, Manifest, ModelManifest, Status};
+use crate::rundir::manifest::{Manifest, ModelManifest, Status};
 use crate::rundir::record::{read_lines, RecordHead, UnitOutcome};
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -165,25 +165,8 @@ pub fn model_manifest(
     mm.cost = m
         .pricing
         .as_ref()
-        .map(|p| cost_entry(p, &counts.tokens, problems));
+        .map(|p| crate::rundir::manifest::CostEntry::of(p, &counts.tokens, problems));
     mm
-}
-
-/// The manifest's cost ledger for a model's tally at its price.
-fn cost_entry(p: &crate::cost::Price, t: &crate::cost::Tally, problems: usize) -> CostEntry {
-    use crate::cost::{to_f64, Money};
-    let total = t.cost(p);
-    let per = |n: u64| (n > 0).then(|| to_f64(&(total / Money::from_integer(u128::from(n)))));
-    CostEntry {
-        currency: p.currency.clone(),
-        total: to_f64(&total),
-        per_sample: per(t.with_usage + t.without_usage),
-        per_problem: per(problems as u64),
-        samples_without_usage: t.without_usage,
-        billable_failures: u64::try_from(t.billable_failures.round().to_integer())
-            .unwrap_or(u64::MAX),
-        price_source: p.source.clone(),
-    }
 }
 
 /// How a finished sampling session ends the command.

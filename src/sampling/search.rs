@@ -7,6 +7,7 @@ use super::{ModelCtx, ModelEnd};
 use crate::client::retry::Next;
 use crate::client::{ApiError, ChatResponse, Client, ErrorClass, Usage};
 use crate::config::{Prefix, RewardMode, SearchSettings, JUDGE_MAX_TOKENS};
+use crate::cost::Money;
 use crate::rundir::record::{RecordRef, SampleIndex, SearchRecord, UnitOutcome};
 use crate::rundir::RunDir;
 use crate::search::requests::{
@@ -227,7 +228,7 @@ impl Calls<'_> {
             if ctx.stopped.load(Ordering::SeqCst) {
                 break;
             }
-            let Some(reserved) = self.reserve(bound.0, completion) else {
+            let Some(reserved) = self.reserve(to, bound.0, completion) else {
                 break;
             };
             self.state.borrow_mut().attempts += 1;
@@ -239,11 +240,12 @@ impl Calls<'_> {
                 r = self.send(to, body.clone()) => r,
                 _ = after_grace(ctx) => {
                     // Dropped in flight: it may still be generated and billed.
-                    ctx.settle_bounded(reserved, bound, Ok(None));
+                    ctx.settle_at(self.price(to), reserved, bound, Ok(None));
                     break;
                 }
             };
-            ctx.settle_bounded(reserved, bound, reply.as_ref().map(|r| r.usage.as_ref()));
+            let usage = reply.as_ref().map(|r| r.usage.as_ref());
+            ctx.settle_at(self.price(to), reserved, bound, usage);
             ctx.note_reach(reply.as_ref().err(), self.client(to));
             let err = match reply {
                 Ok(r) => {
@@ -280,15 +282,31 @@ impl Calls<'_> {
         Err(CallFailed("interrupted".into()))
     }
 
-    /// Reserves a call's worst case on the model's and the run's budgets (`max_cost`); None when
-    /// the call could pass one (the model is then stopped with the budget message).
-    fn reserve(&self, prompt: u64, completion: u64) -> Option<Option<crate::cost::Money>> {
+    /// The price of a call to `to` when it is not the model's own: the reward model's.
+    fn price(&self, to: Endpoint) -> Option<&crate::cost::Price> {
+        match to {
+            Endpoint::Policy | Endpoint::Continued => None,
+            Endpoint::Judge | Endpoint::Pooling => self.sc.settings.reward_price.as_ref(),
+        }
+    }
+
+    /// Reserves a call's worst case (at its endpoint's price) on the model's and the run's
+    /// budgets (`max_cost`); None when the call could pass one (the model is then stopped with
+    /// the budget message). A reward model left unpriced (`reward_allow_unpriced`) reserves
+    /// nothing.
+    fn reserve(&self, to: Endpoint, prompt: u64, completion: u64) -> Option<Option<Money>> {
         let Some(b) = &self.ctx.budget else {
             return Some(None);
         };
-        let worst = b.price.worst(prompt, completion);
+        let reward = !matches!(to, Endpoint::Policy | Endpoint::Continued);
+        let price = match self.price(to) {
+            Some(p) => p,
+            None if reward => return Some(None),
+            None => &b.price,
+        };
+        let worst = price.worst(prompt, completion);
         let calls = self.sc.settings.call_budget().1;
-        let per_search = worst * crate::cost::Money::from_integer(u128::from(calls));
+        let per_search = worst * Money::from_integer(u128::from(calls));
         self.ctx.reserve_worst(worst, per_search)
     }
 
@@ -296,9 +314,7 @@ impl Calls<'_> {
         let client = self.client(to);
         if matches!(to, Endpoint::Pooling) {
             let value = client.post_json(body).await?;
-            let usage = value
-                .get("usage")
-                .and_then(|u| serde_json::from_value(u.clone()).ok());
+            let usage = Usage::of_reply(&value);
             return Ok(Cached {
                 value: Some(value),
                 usage,

@@ -1,7 +1,7 @@
 //! The worker loop of one model: a unit's request body, its tries under the one retry policy,
 //! pacing and the budget, and the checkpoint line each finished unit leaves.
 
-use super::budget::Budget;
+use super::budget::worst_case;
 use super::pace::{AdaptiveLimit, Pace, Permit};
 use super::progress::Counters;
 use super::search::SearchCtx;
@@ -10,7 +10,7 @@ use super::{ModelEnd, SamplingJob};
 use crate::client::retry::{Next, RetryPolicy};
 use crate::client::{ApiError, ChatResponse, Client, ErrorClass};
 use crate::config::ModelSettings;
-use crate::cost::Money;
+use crate::cost::{Budget, Money, Price};
 use crate::plan::Prepared;
 use crate::rundir::record::{CheckpointWriter, RecordRef, SampleIndex, UnitOutcome};
 use crate::util::{hex, now_rfc3339, Shutdown};
@@ -61,8 +61,8 @@ impl ModelCtx {
         let Some(b) = &self.budget else {
             return Some(None);
         };
-        let worst = b.worst_case(&self.settings, prep, slots);
-        self.reserve_worst(worst, b.worst_case(&self.settings, prep, 1))
+        let worst = worst_case(b, &self.settings, prep, slots);
+        self.reserve_worst(worst, worst_case(b, &self.settings, prep, 1))
     }
 
     /// Reserves `worst` (`per_unit`: a unit's worst case, for the stop message); on refusal
@@ -71,7 +71,7 @@ impl ModelCtx {
         let Some(b) = &self.budget else {
             return Some(None);
         };
-        let (key, ledger) = match b.reserve(worst) {
+        let hit = match b.reserve(worst) {
             Ok(()) => return Some(Some(worst)),
             Err(hit) => hit,
         };
@@ -80,7 +80,7 @@ impl ModelCtx {
             .total
             .load(Ordering::SeqCst)
             .saturating_sub(self.counters.done.load(Ordering::SeqCst));
-        self.fail(&b.stop_message(key, ledger, left, per_unit));
+        self.fail(&b.stop_message(hit, (left, "units"), per_unit));
         None
     }
 
@@ -107,11 +107,23 @@ impl ModelCtx {
         bound: (u64, u64),
         reply: Result<Option<&crate::client::Usage>, &ApiError>,
     ) {
+        self.settle_at(None, worst, bound, reply);
+    }
+
+    /// [`ModelCtx::settle_bounded`] at `price` (None: the model's own), for a search's reward
+    /// calls, which have a price of their own.
+    pub(super) fn settle_at(
+        &self,
+        price: Option<&Price>,
+        worst: Option<Money>,
+        bound: (u64, u64),
+        reply: Result<Option<&crate::client::Usage>, &ApiError>,
+    ) {
         let (Some(b), Some(w)) = (&self.budget, worst) else {
             return;
         };
         let actual = match reply {
-            Ok(usage) => b.price.cost_at_most(usage, bound),
+            Ok(usage) => price.unwrap_or(&b.price).cost_at_most(usage, bound),
             Err(e) if e.may_be_billed() => w,
             Err(_) => Money::from_integer(0),
         };

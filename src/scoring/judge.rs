@@ -1,13 +1,13 @@
 //! The optional LLM judge: its prompt, reply parsing, verdicts stored beside the samples, and the
 //! async pass that asks it about samples it has not judged yet.
 
-use super::pass::{Pass, Tally};
-use crate::client::ApiKey;
+use super::pass::{Call, Pass, Tally};
+use super::JudgeCall;
 use crate::config::{GraderMode, JudgeSettings};
+use crate::cost::Spend;
 use crate::grade::Outcome;
 use crate::rundir::record::{read_lines, CheckpointError, CheckpointWriter, SampleIndex};
-use crate::util::Notes;
-use crate::util::{hex, now_rfc3339, Shutdown};
+use crate::util::{hex, now_rfc3339};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -56,6 +56,14 @@ pub struct StoredVerdict {
     pub correct: Option<bool>,
     pub reply: String,
     pub judged_at: String,
+    /// What the request cost in tokens, as the budget and the reports price it (absent in
+    /// verdicts stored before calls were priced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<Spend>,
+    /// A request that failed after the server may have billed it: kept for its `spend`, never
+    /// a verdict (the sample is asked again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
 }
 
 /// Verdicts loaded for scoring: re-scoring never calls the judge again.
@@ -69,6 +77,9 @@ impl JudgeVerdicts {
     pub fn load(path: &Path, mode: GraderMode) -> Result<JudgeVerdicts, CheckpointError> {
         let mut map = HashMap::new();
         read_lines(path, |v: StoredVerdict| {
+            if v.failed {
+                return Ok(());
+            }
             map.insert(
                 (v.problem_id, v.sample_index.key()),
                 (v.response_hash, v.correct),
@@ -124,26 +135,27 @@ pub struct JudgeStats {
     pub failed: u64,
 }
 
-/// Asks the judge about every job (bounded concurrency, the one retry policy) and appends each
-/// verdict to `out` as it arrives. A rejected key or unknown judge model stops the pass at once;
-/// `shutdown` stops queueing jobs and abandons retries.
+/// Asks the judge about every job (bounded concurrency, the one retry policy, each request
+/// reserved on `call`'s budget first) and appends each verdict to `out` as it arrives. A rejected
+/// key or unknown judge model, or the budget, stops the pass at once; `shutdown` stops queueing
+/// jobs and abandons retries.
 pub fn judge_pending(
     settings: &JudgeSettings,
-    key: Option<ApiKey>,
+    call: &JudgeCall,
     jobs: Vec<JudgeJob>,
     out: &Path,
-    (shutdown, notes): (&Shutdown, &Notes),
 ) -> anyhow::Result<JudgeStats> {
     if jobs.is_empty() {
         return Ok(JudgeStats::default());
     }
-    let pass = Arc::new(Pass::new(
-        CheckpointWriter::open(out, notes)?,
-        settings.api.chat_client(key)?,
+    let pass = Pass::new(
+        CheckpointWriter::open(out, call.notes)?,
+        settings.api.chat_client(call.key.clone())?,
         settings.api.retry_policy(),
-        shutdown,
+        call.shutdown,
         (settings.model_id.clone(), settings.max_tokens),
-    ));
+    );
+    let pass = Arc::new(pass.with_budget(call.budget.clone()));
     // As for sampling: after a stop, requests in flight get the grace period, then are dropped.
     let grace = Some(settings.api.shutdown_grace);
     pass.run(
@@ -175,7 +187,27 @@ async fn judge_one(pass: &JudgePass, job: JudgeJob) {
     if pass.client.streams() {
         crate::client::ask_to_stream(&mut body);
     }
-    let Some(resp) = pass.request(|| pass.client.chat(&body)).await else {
+    let bytes = serde_json::to_vec(&body).map_or(0, |b| b.len());
+    let call = Call {
+        bound: (crate::plan::prompt_bound(bytes), u64::from(*max_tokens)),
+        per_job: 1,
+    };
+    let mut spend = Spend::default();
+    let resp = pass
+        .request(call, &mut spend, || pass.client.chat(&body))
+        .await;
+    let Some(resp) = resp else {
+        if spend.billable_failures > 0 {
+            // No verdict, but maybe billed: kept so a resumed run's budget counts it.
+            let v = StoredVerdict {
+                correct: None,
+                reply: String::new(),
+                judge_model: model.clone(),
+                failed: true,
+                ..verdict(job, spend)
+            };
+            let _ = pass.writer.append_value(&v);
+        }
         return;
     };
     let reply = resp
@@ -190,16 +222,28 @@ async fn judge_one(pass: &JudgePass, job: JudgeJob) {
         Tally::Unreadable
     });
     let v = StoredVerdict {
-        problem_id: job.problem_id,
-        sample_index: job.sample_index,
-        response_hash: job.response_hash,
         judge_model: resp.served_model.unwrap_or_else(|| model.clone()),
         correct,
         reply: reply.chars().take(2000).collect(),
-        judged_at: now_rfc3339(),
+        ..verdict(job, spend)
     };
     if pass.writer.append_value(&v).is_err() {
         pass.count(Tally::Failed);
+    }
+}
+
+/// A verdict line about `job` with its `spend`, before its verdict is known.
+fn verdict(job: JudgeJob, spend: Spend) -> StoredVerdict {
+    StoredVerdict {
+        problem_id: job.problem_id,
+        sample_index: job.sample_index,
+        response_hash: job.response_hash,
+        judge_model: String::new(),
+        correct: None,
+        reply: String::new(),
+        judged_at: now_rfc3339(),
+        spend: Some(spend),
+        failed: false,
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod grow;
 pub mod judge;
 pub mod label;
+pub mod paid;
 pub mod pass;
 pub mod steps;
 pub mod stored;
@@ -202,6 +203,8 @@ pub struct RunResults {
     pub models: Vec<ModelScore>,
     /// What the scoring rested on, when it graded a run's files (kept in `scores.json`).
     pub basis: Option<stored::Basis>,
+    /// What the judge's and the verifier's calls cost, when they are priced.
+    pub call_costs: Vec<paid::CallCost>,
 }
 
 impl RunResults {
@@ -224,6 +227,7 @@ impl RunResults {
             manifest,
             models,
             basis,
+            call_costs: Vec::new(),
         }
     }
 
@@ -495,8 +499,7 @@ pub fn judge_model(
             Ok(())
         },
     )?;
-    let ctl = (call.shutdown, call.notes);
-    judge_pending(judge, call.key.clone(), jobs, grades_path, ctl)
+    judge_pending(judge, call, jobs, grades_path)
 }
 
 /// Grades one model's checkpoint (the first usable record of each unit counts) and aggregates.
@@ -1180,9 +1183,11 @@ pub fn load_plan(run_dir: &RunDir, set: &[String]) -> Result<(Plan, Manifest)> {
     Ok((plan, manifest))
 }
 
-/// Permission to call the LLM judge during scoring: its key and the shutdown that stops it.
+/// Permission to call the LLM judge during scoring: its key, its budget (from the run's
+/// [`crate::sampling::BudgetBook`]) and the shutdown that stops it.
 pub struct JudgeCall<'a> {
     pub key: Option<ApiKey>,
+    pub budget: Option<crate::cost::Budget>,
     pub shutdown: &'a Shutdown,
     pub notes: &'a Notes,
 }
@@ -1236,13 +1241,9 @@ pub fn score_run(
         },
         |m| m.run_id.clone(),
     );
-    Ok(RunResults::of_plan(
-        plan,
-        run_id,
-        manifest,
-        models,
-        Some(basis),
-    ))
+    let mut results = RunResults::of_plan(plan, run_id, manifest, models, Some(basis));
+    results.call_costs = paid::call_costs(plan, run_dir, verifier.as_ref())?;
+    Ok(results)
 }
 
 /// The judge verdicts one model's scoring uses (None when the rule grader decides alone), after

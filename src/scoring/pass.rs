@@ -1,9 +1,11 @@
 //! One pass of requests about stored samples, shared by the LLM judge and the verifier: the
-//! client, the one retry policy, what is appended as replies arrive, the counts of what happened,
-//! and what stops the pass (a refused key or model, every request failing).
+//! client, the one retry policy, the budget each attempt reserves before it is sent and what it
+//! cost, what is appended as replies arrive, the counts of what happened, and what stops the pass
+//! (a refused key or model, a budget reached, every request failing).
 
 use crate::client::retry::{Next, RetryPolicy};
-use crate::client::{ApiError, Client, ErrorClass};
+use crate::client::{ApiError, ChatResponse, Client, ErrorClass, Usage};
+use crate::cost::{Budget, Money, Spend};
 use crate::rundir::record::CheckpointWriter;
 use crate::util::Shutdown;
 use std::future::Future;
@@ -32,6 +34,12 @@ pub enum PassError {
         what: &'static str,
         message: String,
     },
+    #[error("{role} model {model} stopped: {message}")]
+    Budget {
+        role: &'static str,
+        model: String,
+        message: String,
+    },
     #[error("{role} model {model} failed every request ({failed} after retries){last}")]
     AllFailed {
         role: &'static str,
@@ -51,8 +59,40 @@ pub struct Pass<C> {
     fatal: Mutex<Option<ApiError>>,
     /// The last error a request gave up on, for the message when every request failed.
     last_error: Mutex<Option<ApiError>>,
+    /// What each attempt reserves before it is sent (None: nothing caps these calls).
+    budget: Option<Budget>,
+    /// Why the budget stopped the pass.
+    budget_stop: Mutex<Option<String>>,
+    /// The jobs the pass was given, for the stop message's count of what is left.
+    jobs: AtomicU64,
     pub shutdown: Shutdown,
     pub ctx: C,
+}
+
+/// A reply that may say what it used.
+pub trait Billed {
+    fn usage(&self) -> Option<Usage>;
+}
+
+impl Billed for ChatResponse {
+    fn usage(&self) -> Option<Usage> {
+        self.usage.clone()
+    }
+}
+
+impl Billed for serde_json::Value {
+    /// A `/pooling` reply's `usage`, when it has one that reads as usage.
+    fn usage(&self) -> Option<Usage> {
+        Usage::of_reply(self)
+    }
+}
+
+/// One call's worst case: its prompt and completion token bounds, and how many calls its job
+/// makes (the stop message's cost of a job left).
+#[derive(Debug, Clone, Copy)]
+pub struct Call {
+    pub bound: (u64, u64),
+    pub per_job: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -74,18 +114,27 @@ impl<C: Send + Sync + 'static> Pass<C> {
             stats: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             fatal: Mutex::new(None),
             last_error: Mutex::new(None),
+            budget: None,
+            budget_stop: Mutex::new(None),
+            jobs: AtomicU64::new(0),
             shutdown: shutdown.clone(),
             ctx,
         }
+    }
+
+    /// The pass with `budget` reserved before each attempt (None: no limit applies).
+    pub fn with_budget(mut self, budget: Option<Budget>) -> Pass<C> {
+        self.budget = budget.filter(Budget::capped);
+        self
     }
 
     pub fn count(&self, t: Tally) {
         self.stats[t as usize].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Whether a refused request stopped the pass.
+    /// Whether a refused request or the budget stopped the pass.
     pub fn stopped(&self) -> bool {
-        lock(&self.fatal).is_some()
+        lock(&self.fatal).is_some() || lock(&self.budget_stop).is_some()
     }
 
     /// Runs `work` on every job (at most `concurrency` at once) on a runtime of its own; after a
@@ -101,6 +150,7 @@ impl<C: Send + Sync + 'static> Pass<C> {
         F: Fn(Arc<Self>, J) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
+        self.jobs.store(jobs.len() as u64, Ordering::Relaxed);
         let rt = crate::util::tasks::network_runtime()?;
         let stopped = || self.stopped();
         let each = |job| work(self.clone(), job);
@@ -115,10 +165,18 @@ impl<C: Send + Sync + 'static> Pass<C> {
         Ok(())
     }
 
-    /// One request through the retry policy: its reply, or None when it failed for good (counted
-    /// and remembered; a non-retryable error stops the pass) or the pass is stopping.
-    pub async fn request<T, Fut>(&self, send: impl Fn() -> Fut) -> Option<T>
+    /// One request through the retry policy, each attempt reserving `call`'s worst case first
+    /// and adding what it used to `spend`: its reply, or None when it failed for good (counted
+    /// and remembered; a non-retryable error stops the pass), the budget refused it (the pass
+    /// stops) or the pass is stopping.
+    pub async fn request<T, Fut>(
+        &self,
+        call: Call,
+        spend: &mut Spend,
+        send: impl Fn() -> Fut,
+    ) -> Option<T>
     where
+        T: Billed,
         Fut: Future<Output = Result<T, ApiError>>,
     {
         let mut tries = self.policy.tries(&self.shutdown);
@@ -126,10 +184,22 @@ impl<C: Send + Sync + 'static> Pass<C> {
             if tries.start().is_none() || self.stopped() {
                 return None;
             }
+            let reserved = self.reserve(call)?;
             let err = match send().await {
-                Ok(v) => return Some(v),
+                Ok(v) => {
+                    let usage = v.usage();
+                    self.settle(reserved, call, Some(usage.as_ref()));
+                    spend.add_reply(usage.as_ref(), call.bound);
+                    return Some(v);
+                }
                 Err(e) => e,
             };
+            // A failure the server may have billed costs its worst case; one it cannot, nothing.
+            let billed = err.may_be_billed();
+            if billed {
+                spend.add_failure(call.bound);
+            }
+            self.settle(reserved, call, billed.then_some(None));
             match tries.failed(err).await {
                 Next::Retry => {}
                 Next::Stopped => return None,
@@ -143,6 +213,39 @@ impl<C: Send + Sync + 'static> Pass<C> {
                 }
             }
         }
+    }
+
+    /// Reserves `call`'s worst case: Some(the reservation, None without a budget), or None
+    /// when it could pass a limit (the pass then stops with the budget's message).
+    fn reserve(&self, call: Call) -> Option<Option<Money>> {
+        let Some(b) = &self.budget else {
+            return Some(None);
+        };
+        let worst = b.price.worst(call.bound.0, call.bound.1);
+        let hit = match b.reserve(worst) {
+            Ok(()) => return Some(Some(worst)),
+            Err(hit) => hit,
+        };
+        let done: u64 = self.stats.iter().map(|s| s.load(Ordering::Relaxed)).sum();
+        let left = self.jobs.load(Ordering::Relaxed).saturating_sub(done);
+        let per_job = worst * Money::from_integer(u128::from(call.per_job.max(1)));
+        let message = b.stop_message(hit, (left, "samples"), per_job);
+        lock(&self.budget_stop).get_or_insert(message);
+        None
+    }
+
+    /// Settles a reservation: a reply (`Some(usage)`) costs its usage, a count it left out at
+    /// its bound; a failure the server may have billed (`Some(None)`) its worst case; None,
+    /// nothing.
+    fn settle(&self, reserved: Option<Money>, call: Call, reply: Option<Option<&Usage>>) {
+        let (Some(b), Some(worst)) = (&self.budget, reserved) else {
+            return;
+        };
+        let actual = match reply {
+            Some(usage) => b.price.cost_at_most(usage, call.bound),
+            None => Money::from_integer(0),
+        };
+        b.settle(worst, actual);
     }
 
     /// The pass's counts (done, unreadable, failed), or why it did nothing: `role` (`judge`,
@@ -159,6 +262,13 @@ impl<C: Send + Sync + 'static> Pass<C> {
                 model: model.to_string(),
                 what,
                 message: crate::util::printable(&e.to_string()).into_owned(),
+            });
+        }
+        if let Some(message) = lock(&self.budget_stop).clone() {
+            return Err(PassError::Budget {
+                role,
+                model: model.to_string(),
+                message,
             });
         }
         let counts = [0, 1, 2].map(|i| self.stats[i].load(Ordering::Relaxed));

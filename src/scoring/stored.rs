@@ -71,6 +71,12 @@ impl Basis {
     /// The basis a scoring of `plan` in `dir` starts from, before any model's files are read.
     pub fn start(plan: &Plan, verifier: Option<&crate::config::VerifierSettings>) -> Basis {
         let ev = &plan.settings.evaluation;
+        // A price changes no score: scores kept under another price still hold.
+        let verifier = verifier.map(|v| crate::config::VerifierSettings {
+            pricing: None,
+            allow_unpriced: false,
+            ..v.clone()
+        });
         let key = format!(
             "{:?}|{:?}|{:?}|{:?}|{}",
             ev.grade_config(),

@@ -4,9 +4,10 @@
 //! alike; what the verifier could not score; and how its step scores agree with the run's step
 //! labels (`gpassk label --from-run`).
 //!
-//! A problem with any usable sample that has no verifier score (an unreadable reply, no steps, or
-//! not scored yet) is left out of bon@N and wmaj@N, and counted: a missing score is never read as
-//! 0, nor as a rank. maj@N needs no score and covers every problem, as maj@n does.
+//! bon@N and wmaj@N of a problem rest on its samples that have a verifier score, as pass@k rests
+//! on its usable samples: a sample without one (an unreadable reply, no steps, or not scored yet)
+//! is left out and counted, never read as 0 nor as a rank, and the problem has a value at every N
+//! up to its scored samples. maj@N needs no score and uses every usable sample, as maj@n does.
 
 use super::label::StepLabel;
 use super::verify::VerifierScores;
@@ -118,10 +119,15 @@ pub struct VerifierSummary {
     pub unreadable: u64,
     pub no_steps: u64,
     pub not_scored: u64,
-    /// Problems with samples left out of bon@N and wmaj@N: some sample had no score.
+    /// Problems with samples left out of bon@N and wmaj@N: some sample had no score (they count
+    /// at each N up to their scored samples).
+    pub partial_problems: usize,
+    /// Problems left out of bon@N and wmaj@N at every N: no sample has a score.
     pub excluded_problems: usize,
     /// Per problem (aligned with the model's), its usable samples without a score.
     pub unscored: Vec<u32>,
+    /// Per N of `sizes`, the problems with at least N scored samples: those bon@N rests on.
+    pub problems_at: Vec<usize>,
     /// When the vote metrics enumerate subsets and how they sample beyond.
     pub budget: VoteBudget,
     /// Agreement with the run's step labels, when it has any for this model's samples.
@@ -224,7 +230,7 @@ fn columns(sizes: &[u64], n: u64, aggregations: &[Aggregation]) -> Vec<MetricKin
 }
 
 /// One problem's value in every verifier column: maj@N from every usable sample, wmaj@N and
-/// bon@N only when every sample has a score; None where N exceeds the problem's own n.
+/// bon@N from the samples with a score; None where N exceeds the samples they rest on.
 fn problem_cells(
     voters: &[Voter],
     (columns, aggregations): (&[MetricKind], &[Aggregation]),
@@ -237,13 +243,13 @@ fn problem_cells(
     };
     let plain: Vec<Sample> = voters.iter().map(|v| sample(v, 0.0)).collect();
     let per_aggregation = |i: usize| -> Option<Vec<Sample>> {
-        voters
-            .iter()
-            .map(|v| match &v.score {
+        let scored: Vec<Sample> = (voters.iter())
+            .filter_map(|v| match &v.score {
                 Scored::Scores(s) => Some(sample(v, s[i])),
                 _ => None,
             })
-            .collect()
+            .collect();
+        (!scored.is_empty()).then_some(scored)
     };
     let vote = |e: VoteEstimate| {
         let se = (!e.is_exact()).then(|| e.std_error());
@@ -330,8 +336,10 @@ fn summary(
         unreadable: 0,
         no_steps: 0,
         not_scored: 0,
+        partial_problems: 0,
         excluded_problems: 0,
         unscored: Vec::with_capacity(voters.problems.len()),
+        problems_at: Vec::new(),
         budget,
         labels: None,
         versus: Vec::new(),
@@ -349,9 +357,17 @@ fn summary(
             *counter += 1;
             missing += !matches!(v.score, Scored::Scores(_)) as u32;
         }
-        s.excluded_problems += (missing > 0) as usize;
+        s.partial_problems += (missing > 0) as usize;
+        s.excluded_problems += (!problem.is_empty() && missing as usize == problem.len()) as usize;
         s.unscored.push(missing);
     }
+    let scored = |p: &Vec<Voter>, missing: &u32| p.len() as u64 - u64::from(*missing);
+    let counts: Vec<u64> = (voters.problems.iter().zip(&s.unscored))
+        .map(|(p, m)| scored(p, m))
+        .collect();
+    s.problems_at = (s.sizes.iter())
+        .map(|&n| counts.iter().filter(|&&c| c >= n).count())
+        .collect();
     s
 }
 

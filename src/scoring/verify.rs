@@ -5,10 +5,11 @@
 //! settings of the latest pass are kept in `verifier/settings.json` for scoring.
 
 use super::judge::response_hash;
-use super::pass::{Pass, PassError, Tally};
+use super::pass::{Call, Pass, PassError, Tally};
 use super::steps;
 use crate::client::{ApiError, ApiKey};
-use crate::config::{ApiSettings, RewardMode, SearchSettings, VerifierSettings};
+use crate::config::{ApiSettings, RewardMode, SearchSettings, VerifierSettings, JUDGE_MAX_TOKENS};
+use crate::cost::{Budget, Spend};
 use crate::error::BadInput;
 use crate::rundir::record::{
     read_lines, read_records, CheckpointError, CheckpointWriter, SampleIndex,
@@ -57,6 +58,14 @@ pub struct StoredScores {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unparsed: Option<String>,
     pub scored_at: String,
+    /// What the sample's requests cost in tokens, as the budget and the reports price them
+    /// (absent in scores stored before calls were priced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<Spend>,
+    /// Requests that failed after the server may have billed them: kept for their `spend`,
+    /// never a score (the sample is asked again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
 }
 
 /// Stored scores are probabilities: a line holding anything else is corrupt, not a score.
@@ -85,7 +94,7 @@ impl VerifierScores {
     pub fn load(path: &Path, verifier_model: &str) -> Result<VerifierScores, CheckpointError> {
         let mut map = HashMap::new();
         read_lines(path, |s: StoredScores| {
-            if s.verifier_model == verifier_model {
+            if s.verifier_model == verifier_model && !s.failed {
                 map.insert(
                     (s.problem_id, s.sample_index.key()),
                     (s.response_hash, s.scores),
@@ -215,13 +224,12 @@ pub fn verifier_url(settings: &VerifierSettings, api: &ApiSettings) -> String {
     search.reward_url(&api.base_url, settings.reward_mode)
 }
 
-/// Scores every job (bounded concurrency, the one retry policy) and appends each sample's scores
-/// to `out` as they arrive. A rejected key or unknown model stops the pass; `shutdown` stops it
-/// between samples.
+/// Scores every job (bounded concurrency, the one retry policy, each request reserved on the
+/// verifier's budget first) and appends each sample's scores to `out` as they arrive. A
+/// rejected key or unknown model, or the budget, stops the pass; `shutdown` stops it between
+/// samples.
 pub fn verify_pending(
-    settings: &VerifierSettings,
-    api: &ApiSettings,
-    key: Option<ApiKey>,
+    verifier: &Verifier,
     jobs: Vec<VerifyJob>,
     out: &Path,
     (shutdown, notes): (&Shutdown, &Notes),
@@ -229,14 +237,17 @@ pub fn verify_pending(
     if jobs.is_empty() {
         return Ok(VerifyStats::default());
     }
+    let (settings, api) = (verifier.settings, verifier.api);
     let url = verifier_url(settings, api);
-    let pass = Arc::new(Pass::new(
+    let client = (api.client_at(url, verifier.key.clone(), None)).map_err(VerifyError::Client)?;
+    let pass = Pass::new(
         CheckpointWriter::open(out, notes)?,
-        api.client_at(url, key, None).map_err(VerifyError::Client)?,
+        client,
         api.retry_policy(),
         shutdown,
         settings.clone(),
-    ));
+    );
+    let pass = Arc::new(pass.with_budget(verifier.budget.clone()));
     // No grace: a sample in flight finishes (or times out) and its scores are kept.
     pass.run(jobs, api.concurrency, None, |pass, job| async move {
         score_one(&pass, job).await
@@ -264,24 +275,45 @@ async fn score_one(pass: &VerifyPass, job: VerifyJob) {
     };
     let mut scores = Vec::with_capacity(job.steps.len());
     let mut unparsed = None;
-    match s.reward_mode {
+    let mut spend = Spend::default();
+    let calls = job.steps.len() as u64;
+    // A call's worst case: its body's bytes as the prompt bound, and its completion bound.
+    let call_of = |body: &[u8], completion: u32| Call {
+        bound: (crate::plan::prompt_bound(body.len()), u64::from(completion)),
+        per_job: calls,
+    };
+    let answered = match s.reward_mode {
         RewardMode::Pooling => {
             let body = pooling_body(&s.reward_model_id, &input, &job.steps);
-            let Some(reply) = pass.request(|| pass.client.post_json(body.clone())).await else {
-                return;
+            // A pooling call generates nothing: its prompt is all it is billed for.
+            let call = Call {
+                per_job: 1,
+                ..call_of(&body, 0)
             };
-            match parse_pooling_steps(&reply, job.steps.len()) {
-                Ok(v) => scores = v,
-                Err(text) => unparsed = Some(text),
+            let send = || pass.client.post_json(body.clone());
+            match pass.request(call, &mut spend, send).await {
+                None => false,
+                Some(reply) => {
+                    match parse_pooling_steps(&reply, job.steps.len()) {
+                        Ok(v) => scores = v,
+                        Err(text) => unparsed = Some(text),
+                    }
+                    true
+                }
             }
         }
         _ => {
+            let mut answered = true;
             for i in 1..=job.steps.len() {
                 let body = judge_body(&s.reward_model_id, &input, &job.steps[..i]);
-                let Some(text) = pass.request(|| chat_text(pass, body.clone())).await else {
-                    return;
+                let call = call_of(&body, JUDGE_MAX_TOKENS);
+                let send = || pass.client.chat_bytes(body.clone());
+                let Some(resp) = pass.request(call, &mut spend, send).await else {
+                    answered = false;
+                    break;
                 };
-                match parse_score(&text) {
+                let text = resp.choices.first().map_or("", |c| c.content.as_str());
+                match parse_score(text) {
                     Score::Value(v) => scores.push(v),
                     Score::Unparseable(t) => {
                         unparsed = Some(t);
@@ -289,36 +321,54 @@ async fn score_one(pass: &VerifyPass, job: VerifyJob) {
                     }
                 }
             }
+            answered
         }
+    };
+    if !answered {
+        // Failed for good or stopped: asked again next time, but what it may have been billed
+        // for is kept, so a resumed run's budget counts it.
+        if spend.calls > 0 || spend.billable_failures > 0 {
+            let _ = pass.writer.append_value(&StoredScores {
+                failed: true,
+                ..stored(&job, s, None, spend)
+            });
+        }
+        return;
     }
     pass.count(if unparsed.is_none() {
         Tally::Done
     } else {
         Tally::Unreadable
     });
-    let stored = StoredScores {
-        problem_id: job.problem_id,
-        sample_index: job.sample_index,
-        response_hash: job.response_hash,
-        verifier_model: s.reward_model_id.clone(),
-        steps: job.steps.len(),
-        scores: unparsed.is_none().then_some(scores),
+    let scores = unparsed.is_none().then_some(scores);
+    let line = StoredScores {
         unparsed,
-        scored_at: now_rfc3339(),
+        ..stored(&job, s, scores, spend)
     };
-    if pass.writer.append_value(&stored).is_err() {
+    if pass.writer.append_value(&line).is_err() {
         pass.count(Tally::Failed);
     }
 }
 
-/// A chat-judge PRM's reply text (empty without a choice).
-async fn chat_text(pass: &VerifyPass, body: Vec<u8>) -> Result<String, ApiError> {
-    let resp = pass.client.chat_bytes(body).await?;
-    Ok(resp
-        .choices
-        .first()
-        .map(|c| c.content.clone())
-        .unwrap_or_default())
+/// The line that stores `job`'s `scores` (None: unreadable) and what its requests used.
+fn stored(
+    job: &VerifyJob,
+    s: &VerifierSettings,
+    scores: Option<Vec<f64>>,
+    spend: Spend,
+) -> StoredScores {
+    StoredScores {
+        problem_id: job.problem_id.clone(),
+        sample_index: job.sample_index,
+        response_hash: job.response_hash.clone(),
+        verifier_model: s.reward_model_id.clone(),
+        steps: job.steps.len(),
+        scores,
+        unparsed: None,
+        scored_at: now_rfc3339(),
+        spend: Some(spend),
+        failed: false,
+    }
 }
 
 /// The verifier settings scoring uses for a run: those of its latest verification pass
@@ -347,11 +397,13 @@ pub fn run_settings(
     Ok(Some(stored))
 }
 
-/// What a pass over a run needs: the PRM, the gateway it is behind and its key.
+/// What a pass over a run needs: the PRM, the gateway it is behind, its key and its budget
+/// (from the run's [`crate::sampling::BudgetBook`]; None: nothing caps its calls).
 pub struct Verifier<'a> {
     pub settings: &'a VerifierSettings,
     pub api: &'a ApiSettings,
     pub key: Option<ApiKey>,
+    pub budget: Option<Budget>,
 }
 
 /// Scores the stored samples of each of `models` not yet scored by this verifier; `done` sees
@@ -380,8 +432,7 @@ pub fn verify_run(
         let out = dir.verifier_scores(model);
         let store = VerifierScores::load(&out, &settings.reward_model_id)?;
         let (jobs, reused) = pending(dir, model, questions, &store, settings)?;
-        let key = verifier.key.clone();
-        let stats = verify_pending(settings, verifier.api, key, jobs, &out, (shutdown, notes))?;
+        let stats = verify_pending(verifier, jobs, &out, (shutdown, notes))?;
         done(model, &VerifyStats { reused, ..stats });
         if shutdown.is_triggered() {
             break;

@@ -7,6 +7,7 @@ use super::{
     SearchInput, SearchSettings, TerminalReward,
 };
 pub use crate::rundir::record::SearchStats;
+use crate::util::SplitMix64;
 use serde::{Deserialize, Serialize};
 
 /// What a node is.
@@ -117,7 +118,7 @@ pub fn search<'a>(
         input,
         s: settings,
         seed,
-        rng: fastrand::Rng::with_seed(seed),
+        rng: SplitMix64::new(seed),
         nodes: vec![root],
         stats: SearchStats {
             tokens: Some(0),
@@ -149,7 +150,9 @@ struct Engine<'a> {
     input: &'a SearchInput,
     s: &'a SearchSettings,
     seed: u64,
-    rng: fastrand::Rng,
+    /// Tie-breaks between equally scored children: the project's one seeded generator, so a
+    /// dependency upgrade never changes a search.
+    rng: SplitMix64,
     nodes: Vec<Node>,
     stats: SearchStats,
     /// Normalised answers of valued answer steps, in the order they were reached.
@@ -200,7 +203,7 @@ impl Engine<'_> {
         match best.len() {
             0 => None,
             1 => Some(best[0]),
-            n => Some(best[self.rng.usize(..n)]),
+            n => Some(best[self.rng.below(n)]),
         }
     }
 

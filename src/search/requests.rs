@@ -6,6 +6,9 @@ use super::{Score, SearchInput, SearchSettings};
 use crate::config::Prefix;
 use serde_json::{json, Value};
 
+mod score;
+pub use score::parse_score;
+
 /// Strings that end a policy step (rStar-Math's markers; the server drops them from the text).
 pub const STOPS: [&str; 3] = [super::END_OF_STEP, "<end_of_code>", "<end_of_answer>"];
 
@@ -134,23 +137,6 @@ pub fn pooling_body(model_id: &str, input: &SearchInput, steps: &[String]) -> Ve
             {"role": "assistant", "content": tagged},
         ],
     }))
-}
-
-/// A judge's reply: its first number, when it lies in [0, 1] (`0.8`, `Score: 0.8`, `.8`); anything
-/// else is unparseable and kept (bounded) for the tree.
-pub fn parse_score(text: &str) -> Score {
-    let start = text.find(|c: char| c.is_ascii_digit() || c == '.');
-    let value = start.and_then(|i| {
-        let rest = &text[i..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        rest[..end].trim_end_matches('.').parse::<f64>().ok()
-    });
-    match value {
-        Some(v) if (0.0..=1.0).contains(&v) => Score::Value(v),
-        _ => Score::Unparseable(bounded(text)),
-    }
 }
 
 /// A `/pooling` reply: the last step's positive-label probability (`data[0].data[-1][1]`; a

@@ -64,8 +64,29 @@ pub(super) enum Lock<'a> {
     Run(&'a str),
 }
 
-/// How long a connection attempt or a wait for a lock may take.
-const WAIT: Duration = Duration::from_secs(30);
+/// How long a connection attempt or a wait for a lock may take (docs/store.md and
+/// docs/security.md say 30 s).
+pub(super) const WAIT: Duration = Duration::from_secs(30);
+
+/// Another process held a lock the whole of [`WAIT`].
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the database is locked by another process (waited {} s); try again when it is done",
+    WAIT.as_secs()
+)]
+pub(super) struct Locked;
+
+/// Whether `e` is a lock still held after [`WAIT`] (SQLite's busy or locked, PostgreSQL's
+/// lock_timeout).
+pub(super) fn is_locked(e: &anyhow::Error) -> bool {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+    e.chain().any(|c| {
+        c.is::<Locked>()
+            || c.downcast_ref::<rusqlite::Error>()
+                .and_then(rusqlite::Error::sqlite_error_code)
+                .is_some_and(|code| matches!(code, DatabaseBusy | DatabaseLocked))
+    })
+}
 
 /// The advisory lock key of the schema (PostgreSQL): "gpassk" in ASCII.
 const SCHEMA_LOCK: i64 = 0x6770_6173_736b;
@@ -194,6 +215,8 @@ fn open_postgres(url: &StoreUrl, pg: &PgUrl) -> Result<Conn> {
         .port(pg.port)
         .application_name("gpassk")
         .connect_timeout(WAIT)
+        // A wait for a lock (a push of the same run, a migration) ends as SQLite's does.
+        .options(&format!("-c lock_timeout={}", WAIT.as_millis()))
         .ssl_mode(match mode {
             SslMode::Disable => postgres::config::SslMode::Disable,
             SslMode::Prefer => postgres::config::SslMode::Prefer,
@@ -273,6 +296,9 @@ fn one_line(e: &postgres::Error) -> String {
 }
 
 fn pg_error(e: postgres::Error, password: &Option<ApiKey>) -> anyhow::Error {
+    if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+        return Locked.into();
+    }
     let text = one_line(&e);
     anyhow::anyhow!(password
         .as_ref()

@@ -1,7 +1,9 @@
 //! The results database (`[store]`, `gpassk store`): a run's manifest, models, metric values with
 //! their exact fractions and intervals, per-problem counts and (with `--samples`) graded samples,
 //! written in one transaction to SQLite or PostgreSQL; one versioned schema ([`schema`]), rows
-//! built once ([`rows`]), one code path over both databases (`conn` holds what differs).
+//! built once ([`rows`]), one code path over both databases (`conn` holds what differs). A push
+//! leaves a run of the same content alone, replaces a changed one, and refuses another run with
+//! the same id (its `created_at` and `origin` differ).
 
 mod conn;
 pub mod export;
@@ -29,10 +31,13 @@ use rows::{cell, Row, Value};
 pub enum Pushed {
     /// The run was not in the store.
     New,
-    /// The run was there with other content (resumed, re-scored): its rows were replaced.
-    Replaced,
-    /// The run was there with the same content: nothing was written.
+    /// The run was there with other content (resumed, re-scored): its rows were replaced. A push
+    /// without samples also removed the `samples_removed` sample rows of the old content.
+    Replaced { samples_removed: u64 },
+    /// The run was there with the same content: nothing was written (stored samples kept).
     Unchanged,
+    /// The run was there with the same content: only its sample rows were written.
+    SamplesStored,
 }
 
 /// One run as `store ls` lists it.
@@ -118,21 +123,27 @@ impl Store {
                 schema::VERSION
             ))
         };
-        if let Ok(rows) = self
+        match self
             .conn
             .query("SELECT MAX(version) FROM gpassk_schema", &[])
         {
-            match rows.first().and_then(|r| r.first()) {
+            Ok(rows) => match rows.first().and_then(|r| r.first()) {
                 Some(Value::Int(v)) if *v == schema::VERSION => return Ok(()),
                 Some(Value::Int(v)) if *v > schema::VERSION => return Err(newer(*v).into()),
                 _ => {}
-            }
+            },
+            Err(e) if conn::is_locked(&e) => return Err(locked(url, e)),
+            Err(_) => {} // no schema yet: made below
         }
-        let unusable = |e: anyhow::Error| {
+        let unusable = |e: anyhow::Error| -> anyhow::Error {
+            if conn::is_locked(&e) {
+                return locked(url, e);
+            }
             BadInput(format!(
                 "{url}: not a database gpassk can use: {}",
                 crate::error::render(&e)
             ))
+            .into()
         };
         let mut tx = Tx::begin(&mut self.conn, Lock::Schema).map_err(unusable)?;
         tx.batch(schema::VERSION_TABLE).map_err(unusable)?;
@@ -164,7 +175,8 @@ impl Store {
 
     /// Writes one scored run, replacing what the store held of it, in one transaction: a reader
     /// sees the old rows or the new, never a mix. With `samples` (the run's plan), a row per
-    /// graded sample too, streamed from the checkpoints.
+    /// graded sample too, streamed from the checkpoints; without, stored sample rows are kept
+    /// while the rest is unchanged. Another run of the same id is refused, naming both.
     pub fn push(
         &mut self,
         dir: &RunDir,
@@ -172,51 +184,62 @@ impl Store {
         samples: Option<(&Plan, &Notes)>,
     ) -> anyhow::Result<Pushed> {
         let tables = rows::of_run(dir, results)?;
+        let manifest = results
+            .manifest
+            .as_ref()
+            .context("a pushed run has a manifest")?;
+        let content = tables.digest.clone().finish();
         let run_id = results.run_id.as_str();
-        let mut tx = Tx::begin(&mut self.conn, Lock::Run(run_id))?;
-        let held = tx.query(
-            "SELECT content_sha256 FROM runs WHERE run_id = $1",
-            &[Value::Text(run_id.into())],
-        )?;
-        let held: Option<String> = held
-            .first()
-            .map(|r| cell(r, 0, "content_sha256"))
-            .transpose()?;
-        // Without samples the digest is known before anything is written.
-        if samples.is_none() && held.as_deref() == Some(tables.digest.clone().finish().as_str()) {
+        let url = &self.url;
+        let mut tx = Tx::begin(&mut self.conn, Lock::Run(run_id)).map_err(|e| locked(url, e))?;
+        let held = Held::read(&mut tx, run_id)?;
+        if let Some(h) = &held {
+            h.same_run(manifest, dir, url)?;
+        }
+        let same = held.as_ref().is_some_and(|h| h.content == content);
+        if same && samples.is_none() {
             return Ok(Pushed::Unchanged);
         }
-        if held.is_some() {
-            // Children first, though the foreign keys cascade.
-            for table in schema::TABLES.iter().rev() {
-                let sql = format!("DELETE FROM {table} WHERE run_id = $1");
-                tx.execute(&sql, &[Value::Text(run_id.into())])?;
+        let id = [Value::Text(run_id.into())];
+        if same {
+            tx.execute("DELETE FROM samples WHERE run_id = $1", &id)?;
+        } else {
+            if held.is_some() {
+                // Children first, though the foreign keys cascade.
+                for table in schema::TABLES.iter().rev() {
+                    tx.execute(&format!("DELETE FROM {table} WHERE run_id = $1"), &id)?;
+                }
+            }
+            let mut run = tables.runs[0].clone();
+            run.push(("content_sha256", Value::Text(content.clone())));
+            insert(&mut tx, "runs", &[run])?;
+            for (table, rows) in tables.tables().into_iter().skip(1) {
+                insert(&mut tx, table, rows)?;
             }
         }
-        let mut run = tables.runs[0].clone();
-        // Set once every row is written and digested.
-        run.push(("content_sha256", Value::Text(String::new())));
-        insert(&mut tx, "runs", &[run])?;
-        for (table, rows) in tables.tables().into_iter().skip(1) {
-            insert(&mut tx, table, rows)?;
-        }
-        let mut digest = tables.digest;
-        if let Some((plan, notes)) = samples {
-            push_samples(&mut tx, plan, (dir, results), &mut digest, notes)?;
-        }
-        let content = digest.finish();
-        if held.as_deref() == Some(content.as_str()) {
+        let sampled = match samples {
+            Some((plan, notes)) => Some(push_samples(&mut tx, plan, (dir, results), notes)?),
+            None => None,
+        };
+        if same && held.as_ref().and_then(|h| h.samples.as_ref()) == sampled.as_ref() {
             return Ok(Pushed::Unchanged);
         }
         tx.execute(
-            "UPDATE runs SET content_sha256 = $1 WHERE run_id = $2",
-            &[Value::Text(content), Value::Text(run_id.into())],
+            "UPDATE runs SET origin = $1, samples_sha256 = $2 WHERE run_id = $3",
+            &[
+                Value::opt_text(manifest.origin.clone()),
+                Value::opt_text(sampled),
+                Value::Text(run_id.into()),
+            ],
         )?;
         tx.commit()?;
-        Ok(if held.is_some() {
-            Pushed::Replaced
-        } else {
-            Pushed::New
+        Ok(match held {
+            None => Pushed::New,
+            Some(_) if same => Pushed::SamplesStored,
+            Some(h) if samples.is_none() => Pushed::Replaced {
+                samples_removed: h.sample_rows,
+            },
+            Some(_) => Pushed::Replaced { samples_removed: 0 },
         })
     }
 
@@ -264,6 +287,40 @@ impl Store {
     }
 }
 
+/// Whether writing `path` would overwrite the SQLite database `url` names, or its journal: the
+/// same file by any name (a relative path, `..`, a symbolic or hard link).
+pub fn is_database_file(url: &StoreUrl, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let StoreUrl::Sqlite(db) = url else {
+        return false;
+    };
+    let absolute = |p: &std::path::Path| {
+        p.canonicalize().ok().or_else(|| {
+            let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+            let parent = parent.unwrap_or(std::path::Path::new("."));
+            Some(parent.canonicalize().ok()?.join(p.file_name()?))
+        })
+    };
+    let same = |a: &std::path::Path| match (std::fs::metadata(a), std::fs::metadata(path)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => absolute(a).is_some_and(|a| absolute(path) == Some(a)),
+    };
+    ["", "-journal", "-wal", "-shm"].iter().any(|suffix| {
+        let mut file = db.as_os_str().to_owned();
+        file.push(suffix);
+        same(std::path::Path::new(&file))
+    })
+}
+
+/// A lock held past the wait as one line naming the store and saying so; other errors as they are.
+fn locked(url: &StoreUrl, e: anyhow::Error) -> anyhow::Error {
+    if conn::is_locked(&e) {
+        BadInput(format!("{url}: {}", conn::Locked)).into()
+    } else {
+        e
+    }
+}
+
 /// Inserts `rows` into `table`, many rows a statement (as many as the database takes).
 fn insert(conn: &mut Conn, table: &str, rows: &[Row]) -> anyhow::Result<()> {
     let Some(first) = rows.first() else {
@@ -293,17 +350,74 @@ fn insert(conn: &mut Conn, table: &str, rows: &[Row]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What the store holds of a run about to be pushed.
+struct Held {
+    content: String,
+    samples: Option<String>,
+    sample_rows: u64,
+    created_at: String,
+    origin: Option<String>,
+}
+
+impl Held {
+    fn read(conn: &mut Conn, run_id: &str) -> anyhow::Result<Option<Held>> {
+        let id = [Value::Text(run_id.into())];
+        let rows = conn.query(
+            "SELECT content_sha256, samples_sha256, created_at, origin, \
+             (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.run_id) FROM runs r \
+             WHERE r.run_id = $1",
+            &id,
+        )?;
+        let Some(r) = rows.first() else {
+            return Ok(None);
+        };
+        Ok(Some(Held {
+            content: cell(r, 0, "content_sha256")?,
+            samples: cell(r, 1, "samples_sha256")?,
+            created_at: cell(r, 2, "created_at")?,
+            origin: cell(r, 3, "origin")?,
+            sample_rows: cell(r, 4, "samples")?,
+        }))
+    }
+
+    /// Refuses `manifest` when it is another run than the one held under its id: created at
+    /// another time, or in another place (when both places are known). A run resumed, re-scored,
+    /// moved or copied is the same run.
+    fn same_run(&self, manifest: &Manifest, dir: &RunDir, url: &StoreUrl) -> Result<(), BadInput> {
+        let places = self.origin.as_ref().zip(manifest.origin.as_ref());
+        if self.created_at == manifest.created_at && places.is_none_or(|(a, b)| a == b) {
+            return Ok(());
+        }
+        let place = |o: Option<&String>| {
+            o.map_or_else(
+                || "an unrecorded place".to_string(),
+                |o| crate::util::printable(o).into_owned(),
+            )
+        };
+        Err(BadInput(format!(
+            "{}: not pushed: {url} already holds another run with the id {} (created {} at {}); \
+             this one was created {} at {}. A store holds one run per id: nothing was written",
+            dir.display(),
+            crate::util::printable(&manifest.run_id),
+            crate::util::printable(&self.created_at),
+            place(self.origin.as_ref()),
+            crate::util::printable(&manifest.created_at),
+            place(manifest.origin.as_ref()),
+        )))
+    }
+}
+
 /// Rows held before a batch of sample rows is written.
 const SAMPLE_BATCH: usize = 2000;
 
-/// Writes a row per graded sample of every model of the run, in batches, adding each to `digest`.
+/// Writes a row per graded sample of every model of the run, in batches; their digest.
 fn push_samples(
     conn: &mut Conn,
     plan: &Plan,
     (dir, results): (&RunDir, &RunResults),
-    digest: &mut rows::RowDigest,
     notes: &Notes,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<String> {
+    let mut digest = rows::RowDigest::default();
     let mut batch: Vec<Row> = Vec::with_capacity(SAMPLE_BATCH);
     for m in &results.models {
         let Some(settings) = plan.settings.models.iter().find(|s| s.name == m.name) else {
@@ -320,7 +434,8 @@ fn push_samples(
             Ok(())
         })?;
     }
-    insert(conn, "samples", &batch)
+    insert(conn, "samples", &batch)?;
+    Ok(digest.finish())
 }
 
 /// Reading a stored run back as the results `history` and `compare` take.
@@ -361,6 +476,7 @@ impl Store {
             manifest: Some(manifest),
             models,
             basis: None,
+            call_costs: Vec::new(),
         }))
     }
 

@@ -22,7 +22,7 @@ impl Value {
         Value::Text(s.into())
     }
 
-    fn opt_text(s: Option<impl Into<String>>) -> Value {
+    pub(super) fn opt_text(s: Option<impl Into<String>>) -> Value {
         s.map_or(Value::Null, |s| Value::Text(s.into()))
     }
 

@@ -2,12 +2,12 @@
 //! database says which version it holds and an older gpassk refuses a newer one.
 
 /// The schema version this gpassk writes and reads.
-pub const VERSION: i64 = 4;
+pub const VERSION: i64 = 5;
 
 /// The statements that take a database from version `i` to `i + 1`, in order. Plain SQL that
 /// SQLite and PostgreSQL both read: TEXT, BIGINT, DOUBLE PRECISION; times as RFC 3339 text; exact
 /// values as numerator and denominator text (they outgrow every integer type).
-pub const MIGRATIONS: [&str; 4] = [V1, V2, V3, V4];
+pub const MIGRATIONS: [&str; 5] = [V1, V2, V3, V4, V5];
 
 const V1: &str = "
 CREATE TABLE runs (
@@ -122,9 +122,17 @@ CREATE TABLE problem_values (
 );
 ";
 
-/// Version 4: a problem's dataset `group` (problems of one group are one unit for intervals and
-/// paired tests), so a stored run reads back with the clusters its folder has.
+/// Version 4: what tells a run from another of the same id (`origin`, where it was created, with
+/// `created_at`), and the digest of its sample rows apart from the rest (`samples_sha256`, NULL
+/// when none are stored), so a push without samples leaves stored ones alone.
 const V4: &str = "
+ALTER TABLE runs ADD COLUMN origin TEXT;
+ALTER TABLE runs ADD COLUMN samples_sha256 TEXT;
+";
+
+/// Version 5: a problem's dataset `group` (problems of one group are one unit for intervals and
+/// paired tests), so a stored run reads back with the clusters its folder has.
+const V5: &str = "
 ALTER TABLE problem_counts ADD COLUMN problem_group TEXT;
 ";
 

@@ -3,7 +3,7 @@
 
 use crate::error::BadInput;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Config, settings, prompt, manifest and other small files read whole.
@@ -79,7 +79,16 @@ pub struct Lines {
     reader: BufReader<File>,
     max: usize,
     line: usize,
+    /// Where the next line starts in the file.
+    at: u64,
+    /// What a line is first read in: a longer one is measured before it is kept.
+    first: u64,
 }
+
+/// A line is read directly up to this size; past it, it is first measured without being kept
+/// (so a huge or endless line is refused at no cost) and then read into one allocation of its
+/// size (never a buffer doubled and copied on the way).
+const FIRST_READ: u64 = 1 << 20;
 
 impl Lines {
     /// Opens `path` (see [`open_regular`]) for lines of at most `max` bytes.
@@ -88,6 +97,8 @@ impl Lines {
             reader: BufReader::with_capacity(1 << 16, open_regular(path)?),
             max,
             line: 0,
+            at: 0,
+            first: FIRST_READ,
         })
     }
 
@@ -101,19 +112,55 @@ impl Lines {
     /// [`Lines::next_into`] without clearing `buf`: the line is appended after what it holds.
     pub fn append_next(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Option<usize>> {
         let limit = self.max as u64 + 1;
-        let n = (&mut self.reader).take(limit).read_until(b'\n', buf)?;
+        let first = limit.min(self.first);
+        let n = (&mut self.reader).take(first).read_until(b'\n', buf)? as u64;
         if n == 0 {
             return Ok(None);
         }
         self.line += 1;
-        if n > self.max && buf.last() != Some(&b'\n') {
-            return Err(refused(format!(
-                "line {} is longer than {}",
-                self.line,
-                size(self.max as u64)
-            )));
+        let mut len = n;
+        if n == first && buf.last() != Some(&b'\n') {
+            let (rest, ended) = self.measure(limit - n)?;
+            len += rest;
+            if len == limit && !ended {
+                return Err(refused(format!(
+                    "line {} is longer than {}",
+                    self.line,
+                    size(self.max as u64)
+                )));
+            }
+            self.reader.seek(SeekFrom::Start(self.at + n))?;
+            let kept = buf.len();
+            buf.try_reserve_exact(rest as usize)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::OutOfMemory, e))?;
+            buf.resize(kept + rest as usize, 0);
+            self.reader.read_exact(&mut buf[kept..])?;
         }
+        self.at += len;
         Ok(Some(self.line))
+    }
+
+    /// Consumes at most `room` bytes up to and including the next `\n`, keeping none: how many,
+    /// and whether the `\n` was among them.
+    fn measure(&mut self, room: u64) -> std::io::Result<(u64, bool)> {
+        let mut used = 0;
+        while used < room {
+            let chunk = self.reader.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok((used, false));
+            }
+            let window = &chunk[..chunk.len().min((room - used) as usize)];
+            let (take, ended) = match memchr::memchr(b'\n', window) {
+                Some(i) => (i + 1, true),
+                None => (window.len(), false),
+            };
+            self.reader.consume(take);
+            used += take as u64;
+            if ended {
+                return Ok((used, true));
+            }
+        }
+        Ok((used, false))
     }
 }
 
@@ -180,5 +227,60 @@ mod tests {
         assert_eq!(e.to_string(), "line 2 is longer than 3 bytes");
         assert_eq!(size(2 << 30), "2.0 GiB");
         assert_eq!(size(16 << 20), "16 MiB");
+    }
+
+    #[test]
+    fn a_long_line_is_measured_before_it_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "abcdefghij\nk\nlmnopqrstuvwxyz").unwrap();
+        // Lines past the first read (4 bytes here) are measured, then read in one allocation.
+        let mut lines = Lines::open(&path, 12).unwrap();
+        lines.first = 4;
+        let mut buf = b"held".to_vec();
+        assert_eq!(lines.append_next(&mut buf).unwrap(), Some(1));
+        assert_eq!(buf, b"heldabcdefghij\n");
+        assert_eq!(lines.next_into(&mut buf).unwrap(), Some(2));
+        assert_eq!(buf, b"k\n");
+        let e = lines.next_into(&mut buf).unwrap_err();
+        assert_eq!(e.to_string(), "line 3 is longer than 12 bytes");
+        // The same bounds as a direct read: a line of exactly `max` bytes and its newline pass.
+        let mut lines = Lines::open(&path, 10).unwrap();
+        lines.first = 4;
+        assert_eq!(lines.next_into(&mut buf).unwrap(), Some(1));
+        assert_eq!(buf, b"abcdefghij\n");
+        let mut lines = Lines::open(&path, 9).unwrap();
+        lines.first = 4;
+        let e = lines.next_into(&mut buf).unwrap_err();
+        assert_eq!(e.to_string(), "line 1 is longer than 9 bytes");
+    }
+
+    #[test]
+    fn a_2_gib_line_is_refused_without_growing_the_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zeros");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        let mut lines = Lines::open(&path, MAX_LINE).unwrap();
+        let mut buf = Vec::new();
+        let e = lines.next_into(&mut buf).unwrap_err();
+        assert_eq!(e.to_string(), "line 1 is longer than 128 MiB");
+        assert!(buf.capacity() <= 2 << 20, "{} bytes held", buf.capacity());
+        // A long line that fits is kept in one allocation of its size.
+        let long = dir.path().join("long");
+        let mut text = vec![b'x'; 5 << 20];
+        text.push(b'\n');
+        std::fs::write(&long, &text).unwrap();
+        let mut lines = Lines::open(&long, MAX_LINE).unwrap();
+        let mut buf = Vec::new();
+        assert_eq!(lines.next_into(&mut buf).unwrap(), Some(1));
+        assert_eq!(buf, text);
+        assert!(
+            buf.capacity() < text.len() + (1 << 20),
+            "{}",
+            buf.capacity()
+        );
     }
 }

@@ -1,22 +1,61 @@
 //! What each page shows, as plain data (the JSON API serves it as it is; `page` renders it):
 //! the runs with their history, one run's headline, the problem × model grid, one problem's
-//! samples, and the per-problem differences behind a comparison.
+//! samples, and a comparison of two runs (compare's verdicts, drift and rows, with the
+//! per-problem differences behind each row).
 
 use super::{Loaded, ViewError, Viewer};
-use crate::analysis::compare::compare;
+use crate::analysis::compare::{
+    check_dataset, compare, drift_lines, gather, setting_differences, verdicts, Verdict,
+};
 use crate::analysis::history::{datasets, history, whole_runs, RunEntry, Stored};
 use crate::dataset::Problem;
 use crate::grade::{grade_with_options, Answer, Outcome};
-use crate::metrics::to_f64;
-use crate::report::{metric_label, Interval};
+use crate::metrics::{to_f64, MetricKind};
+use crate::report::{metric_label, Cell, Interval};
 use crate::rundir::record::{Record, SampleIndex, UnitOutcome};
 use crate::scoring::{ModelScore, RunResults};
-use crate::util::clip_words;
 use serde::Serialize;
 use std::collections::HashMap;
 
-/// Characters of a question's first line the grid shows.
-const FIRST_LINE: usize = 120;
+/// Characters of a question's first sentence the grid shows.
+const PREVIEW: usize = 160;
+
+/// A value as the pages show it: the number, and its interval (kept whole on its own).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Shown {
+    pub value: String,
+    pub bounds: Option<String>,
+}
+
+impl From<Interval> for Shown {
+    fn from(i: Interval) -> Shown {
+        Shown {
+            value: i.value_text(),
+            bounds: i.bounds_text(),
+        }
+    }
+}
+
+/// `2026-11-30T06:00:00Z` as people read it: `Mon 30 Nov 2026, 06:00 UTC`; a stamp that does
+/// not parse is shown as written.
+pub fn human_time(stamp: &str) -> String {
+    let parsed = humantime::parse_rfc3339_weak(stamp.trim().trim_end_matches('Z'));
+    let Ok(at) = parsed else {
+        return stamp.replace('T', " ");
+    };
+    // `Mon, 30 Nov 2026 06:00:00 GMT`
+    let http = httpdate::fmt_http_date(at);
+    let parts: Vec<&str> = http.split(' ').collect();
+    match parts.as_slice() {
+        [day, date, month, year, time, _] => format!(
+            "{} {} {month} {year}, {} UTC",
+            day.trim_end_matches(','),
+            date.trim_start_matches('0'),
+            time.get(..5).unwrap_or(time)
+        ),
+        _ => stamp.to_string(),
+    }
+}
 
 #[derive(Debug, Serialize)]
 pub struct RunsView {
@@ -24,6 +63,7 @@ pub struct RunsView {
     pub runs: Vec<RunRow>,
     /// The history table: a row per dataset, model, headline metric and run.
     pub history: Vec<HistoryRow>,
+    /// What changed from a run to the next: a change every model shares once, flagged changes.
     pub changes: Vec<String>,
     /// What the history leaves out (shard runs: their merged runs are in it).
     pub history_notes: Vec<String>,
@@ -36,43 +76,42 @@ pub struct RunRow {
     pub name: String,
     pub dataset: String,
     pub created_at: String,
+    /// `created_at` as people read it.
+    pub when: String,
     pub status: String,
     /// `I/N` for a shard run (`gpassk run --shard`): listed, never in the history.
     pub shard: Option<String>,
-    pub models: Vec<String>,
+    /// The headline metrics the values are of (history's, the tested family).
+    pub metrics: Vec<String>,
+    pub models: Vec<RunModel>,
     /// The run before it from the same config on the same data, when served.
     pub previous: Option<String>,
-    /// History's change and drift markers on this run.
-    pub marks: Vec<String>,
-    /// Per model one headline value (its first G-Pass@k, else its first headline metric).
-    pub headline: Vec<Headline>,
+    /// History's change and drift markers on this run, each once with its models.
+    pub marks: Vec<Mark>,
+}
+
+/// One model of a listed run: its value of each headline metric (none when history has none).
+#[derive(Debug, Serialize)]
+pub struct RunModel {
+    pub name: String,
+    pub values: Vec<Option<RunValue>>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Headline {
-    pub model: String,
-    pub metric: String,
-    pub value: String,
+pub struct RunValue {
+    pub shown: Shown,
+    /// History's flag of the change from the run before (`REGRESSED`, `improved`, …).
+    pub flag: String,
+    pub delta: String,
+    pub p_holm: String,
 }
 
-/// The one value per model the runs list shows, from history's rows of run `name`.
-fn headline(rows: &[HistoryRow], name: &str) -> Vec<Headline> {
-    let mine: Vec<&HistoryRow> = rows.iter().filter(|r| r.run == name).collect();
-    let mut out: Vec<Headline> = Vec::new();
-    for r in &mine {
-        if out.iter().any(|h| h.model == r.model) {
-            continue;
-        }
-        let pick = (mine.iter())
-            .find(|x| x.model == r.model && x.metric.starts_with("G-Pass"))
-            .unwrap_or(r);
-        out.push(Headline {
-            model: pick.model.clone(),
-            metric: pick.metric.clone(),
-            value: pick.value.clone(),
-        });
-    }
-    out
+/// A change marker and the models it applies to (`all` when every model of the run).
+#[derive(Debug, Serialize)]
+pub struct Mark {
+    pub change: String,
+    pub models: Vec<String>,
+    pub all: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -86,6 +125,35 @@ pub struct HistoryRow {
     pub p_holm: String,
     pub flag: String,
     pub changes: String,
+    /// The value and its interval as the pages show them.
+    #[serde(skip)]
+    shown: Shown,
+}
+
+/// The history table's rows, by the table's own keys (a column added to history moves nothing).
+fn history_rows(table: &crate::report::Tabular) -> Vec<HistoryRow> {
+    let at = |key: &str| table.keys.iter().position(|k| *k == key);
+    let text = |r: &[Cell], key: &str| {
+        (at(key).and_then(|i| r.get(i))).map_or_else(String::new, |c| c.text.clone())
+    };
+    let num = |r: &[Cell], key: &str| (at(key).and_then(|i| r.get(i))).and_then(|c| c.raw.as_f64());
+    (table.rows.iter())
+        .map(|r| {
+            let bounds = num(r, "ci_low").zip(num(r, "ci_high"));
+            HistoryRow {
+                dataset: text(r, "dataset"),
+                model: text(r, "model"),
+                metric: text(r, "metric"),
+                run: text(r, "run"),
+                value: text(r, "value"),
+                delta: text(r, "delta"),
+                p_holm: text(r, "p_holm"),
+                flag: text(r, "flag"),
+                changes: text(r, "changes"),
+                shown: Interval::percent(num(r, "value"), bounds).into(),
+            }
+        })
+        .collect()
 }
 
 pub(super) fn runs_view(viewer: &Viewer, entries: &[RunEntry], skipped: Vec<String>) -> RunsView {
@@ -96,26 +164,7 @@ pub(super) fn runs_view(viewer: &Viewer, entries: &[RunEntry], skipped: Vec<Stri
         .collect();
     let names = datasets(&whole, None);
     let h = history(&whole, &names, None);
-    // Cells by the table's own keys, so a column added to history moves nothing here.
-    let keys = &h.table.keys;
-    let text = |r: &[crate::report::Cell], key: &str| {
-        (keys.iter().position(|k| *k == key))
-            .and_then(|i| r.get(i))
-            .map_or_else(String::new, |c| c.text.clone())
-    };
-    let rows: Vec<HistoryRow> = (h.table.rows.iter())
-        .map(|r| HistoryRow {
-            dataset: text(r, "dataset"),
-            model: text(r, "model"),
-            metric: text(r, "metric"),
-            run: text(r, "run"),
-            value: text(r, "value"),
-            delta: text(r, "delta"),
-            p_holm: text(r, "p_holm"),
-            flag: text(r, "flag"),
-            changes: text(r, "changes"),
-        })
-        .collect();
+    let rows = history_rows(&h.table);
     let runs = entries.iter().rev().map(|e| run_row(viewer, e, &rows));
     let mut skipped = skipped;
     skipped.extend(h.warnings);
@@ -142,28 +191,80 @@ fn with_results(viewer: &Viewer, mut e: RunEntry) -> RunEntry {
 }
 
 fn run_row(viewer: &Viewer, e: &RunEntry, rows: &[HistoryRow]) -> RunRow {
-    let name = e
-        .dir
-        .path()
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let mut marks: Vec<String> = (rows.iter())
-        .filter(|r| r.run == name && !r.changes.is_empty())
-        .map(|r| format!("{}: {}", r.model, r.changes))
+    let name = e.name();
+    let mine: Vec<&HistoryRow> = rows.iter().filter(|r| r.run == name).collect();
+    let mut metrics: Vec<String> = Vec::new();
+    for r in &mine {
+        if !metrics.contains(&r.metric) {
+            metrics.push(r.metric.clone());
+        }
+    }
+    let models: Vec<RunModel> = (model_order(&e.manifest).iter())
+        .map(|m| RunModel {
+            name: m.clone(),
+            values: (metrics.iter())
+                .map(|metric| {
+                    let r = mine.iter().find(|r| &r.model == m && &r.metric == metric)?;
+                    Some(RunValue {
+                        shown: r.shown.clone(),
+                        flag: r.flag.clone(),
+                        delta: r.delta.clone(),
+                        p_holm: r.p_holm.clone(),
+                    })
+                })
+                .collect(),
+        })
         .collect();
-    marks.sort();
-    marks.dedup();
     RunRow {
         previous: viewer.previous(&name),
         dataset: e.manifest.dataset.name.clone(),
         created_at: e.manifest.created_at.clone(),
+        when: human_time(&e.manifest.created_at),
         status: e.manifest.status.as_str().to_string(),
         shard: e.manifest.shard.map(|s| s.to_string()),
-        models: e.manifest.models.keys().cloned().collect(),
-        marks,
-        headline: headline(rows, &name),
+        metrics,
+        marks: marks(&mine, e.manifest.models.len()),
+        models,
         name,
     }
+}
+
+/// A run's models in its config's order (the manifest keeps them by name).
+fn model_order(m: &crate::rundir::manifest::Manifest) -> Vec<String> {
+    let listed = m.config["models"].as_array().into_iter().flatten();
+    let mut out: Vec<String> = (listed.filter_map(|x| x["name"].as_str()))
+        .filter(|n| m.models.contains_key(*n))
+        .map(String::from)
+        .collect();
+    for k in m.models.keys() {
+        if !out.contains(k) {
+            out.push(k.clone());
+        }
+    }
+    out
+}
+
+/// History's change tags of one run (every metric's row carries them), each once with the models
+/// it applies to; `all` when it applies to each of the run's `count` models.
+fn marks(mine: &[&HistoryRow], count: usize) -> Vec<Mark> {
+    let mut out: Vec<Mark> = Vec::new();
+    for r in mine {
+        for tag in r.changes.split(", ").filter(|t| !t.is_empty()) {
+            match out.iter_mut().find(|m| m.change == tag) {
+                Some(m) if !m.models.contains(&r.model) => m.models.push(r.model.clone()),
+                Some(_) => {}
+                None => out.push(Mark {
+                    change: tag.to_string(),
+                    models: vec![r.model.clone()],
+                    all: false,
+                }),
+            }
+        }
+    }
+    for m in &mut out {
+        m.all = count > 1 && m.models.len() == count;
+    }
+    out
 }
 
 #[derive(Debug, Serialize)]
@@ -172,6 +273,8 @@ pub struct RunView {
     pub label: String,
     pub status: String,
     pub created_at: String,
+    /// `created_at` as people read it.
+    pub when: String,
     pub problems: usize,
     pub metrics: Vec<String>,
     pub models: Vec<ModelRow>,
@@ -185,7 +288,7 @@ pub struct ModelRow {
     pub status: String,
     pub n: u32,
     /// The headline values in `metrics`' order, each with its interval.
-    pub values: Vec<String>,
+    pub values: Vec<Shown>,
     pub correct: u64,
     pub wrong: u64,
     pub no_answer: u64,
@@ -204,7 +307,7 @@ pub fn run_view(viewer: &Viewer, name: &str) -> Result<RunView, ViewError> {
                 .to_string(),
             n: m.n,
             values: (headline.iter())
-                .map(|k| Interval::of(m.estimate(k, None)).to_string())
+                .map(|k| Interval::of(m.estimate(k, None)).into())
                 .collect(),
             correct: m.correct,
             wrong: m.wrong,
@@ -217,6 +320,7 @@ pub fn run_view(viewer: &Viewer, name: &str) -> Result<RunView, ViewError> {
         label: results.label(),
         status: loaded.manifest.status.as_str().to_string(),
         created_at: loaded.manifest.created_at.clone(),
+        when: human_time(&loaded.manifest.created_at),
         problems: loaded.plan.problems.len(),
         metrics: headline.iter().map(metric_label).collect(),
         models,
@@ -228,6 +332,8 @@ pub fn run_view(viewer: &Viewer, name: &str) -> Result<RunView, ViewError> {
 pub struct ProblemsView {
     pub run: String,
     pub models: Vec<String>,
+    /// The headline metrics each cell has a per-problem value of.
+    pub metrics: Vec<String>,
     pub rows: Vec<ProblemRow>,
     /// Whether the grader-and-judge filter means anything here (the run used a judge).
     pub judged: bool,
@@ -238,7 +344,8 @@ pub struct ProblemsView {
 pub struct ProblemRow {
     pub id: String,
     pub subset: Option<String>,
-    pub first_line: String,
+    /// The question's first sentence, its math readable, on one line.
+    pub preview: String,
     pub cells: Vec<GridCell>,
     pub unstable: bool,
     pub disagree: bool,
@@ -247,13 +354,19 @@ pub struct ProblemRow {
     pub no_answer: bool,
 }
 
-/// One model on one problem: c of n, how many samples gave no answer, and the class.
+/// One model on one problem: c of n, how many samples gave no answer, the class, the shade on
+/// the grid's colour scale, and the problem's value of each headline metric.
 #[derive(Debug, Clone, Serialize)]
 pub struct GridCell {
     pub c: u64,
     pub n: u64,
     pub no_answer: u64,
     pub class: &'static str,
+    /// 0 (never correct) … 6 (always); a step per fifth of `c/n` in between, so 1/16 and 15/16
+    /// never share a colour.
+    pub shade: u8,
+    /// In `ProblemsView::metrics`' order; none where the model has no value.
+    pub values: Vec<Option<f64>>,
 }
 
 fn class_of(c: u64, n: u64) -> &'static str {
@@ -265,14 +378,41 @@ fn class_of(c: u64, n: u64) -> &'static str {
     }
 }
 
-fn cell(m: &ModelScore, i: usize) -> GridCell {
+/// The grid's colour step of `c` of `n`: 0 and 6 for never and always, 1…5 for each fifth of the
+/// share in between (symmetric: `c` of `n` and `n − c` of `n` sit as far from the middle).
+fn shade_of(c: u64, n: u64) -> u8 {
+    if n == 0 || c == 0 {
+        return 0;
+    }
+    if c >= n {
+        return 6;
+    }
+    let share = c as f64 / n as f64;
+    match share {
+        s if s <= 0.2 => 1,
+        s if s <= 0.4 => 2,
+        s if s < 0.6 => 3,
+        s if s < 0.8 => 4,
+        _ => 5,
+    }
+}
+
+fn cell(m: &ModelScore, i: usize, metrics: &[MetricKind]) -> GridCell {
     let p = &m.problems[i];
     let voters = m.votes.get(i).map_or(0, |v| u64::from(v.voters));
+    let values = (metrics.iter())
+        .map(|k| {
+            let col = m.values.column(k)?;
+            m.values.rows.get(i)?.get(col)?.as_ref().map(to_f64)
+        })
+        .collect();
     GridCell {
         c: p.c,
         n: p.n,
         no_answer: p.n.saturating_sub(voters),
         class: class_of(p.c, p.n),
+        shade: shade_of(p.c, p.n),
+        values,
     }
 }
 
@@ -293,9 +433,12 @@ pub fn problems_view(viewer: &Viewer, name: &str) -> Result<ProblemsView, ViewEr
     let before = previous.as_deref().and_then(|p| viewer.results(p).ok());
     let before = before.as_ref().map(|(_, r)| counts(r));
     let judged = results.models.iter().any(|m| m.judge_overruled.is_some());
+    let metrics = results.headline();
     let mut rows = Vec::with_capacity(loaded.plan.problems.len());
     for (i, p) in loaded.plan.problems.iter().enumerate() {
-        let cells: Vec<GridCell> = results.models.iter().map(|m| cell(m, i)).collect();
+        let cells: Vec<GridCell> = (results.models.iter())
+            .map(|m| cell(m, i, &metrics))
+            .collect();
         let changed = before.as_ref().is_some_and(|b| {
             (results.models.iter().zip(&cells))
                 .any(|(m, c)| b.get(&(m.name.as_str(), p.id.as_str())) != Some(&(c.c, c.n)))
@@ -306,6 +449,7 @@ pub fn problems_view(viewer: &Viewer, name: &str) -> Result<ProblemsView, ViewEr
     Ok(ProblemsView {
         run: name.to_string(),
         models: results.models.iter().map(|m| m.name.clone()).collect(),
+        metrics: metrics.iter().map(metric_label).collect(),
         rows,
         judged,
         previous,
@@ -313,17 +457,12 @@ pub fn problems_view(viewer: &Viewer, name: &str) -> Result<ProblemsView, ViewEr
 }
 
 fn problem_row(p: &Problem, cells: Vec<GridCell>, changed: bool, judge: bool) -> ProblemRow {
-    let first = p
-        .question
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
     let present: Vec<&GridCell> = cells.iter().filter(|c| c.n > 0).collect();
     let disagree = present.windows(2).any(|w| w[0].class != w[1].class);
     ProblemRow {
         id: p.id.clone(),
         subset: p.subset.clone(),
-        first_line: clip_words(first.trim(), FIRST_LINE).into_owned(),
+        preview: super::math::first_sentence(&p.question, PREVIEW),
         unstable: cells.iter().any(|c| c.class == "sometimes"),
         no_answer: cells.iter().any(|c| c.no_answer > 0),
         disagree,
@@ -592,15 +731,38 @@ pub fn tree_text(
 /// The largest tree file shown.
 const TREE_BYTES: u64 = 16 << 20;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct CompareView {
     pub a: String,
     pub b: String,
+    /// Tested rows of the family (Holm's correction runs over these), and how many are flagged.
+    pub tested: usize,
+    pub flagged: usize,
+    /// A verdict per model (B's order, then models only A has), in compare's words.
+    pub verdicts: Vec<ModelVerdictView>,
+    /// Changes (served model, fingerprint) every compared model shares, each said once
+    /// (`all 5 models: …`); the verdicts' `drift` holds the rest.
+    pub shared: Vec<String>,
+    /// The settings that differ between the runs (compare's warnings).
+    pub differences: Vec<String>,
+    /// Flagged rows first, then the rest of the tested family, then exploratory rows; in the
+    /// verdicts' model order within each.
     pub rows: Vec<CompareRow>,
     pub skipped: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelVerdictView {
+    pub model: String,
+    /// As compare prints it: `REGRESSED`, `improved`, `no detectable change`, ….
+    pub verdict: &'static str,
+    /// One word for the page's colour: regressed, improved, mixed, same, incomparable.
+    pub kind: &'static str,
+    pub reason: String,
+    pub drift: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct CompareRow {
     pub model: String,
     pub metric: String,
@@ -610,51 +772,116 @@ pub struct CompareRow {
     pub delta: String,
     pub p_holm: Option<f64>,
     pub flagged: bool,
+    /// As compare prints it: `REGRESSED`, `improved`, `untested`, `exploratory` or empty.
+    pub flag: &'static str,
+    /// In the tested family (else exploratory).
+    pub family: bool,
     pub shared: usize,
     /// The problems whose value moved, largest move first.
     pub problems: Vec<ProblemDiff>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ProblemDiff {
     pub id: String,
     pub a: f64,
     pub b: f64,
 }
 
+fn verdict_kind(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Regressed => "regressed",
+        Verdict::Improved => "improved",
+        Verdict::Mixed => "mixed",
+        Verdict::NoDetectableChange => "same",
+        Verdict::NotComparable => "incomparable",
+    }
+}
+
+/// Runs `a` and `b` compared as `gpassk compare` compares them (the same checks, rows, Holm
+/// family, verdicts and drift), kept while neither run changes.
 pub fn compare_view(viewer: &Viewer, a: &str, b: &str) -> Result<CompareView, ViewError> {
-    let (_, ra) = viewer.results(a)?;
-    let (_, rb) = viewer.results(b)?;
+    viewer.compared(a, b, || compare_now(viewer, a, b))
+}
+
+fn compare_now(viewer: &Viewer, a: &str, b: &str) -> Result<CompareView, ViewError> {
+    let (la, ra) = viewer.results(a)?;
+    let (lb, rb) = viewer.results(b)?;
+    check_dataset(&ra, &rb).map_err(|e| ViewError::BadRequest(e.0))?;
     let family = rb.tested_family();
-    let in_family =
-        |m: &crate::metrics::MetricKind| family.iter().any(|h| h.identity() == m.identity());
+    let in_family = |m: &MetricKind| family.iter().any(|h| h.identity() == m.identity());
     let compared = compare(&ra, &rb, &in_family);
-    let rows = (compared.rows.iter())
+    let entry = |l: &Loaded| RunEntry::of_dir(l.dir.clone(), l.manifest.clone());
+    let drift = drift_lines([&entry(&la), &entry(&lb)], &rb);
+    let mut verdicts = verdicts(&ra, &rb, &compared, &drift);
+    let comparable: Vec<&str> = (verdicts.iter())
+        .filter(|v| v.verdict != Verdict::NotComparable)
+        .map(|v| v.model.as_str())
+        .collect();
+    let (shared, own) = gather(&drift, &comparable);
+    for v in &mut verdicts {
+        v.drift = (own.iter().filter(|(m, _)| *m == v.model))
+            .map(|(_, d)| d.clone())
+            .collect();
+    }
+    let order = |model: &str| verdicts.iter().position(|v| v.model == model);
+    let mut rows: Vec<(usize, CompareRow)> = (compared.rows.iter())
         .map(|row| {
-            let ma = ra.models.iter().find(|m| m.name == row.model);
-            let mb = rb.models.iter().find(|m| m.name == row.model);
-            let problems = ma
-                .zip(mb)
-                .map_or_else(Vec::new, |(ma, mb)| diffs(ma, mb, &row.kind));
-            CompareRow {
-                model: row.model.clone(),
-                metric: row.label(),
-                a: Interval::percent(Some(row.test.a), None).to_string(),
-                b: Interval::percent(Some(row.test.b), None).to_string(),
-                delta: format!("{:+.1}", 100.0 * row.test.delta),
-                p_holm: row.adjusted,
-                flagged: row.flagged(),
-                shared: row.test.problems,
-                problems,
-            }
+            let rank = if row.flagged() {
+                0
+            } else if row.in_family {
+                1
+            } else {
+                2
+            };
+            (rank, compare_row(&ra, &rb, row))
         })
         .collect();
+    rows.sort_by_key(|(rank, r)| (*rank, order(&r.model)));
     Ok(CompareView {
         a: a.to_string(),
         b: b.to_string(),
-        rows,
+        tested: compared.family_tested,
+        flagged: compared.rows.iter().filter(|c| c.flagged()).count(),
+        verdicts: (verdicts.into_iter())
+            .map(|v| ModelVerdictView {
+                verdict: v.verdict.as_str(),
+                kind: verdict_kind(v.verdict),
+                model: v.model,
+                reason: v.reason,
+                drift: v.drift,
+            })
+            .collect(),
+        shared,
+        differences: setting_differences(&ra, &rb),
+        rows: rows.into_iter().map(|r| r.1).collect(),
         skipped: compared.skipped,
     })
+}
+
+fn compare_row(
+    ra: &RunResults,
+    rb: &RunResults,
+    row: &crate::analysis::compare::Comparison,
+) -> CompareRow {
+    let ma = ra.models.iter().find(|m| m.name == row.model);
+    let mb = rb.models.iter().find(|m| m.name == row.model);
+    let problems = ma
+        .zip(mb)
+        .map_or_else(Vec::new, |(ma, mb)| diffs(ma, mb, &row.kind));
+    CompareRow {
+        model: row.model.clone(),
+        metric: row.label(),
+        a: Interval::percent(Some(row.test.a), None).to_string(),
+        b: Interval::percent(Some(row.test.b), None).to_string(),
+        delta: format!("{:+.1}", 100.0 * row.test.delta),
+        p_holm: row.adjusted,
+        flagged: row.flagged(),
+        flag: row.flag(),
+        family: row.in_family,
+        shared: row.test.problems,
+        problems,
+    }
 }
 
 /// The problems both models scored whose value of `metric` differs.
@@ -701,5 +928,26 @@ mod tests {
         assert_eq!(bounded("short".into()), "short");
         let classes = [(0, 0), (0, 4), (2, 4), (4, 4)].map(|(c, n)| class_of(c, n));
         assert_eq!(classes, ["missing", "never", "sometimes", "always"]);
+        // Every count of 16 on the scale: 1/16 and 15/16 apart, as far from the middle.
+        let shades: Vec<u8> = (0..=16).map(|c| shade_of(c, 16)).collect();
+        assert_eq!(shades, [0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6]);
+        assert!((0..=16).all(|c| shades[c] + shades[16 - c] == 6));
+    }
+
+    #[test]
+    fn times_read_as_words_and_a_stamp_that_does_not_parse_as_written() {
+        assert_eq!(
+            human_time("2026-01-01T00:05:59.999Z"),
+            "Thu 1 Jan 2026, 00:05 UTC"
+        );
+        assert_eq!(
+            human_time("2026-11-30T06:00:00Z"),
+            "Mon 30 Nov 2026, 06:00 UTC"
+        );
+        assert_eq!(
+            human_time("2026-11-30T06:00:00+02:00"),
+            "2026-11-30 06:00:00+02:00"
+        );
+        assert_eq!(human_time("yesterday"), "yesterday");
     }
 }

@@ -109,6 +109,15 @@ impl LineIndex {
         }
     }
 
+    /// What the index holds in memory, estimated: each problem's id and offsets.
+    pub fn bytes(&self) -> u64 {
+        let per_problem = |(id, at): (&str, &Vec<u64>)| id.len() + 64 + 8 * at.capacity();
+        let bytes: usize = (self.lines.iter())
+            .map(|(id, at)| per_problem((id, at)))
+            .sum();
+        bytes as u64
+    }
+
     /// Complete lines indexed.
     pub fn count(&self) -> u64 {
         self.count

@@ -1,10 +1,13 @@
 //! `gpassk view`: a read-only local viewer over the run directories of one folder. It owns the
 //! served folder and what is cached of each run (plan, checkpoint offsets, scores), re-read when a
 //! file under the run changes; `data` builds what each page shows (also the JSON API), `page`
-//! renders it as HTML, `server` is the HTTP side.
+//! renders it as HTML, `server` is the HTTP side. Runs are found by name among those the folder
+//! lists, never joined from a request's path; the cache is bounded by runs and estimated bytes and
+//! keyed only by runs and models that exist.
 
 pub mod data;
 pub mod index;
+pub mod math;
 pub mod page;
 mod scores;
 pub mod server;
@@ -18,6 +21,7 @@ use crate::scoring::{load_plan, RunResults};
 use index::{LineIndex, Stamp};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 #[derive(Debug, thiserror::Error)]
@@ -38,9 +42,42 @@ pub struct Viewer {
     root: PathBuf,
     /// When the folder is one run: its name.
     single: Option<String>,
-    runs: Mutex<HashMap<String, Arc<RunCache>>>,
+    runs: Mutex<Runs>,
     history: Mutex<Option<(Vec<Stamp>, Arc<data::RunsView>)>>,
+    /// Runs kept at most, and their estimated bytes together.
+    limits: (usize, u64),
+    compares: Mutex<Compares>,
 }
+
+/// Comparisons by (A, B), each with the stamps of both runs' files it was built from.
+type Compares = HashMap<(String, String), (Vec<Stamp>, data::CompareView)>;
+
+/// Comparisons kept at most (the cache is emptied when it would hold more).
+const COMPARES: usize = 16;
+
+/// The runs kept in memory: at most [`MAX_RUNS`], and about [`MAX_CACHE_BYTES`] together; the
+/// least recently asked for goes first (the one in use never). Only runs found in the folder
+/// and models of their config are ever keys, so no request can add entries of its own making.
+#[derive(Default)]
+struct Runs {
+    kept: HashMap<String, (u64, Arc<RunCache>)>,
+    /// Ticks at each use, for least recently used.
+    clock: u64,
+}
+
+/// What the viewer holds in memory ([`Viewer::cached`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cached {
+    pub runs: usize,
+    pub indexes: usize,
+    pub verdicts: usize,
+    pub bytes: u64,
+}
+
+/// Runs kept at once.
+const MAX_RUNS: usize = 16;
+/// What the kept runs may hold together, as estimated ([`RunCache::bytes`]).
+const MAX_CACHE_BYTES: u64 = 512 << 20;
 
 /// What is kept of one run between requests, each part with the stamps it was built from and
 /// its own lock (a problem page never waits for the run's scoring).
@@ -50,6 +87,54 @@ struct RunCache {
     indexes: Mutex<HashMap<String, LineIndex>>,
     results: Mutex<Option<(Vec<Stamp>, scores::Scores)>>,
     verdicts: Mutex<HashMap<String, (Stamp, Arc<JudgeVerdicts>)>>,
+    /// Each part's estimated size, set when it is built: plan, indexes, results, verdicts.
+    sizes: [AtomicU64; 4],
+}
+
+/// Which of [`RunCache::sizes`] a part is.
+#[derive(Clone, Copy)]
+enum Part {
+    Plan = 0,
+    Indexes = 1,
+    Results = 2,
+    Verdicts = 3,
+}
+
+impl RunCache {
+    fn set_size(&self, part: Part, bytes: u64) {
+        self.sizes[part as usize].store(bytes, Ordering::Relaxed);
+    }
+
+    /// What the run's cached parts hold, estimated.
+    fn bytes(&self) -> u64 {
+        self.sizes.iter().map(|s| s.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// A plan's size: its problems and prompts.
+fn plan_bytes(plan: &Plan) -> u64 {
+    let problems: usize = (plan.problems.iter())
+        .map(|p| p.id.len() + p.question.len() + p.answer.len() + 128)
+        .sum();
+    let prompts: usize = (plan.prepared.iter())
+        .map(|p| p.id.len() + p.messages_json.len() + p.prompt_hash.len() + 64)
+        .sum();
+    (problems + prompts) as u64
+}
+
+/// Scores' size: per model and problem its counts, votes and every metric's value.
+fn results_bytes(results: &RunResults) -> u64 {
+    let metrics = results.ks.len() * (results.taus.len() + 4);
+    let per_problem = 192 + 64 * metrics;
+    let cells: usize = (results.models.iter())
+        .map(|m| {
+            m.problems
+                .iter()
+                .map(|p| p.id.len() + per_problem)
+                .sum::<usize>()
+        })
+        .sum();
+    cells as u64 + 4096
 }
 
 /// A run's plan (problems, gold answers, grading settings) and manifest.
@@ -100,7 +185,15 @@ impl Viewer {
             single,
             runs: Mutex::default(),
             history: Mutex::default(),
+            limits: (MAX_RUNS, MAX_CACHE_BYTES),
+            compares: Mutex::default(),
         })
+    }
+
+    /// Keeps at most `runs` runs cached, about `bytes` together (by default 16 runs and 512 MiB).
+    pub fn with_cache_limits(mut self, runs: usize, bytes: u64) -> Viewer {
+        self.limits = (runs.max(1), bytes);
+        self
     }
 
     pub fn root(&self) -> &Path {
@@ -144,11 +237,59 @@ impl Viewer {
         }
     }
 
+    /// The cache of the run `name` (a run [`Viewer::find`] found), made the most recently used;
+    /// the least recently used others go while the kept ones are too many or too big.
     fn cache(&self, name: &str) -> Arc<RunCache> {
-        lock(&self.runs)
-            .entry(name.to_string())
-            .or_default()
-            .clone()
+        let mut runs = lock(&self.runs);
+        runs.clock += 1;
+        let now = runs.clock;
+        let entry = runs.kept.entry(name.to_string()).or_default();
+        entry.0 = now;
+        let cache = entry.1.clone();
+        loop {
+            let total: u64 = runs.kept.values().map(|(_, c)| c.bytes()).sum();
+            if runs.kept.len() <= self.limits.0 && total <= self.limits.1 {
+                break;
+            }
+            let oldest = (runs.kept.iter())
+                .filter(|(n, _)| n.as_str() != name)
+                .min_by_key(|(_, (used, _))| *used)
+                .map(|(n, _)| n.clone());
+            match oldest {
+                Some(n) => runs.kept.remove(&n),
+                None => break,
+            };
+        }
+        cache
+    }
+
+    /// What is cached: runs, checkpoint indexes and judge verdicts kept, and their estimated
+    /// bytes (for tests and benchmarks).
+    pub fn cached(&self) -> Cached {
+        let runs = lock(&self.runs);
+        let mut out = Cached {
+            runs: runs.kept.len(),
+            ..Cached::default()
+        };
+        for (_, c) in runs.kept.values() {
+            out.indexes += lock(&c.indexes).len();
+            out.verdicts += lock(&c.verdicts).len();
+            out.bytes += c.bytes();
+        }
+        out
+    }
+
+    /// `model` when the run's config names it; any other name is not found (and never a key).
+    fn model_of<'a>(loaded: &Loaded, model: &'a str) -> Result<&'a str, ViewError> {
+        let known = (loaded.plan.settings.models.iter()).any(|m| m.name == model);
+        if known {
+            Ok(model)
+        } else {
+            Err(ViewError::NotFound(format!(
+                "model {model:?} in run {}",
+                loaded.name
+            )))
+        }
     }
 
     /// A run's plan, loaded once per manifest version.
@@ -164,6 +305,7 @@ impl Viewer {
         }
         let (plan, manifest) =
             load_plan(&dir, &[]).map_err(|e| ViewError::Run(crate::error::render(&e)))?;
+        cache.set_size(Part::Plan, plan_bytes(&plan));
         let loaded = Arc::new(Loaded {
             dir,
             name: name.to_string(),
@@ -213,6 +355,7 @@ impl Viewer {
         let old = cached.take().map(|c| c.1);
         let scores = self.rescore(&loaded, old)?;
         let results = scores.results.clone();
+        cache.set_size(Part::Results, results_bytes(&results));
         *cached = Some((stamps, scores));
         Ok((loaded, results))
     }
@@ -224,19 +367,22 @@ impl Viewer {
         model: &str,
         f: impl FnOnce(&LineIndex, &Path) -> T,
     ) -> Result<T, ViewError> {
+        let model = Self::model_of(loaded, model)?;
         let path = loaded.dir.checkpoint(model);
         let cache = self.cache(&loaded.name);
         let mut indexes = lock(&cache.indexes);
         let index = indexes.entry(model.to_string()).or_default();
-        index
-            .refresh(&path)
-            .map_err(|e| ViewError::Run(e.to_string()))?;
+        let refreshed = index.refresh(&path);
+        cache.set_size(Part::Indexes, indexes.values().map(LineIndex::bytes).sum());
+        refreshed.map_err(|e| ViewError::Run(e.to_string()))?;
+        let index = &indexes[model];
         Ok(f(index, &path))
     }
 
     /// A model's stored judge verdicts, when the run's grader uses the judge (kept while their
     /// file is unchanged).
     pub fn verdicts(&self, loaded: &Loaded, model: &str) -> Option<Arc<JudgeVerdicts>> {
+        let model = Self::model_of(loaded, model).ok()?;
         scores::judged(loaded)
             .then(|| self.verdicts_of(loaded, model).ok())
             .flatten()
@@ -272,6 +418,33 @@ impl Viewer {
 }
 
 impl Viewer {
+    /// The comparison of runs `a` and `b`: the one `build` made before while neither run's files
+    /// changed (drift counts every checkpoint's fingerprints), else `build`'s.
+    fn compared(
+        &self,
+        a: &str,
+        b: &str,
+        build: impl FnOnce() -> Result<data::CompareView, ViewError>,
+    ) -> Result<data::CompareView, ViewError> {
+        let mut stamps = Vec::new();
+        for name in [a, b] {
+            stamps.extend(Self::stamps(&*self.loaded(name)?));
+        }
+        let key = (a.to_string(), b.to_string());
+        if let Some((s, view)) = lock(&self.compares).get(&key) {
+            if *s == stamps {
+                return Ok(view.clone());
+            }
+        }
+        let view = build()?;
+        let mut cache = lock(&self.compares);
+        if cache.len() >= COMPARES {
+            cache.clear();
+        }
+        cache.insert(key, (stamps, view.clone()));
+        Ok(view)
+    }
+
     /// A token that changes when any file the pages read changes: of one run, or of them all.
     /// The pages' script polls it and reloads on a change (a run still being sampled grows).
     pub fn stamp(&self, run: Option<&str>) -> Result<String, ViewError> {

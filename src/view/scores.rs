@@ -184,6 +184,9 @@ impl Viewer {
         let mode = loaded.plan.settings.evaluation.grader;
         let v = Arc::new(JudgeVerdicts::load(&path, mode).map_err(|e| e.to_string())?);
         kept.insert(model.to_string(), (stamp, v.clone()));
+        // Estimated by the files read: verdicts keep less than their lines.
+        let bytes = kept.values().map(|(s, _)| s.len).sum();
+        cache.set_size(super::Part::Verdicts, bytes);
         Ok(v)
     }
 }

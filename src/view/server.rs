@@ -1,4 +1,6 @@
-//! The viewer's HTTP side: binding, the accept loop until shutdown, routing (each path segment
+//! The viewer's HTTP side: binding, the accept loop until shutdown with its bounds (connections,
+//! head size and time, connection lifetime, answers built at once), the Host names it answers to
+//! (loopback and its own `--host`: a DNS-rebound page is refused), routing (each path segment
 //! decoded once and refused when it could name another place), and the headers every reply
 //! carries (a content security policy that allows only the viewer's own files).
 
@@ -8,11 +10,14 @@ use crate::util::Shutdown;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{
+    HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING,
+};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -49,19 +54,143 @@ pub fn bind(host: &str, port: u16) -> Result<std::net::TcpListener, ServeError> 
     Ok(listener)
 }
 
+/// Whether every address `host` names is a loopback one (127.0.0.0/8, ::1): the pages stay on
+/// this machine. A name that does not resolve is not.
+pub fn is_loopback(host: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match (host, 0).to_socket_addrs() {
+        Ok(addrs) => {
+            let addrs: Vec<_> = addrs.collect();
+            !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())
+        }
+        Err(_) => false,
+    }
+}
+
+/// How long a client may take to send a request's head, or leave a kept-alive connection idle.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a connection lives, whatever it does (a client that never reads its answer).
+const LIFETIME: Duration = Duration::from_secs(120);
+/// Threads building answers at once: pages of a big run take memory while they are built, so a
+/// burst of requests waits here instead of building hundreds at once.
+const WORKERS: usize = 4;
+/// The largest request head read (the target is at most [`MAX_TARGET`]).
+const MAX_HEAD: usize = 64 << 10;
+/// Descriptors kept free of connections for the files a request reads.
+const SPARE_FILES: usize = 64;
+/// Connections open at once at most (fewer when the descriptor limit is low).
+const MAX_CONNECTIONS: usize = 512;
+
+/// The connections open at once: below the process's descriptor limit, so a flood of them
+/// never leaves none for the files an answer reads.
+fn max_connections() -> usize {
+    // "Max open files  1024  1048576  files": the soft limit is the fourth word.
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+            line.split_whitespace().nth(3)?.parse::<usize>().ok()
+        })
+        .unwrap_or(1024);
+    soft.saturating_sub(SPARE_FILES).clamp(4, MAX_CONNECTIONS)
+}
+
+/// What the server checks of every request: the names it answers to.
+pub struct Served {
+    /// The `--host` given, as a Host header names it (lowercase, IPv6 without brackets).
+    pub host: String,
+}
+
+impl Served {
+    pub fn new(host: &str) -> Served {
+        Served {
+            host: host_name(host),
+        }
+    }
+
+    /// Whether a request's Host header names this viewer: a loopback name (`localhost`,
+    /// 127.0.0.0/8, `::1`) or the host it was started with. A page on another site that had its
+    /// name resolve here (DNS rebinding) sends its own name, and is refused.
+    pub fn accepts(&self, header: &str) -> bool {
+        let name = host_name(header);
+        let loopback = name == "localhost"
+            || name
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        loopback || (!name.is_empty() && name == self.host)
+    }
+}
+
+/// The host part of a Host header or `--host` (`name`, `name:port`, `[v6]`, `[v6]:port`),
+/// lowercase, without brackets or port.
+fn host_name(text: &str) -> String {
+    let text = text.trim();
+    let name = if let Some(rest) = text.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else if text.matches(':').count() == 1 {
+        text.split(':').next().unwrap_or_default()
+    } else {
+        text // a bare IPv6 address (`--host ::1`) or a name
+    };
+    name.to_ascii_lowercase()
+}
+
+/// One open connection: whether it is answering a request, and how it is told to close.
+#[derive(Default)]
+struct Conn {
+    busy: std::sync::atomic::AtomicUsize,
+    close: tokio::sync::Notify,
+}
+
+/// The open connections by age; a full house closes the oldest one not answering a request (a
+/// slow or idle client), so clients that hold connections cannot lock others out.
+#[derive(Default)]
+struct Open {
+    next: u64,
+    conns: std::collections::BTreeMap<u64, Arc<Conn>>,
+}
+
+impl Open {
+    fn add(&mut self) -> (u64, Arc<Conn>) {
+        self.next += 1;
+        let conn = Arc::new(Conn::default());
+        self.conns.insert(self.next, conn.clone());
+        (self.next, conn)
+    }
+
+    /// Tells the oldest idle connection to close; false when every one is answering.
+    fn close_oldest_idle(&mut self) -> bool {
+        use std::sync::atomic::Ordering;
+        let idle = (self.conns.iter()).find(|(_, c)| c.busy.load(Ordering::SeqCst) == 0);
+        let Some((&id, conn)) = idle else {
+            return false;
+        };
+        conn.close.notify_one();
+        self.conns.remove(&id);
+        true
+    }
+}
+
 /// Serves `viewer` on `listener` until `shutdown` fires; connections in flight are dropped.
+/// Bounded whatever clients do: connections (oldest idle closed first when full), request heads
+/// (size and time), connection lifetime, and the answers built at once.
 pub fn serve(
     viewer: Viewer,
+    served: Served,
     listener: std::net::TcpListener,
     shutdown: &Shutdown,
 ) -> Result<(), ServeError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(WORKERS)
         .thread_name("view")
         .enable_all()
         .build()
         .map_err(ServeError::Runtime)?;
-    let viewer = Arc::new(viewer);
+    let ctx = Arc::new((viewer, served));
+    let open = Arc::new(std::sync::Mutex::new(Open::default()));
+    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections()));
     rt.block_on(async {
         let listener = tokio::net::TcpListener::from_std(listener).map_err(ServeError::Runtime)?;
         loop {
@@ -69,24 +198,91 @@ pub fn serve(
                 a = listener.accept() => a,
                 () = shutdown.triggered() => return Ok(()),
             };
-            let Ok((stream, _)) = accepted else { continue };
-            let viewer = viewer.clone();
+            let Ok((stream, _)) = accepted else {
+                // Out of descriptors (or a connection reset before it was taken): wait for some
+                // to close instead of spinning on the error.
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(50)) => continue,
+                    () = shutdown.triggered() => return Ok(()),
+                }
+            };
+            let permit = match slots.clone().try_acquire_owned() {
+                Ok(p) => p,
+                Err(_) => {
+                    super::lock(&open).close_oldest_idle();
+                    tokio::select! {
+                        p = slots.clone().acquire_owned() => p.expect("the semaphore stays open"),
+                        () = shutdown.triggered() => return Ok(()),
+                    }
+                }
+            };
+            let (id, conn) = super::lock(&open).add();
+            let (ctx, open) = (ctx.clone(), open.clone());
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| handle(viewer.clone(), req));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                let _permit = permit;
+                connection(ctx, conn, stream).await;
+                super::lock(&open).conns.remove(&id);
             });
         }
     })
 }
 
+/// Serves one connection until it ends, times out, lives too long or is told to close.
+async fn connection(ctx: Arc<(Viewer, Served)>, conn: Arc<Conn>, stream: tokio::net::TcpStream) {
+    let state = conn.clone();
+    let service = hyper::service::service_fn(move |req| handle(ctx.clone(), state.clone(), req));
+    let serving = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_HEAD)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        _ = tokio::time::timeout(LIFETIME, serving) => {}
+        () = conn.close.notified() => {}
+    }
+}
+
+/// Counts a connection busy while its request is answered.
+struct Busy(Arc<Conn>);
+
+impl Busy {
+    fn new(conn: Arc<Conn>) -> Busy {
+        conn.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Busy(conn)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0
+            .busy
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 async fn handle(
-    viewer: Arc<Viewer>,
+    ctx: Arc<(Viewer, Served)>,
+    conn: Arc<Conn>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+    let _busy = Busy::new(conn);
+    let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
+    let host = host.or_else(|| req.uri().authority().map(|a| a.as_str()));
+    if !host.is_some_and(|h| ctx.1.accepts(h)) {
+        let shown = crate::util::printable(host.unwrap_or("none")).into_owned();
+        let message = format!(
+            "Host {shown:?} is not this viewer: it answers to localhost, 127.0.0.1 and [::1] \
+             (and the --host it was started with)"
+        );
+        return Ok(Reply::error(403, &message).closing());
+    }
+    let has_body = req.headers().get(CONTENT_LENGTH).is_some_and(|v| v != "0")
+        || req.headers().contains_key(TRANSFER_ENCODING);
+    if has_body {
+        return Ok(Reply::error(400, "the viewer only reads: a request has no body").closing());
+    }
     let (method, target) = (req.method().clone(), req.uri().to_string());
-    let reply = tokio::task::spawn_blocking(move || route(&viewer, &method, &target))
+    let reply = tokio::task::spawn_blocking(move || route(&ctx.0, &method, &target))
         .await
         .unwrap_or_else(|_| Reply::error(500, "the request failed"));
     Ok(reply.into_response())
@@ -124,6 +320,14 @@ impl Reply {
             status,
             ..Reply::html(page::error(status, message))
         }
+    }
+
+    /// The response, and the connection closed after it.
+    fn closing(self) -> Response<Full<Bytes>> {
+        let mut resp = self.into_response();
+        resp.headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+        resp
     }
 
     fn into_response(self) -> Response<Full<Bytes>> {
@@ -242,11 +446,17 @@ fn dispatch(
         ["static", "view.js"] => asset("text/javascript; charset=utf-8", JS),
         ["run", name] => Reply::html(page::run(&run_view(viewer, name)?)),
         ["run", name, "problems"] => {
-            let focus = q.get("model").map(String::as_str);
+            let focus = page::Focus {
+                model: q.get("model").map(String::as_str),
+                metric: q.get("metric").map(String::as_str),
+            };
             Reply::html(page::problems(&problems_view(viewer, name)?, focus))
         }
         ["run", name, "problem"] => {
-            Reply::html(page::problem(&problem_view(viewer, name, param(q, "id")?)?))
+            let view = problem_view(viewer, name, param(q, "id")?)?;
+            let source = q.get("math").is_some_and(|m| m == "source");
+            let model = q.get("model").map(String::as_str);
+            Reply::html(page::problem(&view, model, source))
         }
         ["run", name, "report"] => report(viewer, name)?,
         ["run", name, "tree"] => tree(viewer, name, q)?,

@@ -907,3 +907,87 @@ fn cli_cases_agreement_per_source_and_policy_flags() {
         assert!(err.contains(bad[0]) && err.lines().count() == 1, "{err}");
     }
 }
+
+// Issue 38's development corpus: real responses from public evaluation repositories.
+
+const CORPUS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/grading/corpus_v1.jsonl"
+);
+
+/// The corpus keeps its promises: enough cases, sources, Chinese and both labels, and every
+/// label says how it was made (a hand label says why).
+#[test]
+fn real_response_corpus_is_well_formed() {
+    let text = std::fs::read_to_string(CORPUS).expect("corpus");
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert!(rows.len() >= 2000, "{} cases", rows.len());
+    let mut sources: Vec<&str> = rows.iter().filter_map(|r| r["source"].as_str()).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    assert!(sources.len() >= 8, "{sources:?}");
+    let zh = rows.iter().filter(|r| r["lang"] == "zh").count();
+    assert!(zh * 5 >= rows.len(), "only {zh} Chinese cases");
+    let wrong = rows.iter().filter(|r| r["expected"] == false).count();
+    assert!(wrong * 5 >= rows.len() && wrong * 5 <= rows.len() * 4);
+    for (i, r) in rows.iter().enumerate() {
+        let by = r["label_by"].as_str().unwrap_or_default();
+        let commit = r["commit"].as_str().unwrap_or_default();
+        assert!(commit.len() == 40, "line {}: commit", i + 1);
+        assert!(
+            r["path"].is_string() && r["style"].is_string(),
+            "line {}",
+            i + 1
+        );
+        let why = r["note"].as_str().unwrap_or_default();
+        assert!(
+            by.starts_with("agree:") || (by == "hand" && !why.is_empty()),
+            "line {}: label_by {by:?} note {why:?}",
+            i + 1
+        );
+    }
+}
+
+/// The grader agrees with the corpus labels on at least 99% of the cases, printing the rest.
+#[test]
+#[ignore = "issue 38: until the grader work lands"]
+fn real_response_corpus_agrees() {
+    let cfg = GradeConfig::default();
+    let cases = labelled(CORPUS);
+    let mut per_source: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    let mut misses = 0;
+    for c in &cases {
+        let ok = verdict(c, &cfg) == c.expected;
+        let tally = per_source.entry(&c.source).or_default();
+        tally.0 += 1;
+        tally.1 += usize::from(ok);
+        if !ok {
+            misses += 1;
+            let tail: String = c
+                .pred
+                .chars()
+                .rev()
+                .take(120)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            eprintln!(
+                "line {} [{}] expected {} gold {:?}: …{tail:?}",
+                c.line, c.source, c.expected, c.gold
+            );
+        }
+    }
+    for (src, (n, agree)) in &per_source {
+        eprintln!("{src}: {agree}/{n}");
+    }
+    let agree = cases.len() - misses;
+    assert!(
+        agree * 100 >= cases.len() * 99,
+        "agreement {agree}/{}",
+        cases.len()
+    );
+}

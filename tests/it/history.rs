@@ -150,10 +150,11 @@ fn history_and_compare_baseline_show_a_fingerprint_change() {
         .collect();
     let plot = &html[..html.find("</svg>").unwrap()];
     let shown: Vec<&str> = plot
-        .split("text-anchor=\"middle\">")
+        .split("<text class=\"label\"")
         .skip(1)
-        .filter_map(|t| t.split("</text>").next())
-        .filter(|t| !t.is_empty() && *t != "⚑")
+        .filter(|t| t.contains("text-anchor=\"middle\">"))
+        .filter_map(|t| t.split("middle\">").nth(1)?.split("</text>").next())
+        .filter(|t| !t.is_empty())
         .collect();
     assert!(shown.len() >= 2, "{plot}");
     assert!(
@@ -528,4 +529,114 @@ fn compare_from_the_database_equals_compare_from_the_folders() {
             stderr(&missing)
         );
     }
+}
+
+/// The history page of issue 40's weekly job: every drop history flags is a triangle on its
+/// plot and a line under "Changes"; no marker takes a model's colour; what a marker's tooltip
+/// says is also on the page (phones have no hover), numbered as under the run on the plots; the
+/// values table has a row per run and model, the headline metrics as columns.
+#[test]
+fn the_history_page_shows_flagged_drops_in_ink_with_notes_readable_without_hover() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = crate::view::long_weeks(dir.path());
+    let root = dir.path().to_str().unwrap();
+    let html = ok(&run_gpassk(&["history", root, "--format", "html"]));
+    let csv = ok(&run_gpassk(&["history", root, "--format", "csv"]));
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let col = |k: &str| header.iter().position(|h| h == k).unwrap();
+    let drops: Vec<(String, String)> = (rows.records().map(Result::unwrap))
+        .filter(|r| &r[col("flag")] == "REGRESSED")
+        .map(|r| (r[col("model")].to_string(), r[col("metric")].to_string()))
+        .collect();
+    assert!(drops.len() > 1, "{csv}");
+    let notes = between(&html, "<h3>Changes</h3>", "</ol>");
+    for (model, metric) in &drops {
+        let plot = between(&html, &format!("<h3>{metric}</h3>"), "</figure>");
+        assert_eq!(
+            plot.matches("<path class=\"flag down\"").count(),
+            1,
+            "{metric}"
+        );
+        let short = short_name(&html, model);
+        assert!(
+            notes.contains(&format!("{short}: {metric} REGRESSED")),
+            "{model} {metric}: {notes}"
+        );
+    }
+    assert_eq!(
+        html.matches("<path class=\"flag down\"").count(),
+        drops.len()
+    );
+    // Markers are in ink: none has the colour of a model's line.
+    let colours: Vec<&str> = html
+        .split("<polyline class=\"trend-line\"")
+        .skip(1)
+        .map(|l| between(l, "stroke=\"", "\" ").trim_start_matches("stroke=\""))
+        .collect();
+    assert_eq!(colours.len(), 8 * LONG_MODELS);
+    for marker in ["class=\"change\"", "class=\"flag", "class=\"note\""] {
+        for tag in html.split(marker).skip(1) {
+            let tag = &tag[..tag.find('>').unwrap()];
+            assert!(colours.iter().all(|c| !tag.contains(c)), "{marker}{tag}");
+        }
+    }
+    // Each tooltip's words are on the page too, and the run has its number under the axis.
+    let visible = notes.replace("<li>", "\n");
+    for title in html.split("<circle class=\"change\"").skip(1) {
+        let said = between(title, "<title>", "</title>").trim_start_matches("<title>");
+        for what in said[said.find(": ").unwrap() + 2..].split("; ") {
+            assert!(visible.contains(what), "{what} only in a tooltip");
+        }
+    }
+    assert!(
+        notes.contains("<span class=\"disc\">1</span><b>2026-11-30</b>"),
+        "{notes}"
+    );
+    assert_eq!(
+        html.matches("<text class=\"note\"").count(),
+        8,
+        "week 2's number on every plot"
+    );
+    assert_eq!(
+        notes.matches("fp_a → fp_b").count(),
+        1,
+        "the fingerprint every model shares, once: {notes}"
+    );
+    // Values: a row per run and model, the headline metrics as columns.
+    let table = between(&html, "<h3>Values</h3>", "</table>");
+    let head = between(table, "<tr>", "</tr>");
+    assert_eq!(head.matches("<th>").count(), 2 + 8, "{head}");
+    assert_eq!(
+        table.matches("<tr>").count(),
+        1 + 2 * LONG_MODELS,
+        "{table}"
+    );
+    for run in [&a, &b] {
+        let label = run.file_name().unwrap().to_str().unwrap();
+        assert_eq!(
+            table.matches(&format!("<tr><td>{label}</td>")).count(),
+            LONG_MODELS
+        );
+    }
+}
+
+const LONG_MODELS: usize = crate::view::LONG.len();
+
+/// The name `html` shows for `full`: its short name from the page's legend, else itself.
+fn short_name(html: &str, full: &str) -> String {
+    let Some(at) = html.find(&format!("</b> = {full}")) else {
+        return full.to_string();
+    };
+    let head = &html[..at];
+    head[head.rfind("<b>").unwrap() + 3..].to_string()
+}
+
+/// The text from the first `start` to the next `end` after it (the end left out).
+fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let at = text
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start:?} in {text}"));
+    let rest = &text[at..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
 }

@@ -319,3 +319,48 @@ fn history_and_the_previous_baseline_of_a_shared_folder_are_its_merged_runs() {
         );
     }
 }
+
+#[test]
+fn merge_refuses_a_run_another_process_holds_and_writes_nothing() {
+    let env = Fixture::new(&dataset(6)).with_server(FakeServer::builder().responder(reply));
+    let cfg = config(&env, None, 2);
+    let results = env.results();
+    let (code, first) = run_shard(&cfg, "0/2", &results, &["--quiet"]);
+    assert_eq!(code, 0);
+    let (code, second) = run_shard(&cfg, "1/2", &results, &["--quiet"]);
+    assert_eq!(code, 0);
+    let out = env.file("merged");
+    let plain = || {
+        gpassk(&[
+            "merge",
+            first.to_str().unwrap(),
+            second.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    // This test process holds the second run, as a `run --resume` writing it would.
+    let held = gpassk::rundir::lock::RunLock::acquire(&second).unwrap();
+    for refused in [plain(), {
+        let from = [
+            "merge",
+            "--shards",
+            "2",
+            "--from",
+            results.to_str().unwrap(),
+        ];
+        gpassk(&[&from[..], &["--out", out.to_str().unwrap()]].concat())
+    }] {
+        let err = both(&refused);
+        assert_eq!(refused.status.code(), Some(2), "{err}");
+        assert!(err.contains("refusing to merge: run directory"), "{err}");
+        assert!(
+            err.contains("is in use by another gpassk process (pid"),
+            "{err}"
+        );
+        assert!(!out.exists(), "a refused merge wrote {}", out.display());
+    }
+    drop(held);
+    let merged = ok(&plain());
+    assert!(merged.contains("merged 2 runs"), "{merged}");
+}

@@ -1,4 +1,5 @@
-//! The metrics engine against REFERENCE.md's table, the known pitfalls, invariants and statrs.
+//! The metrics engine against the reference table of docs/metrics.md (and that table against the
+//! engine), the known pitfalls, invariants and statrs.
 
 use gpassk::metrics::{
     binomial, g_pass_at_k, g_pass_at_k_threshold, mg_pass_at_k, pass_at_k, problem_metrics, to_f64,
@@ -21,9 +22,8 @@ fn tau(s: &str) -> Tau {
     s.parse().unwrap()
 }
 
-/// (n, c, k, pass@k, [τ=0.25, 0.5, 0.75, 1.0], mG-Pass@k) — exact fractions whose 6-place roundings
-/// are the rows of REFERENCE.md.
-/// n, c, k, pass@k, G-Pass@k at the default τ grid, mG-Pass@k.
+/// (n, c, k, pass@k, [τ=0.25, 0.5, 0.75, 1.0], mG-Pass@k): exact fractions whose 6-place roundings
+/// are the rows of docs/metrics.md's "Reference values".
 type Row = (u64, u64, u64, &'static str, [&'static str; 4], &'static str);
 
 const REFERENCE: &[Row] = &[
@@ -61,19 +61,44 @@ const REFERENCE: &[Row] = &[
     (16, 3, 1, "3/16", ["3/16", "3/16", "3/16", "3/16"], "0"),
 ];
 
-/// The same rows as printed (rounded to 6 places) in REFERENCE.md.
-const REFERENCE_ROUNDED: &[[f64; 6]] = &[
-    [0.961538, 0.961538, 0.715385, 0.284615, 0.038462, 0.161538],
-    [1.0, 1.0, 1.0, 0.715385, 0.038462, 0.5],
-    [1.0, 1.0, 1.0, 1.0, 0.0, 0.875],
-    [1.0, 0.997505, 0.619945, 0.015238, 0.0, 0.079964],
-    [1.0, 1.0, 1.0, 0.931055, 0.027874, 0.666667],
-    [0.1875, 0.1875, 0.1875, 0.1875, 0.1875, 0.0],
-];
+/// The rows of docs/metrics.md's "Reference values" table as printed: (n, c, k) and the six values
+/// rounded to 6 places (pass@k, G-Pass@k at τ = 0.25, 0.5, 0.75, 1.0, mG-Pass@k).
+fn documented_rows() -> Vec<((u64, u64, u64), [f64; 6])> {
+    let text = crate::common::read(&crate::common::repo().join("docs/metrics.md"));
+    let section = text
+        .split("\n## Reference values\n")
+        .nth(1)
+        .expect("docs/metrics.md has a \"## Reference values\" section");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    let rows = section.lines().filter(|l| l.starts_with("| ")).skip(1);
+    rows.map(|line| {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 9, "docs/metrics.md reference row: {line}");
+        let int = |i: usize| {
+            cells[i]
+                .parse::<u64>()
+                .unwrap_or_else(|e| panic!("{line}: {e}"))
+        };
+        let num = |i: usize| {
+            cells[i]
+                .parse::<f64>()
+                .unwrap_or_else(|e| panic!("{line}: {e}"))
+        };
+        let values = [num(3), num(4), num(5), num(6), num(7), num(8)];
+        ((int(0), int(1), int(2)), values)
+    })
+    .collect()
+}
 
 #[test]
 fn reference_table_exact() {
     let grid = Tau::default_grid();
+    let documented = documented_rows();
+    assert_eq!(
+        documented.len(),
+        REFERENCE.len(),
+        "rows of docs/metrics.md's table"
+    );
     for (i, &(n, c, k, pass, g, mg)) in REFERENCE.iter().enumerate() {
         let m = problem_metrics(n, c, k, &grid).unwrap();
         assert_eq!(m.pass_at_k, q(pass), "pass@k row {i}");
@@ -83,7 +108,8 @@ fn reference_table_exact() {
         }
         assert_eq!(m.mg_pass_at_k, q(mg), "mG row {i}");
         assert_eq!(mg_pass_at_k(n, c, k).unwrap(), q(mg));
-        let printed = REFERENCE_ROUNDED[i];
+        let (nck, printed) = documented[i];
+        assert_eq!(nck, (n, c, k), "row {i} of docs/metrics.md");
         let ours = [
             to_f64(&m.pass_at_k),
             to_f64(&m.g_pass_at_k[0]),
@@ -93,7 +119,10 @@ fn reference_table_exact() {
             to_f64(&m.mg_pass_at_k),
         ];
         for (a, b) in ours.iter().zip(printed) {
-            assert!((a - b).abs() <= 5e-7, "row {i}: {a} vs printed {b}");
+            assert!(
+                (a - b).abs() <= 5e-7,
+                "row {i}: {a} vs {b} in docs/metrics.md"
+            );
         }
     }
 }

@@ -849,3 +849,63 @@ fn score_never_panics_on_odd_manifest_values() {
         }
     }
 }
+
+/// Run text that would be markup or a terminal command if printed raw: a tag with a handler and
+/// an OSC sequence that retitles the terminal.
+const HOSTILE_NAME: &str =
+    "<img src=x onerror=alert(1)>\u{1b}]0;pwned\u{7}[x](javascript:alert(2))";
+
+#[test]
+fn run_text_in_markdown_and_the_terminal_is_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    copy_fixture(&run);
+    let path = run.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&crate::common::read(&path)).unwrap();
+    m["task_name"] = HOSTILE_NAME.into();
+    m["config_path"] = format!("a`b{HOSTILE_NAME}").into();
+    m["harness"] = HOSTILE_NAME.into();
+    for model in ["alpha", "beta"] {
+        m["models"][model]["model_id"] = HOSTILE_NAME.into();
+        m["models"][model]["served_models"] = serde_json::json!({ HOSTILE_NAME: 72 });
+    }
+    std::fs::write(&path, m.to_string()).unwrap();
+    // The name the server said it served, as every record of alpha has it.
+    let checkpoint = run.join("checkpoints/alpha.jsonl");
+    let served = crate::common::read(&checkpoint).replace(
+        "\"alpha-7b-served\"",
+        &serde_json::Value::from(HOSTILE_NAME).to_string(),
+    );
+    std::fs::write(&checkpoint, served).unwrap();
+    let dir = run.to_str().unwrap();
+    let md = ok(&gpassk(&["report", dir, "--format", "md"]));
+    let table = ok(&gpassk(&["report", dir, "--wide"]));
+    for (what, text) in [("md", &md), ("table", &table)] {
+        assert!(!text.contains(['\u{1b}', '\u{7}']), "{what}: {text}");
+    }
+    assert!(md.contains("&lt;img src=x onerror=alert(1)&gt;"), "{md}");
+    // Raw only inside code spans, where Markdown shows it as text.
+    for line in md.lines().filter(|l| l.contains("<img")) {
+        let at = line.find("<img").unwrap();
+        assert!(line[..at].contains('`'), "outside a code span: {line}");
+    }
+    assert!(
+        md.contains("| alpha | alpha-7b | &lt;img src=x"),
+        "served as: {md}"
+    );
+    assert!(!md.contains(" [x](javascript"), "{md}");
+    assert!(
+        md.contains("\\[x\\](javascript"),
+        "the link shown as text: {md}"
+    );
+    assert!(
+        md.contains("u{1b}") && md.contains("pwned"),
+        "shown, not obeyed: {md}"
+    );
+    assert!(
+        md.contains("- config: `` a`b"),
+        "a backtick cannot close the span: {md}"
+    );
+    // Computed cells stay as they are.
+    assert!(md.contains("| alpha | 62.5 [24.4, 91.5] |"), "{md}");
+}

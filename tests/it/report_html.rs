@@ -608,23 +608,36 @@ fn history_marks_what_changed_for_each_model_once() {
         "--format",
         "html",
     ]));
-    let changes = &html[html.find("<h2>Changes</h2>").expect("a Changes list")..];
-    let changes = &changes[..changes.find("</ul>").unwrap()];
+    let changes = &html[html.find("<h3>Changes</h3>").expect("a Changes list")..];
+    let changes = &changes[..changes.find("</ol>").unwrap()];
     assert_eq!(
         changes.matches("gemma-2-27b-it: partial coverage").count(),
         1,
         "{changes}"
     );
-    assert!(changes.contains("2026-11-30 gemma-2-27b-it"), "{changes}");
+    let week2 = &changes[changes.find("<b>2026-11-30</b>").unwrap()..];
+    assert!(
+        week2[..week2.find("</ul>").unwrap()].contains("gemma-2-27b-it: partial coverage"),
+        "{changes}"
+    );
+    // Names the page shortened are mapped to their whole names once.
+    let shown = |full: &str| -> String {
+        let at = html.find(&format!("</b> = {full}")).map(|i| &html[..i]);
+        at.map_or(full, |h| &h[h.rfind("<b>").unwrap() + 3..])
+            .to_string()
+    };
+    let qwen = shown("Qwen2.5-Math-72B-Instruct");
     assert_eq!(
         changes
-            .matches("Qwen2.5-Math-72B-Instruct: system fingerprint")
+            .matches(&format!("{qwen}: system fingerprint"))
             .count(),
-        1
+        1,
+        "{changes}"
     );
     let plots = html.matches("<svg class=\"plot trend\"").count();
     assert_eq!(html.matches("<ul class=\"legend\">").count(), plots);
-    assert!(html.contains("Mistral-Small-24B-Instruct-2501</li>"));
+    let mistral = shown("Mistral-Small-24B-Instruct-2501");
+    assert!(html.contains(&format!("{mistral}</li>")), "{html}");
     // gemma has no value after it failed: a cross on the axis with the reason, once per plot.
     assert_eq!(
         html.matches("<path class=\"missing\"").count(),

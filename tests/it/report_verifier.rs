@@ -122,7 +122,7 @@ fn the_terminal_shows_each_models_curve_within_80_columns() {
     assert!(section.contains("--wide: every aggregation"), "{section}");
     let joined = section.replace('\n', " ");
     assert!(
-        joined.contains("DeepSeek-R1-Distill-Qwen-32B: bon@N and wmaj@N rest on 23 of 24 problems; left out: 1 with a sample that has no verifier score (unreadable replies: 1), never read as 0."),
+        joined.contains("DeepSeek-R1-Distill-Qwen-32B: bon@N and wmaj@N rest on each problem's scored samples: 1 samples on 1 of 24 problems have none (unreadable replies: 1), never read as 0. Problems counted: all 24 up to N = 4, 23 at N = 16."),
         "{section}"
     );
     assert!(

@@ -627,31 +627,6 @@ pub(crate) fn judge_says_yes(r: &Recorded) -> Reply {
 }
 
 #[test]
-fn a_budgeted_run_with_a_judge_says_its_calls_are_not_priced() {
-    let server = FakeServer::builder().responder(judge_says_yes);
-    let env = Fixture::new(&sums(2)).with_server(server);
-    configure_judged(&env, "");
-    let note = "max_cost counts the sampled models' requests only; the judge's (judge-1) calls";
-    let out = run(&env, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
-    assert!(!out_text(&out).contains(note), "no budget, no note");
-    let cfg = env.file("config.toml");
-    let text = std::fs::read_to_string(&cfg).unwrap().replace(
-        "model_id = \"fake-1\"\n",
-        "model_id = \"fake-1\"\n[models.pricing]\ninput = 1.0\noutput = 1.0\nmax_cost = 5.0\n",
-    );
-    std::fs::write(
-        &cfg,
-        text.replace("[sampling]\n", "[sampling]\nmax_tokens = 256\n"),
-    )
-    .unwrap();
-    let out = run(&env, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
-    let err = String::from_utf8_lossy(&out.stderr).replace("\n  ", " ");
-    assert!(err.contains(note), "{err}");
-}
-
-#[test]
 fn judge_rescues_rule_rejections_and_is_asked_only_once() {
     let server = FakeServer::builder().responder(|r: &Recorded| {
         if r.model() == Some("judge-1") {

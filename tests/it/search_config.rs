@@ -206,3 +206,59 @@ fn no_sandbox_is_bad_input_and_leaves_no_run_directory() {
     assert!(e.contains("model tree") && e.contains("bubblewrap"), "{e}");
     assert!(!env.results().exists() || crate::common::run_dirs(&env.results()).is_empty());
 }
+
+/// A search's reward model has a price of its own: `[search.reward_pricing]` (a model's
+/// `[models.search.reward_pricing]` key by key over it), else the shipped price file's, else the
+/// policy's when it scores its own steps; unpriced under a budget, a run is refused before anything
+/// is sent unless `reward_allow_unpriced = true`.
+#[test]
+fn the_reward_model_has_its_own_price_and_an_unpriced_one_is_refused_under_a_budget() {
+    let reward = |text: &str| {
+        let s = load(text).unwrap();
+        let p = s.models[1].search.clone().unwrap().reward_price;
+        p.map(|p| (p.input, p.output))
+    };
+    assert_eq!(reward(BASE), None, "prm is in no price file");
+    let priced = BASE.replace(
+        "reward_model_id = \"prm\"\n",
+        "reward_model_id = \"prm\"\n[search.reward_pricing]\ninput = 3\noutput = 4\n",
+    );
+    assert_eq!(reward(&priced), Some((3_000_000, 4_000_000)));
+    let own = priced.replace(
+        "strategy = \"mcts\"\n",
+        "strategy = \"mcts\"\n[models.search.reward_pricing]\noutput = 5\n",
+    );
+    assert_eq!(reward(&own), Some((3_000_000, 5_000_000)));
+    let shipped = BASE.replace("\"prm\"", "\"gpt-4o-mini\"");
+    assert_eq!(reward(&shipped), Some((150_000, 600_000)));
+    let itself = BASE.replace("\"prm\"", "\"tree\"") + "[pricing]\ninput = 2\noutput = 2\n";
+    assert_eq!(reward(&itself), Some((2_000_000, 2_000_000)));
+    let capped = priced.replace("output = 4\n", "output = 4\nmax_cost = 1\n");
+    let e = err(&capped);
+    assert!(
+        e.contains(
+            "`search.reward_pricing.max_cost`: reward calls count under the model's own max_cost"
+        ),
+        "{e}"
+    );
+    // Under a budget, unpriced: refused, the dry run too, naming where the price goes.
+    let env = fixture();
+    let cfg = env.path().join("config.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap().replace(
+        "strategy = \"mcts\"\n",
+        "strategy = \"mcts\"\n[models.pricing]\ninput = 1\noutput = 1\nmax_cost = 5\n",
+    );
+    std::fs::write(&cfg, &text).unwrap();
+    let out = env.command(&["run", "--dry-run"]).output().unwrap();
+    let e = crate::common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("the reward model prm of model tree has no price")
+            && e.contains("[search.reward_pricing]")
+            && e.contains("reward_allow_unpriced = true in [search]"),
+        "{e}"
+    );
+    let allowed = text.replace("[search]\n", "[search]\nreward_allow_unpriced = true\n");
+    std::fs::write(&cfg, allowed).unwrap();
+    ok(&env.command(&["run", "--dry-run"]).output().unwrap());
+}

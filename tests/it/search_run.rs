@@ -78,8 +78,12 @@ fn step_score(step: &str) -> Option<f64> {
 fn judge_reply(r: &Recorded) -> Reply {
     let text = r.user_text().unwrap_or_default();
     let last = text.rfind(MARK).map_or("", |i| &text[i..]);
+    // Answered as the prompt asks it, "Score of step N (0 to 1):", so the step number is the
+    // first digits of the reply and never its score.
+    let step = text.rsplit("Score of step ").next().unwrap_or_default();
+    let step = step.split(' ').next().unwrap_or_default();
     let reply = match step_score(last) {
-        Some(v) => format!("{v}"),
+        Some(v) => format!("Score of step {step}: {v}"),
         None => "great step!".to_string(),
     };
     Reply::repeated(1, &reply)
@@ -629,8 +633,9 @@ fn a_restated_prefix_searches_the_same_trees() {
     assert!(nodes(&restated) == nodes(&continued), "the trees differ");
 }
 
-/// `max_cost` holds for searches too: each live call reserves its worst case, a refused one stops
-/// the model before the budget can be passed, and a raised budget resumes by replay.
+/// `max_cost` holds for searches too: each live call reserves its worst case (a reward call at
+/// the reward model's own price), a refused one stops the model before the budget can be passed,
+/// and a raised budget resumes by replay.
 #[test]
 fn a_budget_stops_searches_before_it_is_passed_and_a_raised_one_resumes() {
     require_sandbox();
@@ -639,6 +644,7 @@ fn a_budget_stops_searches_before_it_is_passed_and_a_raised_one_resumes() {
         let models = format!(
             "[search]\nreward_model_id = \"{PRM}\"\nnum_simulations = 8\nnum_candidates = 3\n\
              max_depth = 4\nexec_timeout = 3\npolicy_max_tokens = 100\n\
+             [search.reward_pricing]\ninput = 3000\noutput = 3000\n\
              [[models]]\nname = \"tree\"\nmodel_id = \"{POLICY}\"\nstrategy = \"mcts\"\n\
              [models.pricing]\ninput = 1000\noutput = 1000\nmax_cost = {max_cost}\n"
         );
@@ -654,20 +660,21 @@ fn a_budget_stops_searches_before_it_is_passed_and_a_raised_one_resumes() {
     );
     let paid = env.server().request_count();
     assert!(paid > 0, "{text}");
-    // What the server was paid for stays under the limit: 1000 USD per million tokens.
+    // What the server was paid for stays under the limit: 1000 USD per million tokens of the
+    // policy (its replies hold steps), 3000 of the reward model.
     let cache = crate::common::read(&env.run_dir().join("cache/tree.jsonl"));
-    let tokens: u64 = cache
+    let micro: u64 = cache
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .map(|v| {
             let u = &v["reply"]["usage"];
-            u["prompt_tokens"].as_u64().unwrap_or(0) + u["completion_tokens"].as_u64().unwrap_or(0)
+            let tokens = u["prompt_tokens"].as_u64().unwrap_or(0)
+                + u["completion_tokens"].as_u64().unwrap_or(0);
+            let policy = v["reply"]["texts"].to_string().contains(MARK);
+            tokens * if policy { 1000 } else { 3000 }
         })
         .sum();
-    assert!(
-        tokens > 0 && tokens * 1000 <= 2_000_000,
-        "{tokens} tokens paid"
-    );
+    assert!(micro > 0 && micro <= 2_000_000, "{micro} micro-USD paid");
     assert_eq!(cache.lines().count(), paid);
     config("1000000");
     let out = run(&env, &["--quiet", "--resume", "latest"]);

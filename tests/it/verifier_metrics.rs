@@ -129,10 +129,13 @@ fn aggregate(how: &str, s: [f64; 2]) -> f64 {
 }
 
 /// A stored sample as the brute force sees it.
+#[derive(Clone)]
 struct Drawn {
     correct: bool,
     answer: Option<u64>,
     scores: Option<[f64; 2]>,
+    /// The sample's tag (its seed), as the scripts see it.
+    tag: u64,
 }
 
 /// Each problem's usable samples, from the checkpoint's responses and the scripts.
@@ -151,6 +154,7 @@ fn samples(run_dir: &Path, problems: usize) -> Vec<Vec<Drawn>> {
             correct: a == Some(gold),
             answer: a,
             scores: step_scores(tag),
+            tag,
         });
     }
     out
@@ -251,14 +255,18 @@ fn brute_force(drawn: &[Vec<Drawn>], n: usize, sizes: &[usize]) -> HashMap<Strin
                 .collect();
             want.insert(format!("maj@{size}"), mean(maj));
         }
-        let scored = |d: &&Vec<Drawn>| fits(d) && d.iter().all(|x| x.scores.is_some());
+        // bon@N and wmaj@N rest on each problem's scored samples, when it has N of them.
+        let scored: Vec<Vec<Drawn>> = (drawn.iter())
+            .map(|d| d.iter().filter(|x| x.scores.is_some()).cloned().collect())
+            .filter(|d: &Vec<Drawn>| d.len() >= size)
+            .collect();
         for how in AGGREGATIONS {
             let score = |d: &Drawn| aggregate(how, d.scores.unwrap());
-            let bon: Vec<Q> = (drawn.iter().filter(scored))
+            let bon: Vec<Q> = (scored.iter())
                 .map(|d| expectation(d, size, &|p| best(p, score)))
                 .collect();
             want.insert(format!("bon@{size}_{how}"), mean(bon));
-            let wmaj: Vec<Q> = (drawn.iter().filter(scored))
+            let wmaj: Vec<Q> = (scored.iter())
                 .map(|d| expectation(d, size, &|p| vote(p, score)))
                 .collect();
             want.insert(format!("wmaj@{size}_{how}"), mean(wmaj));
@@ -340,7 +348,15 @@ fn a_run_with_a_verifier_reports_bon_wmaj_and_maj_equal_to_brute_force() {
         unreadable > 0 && v["scored"].as_u64().unwrap() + unreadable == usable,
         "{v}"
     );
-    assert!(v["problems_excluded"].as_u64().unwrap() >= 1, "{v}");
+    // A problem with an unreadable reply counts at each N up to its scored samples.
+    assert!(v["problems_partial"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["problems_excluded"], 0, "{v}");
+    let at = v["problems_at"].as_array().unwrap();
+    assert_eq!(at.len(), 4, "{v}");
+    assert!(
+        at[0].as_u64() == Some(PROBLEMS as u64),
+        "every problem counts at N = 1: {v}"
+    );
     // metrics.csv carries the same rows, with the aggregation column.
     let csv = read(&run_dir.join("metrics.csv"));
     assert!(
@@ -371,14 +387,85 @@ fn verify_then_score_reports_what_a_run_with_the_verifier_does() {
         "no verifier yet"
     );
     add_verifier(&cfg, VERIFIER);
+    // `verify` writes the reports as it ends: no `gpassk score` needed.
     let out = verify(&env, &run_dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let out = crate::common::gpassk()
-        .args(["score", run_dir.to_str().unwrap(), "--quiet"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     check_against_brute_force(&run_dir);
+    let md = read(&run_dir.join("report.md"));
+    assert!(md.contains("bon@N"), "{md}");
+}
+
+/// Shared between a PRM and its test: the tags of the samples it gave no score.
+type Tags = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<u64>>>;
+
+/// A sample's two step scores from a PRM that always reads: the scripted ones, or a fixed pair.
+fn readable(tag: u64) -> [f64; 2] {
+    step_scores(tag).unwrap_or([0.5, 0.75])
+}
+
+/// A PRM whose first reply about each problem is unreadable (no rows), its tag kept in
+/// `unread`; every other reply scores [`readable`].
+fn first_unreadable(unread: Tags) -> impl Fn(&Recorded) -> Value + Send + Sync + 'static {
+    let seen = std::sync::Mutex::new(std::collections::HashSet::new());
+    move |r: &Recorded| {
+        let tag = tag_of(r.pooled_text().unwrap_or_default()).unwrap_or(0);
+        let question = r.user_text().unwrap_or_default().to_string();
+        if seen.lock().unwrap().insert(question) {
+            unread.lock().unwrap().insert(tag);
+            return json!([]);
+        }
+        let s = readable(tag);
+        json!([[1.0 - s[0], s[0]], [1.0 - s[1], s[1]]])
+    }
+}
+
+#[test]
+fn problems_with_an_unreadable_reply_keep_their_verifier_values_over_the_rest() {
+    let unread = Tags::default();
+    let server = FakeServer::builder()
+        .responder(policy)
+        .pooling_responder(first_unreadable(unread.clone()));
+    let env = Fixture::new(&sums(PROBLEMS)).with_server(server);
+    let cfg = configure(&env, "n = 6\ngreedy = false", ONE_MODEL, "");
+    let text = read(&cfg).replace("[evaluation]\n", "[evaluation]\nk = [1, 2, 4]\n");
+    std::fs::write(&cfg, text).unwrap();
+    add_verifier(&cfg, VERIFIER);
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let run_dir = env.run_dir();
+    let mut drawn = samples(&run_dir, PROBLEMS);
+    let unread = unread.lock().unwrap().clone();
+    for d in &mut drawn {
+        for x in d.iter_mut() {
+            x.scores = (!unread.contains(&x.tag)).then(|| readable(x.tag));
+        }
+        // Each problem has exactly one sample without a score.
+        let unscored = d.iter().filter(|x| x.scores.is_none()).count();
+        assert_eq!((d.len(), unscored), (6, 1));
+    }
+    // Every problem counts at N up to its 5 scored samples; none at N = n = 6.
+    let got = reported(&run_dir);
+    for size in [1, 2, 4] {
+        let bon = &got[&format!("bon@{size}_min")];
+        assert_eq!(bon.1, PROBLEMS as u64, "bon@{size}: {got:?}");
+    }
+    assert!(got.get("bon@6_min").is_none_or(|v| v.1 == 0), "{got:?}");
+    let want = brute_force(&drawn, 6, &[1, 2, 4]);
+    for (name, value) in &want {
+        assert_eq!(got.get(name), Some(value), "{name}: {got:?}");
+    }
+    let json: Value = serde_json::from_str(&read(&run_dir.join("metrics.json"))).unwrap();
+    let v = &json["models"][0]["verifier"];
+    assert_eq!(v["unreadable"], PROBLEMS, "{v}");
+    assert_eq!(v["problems_partial"], PROBLEMS, "{v}");
+    assert_eq!(v["problems_at"], json!([4, 4, 4, 0]), "{v}");
+    // The report says what was left out and what each N rests on.
+    let md = read(&run_dir.join("report.md")).replace('\n', " ");
+    assert!(
+        md.contains("4 samples on 4 of 4 problems have none (unreadable replies: 4)")
+            && md.contains("all 4 up to N = 4, 0 at N = 6"),
+        "{md}"
+    );
 }
 
 /// The PRM answers slowly, so a run can be stopped while it scores.

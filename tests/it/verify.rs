@@ -245,6 +245,61 @@ fn verify_scores_every_sample_once_and_resumes() {
     assert_eq!(keys.len(), 6, "each sample stored once: {keys:?}");
 }
 
+/// `gpassk verify RUN_DIR` alone, from a folder without `configs/config.toml`.
+fn verify_alone(env: &Fixture, run_dir: &Path, args: &[&str]) -> std::process::Output {
+    gpassk()
+        .arg("verify")
+        .arg(run_dir)
+        .args(args)
+        .current_dir(env.path())
+        .env("GPASSK_TEST_KEY", KEY)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn verify_reads_the_runs_own_config_and_writes_the_reports() {
+    // The PRM is down while the run samples: the run keeps its samples, unscored.
+    let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let prm_down = down.clone();
+    let server = FakeServer::builder()
+        .responder(two_step_reply)
+        .pooling_responder(prm_rows)
+        .faults(move |r: &Recorded| {
+            let off = r.is_pooling() && prm_down.load(std::sync::atomic::Ordering::SeqCst);
+            off.then(|| fake_openai::Fault::unknown_model("prm"))
+        });
+    let env = Fixture::new(&sums(2)).with_server(server);
+    let cfg = configure(&env, "n = 3\ngreedy = false", ONE_MODEL, "");
+    add_verifier(&cfg, "reward_mode = \"pooling\"\n");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let run_dir = env.run_dir();
+    // bon@N values in metrics.json (rows without problems have none).
+    let bon_values = || {
+        let text = std::fs::read_to_string(run_dir.join("metrics.json")).unwrap();
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let rows = json["metrics"].as_array().unwrap().clone();
+        rows.iter()
+            .filter(|r| r["metric"] == "bon@k" && !r["value"].is_null())
+            .count()
+    };
+    assert_eq!(bon_values(), 0, "nothing scored yet");
+    // The config file is gone: the run's manifest holds its config, [verifier] included.
+    std::fs::remove_file(&cfg).unwrap();
+    down.store(false, std::sync::atomic::Ordering::SeqCst);
+    let before = env.server().hits("POST", "/pooling");
+    let out = verify_alone(&env, &run_dir, &[]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(e.contains("m1: 3 scored, 3 unreadable"), "{e}");
+    assert_eq!(env.server().hits("POST", "/pooling"), before + 6);
+    // The reports carry the verifier's metrics without a `gpassk score`.
+    assert!(bon_values() > 0, "bon@N reported");
+    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(md.contains("Verifier versus voting"), "{md}");
+}
+
 #[test]
 fn verify_needs_a_verifier_table_and_the_key() {
     let env = Fixture::new(&sums(1)).with_server(FakeServer::builder().responder(two_step_reply));
@@ -325,6 +380,50 @@ fn a_chat_judge_verifier_is_asked_once_per_step() {
         stderr(&out)
     );
     assert_eq!(prm_calls(&env), 9, "nothing asked twice");
+}
+
+/// A chat-judge PRM that answers in the forms judges use: labelled ("Score of step 1: 0.2"),
+/// signed, with an exponent, as a percent, out of range. p0 (2+1) is readable at both steps,
+/// p1 (3+4) is negative, p2 (4+7) is out of range at its second step.
+fn judge_forms(r: &Recorded) -> Reply {
+    if r.model() != Some("prm") {
+        return two_step_reply(r);
+    }
+    let user = r.user_text().unwrap_or_default();
+    let step2 = user.contains("Score of step 2");
+    let text = match (user.contains("2+1"), user.contains("3+4"), step2) {
+        (true, _, false) => "Score of step 1: 0.2",
+        (true, _, true) => "1e-3",
+        (_, true, _) => "-0.9",
+        (_, _, false) => "80%",
+        (_, _, true) => "Score of step 2 (0 to 1): 1.5",
+    };
+    Reply::with_choices(vec![ChoiceReply::stop(text.to_string())])
+}
+
+#[test]
+fn a_judge_score_is_the_number_that_scores_and_unreadable_ones_are_counted() {
+    let env = Fixture::new(&sums(3)).with_server(FakeServer::builder().responder(judge_forms));
+    let cfg = configure(&env, "n = 2\ngreedy = false", ONE_MODEL, "");
+    let out = run(&env, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_dir = env.run_dir();
+    add_verifier(&cfg, "");
+    let out = verify(&env, &run_dir);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(e.contains("m1: 2 scored, 4 unreadable"), "{e}");
+    for l in stored(&run_dir.join("verifier/m1.jsonl")) {
+        let (scores, unparsed) = (&l["scores"], &l["unparsed"]);
+        match l["problem_id"].as_str().unwrap() {
+            "p0" => assert_eq!(scores, &json!([0.2, 0.001]), "{l}"),
+            "p1" => assert_eq!((scores, unparsed.as_str()), (&Value::Null, Some("-0.9"))),
+            _ => assert_eq!(
+                (scores, unparsed.as_str()),
+                (&Value::Null, Some("Score of step 2 (0 to 1): 1.5"))
+            ),
+        }
+    }
 }
 
 #[test]

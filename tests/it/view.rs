@@ -94,25 +94,149 @@ pub(crate) fn ok(s: &Served, target: &str) -> String {
 /// p0 and in its error text.
 pub(crate) fn hostile_weeks(root: &Path) -> (PathBuf, PathBuf) {
     let (a, b) = two_weeks(root);
-    for (run, date) in [(&a, "2026-11-23T06:00:00Z"), (&b, "2026-11-30T06:00:00Z")] {
-        let path = run.join("manifest.json");
-        let mut m: serde_json::Value = serde_json::from_str(&crate::common::read(&path)).unwrap();
-        m["created_at"] = date.into();
-        std::fs::write(&path, m.to_string()).unwrap();
+    dated(&a, &b);
+    hostile(&b, "DeepSeek-R1-Distill-Qwen-32B");
+    (a, b)
+}
+
+/// Week 1 and week 2 start on their Mondays at 06:00 UTC.
+fn dated(a: &Path, b: &Path) {
+    for (run, date) in [(a, "2026-11-23T06:00:00Z"), (b, "2026-11-30T06:00:00Z")] {
+        edit_manifest(run, |m| m["created_at"] = date.into());
     }
-    let path = b.join("checkpoints/DeepSeek-R1-Distill-Qwen-32B.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap();
+}
+
+fn edit_manifest(run: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = run.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&crate::common::read(&path)).unwrap();
+    edit(&mut m);
+    std::fs::write(&path, m.to_string()).unwrap();
+}
+
+/// Every checkpoint line of `model` in `run` passed through `edit`.
+fn edit_lines(run: &Path, model: &str, edit: impl Fn(&mut serde_json::Value)) {
+    let path = run.join(format!("checkpoints/{model}.jsonl"));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return;
+    };
     let lines: Vec<String> = (text.lines())
         .map(|l| {
             let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
-            if r["problem_id"] == "p0" {
-                r["response"] = HOSTILE.into();
-                r["finish_reason"] = "<img src=y onerror=alert(3)>".into();
-            }
+            edit(&mut r);
             r.to_string() + "\n"
         })
         .collect();
     std::fs::write(&path, lines.concat()).unwrap();
+}
+
+/// [`HOSTILE`] as every response of `model` on p0, and markup as its finish reason.
+fn hostile(run: &Path, model: &str) {
+    edit_lines(run, model, |r| {
+        if r["problem_id"] == "p0" {
+            r["response"] = HOSTILE.into();
+            r["finish_reason"] = "<img src=y onerror=alert(3)>".into();
+        }
+    });
+}
+
+/// Six models named as a weekly job names its deployments (49–52 characters, one suffix
+/// shared; the names of issue 40's weekly job), skills as in [`two_weeks`]'s week, the second
+/// model the strongest before its fall.
+pub(crate) const LONG: [(&str, &str, f64); 6] = [
+    (
+        "meta-llama-Llama-3.1-405B-Instruct-Turbo-eval-weekly",
+        "meta-llama/Llama-3.1-405B-Instruct-Turbo",
+        0.9,
+    ),
+    (
+        "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B-bf16-weekly",
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+        0.8,
+    ),
+    (
+        "deepseek-ai-DeepSeek-R1-Distill-Llama-70B-fp8-weekly",
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+        0.8,
+    ),
+    (
+        "Qwen-Qwen2.5-Math-72B-Instruct-vllm-tp4-fp16-weekly",
+        "Qwen/Qwen2.5-Math-72B-Instruct",
+        0.55,
+    ),
+    (
+        "mistralai-Mistral-Large-Instruct-2411-int4-weekly",
+        "mistralai/Mistral-Large-Instruct-2411",
+        0.7,
+    ),
+    (
+        "google-gemma-2-27b-it-sglang-tp2-bf16-canary-weekly",
+        "google/gemma-2-27b-it",
+        0.5,
+    ),
+];
+
+/// Problem i's question, in LaTeX as math datasets write it.
+pub(crate) fn latex_question(i: usize) -> String {
+    match i % 3 {
+        0 => format!(
+            "Let $f(x) = \\frac{{x^2+{i}}}{{x-1}}$ for $x \\ne 1$. Find $f(2)$ and\n give it as an integer."
+        ),
+        1 => format!("What is $\\sqrt{{{}}} + 2^{{3}}$? Give an integer.", i * i),
+        _ => format!("In $\\triangle ABC$, $\\angle A = {i}^\\circ$ and $AB = AC$. Find $\\angle B$."),
+    }
+}
+
+/// Issue 40's weekly job as two runs: six models with long names; in week 2 the second model is
+/// much weaker and the fifth a little, the fourth was interrupted and the sixth failed, and every
+/// model is served with a new system fingerprint; questions in LaTeX; [`HOSTILE`] as the first
+/// model's responses on p0 in week 2.
+pub(crate) fn long_weeks(root: &Path) -> (PathBuf, PathBuf) {
+    use crate::report_html::{six_model_week, Week};
+    let a = six_model_week(
+        root,
+        &Week {
+            name: "2026-11-23",
+            ..Week::default()
+        },
+        &LONG,
+    );
+    let week2 = Week {
+        name: "2026-11-30",
+        partial: true,
+        weaker: &[(1, 0.6), (4, 0.1)],
+        fingerprint: None,
+    };
+    let b = six_model_week(root, &week2, &LONG);
+    dated(&a, &b);
+    for (run, fingerprint) in [(&a, "fp_a"), (&b, "fp_b")] {
+        for (model, _, _) in LONG {
+            if run.join(format!("checkpoints/{model}.jsonl")).is_file() {
+                edit_lines(run, model, |r| r["system_fingerprint"] = fingerprint.into());
+                edit_manifest(run, |m| {
+                    m["models"][model]["system_fingerprints"] = serde_json::json!([fingerprint])
+                });
+            }
+        }
+    }
+    let data = root.join("levels.jsonl");
+    let lines: String = (crate::common::read(&data).lines().enumerate())
+        .map(|(i, l)| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["question"] = latex_question(i).into();
+            v.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(&data, &lines).unwrap();
+    let sha: String = {
+        use sha2::{Digest, Sha256};
+        (Sha256::digest(lines.as_bytes()).iter())
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    for run in [&a, &b] {
+        edit_manifest(run, |m| m["dataset"]["sha256"] = sha.clone().into());
+    }
+    hostile(&b, LONG[0].0);
     (a, b)
 }
 
@@ -147,7 +271,10 @@ fn view_serves_every_page_and_api_route() {
         "week 2 changed: {grid}"
     );
     let problem = ok(&s, &format!("/run/{b}/problem?id=p3"));
-    assert!(problem.contains("Before: run"), "{problem}");
+    assert!(
+        problem.contains(&format!("previous run <a href=\"/run/{a}/problem?id=p3\">")),
+        "{problem}"
+    );
     let compare = ok(&s, &format!("/compare?a={a}&b={b}"));
     assert!(
         compare.contains("Llama-3.1-8B-Instruct") && compare.contains("problem?id=p"),
@@ -196,40 +323,45 @@ fn name(run: &Path) -> String {
     run.file_name().unwrap().to_str().unwrap().to_string()
 }
 
+/// The problem page's tab of each model holds every stored sample of that model (in this run,
+/// and the previous run's beside them); hostile model output is shown as text on every page.
 #[test]
 fn a_problem_page_shows_every_sample_of_every_model_and_hostile_text_stays_text() {
     let dir = tempfile::tempdir().unwrap();
     let (_, b) = hostile_weeks(dir.path());
     let s = serve(dir.path());
-    let page = ok(&s, &format!("/run/{}/problem?id=p0", name(&b)));
+    let b = name(&b);
+    let api = json(&s, &format!("/api/run/{b}/problem?id=p0"));
+    let models = api["models"].as_array().unwrap();
+    assert_eq!(models.len(), MODELS);
     // Week 2: the fourth model stopped after 15 problems and the sixth failed, p0 is in the
     // first 15: five models with 16 samples and a greedy answer each, the sixth with none.
-    assert_eq!(
-        page.matches("<article class=\"sample").count(),
-        5 * 17,
-        "{page}"
-    );
-    assert_eq!(page.matches("<section class=\"model\">").count(), MODELS);
-    for live in [
-        "<script>alert",
-        "<img",
-        "<a href=\"javascript",
-        "<b>bold",
-        "onerror=alert(1)>",
-    ] {
-        assert!(!page.contains(live), "{live} reached the page as markup");
+    let mut shown = 0;
+    for m in models {
+        let model = m["model"].as_str().unwrap();
+        let page = ok(&s, &format!("/run/{b}/problem?id=p0&model={}", enc(model)));
+        let here = between(&page, "<section class=\"model\">", "</section>");
+        let cards = here.matches("<article class=\"sample").count();
+        assert_eq!(cards, m["samples"].as_array().unwrap().len(), "{model}");
+        shown += cards;
+        assert_inert(&page);
+        assert_eq!(
+            page.matches("<script").count(),
+            1,
+            "only the viewer's own script"
+        );
     }
+    assert_eq!(shown, 5 * 17);
+    let hostile = ok(
+        &s,
+        &format!("/run/{b}/problem?id=p0&model=DeepSeek-R1-Distill-Qwen-32B"),
+    );
     assert!(
-        page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"),
-        "{page}"
+        hostile.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"),
+        "{hostile}"
     );
-    assert!(page.contains("&lt;/pre&gt;&lt;/td&gt;&lt;/table&gt;"));
-    assert_eq!(
-        page.matches("<script").count(),
-        1,
-        "only the viewer's own script"
-    );
-    let r = get(&s, &format!("/run/{}/problem?id=p0", name(&b)));
+    assert!(hostile.contains("&lt;/pre&gt;&lt;/td&gt;&lt;/table&gt;"));
+    let r = get(&s, &format!("/run/{b}/problem?id=p0"));
     let csp = r
         .headers
         .lines()
@@ -239,6 +371,54 @@ fn a_problem_page_shows_every_sample_of_every_model_and_hostile_text_stays_text(
         csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
         "{csp}"
     );
+}
+
+/// No part of [`HOSTILE`] reached `page` as markup.
+fn assert_inert(page: &str) {
+    for live in [
+        "<script>alert",
+        "<img",
+        "<a href=\"javascript",
+        "<b>bold",
+        "onerror=alert(1)>",
+    ] {
+        assert!(!page.contains(live), "{live} reached the page as markup");
+    }
+}
+
+/// `target`'s JSON.
+fn json(s: &Served, target: &str) -> serde_json::Value {
+    serde_json::from_str(&ok(s, target)).unwrap_or_else(|e| panic!("{target}: {e}"))
+}
+
+/// The text from the first `start` to the next `end` after it (the end left out).
+fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let at = text
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start:?} in {text}"));
+    let rest = &text[at..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
+}
+
+/// A string as a URL query value, as the viewer writes its links.
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `html` without its tags.
+fn text_of(html: &str) -> String {
+    regex::Regex::new("<[^>]*>")
+        .unwrap()
+        .replace_all(html, "")
+        .into_owned()
 }
 
 #[test]
@@ -319,6 +499,15 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
         v["models"][3]["samples"].as_array().unwrap().len()
     };
     assert_eq!(samples(&s), 0, "interrupted before p20");
+    // Problems the comparison of the two weeks rests on, for this model (kept between requests).
+    let compared = |s: &Served| -> u64 {
+        let v = json(s, "/api/compare?a=2026-11-23&b=2026-11-30");
+        (v["rows"].as_array().unwrap().iter())
+            .filter(|r| r["model"] == "Mistral-Small-24B-Instruct-2501")
+            .map(|r| r["shared"].as_u64().unwrap())
+            .sum()
+    };
+    let shared = compared(&s);
     let stamp = get(&s, &format!("/api/stamp?run={}", name(&b))).body;
     for page in [
         "/",
@@ -349,6 +538,23 @@ fn a_run_growing_while_served_is_seen_and_nothing_is_written() {
         v["rows"][20]["cells"][3]["n"], 1,
         "the grid rescored: {grid}"
     );
+    assert!(
+        compared(&s) > shared,
+        "the comparison follows the grown run"
+    );
+}
+
+/// Two runs on different datasets are not compared (their problem ids match by accident), as
+/// `gpassk compare` refuses them.
+#[test]
+fn runs_of_different_datasets_are_not_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b) = two_weeks(dir.path());
+    crate::report_search::write_run(dir.path(), "sampler", "searcher", true);
+    let s = serve(dir.path());
+    let r = get(&s, &format!("/compare?a=run&b={}", name(&b)));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("different datasets"), "{}", r.body);
 }
 
 #[test]
@@ -377,7 +583,7 @@ fn bad_folders_ports_and_flags_are_one_line_errors_with_status_2() {
     }
 }
 
-/// Writes [`hostile_weeks`] to `$GPASSK_VIEW_DIR` for scripts/view-browser.sh: week 2 scored as a
+/// Writes [`long_weeks`] to `$GPASSK_VIEW_DIR` for scripts/view-browser.sh: week 2 scored as a
 /// run's end scores it (its pages read its `scores.json`), and a shard run of it beside (listed
 /// and marked on the Runs page, not in its history).
 #[test]
@@ -385,16 +591,15 @@ fn bad_folders_ports_and_flags_are_one_line_errors_with_status_2() {
 fn write_view_fixture() {
     let root = PathBuf::from(std::env::var("GPASSK_VIEW_DIR").expect("GPASSK_VIEW_DIR"));
     std::fs::create_dir_all(&root).unwrap();
-    let (_, b) = hostile_weeks(&root);
+    let (_, b) = long_weeks(&root);
     score(&b, &[]);
     let shard = root.join("2026-11-30-shard-1-of-2");
     crate::common::copy_dir(&b, &shard);
     std::fs::remove_file(shard.join("scores.json")).unwrap();
-    let path = shard.join("manifest.json");
-    let mut m: serde_json::Value = serde_json::from_str(&crate::common::read(&path)).unwrap();
-    m["run_id"] = "2026-11-30-shard-1-of-2".into();
-    m["shard"] = serde_json::json!({"index": 1, "count": 2});
-    std::fs::write(&path, m.to_string()).unwrap();
+    edit_manifest(&shard, |m| {
+        m["run_id"] = "2026-11-30-shard-1-of-2".into();
+        m["shard"] = serde_json::json!({"index": 1, "count": 2});
+    });
 }
 
 /// A search run: the problem page shows each search's chosen path and links its tree; the tree
@@ -412,7 +617,7 @@ fn a_search_shows_its_chosen_path_and_tree_and_no_tree_outside_the_run() {
     let out = text.replacen("trees/searcher/p0/1.json", "../secret.json", 1);
     std::fs::write(&checkpoint, out).unwrap();
     let s = serve(&run);
-    let page = ok(&s, "/run/run/problem?id=p0");
+    let page = ok(&s, "/run/run/problem?id=p0&model=searcher");
     assert!(
         page.contains("chosen path:") && page.contains("# add\nx = 1\n"),
         "{page}"
@@ -482,8 +687,18 @@ fn an_imported_run_is_served_like_a_native_one() {
     crate::common::ok(&crate::common::run(&args));
     let s = serve(&run);
     let grid = ok(&s, "/run/imported/problems");
-    assert!(grid.contains("1/2</td>") && grid.contains("2+2?"), "{grid}");
-    let page = ok(&s, "/run/imported/problem?id=a");
+    assert!(
+        grid.contains(">1/2</a></td>") && grid.contains("2+2?"),
+        "{grid}"
+    );
+    let model = json(&s, "/api/run/imported/problem?id=a")["models"][0]["model"].clone();
+    let page = ok(
+        &s,
+        &format!(
+            "/run/imported/problem?id=a&model={}",
+            enc(model.as_str().unwrap())
+        ),
+    );
     assert_eq!(page.matches("<article class=\"sample").count(), 2, "{page}");
     assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;") && !page.contains("<img"));
     for other in ["/", "/run/imported", "/compare?a=imported&b=imported"] {
@@ -699,4 +914,298 @@ fn a_judged_run_marks_what_the_judge_overruled_and_follows_new_verdicts() {
     let (_, again) = pages(&s, &run_name);
     assert_ne!(again, grid, "the new verdict counts");
     grid_matches_problem_pages(&s, &run_name, &again);
+}
+
+const A: &str = "2026-11-23";
+const B: &str = "2026-11-30";
+
+/// The compare page of issue 40's weekly job opens with every model's verdict in compare's words
+/// and the fingerprint change every model shares said once; flagged rows come first; rows are
+/// grouped per model under short names, each mapped to its full name.
+#[test]
+fn the_compare_page_opens_with_every_verdict_and_flagged_rows_first() {
+    let dir = tempfile::tempdir().unwrap();
+    long_weeks(dir.path());
+    let s = serve(dir.path());
+    let target = format!("compare?a={A}&b={B}");
+    let page = ok(&s, &format!("/{target}"));
+    let api = json(&s, &format!("/api/{target}"));
+    let first = between(&page, "<section", "</section>");
+    assert!(first.starts_with("<section class=\"verdicts\">"), "{first}");
+    let verdict = |i: usize| api["verdicts"][i]["verdict"].as_str().unwrap().to_string();
+    for (i, (model, _, _)) in LONG.iter().enumerate() {
+        let item = between(first, &format!("title=\"{model}\""), "</li>");
+        assert!(
+            item.contains(&format!("<b class=\"word\">{}</b>", verdict(i))),
+            "{model}: {item}"
+        );
+    }
+    // The much weaker second model is REGRESSED, as compare says, never "flagged"; the failed
+    // sixth is not comparable; the rest show no detectable change.
+    assert_eq!(verdict(1), "REGRESSED");
+    assert_eq!(verdict(5), "not comparable");
+    for i in [0, 2, 3, 4] {
+        assert_eq!(verdict(i), "no detectable change", "{}", LONG[i].0);
+    }
+    assert!(!text_of(&page).contains("flagged ·"), "{page}");
+    // Every model's new fingerprint: one line, not one per model.
+    assert_eq!(page.matches("fp_a → fp_b").count(), 1, "{page}");
+    assert!(
+        first.contains("drift: all 5 models: system fingerprint: fp_a → fp_b (100.0% of samples)")
+    );
+    // Flagged rows first, in the data and on the page (before any model's rows).
+    let flagged: Vec<bool> = (api["rows"].as_array().unwrap().iter())
+        .map(|r| r["flagged"] == true)
+        .collect();
+    let count = flagged.iter().filter(|f| **f).count();
+    assert!(
+        count > 0 && flagged[..count].iter().all(|f| *f),
+        "{flagged:?}"
+    );
+    assert!(page.find("Flagged changes").unwrap() < page.find("Every row, by model").unwrap());
+    let section = between(&page, "<section class=\"flagged\">", "</section>");
+    assert_eq!(section.matches("<details class=\"cmp").count(), count);
+    assert_eq!(
+        section.matches(">REGRESSED</b>").count(),
+        count,
+        "{section}"
+    );
+    // One group per model, named short: no 52-character name in a summary line.
+    assert_eq!(page.matches("<details class=\"model").count(), LONG.len());
+    for summary in page.split("<summary>").skip(1) {
+        let shown = text_of(&summary[..summary.find("</summary>").unwrap()]);
+        assert!(LONG.iter().all(|m| !shown.contains(m.0)), "{shown}");
+    }
+    let legend = between(&page, "<ul class=\"names\"", "</ul>");
+    for (model, _, _) in LONG {
+        assert!(legend.contains(&format!("= {model}</li>")), "{legend}");
+    }
+}
+
+/// Each value on the run page links to the problems grid focused on that model and that metric
+/// (the metric clicked is kept), and a value and its interval never break inside.
+#[test]
+fn run_values_link_to_their_metric_and_keep_each_interval_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    long_weeks(dir.path());
+    let s = serve(dir.path());
+    let run = ok(&s, &format!("/run/{B}"));
+    let api = json(&s, &format!("/api/run/{B}"));
+    let metrics: Vec<&str> = (api["metrics"].as_array().unwrap().iter())
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert!(metrics.len() > 1);
+    for (model, _, _) in LONG {
+        for metric in &metrics {
+            let href = format!(
+                "href=\"/run/{B}/problems?model={}&amp;metric={}\"",
+                enc(model),
+                enc(metric)
+            );
+            assert_eq!(run.matches(&href).count(), 1, "{href}");
+        }
+    }
+    let ci = regex::Regex::new(
+        r#"<span class="v">[0-9.]+</span> <span class="ci">\[[0-9.]+, [0-9.]+\]</span>"#,
+    )
+    .unwrap();
+    assert!(ci.find_iter(&run).count() >= 5 * metrics.len(), "{run}");
+    assert!(ok(&s, "/static/view.css").contains(".v,.ci{white-space:nowrap}"));
+    // Following one: the grid shows that metric's value of that model per problem, least first,
+    // and keeps only the problems below full marks on it.
+    let (model, metric) = (LONG[1].0, "G-Pass@16_0.5");
+    let k = metrics.iter().position(|m| *m == metric).unwrap();
+    let grid = ok(
+        &s,
+        &format!(
+            "/run/{B}/problems?model={}&metric={}",
+            enc(model),
+            enc(metric)
+        ),
+    );
+    let note = between(&grid, "<p class=\"focus-note\">", "</p>");
+    assert!(note.contains(metric) && note.contains(model), "{note}");
+    assert!(grid.contains("data-filter=\"below\" checked"), "{grid}");
+    let data = json(&s, &format!("/api/run/{B}/problems"));
+    let below = (data["rows"].as_array().unwrap().iter())
+        .filter(|r| r["cells"][1]["values"][k].as_f64().is_some_and(|v| v < 1.0))
+        .count();
+    assert!(below > 0);
+    assert_eq!(grid.matches("data-below=\"1\"").count(), below, "{grid}");
+}
+
+/// Every c/n cell of the grid links to that model's samples of that problem; the colour scale
+/// tells 1/16 from 15/16 (and never from always); the question is its first sentence, readable.
+#[test]
+fn grid_cells_link_to_their_samples_and_the_scale_tells_1_of_16_from_15_of_16() {
+    let dir = tempfile::tempdir().unwrap();
+    long_weeks(dir.path());
+    let s = serve(dir.path());
+    let grid = ok(&s, &format!("/run/{B}/problems"));
+    let cell = regex::Regex::new(
+        r#"<td class="c-\w+ (s\d)" data-sort="[^"]*" title="[^"]*"><a href="/run/([^/]+)/problem\?id=(\w+)&amp;model=([^"]+)">(\d+/\d+)</a></td>"#,
+    )
+    .unwrap();
+    let mut class_of: std::collections::HashMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for row in grid.split("<tr data-").skip(1) {
+        let cells: Vec<regex::Captures> = cell.captures_iter(row).collect();
+        assert_eq!(cells.len(), LONG.len(), "{row}");
+        for (c, (model, _, _)) in cells.iter().zip(LONG) {
+            assert_eq!(
+                (&c[2], &c[4]),
+                (B, model),
+                "a cell links to its own model's samples"
+            );
+            class_of
+                .entry(c[5].to_string())
+                .or_default()
+                .insert(c[1].to_string());
+        }
+    }
+    let classes = |text: &str| {
+        class_of
+            .get(text)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {text} cell"))
+    };
+    assert_ne!(classes("1/16"), classes("15/16"));
+    assert_ne!(classes("0/16"), classes("16/16"));
+    assert_eq!(classes("1/16").len(), 1, "one colour per count");
+    // A cell's link opens that model's tab, holding its samples of that problem.
+    let tab = ok(&s, &format!("/run/{B}/problem?id=p3&model={}", LONG[1].0));
+    let current = between(&tab, "aria-current=\"page\"", "</a>");
+    assert!(
+        current.contains(&format!("title=\"{}\"", LONG[1].0)),
+        "{current}"
+    );
+    let here = between(&tab, "<section class=\"model\">", "</section>");
+    assert_eq!(here.matches("<article class=\"sample").count(), 17);
+    // The question: its first sentence, math readable, never the LaTeX source.
+    for (id, first) in [
+        ("p0", "Let f(x) = (x²+0)/(x-1) for x ≠ 1."),
+        ("p1", "What is √1 + 2³?"),
+        ("p2", "In △ABC, ∠A = 2° and AB = AC."),
+    ] {
+        let row = between(
+            &grid,
+            &format!("<a href=\"/run/{B}/problem?id={id}\">"),
+            "</tr>",
+        );
+        assert!(
+            row.contains(&format!("<td class=\"q\">{first}</td>")),
+            "{row}"
+        );
+    }
+    assert!(
+        !between(&grid, "<tbody>", "</tbody>").contains('\\'),
+        "LaTeX left in the grid"
+    );
+}
+
+/// The problem page: a tab per model, the overview holding no sample (every model's answers by
+/// votes in this run and the previous, a line each), and on a model's tab its samples beside the
+/// previous run's; math readable, its source one click away.
+#[test]
+fn the_problem_page_has_a_tab_per_model_and_the_previous_runs_samples_beside() {
+    let dir = tempfile::tempdir().unwrap();
+    long_weeks(dir.path());
+    let s = serve(dir.path());
+    let overview = ok(&s, &format!("/run/{B}/problem?id=p0"));
+    let tabs = between(&overview, "<nav class=\"tabs\"", "</nav>");
+    assert_eq!(tabs.matches("<a href=").count(), LONG.len() + 1, "{tabs}");
+    assert!(between(tabs, "aria-current", "</a>").contains("all models"));
+    assert_eq!(
+        overview.matches("<article").count(),
+        0,
+        "no sample on the overview"
+    );
+    let table = between(&overview, "<table class=\"overview\">", "</table>");
+    assert_eq!(table.matches("<tr><td>").count(), LONG.len());
+    assert!(table.contains(&format!("previous run <a href=\"/run/{A}/problem?id=p0\">")));
+    assert!(
+        overview.contains("x ≠ 1") && !overview.contains("\\ne"),
+        "readable math"
+    );
+    let source = ok(&s, &format!("/run/{B}/problem?id=p0&math=source"));
+    assert!(source.contains("$x \\ne 1$"), "the LaTeX as written");
+    let api = json(&s, &format!("/api/run/{B}/problem?id=p0"));
+    for (i, (model, _, _)) in LONG.iter().enumerate().take(5) {
+        let tab = ok(&s, &format!("/run/{B}/problem?id=p0&model={model}"));
+        let pair = between(&tab, "<div class=\"pair\">", "</div></div>");
+        let now = between(pair, "<section class=\"model\">", "</section>");
+        let before = between(pair, "<section class=\"model before\">", "</section>");
+        let cards = |html: &str| html.matches("<article class=\"sample").count();
+        assert_eq!(
+            cards(now),
+            api["models"][i]["samples"].as_array().unwrap().len()
+        );
+        assert_eq!(
+            cards(before),
+            api["before"]["models"][i]["samples"]
+                .as_array()
+                .unwrap()
+                .len()
+        );
+        assert_eq!(
+            cards(&tab),
+            cards(now) + cards(before),
+            "no other model's samples"
+        );
+    }
+}
+
+/// The Runs page: when each run started in words, every headline metric of each model (▼ where
+/// history flags a drop), and a change every model shares said once.
+#[test]
+fn the_runs_page_says_when_shows_every_headline_metric_and_a_shared_change_once() {
+    let dir = tempfile::tempdir().unwrap();
+    long_weeks(dir.path());
+    let s = serve(dir.path());
+    let page = ok(&s, "/");
+    for (raw, said) in [
+        ("2026-11-23T06:00:00Z", "Mon 23 Nov 2026, 06:00 UTC"),
+        ("2026-11-30T06:00:00Z", "Mon 30 Nov 2026, 06:00 UTC"),
+    ] {
+        assert!(
+            page.contains(&format!("<time datetime=\"{raw}\">{said}</time>")),
+            "{page}"
+        );
+        assert!(!text_of(&page).contains(raw), "a raw timestamp shown");
+    }
+    let api = json(&s, "/api/runs");
+    let week2 = (api["runs"].as_array().unwrap().iter())
+        .find(|r| r["name"] == B)
+        .unwrap();
+    let history: Vec<&str> = (api["history"].as_array().unwrap().iter())
+        .filter(|h| h["run"] == B && h["model"] == LONG[0].0)
+        .map(|h| h["metric"].as_str().unwrap())
+        .collect();
+    assert!(history.len() > 1);
+    assert_eq!(week2["metrics"], serde_json::json!(history));
+    let row = between(
+        &page,
+        &format!("<a href=\"/run/{B}\">"),
+        "</tr></tbody></table></div>",
+    );
+    for (model, _, _) in LONG {
+        let line = between(row, &format!("title=\"{model}\""), "</tr>");
+        assert_eq!(line.matches("<td").count(), history.len(), "{line}");
+    }
+    let weaker = between(row, &format!("title=\"{}\"", LONG[1].0), "</tr>");
+    assert!(
+        weaker.contains("class=\"down\"") && weaker.contains(" ▼"),
+        "{weaker}"
+    );
+    let marks = between(&page, &format!("<a href=\"/run/{B}\">"), "</p>");
+    assert_eq!(marks.matches("system fingerprint").count(), 1, "{marks}");
+    assert!(
+        marks.contains("all 6 models: system fingerprint"),
+        "{marks}"
+    );
+    assert_eq!(
+        page.matches("fp_a → fp_b").count(),
+        1,
+        "said once under Changes"
+    );
 }

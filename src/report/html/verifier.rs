@@ -122,9 +122,14 @@ fn plot(m: &ModelScore, v: &VerifierSummary) -> String {
     }
     let kept = m.problems.iter().filter(|p| p.n > 0).count();
     let used = kept.saturating_sub(v.excluded_problems);
+    // Problems with unscored samples count at each N up to their scored ones.
+    let at_n = match (v.partial_problems, v.problems_at.last()) {
+        (0, _) | (_, None) => String::new(),
+        (_, Some(p)) => format!(", {p} at N = {}", m.n),
+    };
     format!(
         "<figure class=\"verifier\" data-model=\"{name}\"><figcaption><strong>{name}</strong><br>\
-         bon@N and wmaj@N over {used} of {kept} problems</figcaption>{svg}</svg></figure>\n",
+         bon@N and wmaj@N over {used} of {kept} problems{at_n}</figcaption>{svg}</svg></figure>\n",
         name = esc(&m.name)
     )
 }

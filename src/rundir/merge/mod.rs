@@ -232,6 +232,9 @@ pub fn merge(runs: &[RunDir], out: &RunDir, notes: &Notes) -> Result<Manifest> {
         ))
         .into());
     }
+    // Held for the merge: a run another process is writing (sampling, resuming) is refused, and
+    // none can start on an input while it is read.
+    let _held = hold_inputs(runs)?;
     let mut loaded = Vec::new();
     for dir in runs {
         loaded.push((dir.clone(), dir.read_manifest()?));
@@ -294,12 +297,38 @@ pub fn merge(runs: &[RunDir], out: &RunDir, notes: &Notes) -> Result<Manifest> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "merged".into());
     let mut manifest = merged_manifest(&loaded, &run_id);
+    manifest.origin = Some(out.origin());
     if let Some(joined) = joined {
         imported::finish(joined, &loaded, &placed, out, &mut manifest)?;
     }
     out.write_manifest(&manifest)
         .with_context(|| format!("cannot write the manifest in {}", out.display()))?;
     Ok(manifest)
+}
+
+/// The locks of the input runs; one another process holds is refused, naming that process (a
+/// copy where no lock file can be written, read-only, is read without one: nothing writes it).
+fn hold_inputs(runs: &[RunDir]) -> Result<Vec<super::lock::RunLock>, BadInput> {
+    let mut held = Vec::new();
+    let mut seen = BTreeSet::new();
+    for dir in runs {
+        // An input named twice is locked once (and refused later as overlapping).
+        let place = dir
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|_| dir.path().to_path_buf());
+        if !seen.insert(place) {
+            continue;
+        }
+        match dir.lock() {
+            Ok(lock) => held.push(lock),
+            Err(super::lock::LockError::Busy(BadInput(why))) => {
+                return Err(BadInput(format!("refusing to merge: {why}")))
+            }
+            Err(super::lock::LockError::Io { .. }) => {}
+        }
+    }
+    Ok(held)
 }
 
 /// Copies the search trees of a run (`trees/<model>/<problem>/<search>.json`), so the merged

@@ -1,5 +1,6 @@
-// gpassk view: table sorting, the problems grid's filters, readable math and reloading when the
-// run grows. Text only ever moves through textContent: nothing from a run becomes markup.
+// gpassk view: table sorting, the problems grid's filters and reloading when the run grows
+// (readable math is the server's). Text only ever moves through textContent: nothing from a run
+// becomes markup.
 "use strict";
 
 function cellValue(td) {
@@ -58,29 +59,6 @@ function filters() {
   apply();
 }
 
-// LaTeX commands shown as the symbols they stand for (text in, text out).
-const SYMBOLS = [
-  [/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)"], [/\\sqrt\{([^{}]*)\}/g, "√($1)"],
-  [/\\cdot/g, "·"], [/\\times/g, "×"], [/\\div/g, "÷"], [/\\pm/g, "±"], [/\\leq?/g, "≤"],
-  [/\\geq?/g, "≥"], [/\\neq?/g, "≠"], [/\\infty/g, "∞"], [/\\pi/g, "π"], [/\\theta/g, "θ"],
-  [/\\alpha/g, "α"], [/\\beta/g, "β"], [/\\approx/g, "≈"], [/\\boxed\{([^{}]*)\}/g, "[$1]"],
-  [/\\(left|right|,|;|!|displaystyle)/g, ""], [/\^\{([^{}]*)\}/g, "^($1)"], [/\\\(|\\\)/g, ""],
-];
-
-function readableMath() {
-  const box = document.querySelector("[data-math]");
-  if (!box) return;
-  const nodes = Array.from(document.querySelectorAll(".math"));
-  const raw = nodes.map((n) => n.textContent);
-  box.addEventListener("change", () => {
-    nodes.forEach((n, i) => {
-      let t = raw[i];
-      if (box.checked) for (const [re, to] of SYMBOLS) t = t.replace(re, to);
-      n.textContent = t;
-    });
-  });
-}
-
 function poll() {
   const url = document.body.dataset.poll;
   if (!url) return;
@@ -100,7 +78,8 @@ function poll() {
 }
 
 // `#measure` or `#measure=420` (scripts/view-browser.sh): lays the page out that wide and writes
-// its content width against the width it has into the page, for a headless browser to read.
+// its content width against the width it has, and its height, into the page, for a headless
+// browser to read.
 function measure() {
   const m = /^#measure(?:=(\d+))?$/.exec(location.hash);
   if (!m) return;
@@ -109,7 +88,8 @@ function measure() {
     const out = document.createElement("pre");
     out.id = "measure";
     const b = document.body;
-    out.textContent = JSON.stringify({ page: b.scrollWidth, frame: b.clientWidth });
+    const height = document.documentElement.scrollHeight;
+    out.textContent = JSON.stringify({ page: b.scrollWidth, frame: b.clientWidth, height });
     b.appendChild(out);
   }, 200);
 }
@@ -118,6 +98,5 @@ document.addEventListener("DOMContentLoaded", () => {
   measure();
   sortable();
   filters();
-  readableMath();
   poll();
 });
