@@ -40,7 +40,9 @@ fn main() {
     let start = Instant::now();
     let cells = run_cells(ns, reps);
     println!("{reps} synthetic benchmarks per cell; coverage % and mean width / oracle width");
-    println!("(oracle: 2 × 1.96 × SD/√m with the true SD of one problem's value; `before`: the previous");
+    println!(
+        "(oracle: 2 × 1.96 × SD/√m with the true SD of one problem's value; `before`: the previous"
+    );
     println!("Clopper–Pearson bounds on the sum; S: sparse, m·min(μ, 1 − μ) < 5)\n");
     let mut failures = Vec::new();
     for c in &cells {
@@ -58,7 +60,11 @@ fn main() {
     }
     println!("\n({:.1} s)", start.elapsed().as_secs_f64());
     if quick {
-        let points: usize = cells.iter().flat_map(|c| &c.out.metrics).map(|m| m.points).sum();
+        let points: usize = cells
+            .iter()
+            .flat_map(|c| &c.out.metrics)
+            .map(|m| m.points)
+            .sum();
         if points > 0 {
             eprintln!("{points} intervals of zero width");
             std::process::exit(1);
@@ -108,7 +114,9 @@ fn run_cells(ns: &[u64], reps: usize) -> Vec<Cell> {
     });
     let mut cells = done.into_inner().expect("results");
     cells.sort_by_key(|c| {
-        let i = DIFFICULTIES.iter().position(|d| d.name == c.difficulty.name);
+        let i = DIFFICULTIES
+            .iter()
+            .position(|d| d.name == c.difficulty.name);
         (c.problems, c.n, i)
     });
     cells
@@ -125,7 +133,10 @@ fn cell_row(c: &Cell, m: &MetricOutcome, failures: &mut Vec<String>) -> String {
     let oracle = m.oracle(c.problems);
     let width_before = m.width_before / reps / oracle;
     let sparse = m.sparse(c.problems);
-    let name = format!("m={} n={} {} {}", c.problems, c.n, c.difficulty.name, m.metric);
+    let name = format!(
+        "m={} n={} {} {}",
+        c.problems, c.n, c.difficulty.name, m.metric
+    );
     let mut missed = Vec::new();
     if m.points > 0 {
         missed.push(format!("{} point intervals", m.points));
@@ -147,7 +158,11 @@ fn cell_row(c: &Cell, m: &MetricOutcome, failures: &mut Vec<String>) -> String {
         if sparse { " S" } else { "  " },
         ratio(width),
         ratio(width_before),
-        if missed.is_empty() { String::new() } else { format!("  MISSED: {}", missed.join(", ")) },
+        if missed.is_empty() {
+            String::new()
+        } else {
+            format!("  MISSED: {}", missed.join(", "))
+        },
     )
 }
 
@@ -189,10 +204,18 @@ fn summary(cells: &[Cell]) {
         } else {
             format!("{lo:.1}–{hi:.1}%")
         };
-        let sparse = if sparse_lo == f64::MAX { "-".into() } else { format!("{sparse_lo:.1}%") };
+        let sparse = if sparse_lo == f64::MAX {
+            "-".into()
+        } else {
+            format!("{sparse_lo:.1}%")
+        };
         println!(
             "{problems} | {cover} | {} | {sparse} | {} ({}) | {points}",
-            if widths.is_empty() { "-".into() } else { format!("{wide:.2}×") },
+            if widths.is_empty() {
+                "-".into()
+            } else {
+                format!("{wide:.2}×")
+            },
             median(&mut widths),
             median(&mut before),
         );
@@ -224,7 +247,10 @@ fn same_model(reps: usize, failures: &mut Vec<String>) {
                 let out = simulate(&setup, reps, seed);
                 let rate = 100.0 * out.headline_flags as f64 / reps as f64;
                 if rate >= 5.0 {
-                    failures.push(format!("same-model flags {rate:.1}% at m={problems} n={n} {}", d.name));
+                    failures.push(format!(
+                        "same-model flags {rate:.1}% at m={problems} n={n} {}",
+                        d.name
+                    ));
                 }
                 row.push_str(&format!(" | {rate:.1}"));
             }
@@ -271,7 +297,14 @@ fn copies(reps: usize) {
         let pct = |x: usize| 100.0 * x as f64 / reps as f64;
         let cells: Vec<String> = (out.metrics.iter())
             .filter(|m| !m.sparse(30))
-            .map(|m| format!("{} {:.1} ({:.1})", m.metric, pct(m.covered), pct(m.covered_unclustered)))
+            .map(|m| {
+                format!(
+                    "{} {:.1} ({:.1})",
+                    m.metric,
+                    pct(m.covered),
+                    pct(m.covered_unclustered)
+                )
+            })
             .collect();
         println!("{}: {}", d.name, cells.join(", "));
     }
@@ -281,7 +314,9 @@ fn copies(reps: usize) {
 /// power; its designs are run and tested. Promised (mean stated power) against achieved.
 fn plans(reps: usize, failures: &mut Vec<String>) {
     println!("\nplan: from a first run of m problems at n samples, the problems needed at n′ samples to detect a drop of D points (80% power, 5%); the designs run and tested by compare's test");
-    println!("population | metric | from m, n | n′ | D | median problems | promised % | achieved %");
+    println!(
+        "population | metric | from m, n | n′ | D | median problems | promised % | achieved %"
+    );
     println!("---|---|---|---:|---:|---:|---:|---:");
     let half = Tau::from_fraction(1, 2).expect("1/2");
     let one = Tau::from_fraction(1, 1).expect("1");

@@ -110,7 +110,11 @@ pub fn plan(
         return Err(BadInput(format!(
             "no metric to plan: the tested family is {} (--metric/--k keep none of its pass@k, \
              G-Pass@k or mG-Pass@k; greedy accuracy and maj@n cannot be planned from one run)",
-            family.iter().map(metric_label).collect::<Vec<_>>().join(", ")
+            family
+                .iter()
+                .map(metric_label)
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     let models: Vec<&ModelScore> = (results.models.iter())
@@ -120,7 +124,11 @@ pub fn plan(
     if models.is_empty() {
         let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
         return Err(BadInput(match &request.model {
-            Some(x) => format!("--model {}: not a scored model of the run (it has {})", printable(x), names.join(", ")),
+            Some(x) => format!(
+                "--model {}: not a scored model of the run (it has {})",
+                printable(x),
+                names.join(", ")
+            ),
             None => "the run has no scored problem to plan from".into(),
         }));
     }
@@ -175,7 +183,9 @@ fn plan_model(
     let mut designs = Vec::new();
     if let Some(pop) = &population {
         for samples in sample_grid(k_max, u64::from(model.n)) {
-            designs.extend(design_at(pop, planned, samples, size, request, target, per_sample, greedy));
+            designs.extend(design_at(
+                pop, planned, samples, size, request, target, per_sample, greedy,
+            ));
         }
     }
     let recommended = cheapest(&designs);
@@ -241,11 +251,29 @@ fn design_at(
     greedy: bool,
 ) -> Option<Design> {
     let problems = (planned.iter())
-        .filter_map(|p| needed(pop, &p.kernel, samples, request.change, size, (alpha, power)))
+        .filter_map(|p| {
+            needed(
+                pop,
+                &p.kernel,
+                samples,
+                request.change,
+                size,
+                (alpha, power),
+            )
+        })
         .map(|n| n.problems)
         .max()?;
     let power = (planned.iter())
-        .filter_map(|p| power_at(pop, &p.kernel, (problems as f64, samples), request.change, size, alpha))
+        .filter_map(|p| {
+            power_at(
+                pop,
+                &p.kernel,
+                (problems as f64, samples),
+                request.change,
+                size,
+                alpha,
+            )
+        })
         .fold(1.0, f64::min);
     let units = problems * (samples + u64::from(greedy));
     Some(Design {
@@ -270,7 +298,12 @@ fn cheapest(designs: &[Design]) -> Option<Design> {
         .cloned()
 }
 
-fn notes(family: &[MetricKind], planned: &[Planned], fitted: bool, request: &Request) -> Vec<String> {
+fn notes(
+    family: &[MetricKind],
+    planned: &[Planned],
+    fitted: bool,
+    request: &Request,
+) -> Vec<String> {
     let mut out = Vec::new();
     let unplanned: Vec<String> = (family.iter())
         .filter(|m| !planned.iter().any(|p| p.metric.identity() == m.identity()))
@@ -296,7 +329,11 @@ fn notes(family: &[MetricKind], planned: &[Planned], fitted: bool, request: &Req
 }
 
 /// The plans as text (table formats) or JSON.
-pub fn render(plans: &[ModelPlan], request: &Request, format: TableFormat) -> anyhow::Result<String> {
+pub fn render(
+    plans: &[ModelPlan],
+    request: &Request,
+    format: TableFormat,
+) -> anyhow::Result<String> {
     if !format.is_human() {
         return Ok(serde_json::to_string_pretty(plans)? + "\n");
     }
@@ -319,7 +356,10 @@ fn render_model(p: &ModelPlan, request: &Request) -> String {
         p.family,
         100.0 * p.alpha,
         if p.cluster_size > 1.0 {
-            format!("; problems in clusters of {:.1} (one unit each)", p.cluster_size)
+            format!(
+                "; problems in clusters of {:.1} (one unit each)",
+                p.cluster_size
+            )
         } else {
             String::new()
         }
@@ -356,7 +396,11 @@ fn render_model(p: &ModelPlan, request: &Request) -> String {
             100.0 * m.value,
             m.problems,
             100.0 * m.power,
-            if m.exact { "" } else { "  (within-problem variance modelled)" }
+            if m.exact {
+                ""
+            } else {
+                "  (within-problem variance modelled)"
+            }
         ));
     }
     out.push_str("  options (samples per problem: problems needed, samples, cost):\n");
@@ -367,7 +411,11 @@ fn render_model(p: &ModelPlan, request: &Request) -> String {
             d.problems,
             d.units,
             cost_text(d.cost, p),
-            if d.fits { "" } else { "  more problems than the dataset has" }
+            if d.fits {
+                ""
+            } else {
+                "  more problems than the dataset has"
+            }
         ));
     }
     for n in &p.notes {

@@ -83,7 +83,11 @@ pub fn run(args: PlanArgs) -> Result<ExitStatus> {
         return Err(BadInput(format!(
             "--metric {}: not in the tested family ({}); compare never flags other metrics",
             args.filter.metric.join(","),
-            family.iter().map(crate::report::metric_label).collect::<Vec<_>>().join(", ")
+            family
+                .iter()
+                .map(crate::report::metric_label)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
         .into());
     }

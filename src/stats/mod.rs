@@ -291,7 +291,11 @@ pub fn estimates(
                 col,
                 members: &members,
             };
-            let mut e = group.estimate(metric, aggregate.get(metric, subset.as_deref()), &mut within);
+            let mut e = group.estimate(
+                metric,
+                aggregate.get(metric, subset.as_deref()),
+                &mut within,
+            );
             e.subset = subset.clone();
             e.excluded = members.len() - e.problems;
             e.short = short;
@@ -402,12 +406,32 @@ mod tests {
     #[test]
     fn cluster_keys() {
         assert_eq!(cluster_key("AMC_en_3", None), cluster_key("AMC_cn_3", None));
-        assert_eq!(cluster_key("CNMO_zh/7", None), cluster_key("CNMO_en_7", None));
+        assert_eq!(
+            cluster_key("CNMO_zh/7", None),
+            cluster_key("CNMO_en_7", None)
+        );
         assert_ne!(cluster_key("AMC_en_3", None), cluster_key("AMC_en_4", None));
-        assert_ne!(cluster_key("AMC_en_3", None), cluster_key("CCEE_en_3", None));
-        assert_eq!(cluster_key("AMC_en_3", Some("q1")), cluster_key("x", Some("q1")));
-        for alone in ["AMC/3", "en_3", "AMC_fr_3", "AMC_en_x", "test/algebra/1.json", "_en_1"] {
-            assert_eq!(cluster_key(alone, None), format!("problem:{alone}"), "{alone}");
+        assert_ne!(
+            cluster_key("AMC_en_3", None),
+            cluster_key("CCEE_en_3", None)
+        );
+        assert_eq!(
+            cluster_key("AMC_en_3", Some("q1")),
+            cluster_key("x", Some("q1"))
+        );
+        for alone in [
+            "AMC/3",
+            "en_3",
+            "AMC_fr_3",
+            "AMC_en_x",
+            "test/algebra/1.json",
+            "_en_1",
+        ] {
+            assert_eq!(
+                cluster_key(alone, None),
+                format!("problem:{alone}"),
+                "{alone}"
+            );
         }
         // A group value never meets a problem id.
         assert_ne!(cluster_key("p", Some("p")), cluster_key("p", None));

@@ -58,7 +58,9 @@ pub fn paired_test_by(pairs: &[(f64, f64)], clusters: Option<&[usize]>) -> Optio
     let len = pairs.len() as f64;
     let a = pairs.iter().map(|p| p.0).sum::<f64>() / len;
     let b = pairs.iter().map(|p| p.1).sum::<f64>() / len;
-    let count = clusters.map_or(pairs.len(), |c| c.iter().copied().max().map_or(0, |x| x + 1));
+    let count = clusters.map_or(pairs.len(), |c| {
+        c.iter().copied().max().map_or(0, |x| x + 1)
+    });
     let mut sums = vec![0.0; count];
     let mut seen = vec![false; count];
     for (i, p) in pairs.iter().enumerate() {
@@ -102,6 +104,7 @@ impl PairedTest {
             problems: m,
             units: self.units as f64,
             variance: self.spread * self.spread * m,
+            tails: None,
         }
     }
 }
@@ -266,7 +269,15 @@ mod tests {
         // Every cluster moved by +1: 12 of 12 units up.
         assert!((by.p.unwrap() - mcnemar_p(12, 0)).abs() < 1e-12);
         assert_eq!(by.delta, plain.delta);
-        assert!(by.spread > plain.spread);
+        // One copy of each moved: a cluster's sum is that one difference, the spread unchanged.
+        assert_eq!(by.spread, plain.spread);
+        // Both copies moving together: a unit's sum is 2, and the spread doubles over √2.
+        let both = vec![(0.0, 1.0); 24];
+        let (a, b) = (
+            paired_test(&both).unwrap(),
+            paired_test_by(&both, Some(&clusters)).unwrap(),
+        );
+        assert!((b.spread / a.spread - 2f64.sqrt()).abs() < 1e-12);
         let few = paired_test_by(&pairs[..18], Some(&clusters[..18])).unwrap();
         assert_eq!((few.units, few.p), (9, None));
     }

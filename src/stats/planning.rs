@@ -15,7 +15,7 @@
 //!   amount, chosen so the metric moves by D: the differences then vary by the two runs'
 //!   within-problem variances plus the spread of the change across problems.
 
-use super::power::{problems_needed, Design};
+use super::power::{problems_needed, Design, Tails};
 use super::within::{Kernel, WithinTable};
 use statrs::function::beta::beta_reg;
 use statrs::function::factorial::ln_binomial;
@@ -61,7 +61,11 @@ impl Population {
             let mut below = 0.0;
             for (j, m) in mass.iter_mut().enumerate() {
                 let edge = (j + 1) as f64 / GRID as f64;
-                let upto = if j + 1 == GRID { 1.0 } else { beta_reg(pa, pb, edge) };
+                let upto = if j + 1 == GRID {
+                    1.0
+                } else {
+                    beta_reg(pa, pb, edge)
+                };
                 *m += times as f64 * (upto - below).max(0.0);
                 below = upto;
             }
@@ -82,7 +86,11 @@ impl Population {
     }
 
     fn expect(&self, f: impl Fn(f64) -> f64) -> f64 {
-        self.grid.iter().zip(&self.mass).map(|(&p, &w)| w * f(p)).sum()
+        self.grid
+            .iter()
+            .zip(&self.mass)
+            .map(|(&p, &w)| w * f(p))
+            .sum()
     }
 
     /// E_F[Var(g_{n′}(c) | p)]: exact and unbiased from the counts where it can be (n′ ≤ n and
@@ -129,7 +137,11 @@ impl Population {
         }
         let moved = |shift: f64| self.expect(|p| theta(kernel, (p + shift).clamp(0.0, 1.0)));
         // θ never decreases in p: a drop can reach θ(0), a rise θ(1).
-        let (mut lo, mut hi) = if change < 0.0 { (-1.0, 0.0) } else { (0.0, 1.0) };
+        let (mut lo, mut hi) = if change < 0.0 {
+            (-1.0, 0.0)
+        } else {
+            (0.0, 1.0)
+        };
         let reach = moved(if change < 0.0 { lo } else { hi });
         if (change < 0.0 && reach > target) || (change > 0.0 && reach < target) {
             return None;
@@ -154,8 +166,52 @@ impl Population {
             null_variance: 2.0 * within_a,
             shift,
             exact,
+            tails: self.tails(&values, shift, change.signum()),
         })
     }
+
+    /// The third and fourth raw moments of B − A (times `sign`) over the model: A's value at p
+    /// and B's at p + shift, independent given p.
+    fn tails(&self, values: &[f64], shift: f64, sign: f64) -> Tails {
+        let (mut third, mut fourth) = (0.0, 0.0);
+        for (&p, &w) in self.grid.iter().zip(&self.mass) {
+            let a = raw_moments(values, p);
+            let b = raw_moments(values, (p + shift).clamp(0.0, 1.0));
+            // E[(B − A)^r] = Σ_i C(r, i)·E[B^i]·E[(−A)^(r−i)], C(r, i) from `row`.
+            let at = |r: usize, row: [f64; 5]| -> f64 {
+                (0..=r)
+                    .map(|i| {
+                        let neg = if (r - i) % 2 == 1 { -1.0 } else { 1.0 };
+                        row[i] * b[i] * neg * a[r - i]
+                    })
+                    .sum()
+            };
+            third += w * at(3, [1.0, 3.0, 3.0, 1.0, 0.0]);
+            fourth += w * at(4, [1.0, 4.0, 6.0, 4.0, 1.0]);
+        }
+        Tails {
+            third: sign * third,
+            fourth,
+        }
+    }
+}
+
+/// E[g^i] for i = 0..=4, g the metric's value from Binomial(n, p) correct, `values` the g table.
+fn raw_moments(values: &[f64], p: f64) -> [f64; 5] {
+    let n = values.len() as u64 - 1;
+    let mut out = [0.0; 5];
+    for (c, &g) in values.iter().enumerate() {
+        let w = binomial_pmf(n, c as u64, p);
+        if w == 0.0 {
+            continue;
+        }
+        let mut power = w;
+        for slot in out.iter_mut() {
+            *slot += power;
+            power *= g;
+        }
+    }
+    out
 }
 
 /// What a change does to one problem's difference B − A.
@@ -169,6 +225,8 @@ pub struct Difference {
     pub shift: f64,
     /// Whether run A's within-problem variance was estimated exactly (else by the model).
     pub exact: bool,
+    /// The difference's third and fourth moments under the model, signed so the change is up.
+    pub tails: Tails,
 }
 
 /// A design that detects a change, and its power.
@@ -194,22 +252,39 @@ pub fn needed(
         .iter()
         .filter_map(|&d| population.difference(kernel, samples, d))
         .collect();
-    let worst = ways
-        .iter()
-        .map(|d| d.variance)
-        .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))))?;
-    let least = super::paired::MIN_SHARED as f64 * size;
-    let problems = problems_needed(worst, change.abs(), size, alpha, power).max(least);
-    let problems = (problems / size).ceil() * size;
-    let design = Design {
-        problems,
-        units: problems / size,
-        variance: worst,
+    let shape = |d: &Difference| Design {
+        problems: 0.0,
+        units: 0.0,
+        variance: d.variance,
+        tails: Some(d.tails),
     };
+    let unit = |d: &Difference| Design {
+        problems: size,
+        units: 1.0,
+        ..shape(d)
+    };
+    // The harder direction decides: the one needing more problems.
+    let need = (ways.iter())
+        .map(|d| problems_needed(&unit(d), change.abs(), alpha, power))
+        .fold(None, |acc: Option<f64>, m| {
+            Some(acc.map_or(m, |a| a.max(m)))
+        })?;
+    let least = super::paired::MIN_SHARED as f64 * size;
+    let problems = (need.max(least) / size).ceil() * size;
+    let reached = (ways.iter())
+        .map(|d| {
+            let design = Design {
+                problems,
+                units: problems / size,
+                ..shape(d)
+            };
+            design.power(change.abs(), alpha)
+        })
+        .fold(1.0, f64::min);
     Some(Needed {
         samples,
         problems: problems as u64,
-        power: design.power(change.abs(), alpha),
+        power: reached,
     })
 }
 
@@ -225,16 +300,30 @@ pub fn power_at(
 ) -> Option<f64> {
     [-change.abs(), change.abs()]
         .iter()
-        .filter_map(|&d| population.difference(kernel, samples, d))
-        .map(|d| {
-            Design {
-                problems,
-                units: problems / size.max(1.0),
-                variance: d.variance,
-            }
-            .power(change.abs(), alpha)
+        .filter_map(|&d| power_toward(population, kernel, (problems, samples), d, size, alpha))
+        .fold(None, |acc: Option<f64>, p| {
+            Some(acc.map_or(p, |a| a.min(p)))
         })
-        .fold(None, |acc: Option<f64>, p| Some(acc.map_or(p, |a| a.min(p))))
+}
+
+/// [`power_at`] in one direction: against a change of `change` with its sign (negative: a
+/// drop); None when the metric cannot move that far that way.
+pub fn power_toward(
+    population: &Population,
+    kernel: &Kernel,
+    (problems, samples): (f64, u64),
+    change: f64,
+    size: f64,
+    alpha: f64,
+) -> Option<f64> {
+    let d = population.difference(kernel, samples, change)?;
+    let design = Design {
+        problems,
+        units: problems / size.max(1.0),
+        variance: d.variance,
+        tails: Some(d.tails),
+    };
+    Some(design.power(change.abs(), alpha))
 }
 
 /// The smallest change (a fraction) flagged with probability `power` by a design of `problems`
@@ -247,7 +336,8 @@ pub fn detectable(
     (alpha, power): (f64, f64),
 ) -> f64 {
     let reaches = |d: f64| {
-        power_at(population, kernel, (problems, samples), d, size, alpha).is_some_and(|p| p >= power)
+        power_at(population, kernel, (problems, samples), d, size, alpha)
+            .is_some_and(|p| p >= power)
     };
     if !reaches(1.0) && !reaches(0.5) {
         return 1.0;

@@ -8,6 +8,13 @@
 //! S² ≈ m(v + s·δ²), so (normal approximation, the far tail ignored)
 //! power(δ) = Φ((√m·δ − z₁₋α/₂·√(v + s·δ²)) / √v).
 //! Solving power(δ) = 1 − β for δ gives the detectable change, for m the problems needed.
+//!
+//! That formula holds S at its mean. When the differences' shape under the change is known
+//! ([`Tails`], as `plan`'s model knows it), the ratio R = T/S is treated by the delta method
+//! instead: √m·δ/√μ₂ − z over R's own spread, with μ₂ = v + δ² and R's variance from the
+//! differences' third and fourth moments. Differences that mostly share one sign (a change moving
+//! most problems the same way) make S move with T, and the test stronger than the first formula
+//! says: the simulation's G-Pass@8_0.5 plans reached 96% where it promised 81%.
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -24,6 +31,28 @@ pub struct Design {
     /// The variance of one problem's difference B − A, per problem: Σ D_g² / m for observed
     /// differences (the test's own spread), or a prediction.
     pub variance: f64,
+    /// The difference's shape under the change, when predicted (problems alone, not clusters).
+    pub tails: Option<Tails>,
+}
+
+/// The third and fourth raw moments of one problem's difference under the change, signed so
+/// that the change is positive.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tails {
+    pub third: f64,
+    pub fourth: f64,
+}
+
+impl Tails {
+    /// The variance of R = T/S per problem (delta method) for a mean change `d` > 0 and
+    /// variance `v`; None when the moments do not make a positive one.
+    fn ratio_variance(&self, d: f64, v: f64) -> Option<f64> {
+        let mu2 = v + d * d;
+        let var = (v - d / mu2 * (self.third - d * mu2)
+            + d * d / (4.0 * mu2 * mu2) * (self.fourth - mu2 * mu2))
+            / mu2;
+        (var.is_finite() && var > 0.0).then_some(var)
+    }
 }
 
 fn normal() -> Normal {
@@ -48,12 +77,27 @@ impl Design {
             return alpha;
         }
         if self.variance <= 0.0 {
-            return if self.units >= least_units(alpha) { 1.0 } else { 0.0 };
+            return if self.units >= least_units(alpha) {
+                1.0
+            } else {
+                0.0
+            };
         }
         let za = z(1.0 - alpha / 2.0);
-        let spread = (self.variance + self.size() * d * d).sqrt();
-        let x = (self.problems.sqrt() * d - za * spread) / self.variance.sqrt();
+        let mu2 = self.variance + self.size() * d * d;
+        let spread = self.ratio_spread(d);
+        let x = ((self.problems * d * d / mu2).sqrt() - za) / spread;
         normal().cdf(x)
+    }
+
+    /// The spread of R = T/S per problem: √(v/μ₂), or the delta method's with [`Tails`].
+    fn ratio_spread(&self, d: f64) -> f64 {
+        let v = self.variance;
+        let tails = self.tails.filter(|_| self.size() <= 1.0);
+        match tails.and_then(|t| t.ratio_variance(d, v)) {
+            Some(var) => var.sqrt(),
+            None => (v / (v + self.size() * d * d)).sqrt(),
+        }
     }
 
     /// The smallest |B − A| flagged with probability `power` at level `alpha`, never below what
@@ -85,16 +129,20 @@ pub fn least_change(units: f64, alpha: f64) -> f64 {
     (least_units(alpha) / units.max(1.0)).min(1.0)
 }
 
-/// The problems needed for power `power` against a change `delta` at `alpha`, when one
-/// problem's difference has variance `variance` under that change and problems come in units of
-/// `size`: m = ((zα·√(v + s·δ²) + zβ·√v) / δ)², at least [`least_units`] units.
-pub fn problems_needed(variance: f64, delta: f64, size: f64, alpha: f64, power: f64) -> f64 {
+/// The problems needed for power `power` against a change `delta` at `alpha` with `shape`'s
+/// variance, units and tails (its `problems` ignored): m = ((zα + zβ·σ_R)·√μ₂ / δ)², σ_R the
+/// spread of T/S per problem (√(v/μ₂) without tails, which is ((zα·√(v + s·δ²) + zβ·√v) / δ)²),
+/// at least [`least_units`] units.
+pub fn problems_needed(shape: &Design, delta: f64, alpha: f64, power: f64) -> f64 {
     let d = delta.abs().max(f64::MIN_POSITIVE);
     let (za, zb) = (z(1.0 - alpha / 2.0), z(power));
-    let v = variance.max(0.0);
-    let s = size.max(1.0);
-    let m = ((za * (v + s * d * d).sqrt() + zb * v.sqrt()) / d).powi(2);
-    m.max(least_units(alpha) * s)
+    let design = Design {
+        variance: shape.variance.max(0.0),
+        ..*shape
+    };
+    let mu2 = design.variance + design.size() * d * d;
+    let m = ((za + zb * design.ratio_spread(d)) * mu2.sqrt() / d).powi(2);
+    m.max(least_units(alpha) * design.size())
 }
 
 #[cfg(test)]
@@ -106,6 +154,7 @@ mod tests {
             problems,
             units: problems,
             variance,
+            tails: None,
         }
     }
 
@@ -118,7 +167,7 @@ mod tests {
             let delta = d.detectable(0.05, 0.8);
             if delta > least_change(m, 0.05) && delta < 1.0 {
                 assert!((d.power(delta, 0.05) - 0.8).abs() < 1e-9, "{m} {v}");
-                let need = problems_needed(v, delta, 1.0, 0.05, 0.8);
+                let need = problems_needed(&d, delta, 0.05, 0.8);
                 assert!((need - m).abs() < 1e-6 * m, "{m} {v}: {need}");
             }
         }
@@ -149,7 +198,7 @@ mod tests {
         assert!(d.power(0.01, 0.05) < d.power(0.05, 0.05));
         assert!(d.power(0.05, 0.05) < design(400.0, 0.05).power(0.05, 0.05));
         assert_eq!(d.power(0.0, 0.05), 0.05);
-        assert!(problems_needed(0.05, 0.05, 1.0, 0.05, 0.9) > problems_needed(0.05, 0.05, 1.0, 0.05, 0.8));
-        assert_eq!(problems_needed(0.0, 0.5, 1.0, 0.05, 0.8), 6.0);
+        assert!(problems_needed(&d, 0.05, 0.05, 0.9) > problems_needed(&d, 0.05, 0.05, 0.8));
+        assert_eq!(problems_needed(&design(1.0, 0.0), 0.5, 0.05, 0.8), 6.0);
     }
 }

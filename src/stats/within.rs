@@ -103,7 +103,11 @@ impl WithinTable {
         let exact = exact_rows(n, kernels);
         let rows = exact
             .iter()
-            .map(|r| r.iter().map(|v| v.to_f64().unwrap_or(0.0).max(0.0)).collect())
+            .map(|r| {
+                r.iter()
+                    .map(|v| v.to_f64().unwrap_or(0.0).max(0.0))
+                    .collect()
+            })
             .collect();
         Some(WithinTable { n, rows })
     }
@@ -162,7 +166,10 @@ mod tests {
 
     /// The kernels' values from the metric engine itself (pass, G per τ, mG).
     fn values(n: u64, k: u64, taus: &[Tau], c: u64) -> Vec<BigRational> {
-        let v = MetricTable::new(n, k, taus).unwrap().per_problem(c).unwrap();
+        let v = MetricTable::new(n, k, taus)
+            .unwrap()
+            .per_problem(c)
+            .unwrap();
         let mut out = vec![v.pass_at_k];
         out.extend(v.g_pass_at_k);
         out.push(v.mg_pass_at_k);
@@ -210,7 +217,9 @@ mod tests {
             for c in 0..=n {
                 let vals = values(n, k, &taus, c);
                 let correct = |s: u32| (s & ((1u32 << c) - 1)).count_ones() as u64;
-                let subsets: Vec<u32> = (0u32..1 << n).filter(|s| s.count_ones() as u64 == k).collect();
+                let subsets: Vec<u32> = (0u32..1 << n)
+                    .filter(|s| s.count_ones() as u64 == k)
+                    .collect();
                 for (col, h) in kernels.iter().enumerate() {
                     let (mut sum, mut count) = (BigRational::zero(), 0i64);
                     for &a in &subsets {

@@ -13,7 +13,8 @@ fn grid(problems: usize, difficulty: Difficulty, paired: bool) -> Setup {
 fn truths_match_closed_forms() {
     let model = Model::new(&grid(10, DIFFICULTIES[1], false));
     let mean_p: f64 = model.rates.iter().sum::<f64>() / LEVELS as f64;
-    let over = |f: &dyn Fn(f64) -> f64| model.rates.iter().map(|&p| f(p)).sum::<f64>() / LEVELS as f64;
+    let over =
+        |f: &dyn Fn(f64) -> f64| model.rates.iter().map(|&p| f(p)).sum::<f64>() / LEVELS as f64;
     let pass4 = over(&|p| 1.0 - (1.0 - p).powi(4));
     let all16 = over(&|p| p.powi(16));
     let col = |m: MetricKind| model.columns.iter().find(|c| c.metric == m).unwrap();
@@ -69,9 +70,16 @@ fn clustering_copies_keeps_coverage() {
         ..grid(30, DIFFICULTIES[1], false)
     };
     let out = simulate(&s, REPS, 0xC0);
-    let pass1 = out.metrics.iter().find(|m| m.metric == MetricKind::PassAtK { k: 1 }).unwrap();
+    let pass1 = out
+        .metrics
+        .iter()
+        .find(|m| m.metric == MetricKind::PassAtK { k: 1 })
+        .unwrap();
     assert!(pass1.covered as f64 / REPS as f64 >= 0.925, "{pass1:?}");
-    assert!((pass1.covered_unclustered as f64) < 0.9 * REPS as f64, "{pass1:?}");
+    assert!(
+        (pass1.covered_unclustered as f64) < 0.9 * REPS as f64,
+        "{pass1:?}"
+    );
 }
 
 /// compare's family (the headline metrics, Holm) flags two runs of one model in under 5% of
@@ -92,7 +100,11 @@ fn compare_keeps_its_level_and_has_power() {
         ..grid(30, DIFFICULTIES[1], true)
     };
     let out = simulate(&drop, 100, 0xD0);
-    let pass1 = out.metrics.iter().find(|m| m.metric == MetricKind::PassAtK { k: 1 }).unwrap();
+    let pass1 = out
+        .metrics
+        .iter()
+        .find(|m| m.metric == MetricKind::PassAtK { k: 1 })
+        .unwrap();
     assert!(pass1.flagged_adjusted >= 80, "{pass1:?}");
 }
 
@@ -107,6 +119,9 @@ fn plans_reach_their_stated_power() {
         (MetricKind::GPassAtK { k: 8, tau }, 48),
     ] {
         let check = check_plan(&s, &metric, (-0.08, samples, 0.05), 150, 0x91A4).unwrap();
-        assert!((check.achieved - check.promised).abs() <= 0.12, "{metric}: {check:?}");
+        assert!(
+            (check.achieved - check.promised).abs() <= 0.12,
+            "{metric}: {check:?}"
+        );
     }
 }
