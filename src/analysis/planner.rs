@@ -55,8 +55,10 @@ pub struct MetricPlan {
     pub value: f64,
     /// The change (a fraction) the run's own size detects with the requested power.
     pub detectable_now: f64,
-    /// Problems this metric alone needs at the recommended (or largest) samples per problem.
+    /// Problems this metric alone needs at `samples` per problem: the recommended design's, or
+    /// the largest considered when none is recommended.
     pub problems: u64,
+    pub samples: u64,
     pub power: f64,
     /// Whether the within-problem variance was estimated exactly from the counts.
     pub exact: bool,
@@ -202,6 +204,7 @@ fn plan_model(
                 value: pop.mean(&p.kernel),
                 detectable_now: detectable(pop, &p.kernel, now, size, target),
                 problems: need.map_or(0, |n| n.problems),
+                samples: at,
                 power: need.map_or(0.0, |n| n.power),
                 exact: pop.within(&p.kernel, at).1,
             })
@@ -220,7 +223,16 @@ fn plan_model(
         recommended,
         currency: cost.map(|c| c.currency.clone()),
         per_sample,
-        notes: notes(family, planned, population.is_some(), request),
+        notes: notes(family, planned, population.is_some(), request)
+            .into_iter()
+            .chain(cost.filter(|c| c.samples_without_usage > 0).map(|c| {
+                format!(
+                    "{} samples of the run came back without usage: the price per sample leaves \
+                     them out, so the costs above are lower bounds",
+                    c.samples_without_usage
+                )
+            }))
+            .collect(),
     }
 }
 
@@ -391,10 +403,11 @@ fn render_model(p: &ModelPlan, request: &Request) -> String {
     }
     for m in &p.metrics {
         out.push_str(&format!(
-            "    {:<18} value {:5.1}  alone needs {} problems  power {:.0}%{}\n",
+            "    {:<18} value {:5.1}  alone needs {} problems at {} samples  power {:.0}%{}\n",
             m.metric,
             100.0 * m.value,
             m.problems,
+            m.samples,
             100.0 * m.power,
             if m.exact {
                 ""

@@ -7,7 +7,7 @@ use crate::analysis::planner::{plan, render, Request};
 use crate::error::{BadInput, ExitStatus};
 use crate::report::TableFormat;
 use crate::rundir::RunDir;
-use crate::scoring::{load_plan, load_scored};
+use crate::scoring::load_scored;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -68,10 +68,13 @@ pub fn run(args: PlanArgs) -> Result<ExitStatus> {
     let dir = RunDir::at(&args.from);
     let notes = super::stderr_notes();
     let results = load_scored(&dir, &notes)?;
-    let available = match args.max_problems {
-        Some(n) => n,
-        None => load_plan(&dir, &[])?.0.dataset.problems.len(),
-    };
+    // The dataset's problems as the run recorded them, never fewer than it scored.
+    let scored = (results.models.iter())
+        .map(|m| m.problems.len())
+        .max()
+        .unwrap_or(0);
+    let recorded = results.manifest.as_ref().map_or(0, |m| m.dataset.problems);
+    let available = args.max_problems.unwrap_or(recorded.max(scored));
     let request = Request {
         change: args.detect / 100.0,
         power: args.power,

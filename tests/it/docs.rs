@@ -436,10 +436,19 @@ fn moved_readme_sections_are_pointers() {
             .unwrap_or_else(|| panic!("README keeps the heading {heading}"));
         let body = &readme[start + heading.len() + 5..];
         let body = &body[..body.find("\n## ").unwrap_or(body.len())];
-        assert!(body.contains(&format!("](docs/{page})")), "{heading} links docs/{page}");
+        assert!(
+            body.contains(&format!("](docs/{page})")),
+            "{heading} links docs/{page}"
+        );
         let lines = body.lines().filter(|l| !l.trim().is_empty()).count();
-        assert!(lines <= 3, "{heading} is a pointer, not the section ({lines} lines)");
-        assert!(index.contains(&format!("]({page})")), "docs/README.md indexes {page}");
+        assert!(
+            lines <= 3,
+            "{heading} is a pointer, not the section ({lines} lines)"
+        );
+        assert!(
+            index.contains(&format!("]({page})")),
+            "docs/README.md indexes {page}"
+        );
     }
 }
 
@@ -447,9 +456,15 @@ fn moved_readme_sections_are_pointers() {
 #[test]
 fn the_intervals_page_shows_the_simulation() {
     let page = read(&repo().join("docs/intervals.md"));
-    assert!(!page.lines().any(|l| l.trim() == "TABLE"), "the table is filled in");
+    assert!(
+        !page.lines().any(|l| l.trim() == "TABLE"),
+        "the table is filled in"
+    );
     for column in ["coverage", "oracle"] {
         assert!(page.contains(column), "the table reports {column}");
     }
-    assert!(page.contains("| 30 |") && page.contains("| 100 |"), "rows for 30 and 100 problems");
+    assert!(
+        page.contains("| 30 |") && page.contains("| 100 |"),
+        "rows for 30 and 100 problems"
+    );
 }
