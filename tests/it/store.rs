@@ -583,6 +583,8 @@ fn a_first_version_database_upgrades_and_keeps_its_rows() {
         .chain(tables.into_iter().skip(1))
     {
         for row in rows {
+            // A version-1 database has no column added since (problem_group: version 5).
+            let row: Vec<_> = row.iter().filter(|(c, _)| *c != "problem_group").collect();
             let columns: Vec<&str> = row.iter().map(|(c, _)| *c).collect();
             let values: Vec<String> = row.iter().map(|(_, v)| literal(v)).collect();
             sql.push_str(&format!(
