@@ -1,8 +1,10 @@
-//! What runs say side by side: two runs compared, a run audited against published numbers, and
-//! history across runs over time with what changed between them.
+//! What runs say side by side: two runs compared, a run audited against published numbers,
+//! history across runs over time with what changed between them, and the runs a change needs
+//! (`planner`).
 
 pub mod audit;
 pub mod compare;
 pub mod history;
+pub mod planner;
 pub mod published;
 pub mod trend;
