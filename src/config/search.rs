@@ -1,7 +1,7 @@
 //! The `[search]` table's resolved form: the MCTS parameters of a model with `strategy = "mcts"`.
 
+use super::api::check_base_url;
 use super::raw::{RawConfig, RawModel, RawSearch};
-use super::settings::check_base_url;
 use super::{closest, locate, ConfigError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;

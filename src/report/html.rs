@@ -9,6 +9,7 @@ use super::markup::{
     Grid, MEANING,
 };
 use super::metric_label;
+use super::text::esc;
 use super::{Exporter, Interval};
 use crate::metrics::MetricKind;
 use crate::rundir::manifest::Status;
@@ -60,21 +61,6 @@ table.headline td{border:none;display:grid;grid-template-columns:1fr auto 8.5em;
 align-items:baseline;gap:0 0.6em;padding:2px 0}table.headline td::before{content:attr(data-label);color:#444;text-align:left}\
 table.headline td small{display:inline}table.headline td:first-child{display:block;font-weight:600}\
 table.headline td:first-child::before{content:none}}";
-
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]

@@ -4,7 +4,7 @@
 
 use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid, MEANING};
 use super::paste::{self, Legend};
-use super::tabular::{md_code, md_safe};
+use super::text::{md_code, md_safe};
 use super::Exporter;
 use crate::scoring::RunResults;
 

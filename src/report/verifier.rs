@@ -4,9 +4,9 @@
 //! scores agree with step labels. As text cells (Markdown, HTML) and as the terminal's compact
 //! curve per model (a row per metric, a column per N, and a trend of each row).
 
+use super::layout::{layout, Corner};
 use super::markup::Grid;
-use super::table::{layout, Corner};
-use super::tabular::wrap;
+use super::text::wrap;
 use super::Interval;
 use crate::metrics::agreement::{Agreement, THRESHOLD};
 use crate::metrics::{to_f64, Aggregation, MetricKind};

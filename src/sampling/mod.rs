@@ -11,6 +11,7 @@ mod keys;
 mod pace;
 mod progress;
 mod search;
+mod search_ctx;
 mod units;
 mod worker;
 
@@ -27,7 +28,7 @@ pub use ends::{
     CheckpointCounts, CAUSE_MAX,
 };
 pub use keys::{read_key, read_keys};
-pub use search::SearchCtx;
+pub use search_ctx::SearchCtx;
 pub use units::{derive_seed, missing_work, DoneSet, WorkItem};
 use worker::ModelCtx;
 pub use worker::{request_for, Attempted, Unit};
@@ -102,6 +103,17 @@ pub fn sample_all(job: &SamplingJob, shutdown: &Shutdown) -> Result<Vec<(String,
     rt.block_on(sample_all_async(job, shutdown))
 }
 
+/// Samples (or searches, with `strategy = "mcts"`) every missing unit of one model.
+async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
+    let end = if ctx.search.is_some() {
+        search::search_model(&ctx, done, grace).await
+    } else {
+        worker::sample_model(&ctx, done, grace).await
+    };
+    ctx.counters.ended.store(true, Ordering::SeqCst);
+    end
+}
+
 async fn sample_all_async(
     job: &SamplingJob,
     shutdown: &Shutdown,
@@ -123,10 +135,7 @@ async fn sample_all_async(
         ctx.counters.total.store(missing, Ordering::SeqCst);
         bars.push((m.name.clone(), ctx.counters.clone()));
         let grace = m.api.shutdown_grace;
-        handles.push((
-            m.name.clone(),
-            tokio::spawn(worker::run_model(ctx, done, grace)),
-        ));
+        handles.push((m.name.clone(), tokio::spawn(run_model(ctx, done, grace))));
     }
     let reporter = Reporter::start(
         Mode::detect(job.quiet),

@@ -2,8 +2,8 @@
 //! the engine on a blocking thread with live or replayed model calls and the code sandbox; one
 //! checkpoint line and one tree file per finished search.
 
-use super::cache::{request_key, Cached, RequestCache};
-use super::{ModelCtx, ModelEnd};
+use super::cache::{request_key, Cached};
+use super::{ModelCtx, ModelEnd, SearchCtx};
 use crate::client::retry::Next;
 use crate::client::{ApiError, ChatResponse, Client, ErrorClass, Usage};
 use crate::config::{Prefix, RewardMode, SearchSettings, JUDGE_MAX_TOKENS};
@@ -24,24 +24,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
-
-/// What the searches of one model share beside the sampling context.
-pub struct SearchCtx {
-    pub settings: SearchSettings,
-    /// The question of each problem, in plan order (no gold answer).
-    pub inputs: Arc<Vec<SearchInput>>,
-    /// The reward model's client (chat or `/pooling` URL); None with `reward_mode = "none"`.
-    pub reward: Option<Client>,
-    pub sandbox: Sandbox,
-    pub cache: RequestCache,
-    pub run_dir: RunDir,
-    /// Per server (policy, reward): held by the first live call until a reply comes, so a bad
-    /// key or unknown model costs one request, not one per concurrent search (as for sampling).
-    pub first: [tokio::sync::Mutex<bool>; 2],
-    /// Set when the server refused to continue an assistant message (HTTP 400): from then on
-    /// prefixes are restated in the user turn, as with `prefix = "restate"`.
-    pub restate: std::sync::atomic::AtomicBool,
-}
 
 /// The cache's name for a search: `<problem id>#<search index>` (the last `#` splits it).
 pub(super) fn unit_name(problem_id: &str, index: u32) -> String {

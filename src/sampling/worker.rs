@@ -4,7 +4,7 @@
 use super::budget::worst_case;
 use super::pace::{AdaptiveLimit, Pace, Permit};
 use super::progress::Counters;
-use super::search::SearchCtx;
+use super::search_ctx::SearchCtx;
 use super::units::{derive_seed, missing_work, DoneSet, WorkItem};
 use super::{ModelEnd, SamplingJob};
 use crate::client::retry::{Next, RetryPolicy};
@@ -532,17 +532,8 @@ impl ModelCtx {
     }
 }
 
-/// Samples every missing unit of one model.
-pub(super) async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
-    let end = sample_model(&ctx, done, grace).await;
-    ctx.counters.ended.store(true, Ordering::SeqCst);
-    end
-}
-
-async fn sample_model(ctx: &Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
-    if ctx.search.is_some() {
-        return super::search::search_model(ctx, done, grace).await;
-    }
+/// Samples every missing unit of one model that is sampled (not searched).
+pub(super) async fn sample_model(ctx: &Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
     let sampling = ctx.settings.sampling.clone();
     let mut tasks = tokio::task::JoinSet::new();
     let mut first = true;
