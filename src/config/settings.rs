@@ -3,11 +3,11 @@
 use super::api::{check_base_url, default_body_limit, default_stream_deadline, ApiSettings};
 use super::judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 use super::raw::{RawApi, RawConfig, RawEvaluation, RawModel, RawSampling, RawTau, API_KEYS};
-use super::{closest, locate, ConfigError};
+use super::{locate, ConfigError};
 use crate::client::retry::DEFAULT_RETRY_AFTER_MAX;
 use crate::client::MAX_RESPONSE_BYTES;
 use crate::dataset::FewShot;
-use crate::metrics::{Aggregation, MetricKind, Tau, MAX_N};
+use crate::metrics::{MetricKind, Tau, MAX_N};
 use crate::util::{hex, read_bounded_string, MAX_TEXT_FILE};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -1054,67 +1054,12 @@ fn check_ks(
     Ok(())
 }
 
-/// Parses `greedy_acc`, `pass@K`, `g_pass@K_tT`, `mg_pass@K`, and the verifier metrics
-/// `bon@N_AGG`, `wmaj@N_AGG` (AGG one of min, mean, last, product) and `maj@N`.
+/// A config's metric name, in either spelling `MetricKind` reads (`g_pass@16_t0.5` or
+/// `G-Pass@16_0.5`; the verifier metrics `bon@N_AGG`, `wmaj@N_AGG`, `maj@N`), maj@n aside.
 pub fn parse_metric(name: &str) -> Result<MetricKind, String> {
-    let bad = || {
-        let hint = closest(
-            name,
-            [
-                "greedy_acc",
-                "pass@16",
-                "g_pass@16_t0.5",
-                "mg_pass@16",
-                "bon@16_min",
-                "wmaj@16_min",
-                "maj@4",
-            ]
-            .into_iter(),
-        )
-        .map(|s| format!("; did you mean {s:?}?"))
-        .unwrap_or_default();
-        format!(
-            "unknown metric {name:?}: use greedy_acc, pass@K, g_pass@K_tT, mg_pass@K, bon@N_AGG, \
-             wmaj@N_AGG or maj@N{hint}"
-        )
-    };
-    let k_of = |s: &str| -> Result<u64, String> {
-        match s.parse::<u64>() {
-            Ok(k) if k >= 1 => Ok(k),
-            _ => Err(bad()),
-        }
-    };
-    let with_aggregation = |rest: &str| -> Result<(u64, Aggregation), String> {
-        let (k, agg) = rest.split_once('_').ok_or_else(bad)?;
-        let aggregation = Aggregation::parse(agg).ok_or_else(|| {
-            format!("metric {name:?}: {agg:?} is not one of min, mean, last, product")
-        })?;
-        Ok((k_of(k)?, aggregation))
-    };
-    if let Some(rest) = name.strip_prefix("bon@") {
-        let (size, aggregation) = with_aggregation(rest)?;
-        return Ok(MetricKind::BestOfN { size, aggregation });
+    match name.parse::<MetricKind>() {
+        // maj@n is computed by `stats`, never asked for in a config.
+        Ok(MetricKind::Majority) => Err(crate::metrics::MetricNameError::unknown(name).to_string()),
+        parsed => parsed.map_err(|e| e.to_string()),
     }
-    if let Some(rest) = name.strip_prefix("wmaj@") {
-        let (size, aggregation) = with_aggregation(rest)?;
-        return Ok(MetricKind::WeightedMajority { size, aggregation });
-    }
-    if let Some(rest) = name.strip_prefix("maj@") {
-        return Ok(MetricKind::MajorityAt { size: k_of(rest)? });
-    }
-    if name == "greedy_acc" {
-        return Ok(MetricKind::Greedy);
-    }
-    if let Some(rest) = name.strip_prefix("mg_pass@") {
-        return Ok(MetricKind::MGPassAtK { k: k_of(rest)? });
-    }
-    if let Some(rest) = name.strip_prefix("g_pass@") {
-        let (k, t) = rest.split_once("_t").ok_or_else(bad)?;
-        let tau: Tau = t.parse().map_err(|e| format!("metric {name:?}: {e}"))?;
-        return Ok(MetricKind::GPassAtK { k: k_of(k)?, tau });
-    }
-    if let Some(rest) = name.strip_prefix("pass@") {
-        return Ok(MetricKind::PassAtK { k: k_of(rest)? });
-    }
-    Err(bad())
 }

@@ -551,12 +551,12 @@ fn paper_metric(name: &str) -> Option<PaperMetric> {
         return Some(PaperMetric::PassAtK(1));
     }
     let c = GPASS.captures(name)?;
-    let k: u64 = c[2].parse().ok().filter(|&k| k > 0)?;
-    match c.get(3) {
-        Some(t) => Some(PaperMetric::GPassAtK(k, t.as_str().parse().ok()?)),
-        None if c[1].starts_with(['m', 'M']) => Some(PaperMetric::MGPassAtK(k)),
-        None => None,
-    }
+    let spelled = match c.get(3) {
+        Some(t) => format!("G-Pass@{}_{}", &c[2], t.as_str()),
+        None if c[1].starts_with(['m', 'M']) => format!("mG-Pass@{}", &c[2]),
+        None => return None,
+    };
+    PaperMetric::of(spelled.parse().ok()?)
 }
 
 /// Each document's c, when one metric is a mean over exactly its K samples for every document.

@@ -405,6 +405,17 @@ pub(crate) enum PaperMetric {
 }
 
 impl PaperMetric {
+    /// The paper metric a gpassk metric is, if it is one of pass@k, G-Pass@k_τ, mG-Pass@k.
+    pub(crate) fn of(metric: crate::metrics::MetricKind) -> Option<PaperMetric> {
+        use crate::metrics::MetricKind as M;
+        match metric {
+            M::PassAtK { k } => Some(PaperMetric::PassAtK(k)),
+            M::GPassAtK { k, tau } => Some(PaperMetric::GPassAtK(k, tau)),
+            M::MGPassAtK { k } => Some(PaperMetric::MGPassAtK(k)),
+            _ => None,
+        }
+    }
+
     /// `G-Pass@16_0.5`, `mG-Pass@16`, `pass@4`, `c/n`: gpassk's name of the metric.
     pub(crate) fn label(&self) -> String {
         match self {

@@ -844,18 +844,11 @@ fn parse_metric(name: &str) -> Option<PaperMetric> {
     if base == "accuracy" {
         return Some(PaperMetric::Accuracy);
     }
-    if let Some(k) = base.strip_prefix("mG-Pass@") {
-        return k
-            .parse()
-            .ok()
-            .filter(|&k| k > 0)
-            .map(PaperMetric::MGPassAtK);
+    // OpenCompass names only G-Pass@k_τ and mG-Pass@k so (the paper's spelling).
+    if !base.starts_with("G-Pass@") && !base.starts_with("mG-Pass@") {
+        return None;
     }
-    let rest = base.strip_prefix("G-Pass@")?;
-    let (k, t) = rest.split_once('_')?;
-    let k: u64 = k.parse().ok().filter(|&k| k > 0)?;
-    let tau = t.parse().ok()?;
-    Some(PaperMetric::GPassAtK(k, tau))
+    PaperMetric::of(base.parse().ok()?)
 }
 
 #[cfg(test)]

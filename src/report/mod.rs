@@ -110,16 +110,7 @@ pub const HTML_NAME_WIDTH: usize = 20;
 /// A metric as the human reports name it: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`,
 /// `maj@n`; the verifier metrics by their config names (`bon@16_min`, `wmaj@16_min`, `maj@4`).
 pub fn metric_label(metric: &MetricKind) -> String {
-    match metric {
-        MetricKind::BestOfN { .. }
-        | MetricKind::WeightedMajority { .. }
-        | MetricKind::MajorityAt { .. } => metric.to_string(),
-        MetricKind::Greedy => "Greedy".into(),
-        MetricKind::PassAtK { k } => format!("Pass@{k}"),
-        MetricKind::GPassAtK { k, tau } => format!("G-Pass@{k}_{}", tau.text()),
-        MetricKind::MGPassAtK { k } => format!("mG-Pass@{k}"),
-        MetricKind::Majority => "maj@n".into(),
-    }
+    metric.label()
 }
 
 /// Writes every format into the run directory (atomically, file by file); returns the paths.

@@ -375,7 +375,7 @@ fn model_of(m: StoredModel, ks: &[u64], taus: &[Tau]) -> Result<ModelScore> {
             }))
             .transpose()?;
             Ok(ExtraColumn {
-                metric: crate::config::parse_metric(&c.metric).map_err(anyhow::Error::msg)?,
+                metric: c.metric.parse::<MetricKind>()?,
                 values,
                 std_errors,
             })
