@@ -118,12 +118,12 @@ impl EvalSettings {
     }
 }
 
-struct Ctx<'a> {
+struct ConfigText<'a> {
     text: &'a str,
     path: &'a Path,
 }
 
-impl Ctx<'_> {
+impl ConfigText<'_> {
     fn err(
         &self,
         section: &str,
@@ -144,12 +144,12 @@ impl Ctx<'_> {
     }
 }
 
-fn text_path<'a>(cx: &Ctx<'a>) -> (&'a str, &'a Path) {
+fn text_path<'a>(cx: &ConfigText<'a>) -> (&'a str, &'a Path) {
     (cx.text, cx.path)
 }
 
 pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
-    let cx = Ctx { text, path };
+    let cx = ConfigText { text, path };
     let config_json = serde_json::to_value(&raw).unwrap_or(serde_json::Value::Null);
     if raw.models.is_empty() {
         return Err(ConfigError::Invalid {
@@ -278,7 +278,7 @@ fn check_verifier_metrics(
 }
 
 fn resolve_judge(
-    cx: &Ctx,
+    cx: &ConfigText,
     raw: &RawConfig,
     j: &crate::config::raw::RawJudge,
 ) -> Result<JudgeSettings, ConfigError> {
@@ -366,7 +366,7 @@ fn resolve_judge(
 
 /// The judge's prompt (gpassk's own, or `prompt_file`'s) and where it came from.
 fn judge_prompt(
-    cx: &Ctx,
+    cx: &ConfigText,
     j: &crate::config::raw::RawJudge,
 ) -> Result<(String, String), ConfigError> {
     let err = |key: &str, msg: String| cx.err("judge", None, key, msg);
@@ -399,13 +399,13 @@ const MAX_GRACE: f64 = 600.0;
 
 /// Where a model's keys are checked: errors point at the model's own line when it overrides the
 /// key, else at `[api]`/`[sampling]`.
-struct ModelCx<'a> {
-    cx: &'a Ctx<'a>,
+struct ModelLocator<'a> {
+    cx: &'a ConfigText<'a>,
     m: &'a RawModel,
     i: usize,
 }
 
-impl ModelCx<'_> {
+impl ModelLocator<'_> {
     fn err(&self, key: &str, msg: String) -> ConfigError {
         if locate_exact(self.cx.text, "models", Some(self.i), key) {
             return self.cx.err("models", Some(self.i), key, msg);
@@ -474,13 +474,13 @@ impl ModelCx<'_> {
 }
 
 fn resolve_model(
-    cx: &Ctx,
+    cx: &ConfigText,
     raw: &RawConfig,
     m: &RawModel,
     i: usize,
 ) -> Result<ModelSettings, ConfigError> {
     let name = model_name(cx, m, i)?;
-    let mc = ModelCx { cx, m, i };
+    let mc = ModelLocator { cx, m, i };
     let mut api = resolve_api(&mc, &raw.api, &name)?;
     let sampling = resolve_sampling(&mc, &raw.sampling)?;
     if m.max_response_bytes
@@ -539,7 +539,7 @@ fn resolve_model(
 
 /// The model's price: its `[models.pricing]` keys over `[pricing]`, else the shipped price file.
 fn model_pricing(
-    cx: &Ctx,
+    cx: &ConfigText,
     raw: &RawConfig,
     m: &RawModel,
     i: usize,
@@ -577,7 +577,7 @@ fn model_pricing(
     }
 }
 
-fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
+fn model_name(cx: &ConfigText, m: &RawModel, i: usize) -> Result<String, ConfigError> {
     let name = m
         .name
         .clone()
@@ -601,7 +601,7 @@ fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
     Ok(name)
 }
 
-fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, ConfigError> {
+fn resolve_api(mc: &ModelLocator, a: &RawApi, name: &str) -> Result<ApiSettings, ConfigError> {
     let m = mc.m;
     let base_url = m
         .base_url
@@ -664,7 +664,7 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
     })
 }
 
-fn resolve_sampling(mc: &ModelCx, s: &RawSampling) -> Result<SamplingSettings, ConfigError> {
+fn resolve_sampling(mc: &ModelLocator, s: &RawSampling) -> Result<SamplingSettings, ConfigError> {
     let m = mc.m;
     let temperature = m.temperature.or(s.temperature).unwrap_or(0.7);
     if !(0.0..=2.0).contains(&temperature) {
@@ -714,7 +714,7 @@ fn locate_exact(text: &str, section: &str, index: Option<usize>, key: &str) -> b
 }
 
 fn resolve_eval(
-    cx: &Ctx,
+    cx: &ConfigText,
     raw: &RawConfig,
     models: &[ModelSettings],
 ) -> Result<EvalSettings, ConfigError> {

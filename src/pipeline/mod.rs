@@ -17,7 +17,7 @@ use crate::report;
 use crate::rundir::manifest::Manifest;
 use crate::rundir::{OpenRun, RunDir};
 use crate::sampling::{self, batch_file, ModelEnd, SamplingJob};
-use crate::scoring::verify::Verifier;
+use crate::scoring::verifier_calls::Verifier;
 use crate::scoring::{score_run, JudgeCall, RunResults};
 use crate::search::SearchInput;
 use crate::util::{coarse_k_note, shell_quote, Notes, Shutdown};
@@ -296,7 +296,7 @@ fn verify_samples(
     let prm = &settings.reward_model_id;
     let notes = ctl.1;
     let mut complete = true;
-    let result = crate::scoring::verify::verify_run(
+    let result = crate::scoring::verifier_calls::verify_run(
         run_dir,
         &models,
         &questions,

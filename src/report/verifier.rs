@@ -10,7 +10,7 @@ use super::text::wrap;
 use super::Interval;
 use crate::metrics::agreement::{Agreement, THRESHOLD};
 use crate::metrics::{to_f64, Aggregation, MetricKind};
-use crate::scoring::verified::{VerifierSummary, Versus};
+use crate::scoring::verifier_metrics::{VerifierSummary, Versus};
 use crate::scoring::{ModelScore, RunResults};
 use crate::stats::Estimate;
 use crate::util::abbreviate;

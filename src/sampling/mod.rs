@@ -11,7 +11,7 @@ mod keys;
 mod pace;
 mod progress;
 mod search;
-mod search_ctx;
+mod search_shared;
 mod units;
 mod worker;
 
@@ -28,9 +28,9 @@ pub use ends::{
     CheckpointCounts, CAUSE_MAX,
 };
 pub use keys::{read_key, read_keys};
-pub use search_ctx::SearchCtx;
+pub use search_shared::SearchShared;
 pub use units::{derive_seed, missing_work, DoneSet, WorkItem};
-use worker::ModelCtx;
+use worker::ModelShared;
 pub use worker::{request_for, Attempted, Unit};
 
 use crate::client::ApiKey;
@@ -104,7 +104,7 @@ pub fn sample_all(job: &SamplingJob, shutdown: &Shutdown) -> Result<Vec<(String,
 }
 
 /// Samples (or searches, with `strategy = "mcts"`) every missing unit of one model.
-async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
+async fn run_model(ctx: Arc<ModelShared>, done: DoneSet, grace: Duration) -> ModelEnd {
     let end = if ctx.search.is_some() {
         search::search_model(&ctx, done, grace).await
     } else {
@@ -126,7 +126,7 @@ async fn sample_all_async(
         let done = load_done(&path, &index)?;
         let mut ctx = worker::model_ctx(job, m, &path, shutdown)?;
         ctx.budget = job.budgets.budget(&m.name);
-        ctx.search = search_ctx(job, m, &done)?;
+        ctx.search = search_shared(job, m, &done)?;
         let ctx = Arc::new(ctx);
         // Set before any frame is drawn: what is missing now, so a resumed run starts at 0 of the rest.
         let missing: u64 = missing_work(job.prepared.len(), &m.sampling, &done)
@@ -156,7 +156,11 @@ async fn sample_all_async(
 }
 
 /// The search context of an mcts model: its reward client, request cache and sandbox.
-fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Option<SearchCtx>> {
+fn search_shared(
+    job: &SamplingJob,
+    m: &ModelSettings,
+    done: &DoneSet,
+) -> Result<Option<SearchShared>> {
     let (Some(settings), Some(sj)) = (&m.search, &job.search) else {
         return Ok(None);
     };
@@ -176,7 +180,7 @@ fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Op
         .map(|&(p, k)| search::unit_name(&job.prepared[p as usize].id, k as u32))
         .collect();
     let cache = RequestCache::open(&job.run_dir.cache(&m.name), &finished, &job.notes)?;
-    Ok(Some(SearchCtx {
+    Ok(Some(SearchShared {
         settings: settings.clone(),
         inputs: sj.inputs.clone(),
         reward,

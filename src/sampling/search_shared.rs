@@ -1,5 +1,5 @@
-//! `SearchCtx`: what the tree searches of one `strategy = "mcts"` model share beside the sampling
-//! context (settings, questions, reward client, sandbox, cache), held by the worker's context.
+//! `SearchShared`: what the tree searches of one `strategy = "mcts"` model share (settings,
+//! questions, reward client, sandbox, cache), held in what its workers share (`ModelShared`).
 
 use super::cache::RequestCache;
 use crate::client::Client;
@@ -10,7 +10,7 @@ use crate::search::SearchInput;
 use std::sync::Arc;
 
 /// What the searches of one model share beside the sampling context.
-pub struct SearchCtx {
+pub struct SearchShared {
     pub settings: SearchSettings,
     /// The question of each problem, in plan order (no gold answer).
     pub inputs: Arc<Vec<SearchInput>>,
