@@ -290,18 +290,19 @@ fn unmatched_models(
         .collect()
 }
 
+/// A line per unmatched run model, its name whole, and under it the nearest published names.
 fn unmatched_text(unmatched: &[(String, Vec<String>)]) -> String {
     unmatched
         .iter()
         .map(|(n, near)| {
             let near: Vec<&str> = near.iter().map(String::as_str).collect();
             match did_you_mean(&near) {
-                Some(hint) => format!("{n}: {hint}"),
-                None => n.clone(),
+                Some(hint) => format!("  {n}\n    {hint}"),
+                None => format!("  {n}\n    no published name is near it"),
             }
         })
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("\n")
 }
 
 /// The sources in messages: the file, or how many there are.
@@ -430,12 +431,15 @@ impl AuditInput<'_> {
             .filter(|r| parse_metric(&r.metric).is_some_and(|m| keep(&m)))
             .collect();
         if rows.is_empty() {
-            let mut msg = format!("no published {benchmark} value to audit: ");
-            msg.push_str(&if unmatched.is_empty() {
-                "no published metric matches --metric/--k".to_string()
+            let msg = if unmatched.is_empty() {
+                format!("no published {benchmark} value to audit: no published metric matches --metric/--k")
             } else {
-                format!("no run model matches a published model by name ({}); map them with --model-map run=published", unmatched_text(&unmatched))
-            });
+                format!(
+                    "no published {benchmark} value to audit: no run model matches a published \
+                     model by name;\n  map them with --model-map RUN=PUBLISHED:\n{}",
+                    unmatched_text(&unmatched)
+                )
+            };
             return Err(BadInput(msg).into());
         }
         let outside = rows.iter().filter(|r| r.verdict == "outside").count();
@@ -456,11 +460,7 @@ impl AuditInput<'_> {
 }
 
 fn source_lines(set: &PublishedSet, format: TableFormat) -> Vec<String> {
-    let legend = set
-        .files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| format!("[{}] {}", i + 1, f.display()));
+    let legend = (0..set.files.len()).map(|i| format!("[{}] {}", i + 1, set.citation(i)));
     match format {
         TableFormat::Table | TableFormat::Md => {
             std::iter::once("sources (column src):".to_string())
@@ -553,7 +553,13 @@ fn render(rows: &[AuditRow], format: TableFormat, files: &[PathBuf]) -> anyhow::
             .filter(|r| r.model == model && r.published_model == published)
             .cloned()
             .collect();
-        out.push_str(&format!("{model} (published as {published}):\n"));
+        let head = format!("{model} (published as {published}):");
+        out.push_str(&crate::util::wrap(
+            &head,
+            crate::util::terminal_width(),
+            "  ",
+        ));
+        out.push('\n');
         out.push_str(&tabular(&part, false, files).render(format)?);
     }
     Ok(out)

@@ -13,6 +13,7 @@ use crate::scoring::{ModelScore, RunResults};
 use crate::stats::paired::{ALPHA, MIN_SHARED};
 use crate::stats::{holm, paired_test, PairedTest};
 use crate::util::printable;
+use crate::util::{shorten_names, Paint, Tone};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -42,8 +43,9 @@ impl Comparison {
         self.in_family && self.adjusted.is_some_and(|p| p < ALPHA)
     }
 
-    /// The row's flag in compare's words: `REGRESSED` or `improved` for a flagged change of the
-    /// tested family, `untested` when too few problems are shared for a test, `exploratory`
+    /// The row's flag in compare's words, the same in every output (terminal, Markdown, CSV,
+    /// JSON, the viewer, history): `REGRESSED` or `improved` for a flagged change of the tested
+    /// family, `untested` when too few problems are shared for a test, `exploratory`
     /// outside the family, empty otherwise.
     pub fn flag(&self) -> &'static str {
         match (
@@ -55,8 +57,8 @@ impl Comparison {
             (false, ..) => "exploratory",
             (true, None, ..) => "untested",
             (true, Some(_), false, _) => "",
-            (true, Some(_), true, true) => Verdict::Improved.as_str(),
-            (true, Some(_), true, false) => Verdict::Regressed.as_str(),
+            (true, Some(_), true, true) => "improved",
+            (true, Some(_), true, false) => "REGRESSED",
         }
     }
 
@@ -183,7 +185,7 @@ pub enum Verdict {
 impl Verdict {
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Improved => "improved",
+            Verdict::Improved => "IMPROVED",
             Verdict::Regressed => "REGRESSED",
             Verdict::Mixed => "CHANGED both ways",
             Verdict::NoDetectableChange => "no detectable change",
@@ -202,38 +204,48 @@ pub struct ModelVerdict {
 }
 
 /// A verdict per model of either run (B's order, then models only A has): from the flagged
-/// family rows, or why the model cannot be compared; `drift` holds (model, change) pairs.
+/// family rows, or why the model cannot be compared; and the drift (`drift`: (model, change)
+/// pairs) every compared model shares, said once ([`gather`]), the rest under each model's
+/// verdict. "Every model" is the models with a verdict of their own: one that failed in a run
+/// has no fingerprint to share, and counting it would repeat the others' one change per model.
 pub fn verdicts(
     a: &RunResults,
     b: &RunResults,
     compared: &Compared,
     drift: &[(String, String)],
-) -> Vec<ModelVerdict> {
+) -> (Vec<ModelVerdict>, Vec<String>) {
     let mut names: Vec<&str> = b.models.iter().map(|m| m.name.as_str()).collect();
     for m in &a.models {
         if !names.contains(&m.name.as_str()) {
             names.push(&m.name);
         }
     }
-    names
+    let mut verdicts: Vec<ModelVerdict> = names
         .into_iter()
         .map(|name| {
             let (verdict, reason) = match not_comparable(a, b, name) {
                 Some(why) => (Verdict::NotComparable, why),
                 None => from_rows(name, compared),
             };
-            let drift = (drift.iter())
-                .filter(|(m, _)| m == name)
-                .map(|(_, d)| d.clone())
-                .collect();
             ModelVerdict {
                 model: name.to_string(),
                 verdict,
                 reason,
-                drift,
+                drift: Vec::new(),
             }
         })
-        .collect()
+        .collect();
+    let compared_models: Vec<&str> = (verdicts.iter())
+        .filter(|v| v.verdict != Verdict::NotComparable)
+        .map(|v| v.model.as_str())
+        .collect();
+    let (shared, own) = gather(drift, &compared_models);
+    for v in &mut verdicts {
+        v.drift = (own.iter().filter(|(m, _)| *m == v.model))
+            .map(|(_, d)| d.clone())
+            .collect();
+    }
+    (verdicts, shared)
 }
 
 /// Why `name` cannot be compared: absent from a run, or failed in one (with its error).
@@ -281,52 +293,37 @@ fn from_rows(name: &str, compared: &Compared) -> (Verdict, String) {
         (false, false) => Verdict::NoDetectableChange,
     };
     if verdict != Verdict::NoDetectableChange {
-        let listed: Vec<String> = (flagged.iter().take(3))
-            .map(|c| {
-                let p = match c.adjusted {
-                    Some(p) if p < 1e-4 => "p < 0.0001".to_string(),
-                    p => format!("p = {}", p_text(p)),
-                };
-                format!("{} {:+.1} points ({p})", c.metric, 100.0 * c.test.delta)
-            })
+        // Every flagged metric, however many: the table beside it has the p-values.
+        let listed: Vec<String> = (flagged.iter())
+            .map(|c| format!("{} {:+.1}", c.metric, 100.0 * c.test.delta))
             .collect();
-        let more = flagged.len().saturating_sub(3);
-        let more = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
-        return (verdict, format!("{}{more}", listed.join(", ")));
+        return (verdict, listed.join(", "));
     }
     let problems = family[0].test.problems;
     let moved: Vec<&&Comparison> = family.iter().filter(|c| c.test.spread > 0.0).collect();
     if moved.is_empty() {
-        let floor = family
-            .iter()
-            .filter_map(|c| c.detectable)
-            .fold(0.0, f64::max);
+        let fewest = PairedTest::fewest_moving(ALPHA / compared.family_tested.max(1) as f64);
         return (
             verdict,
             format!(
-                "every headline value is the same on all {problems} problems (a change \
-                 would need about {:.0} points to be flagged)",
-                100.0 * floor
+                "every headline value is the same on all {problems} problems (a flag needs at \
+                 least {fewest} of them to move one way)"
             ),
         );
     }
     let sizes: Vec<f64> = moved.iter().filter_map(|c| c.detectable).collect();
     let lo = sizes.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = sizes.iter().copied().fold(0.0, f64::max);
-    let size = if (100.0 * lo).round() == (100.0 * hi).round() {
+    let size = if sizes.is_empty() {
+        return (verdict, format!("on {problems} problems"));
+    } else if (100.0 * lo).round() == (100.0 * hi).round() {
         format!("{:.0}", 100.0 * hi)
     } else {
         format!("{:.0}–{:.0}", 100.0 * lo, 100.0 * hi)
     };
     (
         verdict,
-        format!(
-            "on {problems} problems only changes of about {size} points are detectable (80% power)"
-        ),
+        format!("80% power only from about {size} points ({problems} problems)"),
     )
 }
 
@@ -400,22 +397,36 @@ pub fn nothing_compared(a: &RunResults, b: &RunResults, [run_a, run_b]: [&str; 2
     BadInput(format!("{run_a} and {run_b} {why}"))
 }
 
-/// Every setting that differs between the two runs for the models both hold, named.
+/// Every setting that differs between the two runs for the models both hold, named; a change
+/// every model shares is said once (`all 6 models: temperature: 1 in A, 0.7 in B`).
 pub fn setting_differences(a: &RunResults, b: &RunResults) -> Vec<String> {
     let (Some(ma), Some(mb)) = (&a.manifest, &b.manifest) else {
         return vec!["a run has no manifest: its settings cannot be checked".into()];
     };
-    ma.differences(mb)
-        .iter()
-        .filter_map(|d| {
-            let (what, x, y) = setting_difference(d)?;
-            Some(format!("{what}: {x} in A, {y} in B"))
-        })
-        .collect()
+    let mut run_wide = Vec::new();
+    let mut per_model: Vec<(String, String)> = Vec::new();
+    for d in ma.differences(mb) {
+        let Some((model, what, x, y)) = setting_difference(&d) else {
+            continue;
+        };
+        match model {
+            None => run_wide.push(format!("{what}: {x} in A, {y} in B")),
+            Some(m) => per_model.push((m, format!("{what}: {x} in A, {y} in B"))),
+        }
+    }
+    let models: Vec<&str> = (b.models.iter())
+        .filter(|m| a.models.iter().any(|x| x.name == m.name))
+        .map(|m| m.name.as_str())
+        .collect();
+    let (shared, own) = gather(&per_model, &models);
+    run_wide.extend(shared);
+    run_wide.extend(own.into_iter().map(|(m, d)| format!("{m} {d}")));
+    run_wide
 }
 
-/// What compare warns of in a difference, with its values in A and B; `None` for the rest.
-fn setting_difference(d: &Difference) -> Option<(String, String, String)> {
+/// What compare warns of in a difference: the model it concerns (none for the whole run), what
+/// differs, and its values in A and B; `None` for the rest.
+fn setting_difference(d: &Difference) -> Option<(Option<String>, String, String, String)> {
     let grading = |(mode, judge): &(String, Option<String>)| {
         judge
             .as_ref()
@@ -424,16 +435,18 @@ fn setting_difference(d: &Difference) -> Option<(String, String, String)> {
     let debug = |v: Option<u32>| format!("{v:?}");
     Some(match d {
         Difference::PromptTemplate(c) => (
+            None,
             "prompt template".into(),
             format!("{:?}", c.before),
             format!("{:?}", c.after),
         ),
         Difference::PromptHash(c) => (
+            None,
             "prompt hash (template and few-shot turns)".into(),
             c.before.clone(),
             c.after.clone(),
         ),
-        Difference::Grader(c) => ("grader".into(), grading(&c.before), grading(&c.after)),
+        Difference::Grader(c) => (None, "grader".into(), grading(&c.before), grading(&c.after)),
         Difference::Model { model, setting } => {
             let (what, x, y) = match setting {
                 ModelSetting::ModelId(c) => ("model id", c.before.clone(), c.after.clone()),
@@ -446,7 +459,7 @@ fn setting_difference(d: &Difference) -> Option<(String, String, String)> {
                 ModelSetting::MaxTokens(c) => ("max tokens", debug(c.before), debug(c.after)),
                 ModelSetting::Seed(_) | ModelSetting::Stop(_) => return None,
             };
-            (format!("{model} {what}"), x, y)
+            (Some(model.clone()), what.to_string(), x, y)
         }
         _ => return None,
     })
@@ -493,7 +506,7 @@ pub fn drift_lines([ea, eb]: [&RunEntry; 2], b: &RunResults) -> Vec<(String, Str
 
 /// Notes about models split into those every one of `models` has (said once, `all 6 models:
 /// …`, when there are two models or more) and the rest, per model, in order: one fingerprint
-/// change of six models is one line, not six.
+/// change of six models is one line, not six. A model outside `models` keeps its notes.
 pub fn gather(notes: &[(String, String)], models: &[&str]) -> (Vec<String>, Vec<(String, String)>) {
     let everyone = |text: &str| {
         models.len() > 1 && (models.iter()).all(|m| notes.iter().any(|(n, t)| n == m && t == text))
@@ -501,7 +514,7 @@ pub fn gather(notes: &[(String, String)], models: &[&str]) -> (Vec<String>, Vec<
     let mut shared: Vec<String> = Vec::new();
     let mut own = Vec::new();
     for (model, text) in notes {
-        if everyone(text) {
+        if everyone(text) && models.contains(&model.as_str()) {
             let line = format!("all {} models: {text}", models.len());
             if !shared.contains(&line) {
                 shared.push(line);
@@ -522,16 +535,23 @@ fn p_text(p: Option<f64>) -> String {
     }
 }
 
-/// The shown rows as cells: percentages for people, raw fractions and p-values for machines.
+/// The flag of a row as people read it: [`Comparison::flag`] with its arrow (`▼ REGRESSED`,
+/// `▲ improved`).
+fn flag_text(c: &Comparison) -> &'static str {
+    match c.flag() {
+        "REGRESSED" => "▼ REGRESSED",
+        "improved" => "▲ improved",
+        other => other,
+    }
+}
+
+/// The shown rows as cells for machines: raw fractions and p-values, the metric's own name.
 fn tabular(shown: &[&Comparison]) -> Tabular {
     let pct = |v: f64| Cell::num(Some(v), Interval::percent(Some(v), None).to_string());
     let rows = shown
         .iter()
         .map(|c| {
             let d = &c.test;
-            let detect = c
-                .detectable
-                .map_or("-".into(), |x| format!("±{:.1}", 100.0 * x));
             vec![
                 Cell::text(&c.model),
                 // Machines get the metric's own name; its other names go in `same_as`.
@@ -545,7 +565,7 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
                 Cell::num(Some(d.delta), format!("{:+.1}", 100.0 * d.delta)),
                 Cell::num(d.p, p_text(d.p)),
                 Cell::num(c.adjusted, p_text(c.adjusted)),
-                Cell::num(c.detectable, detect),
+                Cell::num(c.detectable, String::new()),
                 Cell::int(d.problems as u64),
                 Cell {
                     text: c.in_family.to_string(),
@@ -579,128 +599,289 @@ fn tabular(shown: &[&Comparison]) -> Tabular {
             "B − A",
             "p",
             "p (Holm)",
-            "detect ±",
+            "detectable",
             "problems",
             "family",
             "flag",
         ],
         rows,
-        machine_only: &["same_as", "p", "problems", "family"],
-        group: Some("model"),
+        machine_only: &[],
+        group: None,
     }
 }
 
-/// What `gpassk compare` prints: in a machine format the table alone; in a human one the
-/// verdict per model first, then the table with its legend, the runs (by `names`), the setting
-/// `differences` and the counts of tested and flagged rows.
+/// How `compare`'s human output looks: the width it fits, colour, and whether the exploratory
+/// rows are shown (`--all`).
+#[derive(Debug, Clone, Copy)]
+pub struct Look {
+    pub width: usize,
+    pub paint: Paint,
+    pub all: bool,
+    /// Rows were chosen by --metric/--k.
+    pub filtered: bool,
+}
+
+/// What `gpassk compare` prints: in a machine format the table alone. In a human one: the runs
+/// (by `names`) and what changed for the whole run or every model (`notes`: settings, drift),
+/// then the verdict of each model under its name (the short name the table uses `=` the full
+/// one), then one table of the shown rows, a line saying how to read it, and last the rows that
+/// are significant.
 pub fn render(
     [run_a, run_b]: [&str; 2],
     compared: &Compared,
     verdicts: &[ModelVerdict],
     shown: &[&Comparison],
-    differences: &[String],
+    notes: &[String],
     format: TableFormat,
+    look: Look,
 ) -> anyhow::Result<String> {
-    let body = tabular(shown).render(format)?;
     if !format.is_human() {
-        return Ok(body);
+        return tabular(shown).render(format);
     }
     let md = format == TableFormat::Md;
+    let width = if md { usize::MAX } else { look.width.max(40) };
+    let paint = if md { Paint::off() } else { look.paint };
+    let names: Vec<&str> = verdicts.iter().map(|v| v.model.as_str()).collect();
+    let table = Table::of(shown, &names, width);
     let mut out = String::new();
     // A line of text; in Markdown a paragraph of its own.
-    let mut line = |s: &str| {
-        out.push_str(s);
-        out.push_str(if md { "\n\n" } else { "\n" });
+    let mut line = |s: &str, indent: &str| {
+        let text = if md {
+            md_text(s) + "\n"
+        } else {
+            crate::report::wrap(s, width, indent)
+        };
+        out.push_str(&paint.marks(&text));
+        out.push('\n');
     };
-    line(&format!("A: {}", printable(run_a)));
-    line(&format!("B: {}", printable(run_b)));
-    for d in differences {
-        line(&format!("WARNING: the runs differ: {d}"));
+    line(&format!("A: {}", printable(run_a)), "");
+    line(&format!("B: {}", printable(run_b)), "");
+    for n in notes {
+        line(&printable(n), "  ");
     }
-    if !differences.is_empty() {
-        line("differences may come from these settings");
-    }
-    // One width for every wrapped line (Markdown is not wrapped).
-    let width = crate::util::terminal_width().clamp(40, 100);
-    out.push_str(&verdict_block(compared, verdicts, md, width));
-    out.push_str(&legend(md, width));
-    out.push_str(&body);
-    if md && !body.ends_with("\n\n") {
+    out.push_str(&verdict_block(verdicts, &table, md, width, paint));
+    out.push('\n');
+    out.push_str(&table.render(md, paint));
+    if md {
         // A line right under a Markdown table would be read as one more row.
         out.push('\n');
     }
-    out.push_str(&footer(compared, shown, md, width));
+    out.push_str(&footer(
+        compared,
+        shown,
+        &table,
+        look.filtered,
+        md,
+        width,
+        paint,
+    ));
     Ok(out)
 }
 
-/// The verdicts: a heading naming the tested family, then per model its name on a line of its
-/// own (long names never squeeze the text) and the verdict, reason and drift under it.
-fn verdict_block(compared: &Compared, verdicts: &[ModelVerdict], md: bool, width: usize) -> String {
-    let head = format!(
-        "Verdict per model (tested: the headline metrics; Holm at {}% over {} tests)",
-        100.0 * ALPHA,
-        compared.family_tested
-    );
-    let mut out = if md {
-        format!("**{head}**\n\n")
-    } else {
-        format!("{}\n", crate::report::wrap(&head, width, ""))
-    };
+/// Each model's verdict under its name, `short = full` when the table shortens it; its own
+/// drift (what every model shares is said above, once) after the verdict.
+fn verdict_block(
+    verdicts: &[ModelVerdict],
+    table: &Table,
+    md: bool,
+    width: usize,
+    paint: Paint,
+) -> String {
+    let mut out = String::new();
     for v in verdicts {
-        let name = printable(&v.model);
-        let mut what = format!("{}: {}", v.verdict.as_str(), v.reason);
+        let full = printable(&v.model);
+        let short = table.short(&v.model);
+        // Only what changed, or cannot be told, stands out.
+        let tone = match v.verdict {
+            Verdict::Regressed => Some(Tone::Bad),
+            Verdict::Improved => Some(Tone::Good),
+            Verdict::Mixed | Verdict::NotComparable => Some(Tone::Warn),
+            Verdict::NoDetectableChange => None,
+        };
+        let word = match v.verdict {
+            Verdict::Regressed => format!("▼ {}", v.verdict.as_str()),
+            Verdict::Improved => format!("▲ {}", v.verdict.as_str()),
+            Verdict::Mixed => format!("▲▼ {}", v.verdict.as_str()),
+            _ => v.verdict.as_str().to_string(),
+        };
+        let mut what = v.reason.clone();
         for d in &v.drift {
-            what.push_str(&format!("; drift: {d}"));
+            what.push_str(&format!("; drift: {}", printable(d)));
         }
-        if md {
-            out.push_str(&format!("- **{}**: {}\n", md_text(&name), md_text(&what)));
+        let named = if short == full {
+            full.to_string()
         } else {
-            out.push_str(&format!("  {name}\n"));
-            out.push_str(&format!(
-                "    {}\n",
-                crate::report::wrap(&what, width - 4, "    ")
-            ));
+            format!("{short} = {full}")
+        };
+        if md {
+            let named = if short == full {
+                format!("**{}**", md_text(&full))
+            } else {
+                format!("**{}** = {}", md_text(&short), md_text(&full))
+            };
+            out.push_str(&format!("- {named}: {word}: {}\n", md_text(&what)));
+            continue;
         }
+        out.push_str(&paint.paint(&crate::report::wrap(&named, width, "  "), Tone::Strong));
+        out.push('\n');
+        let text = crate::report::wrap(&format!("{word}: {what}"), width - 2, "    ");
+        let (head, rest) = text.split_at(word.len());
+        let head = tone.map_or_else(|| head.to_string(), |t| paint.paint(head, t));
+        out.push_str(&format!("  {head}{rest}\n"));
     }
-    out.push('\n');
     out
 }
 
-/// How to read the table.
-fn legend(md: bool, width: usize) -> String {
-    let text = "B − A in percentage points over the problems both runs scored; exact paired \
-        sign-flip test (McNemar for 0/1 values), Holm-corrected over the headline metrics only; \
-        other rows are exploratory (shown, never flagged); a quantity with two names is one \
-        row; detect: the change 80% power would catch at Holm's strictest level";
-    if md {
-        format!("{text}\n\n")
-    } else {
-        format!("{}\n", crate::report::wrap(text, width, ""))
+/// The rows people read: a row per shown model and metric, the model's short name on its first
+/// row only. The names are shortened together ([`shorten_names`]) to what the width leaves
+/// them; when too little is left, each model's rows go under its full name instead.
+struct Table {
+    /// Full and short names of every model of the comparison.
+    names: Vec<(String, String)>,
+    /// Model names in a column (else on lines of their own above their rows).
+    column: bool,
+    header: [&'static str; 6],
+    rows: Vec<[String; 6]>,
+}
+
+impl Table {
+    fn of(shown: &[&Comparison], models: &[&str], width: usize) -> Table {
+        let header = ["model", "metric", "A → B", "B − A", "p (Holm)", "flag"];
+        let pct = |v: f64| Interval::percent(Some(v), None).to_string();
+        let a_width = shown
+            .iter()
+            .map(|c| pct(c.test.a).chars().count())
+            .max()
+            .unwrap_or(0);
+        let rows: Vec<[String; 6]> = shown
+            .iter()
+            .map(|c| {
+                let d = &c.test;
+                [
+                    c.model.clone(),
+                    c.label(),
+                    format!("{:>a_width$} → {}", pct(d.a), pct(d.b)),
+                    format!("{:+.1}", 100.0 * d.delta),
+                    p_text(c.adjusted),
+                    flag_text(c).to_string(),
+                ]
+            })
+            .collect();
+        let widths = column_widths(&header, &rows);
+        let rest: usize = widths[1..].iter().map(|w| w + 2).sum();
+        // Markdown has no width of its own: the documents' short names.
+        let room = if width == usize::MAX {
+            crate::util::SHORT_NAME
+        } else {
+            width.saturating_sub(rest)
+        };
+        let longest = models.iter().map(|m| m.chars().count()).max().unwrap_or(0);
+        let column = room >= 12 || longest <= room;
+        let short = if column {
+            shorten_names(models, crate::util::name_width(room))
+        } else {
+            models.iter().map(|m| m.to_string()).collect()
+        };
+        Table {
+            names: models.iter().map(|m| m.to_string()).zip(short).collect(),
+            column,
+            header,
+            rows,
+        }
+    }
+
+    /// The name the table shows for `model`.
+    fn short(&self, model: &str) -> String {
+        (self.names.iter())
+            .find(|(full, _)| full == model)
+            .map_or_else(
+                || printable(model).into_owned(),
+                |(_, s)| printable(s).into_owned(),
+            )
+    }
+
+    /// The table: padded columns on a terminal (numbers right-aligned), else Markdown.
+    fn render(&self, md: bool, paint: Paint) -> String {
+        let rows: Vec<[String; 6]> = (self.rows.iter().enumerate())
+            .map(|(i, r)| {
+                let mut r = r.clone();
+                let first = i == 0 || self.rows[i - 1][0] != r[0];
+                r[0] = if first || md {
+                    self.short(&r[0])
+                } else {
+                    String::new()
+                };
+                r
+            })
+            .collect();
+        if md {
+            let header: Vec<String> = self.header.iter().map(|h| h.to_string()).collect();
+            let rows: Vec<Vec<String>> = (rows.iter())
+                .map(|r| r.iter().map(|c| c.trim().to_string()).collect())
+                .collect();
+            return crate::report::md_table(&header, &rows, 1);
+        }
+        let skip = usize::from(!self.column);
+        let widths = column_widths(&self.header, &rows);
+        let line = |cells: &[String]| -> String {
+            let mut text = String::new();
+            for (c, cell) in cells.iter().enumerate().skip(skip) {
+                let w = widths[c];
+                let pad = w.saturating_sub(cell.chars().count());
+                let numeric = matches!(c, 3 | 4);
+                let body = if c == 5 {
+                    paint.marks(cell)
+                } else {
+                    cell.clone()
+                };
+                if numeric {
+                    text.push_str(&" ".repeat(pad));
+                    text.push_str(&body);
+                } else {
+                    text.push_str(&body);
+                    text.push_str(&" ".repeat(pad));
+                }
+                text.push_str("  ");
+            }
+            text.trim_end().to_string() + "\n"
+        };
+        let header: Vec<String> = self.header.iter().map(|h| h.to_string()).collect();
+        let mut out = paint.paint(line(&header).trim_end(), Tone::Faint) + "\n";
+        for (i, r) in rows.iter().enumerate() {
+            if !self.column && (i == 0 || self.rows[i - 1][0] != self.rows[i][0]) {
+                out.push_str(&paint.paint(&self.short(&self.rows[i][0]), Tone::Strong));
+                out.push('\n');
+            }
+            out.push_str(&line(r));
+        }
+        out
     }
 }
 
-/// The lines under the table: skipped rows and the counts of tested, flagged and shown rows.
-fn footer(compared: &Compared, shown: &[&Comparison], md: bool, width: usize) -> String {
+/// The widest cell of each column, header included.
+fn column_widths(header: &[&str; 6], rows: &[[String; 6]]) -> [usize; 6] {
+    let mut widths = header.map(|h| h.chars().count());
+    for r in rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    widths
+}
+
+/// Under the table: rows left out, untested differences, how to read the table, and last the
+/// significant rows by name.
+fn footer(
+    compared: &Compared,
+    shown: &[&Comparison],
+    table: &Table,
+    filtered: bool,
+    md: bool,
+    width: usize,
+    paint: Paint,
+) -> String {
     let mut lines: Vec<String> = compared.skipped.clone();
     let tested = compared.family_tested;
-    let flagged = compared.rows.iter().filter(|c| c.flagged()).count();
-    lines.push(format!(
-        "{flagged} of {tested} tested headline differences significant at {}% family-wise (Holm over {tested} tests)",
-        100.0 * ALPHA
-    ));
-    let exploratory = compared.rows.iter().filter(|c| !c.in_family).count();
-    if exploratory > 0 {
-        lines.push(format!(
-            "{exploratory} exploratory rows, not part of the tested family"
-        ));
-    }
-    if shown.len() < compared.rows.len() {
-        lines.push(format!(
-            "{} of {} rows shown (--metric/--k)",
-            shown.len(),
-            compared.rows.len()
-        ));
-    }
     let untested = (compared.rows.iter())
         .filter(|c| c.in_family && c.test.p.is_none())
         .count();
@@ -710,10 +891,93 @@ fn footer(compared: &Compared, shown: &[&Comparison], md: bool, width: usize) ->
              cannot support a flag"
         ));
     }
-    if md {
-        return lines.iter().map(|l| format!("{l}\n\n")).collect();
+    let mut how = format!(
+        "B − A in points; Holm at {}% over {tested} tests",
+        100.0 * ALPHA
+    );
+    let hidden = compared.rows.len() - shown.len();
+    if shown.iter().any(|c| !c.in_family) {
+        how.push_str("; exploratory rows are never flagged");
     }
-    (lines.iter())
-        .map(|l| format!("{}\n", crate::report::wrap(l, width, "  ")))
-        .collect()
+    if hidden > 0 && filtered {
+        how.push_str(&format!(
+            "; {} of {} rows shown (--metric/--k)",
+            shown.len(),
+            compared.rows.len()
+        ));
+    } else if hidden > 0 {
+        how.push_str(&format!("; --all adds {hidden} exploratory rows"));
+    }
+    lines.push(how);
+    lines.push(significant_line(compared, table));
+    let mut out = String::new();
+    for l in &lines {
+        if md {
+            out.push_str(&format!("{}\n\n", md_text(l)));
+        } else {
+            out.push_str(&paint.marks(&crate::report::wrap(l, width, "  ")));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `significant (5 of 30): <model> Greedy ▼, Pass@16 ▼; <model> mG-Pass@16 ▼`: every flagged
+/// row of the family, shown or not, by model.
+fn significant_line(compared: &Compared, table: &Table) -> String {
+    let tested = compared.family_tested;
+    let flagged: Vec<&Comparison> = compared.rows.iter().filter(|c| c.flagged()).collect();
+    if flagged.is_empty() {
+        return format!("significant: none of the {tested} tests");
+    }
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for c in &flagged {
+        let mark = if c.test.delta > 0.0 { "▲" } else { "▼" };
+        let item = format!("{} {mark}", c.metric);
+        match groups.last_mut() {
+            Some((m, items)) if *m == c.model => items.push(item),
+            _ => groups.push((c.model.clone(), vec![item])),
+        }
+    }
+    let parts: Vec<String> = (groups.iter())
+        .map(|(m, items)| format!("{} {}", table.short(m), items.join(", ")))
+        .collect();
+    format!(
+        "significant ({} of {tested}): {}",
+        flagged.len(),
+        parts.join("; ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(m, t)| (m.to_string(), t.to_string()))
+            .collect()
+    }
+
+    /// Issue 40: the same change of every model is said once; a change some models share, or
+    /// the change of the only model, stays per model.
+    #[test]
+    fn a_change_every_model_shares_is_said_once() {
+        let fp = "system fingerprint: a → b (100.0% of samples)";
+        let notes = pairs(&[
+            ("x", fp),
+            ("y", fp),
+            ("z", fp),
+            ("y", "served model: p → q"),
+        ]);
+        let (shared, own) = gather(&notes, &["x", "y", "z"]);
+        assert_eq!(shared, [format!("all 3 models: {fp}")]);
+        assert_eq!(own, pairs(&[("y", "served model: p → q")]));
+        let (shared, own) = gather(&notes, &["x", "y", "z", "w"]);
+        assert!(shared.is_empty());
+        assert_eq!(own.len(), 4);
+        let (shared, own) = gather(&pairs(&[("x", fp)]), &["x"]);
+        assert!(shared.is_empty() && own.len() == 1);
+    }
 }

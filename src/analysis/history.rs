@@ -7,15 +7,14 @@ use crate::analysis::compare::{compare, gather, Compared, Comparison};
 use crate::analysis::trend::{html_page, DatasetPage, Flag, Point, Series, Trend};
 use crate::error::BadInput;
 use crate::metrics::MetricKind;
-use crate::report::HTML_NAME_WIDTH;
-use crate::report::{
-    layout, md_table, md_text, metric_label, wrap, Cell, Corner, Interval, Tabular,
-};
+use crate::report::{md_table, md_text, metric_label, wrap, Cell, Interval, Tabular};
 use crate::rundir::difference::Difference;
 use crate::rundir::manifest::{Manifest, ModelManifest};
 use crate::rundir::RunDir;
 use crate::scoring::{load_scored, RunResults};
-use crate::util::{printable, short, shorten_names};
+use crate::util::{
+    name_legend, name_width, printable, short, shorten_names, Paint, Tone, SHORT_NAME,
+};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -497,6 +496,10 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
     };
     let dataset = last.results.dataset.clone();
     let models = series_models(series, model_filter);
+    if models.is_empty() {
+        // `--model` names none of this dataset's models: nothing to plot or to note.
+        return;
+    }
     let labels = run_labels(series);
     // Per model and run, what changed for the model alone: drift may read a whole checkpoint,
     // so it is worked out once, not once per metric.
@@ -510,7 +513,7 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
     let mut grids: Vec<ModelRuns> = (models.iter().zip(&own))
         .map(|(m, own)| ModelRuns::new(series, &labels, &dataset, m, own))
         .collect();
-    let short = shorten_names(&models, HTML_NAME_WIDTH);
+    let short = shorten_names(&models, SHORT_NAME);
     let first = out.trends.len();
     for metric in last.results.tested_family() {
         let label = metric_label(&metric);
@@ -559,9 +562,13 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
         }
         out.trends.push(trend);
     }
-    // What happened in each run, numbered on the plots; the viewer lists it by run name.
-    let grid_refs: Vec<&ModelRuns> = grids.iter().collect();
-    let notes = run_notes(&grid_refs, &|m| m.to_string());
+    // What happened in each run, numbered on the plots (as on the page, which asks the same
+    // helper); the viewer lists it by run name.
+    let notes = Dataset {
+        name: &dataset,
+        models: grids.iter().collect(),
+    }
+    .run_notes(&models);
     let mut number = 0;
     let numbers: Vec<Option<usize>> = (notes.iter())
         .map(|lines| {
@@ -582,18 +589,25 @@ fn series_rows(series: &[Loaded], model_filter: Option<&str>, out: &mut SeriesOu
     out.models.extend(grids);
 }
 
-/// One model's runs of one dataset for the terminal: a row per run, a column per headline
-/// metric (its value, interval and a mark where the change from the run before is significant),
-/// and notes: what changed for the model in a run, and each significant change with its size.
+/// One model's runs of one dataset: per run its label, id and date, a cell per headline metric
+/// (its value, interval and a mark where the change from the run before is significant), what
+/// changed for the model alone in a run, and its significant changes with their sizes.
 pub struct ModelRuns {
     pub dataset: String,
     pub model: String,
+    /// Per run, its label: the date, else the date and minute, else the run's name.
     pub runs: Vec<String>,
+    /// Per run, its name (directory or stored id) and when it was created.
+    pub run_ids: Vec<String>,
+    pub dates: Vec<String>,
     pub metrics: Vec<String>,
     /// Per run, per metric.
     pub cells: Vec<Vec<String>>,
-    /// The run's index and the note.
+    /// The run's index and what changed for this model alone (drift, coverage).
     pub notes: Vec<(usize, String)>,
+    /// The run's index and a significant change from the run before:
+    /// `▼ Greedy -36.7 (p 0.0273)`.
+    pub flags: Vec<(usize, String)>,
     /// What changed for every model of the run (its settings), per run.
     pub run_changes: Vec<Vec<String>>,
     /// Per run, whether the model has a value of any headline metric in it.
@@ -616,9 +630,22 @@ impl ModelRuns {
             dataset: dataset.to_string(),
             model: model.to_string(),
             runs: labels.to_vec(),
+            run_ids: series.iter().map(run_name).collect(),
+            dates: (series.iter())
+                .map(|l| {
+                    l.entry
+                        .manifest
+                        .created_at
+                        .chars()
+                        .take(16)
+                        .collect::<String>()
+                        .replace('T', " ")
+                })
+                .collect(),
             metrics: Vec::new(),
             cells: vec![Vec::new(); series.len()],
             notes,
+            flags: Vec::new(),
             run_changes: series.iter().map(|l| l.run_changes.clone()).collect(),
             present: vec![false; series.len()],
         }
@@ -640,80 +667,228 @@ impl ModelRuns {
         self.cells[run].push(format!("{text}{mark}"));
         self.present[run] |= est.is_some_and(|e| e.value.is_some());
         if let Some(t) = test.filter(|t| t.flagged()) {
-            self.notes.push((run, format!("{metric} {}", flag_note(t))));
+            self.flags.push((run, format!("{metric} {}", flag_note(t))));
         }
-    }
-
-    /// The grid within `width` columns (runs as rows when that fits, else transposed), then the
-    /// notes, each under its run's label.
-    pub fn terminal(&self, width: usize) -> String {
-        // With a mark anywhere, unmarked cells are padded as wide so the intervals stay
-        // aligned whichever way the grid is laid out.
-        let marked = |t: &String| t.ends_with(['▲', '▼']);
-        let mut cells = self.cells.clone();
-        if cells.iter().flatten().any(marked) {
-            for t in cells.iter_mut().flatten().filter(|t| !marked(t)) {
-                t.push_str("  ");
-            }
-        }
-        let runs: Vec<&str> = self.runs.iter().map(String::as_str).collect();
-        let corner = Corner {
-            rows: "run",
-            columns: "metric",
-        };
-        let mut out = wrap(&printable(&self.model), width, "  ");
-        out.push('\n');
-        out.push_str(&layout(corner, &runs, &self.metrics, &cells, width));
-        let mut notes = self.notes.clone();
-        notes.sort_by_key(|(run, _)| *run);
-        for (run, note) in notes {
-            let line = format!("  {}: {}", self.runs[run], printable(&note));
-            out.push_str(&wrap(&line, width, "    "));
-            out.push('\n');
-        }
-        out
     }
 }
 
-impl ModelRuns {
-    /// The grid as Markdown that pastes into a PR: metrics as rows and runs as columns (runs as
-    /// rows when there are more than a table's columns hold), then the notes as a list.
-    pub fn markdown(&self) -> String {
-        let mut out = format!("### {}\n\n", md_text(&self.model));
-        let (header, rows): (Vec<String>, Vec<Vec<String>>) = if self.runs.len() < 8 {
-            let header = std::iter::once("metric".to_string()).chain(self.runs.iter().cloned());
-            let rows = (0..self.metrics.len())
-                .map(|c| {
-                    std::iter::once(self.metrics[c].clone())
-                        .chain(self.cells.iter().map(|r| r[c].clone()))
-                        .collect()
-                })
-                .collect();
-            (header.collect::<Vec<_>>(), rows)
-        } else {
-            let header = std::iter::once("run".to_string()).chain(self.metrics.iter().cloned());
-            let rows = self.runs.iter().zip(&self.cells).map(|(run, cells)| {
-                std::iter::once(run.clone())
-                    .chain(cells.iter().cloned())
-                    .collect()
-            });
-            (header.collect(), rows.collect())
-        };
-        out.push_str(&md_table(&header, &rows, 1));
-        let mut notes = self.notes.clone();
-        notes.sort_by_key(|(run, _)| *run);
-        if !notes.is_empty() {
-            out.push('\n');
-        }
-        for (run, note) in notes {
-            out.push_str(&format!(
-                "- {}: {}\n",
-                md_text(&self.runs[run]),
-                md_text(&note)
-            ));
+/// The models of one dataset (consecutive in [`History::models`]) and what their runs share.
+struct Dataset<'a> {
+    name: &'a str,
+    models: Vec<&'a ModelRuns>,
+}
+
+impl<'a> Dataset<'a> {
+    /// The datasets of `models` in order.
+    fn all(models: &'a [ModelRuns]) -> Vec<Dataset<'a>> {
+        let mut out: Vec<Dataset<'a>> = Vec::new();
+        for m in models {
+            match out.last_mut() {
+                Some(d) if d.name == m.dataset => d.models.push(m),
+                _ => out.push(Dataset {
+                    name: &m.dataset,
+                    models: vec![m],
+                }),
+            }
         }
         out
     }
+
+    fn first(&self) -> &'a ModelRuns {
+        self.models[0]
+    }
+
+    /// The key of each run in the table: its date when that alone tells the runs apart,
+    /// else its number.
+    fn run_keys(&self) -> Vec<String> {
+        let m = self.first();
+        if m.runs.iter().all(|l| l.chars().count() <= 10) {
+            m.runs.clone()
+        } else {
+            (1..=m.runs.len()).map(|i| i.to_string()).collect()
+        }
+    }
+
+    /// How run `i` is named in lines: its date, or `run 2`.
+    fn run_word(&self, i: usize, keys: &[String]) -> String {
+        if keys[i] == self.first().runs[i] {
+            keys[i].clone()
+        } else {
+            format!("run {}", keys[i])
+        }
+    }
+
+    /// What run `i` says, each thing once: for the run as a whole its settings changes
+    /// (`every model: …`) and what the changes of the models with values in it all share
+    /// (`all 6 models: …`); per model (in order) the rest of its own changes, then its flagged
+    /// changes. Text from servers and files made printable.
+    fn said(&self, i: usize) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut run: Vec<String> = (self.first().run_changes[i].iter())
+            .map(|c| format!("every model: {}", printable(c)))
+            .collect();
+        let pairs: Vec<(String, String)> = (self.models.iter())
+            .flat_map(|mr| {
+                (mr.notes.iter().filter(|(r, _)| *r == i))
+                    .map(|(_, n)| (mr.model.clone(), printable(n).into_owned()))
+            })
+            .collect();
+        let with_values: Vec<&str> = (self.models.iter())
+            .filter(|mr| mr.present[i])
+            .map(|mr| mr.model.as_str())
+            .collect();
+        let (shared, own) = gather(&pairs, &with_values);
+        run.extend(shared);
+        let models = (self.models.iter())
+            .map(|mr| {
+                let own = own.iter().filter(|(m, _)| *m == mr.model).map(|(_, n)| n);
+                let flags = mr.flags.iter().filter(|(r, _)| *r == i).map(|(_, f)| f);
+                own.chain(flags).cloned().collect()
+            })
+            .collect();
+        (run, models)
+    }
+
+    /// A line per run: its key, id and date, then what changed for the run as a whole.
+    fn run_lines(&self) -> Vec<(String, Vec<String>)> {
+        let m = self.first();
+        let keys = self.run_keys();
+        (0..m.runs.len())
+            .map(|i| {
+                let key = self.run_word(i, &keys);
+                let id = printable(&m.run_ids[i]);
+                let head = if key == id {
+                    format!("{id}, {}", m.dates[i])
+                } else {
+                    format!("{key} = {id}, {}", m.dates[i])
+                };
+                (head, self.said(i).0)
+            })
+            .collect()
+    }
+
+    /// Per model and run, what happened that the run lines do not already say, a line each
+    /// (`short, 2026-11-30: …; …`), for under the table.
+    fn notes(&self, short: &[String]) -> Vec<String> {
+        let keys = self.run_keys();
+        let mut out = Vec::new();
+        for i in 0..keys.len() {
+            for (said, name) in self.said(i).1.iter().zip(short) {
+                if !said.is_empty() {
+                    let run = self.run_word(i, &keys);
+                    out.push(format!("{name}, {run}: {}", said.join("; ")));
+                }
+            }
+        }
+        out
+    }
+
+    /// Per run (one entry each, empty when nothing happened), everything [`Dataset::said`]
+    /// says of it, a line each, models named by `names`: the numbered notes of the history page
+    /// and its plots, and the viewer's changes.
+    fn run_notes<S: AsRef<str>>(&self, names: &[S]) -> Vec<Vec<String>> {
+        (0..self.first().runs.len())
+            .map(|i| {
+                let (mut lines, models) = self.said(i);
+                for (said, name) in models.iter().zip(names) {
+                    lines.extend(said.iter().map(|n| format!("{}: {n}", name.as_ref())));
+                }
+                lines
+            })
+            .collect()
+    }
+
+    /// The values: a row per model and run (named by `keys`), a column per headline metric.
+    fn rows(&self, short: &[String], keys: &[String]) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut header = vec!["model".to_string(), "run".to_string()];
+        header.extend(self.first().metrics.iter().cloned());
+        let mut rows = Vec::new();
+        for (mr, name) in self.models.iter().zip(short) {
+            for (i, cells) in mr.cells.iter().enumerate() {
+                let mut row = vec![name.clone(), keys[i].clone()];
+                row.extend(cells.iter().cloned());
+                rows.push(row);
+            }
+        }
+        (header, rows)
+    }
+}
+
+/// A cell's value and its mark (`▲`, `▼` or none).
+fn marked(cell: &str) -> (&str, &str) {
+    match cell.strip_suffix(['▲', '▼']) {
+        Some(v) => (v.trim_end(), &cell[v.len()..]),
+        None => (cell, ""),
+    }
+}
+
+/// The values table within `width`: the model and run columns, then as many metric columns as
+/// fit, in blocks (each repeating model and run); the model's name on its first row only,
+/// values right-aligned with their marks after them.
+fn values_terminal(header: &[String], rows: &[Vec<String>], width: usize, paint: Paint) -> String {
+    let len = |s: &str| s.chars().count();
+    // Per column: the widest value, and whether any cell has a mark.
+    let columns: Vec<(usize, bool)> = (0..header.len())
+        .map(|c| {
+            let value = (rows.iter().map(|r| len(marked(&r[c]).0)))
+                .chain([len(&header[c])])
+                .max()
+                .unwrap_or(0);
+            (value, rows.iter().any(|r| !marked(&r[c]).1.is_empty()))
+        })
+        .collect();
+    let full = |c: usize| columns[c].0 + if columns[c].1 { 2 } else { 0 };
+    let keys = full(0) + full(1) + 4;
+    let mut blocks: Vec<Vec<usize>> = Vec::new();
+    for c in 2..header.len() {
+        match blocks.last_mut() {
+            Some(b) if keys + b.iter().map(|&i| full(i) + 2).sum::<usize>() + full(c) <= width => {
+                b.push(c);
+            }
+            _ => blocks.push(vec![c]),
+        }
+    }
+    let line = |cells: &[String], cols: &[usize], name: bool| -> String {
+        let mut text = String::new();
+        for &c in cols {
+            let cell = if c == 0 && !name {
+                ""
+            } else {
+                cells[c].as_str()
+            };
+            let (value, mark) = marked(cell);
+            let pad = columns[c].0.saturating_sub(len(value));
+            if c < 2 {
+                text.push_str(value);
+                text.push_str(&" ".repeat(pad));
+            } else {
+                text.push_str(&" ".repeat(pad));
+                text.push_str(value);
+                if columns[c].1 {
+                    let mark = if mark.is_empty() {
+                        "  ".to_string()
+                    } else {
+                        format!(" {}", mark.trim())
+                    };
+                    text.push_str(&paint.marks(&mark));
+                }
+            }
+            text.push_str("  ");
+        }
+        text.trim_end().to_string() + "\n"
+    };
+    let mut out = String::new();
+    for (b, block) in blocks.into_iter().enumerate() {
+        if b > 0 {
+            out.push('\n');
+        }
+        let cols: Vec<usize> = [0, 1].into_iter().chain(block).collect();
+        out.push_str(&paint.paint(line(header, &cols, true).trim_end(), Tone::Faint));
+        out.push('\n');
+        for (i, r) in rows.iter().enumerate() {
+            out.push_str(&line(r, &cols, i == 0 || rows[i - 1][0] != r[0]));
+        }
+    }
+    out
 }
 
 /// A flagged change as history says it: `REGRESSED -12.1 points, p (Holm) 0.0060`.
@@ -722,37 +897,6 @@ fn flag_note(t: &Comparison) -> String {
         .adjusted
         .map_or_else(String::new, |p| format!(", p (Holm) {}", p_text(p)));
     format!("{} {:+.1} points{p}", t.flag(), 100.0 * t.test.delta)
-}
-
-/// Per run of one dataset's grids, what happened, each once: what changed for every model (its
-/// settings), a change every model with values in the run shares (`all 5 models: …`), then each
-/// model's own changes and flagged changes; models named by `name`.
-fn run_notes(grids: &[&ModelRuns], name: &dyn Fn(&str) -> String) -> Vec<Vec<String>> {
-    let Some(first) = grids.first() else {
-        return Vec::new();
-    };
-    (0..first.runs.len())
-        .map(|i| {
-            let mut lines: Vec<String> = (first.run_changes[i].iter())
-                .map(|c| format!("every model: {c}"))
-                .collect();
-            let pairs: Vec<(String, String)> = (grids.iter())
-                .flat_map(|g| {
-                    (g.notes.iter())
-                        .filter(move |(run, _)| *run == i)
-                        .map(|(_, n)| (g.model.clone(), n.clone()))
-                })
-                .collect();
-            let with_values: Vec<&str> = (grids.iter())
-                .filter(|g| g.present[i])
-                .map(|g| g.model.as_str())
-                .collect();
-            let (shared, own) = gather(&pairs, &with_values);
-            lines.extend(shared);
-            lines.extend(own.iter().map(|(m, c)| format!("{}: {c}", name(m))));
-            lines
-        })
-        .collect()
 }
 
 fn p_text(p: f64) -> String {
@@ -851,9 +995,9 @@ pub fn datasets(entries: &[RunEntry], want: Option<&str>) -> Vec<String> {
 }
 
 /// The legend of the terminal and Markdown views.
-pub const LEGEND: &str = "% [95% CI] per run; ▲/▼: a significant change from the run \
-                                   before (same dataset; exact paired test, Holm-corrected per \
-                                   pair of runs), its size in the notes under the model";
+pub const LEGEND: &str = "% [95% CI] per run; ▲/▼: a significant change from the run before \
+                          (same dataset; exact paired test, Holm over every model's headline \
+                          metrics of the two runs), its size under the table";
 
 /// The history of some runs: the table (a row per dataset, model, headline metric and run), a
 /// trend per dataset and headline metric, a grid per dataset and model for the terminal, every
@@ -897,112 +1041,177 @@ pub fn history(entries: &[RunEntry], datasets: &[String], model: Option<&str>) -
 }
 
 impl History {
-    /// The Markdown view: per dataset its settings changes, then a table per model.
+    /// The Markdown view, per dataset: its runs (key, id, date, what changed for every model),
+    /// the values table (a row per model and run, a column per headline metric), what happened
+    /// to each model, and the short names' legend.
     pub fn markdown(&self) -> String {
         let mut out = String::new();
-        let mut dataset: Option<&str> = None;
-        for m in &self.models {
-            if dataset != Some(m.dataset.as_str()) {
-                dataset = Some(&m.dataset);
-                out.push_str(&format!("## Dataset {}\n\n", md_text(&m.dataset)));
-                let mut any = false;
-                for (run, changes) in m.runs.iter().zip(&m.run_changes) {
-                    for c in changes {
-                        out.push_str(&format!(
-                            "- {}, every model: {}\n",
-                            md_text(run),
-                            md_text(c)
-                        ));
-                        any = true;
-                    }
-                }
-                if any {
-                    out.push('\n');
+        for d in Dataset::all(&self.models) {
+            out.push_str(&format!("## Dataset {}\n\n", md_text(d.name)));
+            for (head, under) in d.run_lines() {
+                out.push_str(&format!("- {}\n", md_text(&head)));
+                for u in under {
+                    out.push_str(&format!("  - {}\n", md_text(&u)));
                 }
             }
-            out.push_str(&m.markdown());
+            let names: Vec<&str> = d.models.iter().map(|m| m.model.as_str()).collect();
+            let short = shorten_names(&names, SHORT_NAME);
+            let (header, rows) = d.rows(&short, &d.run_keys());
+            out.push('\n');
+            out.push_str(&md_table(&header, &rows, 2));
+            let notes = d.notes(&short);
+            if !notes.is_empty() {
+                out.push('\n');
+            }
+            for n in notes {
+                out.push_str(&format!("- {}\n", md_text(&n)));
+            }
+            let legend = name_legend(&names, &short);
+            if !legend.is_empty() {
+                out.push('\n');
+                let rows: Vec<Vec<String>> =
+                    (legend.into_iter()).map(|(s, f)| vec![s, f]).collect();
+                out.push_str(&md_table(&["short name".into(), "model".into()], &rows, 1));
+            }
             out.push('\n');
         }
         out
     }
 
-    /// The terminal's view within `width` columns: per dataset its settings changes, then a grid
-    /// per model (runs by headline metrics) with its notes.
-    pub fn terminal(&self, width: usize) -> String {
+    /// The terminal's view within `width` columns, per dataset: its runs, each id whole on its
+    /// line with what changed for every model, the values table (a row per model and run,
+    /// headline metrics as columns, in blocks when they do not fit), what happened to each
+    /// model, and the short names' legend.
+    pub fn terminal(&self, width: usize, paint: Paint) -> String {
         let mut out = String::new();
-        let mut dataset: Option<&str> = None;
-        for m in &self.models {
-            if dataset != Some(m.dataset.as_str()) {
-                dataset = Some(&m.dataset);
-                out.push_str(&wrap(
-                    &format!("Dataset {}", printable(&m.dataset)),
-                    width,
-                    "  ",
-                ));
+        for d in Dataset::all(&self.models) {
+            out.push_str(&wrap(
+                &format!("Dataset {}", printable(d.name)),
+                width,
+                "  ",
+            ));
+            out.push('\n');
+            for (head, under) in d.run_lines() {
+                out.push_str(&wrap(&format!("  {head}"), width, "    "));
                 out.push('\n');
-                for (run, changes) in m.runs.iter().zip(&m.run_changes) {
-                    for c in changes {
-                        let line = format!("  {run}, every model: {}", printable(c));
-                        out.push_str(&wrap(&line, width, "    "));
-                        out.push('\n');
-                    }
+                for u in under {
+                    out.push_str(&paint.marks(&wrap(&format!("    {u}"), width, "      ")));
+                    out.push('\n');
                 }
             }
+            let names: Vec<&str> = d.models.iter().map(|m| m.model.as_str()).collect();
+            let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+            // Room for the run column and two metrics beside the names.
+            let widest = (d.models.iter())
+                .flat_map(|m| m.cells.iter().flatten())
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0);
+            let room = width.saturating_sub(10 + 2 * (widest + 2));
+            let short = shorten_names(&names, name_width(room).max(12).min(longest));
+            let (header, rows) = d.rows(&short, &d.run_keys());
             out.push('\n');
-            out.push_str(&m.terminal(width));
+            out.push_str(&values_terminal(&header, &rows, width, paint));
+            for n in d.notes(&short) {
+                out.push_str(&paint.marks(&wrap(&format!("  {n}"), width, "    ")));
+                out.push('\n');
+            }
+            out.push_str(&crate::report::name_lines(&names, &short, width));
+            out.push('\n');
         }
         out
+    }
+
+    /// The values as CSV, a row per dataset, run and model: per headline metric its value,
+    /// interval bounds, difference from the run before, p-value (Holm) and flag (raw fractions,
+    /// as the other machine formats), then what changed.
+    pub fn csv(&self) -> anyhow::Result<String> {
+        let metrics: Vec<String> = {
+            let mut seen: Vec<String> = Vec::new();
+            for r in &self.table.rows {
+                if !seen.contains(&r[3].text) {
+                    seen.push(r[3].text.clone());
+                }
+            }
+            seen
+        };
+        let mut header: Vec<String> = ["dataset", "run", "date", "model"]
+            .map(String::from)
+            .to_vec();
+        for m in &metrics {
+            header.push(m.clone());
+            for part in ["ci_low", "ci_high", "delta", "p_holm", "flag"] {
+                header.push(format!("{m} {part}"));
+            }
+        }
+        header.push("changes".into());
+        // (dataset, run, model) in first-seen order, each with its metrics' cells.
+        type Row<'r> = (Vec<String>, Vec<Option<&'r [Cell]>>, String);
+        let mut rows: Vec<Row> = Vec::new();
+        for r in &self.table.rows {
+            let key = vec![
+                r[1].text.clone(),
+                r[4].text.clone(),
+                r[5].text.clone(),
+                r[2].text.clone(),
+            ];
+            let at = match rows.iter().position(|(k, _, _)| *k == key) {
+                Some(at) => at,
+                None => {
+                    rows.push((key, vec![None; metrics.len()], r[12].text.clone()));
+                    rows.len() - 1
+                }
+            };
+            let m = metrics.iter().position(|m| *m == r[3].text).unwrap_or(0);
+            rows[at].1[m] = Some(r.as_slice());
+        }
+        let raw = |c: &Cell| match &c.raw {
+            serde_json::Value::String(s) => crate::report::csv_cell(s).into_owned(),
+            serde_json::Value::Null => String::new(),
+            v => v.to_string(),
+        };
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(&header)?;
+        for (key, cells, changes) in &rows {
+            let mut record: Vec<String> = key
+                .iter()
+                .map(|k| crate::report::csv_cell(k).into_owned())
+                .collect();
+            for cell in cells {
+                for i in [6, 7, 8, 9, 10, 11] {
+                    record.push(cell.map_or_else(String::new, |r| raw(&r[i])));
+                }
+            }
+            record.push(crate::report::csv_cell(changes).into_owned());
+            w.write_record(&record)?;
+        }
+        Ok(String::from_utf8(w.into_inner()?)?)
     }
 
     /// The HTML page: per dataset the trend plots, what happened in each run (numbered as on
     /// the plots), and the values, a row per run and model with the headline metrics as columns.
     pub fn html(&self) -> String {
         let mut pages = Vec::new();
-        let mut seen: Vec<&str> = Vec::new();
-        for m in &self.models {
-            if seen.contains(&m.dataset.as_str()) {
-                continue;
-            }
-            seen.push(&m.dataset);
-            let grids: Vec<&ModelRuns> = (self.models.iter())
-                .filter(|g| g.dataset == m.dataset)
-                .collect();
-            let full: Vec<String> = grids.iter().map(|g| g.model.clone()).collect();
-            let short = shorten_names(&full, HTML_NAME_WIDTH);
-            let short_of = |n: &str| {
-                (full.iter().position(|f| f == n))
-                    .map_or_else(|| n.to_string(), |i| short[i].clone())
-            };
-            let notes = run_notes(&grids, &short_of);
-            let numbered = (notes.into_iter().enumerate())
+        for d in Dataset::all(&self.models) {
+            let names: Vec<&str> = d.models.iter().map(|m| m.model.as_str()).collect();
+            let short = shorten_names(&names, SHORT_NAME);
+            // Runs by their labels, as the plots' axis names them.
+            let labels = &d.first().runs;
+            let notes = (d.run_notes(&short).into_iter().enumerate())
                 .filter(|(_, lines)| !lines.is_empty())
                 .enumerate()
-                .map(|(n, (run, lines))| (n + 1, m.runs[run].clone(), lines))
+                .map(|(n, (run, lines))| (n + 1, labels[run].clone(), lines))
                 .collect();
-            let mut header = vec!["run".to_string(), "model".to_string()];
-            header.extend(m.metrics.iter().cloned());
-            let mut rows = Vec::new();
-            for (run, label) in m.runs.iter().enumerate() {
-                for (g, s) in grids.iter().zip(&short) {
-                    let mut row = vec![label.clone(), s.clone()];
-                    row.extend(g.cells[run].iter().cloned());
-                    rows.push(row);
-                }
-            }
+            let (header, rows) = d.rows(&short, labels);
             pages.push(DatasetPage {
-                dataset: &m.dataset,
-                trends: self
-                    .trends
-                    .iter()
-                    .filter(|t| t.dataset == m.dataset)
+                dataset: d.name,
+                trends: (self.trends.iter())
+                    .filter(|t| t.dataset == d.name)
                     .collect(),
-                notes: numbered,
+                notes,
                 header,
                 rows,
-                names: (short.iter().zip(&full))
-                    .filter(|(s, f)| s != f)
-                    .map(|(s, f)| (s.clone(), f.clone()))
-                    .collect(),
+                names: name_legend(&names, &short),
             });
         }
         html_page(&pages)

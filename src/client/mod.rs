@@ -7,7 +7,7 @@ pub mod retry;
 mod stream;
 mod wire;
 
-pub use stream::StreamStats;
+pub use stream::{assemble_pieces, StreamStats};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

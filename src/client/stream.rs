@@ -242,6 +242,28 @@ impl Assembly {
     }
 }
 
+/// A whole event stream delivered in `pieces`, assembled as the client reads one: the reply and
+/// how many choices arrived, or the error's class and message. For the fuzz targets outside the
+/// crate (`fuzz/`), which check that the network's chunking never changes the reply.
+#[doc(hidden)]
+pub fn assemble_pieces<'a>(
+    pieces: impl IntoIterator<Item = &'a [u8]>,
+    limit: u64,
+) -> Result<(ChatResponse, usize), (ErrorClass, String)> {
+    let bad = |e| match e {
+        StreamError::TooLarge => (ErrorClass::TooLarge, format!("larger than {limit} bytes")),
+        StreamError::Bad(class, message) => (class, message),
+    };
+    let mut asm = Assembly::new(Instant::now());
+    for piece in pieces {
+        asm.feed(piece, limit).map_err(bad)?;
+        if asm.done() {
+            break;
+        }
+    }
+    asm.finish(|s| s).map_err(bad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,6 +383,26 @@ mod tests {
         // Only at the stream's start: a BOM later is part of a line (here: not a `data:` line).
         let later = format!("{LAST}\n\n\u{feff}{FIRST}\n\ndata: [DONE]\n\n");
         assert_eq!(assemble(&later).ok().unwrap().0.choices[0].content, "last");
+    }
+
+    #[test]
+    fn assemble_pieces_reads_a_stream_alike_in_any_pieces() {
+        let text = format!("\u{feff}{FIRST}\r\n\r\n{LAST}\r\rdata: [DONE]\n\ndata: {{bad\n");
+        let read = |size: usize| {
+            assemble_pieces(text.as_bytes().chunks(size), 1 << 20).map(|(mut r, n)| {
+                r.stream = None;
+                (r, n)
+            })
+        };
+        let whole = read(text.len());
+        assert_eq!(whole.as_ref().unwrap().0.choices[0].content, "first last");
+        for size in 1..text.len() {
+            assert_eq!(read(size), whole, "pieces of {size}");
+        }
+        let cut = assemble_pieces([FIRST.as_bytes()], 1 << 20);
+        assert!(matches!(cut, Err((ErrorClass::Connection, _))));
+        let big = assemble_pieces([text.as_bytes()], 10);
+        assert!(matches!(big, Err((ErrorClass::TooLarge, _))));
     }
 
     #[test]

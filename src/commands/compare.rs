@@ -4,7 +4,7 @@
 use super::{MetricFilter, OutFormat};
 use crate::analysis::compare::{
     check_dataset, compare, drift_lines, folder_entry, nothing_compared, regressions, render,
-    setting_differences, unmatched_models, verdicts, Comparison,
+    setting_differences, unmatched_models, verdicts, Comparison, Look,
 };
 use crate::analysis::history::{
     previous_run, sibling_run, stored_entry, stored_previous, RunEntry,
@@ -47,11 +47,15 @@ pub struct CompareArgs {
     /// table (fits the terminal), md (to paste into a PR), json or csv (raw fractions in [0, 1]).
     #[arg(long, value_enum, default_value = "table")]
     pub format: OutFormat,
-    /// Rows shown and tested: the tested family is the headline metrics (the config's `metrics`)
-    /// that pass these filters, or the filtered rows when none of them is a headline metric;
-    /// other shown rows are exploratory. --fail-on-regression checks the shown family rows.
+    /// Rows shown: Holm's correction always runs over the whole tested family (the headline
+    /// metrics, the config's `metrics`, of every model), so a filter never changes a p-value or
+    /// a flag; other rows are exploratory. --fail-on-regression checks the shown family rows.
     #[command(flatten)]
     pub filter: MetricFilter,
+    /// Show the exploratory rows too (every other metric and k the runs computed, never
+    /// flagged); by default the table holds the tested family, or what --metric/--k name.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// One of the two runs: its scored results, its entry for the drift check, and its name in
@@ -82,11 +86,11 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     for note in unmatched_models(a, b, names) {
         eprintln!("{note}");
     }
+    // The family is the config's, declared before the data: a filter narrows what is shown,
+    // never the correction, so it cannot make a flag easier to get.
     let headline = b.tested_family();
-    let narrowed = headline.iter().any(|m| args.filter.keeps(m));
-    let in_family = |m: &crate::metrics::MetricKind| {
-        args.filter.keeps(m) && (!narrowed || headline.iter().any(|h| h.identity() == m.identity()))
-    };
+    let in_family =
+        |m: &crate::metrics::MetricKind| headline.iter().any(|h| h.identity() == m.identity());
     let compared = compare(a, b, &in_family);
     if compared.rows.is_empty() {
         return Err(nothing_compared(a, b, names).into());
@@ -95,10 +99,11 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     for d in &differences {
         eprintln!("WARNING: the runs differ: {d}");
     }
-    let shown: Vec<&Comparison> = compared
-        .rows
-        .iter()
-        .filter(|c| args.filter.keeps(&c.kind))
+    let format: crate::report::TableFormat = args.format.into();
+    // People get the tested family unless they ask for more; machines every row.
+    let whole = args.all || !args.filter.is_empty() || !format.is_human();
+    let shown: Vec<&Comparison> = (compared.rows.iter())
+        .filter(|c| args.filter.keeps(&c.kind) && (whole || c.in_family))
         .collect();
     if shown.is_empty() {
         return Err(BadInput(
@@ -107,34 +112,41 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         .into());
     }
     let drift = drift_lines([a_entry, b_entry], b);
-    let verdicts = verdicts(a, b, &compared, &drift);
+    let (verdicts, shared_drift) = verdicts(a, b, &compared, &drift);
+    let mut notes = shared_drift.clone();
+    notes.extend(
+        differences
+            .iter()
+            .map(|d| format!("WARNING: the runs differ: {d}")),
+    );
+    if !differences.is_empty() {
+        notes.push("differences may come from these settings".into());
+    }
+    let look = Look {
+        width: crate::util::terminal_width(),
+        paint: super::stdout_paint(),
+        all: args.all,
+        filtered: !args.filter.is_empty(),
+    };
     print!(
         "{}",
-        render(
-            names,
-            &compared,
-            &verdicts,
-            &shown,
-            &differences,
-            args.format.into()
-        )?
+        render(names, &compared, &verdicts, &shown, &notes, format, look)?
     );
-    exit_status(&args, &shown, &drift)
+    let drifted: Vec<String> = (shared_drift.into_iter())
+        .chain((verdicts.iter()).flat_map(|v| v.drift.iter().map(|d| format!("{}: {d}", v.model))))
+        .collect();
+    exit_status(&args, &shown, &drifted)
 }
 
 /// Exit 1 for a regression beyond `--fail-on-regression` or, with `--fail-on-drift`, a drift.
-fn exit_status(
-    args: &CompareArgs,
-    shown: &[&Comparison],
-    drift: &[(String, String)],
-) -> Result<ExitStatus> {
+fn exit_status(args: &CompareArgs, shown: &[&Comparison], drift: &[String]) -> Result<ExitStatus> {
     let failed = args
         .fail_on_regression
         .map_or_else(Vec::new, |p| regressions(shown, p));
     let drifted = args.fail_on_drift && !drift.is_empty();
     if drifted {
-        for (model, d) in drift {
-            eprintln!("drift: {model}: {d}");
+        for d in drift {
+            eprintln!("drift: {d}");
         }
     }
     if !failed.is_empty() {

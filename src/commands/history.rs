@@ -41,7 +41,8 @@ pub struct HistoryArgs {
     /// Only runs of this dataset (its name as the manifest records it, or the file name).
     #[arg(long)]
     pub dataset: Option<String>,
-    /// table (fits the terminal), md, html (trend plots), csv or json (raw fractions in [0, 1]).
+    /// table (fits the terminal), md, html (trend plots), csv (a row per run and model, the
+    /// headline metrics as columns) or json (a row per run, model and metric); raw fractions.
     #[arg(long, value_enum, default_value = "table")]
     pub format: HistoryFormat,
 }
@@ -120,9 +121,12 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
         HistoryFormat::Csv => TableFormat::Csv,
         HistoryFormat::Json => TableFormat::Json,
     };
-    let body = history.table.render(format)?;
+    if format == TableFormat::Csv {
+        print!("{}", history.csv()?);
+        return Ok(ExitStatus::Success);
+    }
     if !format.is_human() {
-        print!("{body}");
+        print!("{}", history.table.render(format)?);
         return Ok(ExitStatus::Success);
     }
     let width = crate::util::terminal_width();
@@ -133,6 +137,6 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     println!("{}", wrap(LEGEND, width, ""));
-    print!("{}", history.terminal(width));
+    print!("{}", history.terminal(width, super::stdout_paint()));
     Ok(ExitStatus::Success)
 }

@@ -99,7 +99,10 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
             "{}",
             report::import_summary(&imported.info, imported.problems)
         );
-        print!("{}", report::terminal_table(&results, false));
+        print!(
+            "{}",
+            super::stdout_paint().marks(&report::terminal_table(&results, false))
+        );
         print!("{}", report::source_agreement(&results));
         if let (Some(n), Some(path)) = (imported.disagreements, &args.disagreements) {
             println!("wrote {n} disagreeing samples to {}", path.display());

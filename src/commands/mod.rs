@@ -27,7 +27,21 @@ use crate::util::Shutdown;
 
 /// Notes from library code, one line each on stderr.
 pub fn stderr_notes() -> crate::util::Notes {
-    crate::util::Notes::to(|line| eprintln!("{line}"))
+    let width = stderr_width();
+    // Broken at spaces (a long word, an id or a URL, stays whole) on a terminal; a log keeps one
+    // line a note.
+    crate::util::Notes::to(move |line| eprintln!("{}", crate::util::wrap(line, width, "  ")))
+}
+
+/// The width notes and reasons are wrapped to on stderr: the terminal's, or none in a log (one
+/// line a reason, for grep).
+pub fn stderr_width() -> usize {
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if terminal || std::env::var_os("COLUMNS").is_some() {
+        crate::util::terminal_width()
+    } else {
+        usize::MAX
+    }
 }
 
 /// `--password-env` of the commands that open a results database.
@@ -138,7 +152,25 @@ pub struct MetricFilter {
     pub k: Vec<u64>,
 }
 
+/// Colour for what a command prints on stdout: on a terminal, unless `NO_COLOR`;
+/// `CLICOLOR_FORCE` colours a pipe too (see [`crate::util::Paint::for_stream`]).
+pub fn stdout_paint() -> crate::util::Paint {
+    use std::io::IsTerminal;
+    crate::util::Paint::for_stream(std::io::stdout().is_terminal(), |k| std::env::var(k).ok())
+}
+
+/// Colour for stderr, decided as for stdout.
+pub fn stderr_paint() -> crate::util::Paint {
+    use std::io::IsTerminal;
+    crate::util::Paint::for_stream(std::io::stderr().is_terminal(), |k| std::env::var(k).ok())
+}
+
 impl MetricFilter {
+    /// No filter given: every metric passes.
+    pub fn is_empty(&self) -> bool {
+        self.metric.is_empty() && self.k.is_empty()
+    }
+
     /// Whether a metric passes the filters.
     pub fn keeps(&self, metric: &crate::metrics::MetricKind) -> bool {
         let label = crate::report::metric_label(metric);
@@ -167,9 +199,9 @@ pub fn shutdown_on_signals(quiet: bool) -> anyhow::Result<(Shutdown, tokio::runt
     rt.spawn(async move {
         let _ = next_signal().await;
         if !quiet {
-            eprintln!(
-                "interrupted: finishing requests in flight, then saving (Ctrl-C again to quit now)"
-            );
+            let note =
+                "interrupted: finishing requests in flight, then saving (Ctrl-C again to quit now)";
+            eprintln!("{}", crate::util::wrap(note, stderr_width(), "  "));
         }
         trigger.trigger();
         if next_signal().await.is_ok() {

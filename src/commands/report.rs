@@ -42,7 +42,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
         Format::Table => {
             let width = crate::util::terminal_width();
             let text = report::terminal_table(&results, args.wide);
-            (text + &report::failures_block(&results, width)).into_bytes()
+            let text = text + &report::failures_block(&results, width);
+            // INCOMPLETE stands out on a terminal (never in a file written with --out).
+            let paint = match args.out {
+                Some(_) => crate::util::Paint::off(),
+                None => super::stdout_paint(),
+            };
+            paint.marks(&text).into_bytes()
         }
         f => f.exporter().export(&results)?,
     };

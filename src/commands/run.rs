@@ -200,17 +200,12 @@ fn report_end(
             ExitStatus::Interrupted
         }
         TaskEnd::Stopped(phase) => {
-            eprintln!(
-                "interrupted while {}; continue with:\n  {resume_cmd}",
-                phase.what()
-            );
+            let what = format!("interrupted while {}; continue with:", phase.what());
+            continue_with(&what, resume_cmd);
             ExitStatus::Interrupted
         }
         TaskEnd::GradingFailed(e) => {
-            // The samples are saved; say how to grade them again rather than only failing.
-            let line = format!("error: {}", crate::error::render(&e));
-            eprintln!("{}", report::wrap(&line, stderr_width(), "  "));
-            eprintln!("the samples are saved; grade them again with:\n  {resume_cmd}");
+            grading_failed(&e, resume_cmd);
             ExitStatus::of_error(&e)
         }
         TaskEnd::Reported {
@@ -224,9 +219,8 @@ fn report_end(
                 explain_failures(&manifest, resume_cmd);
             }
             if !verified && status == ExitStatus::Success {
-                eprintln!(
-                    "the verifier did not score every sample; ask it again with:\n  {resume_cmd}"
-                );
+                let what = "the verifier did not score every sample; ask it again with:";
+                continue_with(what, resume_cmd);
                 status = ExitStatus::Failure;
             }
             return (dir, status, Some(*results));
@@ -252,11 +246,13 @@ fn print_exported(n: &batch_file::Exported, out: &Path, run_dir: &RunDir) {
     println!("run directory: {}", run_dir.display());
 }
 
-/// The results table (or why there is none) and where the run is.
+/// The summary table (or why there is none), then where the results are.
 fn print_results(results: &RunResults, manifest: &Manifest, wide: bool, run_dir: &RunDir) {
     let answered = manifest.models.values().any(|m| m.ok + m.truncated > 0);
     if answered {
-        print!("{}", report::terminal_table(results, wide));
+        // INCOMPLETE stands out on a terminal.
+        let table = report::terminal_table(results, wide);
+        print!("{}", super::stdout_paint().marks(&table));
     } else {
         // A table of dashes would only hide the reasons below.
         println!("no values: no model answered any unit");
@@ -271,8 +267,11 @@ fn interrupted_sampling(manifest: &Manifest, resume_cmd: &str) {
         .into_iter()
         .filter(|f| f.models.iter().any(|h| h.failed > 0))
         .collect();
-    eprint!("{}", report::failures_text(&failed, "", stderr_width()));
-    eprintln!("interrupted: checkpoints saved; continue with:\n  {resume_cmd}");
+    eprint!(
+        "{}",
+        report::failures_text(&failed, "", super::stderr_width())
+    );
+    continue_with("interrupted: checkpoints saved; continue with:", resume_cmd);
 }
 
 /// Each reason units failed for, once however many models share it, with the advice it calls
@@ -281,20 +280,24 @@ fn explain_failures(manifest: &Manifest, resume_cmd: &str) {
     let failures = report::failures(manifest);
     eprint!(
         "{}",
-        report::failures_text(&failures, "error: ", stderr_width())
+        report::failures_text(&failures, "error: ", super::stderr_width())
     );
     if failures.iter().any(|f| f.advice.resumes()) {
-        eprintln!("continue the run with:\n  {resume_cmd}");
+        continue_with("continue the run with:", resume_cmd);
     }
 }
 
-/// The width reasons are wrapped to on stderr: the terminal's, or none in a log (one line a
-/// reason, for grep).
-fn stderr_width() -> usize {
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    if terminal || std::env::var_os("COLUMNS").is_some() {
-        crate::util::terminal_width()
-    } else {
-        usize::MAX
-    }
+/// Grading failed after sampling: the error, and (the samples are saved) how to grade them
+/// again rather than only failing.
+fn grading_failed(e: &anyhow::Error, resume_cmd: &str) {
+    let line = format!("error: {}", crate::error::render(e));
+    eprintln!("{}", report::wrap(&line, super::stderr_width(), "  "));
+    continue_with("the samples are saved; grade them again with:", resume_cmd);
+}
+
+/// `what`, then the command to continue with, indented, broken at spaces to stderr's width
+/// (each line but the last ending in ` \`, so it pastes as one command).
+fn continue_with(what: &str, command: &str) {
+    let lines = crate::util::wrap_command(&format!("  {command}"), super::stderr_width(), "    ");
+    eprintln!("{what}\n{lines}");
 }

@@ -48,7 +48,10 @@ pub fn run(args: ScoreArgs) -> Result<ExitStatus> {
     }
     let written = report::write_all(&run_dir, &results)?;
     if !args.quiet {
-        print!("{}", report::terminal_table(&results, args.wide));
+        print!(
+            "{}",
+            super::stdout_paint().marks(&report::terminal_table(&results, args.wide))
+        );
         for path in written {
             println!("wrote {}", path.display());
         }

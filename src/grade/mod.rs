@@ -570,4 +570,22 @@ mod tests {
         assert_eq!(canonical_key("\\{1,2\\}"), canonical_key("2, 1"));
         assert_ne!(canonical_key("1"), canonical_key("2"));
     }
+
+    /// The fuzz target's voting-key check (fuzz/regressions/grade/): an equation votes by its
+    /// stated value, so `P z = 2` and `z = 2` share a key, though naming different unknowns they
+    /// are not equivalent; each is equivalent to the value itself. An answer that normalises to
+    /// nothing has the empty answer's key and equals nothing.
+    #[test]
+    fn keys_of_equations_and_empty_answers() {
+        let cfg = GradeConfig::default();
+        let (a, b) = ("P$z = 1 + 1 = 2$", "$z = 3+3 = 2$");
+        assert_eq!(canonical_key(a), canonical_key(b));
+        assert_eq!(canonical_key(a), canonical_key("2"));
+        assert!(!equivalent(a, b, &cfg));
+        assert!(equivalent(a, "2", &cfg) && equivalent(b, "2", &cfg));
+        for empty in ["\\text{", "\\text{}", ""] {
+            assert_eq!(canonical_key(empty), canonical_key(""));
+            assert!(!equivalent(empty, empty, &cfg), "{empty:?}");
+        }
+    }
 }

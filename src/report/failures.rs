@@ -4,7 +4,7 @@
 
 use super::text::md_text;
 use crate::client::ErrorClass;
-use crate::rundir::manifest::{Manifest, ModelManifest};
+use crate::rundir::manifest::{Manifest, ModelManifest, Status};
 use crate::sampling::{cause_class, CAUSE_MAX};
 use crate::util::{clip_words, printable};
 use serde::Serialize;
@@ -199,6 +199,8 @@ fn model_reasons(name: &str, m: &ModelManifest) -> Vec<(String, Advice, Hit)> {
             let advice = Advice::of(&s, true, m);
             out.insert(0, (s, advice, hit(absorbed, unanswered)));
         }
+        // Stopped by the user (Ctrl-C, a signal): units left, nothing failed.
+        None if m.status == Status::Interrupted => {}
         None if unanswered > 0 => {
             let reason = format!("{}, no error recorded", m.status);
             out.push((reason, Advice::Resume, hit(0, unanswered)));

@@ -5,8 +5,8 @@
 //! scale, and the manifest folded away.
 
 use super::markup::{
-    columns, coverage, headline_ks, notes, percent_table, search_grid, search_notes, subset_grid,
-    Grid, MEANING,
+    columns, coverage, headline_ks, notes, percent_table, search_grid, search_notes, short_names,
+    subset_grid, with_short_names, Grid, MEANING,
 };
 use super::metric_label;
 use super::text::esc;
@@ -15,7 +15,7 @@ use crate::metrics::MetricKind;
 use crate::rundir::manifest::Status;
 use crate::scoring::{ModelScore, RunResults};
 use crate::stats::Estimate;
-use crate::util::{abbreviate, printable, shorten_names};
+use crate::util::{abbreviate, printable};
 use std::fmt::Write;
 
 mod verifier;
@@ -53,6 +53,7 @@ font-size:0.9em}.legend li{min-width:0;overflow-wrap:anywhere}\
 table.headline{margin:0.5em 0 1em}table.headline td,table.headline th{white-space:normal}\
 table.headline td:first-child,table.headline th:first-child{position:static;max-width:24em;\
 overflow-wrap:anywhere}table.headline td small{display:block;color:#555;white-space:nowrap}\
+table.models td{white-space:normal;overflow-wrap:anywhere}table.models td:first-child{white-space:nowrap}\
 details.all{margin:0 0 1.5em}details.all summary{cursor:pointer;font-weight:600}\
 @media (max-width:760px){table.headline,table.headline tbody,table.headline tr,\
 table.headline td{display:block}table.headline thead{display:none}\
@@ -60,7 +61,10 @@ table.headline tr{border:1px solid #ccc;margin:0 0 0.8em;padding:0.3em 0.6em}\
 table.headline td{border:none;display:grid;grid-template-columns:1fr auto 8.5em;\
 align-items:baseline;gap:0 0.6em;padding:2px 0}table.headline td::before{content:attr(data-label);color:#444;text-align:left}\
 table.headline td small{display:inline}table.headline td:first-child{display:block;font-weight:600}\
-table.headline td:first-child::before{content:none}}";
+table.headline td:first-child::before{content:none}\
+table.models tr:first-child{display:none}table.models,table.models tbody,table.models tr,\
+table.models td{display:block}table.models tr{border:1px solid #ccc;margin:0 0 0.5em;padding:0.2em 0.6em}\
+table.models td{border:none;padding:1px 0}table.models td:first-child{font-weight:600}}";
 
 fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
@@ -319,8 +323,8 @@ fn headline_table(results: &RunResults, partial: bool) -> String {
         let _ = write!(out, "<th>{label}</th>");
     }
     out.push_str("</tr></thead>\n<tbody>\n");
-    for model in &results.models {
-        let _ = write!(out, "<tr><td>{}</td>", esc(&model.name));
+    for (model, (full, short)) in results.models.iter().zip(short_names(results)) {
+        let _ = write!(out, "<tr><td title=\"{}\">{}</td>", esc(&full), esc(&short));
         for (m, label) in metrics.iter().zip(&labels) {
             let interval = Interval::of(model.estimate(m, None));
             let ci = (interval.bounds_text())
@@ -383,14 +387,61 @@ fn percent_grids(results: &RunResults, partial: bool) -> Vec<Grid> {
         .collect()
 }
 
+/// The models: the short name every table and chart shows, the full name, and where they say
+/// something else, the model id and the names the servers answered as; nothing when every name
+/// is shown whole and is its model id.
+fn models_table(results: &RunResults) -> String {
+    let names = short_names(results);
+    let shortened = names.iter().any(|(full, short)| full != short);
+    let served = |m: &ModelScore| -> String {
+        let names: Vec<&str> = m.served_models.keys().map(String::as_str).collect();
+        names.join(", ")
+    };
+    let ids = results.models.iter().any(|m| m.model_id != m.name);
+    let answered =
+        (results.models.iter()).any(|m| !m.served_models.is_empty() && served(m) != m.model_id);
+    if !shortened && !ids && !answered {
+        return String::new();
+    }
+    let mut out =
+        String::from("<h2>Models</h2>\n<div class=\"scroll\"><table class=\"models\">\n<tr>");
+    if shortened {
+        out.push_str("<th>short name</th>");
+    }
+    out.push_str("<th class=\"t\">model</th>");
+    if ids {
+        out.push_str("<th class=\"t\">model id</th>");
+    }
+    if answered {
+        out.push_str("<th class=\"t\">served as</th>");
+    }
+    out.push_str("</tr>\n");
+    for (m, (full, short)) in results.models.iter().zip(&names) {
+        out.push_str("<tr>");
+        if shortened {
+            let _ = write!(out, "<td>{}</td>", esc(short));
+        }
+        let _ = write!(out, "<td class=\"t\">{}</td>", esc(full));
+        if ids {
+            let _ = write!(out, "<td class=\"t\">{}</td>", esc(&m.model_id));
+        }
+        if answered {
+            let _ = write!(out, "<td class=\"t\">{}</td>", esc(&served(m)));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></div>\n");
+    out
+}
+
 /// Sample counts per model (never percentages), with each model's status (reasons: Failures).
 fn counts_table(results: &RunResults) -> String {
     let mut out = String::from(
-        "<div class=\"scroll\"><table>\n<tr><th>model</th><th class=\"t\">status</th><th class=\"t\">model id</th><th>n</th>\
+        "<div class=\"scroll\"><table>\n<tr><th>model</th><th class=\"t\">status</th><th>n</th>\
          <th>coverage</th><th>greedy answered</th><th>correct</th><th>wrong</th><th>no answer</th>\
          <th>truncated</th><th>missing</th></tr>\n",
     );
-    for m in &results.models {
+    for (m, (_, short)) in results.models.iter().zip(short_names(results)) {
         let greedy = m.problems.iter().filter(|p| p.greedy.is_some()).count();
         let status = status(results, m);
         let class = if no_data(m) {
@@ -400,11 +451,11 @@ fn counts_table(results: &RunResults) -> String {
         };
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"{class}\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td>\
+            "<tr><td title=\"{}\">{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td>\
              <td>{greedy}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&m.name),
+            esc(&short),
             esc(&status),
-            esc(&m.model_id),
             m.n,
             esc(&coverage(m)),
             m.correct,
@@ -521,14 +572,16 @@ fn curves(results: &RunResults, k: u64) -> String {
         f.y0 + f.h + 36.0
     );
     let mut legend = String::from("<ul class=\"legend\">");
+    let names = short_names(results);
     for (i, m) in results.models.iter().enumerate() {
+        let short = &names[i].1;
         let points = tau_points(results, m, k);
         if points.is_empty() {
             let _ = write!(
                 legend,
                 "<li class=\"failed\">{}{}: no values ({})</li>",
                 key(i),
-                esc(&m.name),
+                esc(short),
                 esc(&status(results, m))
             );
             continue;
@@ -556,16 +609,20 @@ fn curves(results: &RunResults, k: u64) -> String {
                 Interval::of(Some(e))
             );
         }
-        let _ = write!(legend, "<li>{}{}</li>", key(i), esc(&m.name));
+        let _ = write!(
+            legend,
+            "<li title=\"{}\">{}{}</li>",
+            esc(&m.name),
+            key(i),
+            esc(short)
+        );
     }
     format!("<figure>{svg}</svg>{legend}</ul></figure>\n")
 }
 
-/// Approximate width of a 12.5px label character, generous so estimates err towards more room.
-const CHAR_W: f64 = 7.5;
-/// Longest model label under a bar group; longer names are shortened (kept apart) and listed in
-/// full below.
-const LABEL_MAX: usize = 26;
+/// Approximate width of a 12.5px label character, generous (capitals and `…` are wide) so
+/// estimates err towards more room.
+const CHAR_W: f64 = 8.5;
 
 /// Greedy accuracy versus mG-Pass@k per model, with 95% interval whiskers. Model labels stay
 /// horizontal when they fit their group, else turn 45° (with room reserved so none is clipped).
@@ -573,8 +630,8 @@ fn bars(results: &RunResults, k: u64) -> String {
     let count = results.models.len().max(1);
     let (w, h) = (470.0, 230.0);
     let group = w / count as f64;
-    let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
-    let labels = shorten_names(&names, LABEL_MAX);
+    // The models' short names, as every table shows them (the Models table has them in full).
+    let labels: Vec<String> = short_names(results).into_iter().map(|(_, s)| s).collect();
     let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64 * CHAR_W;
     let rotate = longest > group - 8.0;
     let reach = if rotate {
@@ -653,29 +710,17 @@ fn bars(results: &RunResults, k: u64) -> String {
             esc(&labels[i])
         );
     }
-    format!("<figure>{svg}</svg>{}</figure>\n", bars_legend(results, k))
+    format!("<figure>{svg}</svg>{}</figure>\n", bars_legend(k))
 }
 
-/// The bar colours, and the models' full names when a chart label had to be cut.
-fn bars_legend(results: &RunResults, k: u64) -> String {
-    let mut legend = format!(
+/// The bar colours.
+fn bars_legend(k: u64) -> String {
+    format!(
         "<ul class=\"legend\"><li><svg viewBox=\"0 0 30 12\" aria-hidden=\"true\"><rect x=\"8\" y=\"1\" \
          width=\"14\" height=\"10\" fill=\"{GREEDY_FILL}\"/></svg>Greedy</li><li><svg viewBox=\"0 0 30 12\" \
          aria-hidden=\"true\"><rect x=\"8\" y=\"1\" width=\"14\" height=\"10\" fill=\"{MGPASS_FILL}\"/></svg>\
          mG-Pass@{k}</li><li>whiskers: 95% CI</li></ul>"
-    );
-    if results
-        .models
-        .iter()
-        .any(|m| m.name.chars().count() > LABEL_MAX)
-    {
-        legend.push_str("<ul class=\"legend\">");
-        for m in &results.models {
-            let _ = write!(legend, "<li>{}</li>", esc(&m.name));
-        }
-        legend.push_str("</ul>");
-    }
-    legend
+    )
 }
 
 /// How many of a model's problems have c = 0, 1, …, n correct samples (problems without a usable
@@ -688,16 +733,21 @@ fn c_counts(m: &ModelScore) -> Vec<usize> {
     bins
 }
 
-/// A histogram's caption: the full model name and what its bars count.
-fn hist_caption(m: &ModelScore, bins: &[usize]) -> String {
+/// A histogram's caption: the model's short name (the full one on hover and in the Models
+/// table) and what its bars count.
+fn hist_caption(m: &ModelScore, short: &str, bins: &[usize]) -> String {
     let n = m.n as usize;
     let scored: usize = bins.iter().sum();
-    let short = m
+    let fewer = m
         .problems
         .iter()
         .filter(|p| p.n > 0 && p.n < u64::from(m.n))
         .count();
-    let mut caption = format!("<figcaption><strong>{}</strong><br>", esc(&m.name));
+    let mut caption = format!(
+        "<figcaption><strong title=\"{}\">{}</strong><br>",
+        esc(&m.name),
+        esc(short)
+    );
     if scored > 0 {
         let _ = write!(
             caption,
@@ -705,8 +755,8 @@ fn hist_caption(m: &ModelScore, bins: &[usize]) -> String {
             bins[0], bins[n]
         );
     }
-    if short > 0 {
-        let _ = write!(caption, "{short} with fewer than n samples · ");
+    if fewer > 0 {
+        let _ = write!(caption, "{fewer} with fewer than n samples · ");
     }
     if scored < m.problems.len() {
         let _ = write!(
@@ -724,7 +774,10 @@ fn histogram(results: &RunResults, m: &ModelScore, i: usize, top: usize) -> Stri
     let bins = c_counts(m);
     let n = m.n as usize;
     let scored: usize = bins.iter().sum();
-    let caption = hist_caption(m, &bins);
+    let short = (short_names(results).into_iter())
+        .find(|(full, _)| *full == m.name)
+        .map_or_else(|| m.name.clone(), |(_, s)| s);
+    let caption = hist_caption(m, &short, &bins);
     if scored == 0 {
         return format!(
             "<figure class=\"hist\" data-model=\"{}\">{caption}<p class=\"failed\">No samples to \
@@ -886,14 +939,21 @@ impl Exporter for HtmlReport {
             out.push_str(&banner(results, &causes));
         }
         out.push_str(&failures_section(results));
+        out.push_str(&models_table(results));
         out.push_str(&headline_table(results, partial));
-        let grids = percent_grids(results, partial);
+        let names = short_names(results);
+        let short = |grid: Grid| with_short_names(grid, &names);
+        let grids: Vec<Grid> = percent_grids(results, partial)
+            .into_iter()
+            .map(short)
+            .collect();
         let ks: Vec<String> = headline_ks(results).iter().map(u64::to_string).collect();
         let _ = writeln!(
             out,
-            "<details class=\"all\">\n<summary>Every metric, k = {} ({} tables)</summary>",
+            "<details class=\"all\">\n<summary>Every metric, k = {} ({} table{})</summary>",
             ks.join(", "),
-            grids.len()
+            grids.len(),
+            if grids.len() == 1 { "" } else { "s" }
         );
         for grid in grids {
             let _ = write!(out, "<h3>{}</h3>\n{}", esc(&grid.title), table(&grid));
@@ -901,7 +961,7 @@ impl Exporter for HtmlReport {
         out.push_str("</details>\n");
         out.push_str(&meaning());
         if partial {
-            let grid = problem_counts(results);
+            let grid = short(problem_counts(results));
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }
         let _ = write!(
@@ -909,11 +969,18 @@ impl Exporter for HtmlReport {
             "<h2>Samples per model (counts)</h2>\n{}",
             counts_table(results)
         );
-        out.push_str(&super::found_html(&super::found_summary(results)));
-        if let Some(grid) = cost_grid(results) {
+        // Models by the short names every table here shows (the Models table has them in full).
+        let mut found = super::found_summary(results);
+        for m in &mut found.models {
+            if let Some((_, s)) = names.iter().find(|(full, _)| *full == m.model) {
+                m.model = s.clone();
+            }
+        }
+        out.push_str(&super::found_html(&found));
+        if let Some(grid) = cost_grid(results).map(short) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }
-        if let Some(grid) = search_grid(results) {
+        if let Some(grid) = search_grid(results).map(short) {
             let _ = write!(out, "<h2>{}</h2>\n{}<ul>\n", esc(&grid.title), table(&grid));
             for n in search_notes(results) {
                 let _ = writeln!(out, "<li>{}</li>", esc(&n));
@@ -928,12 +995,12 @@ impl Exporter for HtmlReport {
             }
             out.push_str("</ul>\n");
         }
-        for grid in super::imported::grids(results) {
+        for grid in super::imported::grids(results).into_iter().map(short) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }
         out.push_str(&HtmlReport::plots(results));
         out.push_str(&verifier::section(results));
-        if let Some(grid) = subset_grid(results) {
+        if let Some(grid) = subset_grid(results).map(short) {
             let _ = write!(out, "<h2>{}</h2>\n{}", esc(&grid.title), table(&grid));
         }
         out.push_str(&histograms(results));

@@ -1,8 +1,8 @@
 //! A grid of cells (a row per name, a column per header) laid out within a terminal width: rows as
-//! rows, else transposed, else blocks of columns; the terminal summary, the verifier section and
-//! history share it.
+//! rows, else transposed, else blocks of columns, with a legend of the names it shortened; the
+//! terminal summary, the verifier section and history share it.
 
-use crate::util::shorten_names;
+use crate::util::{name_legend, name_width, printable, shorten_names};
 
 /// Shortest name width tried before the table is transposed.
 pub(super) const MIN_NAME: usize = 12;
@@ -42,17 +42,12 @@ pub fn layout(
         .unwrap_or(5)
         .max(5);
     if longest + body <= width || MIN_NAME + body <= width {
-        let name_width = longest
-            .min(width.saturating_sub(body))
+        let name_width = name_width(width.saturating_sub(body))
+            .min(longest)
             .max(MIN_NAME.min(longest));
-        return models_as_rows(
-            corner.rows,
-            names,
-            name_width,
-            header,
-            cells,
-            0..header.len(),
-        );
+        let short = shorten_names(names, name_width);
+        return models_as_rows(corner.rows, &short, header, cells, 0..header.len())
+            + &legend(names, &short, width);
     }
     // Metrics as rows: a model's name may take its column's width, which its cells set anyway.
     let label_width = header.iter().map(|h| h.chars().count()).max().unwrap_or(6);
@@ -63,7 +58,8 @@ pub fn layout(
             .map(|i| column_width(&short[i], cells[i].iter().map(String::as_str)) + GAP.len())
             .sum();
         if label_width + model_cols <= width {
-            return metrics_as_rows(corner.columns, &short, header, cells, label_width);
+            return metrics_as_rows(corner.columns, &short, header, cells, label_width)
+                + &legend(names, &short, width);
         }
     }
     // Blocks of metric columns, each with the model column: as wide as the widest block leaves.
@@ -89,10 +85,22 @@ pub fn layout(
         })
         .max()
         .unwrap_or(0);
-    let name_width = longest.min(width.saturating_sub(widest).max(MIN_NAME));
-    blocks
+    let name_width = longest.min(name_width(width.saturating_sub(widest)).max(MIN_NAME));
+    let short = shorten_names(names, name_width);
+    let tables: String = blocks
         .into_iter()
-        .map(|cols| models_as_rows(corner.rows, names, name_width, header, cells, cols))
+        .map(|cols| models_as_rows(corner.rows, &short, header, cells, cols))
+        .collect();
+    tables + &legend(names, &short, width)
+}
+
+/// `short = full`, a line per name the table shortened (none when it shortened none).
+pub fn legend(names: &[&str], short: &[String], width: usize) -> String {
+    (name_legend(names, short).iter())
+        .map(|(s, full)| {
+            let line = format!("  {} = {}", printable(s), printable(full));
+            super::wrap(&line, width, "    ") + "\n"
+        })
         .collect()
 }
 
@@ -106,8 +114,7 @@ fn column_width<'a>(head: &str, cells: impl Iterator<Item = &'a str>) -> usize {
 
 fn models_as_rows(
     corner: &str,
-    names: &[&str],
-    name_width: usize,
+    short: &[String],
     header: &[String],
     cells: &[Vec<String>],
     cols: std::ops::Range<usize>,
@@ -115,8 +122,8 @@ fn models_as_rows(
     let mut rows = vec![std::iter::once(corner.to_string())
         .chain(header[cols.clone()].iter().cloned())
         .collect::<Vec<_>>()];
-    for (name, row) in shorten_names(names, name_width).into_iter().zip(cells) {
-        let mut r = vec![name];
+    for (name, row) in short.iter().zip(cells) {
+        let mut r = vec![name.clone()];
         r.extend(row[cols.clone()].iter().cloned());
         rows.push(r);
     }

@@ -1,6 +1,6 @@
 //! `report.md`: a Markdown write-up of a run: its models, summary per k, what the numbers mean,
 //! per-subset table, counts, notes and the run's provenance. Tables paste into a PR (see
-//! [`super::paste`]): long model names become `M1`, `M2`, … with the Models table as legend.
+//! [`super::paste`]): long model names become their short names, the Models table their legend.
 
 use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid, MEANING};
 use super::paste::{self, Legend};
@@ -19,7 +19,7 @@ impl Tables {
     fn of(results: &RunResults) -> Tables {
         let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
         Tables {
-            legend: Legend::of(&names, 'M'),
+            legend: Legend::of(&names),
         }
     }
 
@@ -46,20 +46,39 @@ impl Tables {
         paste::table(&grid.header, &rows, keys)
     }
 
-    /// The models: label (when names are long), name, model id and the names the servers used.
+    /// The models: short name (when names are long), name, and only where they say something
+    /// else, the model id and the names the servers answered as.
     fn models(&self, results: &RunResults) -> String {
-        let mut header = vec!["model", "model_id", "served as"];
+        let served = |m: &crate::scoring::ModelScore| -> String {
+            let names: Vec<&str> = m.served_models.keys().map(String::as_str).collect();
+            names.join(", ")
+        };
+        let ids = results.models.iter().any(|m| m.model_id != m.name);
+        let answered =
+            (results.models.iter()).any(|m| !m.served_models.is_empty() && served(m) != m.model_id);
+        let mut header = vec!["model"];
         if self.legend.is_some() {
-            header.insert(0, "label");
+            header.insert(0, "short name");
+        }
+        if ids {
+            header.push("model id");
+        }
+        if answered {
+            header.push("served as");
         }
         let rows: Vec<Vec<String>> = results
             .models
             .iter()
             .map(|m| {
-                let served: Vec<&str> = m.served_models.keys().map(String::as_str).collect();
-                let mut row = vec![m.name.clone(), m.model_id.clone(), served.join(", ")];
+                let mut row = vec![m.name.clone()];
                 if let Some(legend) = &self.legend {
                     row.insert(0, legend.label(&m.name).to_string());
+                }
+                if ids {
+                    row.push(m.model_id.clone());
+                }
+                if answered {
+                    row.push(served(m));
                 }
                 row
             })

@@ -5,6 +5,7 @@ use super::Interval;
 use crate::config::Strategy;
 use crate::metrics::MetricKind;
 use crate::scoring::{Effort, ModelScore, RunResults};
+use crate::util::{shorten_names, SHORT_NAME};
 use num_rational::Ratio;
 
 /// A titled grid of text cells.
@@ -15,6 +16,24 @@ pub(super) struct Grid {
 }
 
 /// The headline metrics for one k, in report order, with their column labels.
+/// Each model's (full, short) name: its one short name in every table and chart of the
+/// documents ([`shorten_names`] at [`SHORT_NAME`]).
+pub(super) fn short_names(results: &RunResults) -> Vec<(String, String)> {
+    let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
+    let short = shorten_names(&names, SHORT_NAME);
+    names.iter().map(|n| n.to_string()).zip(short).collect()
+}
+
+/// A grid with every cell that is a model's full name replaced by its short name.
+pub(super) fn with_short_names(mut grid: Grid, names: &[(String, String)]) -> Grid {
+    for cell in grid.rows.iter_mut().flatten() {
+        if let Some((_, short)) = names.iter().find(|(full, _)| full == cell) {
+            *cell = short.clone();
+        }
+    }
+    grid
+}
+
 pub(super) fn columns(results: &RunResults, k: u64) -> Vec<(MetricKind, String)> {
     let mut cols = vec![(MetricKind::Greedy, "Greedy".to_string())];
     cols.push((MetricKind::PassAtK { k }, format!("Pass@{k}")));
@@ -313,16 +332,37 @@ pub(super) fn notes(results: &RunResults) -> Vec<String> {
                 .to_string(),
         );
     }
-    for m in &results.models {
-        if let Some(&k) = results.ks.iter().max() {
-            if 2 * k > m.n as u64 {
-                notes.push(format!(
-                    "{}: k = {k} > n/2 = {}/2 makes G-Pass@k coarse; the paper uses n = 48 for \
-                     k = 16 (n ≥ 3k).",
-                    m.name, m.n
-                ));
-            }
-        }
-    }
+    notes.extend(coarse_note(results));
     notes
+}
+
+/// Once for the run: the models whose n is under 2k for the largest k (every model, or each
+/// by its short name with its n).
+fn coarse_note(results: &RunResults) -> Option<String> {
+    let k = *results.ks.iter().max()?;
+    let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
+    let short = shorten_names(&names, SHORT_NAME);
+    let coarse: Vec<(String, u32)> = (results.models.iter().zip(short))
+        .filter(|(m, _)| 2 * k > u64::from(m.n))
+        .map(|(m, s)| (s, m.n))
+        .collect();
+    let first = coarse.first()?.1;
+    let which = if coarse.len() == results.models.len() && coarse.iter().all(|c| c.1 == first) {
+        let every = if coarse.len() > 1 {
+            "every model"
+        } else {
+            "the model"
+        };
+        format!("{every} (n = {first})")
+    } else {
+        let each: Vec<String> = coarse
+            .iter()
+            .map(|(s, n)| format!("{s} (n = {n})"))
+            .collect();
+        each.join(", ")
+    };
+    Some(format!(
+        "k = {k} > n/2 for {which}: G-Pass@k is coarse there; the paper uses n = 48 for k = 16 \
+         (n ≥ 3k)."
+    ))
 }

@@ -29,7 +29,7 @@ pub use self::html::HtmlReport;
 pub use self::imported::{import_summary, source_agreement};
 pub use self::interval::Interval;
 pub use self::json::MetricsJson;
-pub use self::layout::{layout, Corner};
+pub use self::layout::{layout, legend as name_lines, Corner};
 pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;
 pub use self::paste::table as md_table;
@@ -102,10 +102,6 @@ impl Format {
         }
     }
 }
-
-/// The width model names are shortened to ([`crate::util::shorten_names`]) in the HTML pages of
-/// the viewer and the history, each page with its legend of the full names.
-pub const HTML_NAME_WIDTH: usize = 20;
 
 /// A metric as the human reports name it: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`,
 /// `maj@n`; the verifier metrics by their config names (`bon@16_min`, `wmaj@16_min`, `maj@4`).

@@ -1,36 +1,35 @@
 //! Markdown tables that paste into a GitHub pull request without scrolling sideways: at most
 //! [`MAX_COLUMNS`] columns a table (wider ones split, the key columns repeated), numbers
-//! right-aligned, and long names replaced by short labels that a legend table spells out once.
+//! right-aligned, and long names replaced by their short names, which a legend spells out once.
+
+use crate::util::{name_legend, shorten_names, SHORT_NAME};
 
 /// The most columns a pasted table has; wider tables scroll sideways in a PR.
 pub(super) const MAX_COLUMNS: usize = 8;
 
-/// Names longer than this get labels (all of them, so a table never mixes labels and names).
-const LONG_NAME: usize = 16;
-
-/// Short labels for long names: `M1`, `M2`, … in the names' order.
+/// Short names for long names: the one short name of each model ([`shorten_names`] at
+/// [`SHORT_NAME`], as every output shows it), spelled out in a legend.
 pub(super) struct Legend {
-    /// (label, name) pairs.
+    /// (short, full) pairs of the names shortened.
     pub(super) pairs: Vec<(String, String)>,
 }
 
 impl Legend {
-    /// Labels for `names` starting with `prefix` (`M` for models), or None when every name is
-    /// short enough to print as it is.
-    pub(super) fn of(names: &[&str], prefix: char) -> Option<Legend> {
-        if names.iter().all(|n| n.chars().count() <= LONG_NAME) {
-            return None;
-        }
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        for name in names {
-            if !pairs.iter().any(|(_, n)| n == name) {
-                pairs.push((format!("{prefix}{}", pairs.len() + 1), name.to_string()));
+    /// The short names of `names` (repeats allowed), or None when every name is short enough
+    /// to print as it is.
+    pub(super) fn of(names: &[&str]) -> Option<Legend> {
+        let mut distinct: Vec<&str> = Vec::new();
+        for n in names {
+            if !distinct.contains(n) {
+                distinct.push(n);
             }
         }
-        Some(Legend { pairs })
+        let short = shorten_names(&distinct, SHORT_NAME);
+        let pairs = name_legend(&distinct, &short);
+        (!pairs.is_empty()).then_some(Legend { pairs })
     }
 
-    /// The label of `text` when it is one of the names, else `text` itself.
+    /// The short name of `text` when it is one of the names, else `text` itself.
     pub(super) fn label<'a>(&'a self, text: &'a str) -> &'a str {
         self.pairs
             .iter()
@@ -144,13 +143,15 @@ mod tests {
     }
 
     #[test]
-    fn long_names_get_labels_once() {
-        assert!(Legend::of(&["alpha", "beta"], 'M').is_none());
-        let long = "DeepSeek-R1-Distill-Qwen-32B";
-        let legend = Legend::of(&[long, "beta", long], 'M').unwrap();
+    fn long_names_get_their_short_names_once() {
+        assert!(Legend::of(&["alpha", "beta"]).is_none());
+        let long = "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B-weekly";
+        let other = "meta-llama-Llama-3.1-405B-Instruct-weekly";
+        let legend = Legend::of(&[long, other, long]).unwrap();
         assert_eq!(legend.pairs.len(), 2);
-        assert_eq!(legend.label(long), "M1");
-        assert_eq!(legend.label("beta"), "M2");
+        let short = shorten_names(&[long, other], SHORT_NAME);
+        assert_eq!(legend.label(long), short[0]);
+        assert_eq!(legend.label(other), short[1]);
         assert_eq!(legend.label("Pass@4"), "Pass@4");
     }
 }

@@ -238,14 +238,17 @@ mod tests {
             wide.starts_with("model ") && wide.contains("DeepSeek-R1-Distill-Qwen-0B"),
             "{wide}"
         );
-        // Long names give way to the columns, the same way in every row.
+        // Long names give way to the columns: what they all share goes, and a legend under the
+        // table gives each name in full.
         let narrow = layout(6, 2, 60);
-        let rows: Vec<&str> = narrow.lines().skip(2).collect();
-        assert_eq!(rows.len(), 6, "{narrow}");
-        assert!(
-            rows.iter().all(|r| r.starts_with("DeepSeek…l-Qwen-")),
-            "{narrow}"
-        );
+        let rows: Vec<&str> = narrow.lines().skip(2).take(6).collect();
+        for (i, r) in rows.iter().enumerate() {
+            assert!(r.starts_with(&format!("{i}B ")), "{narrow}");
+            assert!(
+                narrow.contains(&format!("\n  {i}B = DeepSeek-R1-Distill-Qwen-{i}B\n")),
+                "{narrow}"
+            );
+        }
     }
 
     /// The model names a layout shows, per block (header rows hold them when metrics are rows).
@@ -256,9 +259,10 @@ mod tests {
             if line.starts_with("metric ") {
                 blocks.push(line.split_whitespace().skip(1).map(String::from).collect());
             } else if line.starts_with("model ") {
+                // The rows end at the next block or at the legend (`  short = full`).
                 let rows = lines[i + 2..]
                     .iter()
-                    .take_while(|l| !l.starts_with("model "));
+                    .take_while(|l| !l.starts_with("model ") && !l.starts_with("  "));
                 blocks.push(
                     rows.map(|r| r.split("  ").next().unwrap_or("").to_string())
                         .collect(),

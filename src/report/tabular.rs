@@ -1,7 +1,6 @@
 //! Tables of cells for `compare`, `audit` and `history`, in the format the caller picks: a
 //! terminal table that fits the width, Markdown to paste into a PR, or CSV/JSON with raw
-//! (unrounded) values; and [`wrap`] and [`wrap_list`], the one way text is broken to the terminal's
-//! width.
+//! (unrounded) values. Escaping and wrapping are `text.rs`'s.
 
 use crate::util::terminal_width;
 use serde_json::Value;
@@ -161,7 +160,7 @@ impl Tabular {
     }
 
     /// Markdown that pastes into a PR (see [`super::paste`]): long texts of the group column
-    /// (model names) become labels, spelled out in a legend table before the table.
+    /// (model names) become their short names, spelled out in a legend table before the table.
     fn markdown(&self) -> String {
         let cols = self.human_columns();
         let header: Vec<String> = cols.iter().map(|&i| self.titles[i].to_string()).collect();
@@ -177,12 +176,7 @@ impl Tabular {
             return super::paste::table(&header, &rows, 1);
         };
         let names: Vec<&str> = rows.iter().map(|r| r[at].as_str()).collect();
-        let prefix = header[at]
-            .chars()
-            .next()
-            .unwrap_or('N')
-            .to_ascii_uppercase();
-        let Some(legend) = super::paste::Legend::of(&names, prefix) else {
+        let Some(legend) = super::paste::Legend::of(&names) else {
             return super::paste::table(&header, &rows, 1);
         };
         let pairs: Vec<Vec<String>> = legend
@@ -190,7 +184,7 @@ impl Tabular {
             .iter()
             .map(|(l, n)| vec![l.clone(), n.clone()])
             .collect();
-        let legend_header = vec!["label".to_string(), header[at].clone()];
+        let legend_header = vec!["short name".to_string(), header[at].clone()];
         let mut out = super::paste::table(&legend_header, &pairs, 1);
         for r in &mut rows {
             r[at] = legend.label(&r[at]).to_string();

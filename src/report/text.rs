@@ -1,5 +1,5 @@
-//! Text made safe for a format (HTML, Markdown) and broken to a width: the one escaper per markup
-//! and the one way text is wrapped to the terminal.
+//! Text made safe for a format (HTML, Markdown) and broken to a width: the one escaper per markup,
+//! and [`wrap_list`] (with [`wrap`] from `util`), the one way text is broken to the terminal's width.
 
 /// Text for HTML (an element's content or a quoted attribute): `&`, `<`, `>` and quotes escaped.
 pub(crate) fn esc(s: &str) -> String {
@@ -88,27 +88,7 @@ pub fn md_code(text: &str) -> String {
     format!("{fence}{pad}{text}{pad}{fence}")
 }
 
-/// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole);
-/// continuation lines start with `indent`.
-pub fn wrap(text: &str, width: usize, indent: &str) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    // True while the line holds nothing but its indent.
-    let mut fresh = true;
-    for word in text.split(' ') {
-        if !fresh && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(std::mem::replace(&mut line, indent.to_string()));
-            fresh = true;
-        }
-        if !fresh {
-            line.push(' ');
-        }
-        line.push_str(word);
-        fresh = false;
-    }
-    lines.push(line);
-    lines.join("\n")
-}
+pub use crate::util::wrap;
 
 /// `head` then `items` joined by ", ", in lines of at most `width` characters broken only between
 /// items, so an item (a name to copy) stays whole; continuation lines start with `indent`.

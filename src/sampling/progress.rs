@@ -3,7 +3,10 @@
 //! Every figure comes from counters bumped right after a checkpoint record is written, so what is
 //! shown never runs ahead of the checkpoints; the last frame is drawn from the final counts.
 
-use crate::util::{clip_words, printable, shorten_names, terminal_width, Notes, Shutdown};
+use crate::util::{
+    clip_words, name_legend, name_width, printable, shorten_names, terminal_width, wrap, Notes,
+    Shutdown,
+};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -104,8 +107,11 @@ pub(super) struct Reporter {
 /// What the drawing task needs.
 struct Watch {
     models: Vec<(String, Arc<Counters>)>,
-    /// The models' names as shown: shortened to [`NAME_WIDTH`] together, so no two read alike.
+    /// The models' names as shown: shortened together ([`shorten_names`]) to what the width
+    /// leaves them, so no two read alike.
     labels: Vec<String>,
+    /// How a line is laid out at this width.
+    fit: Fit,
     /// Where the plain lines go.
     out: Notes,
     stop: Arc<tokio::sync::Notify>,
@@ -125,13 +131,27 @@ impl Reporter {
     ) -> Reporter {
         let stop = Arc::new(tokio::sync::Notify::new());
         let names: Vec<&str> = models.iter().map(|(n, _)| n.as_str()).collect();
+        let width = terminal_width().max(40);
+        let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+        let fit = Fit::of(width, longest);
+        let labels = shorten_names(&names, fit.name);
+        if mode != Mode::Quiet {
+            // Said once, before any bar: which full name each short one stands for.
+            for (short, full) in name_legend(&names, &labels) {
+                out.say(&format!("{} = {}", printable(&short), printable(&full)));
+            }
+        }
         let watch = Watch {
-            labels: shorten_names(&names, NAME_WIDTH),
+            fit: Fit {
+                name: labels.iter().map(|l| l.chars().count()).max().unwrap_or(0),
+                ..fit
+            },
+            labels,
             models,
             out,
             stop: stop.clone(),
             shutdown: shutdown.clone(),
-            width: terminal_width().clamp(40, 120),
+            width,
             told: Mutex::new(Vec::new()),
         };
         let task = match mode {
@@ -156,7 +176,11 @@ impl Watch {
         let stopping = self.shutdown.is_triggered();
         // Live bars leave room for the terminal's `^C` echo: a wrapped line would stay on screen.
         let width = if bar { self.width - 3 } else { self.width };
-        describe(&self.labels[i], c.snapshot(), elapsed, stopping, bar, width)
+        let fit = Fit {
+            bar: if bar { self.fit.bar } else { 0 },
+            ..self.fit
+        };
+        describe(&self.labels[i], c.snapshot(), elapsed, stopping, fit, width)
     }
 
     /// The notes not told yet, then one line per model.
@@ -204,8 +228,135 @@ async fn lines(w: Watch, interval: Duration) {
     w.say_all(start.elapsed().as_secs_f64(), false);
 }
 
+/// A terminal for indicatif that leaves out the spaces it pads the last line with up to the
+/// terminal's edge. A cursor left at the edge wraps at the next character, and the terminal's
+/// echo of Ctrl-C (`^C`) is such a character: every frame after it landed a line lower, the
+/// first bar line left stale above the interrupt note.
+#[derive(Debug)]
+struct NoEdge<T>(T);
+
+impl<T: indicatif::TermLike> indicatif::TermLike for NoEdge<T> {
+    fn width(&self) -> u16 {
+        self.0.width()
+    }
+
+    fn height(&self) -> u16 {
+        self.0.height()
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_up(n)
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_down(n)
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_right(n)
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_left(n)
+    }
+
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_line(s)
+    }
+
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        // The padding to the edge is a write of spaces only.
+        if !s.is_empty() && s.bytes().all(|b| b == b' ') {
+            return Ok(());
+        }
+        self.0.write_str(s)
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.0.clear_line()
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Stderr as indicatif's terminal: ANSI cursor moves, each frame written at once on flush.
+#[derive(Debug)]
+struct Stderr {
+    width: u16,
+    frame: Mutex<Vec<u8>>,
+}
+
+impl Stderr {
+    fn put(&self, text: &str) -> std::io::Result<()> {
+        let mut frame = self.frame.lock().unwrap_or_else(|p| p.into_inner());
+        frame.extend_from_slice(text.as_bytes());
+        Ok(())
+    }
+
+    /// `ESC [ n <code>`, nothing for n = 0.
+    fn moves(&self, n: usize, code: char) -> std::io::Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.put(&format!("\x1b[{n}{code}"))
+    }
+}
+
+impl indicatif::TermLike for Stderr {
+    fn width(&self) -> u16 {
+        self.width
+    }
+
+    fn height(&self) -> u16 {
+        terminal_size::terminal_size().map_or(24, |(_, h)| h.0)
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.moves(n, 'A')
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.moves(n, 'B')
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.moves(n, 'C')
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.moves(n, 'D')
+    }
+
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.put(&format!("{s}\n"))
+    }
+
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.put(s)
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.put("\r\x1b[2K")
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let frame = std::mem::take(&mut *self.frame.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut err = std::io::stderr().lock();
+        err.write_all(&frame)?;
+        err.flush()
+    }
+}
+
 async fn bars(w: Watch) {
-    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(5));
+    let term = NoEdge(Stderr {
+        width: u16::try_from(w.width).unwrap_or(u16::MAX),
+        frame: Mutex::new(Vec::new()),
+    });
+    let multi =
+        MultiProgress::with_draw_target(ProgressDrawTarget::term_like_with_hz(Box::new(term), 5));
     let style =
         ProgressStyle::with_template("{msg}").unwrap_or_else(|_| ProgressStyle::default_bar());
     // A model whose units mostly fail is drawn in red: a full bar of errors is not success.
@@ -230,7 +381,8 @@ async fn bars(w: Watch) {
             );
         }
         for note in w.notes() {
-            let _ = multi.println(note);
+            // Broken at spaces: the terminal would break a long reason inside a word or a URL.
+            let _ = multi.println(wrap(&note, w.width, "  "));
         }
         for (i, bar) in bars.iter().enumerate() {
             if w.models[i].1.snapshot().failing() {
@@ -252,8 +404,28 @@ async fn bars(w: Watch) {
     w.say_all(start.elapsed().as_secs_f64(), true);
 }
 
-/// The longest model name shown as is; longer ones are shortened by [`shorten_names`].
-pub(super) const NAME_WIDTH: usize = 16;
+/// How a progress line is laid out: the width of the names' column and the bar's cells (none
+/// for plain lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Fit {
+    pub name: usize,
+    pub bar: usize,
+}
+
+/// Room kept for the counts and the most telling of state, errors, rate and ETA.
+const FIGURES: usize = 37;
+
+impl Fit {
+    /// The layout at `width` columns for names up to `longest`: half of what the figures leave
+    /// goes to the names (the documents' [`SHORT_NAME`] at 80 columns, more on wider terminals),
+    /// the rest to the bar, between 8 and 60 cells.
+    pub(super) fn of(width: usize, longest: usize) -> Fit {
+        let free = width.saturating_sub(3 + FIGURES);
+        let name = name_width((free / 2).max(8)).min(longest.max(1));
+        let bar = free.saturating_sub(name + 2).clamp(8, 60);
+        Fit { name, bar }
+    }
+}
 
 /// `1 retry`, `2 retries`.
 pub(super) fn plural(n: u64, one: &str, many: &str) -> String {
@@ -299,20 +471,21 @@ fn bar_cells(s: Snapshot, cells: usize) -> String {
     "█".repeat(done - failed) + &"×".repeat(failed) + &"░".repeat(cells - done)
 }
 
-/// One model's progress line, at most `width` characters: its label (at most [`NAME_WIDTH`]),
-/// bar, counts, then as many of errors, retries, rate, ETA and tokens as fit (in that order of
-/// importance).
+/// One model's progress line, at most `width` characters: its label (padded to `fit.name`),
+/// bar (`fit.bar` cells, none when 0), counts, then as many of errors, retries, rate, ETA and
+/// tokens as fit (in that order of importance).
 pub(super) fn describe(
     label: &str,
     s: Snapshot,
     elapsed: f64,
     stopping: bool,
-    bar: bool,
+    fit: Fit,
     width: usize,
 ) -> String {
-    let mut line = format!("{label:<NAME_WIDTH$} ");
-    if bar {
-        line.push_str(&bar_cells(s, 20usize.min(width.saturating_sub(60)).max(8)));
+    let pad = fit.name;
+    let mut line = format!("{label:<pad$} ");
+    if fit.bar > 0 {
+        line.push_str(&bar_cells(s, fit.bar));
         line.push(' ');
     }
     line.push_str(&format!("{}/{} units", s.done, s.total));
@@ -365,6 +538,11 @@ pub(super) fn describe(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::SHORT_NAME;
+
+    /// A bar line and a plain line with 16-character names.
+    const BAR: Fit = Fit { name: 16, bar: 20 };
+    const LINE: Fit = Fit { name: 16, bar: 0 };
 
     fn snap(total: u64, done: u64) -> Snapshot {
         Snapshot {
@@ -376,17 +554,52 @@ mod tests {
 
     #[test]
     fn long_names_are_shortened_apart() {
-        let names = ["Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct", "gpt-4o"];
-        let labels = shorten_names(&names, NAME_WIDTH);
-        assert_eq!(labels, ["Lla…70B-Instruct", "Llam…8B-Instruct", "gpt-4o"]);
+        let names = [
+            "Llama-3.1-70B-Instruct-served-by-vllm",
+            "Llama-3.1-8B-Instruct-served-by-vllm",
+            "gpt-4o",
+        ];
+        let fit = Fit::of(80, 37);
+        assert_eq!(
+            fit,
+            Fit {
+                name: SHORT_NAME,
+                bar: 18
+            }
+        );
+        let labels = shorten_names(&names, fit.name);
+        assert!(
+            labels[0].contains("70B") && labels[1].contains("8B"),
+            "{labels:?}"
+        );
         let lines: Vec<String> = labels
             .iter()
-            .map(|l| describe(l, snap(10, 3), 3.0, false, true, 80))
+            .map(|l| describe(l, snap(10, 3), 3.0, false, fit, 77))
             .collect();
-        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{lines:?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 77), "{lines:?}");
         // The counts start in one column whatever the name.
         let at = |l: &String| l.find('█').map(|b| l[..b].chars().count());
         assert_eq!(at(&lines[0]), at(&lines[2]), "{lines:?}");
+    }
+
+    /// Issue 40: a wider terminal gives longer names and a wider bar.
+    #[test]
+    fn wider_terminals_get_longer_names_and_bars() {
+        let at = |w| Fit::of(w, 52);
+        assert!(
+            at(120).name > at(80).name && at(120).bar > 16,
+            "{:?}",
+            at(120)
+        );
+        assert_eq!(at(200).name, 52);
+        assert!(at(200).bar > at(120).bar, "{:?}", at(200));
+        assert!(at(40).bar >= 8);
+        for w in [40, 60, 80, 120, 200] {
+            let f = at(w);
+            let line = describe(&"n".repeat(f.name), snap(1_000, 999), 3.0, false, f, w - 3);
+            assert!(line.chars().count() <= w - 3, "{w}: {line}");
+            assert!(line.contains("999/1000 units"), "{w}: {line}");
+        }
     }
 
     #[test]
@@ -401,9 +614,9 @@ mod tests {
             ended: false,
             failed: false,
         };
-        for bar in [true, false] {
-            let label = &shorten_names(&["Llama-3.1-Nemotron-70B-Instruct-HF"], NAME_WIDTH)[0];
-            let line = describe(label, s, 3.0, false, bar, 80);
+        for fit in [BAR, LINE] {
+            let label = &shorten_names(&["Llama-3.1-Nemotron-70B-Instruct-HF"], 16)[0];
+            let line = describe(label, s, 3.0, false, fit, 80);
             assert!(line.chars().count() <= 80, "{line}");
             assert!(line.contains("98765 errors"), "{line}");
         }
@@ -413,22 +626,23 @@ mod tests {
     fn errors_are_drawn_apart_and_a_line_of_errors_says_so() {
         let mut s = snap(10, 10);
         s.errors = 1;
-        let line = describe("m", s, 2.0, false, true, 80);
+        let line = describe("m", s, 2.0, false, BAR, 80);
         assert_eq!(line.matches('×').count(), 2, "a tenth of 20 cells: {line}");
         assert!(!line.contains("mostly"), "{line}");
         s.errors = 10;
         s.ended = true;
-        let line = describe("m", s, 2.0, false, true, 80);
+        let line = describe("m", s, 2.0, false, BAR, 80);
         assert!(!line.contains('█'), "{line}");
         assert!(line.contains("10/10 units, failed, 10 errors"), "{line}");
         s.ended = false;
-        let running = describe("m", s, 2.0, false, false, 80);
+        let running = describe("m", s, 2.0, false, LINE, 80);
         assert!(running.contains("10/10 units, failing"), "{running}");
         // With little room, the error count outlasts the rate and tokens.
         s.requests = 30;
         s.tokens = 123_456;
-        // Labels come shortened to NAME_WIDTH (shorten_names, once per run).
-        let long = describe(&"n".repeat(NAME_WIDTH), s, 2.0, false, true, 60);
+        // Labels come shortened to the names' column (shorten_names, once per run).
+        let narrow = Fit { name: 16, bar: 8 };
+        let long = describe(&"n".repeat(16), s, 2.0, false, narrow, 60);
         assert!(long.ends_with("failing, 10 errors"), "{long}");
     }
 
@@ -436,16 +650,16 @@ mod tests {
     fn a_stopped_model_has_no_eta_and_the_counts_are_what_was_saved() {
         let mut s = snap(878, 142);
         s.requests = 150;
-        let running = describe("m", s, 10.0, false, false, 80);
+        let running = describe("m", s, 10.0, false, LINE, 80);
         assert!(
             running.contains("142/878 units") && running.contains("ETA"),
             "{running}"
         );
-        let stopped = describe("m", s, 10.0, true, true, 80);
+        let stopped = describe("m", s, 10.0, true, BAR, 80);
         assert!(stopped.contains("142/878 units, stopped"), "{stopped}");
         assert!(!stopped.contains("ETA"), "{stopped}");
         s.ended = true;
-        assert!(!describe("m", s, 10.0, false, false, 80).contains("ETA"));
+        assert!(!describe("m", s, 10.0, false, LINE, 80).contains("ETA"));
     }
 
     #[test]
@@ -455,7 +669,7 @@ mod tests {
         s.retries = 1;
         s.errors = 1;
         s.ended = true;
-        let early = describe("m", s, 0.2, false, false, 80);
+        let early = describe("m", s, 0.2, false, LINE, 80);
         assert!(!early.contains("req/s"), "{early}");
         assert!(
             early.contains("1 retry") && early.contains("1 error"),
@@ -465,17 +679,154 @@ mod tests {
             !early.contains("retries") && !early.contains("errors"),
             "{early}"
         );
-        let slow = describe("m", snap(10, 1), 100.0, false, false, 80);
+        let slow = describe("m", snap(10, 1), 100.0, false, LINE, 80);
         assert!(!slow.contains("0.0 req"), "{slow}");
         s.requests = 3;
-        let later = describe("m", s, 600.0, false, false, 80);
+        let later = describe("m", s, 600.0, false, LINE, 80);
         assert!(later.contains("0.3 req/min"), "{later}");
         s.retries = 2;
         s.errors = 2;
-        let many = describe("m", s, 2.0, false, false, 80);
+        let many = describe("m", s, 2.0, false, LINE, 80);
         assert!(
             many.contains("2 retries") && many.contains("2 errors"),
             "{many}"
         );
+    }
+    /// A terminal of `width` columns as a grid: the cursor wraps when a character is written
+    /// past the edge, as terminals do; `echo` types at the cursor, as the terminal echoes `^C`.
+    #[derive(Debug, Clone)]
+    struct Screen(Arc<Mutex<Grid>>);
+
+    /// The screen's lines and the cursor's row and column.
+    type Grid = (Vec<Vec<char>>, usize, usize);
+
+    impl Screen {
+        const WIDTH: usize = 30;
+
+        fn new() -> Screen {
+            Screen(Arc::new(Mutex::new((vec![Vec::new()], 0, 0))))
+        }
+
+        fn echo(&self, text: &str) {
+            let mut g = self.0.lock().unwrap();
+            let (lines, row, col) = &mut *g;
+            for ch in text.chars() {
+                if *col >= Self::WIDTH {
+                    *row += 1;
+                    *col = 0;
+                }
+                while lines.len() <= *row {
+                    lines.push(Vec::new());
+                }
+                let line = &mut lines[*row];
+                line.resize(line.len().max(*col + 1), ' ');
+                line[*col] = ch;
+                *col += 1;
+            }
+        }
+
+        fn text(&self) -> Vec<String> {
+            let g = self.0.lock().unwrap();
+            (g.0.iter())
+                .map(|l| l.iter().collect::<String>().trim_end().to_string())
+                .filter(|l| !l.is_empty())
+                .collect()
+        }
+    }
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            Self::WIDTH as u16
+        }
+        fn height(&self) -> u16 {
+            24
+        }
+        fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+            let mut g = self.0.lock().unwrap();
+            g.1 = g.1.saturating_sub(n);
+            g.2 = g.2.min(Self::WIDTH - 1);
+            Ok(())
+        }
+        fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+            let mut g = self.0.lock().unwrap();
+            g.1 += n;
+            g.2 = g.2.min(Self::WIDTH - 1);
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.echo(s);
+            let mut g = self.0.lock().unwrap();
+            g.1 += 1;
+            g.2 = 0;
+            Ok(())
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.echo(s);
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            let mut g = self.0.lock().unwrap();
+            let row = g.1;
+            while g.0.len() <= row {
+                g.0.push(Vec::new());
+            }
+            g.0[row].clear();
+            g.2 = 0;
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Bars drawn, Ctrl-C echoed at the cursor, then the interrupt note and the next frame:
+    /// what the screen shows.
+    fn after_ctrl_c(term: Box<dyn indicatif::TermLike>, screen: &Screen) -> Vec<String> {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::term_like(term));
+        let style = ProgressStyle::with_template("{msg}").unwrap();
+        let bars: Vec<ProgressBar> = (0..3)
+            .map(|_| {
+                let b = multi.add(ProgressBar::new(0));
+                b.set_style(style.clone());
+                b
+            })
+            .collect();
+        for (i, b) in bars.iter().enumerate() {
+            b.set_message(format!("model{i} 10/90 units"));
+        }
+        screen.echo("^C");
+        multi.println("interrupted: saving").unwrap();
+        for (i, b) in bars.iter().enumerate() {
+            b.set_message(format!("model{i} 12/90 units, stopped"));
+        }
+        screen.text()
+    }
+
+    /// Issue 40: after Ctrl-C no stale bar line stays above the interrupt note and no model's
+    /// line shows twice; indicatif's padding of the last line to the edge is what the echo
+    /// wrapped.
+    #[test]
+    fn ctrl_c_leaves_no_stale_bar_line() {
+        let screen = Screen::new();
+        let shown = after_ctrl_c(Box::new(NoEdge(screen.clone())), &screen);
+        assert_eq!(
+            shown,
+            [
+                "interrupted: saving",
+                "model0 12/90 units, stopped",
+                "model1 12/90 units, stopped",
+                "model2 12/90 units, stopped"
+            ]
+        );
+        // The bare terminal keeps the first bar line of before the interrupt.
+        let bare = Screen::new();
+        let shown = after_ctrl_c(Box::new(bare.clone()), &bare);
+        assert!(shown.iter().any(|l| l.contains("10/90")), "{shown:?}");
     }
 }

@@ -37,6 +37,8 @@ pub struct PairedTest {
     pub problems: usize,
     /// The spread of the mean difference under "no difference": sqrt(Σ d²) / problems.
     pub spread: f64,
+    /// Every value of both runs is 0 or 1 (a problem moves by the whole scale or not at all).
+    pub binary: bool,
 }
 
 /// Tests B − A over `(a, b)` pairs of per-problem values; `None` when there is no pair.
@@ -61,6 +63,9 @@ pub fn paired_test(pairs: &[(f64, f64)]) -> Option<PairedTest> {
         p,
         problems: pairs.len(),
         spread: diffs.iter().map(|d| d * d).sum::<f64>().sqrt() / len,
+        binary: pairs
+            .iter()
+            .all(|&(x, y)| [x, y].iter().all(|v| *v == 0.0 || *v == 1.0)),
     })
 }
 
@@ -68,15 +73,29 @@ pub fn paired_test(pairs: &[(f64, f64)]) -> Option<PairedTest> {
 pub const POWER: f64 = 0.8;
 
 impl PairedTest {
-    /// The smallest |B − A| that the test at level `alpha` flags with probability [`POWER`] on
-    /// problems like these: (z₁₋α/₂ + z_power) times the null spread (normal approximation),
-    /// and never below what any test of this many problems can flag: m problems moving the whole
-    /// scale the same way, with 2·2⁻ᵐ < α. `None` when the difference is not tested.
+    /// The fewest problems that must move, all the same way, for the test at level `alpha` to
+    /// flag a difference: the sign-flip p-value of m differences is at least 2·2⁻ᵐ.
+    pub fn fewest_moving(alpha: f64) -> usize {
+        (2.0 / alpha).log2().floor() as usize + 1
+    }
+
+    /// The change the test at level `alpha` flags 4 times in 5 ([`POWER`]) on problems like these:
+    /// (z₁₋α/₂ + z_power) times the null spread of these differences (normal approximation). A
+    /// power, not a threshold: smaller changes are flagged too, less often. For 0/1 values it is
+    /// never below [`PairedTest::fewest_moving`] problems moving by the whole scale, the least any
+    /// flag needs; finer values can move by less, so they have no such floor, and with nothing
+    /// moved they have no estimate (`None`). `None` too when the difference is not tested.
     pub fn detectable(&self, alpha: f64) -> Option<f64> {
         self.p?;
         let normal = Normal::new(0.0, 1.0).ok()?;
         let z = normal.inverse_cdf(1.0 - alpha / 2.0) + normal.inverse_cdf(POWER);
-        let least = ((2.0 / alpha).log2().floor() + 1.0) / self.problems as f64;
+        let least = if self.binary {
+            Self::fewest_moving(alpha) as f64 / self.problems as f64
+        } else if self.spread > 0.0 {
+            0.0
+        } else {
+            return None;
+        };
         Some((z * self.spread).max(least).min(1.0))
     }
 }
@@ -205,7 +224,8 @@ mod tests {
     }
 
     /// 30 problems, 10 of them moving by one: the null spread is √10/30, so 80% power at 5% needs
-    /// (1.96 + 0.84)·0.105 ≈ 29.5 points; with nothing moving, the floor of 6 problems (2·2⁻⁶ < 5%).
+    /// (1.96 + 0.84)·0.105 ≈ 29.5 points; with nothing moving, the 0/1 floor of 6 problems
+    /// (2·2⁻⁶ < 5%).
     #[test]
     fn the_detectable_change_follows_the_spread_and_has_a_floor() {
         let mut pairs = vec![(0.0, 0.0); 20];
@@ -216,8 +236,25 @@ mod tests {
         assert!((d - 2.8016 * 10f64.sqrt() / 30.0).abs() < 1e-3, "{d}");
         // A stricter level (Holm's first step over 6 tests) needs a larger change.
         assert!(t.detectable(ALPHA / 6.0).unwrap() > d);
-        let same = paired_test(&[(0.5, 0.5); 30]).unwrap();
+        let same = paired_test(&[(1.0, 1.0); 30]).unwrap();
         assert!((same.detectable(ALPHA).unwrap() - 6.0 / 30.0).abs() < 1e-12);
+        assert_eq!(PairedTest::fewest_moving(ALPHA), 6);
+        // Values between 0 and 1 can move by less than the whole scale: no floor, and with
+        // nothing moved no estimate.
+        assert_eq!(
+            paired_test(&[(0.5, 0.5); 30]).unwrap().detectable(ALPHA),
+            None
+        );
+        // Issue 40: mG-Pass falling by about 0.12 on every one of 30 problems is flagged even at
+        // Holm's first step over 30 tests, and its detectable change is below the fall, where the
+        // 0/1 floor (11 of 30 problems, 36.7 points) made the row read as a contradiction.
+        let fall: Vec<(f64, f64)> = (0..30)
+            .map(|i| (0.6, 0.45 + 0.01 * f64::from(i % 6)))
+            .collect();
+        let t = paired_test(&fall).unwrap();
+        let strictest = ALPHA / 30.0;
+        assert!(t.p.unwrap() < strictest && t.delta < -0.1, "{t:?}");
+        assert!(t.detectable(strictest).unwrap() < -t.delta, "{t:?}");
         assert_eq!(
             paired_test(&[(1.0, 0.0); 9]).unwrap().detectable(ALPHA),
             None

@@ -1,19 +1,21 @@
 //! Small helpers every layer may use: hex and short hashes, the problem-id index, atomic writes,
 //! bounded reads of input files, names that become path components, shell quoting, timestamps,
-//! names' nearest match, names shortened to a width, terminal-safe text, the fixed [`SplitMix64`] generator, the [`Prefix`] of an append-only file as it was read, and the [`Shutdown`] signal passed down to
+//! names' nearest match, names shortened to a width, terminal-safe text, colour on a terminal, the fixed [`SplitMix64`] generator, the [`Prefix`] of an append-only file as it was read, and the [`Shutdown`] signal passed down to
 //! long-running work.
 
 mod input;
 mod notes;
+mod paint;
 mod prefix;
 mod rng;
 mod shorten;
 pub mod tasks;
 
 pub use notes::Notes;
+pub use paint::{unpainted, Paint, Tone};
 pub use prefix::Prefix;
 pub use rng::SplitMix64;
-pub use shorten::{abbreviate, shorten_names};
+pub use shorten::{abbreviate, name_legend, name_width, shorten_names, SHORT_NAME};
 
 pub use input::{
     open_regular, read_bounded, read_bounded_string, Lines, MAX_DATA_FILE, MAX_LINE, MAX_TEXT_FILE,
@@ -198,10 +200,15 @@ pub fn coarse_k_note(k: u64, models: &[(&str, u64)]) -> Option<String> {
         .filter(|(_, n)| 2 * k > *n)
         .map(|(name, _)| *name)
         .collect();
+    let every = coarse.len() == models.len() && models.len() > 1;
+    let which = if every {
+        "every model".to_string()
+    } else {
+        coarse.join(", ")
+    };
     (!coarse.is_empty()).then(|| {
         format!(
-            "note: k = {k} > n/2 for {}: G-Pass@k is coarse there; the paper uses n = 48 for k = 16 (n ≥ 3k)",
-            coarse.join(", ")
+            "note: k = {k} > n/2 for {which}: G-Pass@k is coarse there; the paper uses n = 48 for k = 16 (n ≥ 3k)"
         )
     })
 }
@@ -311,6 +318,49 @@ impl Shutdown {
     }
 }
 
+/// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole);
+/// continuation lines start with `indent`.
+pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    // True while the line holds nothing but its indent.
+    let mut fresh = true;
+    for word in text.split(' ') {
+        if !fresh && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, indent.to_string()));
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    lines.push(line);
+    lines.join("\n")
+}
+
+/// A shell command in lines of at most `width` characters for a person to copy: broken at
+/// spaces, each line but the last ending in ` \` so the shell reads one command; an argument
+/// longer than a line (a path) stays whole on a line of its own. Continuation lines start with
+/// `indent`.
+pub fn wrap_command(command: &str, width: usize, indent: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    // The command's own indent is kept.
+    let mut line: String = command.chars().take_while(|c| *c == ' ').collect();
+    for word in command.split(' ').filter(|w| !w.is_empty()) {
+        let room = width.saturating_sub(2);
+        if !line.trim().is_empty() && line.chars().count() + 1 + word.chars().count() > room {
+            lines.push(std::mem::replace(&mut line, indent.to_string()));
+        } else if !line.is_empty() && !line.ends_with(' ') {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines.join(" \\\n")
+}
+
 /// `text` in at most `max` characters, cut at a word boundary with `…` when longer: a server's
 /// message is bounded, never cut mid-word (one word longer than `max` alone is cut inside it).
 pub fn clip_words(text: &str, max: usize) -> Cow<'_, str> {
@@ -332,6 +382,32 @@ pub fn clip_words(text: &str, max: usize) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_breaks_at_spaces_and_reads_as_one_command() {
+        let cmd =
+            "gpassk run --config config.toml --resume /tmp/live/results/20261205T180147Z-e4743fb7";
+        let wrapped = wrap_command(cmd, 60, "    ");
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= 60),
+            "{wrapped}"
+        );
+        assert!(
+            wrapped.contains("/tmp/live/results/20261205T180147Z-e4743fb7"),
+            "{wrapped}"
+        );
+        // The shell joins the lines back into the command.
+        let joined = wrapped.replace(" \\\n    ", " ");
+        assert_eq!(joined, cmd);
+        assert_eq!(wrap_command(cmd, 200, "    "), cmd);
+        assert_eq!(wrap_command("  gpassk run", 80, "    "), "  gpassk run");
+        // A path longer than the line stays whole, on a line of its own.
+        let long = format!("gpassk run --resume /{}", "x".repeat(90));
+        let wrapped = wrap_command(&long, 40, "  ");
+        let lines: Vec<&str> = wrapped.lines().collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[1].trim_start().starts_with('/'));
+    }
 
     #[test]
     fn clipped_text_ends_at_a_word_boundary() {
@@ -414,6 +490,8 @@ mod tests {
     fn coarse_note_names_every_model_once() {
         let note = coarse_k_note(16, &[("a", 16), ("b", 48), ("c", 20)]).unwrap();
         assert!(note.contains("a, c"), "{note}");
+        let all = coarse_k_note(16, &[("a", 16), ("b", 16)]).unwrap();
+        assert!(all.contains("for every model:"), "{all}");
         assert!(coarse_k_note(4, &[("a", 16)]).is_none());
     }
 

@@ -22,16 +22,54 @@ pub fn abbreviate(text: &str, width: usize) -> String {
     s
 }
 
-/// The names of one output, each at most `width` characters, shortened only when longer, and
-/// kept apart. Each long name is first [`abbreviate`]d; names that then read alike keep instead
-/// the part where they differ from each other (widened to whole words), with as much of their
-/// head and tail as fits around it, behind one ellipsis when it can be (`Lla…70B-Instruct` and
-/// `Llam…8B-Instruct` at 16), else two (`Llam…70B…uct` and `Llam…8B…ruct` at 12, where both
-/// were `Llama…struct`). Only when that still leaves two alike do they end in a number (`…~1`,
-/// `…~2`). Equal names stay equal; widths under 4 cannot always keep names apart.
+/// The width of a model's short name in documents (report.md, report.html, history, the
+/// viewer) and in terminal tables at 80 columns: one short name per model wherever it is shown.
+pub const SHORT_NAME: usize = 20;
+
+/// How wide names are shown in a terminal column that leaves them `room` characters: at most
+/// [`SHORT_NAME`] (the short names of the documents) on a narrow terminal, the whole room on a
+/// wide one, so wider terminals show longer names.
+pub fn name_width(room: usize) -> usize {
+    if room < SHORT_NAME + 10 {
+        room.min(SHORT_NAME)
+    } else {
+        room
+    }
+}
+
+/// The names of one output, each at most `width` characters, and kept apart. When every name
+/// fits, they are returned as they are. Otherwise what all names share at the start or end (whole
+/// words: `-weekly`, `deepseek-ai-`) is dropped first; each name still too long keeps the words
+/// that tell it apart (those with digits and those few other names have weigh most), an ellipsis
+/// for each gap (`meta…Llama-3.1-405B…eval`). Names that still read alike keep instead the part
+/// where they differ from each other, with as much of their head and tail as fits around it
+/// (`Llam…70B…uct` and `Llam…8B…ruct` at 12); only when that still leaves two alike do they end
+/// in a number (`…~1`, `…~2`). Equal names stay equal; widths under 4 cannot always keep names
+/// apart. [`name_legend`] pairs each shortened name with its full name.
 pub fn shorten_names<S: AsRef<str>>(names: &[S], width: usize) -> Vec<String> {
-    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
-    let mut forms: Vec<String> = names.iter().map(|n| abbreviate(n, width)).collect();
+    let full: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    if full.iter().all(|n| n.chars().count() <= width) {
+        return full.iter().map(|n| n.to_string()).collect();
+    }
+    // What all names share at the end goes first (`-Instruct`, `-weekly`); the shared start
+    // (the family) only when a name is still too long without it.
+    let mut cores = without_shared(&full, false);
+    if cores.iter().any(|c| c.chars().count() > width) {
+        let ends: Vec<&str> = cores.iter().map(String::as_str).collect();
+        cores = without_shared(&ends, true);
+    }
+    let names: Vec<&str> = cores.iter().map(String::as_str).collect();
+    let words = WordWeights::of(&names);
+    let mut forms: Vec<String> = names
+        .iter()
+        .map(|n| {
+            if n.chars().count() <= width {
+                n.to_string()
+            } else {
+                fit_words(n, width, &words).unwrap_or_else(|| abbreviate(n, width))
+            }
+        })
+        .collect();
     let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
     let groups = alike(&names, &forms);
     for (i, group) in groups.iter().enumerate() {
@@ -54,6 +92,254 @@ pub fn shorten_names<S: AsRef<str>>(names: &[S], width: usize) -> Vec<String> {
         forms[i] = form;
     }
     forms
+}
+
+/// The (short, full) pairs of the names [`shorten_names`] changed, each name once, in order:
+/// the legend printed wherever a short name stands for a long one.
+pub fn name_legend<S: AsRef<str>>(names: &[S], short: &[String]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (name, s) in names.iter().map(AsRef::as_ref).zip(short) {
+        if name != s && !out.iter().any(|(_, n)| n == name) {
+            out.push((s.clone(), name.to_string()));
+        }
+    }
+    out
+}
+
+/// Whether `c` separates the words of a name (`.` does not: `3.1`, `Qwen2.5` are one word).
+fn separates(c: char) -> bool {
+    SEPARATORS.contains(&c) && c != '.'
+}
+
+/// The names without what all (distinct) names share at the end (with `start`, at the start),
+/// cut between words: a shared end must begin with a separator, a shared start end with one, and
+/// every name keeps a letter or digit. One name, or equal names, keep everything.
+fn without_shared(names: &[&str], start: bool) -> Vec<String> {
+    let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
+    let whole = || names.iter().map(|n| n.to_string()).collect();
+    if names.iter().all(|n| *n == names[0]) {
+        return whole();
+    }
+    let first = &chars[0];
+    let mut cut = (chars.iter().skip(1))
+        .map(|c| shared(first, c, !start))
+        .min()
+        .unwrap_or(0);
+    // The separator that must border the cut: the last dropped at the start, the first at the end.
+    let border = |cut: usize| {
+        if start {
+            first[cut - 1]
+        } else {
+            first[first.len() - cut]
+        }
+    };
+    let keeps = |cut: usize| {
+        chars.iter().all(|c| {
+            let rest = if start {
+                &c[cut..]
+            } else {
+                &c[..c.len() - cut]
+            };
+            rest.iter().any(|x| x.is_alphanumeric())
+        })
+    };
+    while cut > 0 && !(separates(border(cut)) && keeps(cut)) {
+        cut -= 1;
+    }
+    if cut == 0 {
+        return whole();
+    }
+    (chars.iter())
+        .map(|c| {
+            let rest = if start {
+                &c[cut..]
+            } else {
+                &c[..c.len() - cut]
+            };
+            rest.iter().collect()
+        })
+        .collect()
+}
+
+/// How much each word of a set of names tells: a word with a digit (a size, a version) most,
+/// one no other name holds more than one some hold, one most names hold little, one every name
+/// holds almost nothing; the first word (the family) a little more.
+struct WordWeights {
+    /// Lowercased word → how many names hold it.
+    held: std::collections::HashMap<String, usize>,
+    names: usize,
+}
+
+impl WordWeights {
+    fn of(names: &[&str]) -> WordWeights {
+        let mut held = std::collections::HashMap::new();
+        let mut distinct: Vec<&str> = names.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        for name in &distinct {
+            let mut seen: Vec<String> = (words(name).into_iter())
+                .map(|w| w.text.to_lowercase())
+                .collect();
+            seen.sort_unstable();
+            seen.dedup();
+            for w in seen {
+                *held.entry(w).or_insert(0) += 1;
+            }
+        }
+        WordWeights {
+            held,
+            names: distinct.len(),
+        }
+    }
+
+    fn weight(&self, word: &str, first: bool) -> f64 {
+        let kind = if word.chars().any(|c| c.is_ascii_digit()) {
+            3.0
+        } else {
+            1.5
+        };
+        let held = self.held.get(&word.to_lowercase()).copied().unwrap_or(1);
+        let spread = match held {
+            1 => 1.0,
+            h if h == self.names => 0.05,
+            h if 2 * h <= self.names => 0.7,
+            _ => 0.35,
+        };
+        kind * spread + if first { 0.5 } else { 0.0 }
+    }
+}
+
+/// One word of a name and the separators before it (the last word also holds those after it).
+struct Word {
+    before: String,
+    text: String,
+}
+
+fn words(name: &str) -> Vec<Word> {
+    let mut out: Vec<Word> = Vec::new();
+    let mut before = String::new();
+    let mut text = String::new();
+    for c in name.chars() {
+        if separates(c) {
+            if !text.is_empty() {
+                out.push(Word {
+                    before: std::mem::take(&mut before),
+                    text: std::mem::take(&mut text),
+                });
+            }
+            before.push(c);
+        } else {
+            text.push(c);
+        }
+    }
+    if !text.is_empty() {
+        out.push(Word { before, text });
+    } else if let Some(last) = out.last_mut() {
+        last.text.push_str(&before);
+    }
+    out
+}
+
+/// What a gap (an ellipsis) costs against the words it keeps: fewer pieces read better.
+const GAP_COST: f64 = 1.0;
+
+/// `name` in at most `width` characters as the words that tell most (see [`WordWeights`]), in
+/// order, an ellipsis wherever words are left out; None when no single word fits.
+fn fit_words(name: &str, width: usize, weights: &WordWeights) -> Option<String> {
+    let ws = words(name);
+    let count = ws.len();
+    if count == 0 {
+        return None;
+    }
+    let len = |s: &str| s.chars().count();
+    // A word repeated (deepseek-ai-DeepSeek) tells nothing the second time.
+    let weight: Vec<f64> = (0..count)
+        .map(|j| {
+            let lower = ws[j].text.to_lowercase();
+            let again = ws[..j].iter().any(|w| w.text.to_lowercase() == lower);
+            // Earlier words weigh more: a name reads from its start (the family, the size).
+            let place = 1.25 - 0.5 * j as f64 / count.saturating_sub(1).max(1) as f64;
+            let w = weights.weight(&ws[j].text, j == 0) * place;
+            if again {
+                w / 5.0
+            } else {
+                w
+            }
+        })
+        .collect();
+    // best[j][c]: the best (score, previous kept word) of forms whose last kept word is j, c
+    // characters long so far.
+    let mut best: Vec<Vec<Cell>> = vec![vec![None; width + 1]; count];
+    for j in 0..count {
+        let lead = if j == 0 { len(&ws[0].before) } else { 1 };
+        let cost = lead + len(&ws[j].text);
+        // A name that starts with an ellipsis is the hardest to recognise.
+        let gaps = if j == 0 { 0.0 } else { 2.0 * GAP_COST };
+        if cost <= width {
+            improve(&mut best[j][cost], weight[j] - gaps, None);
+        }
+        for i in 0..j {
+            let step = if i + 1 == j { len(&ws[j].before) } else { 1 };
+            let gap = if i + 1 == j { 0.0 } else { GAP_COST };
+            for c in 0..=width {
+                let Some((score, _)) = best[i][c] else {
+                    continue;
+                };
+                let to = c + step + len(&ws[j].text);
+                if to <= width {
+                    improve(&mut best[j][to], score + weight[j] - gap, Some(i));
+                }
+            }
+        }
+    }
+    // The best whole form: a trailing ellipsis when the last word is left out.
+    let mut end: Option<(f64, usize, usize)> = None;
+    for (j, row) in best.iter().enumerate() {
+        let trail = usize::from(j + 1 < count);
+        for (c, cell) in row.iter().enumerate() {
+            let Some((score, _)) = cell else { continue };
+            let score = score - if trail == 1 { GAP_COST } else { 0.0 };
+            let better = end
+                .is_none_or(|(s, _, ec)| score > s + 1e-9 || (score > s - 1e-9 && c + trail > ec));
+            if c + trail <= width && better {
+                end = Some((score, j, c + trail));
+            }
+        }
+    }
+    let (_, mut j, total) = end?;
+    let mut c = total - usize::from(j + 1 < count);
+    let mut kept = vec![j];
+    while let Some((_, Some(i))) = best[j][c] {
+        let step = if i + 1 == j { len(&ws[j].before) } else { 1 };
+        c -= step + len(&ws[j].text);
+        j = i;
+        kept.push(j);
+    }
+    kept.reverse();
+    let mut out = String::new();
+    for (n, &k) in kept.iter().enumerate() {
+        let joined = n > 0 && kept[n - 1] + 1 == k;
+        if joined || (n == 0 && k == 0) {
+            out.push_str(&ws[k].before);
+        } else {
+            out.push('…');
+        }
+        out.push_str(&ws[k].text);
+    }
+    if kept.last().is_some_and(|&k| k + 1 < count) {
+        out.push('…');
+    }
+    Some(out)
+}
+
+/// A form's best score so far and the word kept before its last (none: the last is the first).
+type Cell = Option<(f64, Option<usize>)>;
+
+/// Keeps the higher score in `cell` (the first found on a tie).
+fn improve(cell: &mut Cell, score: f64, from: Option<usize>) {
+    if cell.is_none_or(|(s, _)| score > s + 1e-9) {
+        *cell = Some((score, from));
+    }
 }
 
 /// For each name, the other names (different text) whose form reads the same as its own.
@@ -185,13 +471,43 @@ mod tests {
         "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
     ];
 
+    /// The weekly job of issue 40: six 49–52-character names that share `-weekly`.
+    const WEEKLY: [&str; 6] = [
+        "meta-llama-Llama-3.1-405B-Instruct-Turbo-eval-weekly",
+        "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B-bf16-weekly",
+        "deepseek-ai-DeepSeek-R1-Distill-Llama-70B-fp8-weekly",
+        "Qwen-Qwen2.5-Math-72B-Instruct-vllm-tp4-fp16-weekly",
+        "mistralai-Mistral-Large-Instruct-2411-int4-weekly",
+        "google-gemma-2-27b-it-sglang-tp2-bf16-canary-weekly",
+    ];
+
+    /// Whether `form` reads as `name` cut: its pieces between ellipses appear in it in order
+    /// (what all names share may go without an ellipsis; a number `~k` aside).
+    fn reads_in_order(form: &str, name: &str) -> bool {
+        let form = form.split('~').next().unwrap_or(form);
+        let mut rest = name;
+        for piece in form.split('…') {
+            let Some(at) = rest.find(piece) else {
+                return false;
+            };
+            rest = &rest[at + piece.len()..];
+        }
+        true
+    }
+
     fn assert_apart(names: &[&str], width: usize) -> Vec<String> {
         let short = shorten_names(names, width);
+        let all_fit = names.iter().all(|n| n.chars().count() <= width);
         for (i, s) in short.iter().enumerate() {
             assert!(s.chars().count() <= width, "{s:?} at {width}");
-            if names[i].chars().count() <= width {
-                assert_eq!(s, names[i], "a name that fits is kept");
+            if all_fit {
+                assert_eq!(s, names[i], "names that fit are kept");
             }
+            assert!(
+                reads_in_order(s, names[i]),
+                "{s:?} is not a cut of {}",
+                names[i]
+            );
             for (j, other) in short.iter().enumerate().skip(i + 1) {
                 assert_ne!(s, other, "{} and {} at {width}", names[i], names[j]);
             }
@@ -201,11 +517,33 @@ mod tests {
 
     #[test]
     fn six_long_names_stay_apart_at_every_width() {
-        for width in 4..=45 {
+        for width in 4..=60 {
             assert_apart(&SIX, width);
+            assert_apart(&WEEKLY, width);
         }
         let at = |w| shorten_names(&SIX, w);
         assert_eq!(at(45), SIX.map(String::from).to_vec());
+    }
+
+    /// Issue 40: the shared `-weekly` goes before anything is cut, and each short name keeps the
+    /// size that tells the model apart, cut between words.
+    #[test]
+    fn what_all_share_goes_first_and_the_sizes_stay() {
+        let short = shorten_names(&WEEKLY, SHORT_NAME);
+        for (s, size) in short
+            .iter()
+            .zip(["405B", "32B", "70B", "72B", "2411", "27b"])
+        {
+            assert!(s.contains(size) && !s.contains("weekly"), "{short:?}");
+        }
+        assert_eq!(short[0], "meta-llama…3.1-405B…");
+        // At 40 the names lose only what they share and what does not fit.
+        let roomy = shorten_names(&WEEKLY, 45);
+        assert_eq!(roomy[4], "mistralai-Mistral-Large-Instruct-2411-int4");
+        assert_eq!(
+            shorten_names(&["a-x-weekly", "a-much-longer-name-weekly"], 10),
+            ["x", "much…name"]
+        );
     }
 
     #[test]
@@ -220,8 +558,9 @@ mod tests {
             short[4].ends_with("32B") && short[5].ends_with("7B"),
             "{short:?}"
         );
+        // What both share at either end goes: the sizes are left.
         let pair = shorten_names(&["Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct"], 12);
-        assert_eq!(pair, ["Llam…70B…uct", "Llam…8B…ruct"]);
+        assert_eq!(pair, ["70B", "8B"]);
     }
 
     #[test]
@@ -237,9 +576,12 @@ mod tests {
         for width in 4..30 {
             assert_apart(&starts, width);
         }
-        // Only a number keeps the first two apart at 5: the parts that differ are too long.
-        let twins = ["a-a--aab--", "a-bababb--", "a-bbbbbbb-"];
-        assert_eq!(assert_apart(&twins, 5), ["a…-~1", "a…-~2", "a-…b-"]);
+        for width in 4..8 {
+            assert_apart(&["a-a--aab--", "a-bababb--", "a-bbbbbbb-"], width);
+        }
+        // One word each that differ in one letter: that letter is kept.
+        let twins = ["aaaaaaaXbbbbbbb", "aaaaaaaYbbbbbbb"];
+        assert_eq!(assert_apart(&twins, 5), ["a…X…b", "a…Y…b"]);
     }
 
     #[test]
@@ -265,11 +607,28 @@ mod tests {
     #[test]
     fn short_sets_and_equal_names_are_left_alone() {
         assert_eq!(shorten_names(&["gpt-4o", "o1"], 12), ["gpt-4o", "o1"]);
-        assert_eq!(
-            shorten_names(&["same-long-name", "same-long-name"], 8),
-            ["sam…name"; 2]
-        );
+        let same = shorten_names(&["same-long-name", "same-long-name"], 8);
+        assert_eq!(same[0], same[1]);
+        assert!(same[0].chars().count() <= 8, "{same:?}");
         assert_eq!(shorten_names::<&str>(&[], 8), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_legend_pairs_each_shortened_name_once() {
+        let names = ["a-x-weekly", "a-much-longer-name-weekly", "a-x-weekly"];
+        let short = shorten_names(&names, 10);
+        assert_eq!(
+            name_legend(&names, &short),
+            [
+                ("x".to_string(), "a-x-weekly".to_string()),
+                (
+                    "much…name".to_string(),
+                    "a-much-longer-name-weekly".to_string()
+                )
+            ]
+        );
+        let fits = ["gpt-4o", "o1"];
+        assert!(name_legend(&fits, &shorten_names(&fits, 12)).is_empty());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::{Loaded, ViewError, Viewer};
 use crate::analysis::compare::{
-    check_dataset, compare, drift_lines, gather, setting_differences, verdicts, Verdict,
+    check_dataset, compare, drift_lines, setting_differences, verdicts, Verdict,
 };
 use crate::analysis::history::{datasets, history, whole_runs, RunEntry, Stored};
 use crate::dataset::Problem;
@@ -829,17 +829,7 @@ fn compare_now(viewer: &Viewer, a: &str, b: &str) -> Result<CompareView, ViewErr
     let compared = compare(&ra, &rb, &in_family);
     let entry = |l: &Loaded| RunEntry::of_dir(l.dir.clone(), l.manifest.clone());
     let drift = drift_lines([&entry(&la), &entry(&lb)], &rb);
-    let mut verdicts = verdicts(&ra, &rb, &compared, &drift);
-    let comparable: Vec<&str> = (verdicts.iter())
-        .filter(|v| v.verdict != Verdict::NotComparable)
-        .map(|v| v.model.as_str())
-        .collect();
-    let (shared, own) = gather(&drift, &comparable);
-    for v in &mut verdicts {
-        v.drift = (own.iter().filter(|(m, _)| *m == v.model))
-            .map(|(_, d)| d.clone())
-            .collect();
-    }
+    let (verdicts, shared) = verdicts(&ra, &rb, &compared, &drift);
     let order = |model: &str| verdicts.iter().position(|v| v.model == model);
     let mut rows: Vec<(usize, CompareRow)> = (compared.rows.iter())
         .map(|row| {

@@ -8,8 +8,8 @@ use super::data::{
     SampleView, Shown,
 };
 use super::math::readable;
-use crate::report::{esc, HTML_NAME_WIDTH};
-use crate::util::shorten_names;
+use crate::report::esc;
+use crate::util::{name_legend, shorten_names, SHORT_NAME};
 use std::fmt::Write;
 
 /// Responses longer than this are folded (their start shown, the rest one click away).
@@ -94,7 +94,7 @@ fn cells(cells: &[String]) -> String {
 
 /// The short name of each of `full` (the same function and width on every page).
 fn short_names(full: &[String]) -> Vec<String> {
-    shorten_names(full, HTML_NAME_WIDTH)
+    shorten_names(full, SHORT_NAME)
 }
 
 /// A model's short name, its full name as the title.
@@ -109,8 +109,8 @@ fn name(full: &str, short: &str) -> String {
 /// What each shortened name stands for; nothing when no name was shortened.
 fn names_legend(full: &[String], short: &[String]) -> String {
     let mut out = String::new();
-    for (f, s) in full.iter().zip(short).filter(|(f, s)| f != s) {
-        let _ = write!(out, "<li><b>{}</b> = {}</li>", esc(s), esc(f));
+    for (s, f) in name_legend(full, short) {
+        let _ = write!(out, "<li><b>{}</b> = {}</li>", esc(&s), esc(&f));
     }
     if out.is_empty() {
         return out;

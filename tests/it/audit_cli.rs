@@ -13,6 +13,11 @@ const PUBLISHED: &str = "datasets/published/gpassk_paper_v5.csv";
 
 /// Writes a run of one model named `mine` with the given correct counts per problem.
 fn build_run(dir: &Path, n: u32, temperature: f64, counts: &[(u32, bool)]) {
+    build_run_of(dir, "mine", n, temperature, counts);
+}
+
+/// [`build_run`] of a model named `model`.
+fn build_run_of(dir: &Path, model: &str, n: u32, temperature: f64, counts: &[(u32, bool)]) {
     std::fs::create_dir_all(dir.join("checkpoints")).unwrap();
     let dataset = dir.join("problems.jsonl");
     let lines: String = (0..counts.len())
@@ -36,7 +41,7 @@ fn build_run(dir: &Path, n: u32, temperature: f64, counts: &[(u32, bool)]) {
     let record = |i: usize, idx: serde_json::Value, right: bool| {
         let answer = if right { 100 + i } else { 1 };
         json!({
-            "run_id": "audit", "model": "mine", "model_id": "qwen-math-72b", "served_model": null,
+            "run_id": "audit", "model": model, "model_id": "qwen-math-72b", "served_model": null,
             "system_fingerprint": null, "problem_id": format!("a{i}"), "sample_index": idx,
             "seed": 42, "temperature": temperature, "top_p": 0.8, "max_tokens": 8192,
             "prompt_hash": "h", "response": format!("so \\boxed{{{answer}}}"),
@@ -53,7 +58,7 @@ fn build_run(dir: &Path, n: u32, temperature: f64, counts: &[(u32, bool)]) {
         records.push_str(&record(i, json!("greedy"), greedy));
         records.push('\n');
     }
-    std::fs::write(dir.join("checkpoints/mine.jsonl"), records).unwrap();
+    std::fs::write(dir.join(format!("checkpoints/{model}.jsonl")), records).unwrap();
     let sampling = json!({"n": n, "temperature": temperature, "top_p": 0.8, "top_k": 50, "seed": 42,
         "max_tokens": 8192, "greedy": true, "use_n_param": false, "n_per_request": 1, "stop": []});
     let manifest = json!({
@@ -64,7 +69,7 @@ fn build_run(dir: &Path, n: u32, temperature: f64, counts: &[(u32, bool)]) {
             "api": {"base_url": "http://127.0.0.1:9"},
             "sampling": {"n": n, "temperature": temperature, "top_p": 0.8, "top_k": 50, "seed": 42,
                          "max_tokens": 8192, "greedy": true},
-            "models": [{"name": "mine", "model_id": "qwen-math-72b"}],
+            "models": [{"name": model, "model_id": "qwen-math-72b"}],
             "evaluation": {"dataset": dataset, "k": [16], "g_pass_thresholds": [0.25, 0.5, 0.75, 1.0],
                            "metrics": ["greedy_acc", "pass@16", "mg_pass@16"]}
         },
@@ -72,7 +77,7 @@ fn build_run(dir: &Path, n: u32, temperature: f64, counts: &[(u32, bool)]) {
         "few_shot_examples": 0,
         "dataset": {"name": dataset, "files": [dataset], "sha256": sha, "problems": counts.len(),
                     "limit": null},
-        "models": {"mine": {"model_id": "qwen-math-72b", "base_url": "http://127.0.0.1:9",
+        "models": {model: {"model_id": "qwen-math-72b", "base_url": "http://127.0.0.1:9",
             "sampling": sampling, "status": "complete", "error": null,
             "units_planned": counts.len() * (n as usize + 1), "ok": counts.len() * (n as usize + 1),
             "truncated": 0, "api_error": 0, "served_models": {}, "system_fingerprints": []}}
@@ -299,13 +304,62 @@ fn audit_formats_filters_fail_outside_and_did_you_mean() {
     );
     let unmapped = audit_at_80(close.path(), &[]);
     assert_eq!(unmapped.status.code(), Some(2));
+    let err = stderr(&unmapped);
     assert!(
-        stderr(&unmapped).contains(
-            "no run model matches a published model by name (mine: did you mean Qwen2.5-Math-72B-Instruct?)"
+        err.contains(
+            "no run model matches a published model by name;\n  map them with --model-map \
+             RUN=PUBLISHED:\n  mine\n    did you mean Qwen2.5-Math-72B-Instruct?"
         ),
-        "{}",
-        stderr(&unmapped)
+        "{err}"
     );
+}
+
+/// Issue 40: six long run names that hold the published names with what the runs add (an org,
+/// a quantisation, a server, `-weekly`): the error is short lines, each run name whole on its
+/// own line with the published name it holds under it.
+#[test]
+fn a_run_name_holding_a_published_name_is_found_and_the_error_is_short_lines() {
+    let runs = [
+        (
+            "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B-bf16-weekly",
+            "DeepSeek-Distill-Qwen-32B",
+        ),
+        (
+            "mistralai-Mistral-Large-Instruct-2411-int4-weekly",
+            "Mistral-Large-Instruct-2411",
+        ),
+        (
+            "google-gemma-2-27b-it-sglang-tp2-bf16-canary-weekly",
+            "Gemma-2-27b-it",
+        ),
+        (
+            "Qwen-Qwen2.5-Math-72B-Instruct-vllm-tp4-fp16-weekly",
+            "Qwen2.5-Math-72B-Instruct",
+        ),
+    ];
+    for (run, want) in runs {
+        let dir = tempfile::tempdir().unwrap();
+        build_run_of(dir.path(), run, 16, 0.7, &[(16, true); 30]);
+        let out = crate::common::gpassk()
+            .args([
+                "audit",
+                dir.path().to_str().unwrap(),
+                "--benchmark",
+                "AIME2024-45",
+            ])
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("\n  {run}\n    did you mean {want}?")),
+            "{err}"
+        );
+        for line in err.lines() {
+            assert!(line.chars().count() <= 100, "{line}");
+        }
+    }
 }
 
 #[test]
@@ -372,13 +426,15 @@ fn audit_of_the_shipped_sources_lists_their_disagreements() {
         .unwrap();
     let stdout = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", stderr(&out));
+    // The sources are cited by what they are and where to find them, not by a local path.
     for source in [
-        "[1] datasets/published/gpassk_paper_v5.csv",
-        "[2] datasets/published/gpassk_readme_2025-08-05.csv",
-        "[3] datasets/published/gpassk_leaderboard_2025-03-18.csv",
+        "[1] arXiv:2412.13147v5 Table6, Table7, Table8, Table9 (https://arxiv.org/abs/2412.13147v5)",
+        "[2] GPassK at 20a02a1 README.md (https://github.com/open-compass/GPassK/tree/20a02a1)",
+        "[3] GPassK at 20a02a1 docs/results.json (https://github.com/open-compass/GPassK/tree/20a02a1)",
     ] {
         assert!(stdout.lines().any(|l| l == source), "{source}: {stdout}");
     }
+    assert!(!stdout.contains("datasets/published"), "{stdout}");
     assert!(
         stdout.contains("* the sources disagree on DeepSeek-Distill-Qwen-32B G-Pass@16_1.0: 31.3 [1, 2] vs 33.6 [3]"),
         "{stdout}"

@@ -91,30 +91,37 @@ fn history_and_compare_baseline_show_a_fingerprint_change() {
         .output()
         .unwrap();
     let table = ok(&table);
-    // One grid for m1: its headline metrics as columns, a row per run (the runs share a day, so
-    // they are told apart by name).
-    assert_eq!(table.lines().filter(|l| *l == "m1").count(), 1, "{table}");
+    // One values table: a row per model and run, the headline metrics as columns; the runs
+    // share a day, so the table numbers them, each number spelled out above with the run's id
+    // whole.
     let header = table
         .lines()
-        .find(|l| l.starts_with("run "))
+        .find(|l| l.starts_with("model "))
         .unwrap_or_default();
     assert!(
-        header.contains("Pass@2") && header.contains("G-Pass@2_1.0"),
+        header.contains(" run ") && header.contains("Pass@2") && header.contains("G-Pass@2_1.0"),
         "{table}"
     );
-    for run in &runs {
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("m1 ")).count(),
+        1,
+        "{table}"
+    );
+    for (i, run) in runs.iter().enumerate() {
         let name = run.file_name().unwrap().to_string_lossy().into_owned();
-        let rows = table
-            .lines()
-            .filter(|l| l.starts_with(&format!("{name} ")))
-            .count();
-        assert_eq!(rows, 1, "one row for {name}:\n{table}");
+        let id = format!("  run {} = {name}, ", i + 1);
+        assert_eq!(
+            table.lines().filter(|l| l.starts_with(&id)).count(),
+            1,
+            "one line for {name}:\n{table}"
+        );
     }
     let change = table
         .lines()
         .find(|l| l.contains("system fingerprint: fp-A → fp-B (100.0% of samples)"))
         .unwrap_or_else(|| panic!("no fingerprint change in\n{table}"));
-    assert!(change.contains(&third), "{change}");
+    assert!(change.contains("m1, run 3: "), "{change}");
+    assert!(table.contains(&format!("  run 3 = {third}, ")), "{table}");
     assert!(table.lines().all(|l| l.chars().count() <= 100), "{table}");
     assert_eq!(
         table.lines().filter(|l| l.contains("fp-A → fp-B")).count(),
@@ -182,12 +189,32 @@ fn history_and_compare_baseline_show_a_fingerprint_change() {
         "--format",
         "csv",
     ]));
+    // A row per run and model, per headline metric its value, bounds, change, p-value and flag.
     let mut lines = csv.lines();
+    let per = |m: &str| format!("{m},{m} ci_low,{m} ci_high,{m} delta,{m} p_holm,{m} flag");
     assert_eq!(
         lines.next(),
-        Some("series,dataset,model,metric,run,date,value,ci_low,ci_high,delta,p_holm,flag,changes")
+        Some(
+            format!(
+                "dataset,run,date,model,{},{},changes",
+                per("Pass@2"),
+                per("G-Pass@2_1.0")
+            )
+            .as_str()
+        )
     );
-    assert_eq!(lines.count(), 8, "{csv}");
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    assert!(rows[2].ends_with(",system fingerprint"), "{csv}");
+    // The long form, a row per run, model and metric, is JSON's.
+    let json = ok(&run_gpassk(&[
+        "history",
+        results.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 8);
 
     let drift = baseline_previous(&runs[2]);
     assert_eq!(drift.status.code(), Some(1), "{}", stderr(&drift));
@@ -324,10 +351,11 @@ fn one_unreadable_run_is_skipped_with_a_warning_naming_it() {
     assert!(warnings[1].contains(&name(&runs[3])), "{err}");
     assert!(warnings[1].contains("other.jsonl"), "{err}");
     let csv = ok(&out);
+    // A row per run and model: the run is the second column.
     let shown: Vec<&str> = csv
         .lines()
         .skip(1)
-        .map(|l| l.split(',').nth(4).unwrap())
+        .map(|l| l.split(',').nth(1).unwrap())
         .collect();
     assert_eq!(shown, [name(&runs[0]), name(&runs[2])], "{csv}");
 }
@@ -367,28 +395,48 @@ fn an_interval_prints_the_same_in_report_and_history() {
             w[1]
         );
     }
-    // Long names are labels in the report's Models table (M1…); history heads a table per model.
-    let legend = |text: &str, first: &str| -> Vec<(String, String)> {
-        (text.lines())
-            .map(md_cells)
-            .filter(|c| c.len() >= 2 && c[0].starts_with(first) && c[0][1..].parse::<u32>().is_ok())
-            .map(|c| (c[0].to_string(), c[1].to_string()))
-            .collect()
+    // Both show a model by its one short name (the report's Models table is its legend), and
+    // history has one values table: a row per model and run, the headline metrics as columns.
+    let tables: Vec<Vec<Vec<&str>>> = {
+        let mut out: Vec<Vec<Vec<&str>>> = Vec::new();
+        let mut inside = false;
+        for line in history.lines() {
+            if !line.starts_with('|') {
+                inside = false;
+                continue;
+            }
+            if !inside {
+                out.push(Vec::new());
+                inside = true;
+            }
+            out.last_mut().unwrap().push(md_cells(line));
+        }
+        out
     };
-    let models = legend(&report, "M");
-    let model_of = |label: &str| -> String {
-        (models.iter().find(|m| m.0 == label)).map_or(label.to_string(), |m| m.1.clone())
+    let values: Vec<&Vec<Vec<&str>>> = (tables.iter())
+        .filter(|t| t[0][..2] == ["model", "run"])
+        .collect();
+    assert!(!values.is_empty(), "{history}");
+    let models: Vec<(String, String)> = (report.lines())
+        .map(md_cells)
+        .filter(|c| c.len() >= 2 && c[0] != "short name" && !c[0].starts_with("---"))
+        .take_while(|_| true)
+        .map(|c| (c[0].to_string(), c[1].to_string()))
+        .collect();
+    let model_of = |short: &str| -> String {
+        (models.iter().find(|m| m.0 == short)).map_or(short.to_string(), |m| m.1.clone())
     };
-    // The one run's cell of a model's metric in history: the last cell of the metric's row
-    // under the model's heading.
+    let short_of = |model: &str| -> String {
+        (models.iter().find(|m| m.1 == model)).map_or(model.to_string(), |m| m.0.clone())
+    };
+    // The one run's cell of a model's metric in history's values table.
     let history_cell = |model: &str, metric: &str| -> Option<String> {
-        let at = history.find(&format!("### {model}\n"))?;
-        let section = &history[at..];
-        let section = &section[..section[4..].find("### ").map_or(section.len(), |e| e + 4)];
-        let row = section
-            .lines()
-            .find(|l| l.starts_with(&format!("| {metric} |")))?;
-        md_cells(row).last().map(|c| c.to_string())
+        let short = short_of(model);
+        values.iter().find_map(|t| {
+            let col = t[0].iter().position(|h| *h == metric)?;
+            let row = t[2..].iter().find(|r| r[0] == short)?;
+            Some(row[col].to_string())
+        })
     };
     let lines: Vec<&str> = report.lines().collect();
     let mut checked = 0;
@@ -541,15 +589,19 @@ fn the_history_page_shows_flagged_drops_in_ink_with_notes_readable_without_hover
     let (a, b) = crate::view::long_weeks(dir.path());
     let root = dir.path().to_str().unwrap();
     let html = ok(&run_gpassk(&["history", root, "--format", "html"]));
-    let csv = ok(&run_gpassk(&["history", root, "--format", "csv"]));
-    let mut rows = csv::Reader::from_reader(csv.as_bytes());
-    let header = rows.headers().unwrap().clone();
-    let col = |k: &str| header.iter().position(|h| h == k).unwrap();
-    let drops: Vec<(String, String)> = (rows.records().map(Result::unwrap))
-        .filter(|r| &r[col("flag")] == "REGRESSED")
-        .map(|r| (r[col("model")].to_string(), r[col("metric")].to_string()))
+    // JSON keeps a row per model, metric and run, each with its flag.
+    let json = ok(&run_gpassk(&["history", root, "--format", "json"]));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let drops: Vec<(String, String)> = (rows.iter())
+        .filter(|r| r["flag"] == "REGRESSED")
+        .map(|r| {
+            (
+                r["model"].as_str().unwrap().into(),
+                r["metric"].as_str().unwrap().into(),
+            )
+        })
         .collect();
-    assert!(drops.len() > 1, "{csv}");
+    assert!(drops.len() > 1, "{json}");
     let notes = between(&html, "<h3>Changes</h3>", "</ol>");
     for (model, metric) in &drops {
         let plot = between(&html, &format!("<h3>{metric}</h3>"), "</figure>");
@@ -603,7 +655,7 @@ fn the_history_page_shows_flagged_drops_in_ink_with_notes_readable_without_hover
         1,
         "the fingerprint every model shares, once: {notes}"
     );
-    // Values: a row per run and model, the headline metrics as columns.
+    // Values: a row per model and run (as the terminal's), the headline metrics as columns.
     let table = between(&html, "<h3>Values</h3>", "</table>");
     let head = between(table, "<tr>", "</tr>");
     assert_eq!(head.matches("<th>").count(), 2 + 8, "{head}");
@@ -615,8 +667,9 @@ fn the_history_page_shows_flagged_drops_in_ink_with_notes_readable_without_hover
     for run in [&a, &b] {
         let label = run.file_name().unwrap().to_str().unwrap();
         assert_eq!(
-            table.matches(&format!("<tr><td>{label}</td>")).count(),
-            LONG_MODELS
+            table.matches(&format!("</td><td>{label}</td>")).count(),
+            LONG_MODELS,
+            "{table}"
         );
     }
 }

@@ -439,18 +439,21 @@ fn compare_of_a_run_with_itself_flags_nothing() {
     let out = ok(&compare(&run, &run, &["--fail-on-regression", "0"]));
     // The family is the headline metrics, each quantity once: Greedy, Pass@4 (= G-Pass@4_0.25),
     // G-Pass@4_0.5, mG-Pass@4 (the fixture's config asks for k = 4, τ = 0.25 and 0.5).
+    assert!(out.contains("Holm at 5% over 4 tests"), "{out}");
     assert!(
-        out.contains("0 of 4 tested headline differences significant at 5% family-wise"),
+        out.trim_end().ends_with("significant: none of the 4 tests"),
         "{out}"
     );
-    assert!(!out.contains("REGRESSED") && !out.contains("improved") && !out.contains("WARNING"));
-    // The verdict comes first and says how large a change could have been seen.
-    let verdict = (out.find("no detectable change: every headline value is the same on all 12"))
-        .unwrap_or_else(|| panic!("{out}"));
-    assert!(
-        verdict < out.find("B − A in percentage points").unwrap(),
-        "{out}"
-    );
+    assert!(!out.contains("REGRESSED") && !out.contains("IMPROVED") && !out.contains("WARNING"));
+    // The verdict comes first and says how much would have to move to be flagged: 2·2⁻ᵐ below
+    // 5%/4 needs m = 8 problems.
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    let verdict = (words.find(
+        "no detectable change: every headline value is the same on all 12 problems (a flag \
+         needs at least 8 of them to move one way)",
+    ))
+    .unwrap_or_else(|| panic!("{out}"));
+    assert!(verdict < words.find("A → B").unwrap(), "{out}");
     assert!(out.contains("Pass@4 = G-Pass@4_0.25"), "{out}");
 }
 
@@ -528,12 +531,25 @@ fn compare_formats_and_filters_use_the_report_names() {
     assert!(v[0]["p_holm"].as_f64().is_some() && v[0]["delta"].as_f64().is_some());
     let md = ok(&compare(&a, &b, &["--format", "md", "--metric", "Pass@4"]));
     assert!(
-        md.contains("| model | metric | A % | B % | B − A | p (Holm) | detect ± | flag |"),
+        md.contains("| model | metric | A → B | B − A | p (Holm) | flag |"),
         "{md}"
     );
-    assert!(md.contains("| alpha | Pass@4 = G-Pass@4_0.25 | "), "{md}");
     assert!(
-        md.contains("- **alpha**: REGRESSED: Pass@4 -100.0 points (p &lt; 0.0001)"),
+        md.contains(
+            "| alpha | Pass@4 = G-Pass@4_0.25 | 100.0 → 0.0 | -100.0 | <0.0001 | ▼ REGRESSED |"
+        ),
+        "{md}"
+    );
+    // The verdict rests on the whole family, whatever the filter shows, and names every
+    // flagged metric.
+    let verdict = md.lines().find(|l| l.starts_with("- **alpha**: ")).unwrap();
+    assert_eq!(
+        verdict,
+        "- **alpha**: ▼ REGRESSED: Greedy -75.0, Pass@4 -100.0, G-Pass@4\\_0.5 -100.0, mG-Pass@4 -50.0",
+        "{md}"
+    );
+    assert!(
+        md.contains("significant (4 of 4): alpha Greedy ▼, Pass@4 ▼"),
         "{md}"
     );
     let narrow = crate::common::gpassk()
@@ -570,7 +586,7 @@ fn compare_never_fails_on_one_shared_problem() {
     let a = Synthetic::new(1).write(dir.path(), "a", |_, _| true);
     let b = Synthetic::new(1).write(dir.path(), "b", |_, _| false);
     let out = ok(&compare(&a, &b, &["--fail-on-regression", "5"]));
-    assert!(out.contains("0 of 0 tested headline differences"), "{out}");
+    assert!(out.contains("Holm at 5% over 0 tests"), "{out}");
     assert!(!out.contains("REGRESSED"));
     assert!(out.contains("not comparable: 1 shared problems"), "{out}");
 }

@@ -41,6 +41,19 @@ const FAILED: &str = "connection refused ×25 (http://127.0.0.1:9/v1/chat/comple
 /// Server text in the interrupted model's error: it must reach the page escaped.
 const STOPPED: &str = "HTTP 503: <h1>Service Unavailable</h1>";
 
+/// The short name report.html shows for `full`, from its Models table (the full name when the
+/// table does not shorten it).
+fn short_of(html: &str, full: &str) -> String {
+    let cell = format!("</td><td class=\"t\">{full}</td>");
+    html.find(&cell).map_or_else(
+        || full.to_string(),
+        |at| {
+            let row = &html[..at];
+            row[row.rfind("<td>").unwrap() + 4..].to_string()
+        },
+    )
+}
+
 /// Correct samples of a model of `skill` on problem `i`: harder problems later, c = 0 and c = n
 /// both occur.
 fn correct(i: usize, skill: f64) -> u32 {
@@ -285,10 +298,19 @@ fn one_tau_plot_per_k_with_a_line_per_model_that_has_values() {
             "y-axis title"
         );
         assert_eq!(plot.matches("<polyline class=\"curve\"").count(), 5);
-        // Every model is in the legend by its full name; the failed one with its status (its
-        // reason is in the Failures section, once).
-        assert!(plot.contains("DeepSeek-R1-Distill-Qwen-32B</li>"));
-        assert!(plot.contains("Mistral-Small-24B-Instruct-2501</li>"));
+        // Every model is in the legend by its short name (the full one on hover); the failed one
+        // with its status (its reason is in the Failures section, once).
+        for full in [
+            "DeepSeek-R1-Distill-Qwen-32B",
+            "Mistral-Small-24B-Instruct-2501",
+        ] {
+            let item = format!("<li title=\"{full}\">");
+            assert!(plot.contains(&item), "{plot}");
+            assert!(
+                plot.contains(&format!("{}</li>", short_of(&html, full))),
+                "{plot}"
+            );
+        }
         assert!(plot.contains("gemma-2-27b-it: no values (failed)</li>"));
         assert!(!plot.contains("connection refused"));
     }
@@ -361,9 +383,14 @@ fn failed_and_interrupted_models_are_named_with_their_reason() {
         "</table>",
     );
     assert_eq!(counts.len(), 1);
-    assert!(counts[0].contains("<td>Mistral-Small-24B-Instruct-2501</td><td>15/24</td>"));
-    assert!(counts[0].contains("<td>gemma-2-27b-it</td><td>0/24</td>"));
-    assert!(counts[0].contains("<td>Llama-3.1-8B-Instruct</td><td>24/24</td>"));
+    for (full, used) in [
+        ("Mistral-Small-24B-Instruct-2501", 15),
+        ("gemma-2-27b-it", 0),
+        ("Llama-3.1-8B-Instruct", 24),
+    ] {
+        let row = format!("<td>{}</td><td>{used}/24</td>", short_of(&html, full));
+        assert!(counts[0].contains(&row), "{row}: {}", counts[0]);
+    }
     // The bar chart says why a model has no bars instead of leaving a gap.
     let bars = sections(&html, "<svg class=\"plot bars\"", "</svg>");
     assert!(bars[0].contains(">no values (failed)</text>"));
@@ -396,16 +423,25 @@ fn names_are_escaped_and_long_labels_turn_without_clipping() {
     for l in &labels {
         assert!(l.contains("rotate(-45)"), "{l}");
     }
-    // Long names are cut in the chart and listed in full below it.
-    assert!(bars.contains(">Mistral-Smal…Instruct-2501<"));
-    let figure = sections(&html, "<svg class=\"plot bars\"", "</figure>")[0];
-    assert!(figure.contains("<li>Mistral-Small-24B-Instruct-2501</li>"));
+    // Long names are their one short name in the chart (as in every table), listed in full in
+    // the Models table at the top, and named in full on hover.
+    let short = short_of(&html, "Mistral-Small-24B-Instruct-2501");
+    assert_ne!(short, "Mistral-Small-24B-Instruct-2501");
+    assert!(bars.contains(&format!(">{short}<")), "{bars}");
+    assert!(bars.contains("<title>Mistral-Small-24B-Instruct-2501</title>"));
+    let models = sections(&html, "<h2>Models</h2>", "</table>")[0];
+    assert!(
+        models.contains(&format!(
+            "<td>{short}</td><td class=\"t\">Mistral-Small-24B-Instruct-2501</td>"
+        )),
+        "{models}"
+    );
     // The rotated labels have room: the viewBox leaves enough below and left of the plot.
     let view: Vec<f64> = attr(bars, "viewBox")
         .split(' ')
         .map(|v| v.parse().unwrap())
         .collect();
-    assert!(view[3] > 12.0 + 230.0 + 26.0 * 7.5 * 0.7, "{view:?}");
+    assert!(view[3] > 12.0 + 230.0 + 17.0 * 7.5 * 0.7, "{view:?}");
 }
 
 /// A sampling and a search variant that differ only at the end, and two sizes that differ only
@@ -456,7 +492,7 @@ fn names_alike_stay_apart_in_the_bar_chart_and_the_terminal_table() {
         labels[0].ends_with("sample") && labels[1].ends_with("search"),
         "{labels:?}"
     );
-    assert!(labels.iter().all(|l| l.chars().count() <= 26), "{labels:?}");
+    assert!(labels.iter().all(|l| l.chars().count() <= 20), "{labels:?}");
     let out = crate::common::gpassk()
         .args(["report", run.to_str().unwrap()])
         .env("COLUMNS", "80")
@@ -525,19 +561,22 @@ fn compare_of_two_weeks_delivers_a_verdict_per_model() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    // A model's verdict: the indented lines under its name, joined.
+    // A model's verdict: the indented lines under its name (`short = full`, or the name when
+    // it fits), joined.
     let verdict = |model: &str| -> String {
-        let at =
-            (text.find(&format!("\n  {model}\n"))).unwrap_or_else(|| panic!("{model}: {text}"));
-        let lines = text[at..].lines().skip(2);
-        let under: Vec<&str> = lines
-            .take_while(|l| l.starts_with("    "))
-            .map(str::trim)
+        let lines: Vec<&str> = text.lines().collect();
+        let at = (lines.iter())
+            .position(|l| *l == model || l.ends_with(&format!(" = {model}")))
+            .unwrap_or_else(|| panic!("{model}: {text}"));
+        let under: Vec<&str> = lines[at + 1..]
+            .iter()
+            .take_while(|l| l.starts_with("  "))
+            .map(|l| l.trim())
             .collect();
         under.join(" ")
     };
     assert!(
-        verdict("Llama-3.1-8B-Instruct").starts_with("REGRESSED: "),
+        verdict("Llama-3.1-8B-Instruct").starts_with("▼ REGRESSED: Pass@16 -45.8"),
         "{text}"
     );
     assert!(
@@ -550,18 +589,25 @@ fn compare_of_two_weeks_delivers_a_verdict_per_model() {
         "{text}"
     );
     let steady = verdict("DeepSeek-R1-Distill-Qwen-32B");
-    assert!(
-        steady.starts_with("no detectable change: every headline value is the same on all 24"),
+    assert_eq!(
+        steady,
+        "no detectable change: every headline value is the same on all 24 problems (a flag \
+         needs at least 11 of them to move one way)",
         "{text}"
     );
     // A model that moved without a flag says how large a change could have been seen.
     let small = verdict("QwQ-32B-Preview");
     assert!(
-        small.starts_with("no detectable change: on 24 problems only changes of about"),
+        small.starts_with("no detectable change: 80% power only from about"),
         "{text}"
     );
     // The verdicts come before the rows, and nothing but the run paths is wider than 80.
-    assert!(text.find("REGRESSED: ").unwrap() < text.find("B − A in percentage points").unwrap());
+    assert!(text.find("REGRESSED: ").unwrap() < text.find("A → B").unwrap());
+    assert!(
+        text.trim_end()
+            .ends_with("significant (1 of 40): Llama-3.1-8B… Pass@16 ▼"),
+        "{text}"
+    );
     for line in text
         .lines()
         .filter(|l| !l.starts_with("A: ") && !l.starts_with("B: "))
@@ -655,20 +701,37 @@ fn history_marks_what_changed_for_each_model_once() {
         .env("COLUMNS", "80")
         .output()
         .unwrap());
+    // One values table: a row per model and run, blocks of metric columns; each model's short
+    // name heads its rows once per block and is spelled out under the table.
+    let blocks = text
+        .lines()
+        .filter(|l| l.starts_with("model ") && l.contains(" run "))
+        .count();
+    assert!(blocks >= 2, "{text}");
+    let short = |model: &str| -> String {
+        (text.lines())
+            .find_map(|l| {
+                l.strip_suffix(&format!(" = {model}"))
+                    .map(|s| s.trim().to_string())
+            })
+            .unwrap_or_else(|| model.to_string())
+    };
     for (model, _, _) in MODELS {
+        let first = format!("{} ", short(model));
         assert_eq!(
-            text.lines().filter(|l| *l == model).count(),
-            1,
+            text.lines().filter(|l| l.starts_with(&first)).count(),
+            blocks,
             "{model}:\n{text}"
         );
     }
-    let dated = |l: &&str| {
-        ["2026-11-23", "2026-11-30", "2026-12-07"]
-            .iter()
-            .all(|d| l.contains(d))
-    };
-    assert_eq!(text.lines().filter(dated).count(), MODELS.len(), "{text}");
-    assert!(text.lines().count() < 15 * MODELS.len(), "{text}");
+    // Every run on a line of its own, its id whole.
+    for d in ["2026-11-23", "2026-11-30", "2026-12-07"] {
+        assert!(
+            text.contains(&format!("\n  {d}, 2026-01-01 00:00\n")),
+            "{text}"
+        );
+    }
+    assert!(text.lines().count() < 18 * MODELS.len(), "{text}");
     for line in text.lines() {
         assert!(line.chars().count() <= 80, "{line}");
         assert_eq!(
@@ -677,20 +740,27 @@ fn history_marks_what_changed_for_each_model_once() {
             "{line}"
         );
     }
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        text.contains("  2026-11-30: system fingerprint: (none) → fp_b"),
+        flat.contains(&format!(
+            "{}, 2026-11-30: system fingerprint: (none) → fp_b",
+            short("Qwen2.5-Math-72B-Instruct")
+        )),
         "{text}"
     );
     // A failed model's marker says why it failed.
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         flat.contains("(status failed: connection refused"),
         "{text}"
     );
-    let llama = &text[text.find("\nLlama-3.1-8B-Instruct\n").unwrap()..];
-    let llama = &llama[..llama[1..].find("\n\n").unwrap_or(llama.len() - 1)];
+    let llama = short("Llama-3.1-8B-Instruct");
     assert!(
-        llama.contains(" ▼") && llama.contains("REGRESSED"),
-        "{llama}"
+        flat.contains(&format!(
+            "{llama}, 2026-11-30: Pass@16 REGRESSED -45.8 points, p (Holm) 0.0391"
+        )),
+        "{text}"
     );
+    let marked =
+        (text.lines()).find(|l| l.trim_start().starts_with("2026-11-30") && l.contains('▼'));
+    assert!(marked.is_some(), "{text}");
 }

@@ -101,9 +101,19 @@ fn a_dead_server_is_named_once_for_all_models_in_stderr_and_each_manifest_entry(
     {
         assert!(l.chars().count() <= 80, "{l}");
     }
+    // The long name is shortened once, said before the progress (`short = full`), and every
+    // progress line of the model starts with that short name.
+    let legend = (err.lines())
+        .find(|l| l.ends_with(" = DeepSeek-R1-Distill-Qwen-32B"))
+        .unwrap_or_else(|| panic!("no legend: {err}"));
+    let short = legend.split(" = ").next().unwrap();
+    assert!(
+        short.chars().count() < "DeepSeek-R1-Distill-Qwen-32B".len(),
+        "{short}"
+    );
     let long: Vec<&str> = err.lines().filter(|l| l.contains("/9 units")).collect();
     assert!(
-        long.iter().any(|l| l.starts_with("DeepSee…Qwen-32B ")),
+        long.iter().any(|l| l.starts_with(&format!("{short} "))),
         "{err}"
     );
 }
@@ -377,8 +387,9 @@ fn markdown_tables(text: &str) -> Vec<Vec<Vec<String>>> {
     tables
 }
 
-/// Issue 25 item 8: report.md and `compare --format md` of six long-named models paste into a
-/// PR: at most 8 columns a table, numbers right-aligned, the long names once, in a legend.
+/// Issue 25 item 8 and issue 40: report.md and `compare --format md` of six long-named models
+/// paste into a PR: at most 8 columns a table, numbers right-aligned, each long name once, in a
+/// legend beside its short name, the short name the same in both and in the terminal table.
 #[test]
 fn markdown_tables_fit_a_pr_with_right_aligned_numbers_and_a_legend() {
     let env = Fixture::new(&problems(4)).with_server(FakeServer::builder().responder(reply));
@@ -391,21 +402,35 @@ fn markdown_tables_fit_a_pr_with_right_aligned_numbers_and_a_legend() {
             .output()
             .unwrap(),
     );
+    let terminal = crate::common::ok(
+        &gpassk()
+            .args(["report", dir])
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap(),
+    );
+    // report.md: the Models table is the legend.
+    let tables = markdown_tables(&md);
+    let legend = tables
+        .iter()
+        .position(|t| t[0][0] == "short name")
+        .unwrap_or_else(|| panic!("report.md: no legend:\n{md}"));
+    let mut shorts = Vec::new();
+    for name in SIX {
+        let row = (tables[legend].iter())
+            .find(|r| r[1] == name)
+            .unwrap_or_else(|| panic!("{name} not in the legend:\n{md}"));
+        shorts.push(row[0].clone());
+        // compare's verdicts spell out the same short name, and so does the terminal.
+        let verdict = format!("- **{}** = {}: ", row[0], name.replace('_', "\\_"));
+        assert!(compare.contains(&verdict), "{verdict}\n{compare}");
+        assert!(
+            terminal.contains(&format!("  {} = {name}\n", row[0])),
+            "{terminal}"
+        );
+    }
     for (what, text) in [("report.md", &md), ("compare", &compare)] {
         let tables = markdown_tables(text);
-        let legend = tables
-            .iter()
-            .position(|t| t[0][0] == "label")
-            .unwrap_or_else(|| panic!("{what}: no legend:\n{text}"));
-        for (i, name) in SIX.iter().enumerate() {
-            let label = format!("M{}", i + 1);
-            assert!(
-                tables[legend]
-                    .iter()
-                    .any(|r| r[0] == label && r[1] == *name),
-                "{what}: {label} is not {name}"
-            );
-        }
         for (t, table) in tables.iter().enumerate() {
             assert!(
                 table[0].len() <= 8,
@@ -423,13 +448,90 @@ fn markdown_tables_fit_a_pr_with_right_aligned_numbers_and_a_legend() {
                     table[0][c]
                 );
             }
+            let is_legend = what == "report.md" && t == legend;
             let names_outside =
-                t != legend && table.iter().flatten().any(|c| SIX.contains(&c.as_str()));
+                !is_legend && table.iter().flatten().any(|c| SIX.contains(&c.as_str()));
             assert!(
                 !names_outside,
                 "{what}: a long name outside the legend: {table:?}"
             );
+            if !is_legend && table[0][0] == "model" {
+                assert!(
+                    table[2..].iter().all(|r| shorts.contains(&r[0])),
+                    "{what}: {table:?}"
+                );
+            }
         }
     }
     assert!(md.contains("## What these numbers mean\n"), "{md}");
+}
+
+/// Issue 40: a run of six long-named models stopped with Ctrl-C at 80 columns ends with no line
+/// wider than the terminal, the command to continue broken at spaces into lines the shell reads
+/// as one (the run id whole), and no model called a failure: they were interrupted, the server
+/// was fine. `report` of the run says the same.
+#[test]
+fn an_interrupted_run_ends_with_a_command_that_fits_and_no_failures() {
+    use crate::common::weekly;
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("data.jsonl"), weekly::dataset()).unwrap();
+    let server = FakeServer::start_blocking(
+        weekly::server(1).faults(|_| Some(fake_openai::Fault::Hang(Duration::from_millis(50)))),
+    );
+    let config = weekly::config(root.path(), &server.base_url());
+    let child = gpassk()
+        .args(["run", "--config", config.to_str().unwrap()])
+        .env("COLUMNS", "80")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.request_count() < 40 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert!(kill.unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    let err = stderr(&out);
+    for line in err.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    assert!(
+        !err.contains("once the server answers") && !err.contains("failure"),
+        "{err}"
+    );
+    let run_dir = crate::common::run_dirs(&root.path().join("results"))
+        .pop()
+        .unwrap();
+    let tail = &err[err.find("continue with:\n").expect("how to continue") + 15..];
+    let command = tail.replace(" \\\n    ", " ");
+    let command = command.lines().next().unwrap().trim();
+    assert_eq!(
+        command,
+        format!(
+            "gpassk run --config {} --resume {}",
+            config.display(),
+            run_dir.display()
+        ),
+        "{err}"
+    );
+    assert!(
+        tail.lines().count() >= 2,
+        "the command is longer than 80: broken\n{err}"
+    );
+    let report = gpassk()
+        .args(["report", run_dir.to_str().unwrap()])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = crate::common::ok(&report);
+    assert!(text.contains("INCOMPLETE RUN (interrupted)"), "{text}");
+    assert!(
+        !text.contains("failures:") && !text.contains("once the server"),
+        "{text}"
+    );
 }

@@ -139,41 +139,10 @@ fn hostile(run: &Path, model: &str) {
     });
 }
 
-/// Six models named as a weekly job names its deployments (49–52 characters, one suffix
-/// shared; the names of issue 40's weekly job), skills as in [`two_weeks`]'s week, the second
-/// model the strongest before its fall.
-pub(crate) const LONG: [(&str, &str, f64); 6] = [
-    (
-        "meta-llama-Llama-3.1-405B-Instruct-Turbo-eval-weekly",
-        "meta-llama/Llama-3.1-405B-Instruct-Turbo",
-        0.9,
-    ),
-    (
-        "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B-bf16-weekly",
-        "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
-        0.8,
-    ),
-    (
-        "deepseek-ai-DeepSeek-R1-Distill-Llama-70B-fp8-weekly",
-        "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
-        0.8,
-    ),
-    (
-        "Qwen-Qwen2.5-Math-72B-Instruct-vllm-tp4-fp16-weekly",
-        "Qwen/Qwen2.5-Math-72B-Instruct",
-        0.55,
-    ),
-    (
-        "mistralai-Mistral-Large-Instruct-2411-int4-weekly",
-        "mistralai/Mistral-Large-Instruct-2411",
-        0.7,
-    ),
-    (
-        "google-gemma-2-27b-it-sglang-tp2-bf16-canary-weekly",
-        "google/gemma-2-27b-it",
-        0.5,
-    ),
-];
+/// Issue 40's six models ([`crate::common::weekly::NAMES`]), skills as in [`two_weeks`]'s week,
+/// the second model the strongest before its fall.
+pub(crate) const LONG: [(&str, &str, f64); 6] =
+    crate::common::weekly::with_skills([0.9, 0.8, 0.8, 0.55, 0.7, 0.5]);
 
 /// Problem i's question, in LaTeX as math datasets write it.
 pub(crate) fn latex_question(i: usize) -> String {

@@ -77,6 +77,73 @@ pub struct PublishedSet {
     pub values: Vec<Published>,
 }
 
+impl PublishedSet {
+    /// What source `file` is, for people: the works its rows cite (a paper's tables, a
+    /// repository's file at a commit, with where to find them), else its file name; never the
+    /// local path it was read from.
+    pub fn citation(&self, file: usize) -> String {
+        let mut works: Vec<(String, Vec<String>)> = Vec::new();
+        for v in self.values.iter().filter(|v| v.file == file) {
+            let mut parts = v.source.splitn(3, ':');
+            let origin = parts.next().unwrap_or_default().trim().to_string();
+            let doc = parts.next().unwrap_or_default().trim().to_string();
+            match works.iter_mut().find(|(o, _)| *o == origin) {
+                Some((_, docs)) if doc.is_empty() || docs.contains(&doc) => {}
+                Some((_, docs)) => docs.push(doc),
+                None => works.push((
+                    origin,
+                    [doc].into_iter().filter(|d| !d.is_empty()).collect(),
+                )),
+            }
+        }
+        let name = (self.files.get(file).and_then(|p| p.file_name()))
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        if works.is_empty() {
+            return name;
+        }
+        let cited: Vec<String> = (works.iter())
+            .map(|(origin, docs)| {
+                let (work, url) = work_of(origin);
+                let docs = if docs.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", docs.join(", "))
+                };
+                let url = url.map_or_else(String::new, |u| format!(" ({u})"));
+                format!("{work}{docs}{url}")
+            })
+            .collect();
+        cited.join("; ")
+    }
+}
+
+/// A cited work as people name it, and where to find it: `arXiv2412.13147v5` is arXiv's paper
+/// 2412.13147v5, `GPassK@20a02a1` the GPassK repository at commit 20a02a1.
+fn work_of(origin: &str) -> (String, Option<String>) {
+    if let Some(id) = origin
+        .strip_prefix("arXiv")
+        .map(|i| i.trim_start_matches(':'))
+    {
+        if id.starts_with(|c: char| c.is_ascii_digit()) {
+            return (
+                format!("arXiv:{id}"),
+                Some(format!("https://arxiv.org/abs/{id}")),
+            );
+        }
+    }
+    const REPOSITORIES: [(&str, &str); 1] = [("GPassK", "https://github.com/open-compass/GPassK")];
+    if let Some((repo, commit)) = origin.split_once('@') {
+        if let Some((_, url)) = REPOSITORIES.iter().find(|(r, _)| *r == repo) {
+            return (
+                format!("{repo} at {commit}"),
+                Some(format!("{url}/tree/{commit}")),
+            );
+        }
+        return (format!("{repo} at {commit}"), None);
+    }
+    (origin.to_string(), None)
+}
+
 /// The sources `gpassk audit` reads when none is named: the paper's tables, the GPassK README's
 /// tables and its leaderboard, as shipped under `datasets/published/` (datasets/PROVENANCE.md).
 pub fn default_sources() -> Vec<PathBuf> {
@@ -188,8 +255,11 @@ fn percent(raw: &str, field: &str) -> Result<(f64, usize), String> {
 }
 
 /// Up to three of `names` nearest `query`, for "did you mean", once case and punctuation are
-/// dropped: names that contain it (`AIME2024` → `AIME2024-45`), else the closest in edit distance,
-/// else names holding its letters in order (`qwen-math-72b` → `Qwen2.5-Math-72B-Instruct`).
+/// dropped: the longest name whose letters the query holds in order (a run names its model with
+/// what it adds: `deepseek-ai-DeepSeek-R1-Distill-Qwen-32B-bf16-weekly` holds
+/// `DeepSeek-Distill-Qwen-32B`), else names that contain it or it contains (`AIME2024` →
+/// `AIME2024-45`), else the closest in edit distance, else names holding its letters in order
+/// (`qwen-math-72b` → `Qwen2.5-Math-72B-Instruct`).
 pub fn nearest<'a>(query: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let q = model_key(query);
     let mut scored: Vec<((u8, usize), &str)> = names
@@ -199,14 +269,17 @@ pub fn nearest<'a>(query: &str, names: impl IntoIterator<Item = &'a str>) -> Vec
             let d = strsim::damerau_levenshtein(&q, &k);
             let extra = k.len().abs_diff(q.len());
             // Containing or in order only counts when the shorter is at least half the longer
-            // (else `mine` would suggest `Gemini-…`).
+            // (else `mine` would suggest `Gemini-…`), unless a published name of some length is
+            // inside the query.
             let half = 2 * q.len().min(k.len()) >= q.len().max(k.len());
-            if half && (k.contains(&q) || q.contains(&k)) {
+            if k.len() >= 8 && k.len() < q.len() && in_order(&k, &q) {
                 Some(((0, extra), name))
+            } else if half && (k.contains(&q) || q.contains(&k)) {
+                Some(((1, extra), name))
             } else if d <= 2.max(k.len() / 3) && d < k.len().max(q.len()) {
-                Some(((1, d), name))
+                Some(((2, d), name))
             } else if half && (in_order(&q, &k) || in_order(&k, &q)) {
-                Some(((2, extra), name))
+                Some(((3, extra), name))
             } else {
                 None
             }
@@ -214,13 +287,13 @@ pub fn nearest<'a>(query: &str, names: impl IntoIterator<Item = &'a str>) -> Vec
         .collect();
     scored.sort();
     scored.dedup_by(|a, b| a.1 == b.1);
-    // Only the best kind of match, and among edit distances only the smallest.
+    // Only the best kind of match; a name inside the query and edit distances only the best.
     let Some(&((tier, best), _)) = scored.first() else {
         return Vec::new();
     };
     scored
         .into_iter()
-        .filter(|((t, score), _)| *t == tier && (tier != 1 || *score == best))
+        .filter(|((t, score), _)| *t == tier && (!matches!(tier, 0 | 2) || *score == best))
         .take(3)
         .map(|(_, n)| n)
         .collect()

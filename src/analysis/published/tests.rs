@@ -241,6 +241,37 @@ fn nearest_names_ignore_case_and_punctuation() {
     );
     assert_eq!(nearest("deepseek r1", names), ["DeepSeek-R1"]);
     assert!(nearest("llama", names).is_empty());
+    // Issue 40: a run's name that holds a published one (with what the run adds) finds it,
+    // the most specific one when several fit.
+    let published = [
+        "DeepSeek-R1",
+        "DeepSeek-Distill-Qwen-32B",
+        "DeepSeek-Distill-Qwen-7B",
+        "Mistral-Large-Instruct-2411",
+        "Qwen2.5-Math-72B-Instruct",
+        "Qwen2.5-Math-7B-Instruct",
+        "Qwen2.5-72B-Instruct",
+    ];
+    for (run, want) in [
+        (
+            "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B-bf16-weekly",
+            "DeepSeek-Distill-Qwen-32B",
+        ),
+        (
+            "mistralai-Mistral-Large-Instruct-2411-int4-weekly",
+            "Mistral-Large-Instruct-2411",
+        ),
+        (
+            "Qwen-Qwen2.5-Math-72B-Instruct-vllm-tp4-fp16-weekly",
+            "Qwen2.5-Math-72B-Instruct",
+        ),
+        (
+            "my-Qwen2.5-Math-7B-Instruct-nightly-eval-job-on-the-cluster",
+            "Qwen2.5-Math-7B-Instruct",
+        ),
+    ] {
+        assert_eq!(nearest(run, published), [want], "{run}");
+    }
     let benchmarks = ["AIME2024-45", "AIME2025", "MATH500-L5"];
     assert_eq!(nearest("AIME2024", benchmarks)[0], "AIME2024-45");
     assert_eq!(

@@ -3,6 +3,7 @@
 //! scale), a shared legend, the curves' tables, what they rest on, and the agreement with step
 //! labels.
 
+use super::super::markup::{short_names, with_short_names};
 use super::super::verifier::{self as section, Kind, Series};
 use super::{color, esc, key, marker, svg_open, table, Frame, DASHES};
 use crate::report::Interval;
@@ -49,7 +50,9 @@ pub(super) fn section(results: &RunResults) -> String {
         out.push_str(&plot(m, v));
     }
     out.push_str("</div>\n");
+    let names = short_names(results);
     for grid in section::grids(results) {
+        let grid = with_short_names(grid, &names);
         let _ = write!(out, "<h3>{}</h3>\n{}", esc(&grid.title), table(&grid));
     }
     let mut notes = section::coverage_notes(results);
@@ -60,6 +63,7 @@ pub(super) fn section(results: &RunResults) -> String {
     }
     out.push_str("</ul>\n");
     if let Some(grid) = section::labels_grid(results) {
+        let grid = with_short_names(grid, &names);
         let _ = write!(
             out,
             "<h3>{}</h3>\n{}<p>{}</p>\n",

@@ -2,6 +2,7 @@
 //! and the one "dataset + config + fake server" fixture.
 
 pub(crate) mod db;
+pub(crate) mod weekly;
 
 use fake_openai::{BlockingFakeServer, FakeServer, FakeServerBuilder};
 use std::path::{Path, PathBuf};
