@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod compare;
+pub mod entry;
 pub mod history;
 pub mod published;
 pub mod trend;
