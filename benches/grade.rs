@@ -9,6 +9,8 @@ fn main() {
     throughput("grade", "mathverify_0.9.0_cases.jsonl", &cfg);
     // Model-style English/French/Chinese responses: the cue and choice rules at work.
     throughput("grade held-out", "gpassk_heldout_cases.jsonl", &cfg);
+    // Real responses of every answer style (Chinese exam markers, tool outputs, long prose).
+    throughput("grade real kinds", "real_kinds_cases.jsonl", &cfg);
     limits(&cfg);
 }
 

@@ -60,8 +60,8 @@ pub enum Command {
     Datasets(crate::commands::datasets::DatasetsArgs),
     /// Re-grade every stored sample of a run offline and rewrite all its output files.
     Score(crate::commands::score::ScoreArgs),
-    /// Turn another harness's sample logs (lm-eval, OpenCompass, lighteval, EvalScope,
-    /// Qwen2.5-Math, JSONL) into a gpassk run: exact G-Pass@k, intervals, both verdicts.
+    /// Turn another harness's sample logs into gpassk runs (one per dataset): exact G-Pass@k,
+    /// intervals, both verdicts. `gpassk import --help` lists the formats.
     Import(crate::commands::import::ImportArgs),
     /// Print or write one report format of a run (table, csv, per-problem, json, md, html).
     Report(crate::commands::report::ReportArgs),

@@ -320,24 +320,9 @@ fn text_of(v: Option<serde_json::Value>) -> Option<String> {
     }
 }
 
-/// Message content: a string, or an array of parts (`"…"` or `{"type":"text","text":"…"}`) joined;
-/// None for null or when no part holds text.
+/// Message content as text, read as everywhere else ([`crate::util::chat::content_text`]).
 fn content_of(v: Option<serde_json::Value>) -> Option<String> {
-    match v? {
-        serde_json::Value::String(s) => Some(s),
-        serde_json::Value::Array(parts) => {
-            let texts: Vec<String> = parts
-                .into_iter()
-                .filter_map(|p| match p {
-                    serde_json::Value::String(s) => Some(s),
-                    serde_json::Value::Object(mut o) => text_of(o.remove("text")),
-                    _ => None,
-                })
-                .collect();
-            (!texts.is_empty()).then(|| texts.concat())
-        }
-        _ => None,
-    }
+    crate::util::chat::content_text(&v?)
 }
 
 /// The largest reply body accepted when no smaller limit is configured.

@@ -2,8 +2,8 @@
 
 use crate::error::ExitStatus;
 use crate::grade::{
-    gold_answer, grade_with_options, normal_form, FoundBy, GradeConfig, ListOrder, Outcome,
-    Percent, Policy, StyledLetters, Tolerance, MAX_DECIMALS,
+    gold_answer, grade_with_options, normal_form, DecimalMark, FoundBy, GradeConfig, ListOrder,
+    Outcome, Percent, Policy, StyledLetters, Tolerance, MAX_DECIMALS,
 };
 use crate::util::{par_map, Lines, MAX_LINE};
 use anyhow::Context;
@@ -51,6 +51,10 @@ pub struct Args {
     /// `\mathcal{B}` vs `B`: "distinct" (default) or "same".
     #[arg(long, default_value = "distinct")]
     pub styled_letters: String,
+    /// A comma between a gold's digits: "auto" (default: by its shape; `0,1` is two values,
+    /// `1,234` thousands, `0,111` a decimal), "point" (never a decimal) or "comma" (always).
+    #[arg(long, default_value = "auto")]
+    pub decimal_mark: String,
     /// Extraction regex tried before the built-in rules (repeatable).
     #[arg(long = "extract-regex")]
     pub extract_regex: Vec<String>,
@@ -99,6 +103,13 @@ fn policy(args: &Args) -> Result<Policy, String> {
                 "styled-letters",
                 &args.styled_letters,
                 "\"distinct\" or \"same\"",
+            )
+        })?,
+        decimal_mark: DecimalMark::parse(&args.decimal_mark).ok_or_else(|| {
+            bad(
+                "decimal-mark",
+                &args.decimal_mark,
+                "\"auto\", \"point\" or \"comma\"",
             )
         })?,
     })
@@ -258,6 +269,8 @@ struct Tally {
     agree: usize,
     /// Per source: (labelled, agreeing).
     by_source: BTreeMap<String, (usize, usize)>,
+    /// Per way the answer was found: (cases, labelled, agreeing).
+    by_found: BTreeMap<FoundBy, (usize, usize, usize)>,
     /// Line, expected verdict, what was extracted, gold and response shortened.
     disagreements: Vec<(usize, bool, Option<String>, String, String)>,
 }
@@ -266,7 +279,11 @@ impl Tally {
     fn add(&mut self, c: &Case, g: &Graded) {
         self.cases += 1;
         self.correct += usize::from(g.equivalent);
+        let found = self.by_found.entry(g.found_by).or_default();
+        found.0 += 1;
         let Some(exp) = c.expected else { return };
+        found.1 += 1;
+        found.2 += usize::from(exp == g.equivalent);
         if let Some(src) = &c.source {
             let e = self.by_source.entry(src.clone()).or_default();
             e.0 += 1;
@@ -284,6 +301,7 @@ impl Tally {
     fn report(&self) -> String {
         let mut report = format!("graded {} cases: {} equivalent\n", self.cases, self.correct);
         if self.labelled == 0 {
+            report.push_str(&self.found_report());
             return report;
         }
         let (agree, labelled) = (self.agree, self.labelled);
@@ -295,6 +313,7 @@ impl Tally {
             let pct = 100.0 * *ok as f64 / *n as f64;
             report.push_str(&format!("  source {src}: {ok}/{n} ({pct:.1}%)\n"));
         }
+        report.push_str(&self.found_report());
         for (line, exp, extracted, gold, pred) in &self.disagreements {
             report.push_str(&format!(
                 "  line {line}: expected {exp}, got {}; gold {gold:?}; extracted {:?}; pred {pred:?}\n",
@@ -303,6 +322,28 @@ impl Tally {
             ));
         }
         report
+    }
+}
+
+impl Tally {
+    /// One line per way answers were found (in the order the rules are tried): how many cases,
+    /// and the agreement among the labelled ones; `last_math` and `last_number` are guesses.
+    fn found_report(&self) -> String {
+        let mut out = String::new();
+        for (by, (cases, labelled, agree)) in &self.by_found {
+            let guess = if by.is_heuristic() {
+                " (heuristic)"
+            } else {
+                ""
+            };
+            out.push_str(&format!("  found_by {by}{guess}: {cases} cases"));
+            if *labelled > 0 {
+                let pct = 100.0 * *agree as f64 / *labelled as f64;
+                out.push_str(&format!(", agreement {agree}/{labelled} ({pct:.1}%)"));
+            }
+            out.push('\n');
+        }
+        out
     }
 }
 

@@ -456,6 +456,10 @@ mod tests {
         assert_eq!(p.percent, Percent::Strip);
         assert_eq!(p.styled_letters, StyledLetters::Same);
         assert_eq!(
+            policy("decimal_mark = \"comma\"\n").decimal_mark,
+            crate::grade::DecimalMark::Comma
+        );
+        assert_eq!(
             policy("rel_tol = 1e-4\n").tolerance,
             Tolerance::Relative(1e-4)
         );
@@ -464,6 +468,7 @@ mod tests {
             ("precision = 40\n", "precision"),
             ("percent = \"half\"\n", "percent"),
             ("list_order = \"sorted\"\n", "list_order"),
+            ("decimal_mark = \"european\"\n", "decimal_mark"),
         ] {
             let msg = load(bad).unwrap_err().to_string();
             assert!(msg.contains(key) && msg.contains("cfg.toml"), "{msg}");

@@ -242,6 +242,10 @@ pub struct RawEvaluation {
     pub percent: Option<String>,
     /// `distinct` (default) or `same`.
     pub styled_letters: Option<String>,
+    /// What a comma between a gold's digits is: `auto` (default: by its shape), `point` (never
+    /// a decimal comma) or `comma` (always).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decimal_mark: Option<String>,
     /// `rule` (default), `judge`, `rule_then_judge` or `rule_then_judge_uncertain`.
     pub grader: Option<String>,
     /// The share of a model's answers found by a heuristic (the last math span or number)

@@ -976,9 +976,12 @@ fn few_shot(ev: &RawEvaluation) -> Result<FewShot, String> {
     }
 }
 
-/// `[evaluation]` grading choices: `precision` or `rel_tol`, `list_order`, `percent`, `styled_letters`.
+/// `[evaluation]` grading choices: `precision` or `rel_tol`, `list_order`, `percent`,
+/// `styled_letters`, `decimal_mark`.
 fn grading_policy(ev: &RawEvaluation) -> Result<crate::grade::Policy, EvalError> {
-    use crate::grade::{ListOrder, Percent, Policy, StyledLetters, Tolerance, MAX_DECIMALS};
+    use crate::grade::{
+        DecimalMark, ListOrder, Percent, Policy, StyledLetters, Tolerance, MAX_DECIMALS,
+    };
     let tolerance = match (ev.precision, ev.rel_tol) {
         (Some(_), Some(_)) => {
             return Err((
@@ -1024,6 +1027,12 @@ fn grading_policy(ev: &RawEvaluation) -> Result<crate::grade::Policy, EvalError>
             "styled_letters",
             StyledLetters::parse,
             "\"distinct\" or \"same\"",
+        )?,
+        decimal_mark: pick(
+            &ev.decimal_mark,
+            "decimal_mark",
+            DecimalMark::parse,
+            "\"auto\", \"point\" or \"comma\"",
         )?,
     })
 }

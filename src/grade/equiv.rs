@@ -2,13 +2,14 @@
 
 use super::eval::{eval, exact, has_decimal, to_f64, C, POINTS};
 use super::expr::{parse, Expr, RelOp};
+use super::extract::choice_letters;
 use super::normalize::{normalize_latex, strip_styled_letters, text_form};
 use super::{GradeConfig, ListOrder, Percent, StyledLetters, Tolerance};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::Signed;
 use regex::Regex;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 /// At most this many `±` expansions per answer (2^3 sign choices).
 const MAX_PM: usize = 3;
@@ -26,11 +27,42 @@ pub(super) struct ParsedAnswer {
     pub node: Option<Expr>,
     /// Written with `%` (or "percent"), which normalisation drops.
     pub percent: bool,
+    /// Several option letters (`A, C`, `ACD`), as a set: bit 0 is A.
+    pub letters: Option<u8>,
+    /// The value of an answer written with words around it: a value and a unit (`15000 kcal
+    /// m^{-2} yr^{-1}`), or values each followed by prose (`E_1 with probability 1/3, and E_2 …`).
+    /// Read only when the answer and its gold differ otherwise (most never need it).
+    unit_value: OnceLock<Option<Expr>>,
+}
+
+impl ParsedAnswer {
+    /// The value of an answer written with words around it ([`ParsedAnswer::unit_value`]).
+    fn value_in_words(&self) -> Option<&Expr> {
+        self.unit_value
+            .get_or_init(|| {
+                if self.node.as_ref().is_some_and(is_constant) {
+                    return None;
+                }
+                value_before_unit(&self.norm).or_else(|| values_before_prose(&self.norm))
+            })
+            .as_ref()
+    }
 }
 
 /// `3,5`: two integers joined by a bare comma, which may be a decimal comma.
 static COMMA_PAIR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(-?\d+),(\d+)$").expect("static regex"));
+
+/// A gold of two numbers joined by a comma read with a decimal comma (`0,111` → 0.111), and
+/// whether its shape says it is one: not one digit after the comma (`0,1` is a list) and not
+/// thousands (`1,234`).
+pub(super) fn decimal_comma_reading(gold: &ParsedAnswer) -> Option<(ParsedAnswer, bool)> {
+    let c = COMMA_PAIR.captures(gold.norm.trim())?;
+    let (int, frac) = (c[1].trim_start_matches('-'), &c[2]);
+    let thousands = frac.len() == 3 && (1..=3).contains(&int.len()) && !int.starts_with('0');
+    let decimal = frac.len() > 1 && !thousands;
+    Some((prepare(&format!("{}.{}", &c[1], frac)), decimal))
+}
 
 pub(super) fn prepare(raw: &str) -> ParsedAnswer {
     if raw.len() > MAX_NORMALIZE_BYTES {
@@ -42,6 +74,8 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
             text,
             node: None,
             percent: false,
+            letters: None,
+            unit_value: OnceLock::new(),
         };
     }
     let percent = raw.contains('%') || raw.contains("ercent") || raw.contains("pct");
@@ -52,12 +86,170 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
     } else {
         parse(&norm).or_else(|| final_value(&norm)).map(simplify)
     };
+    let letters = letter_set(&norm);
     ParsedAnswer {
         norm,
         text,
         node,
         percent,
+        letters,
+        unit_value: OnceLock::new(),
     }
+}
+
+/// A unit after a value: words (`kcal`, `m`, `gm`), powers (`^{-2}`, `^3`), `/` and `\cdot`.
+static UNIT_TAIL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Za-z]+|\s+|~|\^\s*\{?\s*[-+]?\s*\d+\s*\}?|/|\*|\\cdot|\.|\(|\))+$")
+        .expect("static regex")
+});
+
+/// `E_1 with probability \frac13, and E_2 with probability \frac23` → `E_1, E_2`: the answer's
+/// items (split at commas, "and", "or"), each cut where its prose starts.
+fn values_before_prose(norm: &str) -> Option<Expr> {
+    if norm.len() > 400 || prose_at(norm).is_none() {
+        return None;
+    }
+    let mut heads = Vec::new();
+    for item in split_items(norm) {
+        // A connecting word opens the item (`and E_2 …`).
+        let item = item.trim();
+        let item = ["and ", "or "]
+            .iter()
+            .find_map(|w| item.strip_prefix(w))
+            .unwrap_or(item);
+        let head = prose_at(item).map_or(item, |at| &item[..at]);
+        let head = head.trim().trim_end_matches([',', ':', ';']).trim();
+        if head.is_empty() {
+            return None;
+        }
+        heads.push(head);
+    }
+    if heads.is_empty() {
+        return None;
+    }
+    parse(&heads.join(", ")).map(simplify)
+}
+
+/// Items of an answer at its top-level commas.
+fn split_items(norm: &str) -> Vec<&str> {
+    let (mut depth, mut from, mut out) = (0i32, 0, Vec::new());
+    for (i, c) in norm.char_indices() {
+        match c {
+            '{' | '(' | '[' => depth += 1,
+            '}' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&norm[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&norm[from..]);
+    out
+}
+
+/// Where the first prose word (three letters or more, not a command nor a function's name;
+/// "or" counts) starts in `s`.
+fn prose_at(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_alphabetic() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let word = &s[start..i];
+        let command = start > 0 && b[start - 1] == b'\\';
+        let math = matches!(
+            word,
+            "sin"
+                | "cos"
+                | "tan"
+                | "log"
+                | "exp"
+                | "sqrt"
+                | "frac"
+                | "min"
+                | "max"
+                | "gcd"
+                | "lcm"
+                | "det"
+                | "mod"
+        );
+        if !command && !math && (word.len() >= 3 || matches!(word, "or")) {
+            return Some(start);
+        }
+    }
+    None
+}
+
+/// `15000  kcal m ^{-2}` → 15000, `[12, 8, 5] mW` → the list: a constant value, a space, then only
+/// a unit (a run of two letters or more, or one of the one-letter SI units).
+fn value_before_unit(norm: &str) -> Option<Expr> {
+    let b = norm.as_bytes();
+    let (mut depth, mut i) = (0i32, 0);
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                i += 1;
+                while i < b.len() && b[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                continue;
+            }
+            b'{' | b'(' | b'[' => depth += 1,
+            b'}' | b')' | b']' => depth -= 1,
+            c if c.is_ascii_alphabetic() && depth == 0 => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    let (value, tail) = norm.split_at(i);
+    let spaced = value.ends_with([' ', '~']);
+    let tail = tail.trim_end_matches(['.', ' ']);
+    if !spaced || tail.is_empty() || tail.len() > 40 || !UNIT_TAIL.is_match(tail) {
+        return None;
+    }
+    let letters: String = tail.chars().filter(char::is_ascii_alphabetic).collect();
+    let si = matches!(
+        letters.as_str(),
+        "m" | "g" | "s" | "A" | "V" | "W" | "J" | "N" | "K" | "L"
+    );
+    if letters.len() < 2 && !si {
+        return None;
+    }
+    let node = parse(value.trim_end_matches(['~', ' ']))?;
+    let constant = match &node {
+        Expr::List(v) | Expr::Tuple(v) => v.iter().all(is_constant),
+        n => is_constant(n),
+    };
+    constant.then(|| simplify(node))
+}
+
+/// A prepared answer that is one constant value.
+pub(super) fn is_number(p: &ParsedAnswer) -> bool {
+    p.node
+        .as_ref()
+        .is_some_and(|n| is_scalar(n) && is_constant(n))
+}
+
+/// The set of several option letters an answer names (`A, C`, `(A)(C)`, `ACD`), as bits.
+fn letter_set(norm: &str) -> Option<u8> {
+    let t = norm.trim();
+    if t.len() < 2 || t.len() > 40 || !t.starts_with(['(', 'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H'])
+    {
+        return None;
+    }
+    let set = choice_letters(t, true)?;
+    Some(
+        set.bytes()
+            .filter(u8::is_ascii_uppercase)
+            .fold(0, |m, c| m | 1 << (c - b'A')),
+    )
 }
 
 /// `\begin{…}…\end{…} = 3`, `17 \bmod 5 = 2`: when the whole does not parse, a constant after
@@ -80,9 +272,34 @@ fn final_value(norm: &str) -> Option<Expr> {
     is_constant(&rhs).then_some(rhs)
 }
 
+/// Equivalence of two answers with no roles: a bare `3,5` on either side may be a decimal comma.
 pub(super) fn equivalent_prepared(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig) -> bool {
+    equivalent_sided(a, b, cfg, true)
+}
+
+/// Equivalence of a response's answer with its gold. The response's `3,5` may be a decimal
+/// comma against a single-number gold; the gold's own comma is read as the gold's shape and the
+/// `decimal_mark` setting decide (`0,1` is two values unless the setting says "comma").
+pub(super) fn equivalent_to_gold(
+    gold: &ParsedAnswer,
+    pred: &ParsedAnswer,
+    cfg: &GradeConfig,
+) -> bool {
+    equivalent_sided(gold, pred, cfg, false)
+}
+
+fn equivalent_sided(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig, a_pair: bool) -> bool {
     if plain_equivalent(a, b, cfg) {
         return true;
+    }
+    // A unit on either side (`144 \mbox{ m}^3` against 144): the values are compared.
+    let (x, y) = (a.value_in_words(), b.value_in_words());
+    if x.is_some() || y.is_some() {
+        if let (Some(x), Some(y)) = (x.or(a.node.as_ref()), y.or(b.node.as_ref())) {
+            if same(x, y, cfg) {
+                return true;
+            }
+        }
     }
     let policy = &cfg.policy;
     if policy.percent == Percent::Either && a.percent != b.percent {
@@ -104,7 +321,9 @@ pub(super) fn equivalent_prepared(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &Grad
         }
     }
     // `3,5` against a single number: a decimal comma (a list or grouping would not match anyway).
-    for (one, pair) in [(a, b), (b, a)] {
+    let pairs: &[(&ParsedAnswer, &ParsedAnswer)] =
+        if a_pair { &[(a, b), (b, a)] } else { &[(a, b)] };
+    for &(one, pair) in pairs {
         if !pair.norm.contains(',') {
             continue;
         }
@@ -169,6 +388,17 @@ pub(super) fn strip_option_label(o: &str) -> &str {
 fn plain_equivalent(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig) -> bool {
     if !a.text.is_empty() && a.text == b.text {
         return true;
+    }
+    // Several letters are a set: `A, C` is `AC`, and neither is `C`.
+    if a.letters.is_some() || b.letters.is_some() {
+        let single = |p: &ParsedAnswer| {
+            choice_letter(&p.text)
+                .filter(|c| p.text.len() <= 3 && *c <= 'h')
+                .map(|c| 1u8 << (c as u8 - b'a'))
+        };
+        if let (Some(x), Some(y)) = (a.letters.or(single(a)), b.letters.or(single(b))) {
+            return x == y;
+        }
     }
     // Multiple choice: a single-letter answer matches `(B)`, `B.`, `(B) 12`, `B) 12`.
     if let (Some(x), Some(y)) = (choice_letter(&a.text), choice_letter(&b.text)) {
@@ -343,6 +573,11 @@ fn reduce(n: Expr) -> Expr {
                 return parts.pop().map(reduce).unwrap_or(Expr::List(vec![]));
             }
             if ops.len() > 1 && ops.iter().all(|o| *o == RelOp::Eq) {
+                // `a + d + e = -2 + 5 - 3 = 0`: a computation whose steps are numbers states
+                // the value of whatever it starts from.
+                if parts[1..].iter().all(is_constant) && !is_constant(&parts[0]) {
+                    return parts.pop().map(reduce).unwrap_or(Expr::List(vec![]));
+                }
                 let last = parts.pop().unwrap_or(Expr::List(vec![]));
                 let first = parts.swap_remove(0);
                 return Expr::Rel(vec![first, last], vec![RelOp::Eq]);
@@ -710,6 +945,9 @@ fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
     if let (Some(x), Some(y)) = (inf_sign(a), inf_sign(b)) {
         return x == y;
     }
+    if rounds_to_gold(a, b) {
+        return true;
+    }
     let decimal = has_decimal(a) || has_decimal(b);
     let tolerance = cfg.policy.tolerance;
     if let (Some(x), Some(y)) = (exact(a), exact(b)) {
@@ -717,7 +955,13 @@ fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
             return x == y;
         }
         return match tolerance {
-            Tolerance::Decimals(d) => round_exact(&x, d) == round_exact(&y, d),
+            Tolerance::Decimals(d) => {
+                let size = to_f64(&x)
+                    .zip(to_f64(&y))
+                    .map_or(1.0, |(p, q)| p.abs().max(q.abs()));
+                let d = places_for(d, size);
+                round_exact(&x, d) == round_exact(&y, d)
+            }
             Tolerance::Relative(t) => match (to_f64(&x), to_f64(&y)) {
                 (Some(p), Some(q)) => close(C::real(p), C::real(q), t),
                 _ => false,
@@ -727,9 +971,10 @@ fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
     let matches = |x: C, y: C| match tolerance {
         _ if close(x, y, FLOAT_TOL) && !decimal => true,
         Tolerance::Decimals(d) if decimal => {
-            let scale = 10f64.powi(d as i32);
+            let scale = 10f64.powi(places_for(d, x.abs().max(y.abs())).min(300) as i32);
             let r = |v: f64| (v * scale).round();
-            (r(x.re) == r(y.re) && r(x.im) == r(y.im)) || close(x, y, 1e-13)
+            (r(x.re) == r(y.re) && r(x.im) == r(y.im))
+                || x.sub(y).abs() <= 1e-13 * x.abs().max(y.abs())
         }
         Tolerance::Relative(t) if decimal => close(x, y, t.max(FLOAT_TOL)),
         _ => false,
@@ -748,6 +993,55 @@ fn scalar_same(a: &Expr, b: &Expr, cfg: &GradeConfig) -> bool {
         }
     }
     compared > 0
+}
+
+/// A gold decimal of three or more significant digits (`0.333`, `1.414`) is the exact answer
+/// rounded: an exact answer (`1/3`, `\sqrt{2}`) that rounds to it at the gold's own decimal
+/// places agrees. A decimal answer is compared as usual (`1.334` is not `1.33`), and so is a gold
+/// of fewer digits (`0.3` is not `1/3`).
+fn rounds_to_gold(gold: &Expr, pred: &Expr) -> bool {
+    // Cheap tests first: most comparisons have no decimal gold.
+    if !has_decimal(gold) || has_decimal(pred) || !no_variables(pred) {
+        return false;
+    }
+    let Some(g) = exact(gold) else {
+        return false;
+    };
+    let ten = BigRational::from_integer(BigInt::from(10));
+    let mut scaled = g.abs();
+    let mut places = 0u32;
+    while !scaled.is_integer() {
+        if places == 12 {
+            return false;
+        }
+        scaled *= &ten;
+        places += 1;
+    }
+    if places == 0 || scaled.to_integer() < BigInt::from(100) {
+        return false;
+    }
+    let target = round_exact(&g, places);
+    if let Some(p) = exact(pred) {
+        return round_exact(&p, places) == target;
+    }
+    let (Some(v), Some(t)) = (eval(pred, 0), to_f64(&BigRational::from_integer(target))) else {
+        return false;
+    };
+    v.im.abs() <= 1e-12 * v.re.abs().max(1.0) && (v.re * 10f64.powi(places as i32)).round() == t
+}
+
+/// Significant digits a decimal comparison keeps at least: `0.0000672` and `0.000067` agree to six
+/// decimal places but are different values.
+const MIN_SIGNIFICANT: i32 = 3;
+
+/// Decimal places compared for values of this size: `d`, or more for small values so that
+/// [`MIN_SIGNIFICANT`] digits are compared.
+fn places_for(d: u32, size: f64) -> u32 {
+    if !(size.is_finite() && size > 0.0) {
+        return d;
+    }
+    let needed = MIN_SIGNIFICANT - 1 - size.log10().floor() as i32;
+    d.max(needed.clamp(0, 400) as u32)
 }
 
 /// `q` rounded half away from zero to `d` decimal places, as an integer count of 10^-d.

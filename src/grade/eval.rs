@@ -129,10 +129,15 @@ impl C {
             return (r >= UNDERFLOW).then_some(C::real(r));
         }
         if self.im == 0.0 && self.re < 0.0 && e.im == 0.0 {
-            // Real odd roots of negatives (`\sqrt[3]{-8}`) stay real.
-            let inv = 1.0 / e.re;
-            if (inv.round() - inv).abs() < 1e-12 && (inv.round() as i64) % 2 != 0 {
-                return Some(C::real(-(-self.re).powf(e.re)));
+            // Real odd roots of negatives stay real (`\sqrt[3]{-8}`, and `(-8)^{2/3}` = 4 as
+            // `\sqrt[3]{-8}^2` is), so a power and a root written for the same value agree.
+            for q in (1..=15).step_by(2) {
+                let p = e.re * f64::from(q);
+                if (p.round() - p).abs() < 1e-9 {
+                    let r = (-self.re).powf(e.re);
+                    let odd = (p.round() as i64) % 2 != 0;
+                    return Some(C::real(if odd { -r } else { r }));
+                }
             }
         }
         if self.abs() == 0.0 {
@@ -491,6 +496,8 @@ mod tests {
         assert!((v.re + 1.0).abs() < 1e-12 && v.im.abs() < 1e-12);
         assert!((val("\\pi").re - std::f64::consts::PI).abs() < 1e-12);
         assert!((val("\\sqrt[3]{-8}").re + 2.0).abs() < 1e-12);
+        assert!((val("(-8)^{2/3}").re - 4.0).abs() < 1e-9);
+        assert!((val("(-8)^{5/3}").re + 32.0).abs() < 1e-9);
         assert!((val("\\sec^2(y)").re - val("\\tan^2(y)+1").re).abs() < 1e-9);
     }
 }

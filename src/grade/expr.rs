@@ -146,7 +146,14 @@ pub(super) fn tokenize(s: &str) -> Option<Vec<Tok>> {
                     i += 1;
                 }
                 let name: String = chars[start..i].iter().collect();
-                push_cmd(&mut out, &name);
+                match glued_greek(&name) {
+                    // `\piG`: the letter `\pi` written against the name `G`.
+                    Some((greek, rest)) => {
+                        push_cmd(&mut out, greek);
+                        out.extend(rest.chars().map(|c| Tok::Ident(c.to_string())));
+                    }
+                    None => push_cmd(&mut out, &name),
+                }
             } else if n == '|' {
                 out.push(Tok::Op('|'));
                 i += 2;
@@ -356,6 +363,61 @@ fn ends_in_words(out: &[Tok], chars: &[char], from: usize) -> bool {
             .iter()
             .take_while(|c| !matches!(c, ',' | ';'))
             .all(|c| c.is_alphabetic() || c.is_whitespace() || matches!(c, '.' | '。'))
+}
+
+/// Greek letters, longest spelling first where one begins another.
+const GREEK: &[&str] = &[
+    "varepsilon",
+    "vartheta",
+    "varsigma",
+    "upsilon",
+    "Upsilon",
+    "epsilon",
+    "varrho",
+    "varphi",
+    "lambda",
+    "Lambda",
+    "alpha",
+    "beta",
+    "gamma",
+    "Gamma",
+    "delta",
+    "Delta",
+    "theta",
+    "Theta",
+    "kappa",
+    "sigma",
+    "Sigma",
+    "omega",
+    "Omega",
+    "zeta",
+    "iota",
+    "eta",
+    "rho",
+    "tau",
+    "phi",
+    "Phi",
+    "chi",
+    "psi",
+    "Psi",
+    "mu",
+    "nu",
+    "xi",
+    "Xi",
+    "pi",
+    "Pi",
+];
+
+/// `\piG` → (`pi`, `G`): an unknown command that is a Greek letter with up to three Latin
+/// letters written against it (a name never continues a Greek letter's spelling).
+fn glued_greek(name: &str) -> Option<(&str, &str)> {
+    // `\null` and siunitx's `\num` are commands of their own.
+    if GREEK.contains(&name) || matches!(name, "null" | "num") {
+        return None;
+    }
+    let greek = GREEK.iter().find(|g| name.starts_with(*g))?;
+    let rest = &name[greek.len()..];
+    (!rest.is_empty() && rest.len() <= 3).then_some((greek, rest))
 }
 
 fn push_cmd(out: &mut Vec<Tok>, name: &str) {
@@ -1145,9 +1207,9 @@ fn tok_text(t: &Tok) -> String {
     }
 }
 
-/// `f`, `g`, `h` (and `f'`): the usual names of functions.
+/// `f`, `g`, `h`, and any name with a prime (`f'`, `p'`: a derivative): names of functions.
 fn is_function_name(n: &Expr) -> bool {
-    matches!(n, Expr::Sym(s) if matches!(s.trim_end_matches('\''), "f" | "g" | "h"))
+    matches!(n, Expr::Sym(s) if s.ends_with('\'') || matches!(s.as_str(), "f" | "g" | "h"))
 }
 
 /// True when the last factor of `n` is a plain number.

@@ -32,18 +32,21 @@ static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?i)(?:final answer is|answer is|answer (?:should|would|must|will) be|final answer\s*:|answer\s*:|(?:correct|right) (?:option|choice) is|",
         r"is (?:option|choice)(?-u:\b)|réponse (?:finale |correcte |exacte )?est|",
-        r"答案(?:是|为|應為|应为|选)|答案\s*:|",
-        r"(?:故|所以|因此|则|应)选(?:择)?|####)\s*:?\s*"
+        r"答案(?:是|为|應為|应为|选)|答案\s*:|【答案】|【答】|",
+        r"(?:故|所以|因此|则|应)选(?:择)?|####|<answer>|\x22(?:final_)?answer\x22\s*:)\s*:?\s*"
     ))
     .expect("static regex")
 });
 /// "Option B is correct": the letter comes before the verdict.
 static LETTER_IS_CORRECT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)(?-u:\b)(?:option|choice|answer)\s*\(?([A-E])\)?\s+is\s+(?:the\s+)?(?:correct|right)(?-u:\b)",
+        r"(?i)(?-u:\b)(?:option|choice|answer)\s*\(?([A-J])\)?\s+is\s+(?:the\s+)?(?:correct|right)(?-u:\b)|选项\s*\(?([A-H])\)?\s*(?:是|为)?\s*(?:正确|对)",
     )
     .expect("static regex")
 });
+/// "… or (D)": a second option offered after the first.
+static HEDGED_LETTER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u:\b)or\s+(?:option\s+)?\(([A-J])\)").expect("static regex"));
 /// Weaker non-English cues ("Réponse :", 所以, 因此, 故, 即 …); like a bare "answer:", they never
 /// override a box.
 static CUE: LazyLock<Regex> = LazyLock::new(|| {
@@ -62,19 +65,35 @@ struct Span {
     content_end: usize,
 }
 
-/// Prepares a response for scanning: Unicode folding, `\\cmd` unescaping, tail window.
+/// GSM8K's calculator annotations `<<9*2=18>>`: a tool trace inside the prose, not part of it.
+static CALCULATOR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"<<[^<>\n]{0,200}>>").expect("static regex"));
+
+/// Prepares a response for scanning: Unicode folding, `\\cmd` unescaping, tail window; calculator
+/// annotations dropped; the end-of-section tokens of exam prompts (`<eoa>`, `<eoe>`) end a line.
 pub(crate) fn prepare(response: &str) -> String {
     let mut start = response.len().saturating_sub(MAX_SCAN_BYTES);
     while !response.is_char_boundary(start) {
         start += 1;
     }
-    let folded = normalize_unicode(&response[start..]);
-    if folded.contains("\\\\") {
-        DOUBLE_BACKSLASH.replace_all(&folded, "$1\\$2").into_owned()
-    } else {
-        folded
+    let mut text = normalize_unicode(&response[start..]);
+    if text.contains("\\\\") {
+        text = DOUBLE_BACKSLASH.replace_all(&text, "$1\\$2").into_owned();
     }
+    if text.contains("<<") {
+        text = CALCULATOR.replace_all(&text, "").into_owned();
+    }
+    if text.contains("<eo") || text.contains("</s>") || text.contains("<|") {
+        text = END_TOKEN.replace_all(&text, "\n").into_owned();
+    }
+    text
 }
+
+/// End-of-section and end-of-text tokens left in a response (`<eoa>`, `</s><s>`, `<|im_end|>`).
+static END_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<eo[ae]>|</?s>|<\|(?:im_end|endoftext|eot_id|end|im_start)\|>")
+        .expect("static regex")
+});
 
 /// An answer found in a response, and the rule that found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,7 +120,10 @@ pub fn extract(response: &str, cfg: &GradeConfig) -> Option<String> {
 /// letter (or several) wants letters, so a letter is taken from the end of a response whose
 /// marker or box holds a value. Deterministic: no model is asked.
 pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Extraction {
-    let text = prepare(response);
+    let mut text = prepare(response);
+    if let Some(at) = recital_start(&text) {
+        text.truncate(at);
+    }
     let found = cfg
         .extract_regex
         .iter()
@@ -110,7 +132,9 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
         .or_else(|| {
             let found = extract_structured(&text)
                 .or_else(|| whole_short_answer(&text).map(|a| (a, FoundBy::Whole)))
-                .or_else(|| fallback(&text, NumberRule::LaterSentence));
+                .or_else(|| program_output(&text).map(|a| (a, FoundBy::Marker)))
+                .or_else(|| closing_line(&text).map(|a| (a, FoundBy::FinalLine)))
+                .or_else(|| heuristic(&text));
             match gold {
                 Some(g) => steer(&text, found, g),
                 None => found,
@@ -128,26 +152,255 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
     }
 }
 
+/// Where a closing run of three or more `The answer is …` lines with different answers starts: a
+/// few-shot model reciting the prompt's examples after its own answer (`The answer is (B).` then
+/// `The answer is A. 1000 times more`, `The answer is H. 4`, …), answers to other questions. (One
+/// answer said again and again is the answer.)
+fn recital_start(text: &str) -> Option<usize> {
+    let t = text.trim_end();
+    if t.len() < 60 || !t.contains("nswer is") {
+        return None;
+    }
+    let mut lines = t.rsplit('\n').peekable();
+    let mut end = t.len();
+    // A last line cut short inside the phrase (`The`).
+    if let Some(l) = lines.peek() {
+        let l = l.trim();
+        if l.len() < 14 && "the answer is".starts_with(&l.to_ascii_lowercase()) {
+            end -= lines.next().map_or(0, |l| l.len() + 1);
+        }
+    }
+    let (mut run, mut start, mut answers) = (0, end, Vec::new());
+    for line in lines {
+        let l = line.trim();
+        let phrase = l.len() > 14 && l.as_bytes()[..14].eq_ignore_ascii_case(b"the answer is ");
+        if !phrase {
+            break;
+        }
+        answers.push(l[14..].trim_end_matches('.'));
+        run += 1;
+        start = start.saturating_sub(line.len() + 1);
+    }
+    answers.sort_unstable();
+    answers.dedup();
+    (run >= 3 && answers.len() >= 2).then_some(start)
+}
+
+/// The last math span or number, unless the response was cut off mid-formula (`9 * 6 * 0 *`,
+/// `then $2^3 + c`): the value it was working on then is not an answer.
+fn heuristic(text: &str) -> Option<Found> {
+    if cut_short(text) {
+        return None;
+    }
+    fallback(text, NumberRule::LaterSentence)
+}
+
+/// A response that ends inside a formula: after an operator, or in a math span left open. Its
+/// last line is not a closing answer and its last value not a guess.
+fn cut_short(text: &str) -> bool {
+    let t = text.trim_end();
+    // `6 * 0 *`, not Markdown's `**bold**`.
+    let operator = t.ends_with(" *")
+        || t.ends_with(['+', '=', '(', '^', '/', '{'])
+        || t.ends_with("\\times")
+        || t.ends_with("\\cdot");
+    if operator {
+        return true;
+    }
+    if t.rfind("\\[")
+        .is_some_and(|open| !t[open..].contains("\\]"))
+        || t.rfind("\\(")
+            .is_some_and(|open| !t[open..].contains("\\)"))
+    {
+        return true;
+    }
+    // An inline `$…` left open on the last line; a dollar amount (`$5`) is not math, and a
+    // finished sentence is not cut off.
+    let line = t
+        .rsplit('\n')
+        .next()
+        .unwrap_or(t)
+        .trim_end_matches(['*', '_']);
+    let dollars = line.matches('$').count() - 2 * line.matches("$$").count();
+    let after = line.rfind('$').map_or("", |at| &line[at + 1..]);
+    dollars % 2 == 1 && !line.ends_with(['.', '!', '?']) && after.contains(['+', '^', '=', '\\'])
+}
+
 /// A letter gold wants a letter: when only a guess (or nothing) was found, the option letter
 /// the response states last is the answer.
 fn steer(text: &str, found: Option<Found>, gold: &Gold) -> Option<Found> {
-    if !gold.wants_letters() || found.as_ref().is_some_and(|(_, by)| !by.is_heuristic()) {
+    if found.as_ref().is_some_and(|(_, by)| !by.is_heuristic()) {
         return found;
     }
-    last_stated_letter(text)
-        .map(|c| (c.to_string(), FoundBy::Choice))
-        .or(found)
+    // A number gold and a last math span with no digits (`such that $y(t) = x(t)$ is 50 Hz`):
+    // the number after the span is the answer.
+    let digitless_math =
+        |(a, by): &Found| *by == FoundBy::LastMath && !a.contains(char::is_numeric);
+    if gold.wants_number() && found.as_ref().is_some_and(digitless_math) {
+        if let Some((n, FoundBy::LastNumber)) = fallback(text, NumberRule::After) {
+            return Some((n, FoundBy::LastNumber));
+        }
+    }
+    let letter = if gold.wants_letters() {
+        last_stated_letter(text)
+    } else {
+        named_option(text, gold.option_words())
+    };
+    letter.map(|c| (c.to_string(), FoundBy::Choice)).or(found)
+}
+
+/// A multiple-choice answer given in words: the one option whose text (`surplus`, `no`) the
+/// response's last sentence uses as a word, else the one option of three words or more the
+/// response states word for word (`the population of tuna will increase`). None when none or
+/// several are.
+fn named_option(text: &str, options: &[String]) -> Option<char> {
+    if options.is_empty() {
+        return None;
+    }
+    let text = text.trim_end().trim_end_matches(['.', '!']);
+    let from = text.rfind(['.', '\n', '!', '?']).map_or(0, |at| at + 1);
+    let words = |s: &str| -> Vec<String> {
+        (s.split(|c: char| !c.is_alphanumeric()))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let states = |words: &[String], min: usize| {
+        let mut named = options.iter().enumerate().filter(|(_, o)| {
+            let o: Vec<&str> = o.split_whitespace().collect();
+            o.len() >= min.max(1) && words.windows(o.len()).any(|w| w.iter().eq(o.iter()))
+        });
+        let first = named.next().map(|(i, _)| i);
+        first.filter(|_| named.next().is_none())
+    };
+    let i = states(&words(&text[from..]), 1).or_else(|| states(&words(text), 3))?;
+    u8::try_from(i)
+        .ok()
+        .filter(|&i| i < 26)
+        .map(|i| (b'A' + i) as char)
 }
 
 /// The option letter stated last in the response's last paragraph: `(B)`, or a letter standing
 /// alone as a word other than the article "A".
 fn last_stated_letter(text: &str) -> Option<char> {
-    static LETTER: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\(([A-E])\)|(?-u:\b)([B-E])(?-u:\b)").expect("static regex"));
+    static LETTER: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\(([A-Ja-e])\)|(?-u:\b)([B-E])(?-u:\b)").expect("static regex")
+    });
     let text = text.trim_end();
     let last = text.rfind("\n\n").map_or(text, |at| &text[at..]);
     let caps = LETTER.captures_iter(last).last()?;
-    caps.get(1).or_else(|| caps.get(2))?.as_str().chars().next()
+    let letter = caps
+        .get(1)
+        .or_else(|| caps.get(2))?
+        .as_str()
+        .chars()
+        .next()?;
+    Some(letter.to_ascii_uppercase())
+}
+
+/// The answer a tool-using response printed: the last ` ```output ` block when it holds one value
+/// and the closing text after it restates that value (`60.0` … "60% of the students …",
+/// `3.0` … "Three trucks …") or is empty.
+fn program_output(text: &str) -> Option<String> {
+    let open = text.rfind("```output")?;
+    let body = &text[open + "```output".len()..];
+    let close = body.find("```")?;
+    let value = body[..close].trim();
+    let after = body[close + 3..].trim();
+    if value.is_empty() || value.len() > 40 || value.contains('\n') || after.len() > 400 {
+        return None;
+    }
+    let v: f64 = value.parse().ok()?;
+    if after.is_empty() {
+        return Some(value.to_string());
+    }
+    let said = NUMBER
+        .find_iter(after)
+        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
+        .chain(
+            after
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .filter_map(number_word),
+        )
+        .any(|n| (n - v).abs() <= 1e-9 * v.abs().max(1.0));
+    said.then(|| value.to_string())
+}
+
+/// The value of a number word (`Three` → 3), zero to twenty and the tens.
+fn number_word(w: &str) -> Option<f64> {
+    const WORDS: [&str; 21] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    const TENS: [&str; 7] = [
+        "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+    ];
+    let w = w.to_ascii_lowercase();
+    if let Some(i) = WORDS.iter().position(|x| *x == w) {
+        return Some(i as f64);
+    }
+    TENS.iter()
+        .position(|x| *x == w)
+        .map(|i| (30 + 10 * i) as f64)
+}
+
+/// The response's last line when it is set apart as the answer: a bold line (`**The total is
+/// $70,000.**`), or a line holding only a value, after an optional short label
+/// (`### Response: [1,2,4,5,6]`).
+fn closing_line(text: &str) -> Option<String> {
+    if cut_short(text) {
+        return None;
+    }
+    // A one-line response is taken whole or not at all (`whole_if_math`).
+    let (before, line) = text.trim_end().rsplit_once('\n')?;
+    let line = line.trim();
+    // A label on a line of its own (`### Response:` then `True.`).
+    let label_above = (before.trim_end().rsplit('\n').next())
+        .is_some_and(|l| l.trim_end().ends_with(':') && l.trim().len() <= 30 && !l.contains('$'));
+    if line.is_empty() || line.len() > 300 {
+        return None;
+    }
+    let unbolded = line.strip_prefix("**").and_then(|l| l.strip_suffix("**"));
+    if let Some(inner) = unbolded.filter(|i| !i.contains("**")) {
+        return answer_in(inner.trim(), false);
+    }
+    let label_end = line
+        .find(": ")
+        .filter(|&at| at <= 30 && !line[..at].contains(['$', '\\', '=']));
+    let value = label_end.map_or(line, |at| line[at + 1..].trim());
+    let value = value
+        .trim_start_matches(['#', '>', ' '])
+        .trim_end_matches('.');
+    let bare = value.trim_matches('$').trim();
+    // After a label, one word is an answer too (`### Response: True.`).
+    let word = bare.len() <= 24 && bare.chars().all(|c| c.is_ascii_alphabetic());
+    if (label_end.is_some() || label_above) && word && !bare.is_empty() {
+        return Some(bare.to_string());
+    }
+    let math_only = !bare.is_empty()
+        && !bare.contains('$')
+        && !has_cjk(bare)
+        && !has_word(&normalize_latex(bare), 2);
+    (math_only && parse(&normalize_latex(bare)).is_some()).then(|| clip(bare))
 }
 
 /// Prose-free one-line responses (`\\frac{10}{9}`) are the answer as a whole.
@@ -187,13 +440,162 @@ fn whole_short_answer(text: &str) -> Option<String> {
     word.then(|| t.to_string())
 }
 
+/// The value of a JSON field whose key was just read: a string up to its closing quote, or a
+/// bare number or word up to `,` or `}`.
+fn json_value(seg: &str) -> Option<&str> {
+    if let Some(body) = seg.strip_prefix('"') {
+        let b = body.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'"' => return Some(body[..i].trim()).filter(|v| !v.is_empty()),
+                _ => i += 1,
+            }
+        }
+        return None;
+    }
+    let end = seg.find([',', '}', '\n']).unwrap_or(seg.len());
+    Some(seg[..end].trim()).filter(|v| !v.is_empty())
+}
+
+/// The option letter a phrase states: at its start (`D`, `(B),`, `option (C)`), or after a few
+/// filler words (`therefore choice (B)`, `still **(B) No**`).
+fn stated_letter(seg: &str) -> Option<char> {
+    let mut rest = seg;
+    for _ in 0..3 {
+        let bare = rest.trim_start_matches(['*', '_', ' ']);
+        if let Some(c) = choice_at_start(bare) {
+            return Some(c);
+        }
+        let lower = bare.get(..bare.find(' ')?)?.to_ascii_lowercase();
+        let filler = [
+            "option",
+            "choice",
+            "therefore",
+            "thus",
+            "so",
+            "still",
+            "clearly",
+            "indeed",
+        ];
+        if !filler.contains(&lower.trim_end_matches([',', ':'])) {
+            return None;
+        }
+        rest = &bare[lower.len()..];
+    }
+    None
+}
+
+/// `(c) 18`: an option letter followed by its value, kept together so that a letter gold matches
+/// the letter and a value gold the value.
+fn lettered_value(seg: &str) -> Option<String> {
+    let b = seg.as_bytes();
+    let letter = match b {
+        [b'(', l, b')', b' ', ..] if l.is_ascii_alphabetic() => l.to_ascii_uppercase() as char,
+        _ => return None,
+    };
+    let value = seg[4..]
+        .trim()
+        .trim_end_matches('.')
+        .trim_matches('$')
+        .trim();
+    let plain = !value.is_empty() && value.len() <= 40 && !has_word(value, 2) && !has_cjk(value);
+    (plain && parse(&normalize_latex(value)).is_some()).then(|| format!("({letter}) {value}"))
+}
+
+/// A bracketed value opening the text and followed only by words about it (`[1, 0, 1], where
+/// …`, `(2, 3) is the point`).
+fn leading_group(seg: &str) -> Option<&str> {
+    let close = match seg.as_bytes().first()? {
+        b'[' => ']',
+        b'(' => ')',
+        _ => return None,
+    };
+    let end = seg.find(close)? + 1;
+    let (group, rest) = seg.split_at(end);
+    let rest = rest.trim_start_matches([',', ' ', ';', ':']);
+    let words = rest.is_empty() || has_word(rest.split(['$', '\\']).next().unwrap_or(""), 3);
+    (words && group.contains(',') && parse(&normalize_latex(group)).is_some()).then_some(group)
+}
+
+/// Several option letters a phrase starts with, as one set answer `A, C`: `A, C`, `A、C`,
+/// `(A)(C)`, `B and D`, or, when `joined` allows it, letters run together in order (`ACD`:
+/// after a final-answer marker; after a weaker cue `BE` is more likely a segment's name).
+/// `None` for one letter.
+pub(super) fn choice_letters(seg: &str, joined_ok: bool) -> Option<String> {
+    let b = seg.as_bytes();
+    let mut letters: Vec<u8> = Vec::new();
+    let mut i = 0;
+    // Letters written together (`ACD`) must be in order, so a name such as `BA` is not read.
+    let mut joined = false;
+    loop {
+        let open = b.get(i) == Some(&b'(');
+        let at = i + usize::from(open);
+        let Some(&c) = b.get(at).filter(|c| (b'A'..=b'H').contains(c)) else {
+            break;
+        };
+        if joined && !open && (!joined_ok || letters.last().is_some_and(|&p| p >= c)) {
+            return None;
+        }
+        let mut next = at + 1;
+        if open {
+            if b.get(next) != Some(&b')') {
+                break;
+            }
+            next += 1;
+        }
+        letters.push(c);
+        i = next;
+        let gap_start = i;
+        while let Some(&g) = b.get(i) {
+            if matches!(g, b' ' | b',' | b';' | b'&' | b'/') {
+                i += 1;
+            } else if seg[i..].starts_with("and ") {
+                i += 4;
+            } else if seg[i..].starts_with('和') || seg[i..].starts_with('与') {
+                i += '和'.len_utf8();
+            } else {
+                break;
+            }
+        }
+        joined = i == gap_start && !open;
+    }
+    if letters.len() < 2 || letters.len() > 8 {
+        return None;
+    }
+    // After the letters: the end, punctuation or Chinese text, not more of a word or formula.
+    let rest = seg[i..].trim_start();
+    let ends = rest.is_empty()
+        || rest.starts_with(['.', ':', '!', ')'])
+        || rest.chars().next().is_some_and(is_cjk)
+        || (i > 0
+            && !b[i - 1].is_ascii_alphabetic()
+            && rest.starts_with(|c: char| c.is_ascii_lowercase()));
+    if !ends {
+        return None;
+    }
+    letters.sort_unstable();
+    letters.dedup();
+    let out: Vec<String> = letters.iter().map(|&c| (c as char).to_string()).collect();
+    (out.len() >= 2).then(|| out.join(", "))
+}
+
 /// The option letter a phrase starts with: `D`, `(B),`, `C.` — not the article in "A total".
 fn choice_at_start(seg: &str) -> Option<char> {
     let b = seg.as_bytes();
     let paren = b.first() == Some(&b'(');
     let at = usize::from(paren);
     let letter = *b.get(at)?;
-    if !matches!(letter, b'A'..=b'E') {
+    // Lower-case options (TheoremQA's `(a)`) only in parentheses; F–J (ten-option sets) only
+    // in parentheses or alone, so "I think" is not option I.
+    let known = match letter {
+        b'A'..=b'E' => true,
+        b'F'..=b'J' | b'a'..=b'e' => paren,
+        _ => false,
+    };
+    let alone = |next: usize| matches!(b.get(next), None | Some(b'.' | b',' | b';' | b':' | b')'));
+    if !(known || (matches!(letter, b'F'..=b'J') && alone(at + 1))) {
         return None;
     }
     let mut next = at + 1;
@@ -203,10 +605,11 @@ fn choice_at_start(seg: &str) -> Option<char> {
         }
         next += 1;
     }
+    let letter = letter.to_ascii_uppercase();
     match b.get(next) {
         None => Some(letter as char),
-        Some(b'.' | b',' | b';' | b':' | b')' | b'!') => Some(letter as char),
-        Some(b' ') if paren || letter != b'A' => Some(letter as char),
+        Some(b'.' | b',' | b';' | b':' | b')' | b'!' | b'*') => Some(letter as char),
+        Some(b' ' | b'\n') if paren || letter != b'A' => Some(letter as char),
         Some(b' ') => {
             // "A" then a lower-case word is the article.
             let rest = seg[next..].trim_start();
@@ -427,28 +830,46 @@ fn gap_joins_math(gap: &str) -> bool {
 
 /// The answer after the last answer phrase.
 fn last_phrase(text: &str) -> Option<Phrased> {
-    let phrase = PHRASE.find_iter(text).last();
-    // A bare "answer:" is a weak cue ("check our answer: …").
-    let bare = phrase.is_some_and(|m| {
-        m.as_str()
-            .get(..6)
-            .is_some_and(|w| w.eq_ignore_ascii_case("answer"))
-    });
-    let (strong, mut weak) = if bare { (None, phrase) } else { (phrase, None) };
+    // The last few phrases, latest first: a phrase left without an answer (a response cut short
+    // after "the final answer is", or "the answer is no, there are …" with no value) gives way
+    // to the one before it.
+    let mut tail: Vec<(regex::Match, bool)> = Vec::with_capacity(PHRASES_TRIED + 1);
+    for m in PHRASE.find_iter(text) {
+        if tail.len() > PHRASES_TRIED {
+            tail.remove(0);
+        }
+        tail.push((m, !is_bare_answer(text, m)));
+    }
     if !text.is_ascii() {
-        if let Some(cue) = CUE.find_iter(text).last() {
-            if weak.is_none_or(|w| cue.start() > w.start()) {
-                weak = Some(cue);
-            }
+        // Weaker Chinese and French cues, interleaved by position.
+        let overlaps = |m: &regex::Match| {
+            (tail.iter()).any(|(p, _)| p.start() <= m.start() && m.start() < p.end())
+        };
+        let cues: Vec<regex::Match> = CUE.find_iter(text).filter(|m| !overlaps(m)).collect();
+        for &m in cues.iter().rev().take(2).rev() {
+            let at = tail
+                .iter()
+                .position(|(p, _)| p.start() > m.start())
+                .unwrap_or(tail.len());
+            tail.insert(at, (m, false));
         }
     }
-    let verdict_word = text.contains("orrect") || text.contains("ight");
+    let last_strong = tail
+        .iter()
+        .rev()
+        .find(|(_, strong)| *strong)
+        .map(|(m, _)| m.start());
+    let verdict_word = text.contains("orrect")
+        || text.contains("ight")
+        || text.contains("正确")
+        || text.contains('对');
     let letter_first = verdict_word
         .then(|| LETTER_IS_CORRECT.captures_iter(text).last())
         .flatten();
     if let Some(c) = letter_first {
-        let (at, letter) = (c.get(0).map_or(0, |m| m.start()), &c[1]);
-        if strong.is_none_or(|s| s.start() < at) {
+        let at = c.get(0).map_or(0, |m| m.start());
+        let letter = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
+        if last_strong.is_none_or(|s| s < at) {
             return Some(Phrased {
                 start: at,
                 strong: true,
@@ -457,14 +878,27 @@ fn last_phrase(text: &str) -> Option<Phrased> {
             });
         }
     }
-    match (strong, weak) {
-        (Some(s), Some(w)) if w.start() > s.start() => {
-            phrase_answer(text, w, false).or_else(|| phrase_answer(text, s, true))
-        }
-        (Some(s), _) => phrase_answer(text, s, true),
-        (None, Some(w)) => phrase_answer(text, w, false),
-        (None, None) => None,
-    }
+    tail.iter()
+        .rev()
+        .take(PHRASES_TRIED + 1)
+        .find_map(|&(m, strong)| phrase_answer(text, m, strong))
+}
+
+/// Phrases tried, from the last one back.
+const PHRASES_TRIED: usize = 4;
+
+/// A bare "answer:" is a weak cue ("check our answer: …"), unless it opens its line
+/// (`Answer: 5`, `**Answer:** 5`).
+fn is_bare_answer(text: &str, m: regex::Match) -> bool {
+    let bare = m
+        .as_str()
+        .get(..6)
+        .is_some_and(|w| w.eq_ignore_ascii_case("answer"));
+    let line_start = text[..m.start()]
+        .rsplit('\n')
+        .next()
+        .is_some_and(|before| before.trim_matches(['*', '#', ' ', '_', '>']).is_empty());
+    bare && !line_start
 }
 
 fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
@@ -484,51 +918,115 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
     while !after.is_char_boundary(end) {
         end -= 1;
     }
-    let mut seg = &after[..end];
-    if m.as_str().starts_with("####") {
+    // `**Answer:**` then the answer on the next line: the markup and blank line are skipped.
+    let mut seg = after[..end].trim_start_matches(['*', '_', ' ', '\n']);
+    let phrase = m.as_str();
+    if phrase.starts_with('"') {
+        // `"answer": "9"` in a JSON reply: the string (or number) value.
+        return json_value(seg).map(|v| found(clip(v)));
+    }
+    if phrase.starts_with("####") {
         seg = seg.split('\n').next().unwrap_or("");
+        // A run of more `#` or a Markdown heading (`#### Step 2: add them`) is not GSM8K's
+        // `#### 18`.
+        let run_on = text[..m.start()].ends_with('#') || text[m.start() + 4..].starts_with('#');
+        let heading = seg.starts_with(|c: char| c.is_ascii_alphabetic())
+            && (seg.split_whitespace())
+                .filter(|w| w.len() >= 2 && w.bytes().all(|b| b.is_ascii_alphabetic()))
+                .count()
+                >= 2;
+        if run_on || heading || phrase.contains('\n') {
+            return None;
+        }
     } else {
-        for stop in ["I hope", "<|", "\n\n"] {
+        for stop in ["I hope", "<|", "</answer>", "\n\n"] {
             if let Some(p) = seg.find(stop) {
                 seg = &seg[..p];
             }
         }
     }
-    let seg = sentence_prefix(seg.trim()).trim();
+    answer_in(seg, strong).map(found)
+}
+
+/// The answer stated in the text after a phrase (or in a closing line): option letters, a value
+/// in math, in Chinese or in prose, or a short text answer.
+fn answer_in(seg: &str, strong: bool) -> Option<String> {
+    // Markdown emphasis left over from `**Answer:** 5`.
+    let seg = seg.trim().trim_start_matches(['*', '_']).trim_start();
+    let seg = sentence_prefix(seg).trim();
     if seg.is_empty() {
         return None;
     }
-    // "the answer is option (C)": the word before the letter is not part of it.
-    let lead = seg.get(..7).map(str::to_ascii_lowercase);
-    let bare = match lead.as_deref() {
-        Some("option " | "choice ") => seg[7..].trim_start(),
-        _ => seg,
-    };
-    if let Some(letter) = choice_at_start(bare) {
-        return Some(found(letter.to_string()));
+    if let Some(letters) = choice_letters(seg, strong) {
+        return Some(letters);
+    }
+    if let Some(word) = verdict_word(seg) {
+        return Some(word.to_string());
+    }
+    if let Some(value) = lettered_value(seg) {
+        return Some(value);
+    }
+    if let Some(letter) = stated_letter(seg) {
+        // "(F) with 5.4 or (D) with 8" names two options: a hedge, graded as both.
+        return Some(match HEDGED_LETTER.captures(seg) {
+            Some(c) if c[1].to_ascii_uppercase() != letter.to_string() => {
+                let mut pair = [letter, c[1].chars().next().unwrap_or(letter)];
+                pair.sort_unstable();
+                format!("{}, {}", pair[0], pair[1].to_ascii_uppercase())
+            }
+            _ => letter.to_string(),
+        });
+    }
+    // `[1, 0, 1], where 1 represents rain`: a bracketed value, then words about it.
+    if let Some(v) = leading_group(seg) {
+        return Some(clip(v));
     }
     let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
     if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
-        return extract_structured_inner(seg).map(found);
+        return extract_structured_inner(seg);
     }
     if has_cjk(seg) {
-        return cjk_value(seg).map(found);
+        // A value in the phrase, else a short text answer (`分层抽样`).
+        return match cjk_value(seg) {
+            Some(v) => Some(v),
+            None if seg.len() <= 60 => Some(clip(seg.trim_end_matches('.'))),
+            None => None,
+        };
     }
     if is_prose(seg) {
         // A value with a unit after it (`\frac{270}7\text{ degrees}`, `120 square units`).
         let mathy = seg.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '(' | '\\'));
         if mathy && !seg.starts_with("\\text") && parse(&normalize_latex(seg)).is_some() {
-            return Some(found(clip(seg)));
+            return Some(clip(seg));
         }
         // Otherwise the answer is the last number, or a short text answer ("sampling survey").
         return match last_number(seg) {
-            Some((_, _, n)) => Some(found(n)),
-            None if seg.len() <= 60 => Some(found(clip(seg.trim_end_matches('.')))),
+            Some((_, _, n)) => Some(n),
+            None if seg.len() <= 60 => Some(clip(seg.trim_end_matches('.'))),
             None => None,
         };
     }
     let s = seg.trim_end_matches('.').trim();
-    (!s.is_empty()).then(|| found(clip(s)))
+    (!s.is_empty()).then(|| clip(s))
+}
+
+/// `True: the marginal …`, `No.`: a verdict word that opens the answer and ends its clause with
+/// a colon, a full stop or a dash. (After a comma, "no, there are 3 …" may go on to the value.)
+fn verdict_word(seg: &str) -> Option<&str> {
+    let end = seg
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(seg.len());
+    let word = &seg[..end];
+    let known = ["true", "false", "yes", "no"];
+    if !known.iter().any(|k| word.eq_ignore_ascii_case(k)) {
+        return None;
+    }
+    let rest = seg[end..].trim_start_matches(['*', '_']);
+    let closes = rest.is_empty()
+        || rest.starts_with([':', '.', '!', ';'])
+        || rest.starts_with(" -")
+        || rest.starts_with(" \u{2014}");
+    closes.then_some(word)
 }
 
 /// Has an English-looking word (three letters or more, not a LaTeX command).

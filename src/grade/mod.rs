@@ -34,6 +34,7 @@ pub struct Policy {
     pub list_order: ListOrder,
     pub percent: Percent,
     pub styled_letters: StyledLetters,
+    pub decimal_mark: DecimalMark,
 }
 
 /// How a decimal is compared with another value.
@@ -82,6 +83,32 @@ pub enum StyledLetters {
     #[default]
     Distinct,
     Same,
+}
+
+/// What a comma between the digits of a gold answer (`a,b`, nothing else) means
+/// (docs/grading.md, "Commas").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DecimalMark {
+    /// The gold's shape decides: one digit after the comma is a list (`0,1`: MATH's two
+    /// solutions), three after a 1–3 digit number group thousands (`1,234`), anything else is a
+    /// decimal comma (`0,111`, `1,22`, `1000,99`).
+    #[default]
+    Auto,
+    /// Never a decimal comma: a list or thousands.
+    Point,
+    /// Always a decimal comma (datasets written that way: `0,1` is one tenth, `1,234` is 1.234).
+    Comma,
+}
+
+impl DecimalMark {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(DecimalMark::Auto),
+            "point" => Some(DecimalMark::Point),
+            "comma" => Some(DecimalMark::Comma),
+            _ => None,
+        }
+    }
 }
 
 impl ListOrder {
@@ -229,9 +256,22 @@ pub fn grade(gold: &str, response: &str, cfg: &GradeConfig) -> Verdict {
 /// A gold answer unwrapped and parsed once, for grading many responses to the same problem.
 pub struct Gold {
     prepared: equiv::ParsedAnswer,
+    /// The gold read with a decimal comma (`0,1` → 0.1) when it is two numbers joined by a
+    /// comma, and whether its shape says that is what it is ([`DecimalMark::Auto`]).
+    decimal: Option<(equiv::ParsedAnswer, bool)>,
     /// A multiple-choice problem's options in order (A, B, …), parsed; empty otherwise.
     options: Vec<equiv::ParsedAnswer>,
+    /// The options that are a few words (`surplus`, `superior lobes`), lower-cased, for an
+    /// answer given in words; empty strings for the others.
+    option_words: Vec<String>,
+    /// Other accepted forms of the answer: GAOKAO-Bench writes them after `\#\#`
+    /// (`\frac{3}{10} \# \# 0.3`).
+    alternatives: Vec<Gold>,
 }
+
+/// `\# \#` between accepted forms of a gold answer.
+static ALTERNATIVES: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"\s*\\#\s*\\#\s*").expect("static regex"));
 
 impl Gold {
     pub fn new(gold: &str) -> Gold {
@@ -241,21 +281,61 @@ impl Gold {
     /// A gold answer of a multiple-choice problem: a letter then also matches its option's
     /// text, and an option's text its letter. Options may carry their labels (`A. 12`, `(B) 15`).
     pub fn with_options<S: AsRef<str>>(gold: &str, options: &[S]) -> Gold {
+        if gold.contains("\\#") {
+            let mut forms = ALTERNATIVES.split(gold).filter(|f| !f.trim().is_empty());
+            if let (Some(first), rest) = (forms.next(), forms) {
+                let alternatives: Vec<Gold> =
+                    rest.map(|f| Gold::with_options(f, options)).collect();
+                if !alternatives.is_empty() {
+                    let mut g = Gold::with_options(first, options);
+                    g.alternatives = alternatives;
+                    return g;
+                }
+            }
+        }
+        let prepared = equiv::prepare(&extract::extract_gold(gold));
+        let labelled: Vec<&str> = (options.iter())
+            .map(|o| equiv::strip_option_label(o.as_ref()))
+            .collect();
+        let words = |o: &str| {
+            let few = o.split_whitespace().count() <= 8;
+            let plain = o.chars().all(|c| c.is_alphabetic() || c == ' ');
+            if few && plain && o.chars().any(char::is_alphabetic) {
+                o.to_lowercase()
+            } else {
+                String::new()
+            }
+        };
         Gold {
-            prepared: equiv::prepare(&extract::extract_gold(gold)),
-            options: options
-                .iter()
-                .map(|o| equiv::prepare(equiv::strip_option_label(o.as_ref())))
-                .collect(),
+            decimal: equiv::decimal_comma_reading(&prepared),
+            prepared,
+            options: labelled.iter().map(|o| equiv::prepare(o)).collect(),
+            option_words: labelled.iter().map(|o| words(o)).collect(),
+            alternatives: Vec::new(),
         }
     }
 
-    /// An option letter (`B`, `(B)`) with no options to match its value: only a letter answers it.
+    /// A single number (`50`, `\frac{1}{2}`, `2\sqrt{3}`): a value is looked for, not a formula.
+    fn wants_number(&self) -> bool {
+        self.options.is_empty() && equiv::is_number(&self.prepared)
+    }
+
+    /// The options' texts that are a few words, lower-cased ("" for the others).
+    fn option_words(&self) -> &[String] {
+        &self.option_words
+    }
+
+    /// Option letters (`B`, `(B)`, `A, C`) with no options to match their values: only letters
+    /// answer them.
     fn wants_letters(&self) -> bool {
         let t = self.prepared.norm.trim();
+        let lower = t.len() == 3 && t.starts_with('(') && t.ends_with(')');
         let t = t.strip_prefix('(').unwrap_or(t);
         let t = t.strip_suffix(['.', ')']).unwrap_or(t);
-        self.options.is_empty() && t.len() == 1 && t.as_bytes()[0].is_ascii_uppercase()
+        let one = t.len() == 1
+            && (t.as_bytes()[0].is_ascii_uppercase()
+                || (lower && (b'a'..=b'e').contains(&t.as_bytes()[0])));
+        self.options.is_empty() && (one || self.prepared.letters.is_some())
     }
 }
 
@@ -307,9 +387,17 @@ impl Answer {
 }
 
 fn outcome_of(gold: &Gold, pred: &equiv::ParsedAnswer, cfg: &GradeConfig) -> Outcome {
-    let same = match equiv::same_option(&gold.prepared, pred, &gold.options, cfg) {
+    let any_form = |g: &Gold| outcome_of(g, pred, cfg) == Outcome::Correct;
+    if gold.alternatives.iter().any(any_form) {
+        return Outcome::Correct;
+    }
+    let g = match (&gold.decimal, cfg.policy.decimal_mark) {
+        (Some((d, _)), DecimalMark::Comma) | (Some((d, true)), DecimalMark::Auto) => d,
+        _ => &gold.prepared,
+    };
+    let same = match equiv::same_option(g, pred, &gold.options, cfg) {
         Some(same) => same,
-        None => equiv::equivalent_prepared(&gold.prepared, pred, cfg),
+        None => equiv::equivalent_to_gold(g, pred, cfg),
     };
     if same {
         Outcome::Correct
@@ -430,6 +518,12 @@ mod tests {
         assert!(!eq("x+1", "x+2n+1"));
         assert!(!eq("f(x)", "f(y)"));
         assert!(eq("\\frac{9}{4}\\pi", "\\frac94\\pi"));
+        // A fractional power and a root of a base that may be negative: the same real value.
+        assert!(eq(
+            "-\\frac{2(x^2+6)}{9(x^2-2)\\sqrt[3]{x^2-2}^2}",
+            "-\\frac{8x^2}{9(x^2-2)^{5/3}}+\\frac{2}{3(x^2-2)^{2/3}}"
+        ));
+        assert!(!eq("(x^2-2)^{2/3}", "(x^2-2)^{1/3}"));
     }
 
     #[test]
@@ -564,6 +658,187 @@ mod tests {
     }
 
     #[test]
+    fn a_comma_in_the_gold_is_read_from_its_shape_and_the_setting() {
+        let with = |decimal_mark| GradeConfig {
+            policy: Policy {
+                decimal_mark,
+                ..Policy::default()
+            },
+            ..GradeConfig::default()
+        };
+        let ok =
+            |gold: &str, r: &str, mark| grade(gold, r, &with(mark)).outcome == Outcome::Correct;
+        // MATH's `0,1` is two solutions.
+        assert!(ok("0,1", "\\boxed{0, 1}", DecimalMark::Auto));
+        assert!(!ok("0,1", "\\boxed{0.1}", DecimalMark::Auto));
+        assert!(ok("0,1", "\\boxed{0.1}", DecimalMark::Comma));
+        assert!(!ok("0,1", "\\boxed{0, 1}", DecimalMark::Comma));
+        // Shapes that cannot be thousands nor one-digit lists are decimal commas.
+        assert!(ok("0,111", "0.111", DecimalMark::Auto));
+        assert!(ok("1,22", "1.22", DecimalMark::Auto));
+        assert!(!ok("1,22", "1.22", DecimalMark::Point));
+        assert!(ok("1,234", "\\boxed{1234}", DecimalMark::Auto));
+        assert!(ok("1,234", "\\boxed{1.234}", DecimalMark::Comma));
+        // A response's own decimal comma against a one-number gold.
+        assert!(ok("3.5", "so it is 3,5", DecimalMark::Point));
+        assert_eq!(DecimalMark::parse("comma"), Some(DecimalMark::Comma));
+        assert_eq!(DecimalMark::parse("european"), None);
+    }
+
+    #[test]
+    fn decimals_keep_three_significant_digits_however_small() {
+        let cfg = GradeConfig::default();
+        let ok = |gold: &str, r: &str| grade(gold, r, &cfg).outcome == Outcome::Correct;
+        assert!(!ok("0.000067", "\\boxed{.0000672}"));
+        assert!(ok("0.0000672", "\\boxed{6.72 \\times 10^{-5}}"));
+        assert!(!ok("1e-24", "the answer is 2.0 x 10^-25 kg m/s"));
+        assert!(ok("1e-24", "the answer is 1.0 x 10^-24 kg m/s"));
+        // Six decimal places, as before, for values of ordinary size.
+        assert!(ok("\\frac{1}{30}", "0.033333"));
+        assert!(ok("\\frac{1}{3}", "0.333333"));
+        assert!(!ok("\\frac{1}{3}", "0.3333"));
+    }
+
+    fn ok(gold: &str, response: &str) -> bool {
+        grade(gold, response, &GradeConfig::default()).outcome == Outcome::Correct
+    }
+
+    #[test]
+    fn a_closing_marker_beats_weaker_earlier_cues() {
+        // GAOKAO-Bench's exam format: the 【答案】 line closes the response.
+        let r = "【解析】…所以，切线方程为 $y=2x+1$。 <eoe>\n【答案】: A <eoa>";
+        let v = grade("A", r, &GradeConfig::default());
+        assert_eq!(
+            (v.extracted.as_deref(), v.found_by),
+            (Some("A"), FoundBy::Marker)
+        );
+        assert!(ok("y=2x", "所以 $y=3x$ 不对。<eoe>\n【答案】$y = 2x$<eoa>"));
+        assert!(ok("8", "…\n【答案】解方程得到n=8."));
+        assert!(ok("\\frac{1}{2}", "…所以 λ=1。\n【答案】$\\lambda = 1/2$"));
+        assert!(ok("7", "故答案为：7"));
+        assert!(ok("7", "综上所述，最小值为 7。"));
+        assert!(ok("18", "Some work.\n#### 18"));
+        assert!(ok(
+            "18",
+            "I think 12.\nFinal Answer: The final answer is 18. I hope it is correct."
+        ));
+        assert!(ok(
+            "5",
+            "**Reasoning:** 2 + 3 = 5 and 10 / 2.\n\n**Answer:**\n\nTyler works 5 hours."
+        ));
+        assert!(ok(
+            "9",
+            "```json\n{\"reasoning\": \"27 found, 36 hidden\", \"answer\": \"9\"}\n```"
+        ));
+        assert!(ok("9", "<think>maybe 8</think>\n<answer>9</answer>"));
+        assert!(ok("True", "Is it a group?\n\n### Response:\nTrue.</s><s>"));
+        // A phrase left without its answer gives way to the one before it.
+        assert!(ok(
+            "C",
+            "The answer is (C).\n\nNow, considering all the answers above, the final answer is"
+        ));
+    }
+
+    #[test]
+    fn several_letters_are_a_set_and_a_letter_gold_wants_a_letter() {
+        assert!(!ok("C", "…\n【答案】: A, C <eoa>"));
+        assert!(ok("AC", "…\n【答案】 AC <eoa>"));
+        assert!(ok("AC", "so the answer is A和C"));
+        assert!(ok("A, C", "…\n【答案】 C, A <eoa>"));
+        assert!(!ok("ABC", "…\n【答案】 ACD <eoa>"));
+        assert!(ok("BD", "The answer is (B)(D)."));
+        // After a weaker cue, letters run together are a name (segment BE), not a set.
+        assert!(ok("A", "因此，BE的长为1，选项A是正确答案。"));
+        // A hedge between two options names both.
+        assert!(!ok("F", "The answer is (F) with $5.4$ or (D) with $8$."));
+        assert!(ok(
+            "(a)",
+            "Therefore, the answer is (a) f is increasing on [0,1]."
+        ));
+        assert!(ok("C", "The correct answer is therefore choice (C)."));
+        assert!(ok(
+            "18",
+            "It is known that R(4,4) = 18. Therefore, the answer is (c) 18."
+        ));
+        // With dataset options, a letter still matches its option's value, and words name it.
+        let opts = ["shortage", "surplus"];
+        let cfg = GradeConfig::default();
+        let v = grade_with_options(
+            "B",
+            "At a price of $330, there is a surplus of 1200 units.",
+            &opts,
+            &cfg,
+        );
+        assert_eq!((v.outcome, v.found_by), (Outcome::Correct, FoundBy::Choice));
+    }
+
+    #[test]
+    fn units_on_either_side_are_dropped() {
+        assert!(ok(
+            "15000",
+            "\\boxed{15000 \\text{ kcal m}^{-2} \\text{ yr}^{-1}}"
+        ));
+        assert!(ok("144 \\mbox{ m}^3", "so \\boxed{144}"));
+        assert!(ok("12 \\text{ gm}", "\\boxed{12}"));
+        assert!(ok("9.8", "\\boxed{9.8 \\mathrm{~m/s^2}}"));
+        assert!(ok("[12, 8, 5]", "Therefore, the answer is [12, 8, 5] mW."));
+        assert!(!ok("15000", "\\boxed{16000 \\text{ kcal m}^{-2}}"));
+        // A letter against a number is a product, not a unit.
+        assert!(!ok("2", "\\boxed{2 x}"));
+    }
+
+    #[test]
+    fn calculator_traces_and_dollar_amounts() {
+        let r = "She makes 9 * 2 = $<<9*2=18>>18 per day and 18 * 7 = $<<18*7=126>>126 per week.";
+        assert!(ok("126", r));
+        assert!(ok("70000", "The total cost is $70,000."));
+        assert!(ok(
+            "70000",
+            "Steps first.\n**The total cost of the house is $70,000.**"
+        ));
+    }
+
+    #[test]
+    fn symbols_labels_and_prose_inside_an_answer() {
+        assert!(ok(
+            "2\\sqrt{\\pi G\\rho_0}",
+            "\\boxed{\\sqrt{4\\piG\\rho_0}}"
+        ));
+        assert!(ok(
+            "\\sqrt{\\frac{4 \\pi G \\rho_0}{3}} r",
+            "\\boxed{v(r) = \\sqrt{\\frac{4\\piG\\rho_0}{3}}r}"
+        ));
+        let r = "\\boxed{E_1 \\text{ with probability } \\frac13, \\text{ and } E_2 \\text{ with probability } \\frac23}";
+        assert!(ok("E_1, E_2", r));
+        assert!(!ok("E_1", r));
+        assert!(ok("0", "Therefore, the sum $a + d + e = -2 + 5 - 3 = 0$."));
+        assert!(ok("14", "Therefore, the answer is $p'(2) = 14$."));
+    }
+
+    #[test]
+    fn a_program_output_restated_by_the_closing_sentence_is_the_answer() {
+        let r = "```python\nprint(20 * 0.6 / 0.2)\n```\n```output\n60.0\n```\n60% of the students enrolled in hip-hop dance.";
+        assert_eq!(
+            grade("60", r, &GradeConfig::default()).found_by,
+            FoundBy::Marker
+        );
+        assert!(ok("60", r));
+        assert!(ok(
+            "5",
+            "```output\n5\n```\n5 cars drove through the traffic jam in the first 15 minutes."
+        ));
+        assert!(ok(
+            "3",
+            "```output\n3.0\n```\nThree trucks will be needed to transport 80 flagstones."
+        ));
+        // Not restated: the output is not taken for granted.
+        assert!(!ok(
+            "0",
+            "```output\n0.0\n```\nThe mixtures of 1/2 and 1/3 pound cost 7 dollars more."
+        ));
+    }
+
+    #[test]
     fn keys() {
         assert_eq!(canonical_key("\\frac{1}{2}"), canonical_key("0.5"));
         assert_eq!(canonical_key("x = 3"), canonical_key("3"));
@@ -572,16 +847,15 @@ mod tests {
     }
 
     /// The fuzz target's voting-key check (fuzz/regressions/grade/): an equation votes by its
-    /// stated value, so `P z = 2` and `z = 2` share a key, though naming different unknowns they
-    /// are not equivalent; each is equivalent to the value itself. An answer that normalises to
-    /// nothing has the empty answer's key and equals nothing.
+    /// stated value, so `P z = 2` and `z = 2` share a key, and each is equivalent to the value
+    /// itself (a chain of steps states its last value). An answer that normalises to nothing has
+    /// the empty answer's key and equals nothing.
     #[test]
     fn keys_of_equations_and_empty_answers() {
         let cfg = GradeConfig::default();
         let (a, b) = ("P$z = 1 + 1 = 2$", "$z = 3+3 = 2$");
         assert_eq!(canonical_key(a), canonical_key(b));
         assert_eq!(canonical_key(a), canonical_key("2"));
-        assert!(!equivalent(a, b, &cfg));
         assert!(equivalent(a, "2", &cfg) && equivalent(b, "2", &cfg));
         for empty in ["\\text{", "\\text{}", ""] {
             assert_eq!(canonical_key(empty), canonical_key(""));

@@ -6,15 +6,17 @@ use crate::grade::{FoundBy, GradeConfig, Outcome};
 use crate::rundir::provenance::ImportInfo;
 use crate::rundir::RunDir;
 use crate::scoring::{for_each_unit, gold_of, rule_grade};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
-use std::path::Path;
 
 /// Characters of a response kept at each end of its excerpt.
 const EXCERPT_END: usize = 400;
 
 #[derive(Serialize)]
 struct Line<'a> {
+    /// The dataset, when the import made one run per dataset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dataset: Option<&'a str>,
     model: &'a str,
     problem_id: &'a str,
     sample_index: String,
@@ -30,15 +32,15 @@ struct Line<'a> {
     response_excerpt: String,
 }
 
-/// Writes the disagreeing samples of every model to `out`; returns how many there were.
-pub(super) fn write(
-    out: &Path,
+/// Appends the disagreeing samples of every model of one run to `bytes`; returns how many.
+pub(super) fn lines(
+    bytes: &mut Vec<u8>,
     dir: &RunDir,
     info: &ImportInfo,
     problems: &[Problem],
     (models, cfg): (&[(String, u32)], &GradeConfig),
+    dataset: Option<&str>,
 ) -> Result<u64> {
-    let mut bytes = Vec::new();
     let mut count = 0u64;
     for (model, n) in models {
         for_each_unit(
@@ -57,11 +59,9 @@ pub(super) fn write(
                 if (v.outcome == Outcome::Correct) == source_verdict {
                     return Ok(());
                 }
-                let file = info
-                    .files
-                    .get(src.file as usize)
-                    .map_or("?", |f| f.path.as_str());
+                let file = (info.files.get(src.file as usize)).map_or("?", |f| f.path.as_str());
                 let line = Line {
+                    dataset,
                     model,
                     problem_id: &problem.id,
                     sample_index: r.sample_index.to_string(),
@@ -78,14 +78,13 @@ pub(super) fn write(
                     from: format!("{file} {}", src.at),
                     response_excerpt: excerpt(response),
                 };
-                serde_json::to_writer(&mut bytes, &line)?;
+                serde_json::to_writer(&mut *bytes, &line)?;
                 bytes.push(b'\n');
                 count += 1;
                 Ok(())
             },
         )?;
     }
-    crate::util::write_atomic(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
     Ok(count)
 }
 

@@ -1,26 +1,107 @@
 //! Reader of EvalScope outputs (FORMATS.md §4): `reviews/<model>/<bench>_<subset>.jsonl` (per-sample
 //! verdicts) or, where no review exists, `predictions/…`; 1.x rows are one repeat each (`group_id`
-//! the problem, `generation_index` the repeat), 0.x rows one problem each with its `choices[]`.
+//! the problem, `generation_index` the repeat), 0.x rows one problem each with its `choices[]`
+//! (with an `index` from 0.11 on; before, as in January 2025's 0.10, a problem is known by its
+//! `answer_id` and the rows' order). Each benchmark is a dataset of its own, its subsets subsets.
 //! Settings come from `configs/task_config*.yaml`, read by a line reader of the few flat keys
 //! needed (this crate has no YAML parser); aggregates from `reports/<model>/<bench>.json`.
 
-use super::stream::{first_line as first_row, json_lines, small_json};
-use super::{
-    file_name, files_under, json_text, json_verdict, At, ImportError, ReadOptions, Sink,
-    SourceSample, SourceSettings, SourceSummary,
+use super::files::{file_name, files_under, json_text, verdict};
+use super::source::{
+    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
+    Stored,
 };
-use crate::rundir::provenance::AggregateCheck;
+use super::stream::{first_line as first_row, json_lines, small_json};
+use crate::rundir::provenance::SourceSettings;
+use crate::util::chat::content_text;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+/// EvalScope output folders.
+pub struct EvalScope;
+
+impl Reader for EvalScope {
+    fn name(&self) -> &'static str {
+        "evalscope"
+    }
+    fn about(&self) -> &'static str {
+        "EvalScope 0.x and 1.x outputs: reviews/<model>/<bench>_<subset>.jsonl (or predictions/) with reports/"
+    }
+    fn claims(&self, path: &Path) -> bool {
+        claims(path)
+    }
+    fn read(
+        &self,
+        paths: &[PathBuf],
+        _opts: &ReadOptions,
+        sink: &mut dyn Sink,
+    ) -> Result<SourceSummary, ImportError> {
+        read(paths, sink)
+    }
+}
+
 /// Whether EvalScope wrote `path`: a `.jsonl` under `reviews/<model>/` or `predictions/<model>/`
-/// whose first row has EvalScope's fields.
-pub fn claims(path: &Path) -> bool {
-    if !file_name(path).ends_with(".jsonl") || folder_kind(path).is_none() {
+/// (or a flattened copy's `reviews_<model>_….jsonl`) whose first row has EvalScope's fields.
+fn claims(path: &Path) -> bool {
+    if !file_name(path).ends_with(".jsonl") || !(folder_kind(path).is_some() || flat_name(path)) {
         return false;
     }
     first_row(path).is_some_and(|v| row_kind(&v).is_some())
+}
+
+/// A flattened copy of the output folders names its files `reviews_<model>_<bench>_<subset>.jsonl`,
+/// `predictions_…`, `reports_<model>_<bench>.json`, `configs_task_config….yaml`.
+fn flat_name(path: &Path) -> bool {
+    let name = file_name(path);
+    name.starts_with("reviews_") || name.starts_with("predictions_")
+}
+
+/// Where a file's run keeps its configs and reports: an output folder
+/// (`configs/`, `reports/<model>/`), or the folder of a flattened copy.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Root {
+    dir: PathBuf,
+    flat: bool,
+}
+
+impl Root {
+    fn report(&self, model: &str, bench: &str) -> PathBuf {
+        match self.flat {
+            true => self.dir.join(format!("reports_{model}_{bench}.json")),
+            false => self
+                .dir
+                .join("reports")
+                .join(model)
+                .join(format!("{bench}.json")),
+        }
+    }
+
+    /// The folder holding the task configs, and how their names start.
+    fn configs(&self) -> (PathBuf, &'static str) {
+        match self.flat {
+            true => (self.dir.clone(), "configs_task_config"),
+            false => (self.dir.join("configs"), "task_config"),
+        }
+    }
+
+    /// The benchmarks `model` has reports of.
+    fn reported(&self, model: &str) -> Vec<String> {
+        let (dir, prefix) = match self.flat {
+            true => (self.dir.clone(), format!("reports_{model}_")),
+            false => (self.dir.join("reports").join(model), String::new()),
+        };
+        (std::fs::read_dir(dir).into_iter().flatten().flatten())
+            .filter_map(|e| {
+                let name = file_name(&e.path());
+                Some(
+                    name.strip_prefix(&prefix)?
+                        .strip_suffix(".json")?
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,83 +144,61 @@ fn row_kind(v: &Value) -> Option<RowKind> {
 /// One samples file to read.
 #[derive(Debug, Clone)]
 struct Source {
-    root: Option<PathBuf>,
+    root: Option<Root>,
     model: String,
     bench: String,
     subset: String,
     path: PathBuf,
+    /// Problem ids are `<subset>/<n>`: the benchmark has several subsets.
+    qualify: bool,
 }
 
-/// Streams the files under `paths` into `sink`.
-pub fn read(
-    paths: &[PathBuf],
-    opts: &ReadOptions,
-    sink: &mut dyn Sink,
-) -> Result<SourceSummary, ImportError> {
+/// Streams the files under `paths` into `sink`, each benchmark a dataset of its own.
+fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportError> {
     let mut summary = SourceSummary::default();
-    let configs = Configs::default();
-    let (sources, mut configs) = sources(paths, opts, configs, &mut summary)?;
+    let (sources, mut configs) = sources(paths, Configs::default(), &mut summary)?;
     if sources.is_empty() {
         return Err(ImportError::Input(format!(
-            "no EvalScope reviews/<model>/<bench>_<subset>.jsonl or predictions/… files{} under {}",
-            if opts.task.is_some() || opts.model.is_some() {
-                " matching --task/--model"
-            } else {
-                ""
-            },
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
+            "no EvalScope reviews/<model>/<bench>_<subset>.jsonl or predictions/… files under {}",
+            (paths.iter().map(|p| p.display().to_string()))
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
     }
-    let pairs: BTreeSet<(&str, &str)> = sources
-        .iter()
-        .map(|s| (s.bench.as_str(), s.subset.as_str()))
-        .collect();
-    let benches: BTreeSet<&str> = pairs.iter().map(|p| p.0).collect();
-    let qualify = match (pairs.len(), benches.len()) {
-        (1, _) => Qualify::None,
-        (_, 1) => Qualify::Subset,
-        _ => Qualify::Bench,
-    };
     let mut tally = Tally::default();
     let mut kinds = BTreeSet::new();
+    let mut read = Vec::new();
     for s in &sources {
-        let settings = configs.for_model(s.root.as_deref(), &s.model, sink)?;
-        let repeats = settings
-            .as_ref()
+        if !sink.wants(&s.path, Some(&s.model), Some(&s.bench)) {
+            continue;
+        }
+        let settings = configs.for_model(s.root.as_ref(), &s.model, sink)?;
+        let repeats = (settings.as_ref())
             .and_then(|c| c.top.get("repeats"))
             .and_then(Value::as_u64);
-        let kind = read_file(s, qualify, repeats, sink, &mut tally)?;
-        kinds.insert(kind);
-        summary
-            .models
+        let before = tally.unindexed;
+        kinds.insert(read_file(s, repeats, sink, &mut tally)?);
+        let v010 = tally.unindexed > before;
+        (summary.models)
             .entry(s.model.clone())
-            .or_insert_with(|| settings.map(|c| c.settings()).unwrap_or_default());
+            .or_insert_with(|| settings.map(|c| c.settings(v010)).unwrap_or_default());
+        read.push(s.clone());
     }
     if tally.duplicates > 0 {
         summary.notes.push(format!(
-            "{} rows repeat an index already read (EvalScope appends on re-runs); the first of each was kept",
+            "{} rows repeat a problem or index already read (EvalScope appends on re-runs); the first of each was kept",
             tally.duplicates
         ));
     }
-    reports(&sources, &tally, sink, &mut summary)?;
+    reports(&read, &tally, sink, &mut summary)?;
     summary.layout = kinds
         .iter()
         .map(|k| layout(*k))
         .collect::<Vec<_>>()
         .join("; ");
     summary.verdicts = verdicts(&kinds);
-    if benches.len() == 1 {
-        summary.task = benches.first().map(|b| b.to_string());
-    }
-    if summary
-        .models
-        .values()
-        .all(|s| *s == SourceSettings::default())
-    {
+    let known = |s: &SourceSettings| *s != SourceSettings::default();
+    if !summary.models.values().any(known) {
         summary.notes.push(
             "no configs/task_config*.yaml beside the files: generation settings are unknown".into(),
         );
@@ -169,51 +228,42 @@ fn verdicts(kinds: &BTreeSet<RowKind>) -> String {
     out.join("; ")
 }
 
-/// How problem ids are qualified: not (one bench and subset), by subset, by bench and subset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Qualify {
-    None,
-    Subset,
-    Bench,
-}
-
 /// The files to read: per (model, bench, subset) the reviews file, else the predictions file.
 fn sources(
     paths: &[PathBuf],
-    opts: &ReadOptions,
     mut configs: Configs,
     summary: &mut SourceSummary,
 ) -> Result<(Vec<Source>, Configs), ImportError> {
     let files = files_under(paths, |p| {
-        file_name(p).ends_with(".jsonl") && folder_kind(p).is_some()
+        file_name(p).ends_with(".jsonl") && (folder_kind(p).is_some() || flat_name(p))
     })?;
-    let mut by_key: BTreeMap<(Option<PathBuf>, String, String), (Kind, PathBuf)> = BTreeMap::new();
+    let mut by_key: BTreeMap<(Option<Root>, String, String), (Kind, PathBuf)> = BTreeMap::new();
     for f in files {
         let (kind, root, model, stem) = match folder_kind(&f) {
             Some(kind) => (
                 kind,
-                f.parent()
-                    .and_then(Path::parent)
-                    .and_then(Path::parent)
-                    .map(Path::to_path_buf),
+                (f.parent().and_then(Path::parent).and_then(Path::parent)).map(|d| Root {
+                    dir: d.to_path_buf(),
+                    flat: false,
+                }),
                 f.parent().map(file_name).unwrap_or_default(),
                 file_name(&f).trim_end_matches(".jsonl").to_string(),
             ),
             None => loose_file(&f),
         };
         let key = (root, model, stem);
+        let left_out = |p: &Path| {
+            format!(
+                "{}: left out, its reviews file holds the same samples with verdicts",
+                p.display()
+            )
+        };
         match by_key.get(&key) {
             Some((Kind::Reviews, _)) if kind == Kind::Predictions => {
-                summary.notes.push(format!(
-                    "{}: left out, its reviews file holds the same samples with verdicts",
-                    f.display()
-                ));
+                summary.notes.push(left_out(&f));
             }
             Some((Kind::Predictions, p)) if kind == Kind::Reviews => {
-                summary.notes.push(format!(
-                    "{}: left out, its reviews file holds the same samples with verdicts",
-                    p.display()
-                ));
+                summary.notes.push(left_out(p));
                 by_key.insert(key, (kind, f));
             }
             _ => {
@@ -223,24 +273,25 @@ fn sources(
     }
     let mut out = Vec::new();
     for ((root, model, stem), (_, path)) in by_key {
-        let known = configs.benches(root.as_deref(), &model);
-        let (bench, subset) = split_stem(&stem, &known);
-        let wanted = opts.task.as_deref().is_none_or(|t| t == bench || t == stem)
-            && opts.model.as_deref().is_none_or(|m| m == model);
-        if !wanted {
-            summary.notes.push(format!(
-                "left out: {} (not the benchmark or model asked for)",
-                path.display()
-            ));
-            continue;
-        }
+        let known = configs.benches(root.as_ref(), &model);
+        let row_subset = first_row(&path).and_then(|r| r["subset_name"].as_str().map(String::from));
+        let (bench, subset) = split_stem(&stem, &known, row_subset.as_deref());
         out.push(Source {
             root,
             model,
             bench,
             subset,
             path,
+            qualify: false,
         });
+    }
+    let mut subsets: HashMap<(String, String), BTreeSet<String>> = HashMap::new();
+    for s in &out {
+        let key = (s.model.clone(), s.bench.clone());
+        subsets.entry(key).or_default().insert(s.subset.clone());
+    }
+    for s in &mut out {
+        s.qualify = subsets[&(s.model.clone(), s.bench.clone())].len() > 1;
     }
     Ok((out, configs))
 }
@@ -248,7 +299,7 @@ fn sources(
 /// A file named on its own outside `reviews/<model>/`: what its first row says (the model its
 /// rows name, predictions or reviews); a `reviews_<model>_` or `predictions_<model>_` prefix
 /// (how a flattened copy of the folders is often named) is taken off the name.
-fn loose_file(f: &Path) -> (Kind, Option<PathBuf>, String, String) {
+fn loose_file(f: &Path) -> (Kind, Option<Root>, String, String) {
     let row = first_row(f);
     let kind = match row.as_ref().and_then(row_kind) {
         Some(RowKind::Prediction1) => Kind::Predictions,
@@ -268,7 +319,10 @@ fn loose_file(f: &Path) -> (Kind, Option<PathBuf>, String, String) {
             .iter()
             .rev()
             .find_map(|m| m.get("model"));
-        r.get("model").or(assistant)?.as_str().map(str::to_string)
+        let spec = r.pointer("/model_spec/model_id");
+        (r.get("model").or(assistant).or(spec))?
+            .as_str()
+            .map(str::to_string)
     });
     let model = named.unwrap_or_else(|| f.parent().map(file_name).unwrap_or_default());
     let mut stem = file_name(f).trim_end_matches(".jsonl").to_string();
@@ -280,12 +334,23 @@ fn loose_file(f: &Path) -> (Kind, Option<PathBuf>, String, String) {
             stem = rest.to_string();
         }
     }
-    (kind, None, model, stem)
+    let root = (f.parent()).map(|d| Root {
+        dir: d.to_path_buf(),
+        flat: true,
+    });
+    (kind, root, model, stem)
 }
 
-/// `gsm8k_main` → (`gsm8k`, `main`): the longest known benchmark name followed by `_`, else a cut
-/// at the last `_` (benchmark names hold `_` more often than subset names do).
-fn split_stem(stem: &str, known: &BTreeSet<String>) -> (String, String) {
+/// `gsm8k_main` → (`gsm8k`, `main`): the subset the rows name (0.x `subset_name`), else the
+/// longest known benchmark name followed by `_`, a known benchmark whole (`default`), else a
+/// cut at the last `_` (benchmark names hold `_` more often than subset names do).
+fn split_stem(stem: &str, known: &BTreeSet<String>, row_subset: Option<&str>) -> (String, String) {
+    if let Some(sub) = row_subset {
+        if let Some(b) = stem.strip_suffix(sub).and_then(|b| b.strip_suffix('_')) {
+            return (b.to_string(), sub.to_string());
+        }
+        return (stem.to_string(), sub.to_string());
+    }
     let found = known
         .iter()
         .filter(|b| {
@@ -296,6 +361,9 @@ fn split_stem(stem: &str, known: &BTreeSet<String>) -> (String, String) {
         .max_by_key(|b| b.len());
     if let Some(b) = found {
         return (b.clone(), stem[b.len() + 1..].to_string());
+    }
+    if known.contains(stem) {
+        return (stem.to_string(), "default".to_string());
     }
     match stem.rsplit_once('_') {
         Some((b, s)) if !b.is_empty() && !s.is_empty() => (b.to_string(), s.to_string()),
@@ -313,6 +381,8 @@ struct Tally {
     sums: BTreeMap<FileKey, BTreeMap<String, (f64, u64)>>,
     rows: BTreeMap<FileKey, u64>,
     duplicates: u64,
+    /// Rows without `index` (EvalScope before 0.11).
+    unindexed: u64,
 }
 
 impl Tally {
@@ -328,14 +398,40 @@ impl Tally {
     }
 }
 
+/// How a row is known again: its `index`, or (0.x rows before 0.11, which have none) its
+/// `answer_id` or its `raw_input`, numbered in the order first read.
+struct Identity {
+    seen: HashSet<u64>,
+    numbered: HashMap<String, u64>,
+}
+
+impl Identity {
+    /// The row's problem number (index-less rows) or index, and whether it is new.
+    fn of(&mut self, v: &Value) -> Option<(u64, bool)> {
+        if let Some(i) = v.get("index").and_then(Value::as_u64) {
+            return Some((i, self.seen.insert(i)));
+        }
+        let key = match (
+            v.get("answer_id").and_then(Value::as_str),
+            v.get("raw_input"),
+        ) {
+            (Some(id), _) => id.to_string(),
+            (None, Some(raw)) if v.get("choices").is_some() => raw.to_string(),
+            _ => return None,
+        };
+        let next = self.numbered.len() as u64;
+        let n = *self.numbered.entry(key).or_insert(next);
+        Some((n, self.seen.insert(n)))
+    }
+}
+
 fn read_file(
     s: &Source,
-    qualify: Qualify,
     repeats: Option<u64>,
     sink: &mut dyn Sink,
     tally: &mut Tally,
 ) -> Result<RowKind, ImportError> {
-    let file = sink.open(&s.path)?;
+    let file = sink.open(&s.path, Role::Samples)?;
     let kind = first_row(&s.path)
         .as_ref()
         .and_then(row_kind)
@@ -346,23 +442,23 @@ fn read_file(
             s.path.display()
         )));
     }
-    let mut seen = HashSet::new();
+    let mut ids = Identity {
+        seen: HashSet::new(),
+        numbered: HashMap::new(),
+    };
     let mut rows = 0u64;
     json_lines(sink, file, |sink, line, v| {
-        let Some(index) = v.get("index").and_then(Value::as_u64) else {
-            return sink.bad(file, At::Line(line), "no integer `index`".into());
+        tally.unindexed += v.get("index").is_none() as u64;
+        let Some((index, new)) = ids.of(&v) else {
+            let why = "no integer `index` (nor the `answer_id` or `raw_input` of a 0.x row)";
+            return sink.bad(file, At::Line(line), why.into());
         };
-        if !seen.insert(index) {
+        if !new {
             tally.duplicates += 1;
             return Ok(());
         }
         rows += 1;
-        let place = Place {
-            s,
-            qualify,
-            file,
-            line,
-        };
+        let place = Place { s, file, line };
         let outcome = match kind {
             RowKind::Review1 => review1(&place, index, repeats, &v, sink, tally),
             RowKind::Prediction1 => prediction1(&place, index, repeats.unwrap_or(1), &v, sink),
@@ -384,33 +480,21 @@ fn read_file(
 /// Where a row is, for the samples it becomes.
 struct Place<'a> {
     s: &'a Source,
-    qualify: Qualify,
     file: usize,
     line: u64,
 }
 
 impl Place<'_> {
-    fn problem_id(&self, problem: u64) -> String {
-        match self.qualify {
-            Qualify::None => problem.to_string(),
-            Qualify::Subset => format!("{}/{problem}", self.s.subset),
-            Qualify::Bench => format!("{}/{}/{problem}", self.s.bench, self.s.subset),
-        }
-    }
-
-    fn subset(&self) -> Option<String> {
-        match self.qualify {
-            Qualify::None => None,
-            Qualify::Subset => Some(self.s.subset.clone()),
-            Qualify::Bench => Some(format!("{}/{}", self.s.bench, self.s.subset)),
-        }
-    }
-
     fn sample(&self, problem: u64) -> SourceSample {
+        let s = self.s;
         SourceSample {
-            model: self.s.model.clone(),
-            problem_id: self.problem_id(problem),
-            subset: self.subset(),
+            model: s.model.clone(),
+            dataset: s.bench.clone(),
+            problem_id: match s.qualify {
+                true => format!("{}/{problem}", s.subset),
+                false => problem.to_string(),
+            },
+            subset: s.qualify.then(|| s.subset.clone()),
             file: self.file,
             at: At::Line(self.line),
             ..SourceSample::default()
@@ -430,18 +514,9 @@ impl From<ImportError> for Row {
     }
 }
 
-/// The text of a chat message's `content` (a string, or a list of parts with `text`).
+/// The text of a message's `content`.
 fn content(m: &Value) -> Option<String> {
-    match m.get("content")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect(),
-        ),
-        _ => None,
-    }
+    content_text(m.get("content")?)
 }
 
 /// The last message of `role` in a row's `messages`.
@@ -503,9 +578,12 @@ fn review1(
         .get("generation_index")
         .and_then(Value::as_u64)
         .and_then(|r| u32::try_from(r).ok());
-    s.response = response;
+    s.response = Some(response);
     s.extracted = score.get("extracted_prediction").and_then(json_text);
-    s.verdict = main.and_then(|m| values.get(&m)).and_then(json_verdict);
+    s.verdict = match main.as_ref().and_then(|m| values.get(m).map(|x| (m, x))) {
+        Some((m, x)) => verdict(x).map_err(|why| Row::Bad(format!("`score.value.{m}`: {why}")))?,
+        None => None,
+    };
     sink.sample(s)?;
     Ok(())
 }
@@ -525,13 +603,34 @@ fn prediction1(
     ))?;
     let mut s = p.sample(index / repeats.max(1));
     s.question = last_message(v, "user");
-    s.response = response;
+    s.response = Some(response);
     s.finish_reason = choice
         .get("stop_reason")
         .and_then(Value::as_str)
         .map(str::to_string);
     sink.sample(s)?;
     Ok(())
+}
+
+/// The question and gold of a 0.x row: `raw_input`'s, the gold of a GSM8K-style worked answer
+/// `… #### 7/8` its last part (0.x's parsed `review.gold` keeps only the last number of it).
+fn question_and_gold(v: &Value, choices: &[Value]) -> (Option<String>, Option<String>) {
+    let raw = v.get("raw_input");
+    let question = (raw.and_then(|r| r.get("question").or(r.get("problem"))))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let gold = raw
+        .and_then(|r| r.get("answer"))
+        .and_then(Value::as_str)
+        .and_then(|a| a.rsplit_once("####"))
+        .map(|(_, g)| g.trim().to_string())
+        .or_else(|| {
+            choices
+                .first()
+                .and_then(|c| c.pointer("/review/gold"))
+                .and_then(json_text)
+        });
+    (question, gold)
 }
 
 fn choices0(
@@ -545,24 +644,7 @@ fn choices0(
         .get("choices")
         .and_then(Value::as_array)
         .ok_or(Row::Bad("`choices` is not a list".into()))?;
-    let raw = v.get("raw_input");
-    let question = raw
-        .and_then(|r| r.get("question"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    // GSM8K rows keep the worked answer `… #### 7/8`; EvalScope 0.x's parsed `review.gold` keeps
-    // only the last number of it (`8`), so the raw answer is the gold.
-    let gold = raw
-        .and_then(|r| r.get("answer"))
-        .and_then(Value::as_str)
-        .and_then(|a| a.rsplit_once("####"))
-        .map(|(_, g)| g.trim().to_string())
-        .or_else(|| {
-            choices
-                .first()
-                .and_then(|c| c.pointer("/review/gold"))
-                .and_then(json_text)
-        });
+    let (question, gold) = question_and_gold(v, choices);
     let reviewed = v.get("reviewed").and_then(Value::as_bool).unwrap_or(true);
     for (i, c) in choices.iter().enumerate() {
         let response = c
@@ -570,18 +652,20 @@ fn choices0(
             .and_then(content)
             .ok_or_else(|| Row::Bad(format!("choices[{i}] has no message.content")))?;
         let review = c.get("review").filter(|_| reviewed);
-        let verdict = review.and_then(|r| r.get("result")).and_then(json_verdict);
-        if let Some(x) = review
-            .and_then(|r| r.get("result"))
-            .and_then(|x| x.as_f64().or(x.as_bool().map(f64::from)))
-        {
+        let result = review.and_then(|r| r.get("result"));
+        let verdict = match result {
+            Some(x) => verdict(x)
+                .map_err(|why| Row::Bad(format!("`choices[{i}].review.result`: {why}")))?,
+            None => None,
+        };
+        if let Some(x) = result.and_then(|x| x.as_f64().or(x.as_bool().map(f64::from))) {
             tally.add(p.s, "review.result", x);
         }
         let mut s = p.sample(index);
         s.question = question.clone();
         s.gold = gold.clone();
         s.repeat = u32::try_from(c.get("index").and_then(Value::as_u64).unwrap_or(i as u64)).ok();
-        s.response = response;
+        s.response = Some(response);
         s.extracted = review.and_then(|r| r.get("pred")).and_then(json_text);
         s.verdict = verdict;
         s.finish_reason = c
@@ -603,14 +687,11 @@ fn reports(
     let mut done = BTreeSet::new();
     for s in sources {
         let Some(root) = &s.root else { continue };
-        let path = root
-            .join("reports")
-            .join(&s.model)
-            .join(format!("{}.json", s.bench));
+        let path = root.report(&s.model, &s.bench);
         if !path.is_file() || !done.insert(path.clone()) {
             continue;
         }
-        sink.open(&path)?;
+        sink.open(&path, Role::Side)?;
         let report = small_json(&path)?;
         let subsets: Vec<&str> = sources
             .iter()
@@ -637,12 +718,15 @@ fn report_checks(
     let mut check = |name: String, stored: f64, key: Option<&str>, only: Option<&str>| {
         let (recomputed, basis) =
             recompute(tally, s, key, only.map_or(subsets.to_vec(), |o| vec![o]));
-        summary.aggregates.push(AggregateCheck {
+        summary.aggregates.push(Stored {
             model: s.model.clone(),
+            dataset: s.bench.clone(),
             name,
-            source: stored,
-            recomputed,
-            basis,
+            value: stored,
+            recompute: Recompute::Done {
+                value: recomputed,
+                basis,
+            },
         });
     };
     for (i, m) in metrics.iter().enumerate() {
@@ -737,20 +821,20 @@ fn recompute(
 /// The task configs of each output folder, read once.
 #[derive(Debug, Default)]
 struct Configs {
-    read: BTreeMap<PathBuf, Vec<(PathBuf, Yaml)>>,
+    read: BTreeMap<Root, Vec<(PathBuf, Yaml)>>,
 }
 
 impl Configs {
-    fn load(&mut self, root: &Path) -> &Vec<(PathBuf, Yaml)> {
-        self.read.entry(root.to_path_buf()).or_insert_with(|| {
-            let dir = root.join("configs");
+    fn load(&mut self, root: &Root) -> &Vec<(PathBuf, Yaml)> {
+        self.read.entry(root.clone()).or_insert_with(|| {
+            let (dir, prefix) = root.configs();
             let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
                 .into_iter()
                 .flatten()
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| {
                     let n = file_name(p);
-                    n.starts_with("task_config") && (n.ends_with(".yaml") || n.ends_with(".yml"))
+                    n.starts_with(prefix) && (n.ends_with(".yaml") || n.ends_with(".yml"))
                 })
                 .collect();
             found.sort();
@@ -761,8 +845,8 @@ impl Configs {
         })
     }
 
-    /// The benchmark names a folder's configs list (to split `<bench>_<subset>`).
-    fn benches(&mut self, root: Option<&Path>, model: &str) -> BTreeSet<String> {
+    /// The benchmark names a folder's configs and reports list (to split `<bench>_<subset>`).
+    fn benches(&mut self, root: Option<&Root>, model: &str) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         if let Some(root) = root {
             out.extend(
@@ -770,12 +854,7 @@ impl Configs {
                     .iter()
                     .flat_map(|(_, y)| y.datasets.iter().cloned()),
             );
-            let reports = root.join("reports").join(model);
-            for e in std::fs::read_dir(reports).into_iter().flatten().flatten() {
-                if let Some(b) = file_name(&e.path()).strip_suffix(".json") {
-                    out.insert(b.to_string());
-                }
-            }
+            out.extend(root.reported(model));
         }
         out
     }
@@ -783,7 +862,7 @@ impl Configs {
     /// The config of `model` (by `model` or `model_id`; the only one when one), registered.
     fn for_model(
         &mut self,
-        root: Option<&Path>,
+        root: Option<&Root>,
         model: &str,
         sink: &mut dyn Sink,
     ) -> Result<Option<Yaml>, ImportError> {
@@ -802,7 +881,7 @@ impl Configs {
         let Some((path, yaml)) = found.cloned() else {
             return Ok(None);
         };
-        sink.open(&path)?;
+        sink.open(&path, Role::Side)?;
         Ok(Some(yaml))
     }
 }
@@ -817,12 +896,16 @@ struct Yaml {
 }
 
 impl Yaml {
-    fn settings(&self) -> SourceSettings {
+    /// The settings; `v010`: the rows are EvalScope 0.10's or older, whose service adapter sent
+    /// temperature 0 unless `do_sample` was true.
+    fn settings(&self, v010: bool) -> SourceSettings {
         let g = &self.generation;
         let num = |k: &str| g.get(k).and_then(Value::as_f64);
         let int = |k: &str| g.get(k).and_then(Value::as_u64);
         let repeats = self.top.get("repeats").and_then(Value::as_u64);
-        let nominal = match (repeats, int("n")) {
+        // 0.x names the samples per problem `num_return_sequences` (or `n`).
+        let per_call = int("n").or(int("num_return_sequences"));
+        let nominal = match (repeats, per_call) {
             (Some(r), n) => Some(r * n.unwrap_or(1)),
             (None, n) => n,
         };
@@ -845,8 +928,17 @@ impl Yaml {
                 recorded.insert(k.into(), v.clone());
             }
         }
+        let service = self.top.get("eval_type").and_then(Value::as_str) == Some("service");
+        let greedy = match g.get("do_sample").and_then(Value::as_bool) {
+            Some(sample) => !sample,
+            None => v010 && service,
+        };
         SourceSettings {
-            temperature: num("temperature"),
+            temperature: if greedy {
+                Some(0.0)
+            } else {
+                num("temperature")
+            },
             top_p: num("top_p"),
             max_tokens: int("max_tokens")
                 .or(int("max_new_tokens"))
@@ -936,8 +1028,7 @@ fn scalar(v: &str) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{self, fixture, read_into, Collect};
-    use super::super::Format;
+    use super::super::testing::{self, checks, copy_tree, fixture, read_into, Collect};
     use super::*;
 
     fn expected(v: &str) -> Value {
@@ -945,7 +1036,7 @@ mod tests {
     }
 
     fn run(paths: &[PathBuf], skip_bad: bool) -> (Collect, Result<SourceSummary, ImportError>) {
-        read_into(Format::Evalscope, paths, &ReadOptions::default(), skip_bad)
+        read_into("evalscope", paths, &ReadOptions::default(), skip_bad)
     }
 
     fn expected_counts(e: &Value, id: &str) -> BTreeMap<(String, String), (u32, Option<u32>)> {
@@ -988,17 +1079,18 @@ mod tests {
         let want = e["aggregates"]["report.metrics"][0]["score"]
             .as_f64()
             .unwrap();
-        assert_eq!(summary.aggregates.len(), 1, "{:?}", summary.aggregates);
-        let a = &summary.aggregates[0];
-        assert_eq!((a.name.as_str(), a.source), ("gsm8k: accuracy", want));
-        assert_eq!(a.matches(), Some(true), "{a:?}");
+        let done = checks(&sink, &summary);
+        assert_eq!(done.len(), 1, "{done:?}");
+        let a = &done[0];
+        assert_eq!((a.0.as_str(), a.1), ("gsm8k: accuracy", want));
+        assert!(a.3, "{a:?}");
         let s = &summary.models["stub-math"];
         assert_eq!(
             (s.temperature, s.max_tokens, s.nominal_n, s.top_p, s.seed),
             (Some(0.7), Some(256), Some(6), None, None)
         );
         assert_eq!(s.recorded["seed"], 42);
-        assert_eq!(summary.task.as_deref(), Some("gsm8k"));
+        assert_eq!(sink.datasets(), ["gsm8k"]);
         let first = sink.samples.iter().find(|s| s.problem_id == "1").unwrap();
         assert_eq!(first.gold.as_deref(), Some("7/8"));
         assert!(first.question.as_deref().unwrap().contains("\\boxed{}"));
@@ -1019,31 +1111,17 @@ mod tests {
         assert!(p1.iter().all(|s| s.gold.as_deref() == Some("7/8")));
         assert_eq!(p1.iter().filter(|s| s.verdict == Some(true)).count(), 1);
         let stored = e["aggregates"]["report.score"].as_f64().unwrap();
-        assert_eq!(summary.aggregates.len(), 2);
-        for a in &summary.aggregates {
-            assert_eq!(a.source, stored);
-            assert_eq!(a.matches(), Some(true), "{a:?}");
+        let done = checks(&sink, &summary);
+        assert_eq!(done.len(), 2);
+        for a in &done {
+            assert_eq!(a.1, stored);
+            assert!(a.3, "{a:?}");
         }
         let s = &summary.models["stub-math"];
         assert_eq!(
             (s.temperature, s.max_tokens, s.nominal_n),
             (Some(0.7), Some(256), Some(6))
         );
-    }
-
-    fn copy_tree(from: &Path, to: &Path, skip: &str) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let p = e.unwrap().path();
-            if file_name(&p) == skip {
-                continue;
-            }
-            if p.is_dir() {
-                copy_tree(&p, &to.join(p.file_name().unwrap()), skip);
-            } else {
-                std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
-            }
-        }
     }
 
     #[test]
@@ -1056,7 +1134,7 @@ mod tests {
         assert_eq!(counts.len(), 8);
         assert!(counts.values().all(|&c| c == (6, None)), "{counts:?}");
         assert!(summary.verdicts.contains("none"));
-        assert!(summary.aggregates.iter().all(|a| a.recomputed.is_none()));
+        assert!(checks(&sink, &summary).iter().all(|a| a.2.is_none()));
         // Without the config, `repeats` is unknown and the problem of a row cannot be told.
         std::fs::remove_dir_all(tmp.path().join("configs")).unwrap();
         let (_, out) = run(&[tmp.path().to_path_buf()], false);
@@ -1101,12 +1179,50 @@ mod tests {
         let to = tmp.path().join("reviews_stub-math_gsm8k_main.jsonl");
         std::fs::copy(from, &to).unwrap();
         let (sink, out) = run(&[to], false);
+        out.unwrap();
+        assert_eq!(
+            sink.counts(),
+            expected_counts(&expected("v1.14.1"), "group_id")
+        );
+        assert_eq!(sink.datasets(), ["gsm8k"]);
+    }
+
+    /// A flattened copy of the folders (`reviews_<model>_<file>`, `reports_<model>_<bench>.json`,
+    /// `configs_task_config.yaml` side by side) reads like the folders.
+    #[test]
+    fn a_flattened_copy_of_the_folders_reads_like_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let from = fixture("evalscope/v1.14.1");
+        for (rel, flat) in [
+            (
+                "reviews/stub-math/gsm8k_main.jsonl",
+                "reviews_stub-math_gsm8k_main.jsonl",
+            ),
+            (
+                "predictions/stub-math/gsm8k_main.jsonl",
+                "predictions_stub-math_gsm8k_main.jsonl",
+            ),
+            (
+                "reports/stub-math/gsm8k.json",
+                "reports_stub-math_gsm8k.json",
+            ),
+            ("configs/task_config.yaml", "configs_task_config.yaml"),
+        ] {
+            std::fs::copy(from.join(rel), tmp.path().join(flat)).unwrap();
+        }
+        assert!(claims(
+            &tmp.path().join("reviews_stub-math_gsm8k_main.jsonl")
+        ));
+        let (sink, out) = run(&[tmp.path().to_path_buf()], false);
         let summary = out.unwrap();
         assert_eq!(
             sink.counts(),
             expected_counts(&expected("v1.14.1"), "group_id")
         );
-        assert_eq!(summary.task.as_deref(), Some("gsm8k"));
+        let done = checks(&sink, &summary);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert!(done[0].3, "{done:?}");
+        assert_eq!(summary.models["stub-math"].temperature, Some(0.7));
     }
 
     #[test]
@@ -1128,15 +1244,89 @@ mod tests {
         )));
     }
 
+    /// Per problem (choices, `review.result` true) from a 0.x reviews file, in row order.
+    fn rows_of(path: &str) -> Vec<(u32, u32)> {
+        let text = std::fs::read_to_string(fixture(path)).unwrap();
+        (text.lines())
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let choices = v["choices"].as_array().unwrap();
+                let right = choices
+                    .iter()
+                    .filter(|c| c["review"]["result"] == true)
+                    .count();
+                (choices.len() as u32, right as u32)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn v0_10_rows_without_index_are_problems_in_row_order_and_greedy_is_said() {
+        let rows = rows_of("evalscope/v0.10.1/reviews/stub-math/gsm8k_main.jsonl");
+        let (sink, out) = run(&[fixture("evalscope/v0.10.1")], false);
+        let summary = out.unwrap();
+        let got: Vec<(u32, u32)> = (0..rows.len())
+            .map(|p| sink.counts()[&("stub-math".to_string(), p.to_string())])
+            .map(|(n, c)| (n, c.unwrap()))
+            .collect();
+        assert_eq!(got, rows);
+        assert_eq!(sink.datasets(), ["gsm8k"]);
+        let s = &summary.models["stub-math"];
+        assert_eq!((s.temperature, s.nominal_n), (Some(0.7), Some(6)));
+        // No report: 0.10.1 fails writing one when a problem has several samples.
+        assert!(summary.aggregates.is_empty());
+        let (sink, out) = run(&[fixture("evalscope/v0.10.1-greedy")], false);
+        let summary = out.unwrap();
+        assert_eq!(summary.models["stub-math"].temperature, Some(0.0));
+        assert!(checks(&sink, &summary).iter().all(|a| a.3));
+        assert_eq!(checks(&sink, &summary).len(), 2);
+    }
+
+    #[test]
+    fn a_re_run_appended_to_a_v0_10_file_is_read_once_and_out_of_range_verdicts_are_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&fixture("evalscope/v0.10.1"), tmp.path(), "predictions");
+        let path = tmp.path().join("reviews/stub-math/gsm8k_main.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}{text}")).unwrap();
+        let (sink, out) = run(&[tmp.path().to_path_buf()], false);
+        let summary = out.unwrap();
+        assert_eq!(sink.samples.len(), 48);
+        assert!(
+            summary.notes.iter().any(|n| n.contains("8 rows repeat")),
+            "{:?}",
+            summary.notes
+        );
+        for (bad, said) in [("7.5", "7.5 is not a verdict"), ("NaN", "NaN")] {
+            let edited = text.replacen("\"result\": true", &format!("\"result\": {bad}"), 1);
+            std::fs::write(&path, edited).unwrap();
+            let (_, out) = run(&[tmp.path().to_path_buf()], false);
+            let e = out.unwrap_err().to_string();
+            assert!(e.contains("gsm8k_main.jsonl:1") && e.contains(said), "{e}");
+        }
+    }
+
     #[test]
     fn stems_split_on_known_benchmarks_and_yaml_scalars_parse() {
         let known: BTreeSet<String> = ["gpqa_diamond".to_string(), "gsm8k".to_string()].into();
         assert_eq!(
-            split_stem("gpqa_diamond_default", &known),
+            split_stem("gpqa_diamond_default", &known, None),
             ("gpqa_diamond".into(), "default".into())
         );
         assert_eq!(
-            split_stem("competition_math_Level 1", &BTreeSet::new()),
+            split_stem("competition_math_Level 1", &BTreeSet::new(), None),
+            ("competition_math".into(), "Level 1".into())
+        );
+        assert_eq!(
+            split_stem("gpqa_diamond", &known, None),
+            ("gpqa_diamond".into(), "default".into())
+        );
+        assert_eq!(
+            split_stem(
+                "competition_math_Level 1",
+                &BTreeSet::new(),
+                Some("Level 1")
+            ),
             ("competition_math".into(), "Level 1".into())
         );
         assert_eq!(scalar("0.7"), Some(Value::from(0.7)));

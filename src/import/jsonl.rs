@@ -2,18 +2,58 @@
 //! parallel lists (responses, and optionally verdicts and extracted answers), under a field
 //! mapping (`--field problem_id=… --field response=…`) whose defaults are gpassk's own names.
 
-use super::stream::{first_line, json_lines};
-use super::{
-    distinct_files, file_name, files_under, json_text, json_verdict, At, ImportError, ReadOptions,
-    Sink, SourceSample, SourceSummary,
+use super::files::{distinct_files, file_name, files_under, json_text, verdict};
+use super::source::{
+    At, ImportError, ReadOptions, Reader, Role, Sink, SourceSample, SourceSummary,
 };
+use super::stream::{first_line, json_lines};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+/// Any JSON Lines sample log.
+pub struct Jsonl;
+
+impl Reader for Jsonl {
+    fn name(&self) -> &'static str {
+        "jsonl"
+    }
+    fn about(&self) -> &'static str {
+        "any JSON Lines file: a sample per line, or a problem per line with a list (--field names the fields)"
+    }
+    fn claims(&self, path: &Path) -> bool {
+        claims(path)
+    }
+    fn fields(&self) -> &'static [&'static str] {
+        &KEYS
+    }
+    fn read(
+        &self,
+        paths: &[PathBuf],
+        opts: &ReadOptions,
+        sink: &mut dyn Sink,
+    ) -> Result<SourceSummary, ImportError> {
+        read(paths, opts, sink)
+    }
+}
+
+/// The mapping keys, as `--field` takes them.
+const KEYS: [&str; 10] = [
+    "problem_id",
+    "response",
+    "gold",
+    "question",
+    "model",
+    "verdict",
+    "extracted",
+    "repeat",
+    "subset",
+    "dataset",
+];
+
 /// The mapping keys and the field each reads by default. `response` is special: by default a
 /// string `response` is one sample and a list `responses` is one problem's samples.
-const DEFAULTS: [(&str, &str); 9] = [
+const DEFAULTS: [(&str, &str); 10] = [
     ("problem_id", "problem_id"),
     ("response", "response"),
     ("gold", "gold"),
@@ -23,6 +63,7 @@ const DEFAULTS: [(&str, &str); 9] = [
     ("extracted", "extracted"),
     ("repeat", "sample_index"),
     ("subset", "subset"),
+    ("dataset", "dataset"),
 ];
 
 /// The list field read when `response` is not mapped and a line has no string `response`.
@@ -30,7 +71,7 @@ const DEFAULT_LIST: &str = "responses";
 
 /// Whether `path` looks like a generic sample log: a `.jsonl` whose first line has
 /// `problem_id` and a string `response` or a list `responses`.
-pub fn claims(path: &Path) -> bool {
+fn claims(path: &Path) -> bool {
     if !file_name(path).ends_with(".jsonl") {
         return false;
     }
@@ -43,7 +84,7 @@ pub fn claims(path: &Path) -> bool {
 }
 
 /// Streams the `.jsonl` files under `paths` into `sink`.
-pub fn read(
+fn read(
     paths: &[PathBuf],
     opts: &ReadOptions,
     sink: &mut dyn Sink,
@@ -60,19 +101,19 @@ pub fn read(
                 .join(", ")
         )));
     }
-    let mut reader = Reader {
+    let mut reader = Lines {
         fields: &fields,
         opts,
         tally: Tally::default(),
     };
     for path in &files {
-        let file = sink.open(path)?;
+        let file = sink.open(path, Role::Samples)?;
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "model".into());
         json_lines(sink, file, |sink, line, v| {
-            let ctx = Line {
+            let ctx = Place {
                 file,
                 line,
                 stem: &stem,
@@ -80,7 +121,7 @@ pub fn read(
             reader.line(sink, &ctx, &v)
         })?;
     }
-    Ok(reader.tally.summary(&fields, opts))
+    Ok(reader.tally.summary(&fields))
 }
 
 /// Which field holds what, after `--field` mappings.
@@ -92,13 +133,6 @@ struct Fields {
 
 impl Fields {
     fn new(opts: &ReadOptions) -> Result<Fields, ImportError> {
-        let known: Vec<&str> = DEFAULTS.iter().map(|d| d.0).collect();
-        if let Some(k) = opts.fields.keys().find(|k| !known.contains(&k.as_str())) {
-            return Err(ImportError::Input(format!(
-                "jsonl: --field {k}=…: unknown; the fields are {}",
-                known.join(", ")
-            )));
-        }
         let names = DEFAULTS
             .iter()
             .map(|(k, d)| {
@@ -149,7 +183,7 @@ fn lookup<'v>(v: &'v Value, name: &str) -> Option<&'v Value> {
 }
 
 /// Where a line is, and the file's stem (the model's name when nothing else names it).
-struct Line<'a> {
+struct Place<'a> {
     file: usize,
     line: u64,
     stem: &'a str,
@@ -163,11 +197,10 @@ struct Tally {
     samples: u64,
     verdicts: u64,
     models: BTreeSet<String>,
-    left_out: BTreeMap<String, u64>,
 }
 
 impl Tally {
-    fn summary(self, fields: &Fields, opts: &ReadOptions) -> SourceSummary {
+    fn summary(self, fields: &Fields) -> SourceSummary {
         let layout = match (self.single > 0, self.lists > 0) {
             (true, false) => "generic JSONL, one sample per line",
             (false, true) => "generic JSONL, one problem per line (parallel lists)",
@@ -182,15 +215,8 @@ impl Tally {
                 self.verdicts, self.samples
             )
         };
-        let mut notes = Vec::new();
-        if let Some(m) = &opts.model {
-            for (other, n) in &self.left_out {
-                notes.push(format!("model {other}: {n} lines left out (--model {m})"));
-            }
-        }
         SourceSummary {
             layout: layout.into(),
-            task: None,
             models: self
                 .models
                 .into_iter()
@@ -198,7 +224,8 @@ impl Tally {
                 .collect(),
             aggregates: Vec::new(),
             verdicts,
-            notes,
+            ks: Vec::new(),
+            notes: Vec::new(),
         }
     }
 }
@@ -207,20 +234,21 @@ impl Tally {
 struct Parsed {
     problem_id: String,
     model: String,
+    dataset: String,
     question: Option<String>,
     gold: Option<String>,
     subset: Option<String>,
 }
 
 /// Reads lines into samples, counting what it saw.
-struct Reader<'a> {
+struct Lines<'a> {
     fields: &'a Fields,
     opts: &'a ReadOptions,
     tally: Tally,
 }
 
-impl Reader<'_> {
-    fn line(&mut self, sink: &mut dyn Sink, ctx: &Line, v: &Value) -> Result<(), ImportError> {
+impl Lines<'_> {
+    fn line(&mut self, sink: &mut dyn Sink, ctx: &Place, v: &Value) -> Result<(), ImportError> {
         let (fields, opts) = (self.fields, self.opts);
         let at = At::Line(ctx.line);
         if !v.is_object() {
@@ -242,14 +270,11 @@ impl Reader<'_> {
             Some(m) => m,
             None => opts.model.clone().unwrap_or_else(|| ctx.stem.to_string()),
         };
-        if opts.model.as_ref().is_some_and(|want| *want != model) {
-            *self.tally.left_out.entry(model).or_default() += 1;
-            return Ok(());
-        }
         let text = |key: &str| fields.get(v, key).and_then(json_text);
         let parsed = Parsed {
             problem_id,
             model,
+            dataset: text("dataset").unwrap_or_default(),
             question: text("question"),
             gold: text("gold"),
             subset: text("subset"),
@@ -277,25 +302,20 @@ impl Reader<'_> {
     fn one_sample(
         &mut self,
         sink: &mut dyn Sink,
-        ctx: &Line,
+        ctx: &Place,
         v: &Value,
         p: Parsed,
         response: String,
     ) -> Result<(), ImportError> {
         let fields = self.fields;
         let at = At::Line(ctx.line);
-        let verdict = match fields.get(v, "verdict") {
+        let verdict = match fields.get(v, "verdict").map(verdict) {
             None => None,
-            Some(x) => match json_verdict(x) {
-                Some(b) => Some(b),
-                None => {
-                    let m = format!(
-                        "field `{}` is not a verdict (true/false or 1/0): {x}",
-                        fields.name("verdict")
-                    );
-                    return sink.bad(ctx.file, at, m);
-                }
-            },
+            Some(Ok(b)) => b,
+            Some(Err(why)) => {
+                let m = format!("field `{}`: {why}", fields.name("verdict"));
+                return sink.bad(ctx.file, at, m);
+            }
         };
         let repeat = match fields.get(v, "repeat") {
             None => None,
@@ -316,17 +336,18 @@ impl Reader<'_> {
         self.tally.models.insert(p.model.clone());
         sink.sample(SourceSample {
             model: p.model,
+            dataset: p.dataset,
             problem_id: p.problem_id,
             question: p.question,
             gold: p.gold,
             subset: p.subset,
             repeat,
-            response,
+            response: Some(response),
             extracted: fields.get(v, "extracted").and_then(json_text),
             verdict,
-            finish_reason: None,
             file: ctx.file,
             at,
+            ..SourceSample::default()
         })
     }
 
@@ -335,7 +356,7 @@ impl Reader<'_> {
     fn problem_line(
         &mut self,
         sink: &mut dyn Sink,
-        ctx: &Line,
+        ctx: &Place,
         v: &Value,
         p: Parsed,
         responses: &[Value],
@@ -353,19 +374,12 @@ impl Reader<'_> {
                 }
             }
         }
-        let verdicts = match parallel(
-            fields,
-            v,
-            "verdict",
-            texts.len(),
-            response_name,
-            json_verdict,
-        ) {
+        let verdicts = match parallel(fields, v, "verdict", texts.len(), response_name, verdict) {
             Ok(list) => list,
             Err(m) => return sink.bad(ctx.file, at, m),
         };
         let extracted = match parallel(fields, v, "extracted", texts.len(), response_name, |x| {
-            Some(json_text(x))
+            Ok(json_text(x))
         }) {
             Ok(list) => list,
             Err(m) => return sink.bad(ctx.file, at, m),
@@ -378,19 +392,18 @@ impl Reader<'_> {
             self.tally.verdicts += verdict.is_some() as u64;
             sink.sample(SourceSample {
                 model: p.model.clone(),
+                dataset: p.dataset.clone(),
                 problem_id: p.problem_id.clone(),
                 question: p.question.clone(),
                 gold: p.gold.clone(),
                 subset: p.subset.clone(),
                 repeat: u32::try_from(i).ok(),
-                response,
-                extracted: extracted
-                    .as_ref()
-                    .and_then(|l| l.get(i).cloned().flatten().flatten()),
+                response: Some(response),
+                extracted: extracted.as_ref().and_then(|l| l.get(i).cloned().flatten()),
                 verdict,
-                finish_reason: None,
                 file: ctx.file,
                 at: at.clone(),
+                ..SourceSample::default()
             })?;
         }
         Ok(())
@@ -420,7 +433,7 @@ fn parallel<T>(
     key: &str,
     n: usize,
     response_name: &str,
-    each: impl Fn(&Value) -> Option<T>,
+    each: impl Fn(&Value) -> Result<Option<T>, String>,
 ) -> Result<Option<Vec<Option<T>>>, String> {
     let name = fields.name(key);
     let Some(x) = fields.get(v, key) else {
@@ -439,17 +452,9 @@ fn parallel<T>(
     }
     let mut out = Vec::with_capacity(n);
     for (i, e) in list.iter().enumerate() {
-        if e.is_null() {
-            out.push(None);
-            continue;
-        }
         match each(e) {
-            Some(t) => out.push(Some(t)),
-            None => {
-                return Err(format!(
-                    "`{name}[{i}]` is not a verdict (true/false or 1/0): {e}"
-                ))
-            }
+            Ok(t) => out.push(t),
+            Err(why) => return Err(format!("`{name}[{i}]`: {why}")),
         }
     }
     Ok(Some(out))
@@ -458,7 +463,6 @@ fn parallel<T>(
 #[cfg(test)]
 mod tests {
     use super::super::testing::{fixture, read_into, Collect};
-    use super::super::Format;
     use super::*;
 
     /// Per problem (samples, correct) from expected.json, computed there from the raw fields.
@@ -482,7 +486,7 @@ mod tests {
         opts: &ReadOptions,
         skip_bad: bool,
     ) -> (Collect, Result<SourceSummary, ImportError>) {
-        read_into(Format::Jsonl, paths, opts, skip_bad)
+        read_into("jsonl", paths, opts, skip_bad)
     }
 
     fn by_problem(sink: &Collect) -> BTreeMap<String, (u32, u32)> {
@@ -603,22 +607,42 @@ mod tests {
     }
 
     #[test]
-    fn unknown_field_keys_and_models_left_out_are_said() {
+    fn unknown_field_keys_are_refused_and_a_dataset_field_names_the_run() {
         let mut opts = ReadOptions::default();
         opts.fields.insert("answer".into(), "x".into());
         let (_, out) = run(&[fixture("jsonl/list-per-problem.jsonl")], &opts, false);
-        assert!(matches!(out, Err(ImportError::Input(m)) if m.contains("--field answer")));
-        let opts = ReadOptions {
-            model: Some("other".into()),
-            ..ReadOptions::default()
-        };
-        let (sink, out) = run(&[fixture("jsonl/list-per-problem.jsonl")], &opts, false);
-        assert!(sink.samples.is_empty());
-        assert!(out
-            .unwrap()
-            .notes
-            .iter()
-            .any(|n| n.contains("stub-math") && n.contains("left out")));
+        assert!(
+            matches!(&out, Err(ImportError::Input(m)) if m.contains("--field answer") && m.contains("problem_id")),
+            "{:?}",
+            out.err()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two.jsonl");
+        let lines = [
+            r#"{"problem_id": 1, "response": "a", "gold": "a", "dataset": "gsm8k"}"#,
+            r#"{"problem_id": 1, "response": "b", "gold": "b", "dataset": "math"}"#,
+        ];
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let (sink, out) = run(&[path], &ReadOptions::default(), false);
+        out.unwrap();
+        assert_eq!(sink.datasets(), ["gsm8k", "math"]);
+    }
+
+    #[test]
+    fn out_of_range_and_nan_verdicts_name_file_and_line_and_partial_credit_is_no_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.jsonl");
+        for (bad, why) in [("7.5", "7.5 is not a verdict"), ("NaN", "NaN")] {
+            let lines = [
+                r#"{"problem_id": "p", "response": "x", "correct": 0.5}"#.to_string(),
+                format!(r#"{{"problem_id": "p", "response": "y", "correct": {bad}}}"#),
+            ];
+            std::fs::write(&path, lines.join("\n")).unwrap();
+            let (sink, out) = run(std::slice::from_ref(&path), &ReadOptions::default(), false);
+            let e = out.unwrap_err().to_string();
+            assert!(e.contains("v.jsonl:2") && e.contains(why), "{e}");
+            assert_eq!(sink.samples[0].verdict, None);
+        }
     }
 
     #[test]

@@ -7,12 +7,14 @@
 //! `math_pass@1:K_samples`) gives its correct count c, from which the stored aggregates are
 //! recomputed exactly; others are checked as the mean of their per-document values.
 
-use super::stream::small_json;
-use super::{
-    file_name, files_under, json_text, mean_over_problems, At, ImportError, PaperMetric,
-    ReadOptions, Sink, SourceSample, SourceSettings, SourceSummary,
+use super::files::{file_name, files_under, json_text};
+use super::metric::{mean_over_problems, PaperMetric};
+use super::source::{
+    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
+    Stored,
 };
-use crate::rundir::provenance::AggregateCheck;
+use super::stream::small_json;
+use crate::rundir::provenance::SourceSettings;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use parquet::schema::types::{Type, TypePtr};
@@ -29,8 +31,31 @@ static DETAILS: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the details file name pattern is valid")
 });
 
+/// lighteval details.
+pub struct Lighteval;
+
+impl Reader for Lighteval {
+    fn name(&self) -> &'static str {
+        "lighteval"
+    }
+    fn about(&self) -> &'static str {
+        "lighteval --save-details: details/<model>/<time>/details_<task>_<time>.parquet with results/"
+    }
+    fn claims(&self, path: &Path) -> bool {
+        claims(path)
+    }
+    fn read(
+        &self,
+        paths: &[PathBuf],
+        _opts: &ReadOptions,
+        sink: &mut dyn Sink,
+    ) -> Result<SourceSummary, ImportError> {
+        read(paths, sink)
+    }
+}
+
 /// Whether lighteval wrote `path`: a details file name and Parquet's magic bytes.
-pub fn claims(path: &Path) -> bool {
+fn claims(path: &Path) -> bool {
     if !DETAILS.is_match(&file_name(path)) {
         return false;
     }
@@ -100,64 +125,35 @@ fn bare_task(task: &str) -> &str {
     }
 }
 
-/// Streams the files under `paths` into `sink`.
-pub fn read(
-    paths: &[PathBuf],
-    opts: &ReadOptions,
-    sink: &mut dyn Sink,
-) -> Result<SourceSummary, ImportError> {
+/// Streams the files under `paths` into `sink`, each task a dataset of its own.
+fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportError> {
     let mut summary = SourceSummary::default();
     let found: Vec<Details> = files_under(paths, |p| DETAILS.is_match(&file_name(p)))?
         .into_iter()
         .filter_map(details)
         .collect();
-    let mut wanted = Vec::new();
-    for d in found {
-        let results = d.results.as_deref().map(small_json).transpose()?;
-        let model = model_name(&d, results.as_ref());
-        let task_ok = opts
-            .task
-            .as_deref()
-            .is_none_or(|t| t == d.task || t == bare_task(&d.task));
-        if task_ok && opts.model.as_deref().is_none_or(|m| m == model) {
-            wanted.push((d, model, results));
-        } else {
-            summary.notes.push(format!(
-                "left out: {} (not the task or model asked for)",
-                d.path.display()
-            ));
-        }
-    }
-    if wanted.is_empty() {
+    if found.is_empty() {
         return Err(ImportError::Input(format!(
-            "no lighteval details_<task>_<time>.parquet{} under {}",
-            if opts.task.is_some() || opts.model.is_some() {
-                " matching --task/--model"
-            } else {
-                ""
-            },
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
+            "no lighteval details_<task>_<time>.parquet under {}",
+            (paths.iter().map(|p| p.display().to_string()))
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
     }
-    let tasks: BTreeSet<&str> = wanted.iter().map(|w| w.0.task.as_str()).collect();
-    let qualify = tasks.len() > 1;
-    if !qualify {
-        summary.task = tasks.first().map(|t| bare_task(t).to_string());
-    }
     let mut layouts = BTreeSet::new();
-    for (d, model, results) in &wanted {
-        let file = sink.open(&d.path)?;
+    for d in &found {
+        let results = d.results.as_deref().map(small_json).transpose()?;
+        let model = model_name(d, results.as_ref());
+        if !sink.wants(&d.path, Some(&model), Some(bare_task(&d.task))) {
+            continue;
+        }
+        let file = sink.open(&d.path, Role::Samples)?;
         if let Some(r) = &d.results {
-            sink.open(r)?;
+            sink.open(r, Role::Side)?;
         }
         let mut read = Read1 {
             d,
-            model,
-            qualify,
+            model: &model,
             file,
             docs: Vec::new(),
             num_samples: BTreeSet::new(),
@@ -174,14 +170,13 @@ pub fn read(
         layouts.extend(read.layout);
         let settings = settings(results.as_ref(), &read.num_samples, &mut summary);
         summary.models.entry(model.clone()).or_insert(settings);
-        if let Some(r) = results {
-            aggregates(d, model, r, &read.docs, &mut summary);
-        } else {
-            summary.notes.push(format!(
+        match &results {
+            Some(r) => aggregates(d, &model, r, &read.docs, &mut summary),
+            None => summary.notes.push(format!(
                 "{}: no results_{}.json beside it: no stored aggregate to check",
                 d.path.display(),
                 d.date
-            ));
+            )),
         }
     }
     summary.layout = layouts.into_iter().collect::<Vec<_>>().join("; ");
@@ -210,7 +205,6 @@ struct Doc {
 struct Read1<'a> {
     d: &'a Details,
     model: &'a str,
-    qualify: bool,
     file: usize,
     docs: Vec<Doc>,
     num_samples: BTreeSet<u64>,
@@ -277,11 +271,7 @@ impl Read1<'_> {
             Err(m) => return sink.bad(self.file, At::Row(at), m),
         };
         self.num_samples.extend(r.num_samples);
-        let problem_id = if self.qualify {
-            format!("{}/{}", bare_task(&self.d.task), r.id)
-        } else {
-            r.id
-        };
+        let problem_id = r.id;
         self.docs.push(Doc {
             n: r.texts.len() as u64,
             metrics: r.metrics,
@@ -289,12 +279,12 @@ impl Read1<'_> {
         for (i, text) in r.texts.into_iter().enumerate() {
             sink.sample(SourceSample {
                 model: self.model.to_string(),
+                dataset: bare_task(&self.d.task).to_string(),
                 problem_id: problem_id.clone(),
                 question: r.question.clone(),
                 gold: r.gold.clone(),
-                subset: self.qualify.then(|| bare_task(&self.d.task).to_string()),
                 repeat: u32::try_from(i).ok(),
-                response: text,
+                response: Some(text),
                 file: self.file,
                 at: At::Row(at),
                 ..SourceSample::default()
@@ -519,51 +509,11 @@ fn settings(
     }
 }
 
-/// K of a metric that is the mean correctness of a document's K samples (`pass@k:k=1&n=6`,
-/// `math_pass@1:4_samples`); its value × K is c.
-fn mean_over_samples(name: &str) -> Option<u64> {
-    static PASS1: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:pass@k:k=1&n=(\d+)|.*pass@1:(\d+)_samples)$")
-            .expect("the pass@1 pattern is valid")
-    });
-    let c = PASS1.captures(name)?;
-    c.get(1).or(c.get(2))?.as_str().parse().ok()
-}
-
-/// A lighteval metric name as a paper metric: `pass@k:k=4&n=16`, `math_g-pass@4_0.5`,
-/// `G-Pass@16_0.5`, `mmath_g-pass@4` / `mG-Pass@16` (mG-Pass is named with a leading `m`).
-fn paper_metric(name: &str) -> Option<PaperMetric> {
-    static GPASS: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(.*)g-pass@(\d+)(?:_(\d+(?:\.\d+)?))?$")
-            .expect("the g-pass pattern is valid")
-    });
-    static PASSK: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^pass@k:k=(\d+)(?:&n=\d+)?$").expect("the pass@k pattern is valid")
-    });
-    if let Some(c) = PASSK.captures(name) {
-        return c[1]
-            .parse()
-            .ok()
-            .filter(|&k| k > 0)
-            .map(PaperMetric::PassAtK);
-    }
-    if mean_over_samples(name).is_some() {
-        return Some(PaperMetric::PassAtK(1));
-    }
-    let c = GPASS.captures(name)?;
-    let spelled = match c.get(3) {
-        Some(t) => format!("G-Pass@{}_{}", &c[2], t.as_str()),
-        None if c[1].starts_with(['m', 'M']) => format!("mG-Pass@{}", &c[2]),
-        None => return None,
-    };
-    PaperMetric::of(spelled.parse().ok()?)
-}
-
 /// Each document's c, when one metric is a mean over exactly its K samples for every document.
 fn correct_counts(docs: &[Doc]) -> Option<(String, Vec<(u64, u64)>)> {
     let names: BTreeSet<&String> = docs.iter().flat_map(|d| d.metrics.keys()).collect();
     names.into_iter().find_map(|name| {
-        let k = mean_over_samples(name)?;
+        let k = PaperMetric::samples_in_mean(name)?;
         let counts: Option<Vec<(u64, u64)>> = docs
             .iter()
             .map(|d| {
@@ -602,12 +552,15 @@ fn aggregates(
             continue;
         };
         let (recomputed, basis) = recompute(name, docs, counts.as_ref());
-        summary.aggregates.push(AggregateCheck {
+        summary.aggregates.push(Stored {
             model: model.to_string(),
+            dataset: bare_task(&d.task).to_string(),
             name: format!("{}: {name}", d.task),
-            source: value,
-            recomputed,
-            basis,
+            value,
+            recompute: Recompute::Done {
+                value: recomputed,
+                basis,
+            },
         });
     }
 }
@@ -617,8 +570,12 @@ fn recompute(
     docs: &[Doc],
     counts: Option<&(String, Vec<(u64, u64)>)>,
 ) -> (Option<f64>, String) {
-    if let (Some(metric), Some((from, c))) = (paper_metric(name), counts) {
-        return match mean_over_problems(c, &metric) {
+    if let (Some(metric), Some((from, c))) = (PaperMetric::parse(name), counts) {
+        // A document's c of n, as verdicts (their order does not matter to these metrics).
+        let docs: Vec<Vec<bool>> = (c.iter())
+            .map(|&(n, c)| (0..n).map(|i| i < c).collect())
+            .collect();
+        return match mean_over_problems(&docs, &metric) {
             Ok(v) => (
                 Some(v),
                 format!(
@@ -650,8 +607,7 @@ fn recompute(
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{self, fixture, read_into, Collect};
-    use super::super::Format;
+    use super::super::testing::{self, checks, fixture, read_into, Collect};
     use super::*;
     use std::collections::BTreeMap;
 
@@ -660,7 +616,7 @@ mod tests {
     }
 
     fn run(paths: &[PathBuf], skip_bad: bool) -> (Collect, Result<SourceSummary, ImportError>) {
-        read_into(Format::Lighteval, paths, &ReadOptions::default(), skip_bad)
+        read_into("lighteval", paths, &ReadOptions::default(), skip_bad)
     }
 
     /// Per problem: (samples, None): lighteval has no per-sample verdict.
@@ -682,13 +638,19 @@ mod tests {
             .collect()
     }
 
-    fn check_aggregates(summary: &SourceSummary, stored: &Map<String, Value>, task: &str) {
+    fn check_aggregates(
+        sink: &Collect,
+        summary: &SourceSummary,
+        stored: &Map<String, Value>,
+        task: &str,
+    ) {
         let want: Vec<&String> = stored.keys().filter(|k| !k.ends_with("_stderr")).collect();
-        assert_eq!(summary.aggregates.len(), want.len());
-        for a in &summary.aggregates {
-            let name = a.name.strip_prefix(&format!("{task}: ")).unwrap();
-            assert_eq!(a.source, stored[name].as_f64().unwrap());
-            assert_eq!(a.matches(), Some(true), "{a:?}");
+        let done = checks(sink, summary);
+        assert_eq!(done.len(), want.len());
+        for a in &done {
+            let name = a.0.strip_prefix(&format!("{task}: ")).unwrap();
+            assert_eq!(a.1, stored[name].as_f64().unwrap());
+            assert!(a.3, "{a:?}");
         }
     }
 
@@ -712,7 +674,7 @@ mod tests {
         );
         assert_eq!(sink.samples[0].gold.as_deref(), Some("7"));
         let stored = e["aggregates"]["gpk_arith|0"].as_object().unwrap();
-        check_aggregates(&summary, stored, "gpk_arith|0");
+        check_aggregates(&sink, &summary, stored, "gpk_arith|0");
         // G-Pass@4_0.5 from expected.json's c per document, by the definition.
         let tau = "0.5".parse().unwrap();
         let mut sum = 0.0;
@@ -725,14 +687,17 @@ mod tests {
             .iter()
             .find(|a| a.name.ends_with("math_g-pass@4_0.5"))
             .unwrap();
-        assert!((a.recomputed.unwrap() - sum / 8.0).abs() < 1e-12);
-        assert!(a.basis.contains("pass@k:k=1&n=6"), "{}", a.basis);
+        let Recompute::Done { value, basis } = &a.recompute else {
+            panic!("{a:?}")
+        };
+        assert!((value.unwrap() - sum / 8.0).abs() < 1e-12);
+        assert!(basis.contains("pass@k:k=1&n=6"), "{basis}");
         let s = &summary.models["stub-math"];
         assert_eq!(
             (s.temperature, s.nominal_n, s.max_tokens),
             (Some(0.0), Some(6), None)
         );
-        assert_eq!(summary.task.as_deref(), Some("gpk_arith"));
+        assert_eq!(sink.datasets(), ["gpk_arith"]);
         assert!(summary.verdicts.starts_with("none per sample"));
     }
 
@@ -749,7 +714,7 @@ mod tests {
                 .to_string())
         );
         let stored = e["aggregates"]["custom|gpk_arith|0"].as_object().unwrap();
-        check_aggregates(&summary, stored, "custom|gpk_arith|0");
+        check_aggregates(&sink, &summary, stored, "custom|gpk_arith|0");
         assert!(summary.layout.contains("0.10"));
         assert_eq!(
             summary.models["stub-org/stub-math"],
@@ -820,24 +785,5 @@ mod tests {
         );
         assert!(d.results.is_some());
         assert_eq!(bare_task("custom|gpk_arith|0"), "gpk_arith");
-        assert_eq!(mean_over_samples("pass@k:k=1&n=6"), Some(6));
-        assert_eq!(mean_over_samples("math_pass@1:4_samples"), Some(4));
-        assert!(matches!(
-            paper_metric("mmath_g-pass@4"),
-            Some(PaperMetric::MGPassAtK(4))
-        ));
-        assert!(matches!(
-            paper_metric("mG-Pass@16"),
-            Some(PaperMetric::MGPassAtK(16))
-        ));
-        assert!(matches!(
-            paper_metric("math_g-pass@4_0.5"),
-            Some(PaperMetric::GPassAtK(4, _))
-        ));
-        assert!(matches!(
-            paper_metric("pass@k:k=4&n=16"),
-            Some(PaperMetric::PassAtK(4))
-        ));
-        assert!(paper_metric("maj@4").is_none());
     }
 }

@@ -10,31 +10,58 @@
 //! fields of `doc`; `--field verdict=<metric>,<filter>` picks the filter whose metric is the
 //! verdict (by default the first `take_first` filter).
 
+use super::files::{distinct_files, file_name, files_under, json_text, verdict};
+use super::source::{
+    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
+    Stored,
+};
+use super::stream::TextLines;
 use super::stream::{
     first_line, json_entries, json_lines, lenient_json, peek_top, small_json, Top,
 };
-use super::{
-    distinct_files, file_name, files_under, json_text, json_verdict, AggregateCheck, At,
-    ImportError, ReadOptions, Sink, SourceSample, SourceSettings, SourceSummary,
-};
-use crate::util::{Lines, MAX_LINE};
+use crate::rundir::provenance::SourceSettings;
 use regex::Regex;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
+/// lm-eval (EleutherAI lm-evaluation-harness) `--log_samples` output.
+pub struct LmEval;
+
+impl Reader for LmEval {
+    fn name(&self) -> &'static str {
+        "lm-eval"
+    }
+    fn about(&self) -> &'static str {
+        "lm-evaluation-harness --log_samples: samples_<task>_<time>.jsonl beside its results JSON"
+    }
+    fn claims(&self, path: &Path) -> bool {
+        claims(path)
+    }
+    fn fields(&self) -> &'static [&'static str] {
+        &["problem_id", "question", "verdict"]
+    }
+    fn read(
+        &self,
+        paths: &[PathBuf],
+        opts: &ReadOptions,
+        sink: &mut dyn Sink,
+    ) -> Result<SourceSummary, ImportError> {
+        read(paths, opts, sink)
+    }
+}
+
 /// `samples_<task>_<date_id>.jsonl`; the task may hold `_`, the date id never does.
 static SAMPLES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^samples_(.+)_(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+)\.jsonl$")
         .expect("static regex")
 });
-static RESULTS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^results_(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+)\.json$").expect("static regex")
+/// `<anything>_<date_id>.json`: `results_<date_id>.json`, or `<stem>_<date_id>.json` when
+/// `--output_path` named a `.json` file.
+static DATED_JSON: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(.+)_(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+)\.json$").expect("static regex")
 });
-
-/// The `--field` keys this reader takes.
-const FIELDS: [&str; 3] = ["problem_id", "question", "verdict"];
 
 /// A record's own keys; any other number on a record is a metric.
 const RECORD_KEYS: [&str; 11] = [
@@ -53,7 +80,7 @@ const RECORD_KEYS: [&str; 11] = [
 
 /// Whether `path` is an lm-eval samples file: `samples_<task>_<time>.jsonl` whose first line is a
 /// record, or a `.jsonl` holding one JSON array of records (0.4.0–0.4.2).
-pub fn claims(path: &Path) -> bool {
+fn claims(path: &Path) -> bool {
     let name = file_name(path);
     if SAMPLES.is_match(&name) {
         return first_line(path).is_some_and(|v| is_record(&v));
@@ -69,29 +96,23 @@ fn is_record(v: &Value) -> bool {
         && v.get("filtered_resps").is_some()
 }
 
-/// The first entry of a file holding one JSON array, read without the rest.
-fn first_entry(path: &Path) -> Option<Value> {
-    let mut first = None;
-    // Stopping after one entry ends json_entries with an error, which is the point.
-    let _ = json_entries(path, |_, v| {
-        first = Some(v);
-        Err(ImportError::Input(String::new()))
-    });
-    first
+/// Whether a JSON value is an lm-eval results file: `results` and `configs` objects.
+fn is_results(v: &Value) -> bool {
+    v.get("results").is_some_and(Value::is_object) && v.get("configs").is_some_and(Value::is_object)
 }
 
-/// Streams the lm-eval samples files under `paths` (and their results files) into `sink`.
-pub fn read(
+/// The first entry of a file holding one JSON array, read without the rest.
+fn first_entry(path: &Path) -> Option<Value> {
+    super::stream::first_entry(path).map(|(_, v)| v)
+}
+
+/// Streams the lm-eval samples files under `paths` (and their results files) into `sink`: one
+/// dataset per task, or one for `--task GROUP` with its tasks as subsets.
+fn read(
     paths: &[PathBuf],
     opts: &ReadOptions,
     sink: &mut dyn Sink,
 ) -> Result<SourceSummary, ImportError> {
-    if let Some(k) = opts.fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(ImportError::Input(format!(
-            "lm-eval: --field {k}=…: lm-eval takes --field {}",
-            FIELDS.join(", ")
-        )));
-    }
     let mut cache = Results::default();
     let files = discover(paths, &mut cache)?;
     if files.is_empty() {
@@ -100,20 +121,32 @@ pub fn read(
             paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         )));
     }
-    let (chosen, qualify) = choose_tasks(&files, opts, &mut cache)?;
-    let mut out = SourceSummary {
-        task: opts
-            .task
-            .clone()
-            .or_else(|| chosen.first().map(|f| f.task.clone())),
-        ..SourceSummary::default()
-    };
-    let plans = plan(chosen, opts, &mut cache, &mut out.notes)?;
+    let group = group_of(&files, opts, &mut cache);
+    let mut out = SourceSummary::default();
     let mut layouts = BTreeSet::new();
     let mut verdicts = Vec::new();
-    for (tf, info) in plans {
-        let mut r = TaskRead::new(sink, tf, info, opts, qualify)?;
+    let twice = tasks_read_twice(&files, &mut cache)?;
+    for tf in &files {
+        let res = match &tf.results {
+            Some(p) => Some(cache.get(p)?),
+            None => None,
+        };
+        let info = TaskInfo::new(res, tf);
+        let dataset = match &group {
+            Some((g, members)) if members.contains(&tf.task) => g.clone(),
+            _ => tf.task.clone(),
+        };
+        if !sink.wants(&tf.path, Some(&info.model), Some(&dataset)) {
+            continue;
+        }
+        let ctx = Ctx {
+            dataset,
+            qualify: group.as_ref().is_some_and(|(_, m)| m.contains(&tf.task)),
+            twice: twice.contains(&(tf.task.clone(), info.model.clone())),
+        };
+        let mut r = TaskRead::new(sink, tf, info, opts, ctx)?;
         r.read(sink)?;
+        r.check_verdict_filter()?;
         layouts.insert(r.layout());
         verdicts.push(r.verdict_sentence());
         r.finish(&mut out);
@@ -121,6 +154,17 @@ pub fn read(
     out.layout = layouts.into_iter().collect::<Vec<_>>().join("; ");
     out.verdicts = verdicts.join("; ");
     Ok(out)
+}
+
+/// What a samples file's samples are, besides its task.
+struct Ctx {
+    /// The run they go to: the task, or the group `--task` named.
+    dataset: String,
+    /// Problem ids are `<task>/<doc_id>` (the tasks of a group share a run).
+    qualify: bool,
+    /// Another samples file holds the same task of the same model (seeds, re-runs): its
+    /// aggregates are named after their file.
+    twice: bool,
 }
 
 /// One samples file to read.
@@ -144,26 +188,31 @@ impl Results {
         }
         Ok(&self.0[path])
     }
+
+    /// Whether `path` parses as a results file (unreadable files are not).
+    fn is_results(&mut self, path: &Path) -> bool {
+        self.get(path).is_ok_and(is_results)
+    }
 }
 
 /// The samples files under `paths`; a results file given alone stands for its samples files.
 fn discover(paths: &[PathBuf], cache: &mut Results) -> Result<Vec<TaskFile>, ImportError> {
     let found = files_under(paths, |p| {
         let n = file_name(p);
-        n.ends_with(".jsonl") || n == "results.json" || RESULTS.is_match(&n)
+        n.ends_with(".jsonl") || n.ends_with(".json")
     })?;
     let mut samples = Vec::new();
     for f in found {
         let name = file_name(&f);
-        if let Some(c) = RESULTS.captures(&name) {
-            let time = c[1].to_string();
+        if name.ends_with(".jsonl") {
+            samples.push(f);
+        } else if let Some(c) = DATED_JSON.captures(&name).filter(|_| cache.is_results(&f)) {
+            let time = c[2].to_string();
             samples.extend(siblings(&f, |n| {
                 SAMPLES.captures(n).is_some_and(|s| s[2] == time)
             }));
         } else if name == "results.json" {
             samples.extend(siblings(&f, |n| n.ends_with(".jsonl")));
-        } else if name.ends_with(".jsonl") {
-            samples.push(f);
         }
     }
     samples.sort();
@@ -171,11 +220,12 @@ fn discover(paths: &[PathBuf], cache: &mut Results) -> Result<Vec<TaskFile>, Imp
     for path in distinct_files(samples) {
         let name = file_name(&path);
         if let Some(c) = SAMPLES.captures(&name) {
-            let results = path.with_file_name(format!("results_{}.json", &c[2]));
+            let (task, time) = (c[1].to_string(), c[2].to_string());
+            let results = results_beside(&path, &task, &time, cache);
             out.push(TaskFile {
-                task: c[1].to_string(),
+                task,
                 old: false,
-                results: results.is_file().then_some(results),
+                results,
                 path,
             });
         } else if peek_top(&path)? == Top::Array
@@ -187,7 +237,32 @@ fn discover(paths: &[PathBuf], cache: &mut Results) -> Result<Vec<TaskFile>, Imp
     Ok(out)
 }
 
-/// Files beside `path` whose names `wanted` accepts.
+/// The results file of a samples file, found by content: a JSON beside it with `results` and
+/// `configs`, named `<anything>_<the samples' time>.json` (lm-eval names it `results_<time>`,
+/// or `<stem>_<time>` when `--output_path` names a `.json` file), else the only one there whose
+/// `configs` hold the task.
+fn results_beside(path: &Path, task: &str, time: &str, cache: &mut Results) -> Option<PathBuf> {
+    let dated = siblings(path, |n| {
+        DATED_JSON.captures(n).is_some_and(|c| &c[2] == time)
+    });
+    if let Some(r) = dated.into_iter().find(|r| cache.is_results(r)) {
+        return Some(r);
+    }
+    let holding: Vec<PathBuf> = siblings(path, |n| n.ends_with(".json"))
+        .into_iter()
+        .filter(|r| {
+            cache
+                .get(r)
+                .is_ok_and(|v| is_results(v) && v["configs"].get(task).is_some())
+        })
+        .collect();
+    match holding.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
+/// Files beside `path` whose names `wanted` accepts, in name order.
 fn siblings(path: &Path, wanted: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -196,9 +271,12 @@ fn siblings(path: &Path, wanted: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let Ok(dir) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    dir.filter_map(|e| e.ok().map(|e| e.path()))
+    let mut out: Vec<PathBuf> = dir
+        .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && wanted(&file_name(p)))
-        .collect()
+        .collect();
+    out.sort();
+    out
 }
 
 /// An 0.4.0–0.4.2 array: its task is the longest task of the results file beside it that ends
@@ -234,36 +312,19 @@ fn old_task_file(path: PathBuf, cache: &mut Results) -> Result<TaskFile, ImportE
     )))
 }
 
-/// The files of the task asked for (`--task`, which may name a group of `group_subtasks`), or of
-/// the one task the files hold; and whether problem ids must name their task.
-fn choose_tasks<'f>(
-    files: &'f [TaskFile],
+/// `--task GROUP`, when it names a group of `group_subtasks` rather than a task: the group and
+/// its tasks that have samples files (they become one run, the tasks its subsets).
+fn group_of(
+    files: &[TaskFile],
     opts: &ReadOptions,
     cache: &mut Results,
-) -> Result<(Vec<&'f TaskFile>, bool), ImportError> {
-    let tasks: BTreeSet<&str> = files.iter().map(|f| f.task.as_str()).collect();
-    let listed = tasks.iter().copied().collect::<Vec<_>>().join(", ");
-    let wanted: BTreeSet<String> = match &opts.task {
-        Some(t) if tasks.contains(t.as_str()) => BTreeSet::from([t.clone()]),
-        Some(t) => {
-            let members = group_members(files, cache, t);
-            if members.is_empty() {
-                return Err(ImportError::Input(format!(
-                    "lm-eval: --task {t}: no samples of that task or group (the files hold: {listed})"
-                )));
-            }
-            members
-        }
-        None if tasks.len() == 1 => tasks.iter().map(|t| t.to_string()).collect(),
-        None => {
-            return Err(ImportError::Input(format!(
-                "lm-eval: the files hold {} tasks ({listed}); choose one with --task",
-                tasks.len()
-            )))
-        }
-    };
-    let chosen: Vec<&TaskFile> = files.iter().filter(|f| wanted.contains(&f.task)).collect();
-    Ok((chosen, wanted.len() > 1))
+) -> Option<(String, BTreeSet<String>)> {
+    let t = opts.task.as_ref()?;
+    if files.iter().any(|f| f.task == *t) {
+        return None;
+    }
+    let members = group_members(files, cache, t);
+    (!members.is_empty()).then(|| (t.clone(), members))
 }
 
 /// The tasks with samples files under `group` in any results file's `group_subtasks`.
@@ -288,6 +349,28 @@ fn group_members(files: &[TaskFile], cache: &mut Results, group: &str) -> BTreeS
         }
     }
     out
+}
+
+/// The (task, model) pairs more than one samples file holds.
+fn tasks_read_twice(
+    files: &[TaskFile],
+    cache: &mut Results,
+) -> Result<HashSet<(String, String)>, ImportError> {
+    let mut seen: HashMap<(String, String), u32> = HashMap::new();
+    for tf in files {
+        let res = match &tf.results {
+            Some(p) => Some(cache.get(p)?),
+            None => None,
+        };
+        *seen
+            .entry((tf.task.clone(), model_name(res, tf)))
+            .or_default() += 1;
+    }
+    Ok(seen
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(k, _)| k)
+        .collect())
 }
 
 /// How a filter's output relates to the K repeats.
@@ -521,10 +604,17 @@ fn scalar(s: &str) -> Value {
     }
 }
 
+/// What generation kwargs say; `do_sample: false` is greedy decoding, whatever temperature
+/// they name, and is recorded as temperature 0.
 fn from_kwargs(gk: &Map<String, Value>) -> SourceSettings {
     let num = |k: &str| gk.get(k).and_then(Value::as_f64);
+    let greedy = gk.get("do_sample").and_then(Value::as_bool) == Some(false);
     SourceSettings {
-        temperature: num("temperature"),
+        temperature: if greedy {
+            Some(0.0)
+        } else {
+            num("temperature")
+        },
         top_p: num("top_p"),
         max_tokens: ["max_gen_toks", "max_tokens", "max_new_tokens"]
             .iter()
@@ -535,58 +625,11 @@ fn from_kwargs(gk: &Map<String, Value>) -> SourceSettings {
     }
 }
 
-/// The chosen files with what their results say, `--model` applied; one run per (model, task).
-fn plan<'f>(
-    chosen: Vec<&'f TaskFile>,
-    opts: &ReadOptions,
-    cache: &mut Results,
-    notes: &mut Vec<String>,
-) -> Result<Vec<(&'f TaskFile, TaskInfo)>, ImportError> {
-    let mut out: Vec<(&TaskFile, TaskInfo)> = Vec::new();
-    let mut models = BTreeSet::new();
-    for tf in chosen {
-        let res = match &tf.results {
-            Some(p) => Some(cache.get(p)?),
-            None => None,
-        };
-        let info = TaskInfo::new(res, tf);
-        models.insert(info.model.clone());
-        if let Some(want) = opts.model.as_ref().filter(|w| **w != info.model) {
-            notes.push(format!(
-                "{}: model {} left out (--model {want})",
-                tf.path.display(),
-                info.model
-            ));
-            continue;
-        }
-        if let Some((other, _)) = out
-            .iter()
-            .find(|(o, i)| o.task == tf.task && i.model == info.model)
-        {
-            return Err(ImportError::Input(format!(
-                "lm-eval: task {} of model {} is in two runs ({} and {}); give the files of one",
-                tf.task,
-                info.model,
-                other.path.display(),
-                tf.path.display()
-            )));
-        }
-        out.push((tf, info));
-    }
-    if out.is_empty() {
-        return Err(ImportError::Input(format!(
-            "lm-eval: --model {}: not among the models of the files ({})",
-            opts.model.as_deref().unwrap_or_default(),
-            models.into_iter().collect::<Vec<_>>().join(", ")
-        )));
-    }
-    Ok(out)
-}
-
-/// Which filter's records give the samples, and whose metric is the verdict.
+/// Which filter's records give the samples, and whose metric is the verdict (the filter's first
+/// when `--field verdict` names none).
 struct Choice {
     emit: usize,
-    verdict: Option<(usize, String)>,
+    verdict: Option<(usize, Option<String>)>,
 }
 
 /// One samples file being read.
@@ -595,8 +638,7 @@ struct TaskRead<'a> {
     info: TaskInfo,
     opts: &'a ReadOptions,
     file: usize,
-    /// Problem ids are `<task>/<doc_id>` when several tasks are read together.
-    qualify: bool,
+    ctx: Ctx,
     /// Records per filter when filters are told apart by position (then the document count).
     block: Option<u64>,
     records: u64,
@@ -617,18 +659,18 @@ impl<'a> TaskRead<'a> {
         tf: &'a TaskFile,
         info: TaskInfo,
         opts: &'a ReadOptions,
-        qualify: bool,
+        ctx: Ctx,
     ) -> Result<TaskRead<'a>, ImportError> {
-        let file = sink.open(&tf.path)?;
+        let file = sink.open(&tf.path, Role::Samples)?;
         if let Some(r) = &tf.results {
-            sink.open(r)?;
+            sink.open(r, Role::Side)?;
         }
         let mut r = TaskRead {
             tf,
             info,
             opts,
             file,
-            qualify,
+            ctx,
             block: None,
             records: 0,
             choice: None,
@@ -734,38 +776,63 @@ impl<'a> TaskRead<'a> {
     }
 
     /// The filter whose records give the samples (chosen once): the verdict's filter, which is
-    /// `--field verdict` or the first `take_first` filter, else the first filter.
+    /// `--field verdict` (a filter the samples file alone names is taken too: its records may
+    /// come later) or the first `take_first` filter, else the first filter.
     fn choose(&mut self) -> Result<usize, ImportError> {
         if let Some(c) = &self.choice {
             return Ok(c.emit);
         }
-        let filters = &self.info.filters;
         let verdict = match self.opts.fields.get("verdict") {
             Some(spec) => {
                 let (metric, name) = spec
                     .split_once(',')
                     .map_or((None, spec.as_str()), |(m, f)| (Some(m), f));
-                let Some(i) = filters.iter().position(|f| f.name == name) else {
-                    return Err(ImportError::Input(format!(
-                        "lm-eval: --field verdict={spec}: task {} has no filter {name} (its filters: {})",
-                        self.tf.task,
-                        filters.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
-                    )));
+                let known = self.info.filters.iter().position(|f| f.name == name);
+                let i = match (known, self.block) {
+                    (Some(i), _) => i,
+                    (None, None) => filter_index(&mut self.info.filters, name),
+                    (None, Some(_)) => return Err(self.no_filter(spec, name)),
                 };
-                let metric = metric
-                    .map(String::from)
-                    .or_else(|| filters[i].metrics.first().cloned());
-                metric.map(|m| (i, m))
+                Some((i, metric.map(String::from)))
             }
-            None => filters
-                .iter()
-                .position(|f| f.kind == Kind::First)
-                .or((!filters.is_empty()).then_some(0))
-                .and_then(|i| filters[i].metrics.first().map(|m| (i, m.clone()))),
+            None => {
+                let filters = &self.info.filters;
+                (filters.iter().position(|f| f.kind == Kind::First))
+                    .or((!filters.is_empty()).then_some(0))
+                    .filter(|&i| !filters[i].metrics.is_empty())
+                    .map(|i| (i, None))
+            }
         };
         let emit = verdict.as_ref().map_or(0, |v| v.0);
         self.choice = Some(Choice { emit, verdict });
         Ok(emit)
+    }
+
+    fn no_filter(&self, spec: &str, name: &str) -> ImportError {
+        let names: Vec<&str> = (self.info.filters.iter())
+            .map(|f| f.name.as_str())
+            .filter(|n| *n != name)
+            .collect();
+        ImportError::Input(format!(
+            "lm-eval: --field verdict={spec}: task {} has no filter {name} ({} holds: {})",
+            self.tf.task,
+            self.tf.path.display(),
+            names.join(", ")
+        ))
+    }
+
+    /// After the read: the filter `--field verdict` named had records.
+    fn check_verdict_filter(&self) -> Result<(), ImportError> {
+        let spec = self.opts.fields.get("verdict");
+        let Some((spec, c)) = spec.zip(self.choice.as_ref()) else {
+            return Ok(());
+        };
+        let name = spec.split_once(',').map_or(spec.as_str(), |x| x.1);
+        let seen = self.seen.iter().any(|(_, f)| *f == c.emit);
+        match seen || self.records == 0 {
+            true => Ok(()),
+            false => Err(self.no_filter(spec, name)),
+        }
     }
 
     /// The document's K samples, from this one record.
@@ -814,17 +881,18 @@ impl<'a> TaskRead<'a> {
             };
             sink.sample(SourceSample {
                 model: self.info.model.clone(),
+                dataset: self.ctx.dataset.clone(),
                 problem_id: problem_id.clone(),
                 question: question.clone(),
                 gold: gold.clone(),
-                subset: self.qualify.then(|| self.tf.task.clone()),
+                subset: self.ctx.qualify.then(|| self.tf.task.clone()),
                 repeat: u32::try_from(i).ok(),
-                response: r.as_str().unwrap_or_default().to_string(),
+                response: Some(r.as_str().unwrap_or_default().to_string()),
                 extracted,
                 verdict: verdict.filter(|_| i == 0),
-                finish_reason: None,
                 file: self.file,
                 at: at.clone(),
+                ..SourceSample::default()
             })?;
         }
         self.emitted += 1;
@@ -860,8 +928,13 @@ impl<'a> TaskRead<'a> {
         if *vf != filter {
             return (None, one);
         }
+        let f = &self.info.filters[filter];
+        let Some(metric) = metric.as_ref().or(f.metrics.first()) else {
+            return (None, one);
+        };
+        // A per-document metric need not be a yes-or-no verdict (bleu, a mean): those give none.
         let value = obj.get(metric).filter(|v| !v.is_null());
-        let verdict = value.and_then(json_verdict);
+        let verdict = value.and_then(|v| verdict(v).ok().flatten());
         if value.is_some() && verdict.is_none() {
             self.not_verdicts += 1;
         }
@@ -876,7 +949,7 @@ impl<'a> TaskRead<'a> {
             },
             None => doc.to_string(),
         };
-        Ok(if self.qualify {
+        Ok(if self.ctx.qualify {
             format!("{}/{id}", self.tf.task)
         } else {
             id
@@ -941,12 +1014,9 @@ fn chat_user_text(text: &str) -> Option<String> {
         return None;
     }
     let messages: Vec<Value> = serde_json::from_str(text).ok()?;
-    messages
-        .iter()
-        .rev()
+    (messages.iter().rev())
         .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .map(String::from)
+        .and_then(|m| crate::util::chat::content_text(&m["content"]))
 }
 
 /// Records and distinct documents of a samples file, read once before a positional read.
@@ -970,15 +1040,9 @@ fn count_documents(tf: &TaskFile) -> Result<(u64, u64), ImportError> {
     struct DocOnly {
         doc_id: Option<Value>,
     }
-    let path = &tf.path;
-    let mut lines = Lines::open(path, MAX_LINE).map_err(ImportError::io("read", path))?;
+    let mut lines = TextLines::open(&tf.path)?;
     let mut buf = Vec::new();
-    let unreadable = |e: std::io::Error| ImportError::Bad {
-        path: path.clone(),
-        at: At::File,
-        message: e.to_string(),
-    };
-    while lines.next_into(&mut buf).map_err(unreadable)?.is_some() {
+    while lines.next_into(&mut buf)?.is_some() {
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -1002,7 +1066,7 @@ impl TaskRead<'_> {
         } else if self.block.is_some() {
             "lm-eval 0.4.3–0.4.6 (samples_<task>_<time>.jsonl without `filter`: filters told apart by position)".into()
         } else {
-            "lm-eval ≥ 0.4.3 (samples_<task>_<time>.jsonl + results_<time>.json)".into()
+            "lm-eval ≥ 0.4.3 (samples_<task>_<time>.jsonl + its results JSON)".into()
         }
     }
 
@@ -1018,6 +1082,12 @@ impl TaskRead<'_> {
             return format!("{task}: none (the records hold no per-document metric)");
         };
         let f = &self.info.filters[*vf];
+        let Some(metric) = metric.as_ref().or(f.metrics.first()) else {
+            return format!(
+                "{task}: none (filter `{}` has no per-document metric)",
+                f.name
+            );
+        };
         let others: String = self
             .info
             .filters
@@ -1075,7 +1145,7 @@ impl TaskRead<'_> {
         }
         if self.tf.results.is_none() {
             out.notes.push(format!(
-                "{name}: no results_<time>.json beside it: the model is named after its folder, settings come from the first record's request, and there are no aggregates to check"
+                "{name}: no results file beside it (a JSON with `results` and `configs`): the model is named after its folder, settings come from the first record's request, and there are no aggregates to check"
             ));
         }
         self.aggregates(out);
@@ -1088,11 +1158,13 @@ impl TaskRead<'_> {
     fn aggregates(&self, out: &mut SourceSummary) {
         let name = file_name(&self.tf.path);
         for (metric, filter, stored) in &self.info.stored {
-            let label = if self.qualify {
-                format!("{}: {metric},{filter}", self.tf.task)
-            } else {
-                format!("{metric},{filter}")
-            };
+            let mut label = format!("{metric},{filter}");
+            if self.ctx.qualify {
+                label = format!("{}: {label}", self.tf.task);
+            }
+            if self.ctx.twice {
+                label = format!("{name}: {label}");
+            }
             let Some(source) = stored.as_f64() else {
                 out.notes.push(format!(
                     "{label} is stored as {stored} (no number): not checked"
@@ -1115,12 +1187,15 @@ impl TaskRead<'_> {
                 ),
                 (None, None) => (None, format!("{name} has no `{metric}` values on `{filter}` records")),
             };
-            out.aggregates.push(AggregateCheck {
+            out.aggregates.push(Stored {
                 model: self.info.model.clone(),
+                dataset: self.ctx.dataset.clone(),
                 name: label,
-                source,
-                recomputed,
-                basis,
+                value: source,
+                recompute: Recompute::Done {
+                    value: recomputed,
+                    basis,
+                },
             });
         }
     }
@@ -1128,8 +1203,7 @@ impl TaskRead<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{self, fixture, read_into, Collect};
-    use super::super::Format;
+    use super::super::testing::{self, checks, fixture, read_into, Collect};
     use super::*;
 
     const NEW: &str = "lm-eval/v0.4.13/stub-math";
@@ -1141,7 +1215,7 @@ mod tests {
         opts: &ReadOptions,
         skip_bad: bool,
     ) -> (Collect, Result<SourceSummary, ImportError>) {
-        read_into(Format::LmEval, paths, opts, skip_bad)
+        read_into("lm-eval", paths, opts, skip_bad)
     }
 
     fn task(t: &str) -> ReadOptions {
@@ -1186,27 +1260,27 @@ mod tests {
             .filter(|(k, _)| !k.contains("_stderr"))
             .map(|(k, v)| (k, v.as_f64().unwrap()))
             .collect();
-        assert_eq!(summary.aggregates.len(), stored.len());
+        let done = checks(sink, summary);
+        assert_eq!(done.len(), stored.len(), "{done:?}");
         for (k, v) in stored {
-            let a = summary.aggregates.iter().find(|a| a.name == *k).unwrap();
-            assert_eq!(a.source, v);
-            assert_eq!(a.matches(), Some(true), "{a:?}");
+            let a = done.iter().find(|a| a.0 == *k).unwrap();
+            assert_eq!(a.1, v);
+            assert!(a.3, "{a:?}");
         }
     }
 
     #[test]
     fn v0_4_13_reads_one_record_per_document_and_sample_0_keeps_the_take_first_verdict() {
         let e = expected("lm-eval/v0.4.13");
-        let (_, out) = run(
+        // Two tasks: each its own dataset (a run each), never one mixed run.
+        let (sink, out) = run(
             &[fixture("lm-eval/v0.4.13")],
             &ReadOptions::default(),
             false,
         );
-        let m = out.unwrap_err().to_string();
-        assert!(
-            m.contains("gpk_arith, gpk_arith_greedy") && m.contains("--task"),
-            "{m}"
-        );
+        out.unwrap();
+        assert_eq!(sink.datasets(), ["gpk_arith", "gpk_arith_greedy"]);
+        assert_eq!(sink.samples.len(), 48 + 8);
         let (sink, out) = run(&[fixture("lm-eval/v0.4.13")], &task("gpk_arith"), false);
         let summary = out.unwrap();
         // 8 documents × 6 repeats, not × 3 filters.
@@ -1233,8 +1307,8 @@ mod tests {
             first["filtered_resps"][0].as_str()
         );
         assert_eq!(
-            sink.samples[0].response,
-            first["resps"][0][0].as_str().unwrap()
+            sink.samples[0].response.as_deref(),
+            first["resps"][0][0].as_str()
         );
         assert_eq!(sink.samples[1].extracted, None);
 
@@ -1431,11 +1505,74 @@ mod tests {
             "{:?}",
             summary.notes
         );
-        assert_eq!(summary.aggregates.len(), 3);
-        assert!(summary
-            .aggregates
-            .iter()
-            .all(|a| a.matches() == Some(true) && a.name.contains(": ")));
+        assert!(sink.samples.iter().all(|s| s.dataset == "gpk_all"));
+        let done = checks(&sink, &summary);
+        assert_eq!(done.len(), 3, "{done:?}");
+        assert!(done.iter().all(|a| a.3 && a.0.contains(": ")), "{done:?}");
+    }
+
+    #[test]
+    fn a_results_file_named_after_output_path_is_found_by_content_and_do_sample_false_is_greedy() {
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("gsm8k");
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::copy(
+            fixture(&format!("{NEW}/{SAMPLES_NEW}")),
+            to.join(SAMPLES_NEW),
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(fixture(&format!("{NEW}/{RESULTS_NEW}"))).unwrap();
+        let mut res: Value = serde_json::from_str(&text).unwrap();
+        res["configs"]["gpk_arith"]["generation_kwargs"]["do_sample"] = false.into();
+        res["configs"]["gpk_arith"]["generation_kwargs"]["temperature"] = 0.into();
+        let renamed = to.join("gsm8k_2026-12-01T16-18-04.660489.json");
+        std::fs::write(&renamed, res.to_string()).unwrap();
+        let (sink, out) = run(std::slice::from_ref(&to), &ReadOptions::default(), false);
+        let summary = out.unwrap();
+        assert!(sink.samples.iter().all(|s| s.model == "stub-math"));
+        assert_eq!(summary.models["stub-math"].temperature, Some(0.0));
+        assert_eq!(summary.models["stub-math"].nominal_n, Some(6));
+        let e = expected("lm-eval/v0.4.13");
+        check_task(&sink, &summary, &e["tasks"]["gpk_arith"], "strict-first");
+        // Given alone, the results file stands for its samples.
+        let (sink, out) = run(&[renamed], &ReadOptions::default(), false);
+        out.unwrap();
+        assert_eq!(sink.samples.len(), 48);
+    }
+
+    #[test]
+    fn every_filter_is_selectable_from_the_samples_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            fixture(&format!("{NEW}/{SAMPLES_NEW}")),
+            dir.path().join(SAMPLES_NEW),
+        )
+        .unwrap();
+        let mut opts = ReadOptions::default();
+        opts.fields
+            .insert("verdict".into(), "exact_match,all-repeats".into());
+        let (sink, out) = run(&[dir.path().to_path_buf()], &opts, false);
+        let summary = out.unwrap();
+        // The all-repeats filter's records: every repeat's answer is kept, 8 × 6 samples.
+        assert_eq!(sink.samples.len(), 48);
+        assert!(
+            sink.samples.iter().all(|s| s.extracted.is_some()),
+            "{:?}",
+            sink.samples[1]
+        );
+        assert!(
+            summary.verdicts.contains("all-repeats"),
+            "{}",
+            summary.verdicts
+        );
+        opts.fields
+            .insert("verdict".into(), "exact_match,nope".into());
+        let (_, out) = run(&[dir.path().to_path_buf()], &opts, false);
+        let m = out.unwrap_err().to_string();
+        assert!(
+            m.contains("no filter nope") && m.contains("strict-first"),
+            "{m}"
+        );
     }
 
     #[test]

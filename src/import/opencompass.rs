@@ -13,21 +13,46 @@
 //! the common length of runs of equal items (adjacent copies); else every item is a problem.
 //! Every item is then checked against its problem's first copy and differences are counted.
 
-use super::stream::{json_entries, json_object_streaming};
-use super::{
-    file_name, files_under, json_text, json_verdict, mean_over_problems, At, ImportError,
-    PaperMetric, ReadOptions, Sink, SourceSample, SourceSettings, SourceSummary,
+use super::files::{file_name, files_under, json_text, verdict};
+use super::metric::PaperMetric;
+use super::source::{
+    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
+    Stored,
 };
-use crate::rundir::provenance::AggregateCheck;
+use super::stream::{json_entries, json_object_streaming};
+use crate::rundir::provenance::SourceSettings;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+/// OpenCompass work folders.
+pub struct OpenCompass;
+
+impl Reader for OpenCompass {
+    fn name(&self) -> &'static str {
+        "opencompass"
+    }
+    fn about(&self) -> &'static str {
+        "OpenCompass work folders: predictions/<model>/<dataset>.json (or _0, _1… splits) with results/"
+    }
+    fn claims(&self, path: &Path) -> bool {
+        claims(path)
+    }
+    fn read(
+        &self,
+        paths: &[PathBuf],
+        _opts: &ReadOptions,
+        sink: &mut dyn Sink,
+    ) -> Result<SourceSummary, ImportError> {
+        read(paths, sink)
+    }
+}
+
 /// Whether OpenCompass wrote `path`: a `.json` under `predictions/<model>/` whose first entry is
 /// item "0" with a `prediction`, or under `results/<model>/` with G-Pass or `details` keys.
-pub fn claims(path: &Path) -> bool {
+fn claims(path: &Path) -> bool {
     if !file_name(path).ends_with(".json") {
         return false;
     }
@@ -78,64 +103,41 @@ struct Dataset {
     results: Option<PathBuf>,
 }
 
-/// Streams the files under `paths` into `sink`.
-pub fn read(
-    paths: &[PathBuf],
-    opts: &ReadOptions,
-    sink: &mut dyn Sink,
-) -> Result<SourceSummary, ImportError> {
+/// Streams the files under `paths` into `sink`, each dataset (abbreviation) its own.
+fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportError> {
     let mut summary = SourceSummary::default();
     let found = datasets(paths)?;
-    let wanted: Vec<Dataset> = found
-        .iter()
-        .filter(|d| opts.task.as_deref().is_none_or(|t| t == d.abbr))
-        .filter(|d| opts.model.as_deref().is_none_or(|m| m == d.model))
-        .cloned()
-        .collect();
-    for d in found.iter().filter(|d| {
-        !wanted
-            .iter()
-            .any(|w| w.abbr == d.abbr && w.model == d.model)
-    }) {
-        summary.notes.push(format!(
-            "left out: dataset {} of model {} (not the one asked for)",
-            d.abbr, d.model
-        ));
-    }
-    if wanted.is_empty() {
+    if found.is_empty() {
         return Err(ImportError::Input(format!(
-            "no OpenCompass predictions/<model>/<dataset>.json or results/<model>/<dataset>.json{} under {}",
-            match (&opts.task, &opts.model) {
-                (None, None) => String::new(),
-                _ => " matching --task/--model".into(),
-            },
+            "no OpenCompass predictions/<model>/<dataset>.json or results/<model>/<dataset>.json under {}",
             paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         )));
     }
-    let qualify = wanted
-        .iter()
-        .map(|d| &d.abbr)
-        .collect::<BTreeSet<_>>()
-        .len()
-        > 1;
     let mut layouts = Vec::new();
     let mut verdicts = Vec::new();
-    for d in &wanted {
-        let done = read_dataset(d, qualify, sink, &mut summary)?;
+    for d in &found {
+        let first = d
+            .predictions
+            .first()
+            .or(d.results.as_ref())
+            .cloned()
+            .unwrap_or_default();
+        if !sink.wants(&first, Some(&d.model), Some(&d.abbr)) {
+            continue;
+        }
+        let done = read_dataset(d, sink, &mut summary)?;
         layouts.push(done.layout);
         verdicts.push(done.verdicts);
-        summary
-            .models
+        (summary.models)
             .entry(d.model.clone())
             .or_insert_with(SourceSettings::default);
     }
+    layouts.sort();
     layouts.dedup();
+    verdicts.sort();
     verdicts.dedup();
     summary.layout = layouts.join("; ");
     summary.verdicts = verdicts.join("; ");
-    if !qualify {
-        summary.task = wanted.first().map(|d| d.abbr.clone());
-    }
     summary.notes.push(
         "OpenCompass keeps the generation settings (temperature, top_p, max_out_len, seed, n, k) in the config .py under <work_dir>/configs/, not in these files: they are left unknown".into(),
     );
@@ -260,7 +262,7 @@ struct Results {
 }
 
 fn read_results(path: &Path, sink: &mut dyn Sink) -> Result<Results, ImportError> {
-    let file = sink.open(path)?;
+    let file = sink.open(path, Role::Side)?;
     let mut r = Results::default();
     let mut bad = Vec::new();
     let numbers = &mut r.numbers;
@@ -313,7 +315,7 @@ fn detail(v: &Value) -> Result<Option<(DetailsShape, Problem)>, String> {
             ..Problem::default()
         };
         for e in preds {
-            p.verdicts.push(e.get("label").and_then(json_verdict));
+            p.verdicts.push(label(e.get("label"))?);
             let text = e
                 .get("prediction")
                 .and_then(Value::as_str)
@@ -339,7 +341,10 @@ fn detail(v: &Value) -> Result<Option<(DetailsShape, Problem)>, String> {
             key: abbr.to_string(),
             // OpenCompass names the group by the abbreviation up to its first `_`.
             group: abbr.split('_').next().unwrap_or(abbr).to_string(),
-            verdicts: correct.iter().map(json_verdict).collect(),
+            verdicts: correct
+                .iter()
+                .map(|v| label(Some(v)))
+                .collect::<Result<_, _>>()?,
             extracted: (0..correct.len())
                 .map(|r| {
                     preds
@@ -351,6 +356,13 @@ fn detail(v: &Value) -> Result<Option<(DetailsShape, Problem)>, String> {
             ..Problem::default()
         },
     )))
+}
+
+/// A details verdict: absent is none; one that is not a verdict makes the entry malformed.
+fn label(v: Option<&Value>) -> Result<Option<bool>, String> {
+    v.map_or(Ok(None), |v| {
+        verdict(v).map_err(|why| format!("a verdict in the details: {why}"))
+    })
 }
 
 fn hash_of(v: &impl Hash) -> u64 {
@@ -387,7 +399,6 @@ struct Done {
 
 fn read_dataset(
     d: &Dataset,
-    qualify: bool,
     sink: &mut dyn Sink,
     summary: &mut SourceSummary,
 ) -> Result<Done, ImportError> {
@@ -405,7 +416,7 @@ fn read_dataset(
                 .map(|p| p.display().to_string())
                 .unwrap_or_default()
         ));
-        aggregates(d, &results, qualify, summary);
+        aggregates(d, &results, summary);
         return Ok(Done {
             layout: "OpenCompass results only".into(),
             verdicts: "none imported (no predictions)".into(),
@@ -413,12 +424,11 @@ fn read_dataset(
     }
     let mut files = Vec::new();
     for p in &d.predictions {
-        files.push(sink.open(p)?);
+        files.push(sink.open(p, Role::Samples)?);
     }
     let (order, how) = order(&files, &results, sink)?;
     let mut emit = Emit {
         d,
-        qualify,
         results: &results,
         order: &order,
         first_copy: HashMap::new(),
@@ -431,7 +441,7 @@ fn read_dataset(
         emit.item(sink, file, key, j, v)
     })?;
     emit.notes(items, &how, summary);
-    aggregates(d, &results, qualify, summary);
+    aggregates(d, &results, summary);
     let layout = match (&order, results.shape) {
         (Order::Adjacent { .. }, Some(DetailsShape::Replication)) => {
             "OpenCompass replication_idx (LiveMathBench 2024-12): each problem's copies adjacent"
@@ -546,8 +556,11 @@ fn order(
 struct Quiet<'a>(&'a mut dyn Sink);
 
 impl Sink for Quiet<'_> {
-    fn open(&mut self, path: &Path) -> Result<usize, ImportError> {
-        self.0.open(path)
+    fn open(&mut self, path: &Path, role: Role) -> Result<usize, ImportError> {
+        self.0.open(path, role)
+    }
+    fn wants(&mut self, _: &Path, _: Option<&str>, _: Option<&str>) -> bool {
+        true
     }
     fn sample(&mut self, _: SourceSample) -> Result<(), ImportError> {
         Ok(())
@@ -654,7 +667,6 @@ fn prompt_text(v: &Value) -> Option<String> {
 /// The second pass: items become samples.
 struct Emit<'a> {
     d: &'a Dataset,
-    qualify: bool,
     results: &'a Results,
     order: &'a Order,
     /// Per problem: the (prompt, gold) hash of its first item.
@@ -699,14 +711,9 @@ impl Emit<'_> {
             self.text_mismatch += (!same) as u64;
         }
         self.listed |= item.listed;
-        let base_id = match (self.results.shape, detail) {
+        let problem_id = match (self.results.shape, detail) {
             (Some(DetailsShape::Replication), Some(d)) => d.key.clone(),
             _ => p.to_string(),
-        };
-        let problem_id = if self.qualify {
-            format!("{}/{base_id}", self.d.abbr)
-        } else {
-            base_id
         };
         let subset = match detail {
             Some(d)
@@ -714,7 +721,7 @@ impl Emit<'_> {
             {
                 Some(d.group.clone())
             }
-            _ => self.qualify.then(|| self.d.abbr.clone()),
+            _ => None,
         };
         let width = item.texts.len() as u64;
         for (i, text) in item.texts.into_iter().enumerate() {
@@ -726,6 +733,7 @@ impl Emit<'_> {
                 .flatten();
             sink.sample(SourceSample {
                 model: self.d.model.clone(),
+                dataset: self.d.abbr.clone(),
                 problem_id: problem_id.clone(),
                 question: detail
                     .and_then(|d| d.question.clone())
@@ -736,12 +744,12 @@ impl Emit<'_> {
                     .or_else(|| detail.and_then(|d| d.answer.clone())),
                 subset: subset.clone(),
                 repeat: u32::try_from(r * width + i as u64).ok(),
-                response: text,
+                response: Some(text),
                 extracted,
                 verdict,
-                finish_reason: None,
                 file,
                 at: At::Item(key.clone()),
+                ..SourceSample::default()
             })?;
         }
         Ok(())
@@ -774,87 +782,45 @@ impl Emit<'_> {
     }
 }
 
-/// The results file's top-level numbers, each recomputed from the details' verdicts.
-fn aggregates(d: &Dataset, results: &Results, qualify: bool, summary: &mut SourceSummary) {
+/// The results file's top-level numbers, each to be recomputed from the samples' verdicts (the
+/// details' `correct[r]` or `label`), on OpenCompass's 0–100 scale.
+fn aggregates(d: &Dataset, results: &Results, summary: &mut SourceSummary) {
     for (name, value) in &results.numbers {
-        let (recomputed, basis) = match recompute(name, results) {
-            Ok((v, b)) => (Some(v), b),
-            Err(why) => (None, why),
+        let (group, metric_name) = match name.split_once('/') {
+            Some((g, m)) => (Some(g), m),
+            None => (None, name.as_str()),
         };
-        summary.aggregates.push(AggregateCheck {
-            model: d.model.clone(),
-            name: if qualify {
-                format!("{}: {name}", d.abbr)
-            } else {
-                name.clone()
+        let recompute = match (PaperMetric::parse(metric_name), results.shape) {
+            (None, _) => Recompute::Done {
+                value: None,
+                basis: format!("{metric_name}: not a metric gpassk recomputes"),
             },
-            source: *value,
-            recomputed,
-            basis,
+            (Some(_), None) => Recompute::Done {
+                value: None,
+                basis: "the results file keeps no per-sample verdicts (no details)".into(),
+            },
+            (Some(metric), Some(shape)) => Recompute::Verdicts {
+                metric,
+                scale: 100.0,
+                // `<group>/…` of adjacent copies is a subdivision; of n replicas the dataset.
+                subset: group
+                    .filter(|_| shape == DetailsShape::Replication)
+                    .map(String::from),
+            },
+        };
+        summary.aggregates.push(Stored {
+            model: d.model.clone(),
+            dataset: d.abbr.clone(),
+            name: name.clone(),
+            value: *value,
+            recompute,
         });
     }
 }
 
-/// One stored number recomputed (on OpenCompass's 0–100 scale) with the basis said.
-fn recompute(name: &str, results: &Results) -> Result<(f64, String), String> {
-    let (group, metric_name) = match name.split_once('/') {
-        Some((g, m)) => (Some(g), m),
-        None => (None, name),
-    };
-    let metric = parse_metric(metric_name)
-        .ok_or_else(|| format!("{metric_name}: not a metric gpassk recomputes"))?;
-    if results.shape.is_none() {
-        return Err("the results file keeps no per-sample verdicts (no details)".into());
-    }
-    let mut counts = Vec::new();
-    for p in results
-        .problems
-        .iter()
-        .filter(|p| group.is_none_or(|g| g == p.group))
-    {
-        let known: Option<Vec<bool>> = p.verdicts.iter().copied().collect();
-        let known =
-            known.ok_or_else(|| format!("problem {}: a detail without a verdict", p.key))?;
-        counts.push((
-            known.len() as u64,
-            known.iter().filter(|&&c| c).count() as u64,
-        ));
-    }
-    let value = mean_over_problems(&counts, &metric)?;
-    let (n_min, n_max) = counts
-        .iter()
-        .fold((u64::MAX, 0), |(lo, hi), &(n, _)| (lo.min(n), hi.max(n)));
-    let n = if n_min == n_max {
-        n_min.to_string()
-    } else {
-        format!("{n_min}–{n_max}")
-    };
-    let within = group.map(|g| format!("group {g}, ")).unwrap_or_default();
-    let basis = format!(
-        "100 × mean of exact {} over {} problems ({within}n = {n}) from the details' verdicts",
-        metric.label(),
-        counts.len(),
-    );
-    Ok((100.0 * value, basis))
-}
-
-/// `accuracy`, `accuracy (16 runs average)`, `G-Pass@16_0.5`, `mG-Pass@16`.
-fn parse_metric(name: &str) -> Option<PaperMetric> {
-    let base = name.split(" (").next()?.trim();
-    if base == "accuracy" {
-        return Some(PaperMetric::Accuracy);
-    }
-    // OpenCompass names only G-Pass@k_τ and mG-Pass@k so (the paper's spelling).
-    if !base.starts_with("G-Pass@") && !base.starts_with("mG-Pass@") {
-        return None;
-    }
-    PaperMetric::of(base.parse().ok()?)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{self, fixture, read_into, Collect};
-    use super::super::Format;
+    use super::super::testing::{self, checks, fixture, read_into, Collect};
     use super::*;
     use std::collections::BTreeMap;
 
@@ -863,12 +829,7 @@ mod tests {
     }
 
     fn run(paths: &[PathBuf], skip_bad: bool) -> (Collect, Result<SourceSummary, ImportError>) {
-        read_into(
-            Format::Opencompass,
-            paths,
-            &ReadOptions::default(),
-            skip_bad,
-        )
+        read_into("opencompass", paths, &ReadOptions::default(), skip_bad)
     }
 
     /// Per problem id: (samples, source-correct) as expected.json states them.
@@ -888,20 +849,13 @@ mod tests {
             .collect()
     }
 
-    fn check_aggregates(summary: &SourceSummary, e: &Value) {
+    fn check_aggregates(sink: &Collect, summary: &SourceSummary, e: &Value) {
         let stored = e["aggregates"].as_object().unwrap();
-        assert_eq!(summary.aggregates.len(), stored.len());
-        for a in &summary.aggregates {
-            assert_eq!(a.source, stored[&a.name].as_f64().unwrap(), "{}", a.name);
-            assert_eq!(
-                a.matches(),
-                Some(true),
-                "{} {:?} vs {}: {}",
-                a.name,
-                a.recomputed,
-                a.source,
-                a.basis
-            );
+        let done = checks(sink, summary);
+        assert_eq!(done.len(), stored.len());
+        for (name, source, recomputed, ok) in &done {
+            assert_eq!(*source, stored[name].as_f64().unwrap(), "{name}");
+            assert!(ok, "{name} {recomputed:?} vs {source}");
         }
     }
 
@@ -923,7 +877,7 @@ mod tests {
             });
             assert_eq!(sink.counts(), want, "{dir}");
             assert_eq!(sink.samples.len() as u64, e["items"].as_u64().unwrap());
-            check_aggregates(&summary, &e);
+            check_aggregates(&sink, &summary, &e);
             assert!(summary.layout.contains("n replicas"), "{}", summary.layout);
             assert!(summary.verdicts.contains("correct[r]"));
             // Item j is problem j mod N, replica j div N (one file: j is the key).
@@ -966,7 +920,7 @@ mod tests {
             )
         });
         assert_eq!(sink.counts(), want);
-        check_aggregates(&summary, &e);
+        check_aggregates(&sink, &summary, &e);
         assert!(summary.layout.contains("replication_idx"));
         assert!(
             summary.notes.iter().all(|n| !n.contains("differ")),
@@ -1056,6 +1010,37 @@ mod tests {
         assert!(sink.counts().values().all(|&(n, _)| n >= 15));
     }
 
+    /// One work folder, two datasets of split predictions (`a_0..2.json`, `b_0..2.json`), each
+    /// with its results: two datasets, each with its own problems and aggregates, never one.
+    #[test]
+    fn two_datasets_of_split_files_stay_two() {
+        let tmp = tempfile::tempdir().unwrap();
+        let from = fixture("opencompass/n-replicas-split");
+        for abbr in ["gsm8k", "math"] {
+            for kind in ["predictions", "results"] {
+                let to = tmp.path().join(kind).join("stub-math");
+                std::fs::create_dir_all(&to).unwrap();
+                for f in std::fs::read_dir(from.join(kind).join("stub-math")).unwrap() {
+                    let f = f.unwrap().path();
+                    let name = file_name(&f).replace("gpk_arith", abbr);
+                    std::fs::copy(&f, to.join(name)).unwrap();
+                }
+            }
+        }
+        let (sink, out) = run(&[tmp.path().to_path_buf()], false);
+        let summary = out.unwrap();
+        assert_eq!(sink.datasets(), ["gsm8k", "math"]);
+        let e = expected("n-replicas-split");
+        let per = |d: &str| sink.samples.iter().filter(|s| s.dataset == d).count() as u64;
+        assert_eq!(
+            (per("gsm8k"), per("math")),
+            (e["items"].as_u64().unwrap(), e["items"].as_u64().unwrap())
+        );
+        let done = checks(&sink, &summary);
+        assert_eq!(done.len(), 2 * e["aggregates"].as_object().unwrap().len());
+        assert!(done.iter().all(|a| a.3), "{done:?}");
+    }
+
     #[test]
     fn claims_predictions_and_results_only() {
         assert!(claims(&fixture(
@@ -1071,22 +1056,5 @@ mod tests {
         assert!(!claims(&fixture(
             "evalscope/v1.14.1/predictions/stub-math/gsm8k_main.jsonl"
         )));
-    }
-
-    #[test]
-    fn metric_names_parse() {
-        assert!(matches!(
-            parse_metric("accuracy (16 runs average)"),
-            Some(PaperMetric::Accuracy)
-        ));
-        assert!(matches!(
-            parse_metric("mG-Pass@16"),
-            Some(PaperMetric::MGPassAtK(16))
-        ));
-        let Some(PaperMetric::GPassAtK(4, t)) = parse_metric("G-Pass@4_0.75") else {
-            panic!()
-        };
-        assert_eq!((t.numer(), t.denom()), (3, 4));
-        assert!(parse_metric("score").is_none());
     }
 }

@@ -4,14 +4,16 @@
 //! settings: temperature and seed come from the file name only, and the sibling
 //! `…_metrics.json` `acc` is recomputed from the scores.
 
-use super::stream::{first_line, json_lines, small_json};
-use super::{
-    distinct_files, file_name, files_under, json_text, json_verdict, AggregateCheck, At,
-    ImportError, ReadOptions, Sink, SourceSample, SourceSettings, SourceSummary,
+use super::files::{distinct_files, file_name, files_under, json_text, verdict};
+use super::source::{
+    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
+    Stored,
 };
+use super::stream::{first_line, json_lines, small_json};
+use crate::rundir::provenance::SourceSettings;
 use regex::Regex;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -49,9 +51,32 @@ fn named(path: &Path) -> Option<Named> {
     })
 }
 
+/// Qwen2.5-Math `math_eval.py --save_outputs` files.
+pub struct QwenMath;
+
+impl Reader for QwenMath {
+    fn name(&self) -> &'static str {
+        "qwen-math"
+    }
+    fn about(&self) -> &'static str {
+        "Qwen2.5-Math evaluation outputs: <split>_<prompt>_<n>_seed<s>_t<T>_s<a>_e<b>.jsonl (idx, code, pred, score)"
+    }
+    fn claims(&self, path: &Path) -> bool {
+        claims(path)
+    }
+    fn read(
+        &self,
+        paths: &[PathBuf],
+        opts: &ReadOptions,
+        sink: &mut dyn Sink,
+    ) -> Result<SourceSummary, ImportError> {
+        read(paths, opts, sink)
+    }
+}
+
 /// Whether `path` is a Qwen2.5-Math output: a `.jsonl` whose first line has `idx`, a list `code`
 /// and a list `pred` or `score` of the same length.
-pub fn claims(path: &Path) -> bool {
+fn claims(path: &Path) -> bool {
     let name = file_name(path);
     if !name.ends_with(".jsonl") {
         return false;
@@ -64,24 +89,21 @@ pub fn claims(path: &Path) -> bool {
     })
 }
 
-/// Streams the Qwen output files under `paths` into `sink`.
-pub fn read(
+/// Streams the Qwen output files under `paths` into `sink`, each data set its own.
+fn read(
     paths: &[PathBuf],
     opts: &ReadOptions,
     sink: &mut dyn Sink,
 ) -> Result<SourceSummary, ImportError> {
-    if let Some(k) = opts.fields.keys().next() {
-        return Err(ImportError::Input(format!(
-            "qwen-math: --field {k}=…: Qwen's outputs have fixed fields (idx, question, gt, code, pred, score)"
-        )));
-    }
     let mut found = distinct_files(files_under(paths, |p| named(p).is_some() || claims(p))?);
     // A metrics file named on the command line is read beside its outputs, not as one.
     found.retain(|p| file_name(p).ends_with(".jsonl"));
     let (files, mut notes) = choose(found, opts)?;
-    let mut reader = Reader::default();
+    let mut reader = Outputs::default();
     for f in &files {
-        reader.file(sink, f)?;
+        if sink.wants(&f.path, Some(&f.model), f.task.as_deref()) {
+            reader.file(sink, f)?;
+        }
     }
     notes.append(&mut reader.notes);
     let all_named = files.iter().all(|f| f.named.is_some());
@@ -92,7 +114,6 @@ pub fn read(
         } else {
             "Qwen2.5-Math-style lines (idx, gt, code, pred, score)".into()
         },
-        task: files.first().and_then(|f| f.task.clone()),
         models: settings(&files),
         aggregates: reader.aggregates,
         verdicts: if scored {
@@ -101,6 +122,7 @@ pub fn read(
         } else {
             "none: the lines have no `score` lists".into()
         },
+        ks: Vec::new(),
         notes,
     })
 }
@@ -130,7 +152,8 @@ fn folder_name(p: Option<&Path>) -> Option<String> {
         .map(|n| n.to_string_lossy().into_owned())
 }
 
-/// The files of one task (and `--model`), each with its model's name.
+/// The output files, each with its model's name (from its path, else `--model`, else its
+/// folder).
 fn choose(
     found: Vec<PathBuf>,
     opts: &ReadOptions,
@@ -142,17 +165,9 @@ fn choose(
         let named = named(&path);
         let parent = path.parent();
         let task = named.as_ref().and_then(|_| folder_name(parent));
-        let from_path = path_model(&path);
-        let model = match (&opts.model, from_path) {
-            (Some(want), Some(m)) if *want != m => {
-                notes.push(format!(
-                    "{}: model {m} left out (--model {want})",
-                    path.display()
-                ));
-                continue;
-            }
-            (Some(want), _) => want.clone(),
-            (None, Some(m)) => m,
+        let model = match (path_model(&path), &opts.model) {
+            (Some(m), _) => m,
+            (None, Some(want)) => want.clone(),
             (None, None) => {
                 // No model in the files: name it after the output folder (or the file).
                 let name = match &named {
@@ -180,54 +195,30 @@ fn choose(
             "Qwen's outputs do not name the model: named {g} after its folder or file (--model names it)"
         ));
     }
-    let files = one_task(files, opts)?;
-    one_setting(&files)?;
-    Ok((files, notes))
-}
-
-fn one_task(files: Vec<QwenFile>, opts: &ReadOptions) -> Result<Vec<QwenFile>, ImportError> {
     if files.is_empty() {
         return Err(ImportError::Input(
             "qwen-math: no Qwen2.5-Math output file (lines with idx, code, pred, score) found"
                 .into(),
         ));
     }
-    let tasks: BTreeSet<String> = files.iter().filter_map(|f| f.task.clone()).collect();
-    let listed = tasks.iter().cloned().collect::<Vec<_>>().join(", ");
-    match &opts.task {
-        Some(t) => {
-            let kept: Vec<QwenFile> = files
-                .into_iter()
-                .filter(|f| f.task.as_ref() == Some(t))
-                .collect();
-            if kept.is_empty() {
-                return Err(ImportError::Input(format!(
-                    "qwen-math: --task {t}: no output of that data set (found: {listed})"
-                )));
-            }
-            Ok(kept)
-        }
-        None if tasks.len() > 1 => Err(ImportError::Input(format!(
-            "qwen-math: the files hold {} data sets ({listed}); choose one with --task",
-            tasks.len()
-        ))),
-        None => Ok(files),
-    }
+    one_setting(&files)?;
+    Ok((files, notes))
 }
 
-/// Files of one model may differ in seed and shard only: several temperatures or prompt types
-/// are several evaluations, imported one at a time.
+/// Files of one model and data set may differ in seed and shard only: several temperatures or
+/// prompt types are several evaluations, imported one at a time.
 fn one_setting(files: &[QwenFile]) -> Result<(), ImportError> {
-    let mut by_model: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut by_model: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
     for f in files {
         let setting = f
             .named
             .as_ref()
             .map_or("(unnamed file)", |n| n.setting.as_str());
-        by_model.entry(&f.model).or_default().insert(setting);
+        let key = (f.model.as_str(), f.task.as_deref().unwrap_or_default());
+        by_model.entry(key).or_default().insert(setting);
     }
     match by_model.iter().find(|(_, s)| s.len() > 1) {
-        Some((model, s)) => Err(ImportError::Input(format!(
+        Some(((model, _), s)) => Err(ImportError::Input(format!(
             "qwen-math: the files of model {model} hold {} settings ({}); give the files of one",
             s.len(),
             s.iter().copied().collect::<Vec<_>>().join(", ")
@@ -278,23 +269,23 @@ struct FileTally {
 
 /// Reads files into samples, keeping what the summary needs.
 #[derive(Default)]
-struct Reader {
+struct Outputs {
     /// (model and setting with seed, idx) already read: merged shards repeat earlier problems.
     seen: HashSet<(String, String)>,
-    /// Per (model, idx): samples so far, so several seeds number their samples on.
-    next: HashMap<(String, String), u32>,
     duplicates: u64,
     scored_lines: u64,
-    aggregates: Vec<AggregateCheck>,
+    aggregates: Vec<Stored>,
     notes: Vec<String>,
     files_read: usize,
 }
 
-impl Reader {
+impl Outputs {
     fn file(&mut self, sink: &mut dyn Sink, f: &QwenFile) -> Result<(), ImportError> {
-        let file = sink.open(&f.path)?;
+        let file = sink.open(&f.path, Role::Samples)?;
+        // Shards of one seed repeat problems; another data set's files never do.
+        let task = f.task.as_deref().unwrap_or_default();
         let key = match &f.named {
-            Some(n) => format!("{}\0{}\0{}", f.model, n.setting, n.seed),
+            Some(n) => format!("{}\0{task}\0{}\0{}", f.model, n.setting, n.seed),
             None => format!("{}\0{}", f.model, f.path.display()),
         };
         let mut tally = FileTally::default();
@@ -337,20 +328,19 @@ impl Reader {
         }
         tally.add(v, &lists.score);
         self.scored_lines += lists.score.is_some() as u64;
-        let next = self.next.entry((f.model.clone(), idx.clone())).or_default();
         let question = v.get("question").and_then(json_text);
         let gold = v.get("gt").and_then(json_text);
+        // Another seed's file gives the same problems again: the sink numbers its samples on.
         for (i, response) in lists.code.into_iter().enumerate() {
-            let repeat = *next;
-            *next += 1;
+            let repeat = u32::try_from(i).unwrap_or(u32::MAX);
             sink.sample(SourceSample {
                 model: f.model.clone(),
+                dataset: f.task.clone().unwrap_or_default(),
                 problem_id: idx.clone(),
                 question: question.clone(),
                 gold: gold.clone(),
-                subset: None,
                 repeat: Some(repeat),
-                response,
+                response: Some(response),
                 extracted: lists
                     .pred
                     .as_ref()
@@ -359,9 +349,9 @@ impl Reader {
                     .score
                     .as_ref()
                     .and_then(|s| s.get(i).copied().flatten()),
-                finish_reason: None,
                 file,
                 at: at.clone(),
+                ..SourceSample::default()
             })?;
         }
         Ok(())
@@ -378,7 +368,7 @@ impl Reader {
         let Some(path) = metrics_file(&f.path, f.named.as_ref()) else {
             return Ok(());
         };
-        sink.open(&path)?;
+        sink.open(&path, Role::Side)?;
         let metrics = small_json(&path)?;
         let prefix = if self.files_read > 1 || self.aggregates.iter().any(|a| a.name == "acc") {
             format!("{}: ", file_name(&f.path))
@@ -387,28 +377,34 @@ impl Reader {
         };
         if let Some(acc) = metrics.get("acc").and_then(Value::as_f64) {
             let (c, n) = tally.first;
-            self.aggregates.push(AggregateCheck {
+            self.aggregates.push(Stored {
                 model: f.model.clone(),
+                dataset: f.task.clone().unwrap_or_default(),
                 name: format!("{prefix}acc"),
-                source: acc,
-                recomputed: percent(c, n, tally.unscored),
-                basis: format!(
-                    "100 × the share of the {n} problems whose first sample scores true (Qwen's acc reads score[0] only), rounded to 1 decimal as its evaluate() does"
-                ),
+                value: acc,
+                recompute: Recompute::Done {
+                    value: percent(c, n, tally.unscored),
+                    basis: format!(
+                        "100 × the share of the {n} problems whose first sample scores true (Qwen's acc reads score[0] only), rounded to 1 decimal as its evaluate() does"
+                    ),
+                },
             });
         }
         let types = metrics.get("type_acc").and_then(Value::as_object);
         for (t, v) in types.into_iter().flatten() {
             let Some(source) = v.as_f64() else { continue };
             let (c, n) = tally.last_by_type.get(t).copied().unwrap_or((0, 0));
-            self.aggregates.push(AggregateCheck {
+            self.aggregates.push(Stored {
                 model: f.model.clone(),
+                dataset: f.task.clone().unwrap_or_default(),
                 name: format!("{prefix}type_acc.{t}"),
-                source,
-                recomputed: percent(c, n, tally.unscored),
-                basis: format!(
-                    "100 × the share of the {n} problems of type {t} whose last sample scores true (Qwen's type_acc reads score[-1]), rounded to 1 decimal"
-                ),
+                value: source,
+                recompute: Recompute::Done {
+                    value: percent(c, n, tally.unscored),
+                    basis: format!(
+                        "100 × the share of the {n} problems of type {t} whose last sample scores true (Qwen's type_acc reads score[-1]), rounded to 1 decimal"
+                    ),
+                },
             });
         }
         Ok(())
@@ -462,12 +458,12 @@ impl Lists {
         let pred = match v.get("pred") {
             None | Some(Value::Null) => None,
             Some(p) => Some(parallel(p, "pred", n, |x| {
-                Some(json_text(x).filter(|s| !s.is_empty()))
+                Ok(json_text(x).filter(|s| !s.is_empty()))
             })?),
         };
         let score = match v.get("score") {
             None | Some(Value::Null) => None,
-            Some(s) => Some(parallel(s, "score", n, |x| json_verdict(x).map(Some))?),
+            Some(s) => Some(parallel(s, "score", n, verdict)?),
         };
         Ok(Lists {
             code: texts,
@@ -477,12 +473,12 @@ impl Lists {
     }
 }
 
-/// A list as long as `code`, each element read by `each` (None refuses it).
+/// A list as long as `code`, each element read by `each` (an error refuses it).
 fn parallel<T>(
     v: &Value,
     name: &str,
     n: usize,
-    each: impl Fn(&Value) -> Option<Option<T>>,
+    each: impl Fn(&Value) -> Result<Option<T>, String>,
 ) -> Result<Vec<Option<T>>, String> {
     let Some(list) = v.as_array() else {
         return Err(format!("`{name}` is not a list"));
@@ -492,7 +488,7 @@ fn parallel<T>(
     }
     list.iter()
         .enumerate()
-        .map(|(i, x)| each(x).ok_or_else(|| format!("`{name}[{i}]` is not readable: {x}")))
+        .map(|(i, x)| each(x).map_err(|why| format!("`{name}[{i}]`: {why}")))
         .collect()
 }
 
@@ -521,8 +517,7 @@ fn metrics_file(path: &Path, named: Option<&Named>) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{self, fixture, read_into, Collect};
-    use super::super::Format;
+    use super::super::testing::{self, checks, fixture, read_into, Collect};
     use super::*;
 
     const FILE: &str = "qwen-math/gpk_arith/test_cot_-1_seed0_t0.7_s0_e-1.jsonl";
@@ -532,7 +527,7 @@ mod tests {
         opts: &ReadOptions,
         skip_bad: bool,
     ) -> (Collect, Result<SourceSummary, ImportError>) {
-        read_into(Format::QwenMath, paths, opts, skip_bad)
+        read_into("qwen-math", paths, opts, skip_bad)
     }
 
     fn expected() -> Value {
@@ -562,11 +557,11 @@ mod tests {
             .map(|((_, p), c)| (p, c))
             .collect();
         assert_eq!(got, want);
-        assert_eq!(summary.task.as_deref(), Some("gpk_arith"));
-        let acc = &summary.aggregates[0];
-        assert_eq!(acc.name, "acc");
-        assert_eq!(acc.source, e["aggregates"]["acc"].as_f64().unwrap());
-        assert_eq!(acc.matches(), Some(true), "{acc:?}");
+        assert_eq!(sink.datasets(), ["gpk_arith"]);
+        let acc = &checks(&sink, &summary)[0];
+        assert_eq!(acc.0, "acc");
+        assert_eq!(acc.1, e["aggregates"]["acc"].as_f64().unwrap());
+        assert!(acc.3, "{acc:?}");
         // Settings from the name only; nothing else invented.
         let s = &summary.models[&sink.samples[0].model];
         assert_eq!(
@@ -642,7 +637,7 @@ mod tests {
     }
 
     #[test]
-    fn several_data_sets_need_a_task_and_settings_must_agree() {
+    fn several_data_sets_are_several_datasets_and_settings_must_agree() {
         let dir = tempfile::tempdir().unwrap();
         let text = std::fs::read_to_string(fixture(FILE)).unwrap();
         for (data, name) in [
@@ -652,10 +647,9 @@ mod tests {
             std::fs::create_dir_all(dir.path().join(data)).unwrap();
             std::fs::write(dir.path().join(data).join(name), &text).unwrap();
         }
-        let (_, out) = run(&[dir.path().to_path_buf()], &ReadOptions::default(), false);
-        assert!(
-            matches!(out, Err(ImportError::Input(m)) if m.contains("a, b") && m.contains("--task"))
-        );
+        let (sink, out) = run(&[dir.path().to_path_buf()], &ReadOptions::default(), false);
+        out.unwrap();
+        assert_eq!(sink.datasets(), ["a", "b"]);
         let opts = ReadOptions {
             task: Some("b".into()),
             ..ReadOptions::default()

@@ -1,18 +1,115 @@
-//! Reading harness files without holding them whole: JSON Lines line by line, and a top-level
-//! JSON array or object entry by entry, each line or entry under a size bound.
+//! Reading harness files without holding them whole: text line by line (whatever ends the
+//! lines, a UTF-8 byte-order mark skipped), JSON Lines line by line, and a top-level JSON array
+//! or object entry by entry, each line or entry under a size bound.
 
-use super::{At, ImportError, Sink};
-use crate::util::{open_regular, Lines, MAX_LINE};
+use super::files::lfs_pointer_text;
+use super::source::{At, ImportError, Sink};
+use crate::util::{open_regular, MAX_LINE};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::cell::Cell;
-use std::io::{BufReader, Read};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// One entry of a JSON array or object (or one line) may hold this much: long reasoning outputs
 /// repeated K times make lines of megabytes, never of gigabytes.
 pub(crate) const MAX_ENTRY: u64 = MAX_LINE as u64;
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Skips a UTF-8 byte-order mark at the start of `reader`; refuses UTF-16 text, which no JSON
+/// reader takes.
+fn skip_bom(reader: &mut impl BufRead, path: &Path) -> Result<(), ImportError> {
+    let head = reader.fill_buf().map_err(ImportError::io("read", path))?;
+    if head.starts_with(BOM) {
+        reader.consume(BOM.len());
+    } else if head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF") {
+        return Err(ImportError::bad(
+            path,
+            At::File,
+            "UTF-16 text: save it as UTF-8",
+        ));
+    }
+    Ok(())
+}
+
+/// A text file line by line: a line ends at `\n`, `\r\n` or a lone `\r` (old Mac files), none
+/// is longer than a bound, and a UTF-8 byte-order mark at the start is skipped.
+pub(crate) struct TextLines {
+    reader: BufReader<std::fs::File>,
+    path: PathBuf,
+    max: usize,
+    line: u64,
+    /// The last line ended at `\r`: a `\n` right after it belongs to that line end.
+    after_cr: bool,
+}
+
+impl TextLines {
+    pub(crate) fn open(path: &Path) -> Result<TextLines, ImportError> {
+        let file = open_regular(path).map_err(ImportError::io("read", path))?;
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        skip_bom(&mut reader, path)?;
+        Ok(TextLines {
+            reader,
+            path: path.to_path_buf(),
+            max: MAX_LINE,
+            line: 0,
+            after_cr: false,
+        })
+    }
+
+    /// Reads the next line into `buf` (cleared first, without its line end) and returns its
+    /// 1-based number, or None at the end.
+    pub(crate) fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<u64>, ImportError> {
+        buf.clear();
+        let mut any = false;
+        loop {
+            let avail = (self.reader.fill_buf()).map_err(ImportError::io("read", &self.path))?;
+            if avail.is_empty() {
+                if !any {
+                    return Ok(None);
+                }
+                break;
+            }
+            if std::mem::take(&mut self.after_cr) && avail[0] == b'\n' {
+                self.reader.consume(1);
+                continue;
+            }
+            any = true;
+            match memchr::memchr2(b'\n', b'\r', avail) {
+                Some(i) => {
+                    buf.extend_from_slice(&avail[..i]);
+                    self.after_cr = avail[i] == b'\r';
+                    self.reader.consume(i + 1);
+                    break;
+                }
+                None => {
+                    let n = avail.len();
+                    buf.extend_from_slice(avail);
+                    self.reader.consume(n);
+                }
+            }
+            if buf.len() > self.max {
+                return Err(self.too_long());
+            }
+        }
+        if buf.len() > self.max {
+            return Err(self.too_long());
+        }
+        self.line += 1;
+        Ok(Some(self.line))
+    }
+
+    /// The line being read is longer than the bound.
+    fn too_long(&self) -> ImportError {
+        let message = match self.max >= 1 << 20 {
+            true => format!("longer than {} MiB", self.max >> 20),
+            false => format!("longer than {} bytes", self.max),
+        };
+        ImportError::bad(&self.path, At::Line(self.line + 1), message)
+    }
+}
 
 /// Calls `each(line number, value)` for every non-blank line of a JSON Lines file. A line that is
 /// not JSON goes to [`Sink::bad`] (an error, or counted with `--skip-bad`).
@@ -22,28 +119,22 @@ pub(crate) fn json_lines(
     mut each: impl FnMut(&mut dyn Sink, u64, Value) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
     let path = sink.path(file).to_path_buf();
-    let mut lines = Lines::open(&path, MAX_LINE).map_err(ImportError::io("read", &path))?;
+    let mut lines = TextLines::open(&path)?;
     let mut buf = Vec::new();
-    loop {
-        let line = match lines.next_into(&mut buf) {
-            Ok(Some(n)) => n as u64,
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                return Err(ImportError::Bad {
-                    path,
-                    at: At::File,
-                    message: e.to_string(),
-                })
-            }
-        };
+    while let Some(line) = lines.next_into(&mut buf)? {
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         match lenient_json(&buf) {
             Ok(v) => each(sink, line, v)?,
+            Err(_) if line == 1 && lfs_pointer_text(&buf).is_some() => {
+                let said = lfs_pointer_text(&buf).unwrap_or_default();
+                return Err(ImportError::bad(&path, At::File, said));
+            }
             Err(e) => sink.bad(file, At::Line(line), format!("not JSON: {e}"))?,
         }
     }
+    Ok(())
 }
 
 /// What the top of a JSON file is.
@@ -60,7 +151,8 @@ pub(crate) fn peek_top(path: &Path) -> Result<Top, ImportError> {
     let mut f = open_regular(path).map_err(ImportError::io("read", path))?;
     let mut buf = [0u8; 512];
     let n = f.read(&mut buf).map_err(ImportError::io("read", path))?;
-    let first = buf[..n].iter().find(|b| !b.is_ascii_whitespace());
+    let text = buf[..n].strip_prefix(BOM).unwrap_or(&buf[..n]);
+    let first = text.iter().find(|b| !b.is_ascii_whitespace());
     Ok(match first {
         Some(b'[') => Top::Array,
         Some(b'{') => Top::Object,
@@ -88,7 +180,7 @@ type Stream = serde_json::Deserializer<
     serde_json::de::IoRead<Bounded<PythonFloats<BufReader<std::fs::File>>>>,
 >;
 
-/// Opens `path` as one bounded stream of JSON (Python's float tokens read as null) for `drive`,
+/// Opens `path` as one bounded stream of JSON (Python's float tokens read as texts) for `drive`,
 /// which reports an `each` callback's error through `failure`; any other error names the line.
 fn stream_json(
     path: &Path,
@@ -96,8 +188,10 @@ fn stream_json(
 ) -> Result<(), ImportError> {
     let count = Rc::new(Cell::new(0u64));
     let file = open_regular(path).map_err(ImportError::io("read", path))?;
+    let mut buffered = BufReader::with_capacity(1 << 16, file);
+    skip_bom(&mut buffered, path)?;
     let reader = Bounded {
-        inner: PythonFloats::new(BufReader::with_capacity(1 << 16, file)),
+        inner: PythonFloats::new(buffered),
         count: count.clone(),
     };
     let mut de = serde_json::Deserializer::from_reader(reader);
@@ -106,18 +200,23 @@ fn stream_json(
     if let Some(e) = failure {
         return Err(e);
     }
-    parsed.map_err(|e| ImportError::Bad {
-        path: path.to_path_buf(),
-        at: if e.line() > 0 {
-            At::Line(e.line() as u64)
-        } else {
-            At::File
-        },
-        message: if count.get() > MAX_ENTRY {
-            format!("an entry is longer than {} MiB", MAX_ENTRY >> 20)
-        } else {
-            format!("not JSON: {e}")
-        },
+    parsed.map_err(|e| {
+        if let Some(said) = super::files::lfs_pointer(path) {
+            return ImportError::bad(path, At::File, said);
+        }
+        ImportError::Bad {
+            path: path.to_path_buf(),
+            at: if e.line() > 0 {
+                At::Line(e.line() as u64)
+            } else {
+                At::File
+            },
+            message: if count.get() > MAX_ENTRY {
+                format!("an entry is longer than {} MiB", MAX_ENTRY >> 20)
+            } else {
+                format!("not JSON: {e}")
+            },
+        }
     })
 }
 
@@ -202,8 +301,9 @@ impl<'de, F: FnMut(String, Value) -> Result<(), ImportError>> Visitor<'de> for E
 }
 
 /// Python's `json` writes a float NaN or infinity as the bare tokens `NaN`, `Infinity`,
-/// `-Infinity`, which strict JSON rejects: this reader turns each one outside a string into
-/// `null` (no value) as the bytes stream by, so streamed files read like [`lenient_json`] ones.
+/// `-Infinity`, which strict JSON rejects: this reader turns each one outside a string into the
+/// text `"NaN"` (no number: absent wherever a number is read, and never a verdict) as the bytes
+/// stream by, so streamed files read like [`lenient_json`] ones.
 pub(crate) struct PythonFloats<R> {
     inner: R,
     /// Bytes read and not yet looked at (a token cut by a read waits here for the rest).
@@ -247,7 +347,9 @@ impl<R: Read> PythonFloats<R> {
             } else if matches!(b, b'N' | b'I' | b'-') {
                 let rest = &self.input[i..];
                 if let Some(t) = PYTHON_FLOATS.iter().find(|t| rest.starts_with(t)) {
-                    self.out.extend_from_slice(b"null");
+                    self.out.push(b'"');
+                    self.out.extend_from_slice(t);
+                    self.out.push(b'"');
                     i += t.len();
                     continue;
                 }
@@ -289,7 +391,11 @@ impl<R: Read> Read for PythonFloats<R> {
 pub(crate) fn small_json(path: &Path) -> Result<Value, ImportError> {
     let bytes = crate::util::read_bounded(path, crate::util::MAX_TEXT_FILE)
         .map_err(ImportError::io("read", path))?;
-    lenient_json(&bytes).map_err(|e| ImportError::Bad {
+    if let Some(said) = lfs_pointer_text(&bytes) {
+        return Err(ImportError::bad(path, At::File, said));
+    }
+    let text = bytes.strip_prefix(BOM).unwrap_or(&bytes);
+    lenient_json(text).map_err(|e| ImportError::Bad {
         path: path.to_path_buf(),
         at: At::Line(e.line() as u64),
         message: format!("not JSON: {e}"),
@@ -409,8 +515,9 @@ pub(crate) fn first_entry(path: &Path) -> Option<(String, Value)> {
 }
 
 /// Parses JSON that Python may have written: its `json` module writes a float NaN or infinity as
-/// the bare tokens `NaN`, `Infinity`, `-Infinity`, which strict JSON rejects; they read as null
-/// (no value). Strict parsing is tried first, so ordinary input pays nothing.
+/// the bare tokens `NaN`, `Infinity`, `-Infinity`, which strict JSON rejects; they read as the
+/// texts `"NaN"`, `"Infinity"`, `"-Infinity"` (see [`PythonFloats`]). Strict parsing is tried
+/// first, so ordinary input pays nothing.
 pub(crate) fn lenient_json(bytes: &[u8]) -> serde_json::Result<Value> {
     match serde_json::from_slice(bytes) {
         Ok(v) => Ok(v),
@@ -421,8 +528,8 @@ pub(crate) fn lenient_json(bytes: &[u8]) -> serde_json::Result<Value> {
     }
 }
 
-/// `bytes` with every `NaN`, `Infinity` and `-Infinity` outside strings replaced by `null`, or
-/// None when there is none.
+/// `bytes` with every `NaN`, `Infinity` and `-Infinity` outside strings quoted, or None when
+/// there is none.
 fn without_python_floats(bytes: &[u8]) -> Option<Vec<u8>> {
     const TOKENS: [&[u8]; 3] = [b"NaN", b"-Infinity", b"Infinity"];
     let mut out = Vec::with_capacity(bytes.len() + 16);
@@ -440,7 +547,9 @@ fn without_python_floats(bytes: &[u8]) -> Option<Vec<u8>> {
         } else if b == b'"' {
             in_string = true;
         } else if let Some(t) = TOKENS.iter().find(|t| bytes[i..].starts_with(t)) {
-            out.extend_from_slice(b"null");
+            out.push(b'"');
+            out.extend_from_slice(t);
+            out.push(b'"');
             i += t.len();
             changed = true;
             continue;
@@ -454,7 +563,7 @@ fn without_python_floats(bytes: &[u8]) -> Option<Vec<u8>> {
 /// The first non-blank line of a JSON Lines file, parsed; None when the file cannot be read or
 /// that line is not JSON (for the readers' `claims`, which must stay cheap and never fail).
 pub(crate) fn first_line(path: &Path) -> Option<Value> {
-    let mut lines = Lines::open(path, MAX_LINE).ok()?;
+    let mut lines = TextLines::open(path).ok()?;
     let mut buf = Vec::new();
     while lines.next_into(&mut buf).ok()?.is_some() {
         if !buf.iter().all(u8::is_ascii_whitespace) {
@@ -468,18 +577,54 @@ pub(crate) fn first_line(path: &Path) -> Option<Value> {
 mod lenient_tests {
     use super::*;
 
+    fn lines_of(bytes: &[u8], max: usize) -> Result<Vec<(u64, String)>, ImportError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        let mut lines = TextLines::open(&path)?;
+        lines.max = max;
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        while let Some(n) = lines.next_into(&mut buf)? {
+            out.push((n, String::from_utf8(buf.clone()).unwrap()));
+        }
+        Ok(out)
+    }
+
     #[test]
-    fn python_float_tokens_read_as_null_outside_strings_only() {
+    fn lines_end_at_lf_crlf_or_a_lone_cr_and_a_bom_is_skipped() {
+        let want: Vec<(u64, String)> = vec![
+            (1, "a".into()),
+            (2, "b".into()),
+            (3, "".into()),
+            (4, "c".into()),
+        ];
+        for text in [
+            &b"a\nb\n\nc\n"[..],
+            b"a\r\nb\r\n\r\nc\r\n",
+            b"a\rb\r\rc\r",
+            b"\xEF\xBB\xBFa\nb\r\n\rc",
+        ] {
+            assert_eq!(lines_of(text, 100).unwrap(), want, "{text:?}");
+        }
+        let e = lines_of(b"ab\nabcdef\n", 4).unwrap_err().to_string();
+        assert!(e.contains("f.jsonl:2") && e.contains("longer than"), "{e}");
+        let e = lines_of(b"\xFF\xFEa\x00", 100).unwrap_err().to_string();
+        assert!(e.contains("UTF-16"), "{e}");
+    }
+
+    #[test]
+    fn python_float_tokens_read_as_texts_outside_strings_only() {
         let v = lenient_json(br#"{"a": NaN, "b": [Infinity, -Infinity], "c": "NaN \" Infinity"}"#)
             .unwrap();
-        assert_eq!(v["a"], Value::Null);
-        assert_eq!(v["b"], serde_json::json!([null, null]));
+        assert_eq!(v["a"], "NaN");
+        assert_eq!(v["b"], serde_json::json!(["Infinity", "-Infinity"]));
         assert_eq!(v["c"], "NaN \" Infinity");
         assert!(lenient_json(b"{\"a\": Nope}").is_err());
         assert_eq!(lenient_json(b"[1, 2]").unwrap(), serde_json::json!([1, 2]));
     }
 
-    /// One byte per read: every token is cut somewhere, and still becomes null.
+    /// One byte per read: every token is cut somewhere, and still becomes a text.
     struct Trickle<'a>(&'a [u8]);
 
     impl Read for Trickle<'_> {
@@ -494,7 +639,7 @@ mod lenient_tests {
     }
 
     #[test]
-    fn streamed_python_floats_read_as_null_even_cut_between_reads() {
+    fn streamed_python_floats_read_as_texts_even_cut_between_reads() {
         let text = br#"{"0": {"v": NaN, "w": [-Infinity, Infinity, -1], "s": "NaN \" -Infinity"}, "1": N}"#;
         let mut out = String::new();
         PythonFloats::new(Trickle(text))
@@ -502,7 +647,7 @@ mod lenient_tests {
             .unwrap();
         assert_eq!(
             out,
-            r#"{"0": {"v": null, "w": [null, null, -1], "s": "NaN \" -Infinity"}, "1": N}"#
+            r#"{"0": {"v": "NaN", "w": ["-Infinity", "Infinity", -1], "s": "NaN \" -Infinity"}, "1": N}"#
         );
     }
 }

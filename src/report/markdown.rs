@@ -140,14 +140,21 @@ fn verifier_section(results: &RunResults, tables: &Tables) -> String {
 }
 
 /// "What these numbers mean", a list of terms.
-fn meaning() -> String {
+fn meaning(results: &RunResults) -> String {
     let mut md = String::from("## What these numbers mean\n\n");
     for (term, text) in MEANING {
         md.push_str(&format!("- **{term}**: {text}\n"));
     }
+    let imported = results.manifest.as_ref().and_then(|m| m.imported.as_ref());
+    if imported.is_some_and(|i| i.format == "tau-bench") {
+        md.push_str(PASS_HAT_K);
+    }
     md.push('\n');
     md
 }
+
+/// τ-bench's reliability metric is G-Pass@k at τ = 1: its name beside gpassk's.
+const PASS_HAT_K: &str = "- **pass^k** (τ-bench, τ²-bench): G-Pass@k\\_1.0 above, the chance that k trials drawn from a task's trials all succeed, averaged over tasks. Each task counts the trials it has (a task with fewer than k is left out of that k); an errored trial counts as a failure unless the import was run with `--errored drop` (docs/import.md says which harness does which)\n";
 
 /// The incomplete-run banner as a quoted block (empty for a complete run): a partial run must
 /// not read as a complete one.
@@ -211,7 +218,7 @@ impl Exporter for MarkdownReport {
         for grid in summaries(results) {
             md.push_str(&tables.section(&grid, 1));
         }
-        md.push_str(&meaning());
+        md.push_str(&meaning(results));
         if let Some(grid) = subset_grid(results) {
             md.push_str(&tables.section(&grid, 2));
         }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 /// The manifest's `imported` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImportInfo {
-    /// `lm-eval`, `opencompass`, `lighteval`, `evalscope`, `qwen-math`, `jsonl`.
+    /// The format's name, as `gpassk import` takes it.
     pub format: String,
     /// The layout or version read (`lm-eval ≥ 0.4.3 samples + results`, …).
     pub layout: String,

@@ -1,8 +1,9 @@
 //! Small helpers every layer may use: hex and short hashes, the problem-id index, atomic writes,
 //! bounded reads of input files, names that become path components, shell quoting, timestamps,
-//! names' nearest match, names shortened to a width, terminal-safe text, colour on a terminal, the fixed [`SplitMix64`] generator, the [`Prefix`] of an append-only file as it was read, and the [`Shutdown`] signal passed down to
+//! names' nearest match, names shortened to a width, terminal-safe text, colour on a terminal, a chat message's text, the fixed [`SplitMix64`] generator, the [`Prefix`] of an append-only file as it was read, and the [`Shutdown`] signal passed down to
 //! long-running work.
 
+pub mod chat;
 mod input;
 mod notes;
 mod paint;

@@ -421,4 +421,18 @@ fn readme_is_a_front_door() {
         readme.contains("](docs/README.md)"),
         "README links the docs index"
     );
+    // The import guide moved out of README: README links it, the index lists it.
+    let index = read(&repo().join("docs/README.md"));
+    assert!(
+        readme.contains("](docs/import.md)"),
+        "README links docs/import.md"
+    );
+    assert!(
+        index.contains("](import.md)"),
+        "docs/README.md lists import.md"
+    );
+    assert!(
+        !readme.contains("## Bringing runs from other harnesses"),
+        "README still holds the import section"
+    );
 }

@@ -2,8 +2,8 @@
 
 use crate::common::{run, stderr, stdout};
 use gpassk::grade::{
-    canonical_key, equivalent, extract, grade, grade_with_options, normal_form, GradeConfig,
-    ListOrder, Outcome, Percent, Policy, StyledLetters, Tolerance,
+    canonical_key, equivalent, extract, grade, grade_with_options, normal_form, FoundBy,
+    GradeConfig, ListOrder, Outcome, Percent, Policy, StyledLetters, Tolerance,
 };
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,11 @@ const PEERS: &str = concat!(
 const HELDOUT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/grading/gpassk_heldout_cases.jsonl"
+);
+/// Real model responses of each answer style issue 38 names, from public evaluation outputs.
+const REAL_KINDS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/grading/real_kinds_cases.jsonl"
 );
 
 /// Lines whose labels need settings more lenient than Math-Verify's defaults
@@ -353,6 +358,77 @@ fn cli_cases_file_agreement_and_json() {
 }
 
 #[test]
+fn cli_cases_agreement_per_found_by() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("cases.jsonl");
+    let lines = [
+        r#"{"gold":"5","pred":"so \\boxed{5}","expected":true}"#,
+        r#"{"gold":"5","pred":"so \\boxed{6}","expected":true}"#,
+        r#"{"gold":"7","pred":"The answer is 7.","expected":true}"#,
+        r#"{"gold":"3","pred":"We add one and two and get 3 apples","expected":true}"#,
+        r#"{"gold":"3","pred":"no idea","expected":false}"#,
+        r#"{"gold":"3","pred":"we get 3 pears"}"#,
+    ];
+    std::fs::write(&path, lines.join("\n")).expect("write");
+    let p = path.to_string_lossy().into_owned();
+    let (code, out, _) = gpassk(&["grade", "--cases", &p]);
+    assert_eq!(code, 0);
+    for want in [
+        "  found_by boxed: 2 cases, agreement 1/2 (50.0%)",
+        "  found_by marker: 1 cases, agreement 1/1 (100.0%)",
+        "  found_by last_number (heuristic): 2 cases, agreement 1/1 (100.0%)",
+        "  found_by none: 1 cases, agreement 1/1 (100.0%)",
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want:?} not in {out}");
+    }
+    let (code, out, err) = gpassk(&["grade", "--cases", &p, "--json"]);
+    assert_eq!(code, 0);
+    let found: Vec<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["found_by"].to_string()
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "\"boxed\"",
+            "\"boxed\"",
+            "\"marker\"",
+            "\"last_number\"",
+            "\"none\"",
+            "\"last_number\""
+        ]
+    );
+    assert!(err.contains("  found_by marker: 1 cases"), "{err}");
+}
+
+#[test]
+fn cli_decimal_mark_setting() {
+    let verdict = |extra: &[&str]| {
+        let mut args = vec!["grade", "--gold", "0,1", "--pred", "\\boxed{0.1}"];
+        args.extend(extra);
+        let (code, out, err) = gpassk(&args);
+        (
+            code,
+            out.lines().last().unwrap_or_default().to_string(),
+            err,
+        )
+    };
+    assert_eq!(verdict(&[]).1, "verdict:    wrong");
+    assert_eq!(
+        verdict(&["--decimal-mark", "comma"]).1,
+        "verdict:    correct"
+    );
+    let (code, _, err) = verdict(&["--decimal-mark", "european"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--decimal-mark") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
 fn cli_bad_input_exit_2() {
     let (code, _, err) = gpassk(&["grade", "--cases", "/nonexistent/cases.jsonl"]);
     assert_eq!(code, 2);
@@ -596,6 +672,40 @@ fn peer_test_suites_agree() {
 #[test]
 fn heldout_responses_agree() {
     assert_agreement(HELDOUT, &[]);
+}
+
+#[test]
+fn real_responses_of_every_answer_style_agree() {
+    assert_agreement(REAL_KINDS, &[]);
+    // Every kind is there, with right and wrong answers among them where the sources had both.
+    let text = std::fs::read_to_string(REAL_KINDS).expect("fixture");
+    let mut kinds = std::collections::BTreeMap::<String, (usize, usize)>::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("json");
+        assert!(v["path"].is_string() && v["label"].is_string(), "{line}");
+        let k = kinds
+            .entry(v["kind"].as_str().expect("kind").to_string())
+            .or_default();
+        k.0 += 1;
+        k.1 += usize::from(v["expected"] == true);
+    }
+    for kind in [
+        "marker-zh",
+        "marker-en",
+        "choice-multi",
+        "units",
+        "calculator",
+        "program-output",
+        "tiny",
+        "equation-value",
+        "zh-text",
+    ] {
+        let (n, right) = kinds.get(kind).copied().unwrap_or_default();
+        assert!(n >= 1, "no real case of {kind}");
+        if n >= 4 {
+            assert!(right > 0 && right < n, "{kind}: {right} of {n} right");
+        }
+    }
 }
 
 /// The setting under which a policy line gets its peer's label; `None`: a fixed choice.
@@ -963,7 +1073,6 @@ fn real_response_corpus_is_well_formed() {
 
 /// The grader agrees with the corpus labels on at least 99% of the cases, printing the rest.
 #[test]
-#[ignore = "issue 38: until the grader work lands"]
 fn real_response_corpus_agrees() {
     let cfg = GradeConfig::default();
     let cases = labelled(CORPUS);
@@ -999,5 +1108,76 @@ fn real_response_corpus_agrees() {
         agree * 100 >= cases.len() * 99,
         "agreement {agree}/{}",
         cases.len()
+    );
+}
+
+/// Kinds the development corpus showed after the first rules: each assertion failed before its
+/// rule (gold forms, verdict words, rounded golds, `######` and headings, cut-off responses).
+#[test]
+fn corpus_kinds_forms_verdicts_rounding_headings_cut_off() {
+    // GAOKAO-Bench golds list accepted forms after `\#\#`.
+    let forms = "\\frac{3}{10} \\# \\# 0.3";
+    assert!(correct(forms, "所以概率是3/10。<eoe>\n\n【答案】3/10<eoa>"));
+    assert!(correct(forms, "【答案】$0.3$<eoa>"));
+    assert!(!correct(forms, "【答案】$0.4$<eoa>"));
+    // A verdict word, then its reason after a colon.
+    let said = "5) So the message is the product.\n\nTherefore, the answer is True: The marginal \
+                for $x_s$ is the product of the message and the local factor $f_s(x_s)$.";
+    assert!(correct("True", said));
+    assert!(!correct("False", said));
+    // A decimal gold of three or more significant digits and an exact answer that rounds to it.
+    assert!(correct(
+        "[0.333, 0.25]",
+        "In conclusion, the answer is [1/3, 1/4]"
+    ));
+    assert!(correct("1.414", "so $AB = \\boxed{\\sqrt{2}}$"));
+    assert!(!correct("0.334", "\\boxed{\\frac{1}{3}}"));
+    assert!(!correct("0.3", "\\boxed{\\frac{1}{3}}"));
+    assert!(!correct("1.33", "\\boxed{1.334}"));
+    // `######` in text after the box, and Markdown headings, are not GSM8K's `####`.
+    assert!(correct(
+        "25",
+        "The area is \\(\\boxed{25}\\).pd自如 Brig s一时FIX######\n flooring 7 objet"
+    ));
+    let headed = "#### Step 1: add them\n3 + 15 = 18\n\nThe answer is \\boxed{18}\n\n#### Check it";
+    assert!(correct("18", headed));
+    assert!(correct("18", "Janet sells 18 eggs.\n#### 18"));
+    // A response cut off mid-formula states nothing: no guess from the value it was working on.
+    let cfg = GradeConfig::default();
+    let options = ["9", "8", "0", "1"];
+    for cut in [
+        "Now, we multiply the ones digits together:\n9 * 6 * 0 * 8 = 1 * 0 * ",
+        "2. If $r = 1$, then $2 + c$ is zero for $c = 1$.\n3. If $r = 0$, then $0^3 + c",
+    ] {
+        let v = grade_with_options("C", cut, &options, &cfg);
+        assert_eq!(v.found_by, FoundBy::None, "{cut}");
+    }
+    let finished = "Now, we multiply the ones digits together: 9 * 6 * 0 = 0.";
+    let v = grade_with_options("C", finished, &options, &cfg);
+    assert_eq!(v.outcome, Outcome::Correct);
+    // A few-shot model reciting the examples' answers after its own; one answer repeated stays.
+    let recital = "so sigma is about 4.8e-8 C/m^2. The answer is (B).\n\nNow, combining all the \
+                   answers:\nThe answer is A. 1000 times more\nThe answer is H. 4\nThe answer is \
+                   A. 240 W\nThe";
+    assert!(correct("B", recital));
+    assert!(!correct("A", recital));
+    let looped =
+        "It is (D).\nThe answer is (D).\nThe answer is (D).\nThe answer is (D).\nThe answer";
+    assert!(correct("D", looped));
+    // An option of several words stated word for word, once, in a response with no marker.
+    let tuna = [
+        "The population of tuna will increase",
+        "Mouse will decrease in number",
+        "The phytoplankton will decrease",
+    ];
+    let said = "If all the Killer whales are removed, the population of tuna will increase. The \
+                mouse and phytoplankton are not directly affected.";
+    assert_eq!(
+        grade_with_options("A", said, &tuna, &cfg).outcome,
+        Outcome::Correct
+    );
+    assert_eq!(
+        grade_with_options("B", said, &tuna, &cfg).outcome,
+        Outcome::Wrong
     );
 }

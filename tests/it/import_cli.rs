@@ -1,14 +1,40 @@
 //! `gpassk import`: other harnesses' sample logs become runs that score, report and compare like
 //! native ones; the metrics are checked against values computed here from the fixture files.
 
-use crate::common::{ok, read, repo, run as gpassk, run_dirs, stderr, Fixture, Toml, RUN_FILES};
+use crate::common::{
+    both, copy_dir, gpassk as command, ok, read, repo, run as gpassk, run_dirs, stderr, Fixture,
+    Toml, RUN_FILES,
+};
 use fake_openai::{ChoiceReply, FakeServer, Recorded, Reply};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-fn fixture(rel: &str) -> PathBuf {
+pub(crate) fn fixture(rel: &str) -> PathBuf {
     repo().join("tests/fixtures/import").join(rel)
+}
+
+/// `gpassk import FORMAT INPUT --out OUT ARGS…`.
+pub(crate) fn import(
+    format: &str,
+    input: &Path,
+    out: &Path,
+    args: &[&str],
+) -> std::process::Output {
+    let mut argv = vec![
+        "import",
+        format,
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    argv.extend(args);
+    gpassk(&argv)
+}
+
+/// An imported run's manifest.
+pub(crate) fn manifest(run: &Path) -> Value {
+    serde_json::from_str(&read(&run.join("manifest.json"))).unwrap()
 }
 
 fn json_lines(path: &Path) -> Vec<Value> {
@@ -51,7 +77,7 @@ fn g_pass(n: u64, c: u64, k: u64, tau: f64) -> f64 {
 }
 
 /// The value of one metric row of metrics.json (model, metric, k, τ, overall).
-fn metric(json: &Value, model: &str, name: &str, k: u64, tau: Option<f64>) -> f64 {
+pub(crate) fn metric(json: &Value, model: &str, name: &str, k: u64, tau: Option<f64>) -> f64 {
     let rows = json["metrics"].as_array().unwrap();
     let row = rows
         .iter()
@@ -523,4 +549,487 @@ fn python_nan_and_infinity_in_streamed_files_read_as_absent() {
         v["metrics"].clone()
     };
     assert_eq!(metrics(&to, "with-nan"), metrics(&from, "plain"));
+}
+
+/// A folder holding several datasets gives one run each, named after it, never one mixed run;
+/// `--task` takes one of them, whose run is `--out` itself.
+#[test]
+fn a_folder_of_several_datasets_becomes_one_run_per_dataset() {
+    let env = Fixture::new("");
+    let out = env.file("lm");
+    let o = import("lm-eval", &fixture("lm-eval/v0.4.13"), &out, &[]);
+    let said = ok(&o);
+    assert!(
+        said.contains("== dataset gpk_arith ") && said.contains("== dataset gpk_arith_greedy"),
+        "{said}"
+    );
+    for (task, n, problems) in [("gpk_arith", 6, 8), ("gpk_arith_greedy", 1, 8)] {
+        let m = manifest(&out.join(task));
+        assert_eq!(m["dataset"]["name"], task);
+        assert_eq!(m["models"]["stub-math"]["sampling"]["n"], n, "{task}");
+        let json: Value =
+            serde_json::from_str(&read(&out.join(task).join("metrics.json"))).unwrap();
+        assert_eq!(
+            json["models"][0]["problems"], problems,
+            "{task}: {}",
+            json["models"][0]
+        );
+    }
+    // OpenCompass: two datasets of split prediction files in one work folder.
+    let work = env.file("oc-work");
+    for abbr in ["gsm8k", "math"] {
+        for kind in ["predictions", "results"] {
+            let from = fixture("opencompass/n-replicas-split")
+                .join(kind)
+                .join("stub-math");
+            let to = work.join(kind).join("stub-math");
+            std::fs::create_dir_all(&to).unwrap();
+            for f in std::fs::read_dir(from).unwrap() {
+                let f = f.unwrap().path();
+                let name = f
+                    .file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .replace("gpk_arith", abbr);
+                // Two datasets' files never hold the same bytes (the same bytes are refused).
+                let text =
+                    read(&f).replace("\"prediction\": \"", &format!("\"prediction\": \"{abbr} "));
+                std::fs::write(to.join(name), text).unwrap();
+            }
+        }
+    }
+    let oc = env.file("oc");
+    ok(&import("opencompass", &work, &oc, &["--quiet"]));
+    for abbr in ["gsm8k", "math"] {
+        let m = manifest(&oc.join(abbr));
+        let checks = m["imported"]["aggregates"].as_array().unwrap();
+        assert!(
+            !checks.is_empty()
+                && checks.iter().all(|a| a["recomputed"] == a["source"]
+                    || (a["recomputed"].as_f64().unwrap() - a["source"].as_f64().unwrap()).abs()
+                        < 0.006),
+            "{abbr}: {checks:?}"
+        );
+    }
+    // EvalScope: two benchmarks of one model.
+    let es = env.file("es-work");
+    copy_dir(&fixture("evalscope/v1.14.1"), &es);
+    let reviews = es.join("reviews/stub-math");
+    let rows = read(&reviews.join("gsm8k_main.jsonl")).replace('\n', " \n");
+    std::fs::write(reviews.join("math_500_default.jsonl"), rows).unwrap();
+    let esout = env.file("es");
+    ok(&import("evalscope", &es, &esout, &["--quiet"]));
+    let runs: Vec<String> = run_dirs(&esout)
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(runs, ["gsm8k", "math_500"]);
+    let one = env.file("one");
+    ok(&import(
+        "evalscope",
+        &es,
+        &one,
+        &["--quiet", "--task", "math_500"],
+    ));
+    assert_eq!(manifest(&one)["dataset"]["name"], "math_500");
+}
+
+/// Files of the same problems (seeds, shards) add samples, numbered one after another, and the
+/// console says so; the same file given twice, a hard link to it or a byte copy is refused.
+#[test]
+fn seed_files_add_samples_and_the_same_file_twice_is_refused() {
+    let env = Fixture::new("");
+    let line = |p: &str, answers: [&str; 4]| {
+        let responses: Vec<String> = answers
+            .iter()
+            .map(|a| format!("so \\\\boxed{{{a}}}"))
+            .collect();
+        format!(
+            "{{\"problem_id\": \"{p}\", \"gold\": \"4\", \"responses\": [{}]}}\n",
+            responses
+                .iter()
+                .map(|r| format!("\"{r}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let dir = env.file("seeds");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("run_seed0.jsonl"),
+        line("a", ["4", "4", "5", "4"]) + &line("b", ["1", "4", "4", "4"]),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("run_seed1.jsonl"),
+        line("a", ["4", "5", "5", "5"]) + &line("b", ["4", "4", "4", "4"]),
+    )
+    .unwrap();
+    let out = env.file("run");
+    let o = import("jsonl", &dir, &out, &["--model", "m"]);
+    let said = both(&o);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("8 samples of problems an earlier file gave too are numbered after them"),
+        "{said}"
+    );
+    let json: Value = serde_json::from_str(&read(&out.join("metrics.json"))).unwrap();
+    assert_eq!(
+        (
+            json["models"][0]["n"].as_u64(),
+            json["models"][0]["correct"].as_u64()
+        ),
+        (Some(8), Some(11))
+    );
+    // `--model` keeps one model, and says what it left out.
+    let two = env.write(
+        "two.jsonl",
+        &(line("a", ["4", "4", "4", "4"]).replacen("{", "{\"model\": \"x\", ", 1)
+            + &line("a", ["5", "5", "5", "5"]).replacen("{", "{\"model\": \"y\", ", 1)),
+    );
+    let o = import(
+        "jsonl",
+        &two,
+        &env.file("only-x"),
+        &["--model", "x", "--quiet"],
+    );
+    assert!(
+        stderr(&o).contains("model y: 4 samples left out"),
+        "{}",
+        both(&o)
+    );
+    let o = import("jsonl", &two, &env.file("none"), &["--model", "z"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("every sample") && stderr(&o).contains("model x: 4 samples"),
+        "{}",
+        stderr(&o)
+    );
+    let seed0 = dir.join("run_seed0.jsonl");
+    let twice = gpassk(&[
+        "import",
+        "jsonl",
+        seed0.to_str().unwrap(),
+        dir.join("./run_seed0.jsonl").to_str().unwrap(),
+        "--out",
+        env.file("twice").to_str().unwrap(),
+    ]);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(
+        stderr(&twice).contains("are the same file"),
+        "{}",
+        stderr(&twice)
+    );
+    for (name, make) in [("linked", true), ("copied", false)] {
+        let other = env.file(&format!("{name}.jsonl"));
+        if make {
+            std::fs::hard_link(&seed0, &other).unwrap();
+        } else {
+            std::fs::copy(&seed0, &other).unwrap();
+        }
+        let o = gpassk(&[
+            "import",
+            "jsonl",
+            seed0.to_str().unwrap(),
+            other.to_str().unwrap(),
+            "--out",
+            env.file(name).to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", both(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("run_seed0.jsonl") && e.contains(&format!("{name}.jsonl")),
+            "{name}: {e}"
+        );
+        assert!(!env.file(name).exists());
+    }
+}
+
+/// An import writes its runs beside `--out` and moves them into place at the end: killed
+/// midway, it leaves nothing at `--out`; the next import says what was left beside it.
+#[test]
+fn an_import_killed_midway_leaves_nothing_at_out() {
+    let env = Fixture::new("");
+    let mut text = String::new();
+    for p in 0..500 {
+        for i in 0..20 {
+            text.push_str(&format!("{{\"problem_id\": \"p{p}\", \"gold\": \"{p}\", \"response\": \"the answer is \\\\boxed{{{i}}}\"}}\n"));
+        }
+    }
+    let input = env.write("big.jsonl", &text);
+    let out = env.file("run");
+    let mut child = command()
+        .args([
+            "import",
+            "jsonl",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let staging = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(".run.importing-")
+            })
+            .collect()
+    };
+    // Killed as soon as anything of the import is on disk.
+    while staging(env.path()).is_empty() && !out.exists() && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Either it was killed while staging (nothing at --out) or it had finished (a whole run).
+    if out.exists() {
+        assert_eq!(manifest(&out)["status"], "complete");
+        assert!(staging(env.path()).is_empty());
+    } else {
+        assert_eq!(staging(env.path()).len(), 1);
+        let o = import("jsonl", &input, &out, &["--quiet"]);
+        assert!(
+            stderr(&o).contains("is left from an import that did not finish"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(manifest(&out)["status"], "complete");
+    }
+}
+
+/// A Git LFS pointer where a file should be is named as one, at `auto` and at reading.
+#[test]
+fn a_git_lfs_pointer_is_named() {
+    let env = Fixture::new("");
+    let dir = env.file("es");
+    copy_dir(&fixture("evalscope/v1.14.1"), &dir);
+    let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 48213\n";
+    std::fs::write(dir.join("reviews/stub-math/gsm8k_main.jsonl"), pointer).unwrap();
+    std::fs::remove_dir_all(dir.join("predictions")).unwrap();
+    let o = import("evalscope", &dir, &env.file("run"), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("gsm8k_main.jsonl") && e.contains("Git LFS pointer") && e.contains("48213-byte"),
+        "{e}"
+    );
+    let o = import("auto", &dir.join("reviews"), &env.file("run"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("Git LFS pointer"), "{}", stderr(&o));
+}
+
+/// `--disagreements` may not overwrite an input, land in an input folder or inside the new run.
+#[test]
+fn disagreements_never_overwrite_an_input_or_land_in_the_new_run() {
+    let env = Fixture::new("");
+    let dir = env.file("es");
+    copy_dir(&fixture("evalscope/v0.17.1"), &dir);
+    let input = dir.join("reviews/stub-math/gsm8k_main.jsonl");
+    let before = read(&input);
+    let out = env.file("run");
+    for (from, target, why) in [
+        (&input, input.clone(), "it is an input file"),
+        (
+            &dir,
+            dir.join("reviews/disagree.jsonl"),
+            "inside the input folder",
+        ),
+        (&dir, out.join("disagree.jsonl"), "inside the new run"),
+    ] {
+        let o = import(
+            "evalscope",
+            from,
+            &out,
+            &["--disagreements", target.to_str().unwrap()],
+        );
+        assert_eq!(o.status.code(), Some(2), "{why}");
+        assert!(stderr(&o).contains(why), "{why}: {}", stderr(&o));
+        assert!(!out.exists());
+    }
+    assert_eq!(read(&input), before);
+}
+
+/// A byte-order mark, CRLF and CR-only line ends read as plain line ends.
+#[test]
+fn bom_crlf_and_cr_line_ends_import_alike() {
+    let env = Fixture::new("");
+    let text = read(&fixture("jsonl/one-sample-per-line.jsonl"));
+    let metrics = |name: &str, bytes: String| -> Value {
+        let input = env.write(&format!("{name}.jsonl"), &bytes);
+        let out = env.file(name);
+        ok(&import(
+            "jsonl",
+            &input,
+            &out,
+            &["--quiet", "--name", "stub-math"],
+        ));
+        let v: Value = serde_json::from_str(&read(&out.join("metrics.json"))).unwrap();
+        v["metrics"].clone()
+    };
+    let plain = metrics("plain", text.clone());
+    assert_eq!(metrics("bom", format!("\u{feff}{text}")), plain);
+    assert_eq!(metrics("crlf", text.replace('\n', "\r\n")), plain);
+    assert_eq!(metrics("cr", text.replace('\n', "\r")), plain);
+}
+
+/// A verdict out of range (7.5, NaN) and a sample index past what gpassk scores stop the import
+/// with exit 2, naming the input file and line; nothing is left at `--out`.
+#[test]
+fn bad_verdicts_and_sample_indices_name_the_input_file_and_line() {
+    let env = Fixture::new("");
+    let dir = env.file("es");
+    copy_dir(&fixture("evalscope/v1.14.1"), &dir);
+    let path = dir.join("reviews/stub-math/gsm8k_main.jsonl");
+    let text = read(&path);
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let original = lines[2].clone();
+    for (bad, said) in [("7.5", "7.5 is not a verdict"), ("NaN", "NaN")] {
+        let mut v: Value = serde_json::from_str(&original).unwrap();
+        let main = v["sample_score"]["score"]["main_score_name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        v["sample_score"]["score"]["value"][&main] = Value::String("X".into());
+        lines[2] = v.to_string().replace("\"X\"", bad);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let out = env.file("run");
+        let o = import("evalscope", &dir, &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", both(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("gsm8k_main.jsonl:3") && e.contains(said),
+            "{bad}: {e}"
+        );
+        assert!(!out.exists());
+    }
+    let input = env.write(
+        "far.jsonl",
+        "{\"problem_id\": \"a\", \"gold\": \"1\", \"response\": \"1\", \"sample_index\": 10000}\n",
+    );
+    let o = import("jsonl", &input, &env.file("far"), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+    let e = stderr(&o);
+    assert!(e.contains("far.jsonl:1") && e.contains("10000"), "{e}");
+    assert!(!e.contains("manifest"), "{e}");
+}
+
+/// lm-eval's results file is found by what it holds whatever its name, and a run recorded with
+/// `do_sample: false` is recorded as greedy (temperature 0) in the run's settings.
+#[test]
+fn lm_eval_results_are_found_by_content_and_greedy_comes_from_their_settings() {
+    let env = Fixture::new("");
+    let dir = env.file("gsm8k");
+    std::fs::create_dir_all(&dir).unwrap();
+    let from = fixture("lm-eval/v0.4.13/stub-math");
+    let samples = "samples_gpk_arith_2026-12-01T16-18-04.660489.jsonl";
+    std::fs::copy(from.join(samples), dir.join(samples)).unwrap();
+    let mut res: Value =
+        serde_json::from_str(&read(&from.join("results_2026-12-01T16-18-04.660489.json"))).unwrap();
+    res["configs"]["gpk_arith"]["generation_kwargs"]["do_sample"] = false.into();
+    res["configs"]["gpk_arith"]["generation_kwargs"]["temperature"] = 0.into();
+    std::fs::write(
+        dir.join("gsm8k_2026-12-01T16-18-04.660489.json"),
+        res.to_string(),
+    )
+    .unwrap();
+    let out = env.file("run");
+    ok(&import(
+        "lm-eval",
+        &dir,
+        &out,
+        &["--quiet", "--field", "verdict=exact_match,strict-first"],
+    ));
+    let m = manifest(&out);
+    let model = &m["imported"]["models"]["stub-math"];
+    assert_eq!(model["settings"]["temperature"], 0.0, "{model}");
+    assert_eq!(m["models"]["stub-math"]["sampling"]["temperature"], 0.0);
+    let checks = m["imported"]["aggregates"].as_array().unwrap();
+    assert_eq!(checks.len(), 3, "{checks:?}");
+}
+
+/// The formats are listed once: `--help` shows every one, an unknown one is refused naming them.
+#[test]
+fn the_help_and_the_errors_list_every_format() {
+    let help = ok(&gpassk(&["import", "--help"]));
+    for name in [
+        "auto",
+        "lm-eval",
+        "opencompass",
+        "lighteval",
+        "evalscope",
+        "inspect",
+        "nemo-skills",
+        "tau-bench",
+        "qwen-math",
+        "jsonl",
+    ] {
+        assert!(help.contains(name), "{name}: {help}");
+    }
+    let o = gpassk(&["import", "helm", "x", "--out", "y"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("tau-bench"), "{}", stderr(&o));
+}
+
+/// `--format auto` on an lm-eval folder holding a generic JSONL file too: the import stops and
+/// names both formats and the file, rather than reading one and leaving the other unread.
+#[test]
+fn auto_names_a_generic_jsonl_file_beside_another_harnesss_files() {
+    let env = Fixture::new("");
+    let dir = env.file("lm");
+    copy_dir(&fixture("lm-eval/v0.4.13"), &dir);
+    let extra = dir.join("stub-math/extra.jsonl");
+    std::fs::copy(fixture("jsonl/one-sample-per-line.jsonl"), &extra).unwrap();
+    let out = env.file("run");
+    let o = import("auto", &dir, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("several formats")
+            && e.contains("jsonl: 1 file, e.g. ")
+            && e.contains("extra.jsonl")
+            && e.contains("lm-eval: 2 files"),
+        "{e}"
+    );
+    assert!(!out.exists());
+    // Named one format at a time, each imports.
+    ok(&import("jsonl", &extra, &env.file("generic"), &["--quiet"]));
+    std::fs::remove_file(&extra).unwrap();
+    ok(&import("auto", &dir, &out, &["--quiet"]));
+}
+
+/// A record repeating a sample its own file gave already is counted on the console (the first
+/// kept), never dropped in silence.
+#[test]
+fn a_repeated_record_is_counted_on_the_console_and_the_first_kept() {
+    let env = Fixture::new("");
+    let input = env.write(
+        "dup.jsonl",
+        "{\"problem_id\": \"a\", \"gold\": \"1\", \"response\": \"\\\\boxed{1}\", \"sample_index\": 0}\n\
+         {\"problem_id\": \"a\", \"gold\": \"1\", \"response\": \"\\\\boxed{2}\", \"sample_index\": 0}\n\
+         {\"problem_id\": \"a\", \"gold\": \"1\", \"response\": \"\\\\boxed{1}\", \"sample_index\": 1}\n",
+    );
+    let out = env.file("run");
+    let o = import("jsonl", &input, &out, &["--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    assert!(
+        stderr(&o).contains("1 records repeat a sample their own file gave already"),
+        "{}",
+        stderr(&o)
+    );
+    let json: Value = serde_json::from_str(&read(&out.join("metrics.json"))).unwrap();
+    assert_eq!(
+        (
+            json["models"][0]["n"].as_u64(),
+            json["models"][0]["correct"].as_u64()
+        ),
+        (Some(2), Some(2))
+    );
 }

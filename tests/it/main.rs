@@ -21,6 +21,7 @@ mod grade_cases;
 mod history;
 mod hostile_server;
 mod import_cli;
+mod import_sources;
 mod input_bounds;
 mod label_fake;
 mod merge_shards;

@@ -1,0 +1,472 @@
+//! Reader of NeMo-Skills evaluation outputs: `<output_dir>/eval-results/<benchmark>/` holds one
+//! `output-rs<seed>.jsonl` per random seed (or one greedy `output.jsonl`), each line a problem's
+//! input fields plus its `generation`, `predicted_answer` and correctness (`symbolic_correct`,
+//! `judgement`, `is_correct`…). Lines carry no id: line i of every seed file is problem i, as
+//! NeMo-Skills' own metrics read them (files in name order, line by line); the seeds are the
+//! samples. `eval-results/metrics.json` holds the stored aggregates (`pass@k`,
+//! `pass@1[avg-of-k]`, `majority@k`, as percentages).
+
+use super::files::{file_name, files_under, json_text, verdict};
+use super::metric::PaperMetric;
+use super::source::{
+    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
+    Stored,
+};
+use super::stream::{first_line, json_lines, small_json};
+use crate::rundir::provenance::SourceSettings;
+use regex::Regex;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+/// NeMo-Skills `eval-results` folders.
+pub struct NemoSkills;
+
+impl Reader for NemoSkills {
+    fn name(&self) -> &'static str {
+        "nemo-skills"
+    }
+    fn about(&self) -> &'static str {
+        "NeMo-Skills eval-results/<benchmark>/output-rs<seed>.jsonl, one file per seed matched line by line"
+    }
+    fn claims(&self, path: &Path) -> bool {
+        claims(path)
+    }
+    fn fields(&self) -> &'static [&'static str] {
+        &["verdict"]
+    }
+    fn read(
+        &self,
+        paths: &[PathBuf],
+        opts: &ReadOptions,
+        sink: &mut dyn Sink,
+    ) -> Result<SourceSummary, ImportError> {
+        read(paths, opts, sink)
+    }
+}
+
+/// `output-rs<seed>.jsonl` (a seed) or `output.jsonl` (greedy).
+static OUTPUT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^output(?:-rs(\d+))?\.jsonl$").expect("the output pattern is valid")
+});
+
+/// The correctness fields NeMo-Skills' metrics read, the first present taken.
+const CORRECTNESS: [&str; 4] = ["symbolic_correct", "judgement", "is_correct", "correct"];
+
+fn claims(path: &Path) -> bool {
+    OUTPUT.is_match(&file_name(path))
+        && first_line(path)
+            .is_some_and(|v| v.get("generation").is_some() || v.get("predicted_answer").is_some())
+}
+
+/// One benchmark folder's files: seeds in name order (NeMo-Skills' order), or the greedy one.
+struct Benchmark {
+    name: String,
+    model: String,
+    files: Vec<PathBuf>,
+    metrics: Option<PathBuf>,
+}
+
+/// The benchmark folders under `paths`, each with its output files.
+fn benchmarks(paths: &[PathBuf], opts: &ReadOptions) -> Result<Vec<Benchmark>, ImportError> {
+    let found = files_under(paths, |p| OUTPUT.is_match(&file_name(p)))?;
+    let mut by_dir: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+    for f in found {
+        let dir = f.parent().map(Path::to_path_buf).unwrap_or_default();
+        by_dir.entry(dir).or_default().push(f);
+    }
+    let mut out = Vec::new();
+    for (dir, mut files) in by_dir {
+        files.sort_by_key(|f| file_name(f));
+        let greedy = files.iter().any(|f| file_name(f) == "output.jsonl");
+        if greedy && files.len() > 1 {
+            return Err(ImportError::Input(format!(
+                "nemo-skills: {} holds output.jsonl (greedy) and output-rs*.jsonl (sampled): two evaluations; give the files of one",
+                dir.display()
+            )));
+        }
+        let above = dir.parent();
+        let results = above.filter(|a| file_name(a) == "eval-results");
+        let model = (results.and_then(Path::parent).map(file_name))
+            .filter(|m| !m.is_empty())
+            .or(opts.model.clone())
+            .unwrap_or_else(|| "nemo-skills".into());
+        let metrics = [
+            dir.join("metrics.json"),
+            above.map(|a| a.join("metrics.json")).unwrap_or_default(),
+        ]
+        .into_iter()
+        .find(|m| m.is_file());
+        out.push(Benchmark {
+            name: file_name(&dir),
+            model,
+            files,
+            metrics,
+        });
+    }
+    Ok(out)
+}
+
+fn read(
+    paths: &[PathBuf],
+    opts: &ReadOptions,
+    sink: &mut dyn Sink,
+) -> Result<SourceSummary, ImportError> {
+    let found = benchmarks(paths, opts)?;
+    if found.is_empty() {
+        return Err(ImportError::Input(format!(
+            "nemo-skills: no output-rs<seed>.jsonl or output.jsonl under {}",
+            (paths.iter().map(|p| p.display().to_string()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let mut summary = SourceSummary {
+        layout: "NeMo-Skills eval-results/<benchmark>/output-rs<seed>.jsonl (files in name order, matched line by line)".into(),
+        ..SourceSummary::default()
+    };
+    let mut fields = Vec::new();
+    for b in &found {
+        if !sink.wants(&b.files[0], Some(&b.model), Some(&b.name)) {
+            continue;
+        }
+        let mut seeds = Seeds::default();
+        for (i, path) in b.files.iter().enumerate() {
+            seeds.file(sink, b, i as u32, path, opts)?;
+        }
+        fields.push(format!(
+            "{}: `{}`",
+            b.name,
+            seeds.field.as_deref().unwrap_or("none")
+        ));
+        settings(b, &mut summary);
+        if let Some(m) = &b.metrics {
+            sink.open(m, Role::Side)?;
+            aggregates(b, &small_json(m)?, &seeds, &mut summary);
+        }
+    }
+    summary.verdicts = format!(
+        "per sample: each line's correctness field ({}): NeMo-Skills' own verdict (a `judgement` reads as its Yes/No)",
+        fields.join("; ")
+    );
+    Ok(summary)
+}
+
+fn settings(b: &Benchmark, summary: &mut SourceSummary) {
+    let seeds: Vec<u64> = (b.files.iter())
+        .filter_map(|f| {
+            OUTPUT
+                .captures(&file_name(f))?
+                .get(1)?
+                .as_str()
+                .parse()
+                .ok()
+        })
+        .collect();
+    let s = SourceSettings {
+        nominal_n: u32::try_from(b.files.len()).ok(),
+        recorded: serde_json::json!({ "benchmark": b.name, "seeds": seeds }),
+        ..SourceSettings::default()
+    };
+    summary.models.entry(b.model.clone()).or_insert(s);
+}
+
+/// The seed files of one benchmark, read one after another.
+#[derive(Default)]
+struct Seeds {
+    /// The first file's problems, line by line: a hash of each problem's text.
+    problems: Vec<u64>,
+    /// The correctness field read (the first file decides).
+    field: Option<String>,
+    /// Per problem: (predicted answer, verdict) of each seed, for `majority@k`.
+    answers: Vec<Vec<(Option<String>, bool)>>,
+}
+
+impl Seeds {
+    fn file(
+        &mut self,
+        sink: &mut dyn Sink,
+        b: &Benchmark,
+        seed: u32,
+        path: &Path,
+        opts: &ReadOptions,
+    ) -> Result<(), ImportError> {
+        let file = sink.open(path, Role::Samples)?;
+        let mut i = 0usize;
+        json_lines(sink, file, |sink, line, v| {
+            let at = At::Line(line);
+            let p = i;
+            i += 1;
+            match self.line(b, (seed, p), &v, opts) {
+                Ok(mut s) => {
+                    s.file = file;
+                    s.at = at;
+                    sink.sample(s)
+                }
+                Err(m) => sink.bad(file, at, m),
+            }
+        })?;
+        if seed > 0 && i != self.problems.len() {
+            return Err(ImportError::bad(
+                path,
+                At::File,
+                format!(
+                    "{i} lines, where {} holds {}: seed files are matched line by line",
+                    file_name(&b.files[0]),
+                    self.problems.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Line `p` of seed file `seed` as a sample; Err says why it is malformed.
+    fn line(
+        &mut self,
+        b: &Benchmark,
+        (seed, p): (u32, usize),
+        v: &Value,
+        opts: &ReadOptions,
+    ) -> Result<SourceSample, String> {
+        let o = v.as_object().ok_or("not a JSON object")?;
+        let question = ["problem", "question"]
+            .iter()
+            .find_map(|k| o.get(*k).and_then(json_text));
+        let gold = o.get("expected_answer").and_then(json_text);
+        let h = hash_of(&(&question, &gold));
+        match (seed, self.problems.get(p)) {
+            (0, _) => self.problems.push(h),
+            (_, Some(&first)) if first == h => {}
+            (_, Some(_)) => {
+                return Err(format!(
+                    "not the problem of line {} of {}: seed files are matched line by line",
+                    p + 1,
+                    file_name(&b.files[0])
+                ))
+            }
+            (_, None) => {
+                return Err(format!(
+                    "past the {} lines of {}",
+                    self.problems.len(),
+                    file_name(&b.files[0])
+                ))
+            }
+        }
+        let field = match (&self.field, opts.fields.get("verdict")) {
+            (Some(f), _) => f.clone(),
+            (None, Some(f)) => f.clone(),
+            (None, None) => CORRECTNESS
+                .iter()
+                .find(|k| o.contains_key(**k))
+                .map_or(String::new(), |k| k.to_string()),
+        };
+        self.field.get_or_insert_with(|| field.clone());
+        let verdict = match o.get(&field) {
+            None => None,
+            Some(Value::String(j)) if field == "judgement" => Some(judged(j)),
+            Some(x) => verdict(x).map_err(|why| format!("`{field}`: {why}"))?,
+        };
+        let predicted = o.get("predicted_answer").and_then(json_text);
+        if self.answers.len() <= p {
+            self.answers.resize_with(p + 1, Vec::new);
+        }
+        self.answers[p].push((predicted.clone(), verdict.unwrap_or(false)));
+        let response = o.get("generation").and_then(json_text);
+        Ok(SourceSample {
+            model: b.model.clone(),
+            dataset: b.name.clone(),
+            problem_id: p.to_string(),
+            question,
+            gold,
+            subset: o.get("subset_for_metrics").and_then(json_text),
+            repeat: Some(seed),
+            answer: response.is_none().then(|| predicted.clone()).flatten(),
+            response,
+            extracted: predicted,
+            verdict,
+            ..SourceSample::default()
+        })
+    }
+}
+
+/// NeMo-Skills' reading of an LLM judge's text: `Judgement: Yes` or `No`; anything else is no.
+fn judged(text: &str) -> bool {
+    text.rsplit_once("Judgement:")
+        .is_some_and(|(_, v)| v.trim().to_ascii_lowercase().starts_with("yes"))
+}
+
+fn hash_of(v: &impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    v.hash(&mut h);
+    h.finish()
+}
+
+/// `metrics.json`'s numbers of this benchmark for the correctness field read: `pass@k` and
+/// `pass@1[avg-of-k]` from the samples' verdicts, `majority@k` from the predicted answers.
+fn aggregates(b: &Benchmark, metrics: &Value, seeds: &Seeds, summary: &mut SourceSummary) {
+    let Some(modes) = metrics.get(&b.name).and_then(Value::as_object) else {
+        return;
+    };
+    let key = match seeds.field.as_deref() {
+        Some("judgement") => "judge_correct",
+        Some(f) => f,
+        None => return,
+    };
+    for (mode, values) in modes {
+        let Some(value) = values.get(key).and_then(Value::as_f64) else {
+            continue;
+        };
+        let recompute = match (PaperMetric::parse(mode), mode.strip_prefix("majority@")) {
+            (Some(metric), _) => Recompute::Verdicts {
+                metric,
+                scale: 100.0,
+                subset: None,
+            },
+            (None, Some(k)) => majority(seeds, k.parse().unwrap_or(0)),
+            (None, None) => continue,
+        };
+        summary.aggregates.push(Stored {
+            model: b.model.clone(),
+            dataset: b.name.clone(),
+            name: format!("{mode}: {key}"),
+            value,
+            recompute,
+        });
+    }
+}
+
+/// NeMo-Skills' `majority@k`: per problem, among the first k seeds' answers (none left out), the
+/// most common (answer, verdict) pairs; the problem scores the mean verdict of those tied.
+fn majority(seeds: &Seeds, k: usize) -> Recompute {
+    if k < 2 || seeds.answers.iter().any(|a| a.len() < k) {
+        return Recompute::Done {
+            value: None,
+            basis: format!("majority@{k}: a problem has fewer than k samples"),
+        };
+    }
+    let mut sum = 0.0;
+    for answers in &seeds.answers {
+        let mut counts: HashMap<(&str, bool), u32> = HashMap::new();
+        for (a, v) in answers.iter().take(k) {
+            if let Some(a) = a {
+                *counts.entry((a.as_str(), *v)).or_default() += 1;
+            }
+        }
+        let top = counts.values().copied().max().unwrap_or(0);
+        let tied: Vec<bool> = (counts.iter())
+            .filter(|(_, &c)| c == top)
+            .map(|((_, v), _)| *v)
+            .collect();
+        if !tied.is_empty() {
+            sum += tied.iter().filter(|&&v| v).count() as f64 / tied.len() as f64;
+        }
+    }
+    let n = seeds.answers.len();
+    Recompute::Done {
+        value: (n > 0).then(|| 100.0 * sum / n as f64),
+        basis: format!(
+            "100 × mean over {n} problems of the majority vote of the first {k} seeds' predicted answers (ties: the mean verdict of the tied answers), as NeMo-Skills counts it"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judgements_read_as_nemo_skills_reads_them() {
+        assert!(judged("reasoning…\nJudgement: Yes"));
+        assert!(!judged("Judgement: No"));
+        assert!(!judged("no verdict here"));
+    }
+}
+
+#[cfg(test)]
+mod reading {
+    use super::super::testing::{checks, fixture, read_into, Collect};
+    use super::*;
+
+    const BENCH: &str = "nemo-skills/stub-math/eval-results/gpk_arith";
+
+    fn run(paths: &[PathBuf]) -> (Collect, Result<SourceSummary, ImportError>) {
+        read_into("nemo-skills", paths, &ReadOptions::default(), false)
+    }
+
+    /// A copy of the seed files with `edit` applied to seed file `seed`'s lines.
+    fn edited(seed: usize, edit: impl FnOnce(&mut Vec<String>)) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("m/eval-results/gpk_arith");
+        std::fs::create_dir_all(&to).unwrap();
+        let mut edit = Some(edit);
+        for i in 0..6 {
+            let name = format!("output-rs{i}.jsonl");
+            let text = std::fs::read_to_string(fixture(&format!("{BENCH}/{name}"))).unwrap();
+            let mut lines: Vec<String> = text.lines().map(String::from).collect();
+            if let Some(edit) = (i == seed).then(|| edit.take()).flatten() {
+                edit(&mut lines);
+                std::fs::write(to.join(&name), lines.join("\n") + "\n").unwrap();
+                continue;
+            }
+            std::fs::write(to.join(&name), text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn seed_files_are_the_samples_of_each_line_and_every_stored_metric_recomputes() {
+        let (sink, out) = run(&[fixture("nemo-skills")]);
+        let summary = out.unwrap();
+        let got: Vec<(u32, Option<u32>)> = sink.counts().into_values().collect();
+        assert_eq!(got, [6, 0, 3, 5, 1, 4, 2, 6].map(|c| (6, Some(c))));
+        assert_eq!(sink.datasets(), ["gpk_arith"]);
+        assert!(sink.samples.iter().all(|s| s.model == "stub-math"));
+        // The seed is the sample: output-rs2.jsonl gives sample 2 of every problem.
+        let s = (sink.samples.iter())
+            .find(|s| s.problem_id == "1" && s.repeat == Some(2))
+            .unwrap();
+        assert!(sink.files[s.file].ends_with("output-rs2.jsonl"));
+        assert_eq!(s.extracted.as_deref(), Some("7/12"));
+        let done = checks(&sink, &summary);
+        assert_eq!(done.len(), 16, "{done:?}");
+        assert!(done.iter().all(|a| a.3), "{done:?}");
+        assert_eq!(summary.models["stub-math"].nominal_n, Some(6));
+    }
+
+    #[test]
+    fn a_seed_file_out_of_step_is_named_by_file_and_line() {
+        let dir = edited(2, |l| l.swap(3, 4));
+        let (_, out) = run(&[dir.path().to_path_buf()]);
+        let e = out.unwrap_err().to_string();
+        assert!(
+            e.contains("output-rs2.jsonl:4") && e.contains("line by line"),
+            "{e}"
+        );
+        let dir = edited(5, |l| {
+            l.pop();
+        });
+        let (_, out) = run(&[dir.path().to_path_buf()]);
+        let e = out.unwrap_err().to_string();
+        assert!(
+            e.contains("output-rs5.jsonl") && e.contains("7 lines"),
+            "{e}"
+        );
+        let dir = edited(1, |l| {
+            l[0] = l[0].replace("\"symbolic_correct\": true", "\"symbolic_correct\": 7.5")
+        });
+        let (_, out) = run(&[dir.path().to_path_buf()]);
+        let e = out.unwrap_err().to_string();
+        assert!(e.contains("output-rs1.jsonl:1") && e.contains("7.5"), "{e}");
+    }
+
+    #[test]
+    fn greedy_and_sampled_outputs_together_are_refused() {
+        let dir = edited(9, |_| {});
+        let bench = dir.path().join("m/eval-results/gpk_arith");
+        std::fs::copy(bench.join("output-rs0.jsonl"), bench.join("output.jsonl")).unwrap();
+        let (_, out) = run(&[dir.path().to_path_buf()]);
+        assert!(out.unwrap_err().to_string().contains("two evaluations"));
+    }
+}
