@@ -158,7 +158,7 @@ fn table(grid: &Grid) -> String {
 /// nothing is priced.
 fn cost_grid(results: &RunResults) -> Option<Grid> {
     let amount = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.6}"));
-    let entries = super::table::cost_entries(results);
+    let entries = super::summary::cost_entries(results);
     let billed = entries.iter().any(|(_, c)| c.billable_failures > 0);
     let rows: Vec<Vec<String>> = entries
         .into_iter()

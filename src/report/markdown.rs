@@ -91,7 +91,7 @@ impl Tables {
 
 /// The cost line as a paragraph; empty when no model is priced.
 fn cost_paragraph(results: &RunResults) -> String {
-    super::table::cost_line(results)
+    super::summary::cost_line(results)
         .map(|line| format!("{}\n\n", md_safe(&line)))
         .unwrap_or_default()
 }
