@@ -59,6 +59,7 @@ fn aggregated(n: u64, k: u64, problems: u64) {
         .map(|i| ProblemCounts {
             id: i.to_string(),
             subset: None,
+            group: None,
             n,
             c: lcg(&mut s) % (n + 1),
             greedy: Some(i % 3 == 0),

@@ -69,6 +69,9 @@ pub enum Command {
     Compare(crate::commands::compare::CompareArgs),
     /// Every run of a results folder in date order: trends, paired differences, drift markers.
     History(crate::commands::history::HistoryArgs),
+    /// From a run: the problems and samples per problem next runs need for compare to detect a
+    /// change of D points, their cost, and what the current size detects.
+    Plan(crate::commands::plan::PlanArgs),
     /// Serve the runs of a results folder as local, read-only web pages: from every number to its samples.
     View(crate::commands::view::ViewArgs),
     /// Set a run's measurements beside published numbers and flag protocol differences.

@@ -52,6 +52,7 @@ fn main() -> ExitCode {
         Command::Report(args) => commands::report::run(args),
         Command::Compare(args) => commands::compare::run(args),
         Command::History(args) => commands::history::run(args),
+        Command::Plan(args) => commands::plan::run(args),
         Command::View(args) => commands::view::run(args),
         Command::Audit(args) => commands::audit::run(args),
         Command::Merge(args) => commands::merge::run(args),

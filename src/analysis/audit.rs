@@ -445,7 +445,7 @@ impl AuditInput<'_> {
         let outside = rows.iter().filter(|r| r.verdict == "outside").count();
         Ok(AuditReport {
             title: format!(
-                "audit of {} against published {benchmark} values; measured with 95% CI (Clopper–Pearson), in %",
+                "audit of {} against published {benchmark} values; measured with 95% CI (over problems, docs/intervals.md), in %",
                 self.run_dir.display()
             ),
             sources: source_lines(set, format),

@@ -10,8 +10,9 @@ use crate::rundir::difference::{Difference, ModelSetting};
 use crate::rundir::manifest::Status;
 use crate::rundir::RunDir;
 use crate::scoring::{ModelScore, RunResults};
+use crate::stats::paired::paired_test_by;
 use crate::stats::paired::{ALPHA, MIN_SHARED};
-use crate::stats::{holm, paired_test, PairedTest};
+use crate::stats::{cluster_indices, cluster_key, holm, PairedTest};
 use crate::util::printable;
 use crate::util::{shorten_names, Paint, Tone};
 use std::collections::HashMap;
@@ -144,7 +145,7 @@ fn compare_model(
             ));
             continue;
         }
-        let pairs: Vec<(f64, f64)> = mb
+        let (pairs, keys): (Vec<(f64, f64)>, Vec<String>) = mb
             .problems
             .iter()
             .enumerate()
@@ -152,10 +153,13 @@ fn compare_model(
                 let ia = *index.get(p.id.as_str())?;
                 let va = ma.values.rows[ia][ca].as_ref()?;
                 let vb = mb.values.rows[ib][cb].as_ref()?;
-                Some((to_f64(va), to_f64(vb)))
+                let key = cluster_key(&p.id, p.group.as_deref());
+                Some(((to_f64(va), to_f64(vb)), key))
             })
-            .collect();
-        if let Some(test) = paired_test(&pairs) {
+            .unzip();
+        let (clusters, units) = cluster_indices(keys.iter().map(String::as_str));
+        let clusters = (units < pairs.len()).then_some(clusters.as_slice());
+        if let Some(test) = paired_test_by(&pairs, clusters) {
             seen.insert(metric.identity(), out.rows.len());
             out.rows.push(Comparison {
                 model: mb.name.clone(),

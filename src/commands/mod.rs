@@ -13,6 +13,7 @@ pub mod history;
 pub mod import;
 pub mod label;
 pub mod merge;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod score;

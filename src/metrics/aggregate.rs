@@ -12,6 +12,9 @@ use std::collections::{BTreeMap, HashMap};
 pub struct ProblemCounts {
     pub id: String,
     pub subset: Option<String>,
+    /// The dataset's `group` of the problem: problems of one group are one unit for intervals
+    /// and paired tests (`stats::cluster_key`).
+    pub group: Option<String>,
     pub n: u64,
     pub c: u64,
     pub greedy: Option<bool>,
@@ -424,6 +427,7 @@ mod tests {
         ProblemCounts {
             id: id.into(),
             subset: Some(subset.into()),
+            group: None,
             n,
             c,
             greedy,

@@ -305,9 +305,12 @@ pub(super) const MEANING: [(&str, &str); 5] = [
 /// Notes every human report carries.
 pub(super) fn notes(results: &RunResults) -> Vec<String> {
     let mut notes = vec![
-        "Intervals: 95% Clopper–Pearson bounds on the sum of per-problem values (exact for 0/1 \
-         values, conservative for fractional ones; never zero width), printed rounded outward so \
-         they contain the computed bounds; point estimates are exact means over problems."
+        "Intervals: 95%, over problems (clusters of problems that share a group count once): \
+         mid-p binomial bounds on the problems' effective number, from the spread of their values \
+         and each problem's exact within-problem variance; Clopper–Pearson bounds on the sum when \
+         fewer than two problems' worth of the score lies on its short side (all 0 or all 1 \
+         included). Never zero width; printed rounded outward so they contain the computed \
+         bounds; point estimates are exact means over problems (docs/intervals.md)."
             .to_string(),
         "Problems with fewer usable samples than n are scored with their own n (coverage shows \
          how many planned samples were usable); problems with n < k are left out of that k."

@@ -687,6 +687,7 @@ impl ModelTally {
             counts.push(ProblemCounts {
                 id: prob.id.clone(),
                 subset: prob.subset.clone(),
+                group: prob.fields.get("group").cloned(),
                 n: samples.iter().filter(|&&c| c >= WRONG).count() as u64,
                 c: samples.iter().filter(|&&c| c == CORRECT).count() as u64,
                 greedy: (greedy && g >= WRONG).then_some(g == CORRECT),

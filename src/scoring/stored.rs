@@ -337,7 +337,7 @@ pub fn read_kept(dir: &RunDir, plan: &Plan, manifest: &Manifest) -> Option<Kept>
     let grown = file.basis.holds_for(dir, plan)?;
     let ev = &plan.settings.evaluation;
     let models = (file.models.into_iter())
-        .map(|m| model_of(m, &ev.ks, &ev.taus))
+        .map(|m| model_of(m, &plan.problems, &ev.ks, &ev.taus))
         .collect::<Result<Vec<_>>>()
         .ok()?;
     let (run_id, manifest) = (manifest.run_id.clone(), Some(manifest.clone()));
@@ -345,15 +345,24 @@ pub fn read_kept(dir: &RunDir, plan: &Plan, manifest: &Manifest) -> Option<Kept>
     Some(Kept { results, grown })
 }
 
-fn model_of(m: StoredModel, ks: &[u64], taus: &[Tau]) -> Result<ModelScore> {
+/// A stored model's score; `dataset` (the problems in the stored order) gives each its group.
+fn model_of(
+    m: StoredModel,
+    dataset: &[crate::dataset::Problem],
+    ks: &[u64],
+    taus: &[Tau],
+) -> Result<ModelScore> {
     let overruled = m.judge_overruled;
     let units = m.units;
     let (mut problems, mut votes) = (Vec::new(), Vec::new());
-    for (id, subset, n, c, greedy, voters, winners, winners_correct) in m.problems {
+    for (i, (id, subset, n, c, greedy, voters, winners, winners_correct)) in
+        m.problems.into_iter().enumerate()
+    {
         let greedy = greedy.map(|g| g != 0);
         problems.push(ProblemCounts {
             id,
             subset,
+            group: dataset.get(i).and_then(|p| p.fields.get("group").cloned()),
             n,
             c,
             greedy,

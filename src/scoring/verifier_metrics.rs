@@ -20,7 +20,8 @@ use crate::metrics::{
 };
 use crate::rundir::record::{read_lines, SampleIndex};
 use crate::rundir::RunDir;
-use crate::stats::{paired_test, PairedTest};
+use crate::stats::paired::paired_test_by;
+use crate::stats::{cluster_indices, cluster_key, PairedTest};
 use anyhow::{Context, Result};
 use num_rational::BigRational;
 use std::collections::BTreeMap;
@@ -299,10 +300,16 @@ fn versus(score: &ModelScore, summary: &VerifierSummary) -> Vec<Versus> {
             let (Some(a), Some(b)) = (values.column(&maj), values.column(&bon)) else {
                 continue;
             };
-            let pairs: Vec<(f64, f64)> = (values.rows.iter())
-                .filter_map(|r| Some((to_f64(r[a].as_ref()?), to_f64(r[b].as_ref()?))))
-                .collect();
-            if let Some(test) = paired_test(&pairs) {
+            let (pairs, keys): (Vec<(f64, f64)>, Vec<String>) = (values.rows.iter())
+                .zip(&score.problems)
+                .filter_map(|(r, p)| {
+                    let pair = (to_f64(r[a].as_ref()?), to_f64(r[b].as_ref()?));
+                    Some((pair, cluster_key(&p.id, p.group.as_deref())))
+                })
+                .unzip();
+            let (clusters, units) = cluster_indices(keys.iter().map(String::as_str));
+            let clusters = (units < pairs.len()).then_some(clusters.as_slice());
+            if let Some(test) = paired_test_by(&pairs, clusters) {
                 out.push(Versus {
                     size,
                     aggregation,

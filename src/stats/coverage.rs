@@ -1,17 +1,22 @@
-//! The coverage simulation: synthetic benchmarks whose true metric values are known, scored with the
-//! library's own per-problem values, intervals and paired test, to measure how often an interval
-//! misses the truth and how often `compare` flags two runs of the same model.
+//! The coverage simulation: synthetic benchmarks whose true metric values are known, scored with
+//! the library's own per-problem values, intervals, paired test and planner, to measure how often
+//! an interval misses the truth, how wide it is against an oracle that knows the truth's spread,
+//! how often `compare` flags two runs of the same model, and whether `plan`'s designs reach the
+//! power they state.
 //!
 //! A benchmark draws problems from a population of [`LEVELS`] solve rates (quantiles of a Beta
 //! difficulty profile). Each problem gets n samples, correct with its solve rate; a wrong sample
 //! gives a popular wrong answer or a unique one with equal odds, so maj@n has ties and close votes;
 //! the greedy answer is correct with the solve rate. The truth of a metric is the population mean
-//! of its per-problem expectation, computed exactly from the binomial (or trinomial) distribution.
+//! of its per-problem expectation, computed exactly from the binomial (or trinomial) distribution,
+//! and so is the true standard deviation of one problem's value.
 
-use super::interval::mean_interval;
+use super::interval::{mean_interval, problem_interval, Over};
 use super::paired::{holm, paired_test, ALPHA};
+use super::planning::{needed, power_toward, Counts, Population};
+use super::within::{Kernel, WithinTable};
 use super::{metric_list, problem_values, SplitMix64, Vote, LEVEL};
-use crate::metrics::{to_f64, MetricKind, ProblemCounts, Tau};
+use crate::metrics::{to_f64, MetricIdentity, MetricKind, ProblemCounts, Tau};
 use statrs::function::beta::inv_beta_reg;
 use statrs::function::factorial::ln_binomial;
 
@@ -59,6 +64,29 @@ pub struct Setup {
     /// How much lower the second run's solve rate is on every problem (0: the same model, so
     /// every flag is a false positive; above 0: flags measure power).
     pub drop: f64,
+    /// Every question appears twice (as LiveMathBench's English and Chinese copies do), with
+    /// the same solve rate and its own samples; intervals cluster the copies.
+    pub copies: bool,
+}
+
+impl Setup {
+    /// The bench's grid: pass@1, and pass@k, G-Pass@k at τ = 0.5 and 1, mG-Pass@k for k = 4, 8,
+    /// 16 (with greedy accuracy and maj@n).
+    pub fn grid(problems: usize, difficulty: Difficulty, n: u64) -> Setup {
+        Setup {
+            problems,
+            difficulty,
+            n,
+            ks: vec![1, 4, 8, 16],
+            taus: vec![
+                Tau::from_fraction(1, 2).expect("1/2"),
+                Tau::from_fraction(1, 1).expect("1"),
+            ],
+            paired: false,
+            drop: 0.0,
+            copies: false,
+        }
+    }
 }
 
 /// What one metric did over the repetitions of a setup.
@@ -66,14 +94,35 @@ pub struct Setup {
 pub struct MetricOutcome {
     pub metric: MetricKind,
     pub truth: f64,
+    /// The true standard deviation of one problem's value (over problems and samples).
+    pub sd: f64,
     /// Intervals that contained the truth.
     pub covered: usize,
+    /// With copies: intervals that contained it when the copies were taken as independent.
+    pub covered_unclustered: usize,
     /// Sum of interval widths (for the mean width).
     pub width: f64,
+    /// Intervals of zero width.
+    pub points: usize,
+    /// The previous method (Clopper–Pearson on the sum over problems): coverage and width sum.
+    pub covered_before: usize,
+    pub width_before: f64,
     /// Repetitions where the paired test flagged B − A at [`ALPHA`] before correction.
     pub flagged: usize,
     /// Repetitions where `compare` would flag B − A: Holm-adjusted p below [`ALPHA`].
     pub flagged_adjusted: usize,
+}
+
+impl MetricOutcome {
+    /// The oracle's width for `units` independent units: 2 × 1.96 × SD / √units.
+    pub fn oracle(&self, units: usize) -> f64 {
+        2.0 * 1.959_963_984_540_054 * self.sd / (units as f64).sqrt()
+    }
+
+    /// Few problems carry the value: m·min(μ, 1 − μ) < 5.
+    pub fn sparse(&self, units: usize) -> bool {
+        units as f64 * self.truth.min(1.0 - self.truth) < 5.0
+    }
 }
 
 /// The result of one setup (truths and coverage are those of the first run).
@@ -88,15 +137,60 @@ pub struct Simulated {
     pub headline_flags: usize,
 }
 
+impl Simulated {
+    /// Mean interval width over the oracle's, for one metric.
+    pub fn width_ratio(&self, out: &MetricOutcome, units: usize) -> f64 {
+        let oracle = out.oracle(units);
+        if oracle > 0.0 {
+            out.width / self.reps as f64 / oracle
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// One column of the simulated metrics: its values by outcome, within-problem variances and
+/// truths.
+struct Column {
+    metric: MetricKind,
+    /// Value with c correct of n (greedy and maj@n unused).
+    table: Vec<f64>,
+    /// Unbiased within-problem variance with c correct, where one exists.
+    within: Option<Vec<f64>>,
+    truth: f64,
+    sd: f64,
+}
+
 /// Per-problem values by outcome, and the population truths, for one setup.
 struct Model {
     rates: Vec<f64>,
-    metrics: Vec<MetricKind>,
-    /// `table[col][c]`: the value of column `col` with c correct of n (greedy and maj@n unused).
-    table: Vec<Vec<f64>>,
+    columns: Vec<Column>,
     /// `votes[c * (n + 1) + w]`: maj@n with c correct and w popular wrong answers.
     votes: Vec<f64>,
-    truth: Vec<f64>,
+    n: u64,
+}
+
+/// The metrics of `ks` and `taus` once per quantity, without mG-Pass@1 (always 0).
+fn distinct_metrics(ks: &[u64], taus: &[Tau]) -> Vec<(usize, MetricKind)> {
+    let mut seen: Vec<MetricIdentity> = Vec::new();
+    (metric_list(ks, taus).into_iter().enumerate())
+        .filter(|(_, m)| *m != MetricKind::MGPassAtK { k: 1 })
+        .filter(|(_, m)| {
+            let id = m.identity();
+            !seen.contains(&id) && {
+                seen.push(id);
+                true
+            }
+        })
+        .collect()
+}
+
+fn kernel(metric: &MetricKind) -> Option<Kernel> {
+    match metric.identity() {
+        MetricIdentity::AtLeast { k, m } => Some(Kernel::at_least(k, m)),
+        MetricIdentity::Mean { k } => Some(Kernel::mean_g(k)),
+        _ => None,
+    }
 }
 
 impl Model {
@@ -110,6 +204,7 @@ impl Model {
             .map(|c| ProblemCounts {
                 id: c.to_string(),
                 subset: None,
+                group: None,
                 n,
                 c,
                 greedy: Some(true),
@@ -117,16 +212,6 @@ impl Model {
             .collect();
         let values = problem_values(&counts, &[], &setup.ks, &setup.taus)
             .expect("simulated k ≤ n and τ in [0, 1]");
-        let metrics = metric_list(&setup.ks, &setup.taus);
-        let table: Vec<Vec<f64>> = (0..metrics.len())
-            .map(|col| {
-                values
-                    .rows
-                    .iter()
-                    .map(|r| r[col].as_ref().map_or(0.0, to_f64))
-                    .collect()
-            })
-            .collect();
         let w = n as usize + 1;
         let mut votes = vec![0.0; w * w];
         for c in 0..=n {
@@ -139,53 +224,76 @@ impl Model {
         }
         let mut model = Model {
             rates,
-            metrics,
-            table,
+            columns: Vec::new(),
             votes,
-            truth: Vec::new(),
+            n,
         };
-        model.truth = model.truths(n);
+        for (col, metric) in distinct_metrics(&setup.ks, &setup.taus) {
+            let table: Vec<f64> = (values.rows.iter())
+                .map(|r| r[col].as_ref().map_or(0.0, to_f64))
+                .collect();
+            let within = kernel(&metric)
+                .and_then(|k| WithinTable::new(n, std::slice::from_ref(&k)))
+                .map(|t| t.rows.into_iter().map(|r| r[0]).collect());
+            let (truth, square) = model.moments(&metric, &table);
+            model.columns.push(Column {
+                metric,
+                table,
+                within,
+                truth,
+                sd: (square - truth * truth).max(0.0).sqrt(),
+            });
+        }
         model
     }
 
-    /// Population means of every column's per-problem expectation.
-    fn truths(&self, n: u64) -> Vec<f64> {
-        let mut truth = vec![0.0; self.metrics.len()];
+    /// The population mean of a column's value and of its square.
+    fn moments(&self, metric: &MetricKind, table: &[f64]) -> (f64, f64) {
+        let n = self.n;
         let w = n as usize + 1;
+        let (mut mean, mut square) = (0.0, 0.0);
+        let ln = |x: f64, k: u64| if k == 0 { 0.0 } else { k as f64 * x.ln() };
         for &p in &self.rates {
-            let ln = |x: f64, k: u64| if k == 0 { 0.0 } else { k as f64 * x.ln() };
             let binom = |c: u64| (ln_binomial(n, c) + ln(p, c) + ln(1.0 - p, n - c)).exp();
-            for (col, metric) in self.metrics.iter().enumerate() {
-                truth[col] += match metric {
-                    MetricKind::Greedy => p,
-                    MetricKind::Majority => {
-                        let q = (1.0 - p) / 2.0;
-                        let mut e = 0.0;
-                        for c in 0..=n {
-                            for v in 0..=(n - c) {
-                                let lp = ln_binomial(n, c) + ln_binomial(n - c, v);
-                                let lp = lp + ln(p, c) + ln(q, v) + ln(q, n - c - v);
-                                e += lp.exp() * self.votes[c as usize * w + v as usize];
-                            }
+            match metric {
+                MetricKind::Greedy => {
+                    mean += p;
+                    square += p;
+                }
+                MetricKind::Majority => {
+                    let q = (1.0 - p) / 2.0;
+                    for c in 0..=n {
+                        for v in 0..=(n - c) {
+                            let lp = ln_binomial(n, c) + ln_binomial(n - c, v);
+                            let lp = (lp + ln(p, c) + ln(q, v) + ln(q, n - c - v)).exp();
+                            let x = self.votes[c as usize * w + v as usize];
+                            mean += lp * x;
+                            square += lp * x * x;
                         }
-                        e
                     }
-                    _ => (0..=n)
-                        .map(|c| binom(c) * self.table[col][c as usize])
-                        .sum(),
-                };
+                }
+                _ => {
+                    for c in 0..=n {
+                        let x = table[c as usize];
+                        mean += binom(c) * x;
+                        square += binom(c) * x * x;
+                    }
+                }
             }
         }
-        truth.iter().map(|t| t / LEVELS as f64).collect()
+        (mean / LEVELS as f64, square / LEVELS as f64)
     }
 
-    /// One run over the given problems (solve-rate levels): per problem, every column's value.
-    fn run(&self, levels: &[usize], n: u64, drop: f64, rng: &mut SplitMix64) -> Vec<Vec<f64>> {
+    /// One run over the given problems (solve-rate levels): per problem its correct count and
+    /// every column's value.
+    fn run(&self, levels: &[usize], drop: f64, rng: &mut SplitMix64) -> (Vec<u64>, Vec<Vec<f64>>) {
+        let n = self.n;
         let unit = |rng: &mut SplitMix64| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        levels
+        let mut counts = Vec::with_capacity(levels.len());
+        let rows = levels
             .iter()
             .map(|&j| {
-                let p = (self.rates[j] - drop).max(0.0);
+                let p = (self.rates[j] - drop).clamp(0.0, 1.0);
                 let (mut c, mut popular) = (0usize, 0usize);
                 for _ in 0..n {
                     let u = unit(rng);
@@ -196,17 +304,17 @@ impl Model {
                     }
                 }
                 let greedy = (unit(rng) < p) as u8 as f64;
-                self.metrics
-                    .iter()
-                    .enumerate()
-                    .map(|(col, m)| match m {
+                counts.push(c as u64);
+                (self.columns.iter())
+                    .map(|col| match col.metric {
                         MetricKind::Greedy => greedy,
                         MetricKind::Majority => self.votes[c * (n as usize + 1) + popular],
-                        _ => self.table[col][c],
+                        _ => col.table[c],
                     })
                     .collect()
             })
-            .collect()
+            .collect();
+        (counts, rows)
     }
 }
 
@@ -214,35 +322,68 @@ impl Model {
 pub fn simulate(setup: &Setup, reps: usize, seed: u64) -> Simulated {
     let model = Model::new(setup);
     let mut rng = SplitMix64::new(seed);
-    let mut metrics: Vec<MetricOutcome> = model
-        .metrics
-        .iter()
-        .zip(&model.truth)
-        .map(|(m, &truth)| MetricOutcome {
-            metric: m.clone(),
-            truth,
+    let mut metrics: Vec<MetricOutcome> = (model.columns.iter())
+        .map(|c| MetricOutcome {
+            metric: c.metric.clone(),
+            truth: c.truth,
+            sd: c.sd,
             covered: 0,
+            covered_unclustered: 0,
             width: 0.0,
+            points: 0,
+            covered_before: 0,
+            width_before: 0.0,
             flagged: 0,
             flagged_adjusted: 0,
         })
         .collect();
     let mut familywise = 0;
     let mut headline_flags = 0;
-    let family = family_columns(&model.metrics, setup);
+    let family = family_columns(&model, setup);
+    let copies = if setup.copies { 2 } else { 1 };
+    let clusters: Vec<usize> = (0..setup.problems * copies).map(|i| i / copies).collect();
     for _ in 0..reps {
-        let levels: Vec<usize> = (0..setup.problems).map(|_| rng.below(LEVELS)).collect();
-        let a = model.run(&levels, setup.n, 0.0, &mut rng);
+        let questions: Vec<usize> = (0..setup.problems).map(|_| rng.below(LEVELS)).collect();
+        let levels: Vec<usize> = (questions.iter())
+            .flat_map(|&q| std::iter::repeat_n(q, copies))
+            .collect();
+        let (counts, a) = model.run(&levels, 0.0, &mut rng);
         for (col, out) in metrics.iter_mut().enumerate() {
-            let sum: f64 = a.iter().map(|r| r[col]).sum();
-            let (lo, hi) = mean_interval(sum, a.len(), LEVEL).expect("problems ≥ 1");
+            let column = &model.columns[col];
+            let xs: Vec<f64> = a.iter().map(|r| r[col]).collect();
+            let ws: Option<Vec<f64>> =
+                (column.within.as_ref()).map(|w| counts.iter().map(|&c| w[c as usize]).collect());
+            let draws = match column.metric {
+                MetricKind::Greedy => xs.len() as f64,
+                _ => (xs.len() as u64 * model.n) as f64,
+            };
+            let over = Over {
+                values: &xs,
+                within: ws.as_deref(),
+                clusters: setup.copies.then_some(clusters.as_slice()),
+                draws,
+            };
+            let (lo, hi) = problem_interval(&over, LEVEL).expect("problems ≥ 1");
             out.covered += (lo <= out.truth && out.truth <= hi) as usize;
             out.width += hi - lo;
+            out.points += (hi <= lo) as usize;
+            let sum: f64 = xs.iter().sum();
+            let (lo, hi) = mean_interval(sum, xs.len() as f64, LEVEL).expect("problems ≥ 1");
+            out.covered_before += (lo <= out.truth && out.truth <= hi) as usize;
+            out.width_before += hi - lo;
+            if setup.copies {
+                let naive = Over {
+                    clusters: None,
+                    ..over
+                };
+                let (lo, hi) = problem_interval(&naive, LEVEL).expect("problems ≥ 1");
+                out.covered_unclustered += (lo <= out.truth && out.truth <= hi) as usize;
+            }
         }
         if !setup.paired {
             continue;
         }
-        let b = model.run(&levels, setup.n, setup.drop, &mut rng);
+        let (_, b) = model.run(&levels, setup.drop, &mut rng);
         let p: Vec<f64> = (0..metrics.len())
             .map(|col| {
                 let pairs: Vec<(f64, f64)> =
@@ -268,127 +409,120 @@ pub fn simulate(setup: &Setup, reps: usize, seed: u64) -> Simulated {
 }
 
 /// The columns of `compare`'s family: one per quantity of the default headline metrics.
-fn family_columns(metrics: &[MetricKind], setup: &Setup) -> Vec<usize> {
+fn family_columns(model: &Model, setup: &Setup) -> Vec<usize> {
     let headline = MetricKind::default_headline(&setup.ks, &setup.taus);
-    let mut seen = Vec::new();
-    (0..metrics.len())
+    (0..model.columns.len())
         .filter(|&c| {
-            let id = metrics[c].identity();
-            let wanted = headline.iter().any(|h| h.identity() == id);
-            wanted && !seen.contains(&id) && {
-                seen.push(id);
-                true
-            }
+            let id = model.columns[c].metric.identity();
+            headline.iter().any(|h| h.identity() == id)
         })
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn setup(problems: usize, difficulty: Difficulty, n: u64, paired: bool) -> Setup {
-        Setup {
-            problems,
-            difficulty,
-            n,
-            ks: vec![1, 4, 16],
-            taus: vec![
-                Tau::from_fraction(1, 2).unwrap(),
-                Tau::from_fraction(1, 1).unwrap(),
-            ],
-            paired,
-            drop: 0.0,
-        }
-    }
-
-    /// The other side of the level: a 15-point drop on 30 mixed problems is flagged on pass@1.
-    #[test]
-    fn compare_flags_a_real_drop() {
-        const REPS: usize = 100;
-        let s = Setup {
-            drop: 0.15,
-            ..setup(30, DIFFICULTIES[1], 16, true)
-        };
-        let out = simulate(&s, REPS, 0xD0);
-        let pass1 = &out.metrics[1];
-        assert_eq!(pass1.metric, MetricKind::PassAtK { k: 1 });
-        assert!(pass1.flagged_adjusted >= 80, "{pass1:?}");
-        assert!(out.familywise >= pass1.flagged_adjusted);
-    }
-
-    #[test]
-    fn truths_match_closed_forms() {
-        let model = Model::new(&setup(10, DIFFICULTIES[1], 16, false));
-        let mean_p: f64 = model.rates.iter().sum::<f64>() / LEVELS as f64;
-        let pass4: f64 = model
-            .rates
-            .iter()
-            .map(|p| 1.0 - (1.0 - p).powi(4))
-            .sum::<f64>()
-            / LEVELS as f64;
-        let all16: f64 = model.rates.iter().map(|p| p.powi(16)).sum::<f64>() / LEVELS as f64;
-        let col = |m: MetricKind| model.metrics.iter().position(|x| *x == m).unwrap();
-        let tau1 = Tau::from_fraction(1, 1).unwrap();
-        assert!((model.truth[col(MetricKind::Greedy)] - mean_p).abs() < 1e-12);
-        assert!((model.truth[col(MetricKind::PassAtK { k: 1 })] - mean_p).abs() < 1e-9);
-        assert!((model.truth[col(MetricKind::PassAtK { k: 4 })] - pass4).abs() < 1e-9);
-        let g = model.truth[col(MetricKind::GPassAtK { k: 16, tau: tau1 })];
-        assert!((g - all16).abs() < 1e-9, "{g} vs {all16}");
-        let maj = model.truth[col(MetricKind::Majority)];
-        assert!(maj > mean_p - 0.2 && maj < 1.0, "{maj}");
-    }
-
-    /// The bars of issue 12 on a small fixed-seed grid (the bench runs the full one), pooled over
-    /// the three difficulties so that Monte Carlo noise (about ±0.6 points) stays inside the
-    /// margins: coverage ≥ 90% at 5 problems and ≥ 93% from 10 up for every metric; compare's
-    /// flags (Holm-corrected) on two runs of one model in at most 6% of comparisons, and the
-    /// uncorrected test at most 6% over all metrics (7.5% for any one: its noise is ±0.6 points).
-    #[test]
-    fn intervals_cover_and_compare_keeps_its_level() {
-        const REPS: usize = 400;
-        for problems in [5, 10, 30] {
-            let outs: Vec<Simulated> = DIFFICULTIES
-                .iter()
-                .enumerate()
-                .map(|(i, d)| {
-                    let s = setup(problems, *d, 16, problems >= 10);
-                    simulate(&s, REPS, 0x5eed ^ (problems * 10 + i) as u64)
-                })
-                .collect();
-            let runs = (REPS * outs.len()) as f64;
-            let bar = if problems >= 10 { 0.93 } else { 0.90 };
-            let mut all_flags = 0;
-            for col in 0..outs[0].metrics.len() {
-                let covered: usize = outs.iter().map(|o| o.metrics[col].covered).sum();
-                let flagged: usize = outs.iter().map(|o| o.metrics[col].flagged).sum();
-                all_flags += flagged;
-                let metric = &outs[0].metrics[col].metric;
-                let cover = covered as f64 / runs;
-                assert!(
-                    cover >= bar,
-                    "{problems} problems, {metric}: coverage {cover}"
-                );
-                let fpr = flagged as f64 / runs;
-                assert!(
-                    fpr <= 0.075,
-                    "{problems} problems, {metric}: false positives {fpr}"
-                );
-            }
-            let fpr = all_flags as f64 / (runs * outs[0].metrics.len() as f64);
-            assert!(fpr <= 0.06, "{problems} problems: false positives {fpr}");
-            let familywise = outs.iter().map(|o| o.familywise).sum::<usize>() as f64 / runs;
-            assert!(
-                familywise <= 0.06,
-                "{problems} problems: family-wise {familywise}"
-            );
-            // compare's family (the headline metrics): same-model flags under 5%, with the
-            // same ±0.6-point Monte Carlo margin.
-            let headline = outs.iter().map(|o| o.headline_flags).sum::<usize>() as f64 / runs;
-            assert!(
-                headline <= 0.056,
-                "{problems} problems: headline family {headline}"
-            );
-        }
-    }
+/// One check of `plan`: runs of a model are planned from a first run of `from` problems at
+/// `setup.n` samples, to detect a change of `change` in `metric` at `alpha`; each plan's design
+/// is then run twice, the second time with every solve rate moved so the metric's true value
+/// moves by `change`, and tested as `compare` tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanCheck {
+    pub reps: usize,
+    /// Mean of the plans' power in the simulated direction (their stated power, the harder
+    /// direction's, is at most this).
+    pub promised: f64,
+    /// Share of the planned comparisons the test flagged.
+    pub achieved: f64,
+    /// Median recommended problems.
+    pub problems: u64,
+    /// Whether the plan's within-problem variance was exact (else modelled), in the first rep.
+    pub exact: bool,
 }
+
+/// Runs `reps` plans and their comparisons (see [`PlanCheck`]); `samples` per problem in the
+/// planned runs. None when the metric cannot move by `change`.
+pub fn check_plan(
+    setup: &Setup,
+    metric: &MetricKind,
+    (change, samples, alpha): (f64, u64, f64),
+    reps: usize,
+    seed: u64,
+) -> Option<PlanCheck> {
+    let model = Model::new(setup);
+    let kernel = kernel(metric)?;
+    let truth = (model.rates.iter())
+        .map(|&p| theta_of(&kernel, p))
+        .sum::<f64>()
+        / LEVELS as f64;
+    let shift = shift_for(&model.rates, &kernel, truth + change)?;
+    let planned = Model::new(&Setup {
+        n: samples,
+        ..setup.clone()
+    });
+    let col = planned.columns.iter().position(|c| &c.metric == metric)?;
+    let mut rng = SplitMix64::new(seed);
+    let (mut promised, mut flagged, mut sizes, mut exact) = (0.0, 0, Vec::new(), None);
+    for _ in 0..reps {
+        let levels: Vec<usize> = (0..setup.problems).map(|_| rng.below(LEVELS)).collect();
+        let (counts, _) = model.run(&levels, 0.0, &mut rng);
+        let counts: Vec<Counts> = counts.iter().map(|&c| Counts { n: setup.n, c }).collect();
+        let population = Population::fit(&counts)?;
+        let plan = needed(&population, &kernel, samples, change, 1.0, (alpha, 0.8))?;
+        exact.get_or_insert_with(|| population.within(&kernel, samples).1);
+        // The plan's promise for the direction simulated (its stated power is the harder
+        // direction's, at least this).
+        let design = (plan.problems as f64, samples);
+        promised += power_toward(&population, &kernel, design, change, 1.0, alpha)?;
+        sizes.push(plan.problems);
+        let levels: Vec<usize> = (0..plan.problems).map(|_| rng.below(LEVELS)).collect();
+        let (_, a) = planned.run(&levels, 0.0, &mut rng);
+        let (_, b) = planned.run(&levels, -shift, &mut rng);
+        let pairs: Vec<(f64, f64)> = a.iter().zip(&b).map(|(x, y)| (x[col], y[col])).collect();
+        flagged += paired_test(&pairs)
+            .and_then(|t| t.p)
+            .is_some_and(|p| p < alpha) as usize;
+    }
+    sizes.sort_unstable();
+    Some(PlanCheck {
+        reps,
+        promised: promised / reps as f64,
+        achieved: flagged as f64 / reps as f64,
+        problems: sizes[sizes.len() / 2],
+        exact: exact.unwrap_or(false),
+    })
+}
+
+fn theta_of(kernel: &Kernel, p: f64) -> f64 {
+    let k = kernel.k;
+    let ln = |x: f64, e: u64| if e == 0 { 0.0 } else { e as f64 * x.ln() };
+    (0..=k)
+        .map(|a| {
+            let pmf = (ln_binomial(k, a) + ln(p, a) + ln(1.0 - p, k - a)).exp();
+            pmf * kernel.num[a as usize] as f64 / kernel.den as f64
+        })
+        .sum()
+}
+
+/// The move of every solve rate (clamped to [0, 1]) that brings the population mean to `target`.
+fn shift_for(rates: &[f64], kernel: &Kernel, target: f64) -> Option<f64> {
+    let mean = |s: f64| {
+        (rates.iter())
+            .map(|&p| theta_of(kernel, (p + s).clamp(0.0, 1.0)))
+            .sum::<f64>()
+            / rates.len() as f64
+    };
+    if !(mean(-1.0)..=mean(1.0)).contains(&target) {
+        return None;
+    }
+    let (mut lo, mut hi) = (-1.0, 1.0);
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if mean(mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(0.5 * (lo + hi))
+}
+
+#[cfg(test)]
+mod tests;

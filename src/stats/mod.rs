@@ -1,20 +1,26 @@
-//! Statistics over problems: per-problem metric values, majority voting, confidence intervals
-//! ([`interval`]), paired tests ([`paired`]) and the simulation that checks both ([`coverage`]).
+//! Statistics over problems: per-problem metric values, majority voting, each problem's exact
+//! within-problem variance ([`within`]), confidence intervals ([`interval`]), paired tests
+//! ([`paired`]), their power and the smallest change they detect ([`power`]), and the
+//! simulation that checks all of them ([`coverage`]).
 //!
-//! Intervals treat *problems* (never samples) as the units: a metric's interval is computed from
-//! the problems that metric scores (a problem with n < k does not enter pass@k, one without a
-//! greedy answer does not enter greedy accuracy). They involve no randomness, so the same run
-//! always gives the same bytes. Point estimates stay exact; floating point starts at the bounds.
+//! Intervals treat *problems* (never samples) as the units, or the clusters problems share
+//! ([`cluster_key`]): a metric's interval is computed from the problems that metric scores (a
+//! problem with n < k does not enter pass@k, one without a greedy answer does not enter greedy
+//! accuracy). They involve no randomness, so the same run always gives the same bytes. Point
+//! estimates stay exact; floating point starts at the spread and the bounds.
 
 pub mod coverage;
 pub mod interval;
 pub mod paired;
+pub mod planning;
+pub mod power;
+pub mod within;
 
-pub use interval::mean_interval;
+pub use interval::{mean_interval, problem_interval};
 pub use paired::{holm, paired_test, PairedTest};
 
 use crate::metrics::{
-    to_f64, Aggregate, MetricKind, MetricTable, MetricsError, ProblemCounts, Tau,
+    to_f64, Aggregate, MetricIdentity, MetricKind, MetricTable, MetricsError, ProblemCounts, Tau,
 };
 use num_bigint::BigInt;
 use num_rational::BigRational;
@@ -22,7 +28,7 @@ use num_traits::Zero;
 use std::collections::{BTreeMap, HashMap};
 
 /// How every interval is computed, as metrics.json and the human reports name it.
-pub const INTERVAL_METHOD: &str = "Clopper-Pearson on the sum of per-problem values";
+pub const INTERVAL_METHOD: &str = "mid-p binomial on the effective number of problems (variance over problems, floored by the exact within-problem variance; clustered by group); Clopper-Pearson on the sum when under 2 problems lie on the short side";
 /// Confidence level of every interval.
 pub const LEVEL: f64 = 0.95;
 
@@ -166,10 +172,14 @@ pub struct Estimate {
     /// The exact mean over scored problems; None when none was scored.
     pub exact: Option<BigRational>,
     pub value: Option<f64>,
-    /// The 95% interval ([`mean_interval`]), widened by at most rounding error to contain `value`.
+    /// The 95% interval ([`problem_interval`]), widened by at most rounding error to contain
+    /// `value`.
     pub ci: Option<(f64, f64)>,
     /// Problems that entered the mean.
     pub problems: usize,
+    /// The independent units among them: clusters of problems that share a group
+    /// ([`cluster_key`]) count once; equal to `problems` when none do.
+    pub units: usize,
     /// Problems of the group left out (n < k, no greedy answer, no usable sample).
     pub excluded: usize,
     /// Problems scored with fewer samples than the run's n.
@@ -180,6 +190,61 @@ pub struct Estimate {
     /// The Monte Carlo standard error of `value`, when some problem's value was estimated from
     /// sampled subsets (the verifier's vote metrics past their exact budget): √(Σ se²) / problems.
     pub mc_std_error: Option<f64>,
+}
+
+/// The unit a problem belongs to for intervals and paired tests: its dataset `group` when it
+/// has one; else, for LiveMathBench ids as OpenCompass writes them (`<split>_<en|cn|zh>_<index>`,
+/// or `<split>_<lang>/<index>`), the question, so that its English and Chinese copies are one
+/// unit; else the problem itself. A problem alone in its unit is the same as no clustering.
+pub fn cluster_key(id: &str, group: Option<&str>) -> String {
+    if let Some(g) = group {
+        return format!("group:{g}");
+    }
+    let cut = id.rfind(['_', '/']);
+    if let Some(i) = cut {
+        let (head, index) = (&id[..i], &id[i + 1..]);
+        let lang = head.rsplit_once('_');
+        if let Some((split, "en" | "cn" | "zh")) = lang {
+            if !split.is_empty() && !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) {
+                return format!("question:{split}:{index}");
+            }
+        }
+    }
+    format!("problem:{id}")
+}
+
+/// Each problem's cluster as an index (first appearance first), and the number of clusters.
+pub fn cluster_indices<'a>(keys: impl Iterator<Item = &'a str>) -> (Vec<usize>, usize) {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let out: Vec<usize> = keys
+        .map(|k| {
+            let next = seen.len();
+            *seen.entry(k).or_insert(next)
+        })
+        .collect();
+    (out, seen.len())
+}
+
+/// Per (n, metric), each c's unbiased within-problem variance estimate (None: not estimable).
+#[derive(Default)]
+struct WithinCache(HashMap<(u64, MetricIdentity), Option<Vec<f64>>>);
+
+impl WithinCache {
+    fn get(&mut self, n: u64, c: u64, metric: &MetricKind) -> Option<f64> {
+        let (k, kernel) = match metric.identity() {
+            MetricIdentity::AtLeast { k, m } => (k, within::Kernel::at_least(k, m)),
+            MetricIdentity::Mean { k } => (k, within::Kernel::mean_g(k)),
+            _ => return None,
+        };
+        if k == 0 || n < k {
+            return None;
+        }
+        let table = self.0.entry((n, metric.identity())).or_insert_with(|| {
+            within::WithinTable::new(n, std::slice::from_ref(&kernel))
+                .map(|t| t.rows.into_iter().map(|r| r[0]).collect())
+        });
+        table.as_ref()?.get(c as usize).copied()
+    }
 }
 
 /// Point estimates and intervals of every metric, overall first, then subsets in name order.
@@ -200,6 +265,10 @@ pub fn estimates(
         }
     }
     groups.extend(subsets.into_iter().map(|(s, v)| (Some(s.to_string()), v)));
+    let keys: Vec<String> = (problems.iter())
+        .map(|p| cluster_key(&p.id, p.group.as_deref()))
+        .collect();
+    let mut within = WithinCache::default();
     let mut out = Vec::new();
     for (subset, members) in groups {
         let planned = run_n.max(1) as f64 * members.len().max(1) as f64;
@@ -215,51 +284,102 @@ pub fn estimates(
             / members.len().max(1) as f64;
         let short = members.iter().filter(|&&i| problems[i].n < run_n).count();
         for (col, metric) in values.metrics.iter().enumerate() {
-            let scored: Vec<&BigRational> = members
-                .iter()
-                .filter_map(|&i| values.rows[i][col].as_ref())
-                .collect();
-            let exact = match aggregate.get(metric, subset.as_deref()) {
-                Some(v) => v.value.clone(),
-                None if scored.is_empty() => None,
-                None => {
-                    let sum = scored.iter().fold(BigRational::zero(), |acc, v| acc + *v);
-                    Some(sum / BigRational::from_integer(BigInt::from(scored.len())))
-                }
+            let group = Group {
+                problems,
+                values,
+                keys: &keys,
+                col,
+                members: &members,
             };
-            let value = exact.as_ref().map(to_f64);
-            let mc_std_error = values.std_errors[col].as_ref().and_then(|se| {
-                let sampled: Vec<f64> = members.iter().filter_map(|&i| se[i]).collect();
-                let sum: f64 = sampled.iter().map(|s| s * s).sum();
-                (!sampled.is_empty()).then(|| sum.sqrt() / scored.len().max(1) as f64)
-            });
-            let ci = value
-                .and_then(|v| {
-                    Some((
-                        v,
-                        mean_interval(v * scored.len() as f64, scored.len(), LEVEL)?,
-                    ))
-                })
-                .map(|(v, (lo, hi))| (lo.min(v), hi.max(v)));
-            out.push(Estimate {
-                metric: metric.clone(),
-                subset: subset.clone(),
-                exact,
-                value,
-                ci,
-                problems: scored.len(),
-                excluded: members.len() - scored.len(),
-                short,
-                coverage: if *metric == MetricKind::Greedy {
-                    greedy_coverage
-                } else {
-                    sample_coverage
-                },
-                mc_std_error,
-            });
+            let mut e = group.estimate(
+                metric,
+                aggregate.get(metric, subset.as_deref()),
+                &mut within,
+            );
+            e.subset = subset.clone();
+            e.excluded = members.len() - e.problems;
+            e.short = short;
+            e.coverage = if *metric == MetricKind::Greedy {
+                greedy_coverage
+            } else {
+                sample_coverage
+            };
+            out.push(e);
         }
     }
     out
+}
+
+/// One metric column over the members of one group of problems.
+struct Group<'a> {
+    problems: &'a [ProblemCounts],
+    values: &'a ProblemValues,
+    keys: &'a [String],
+    col: usize,
+    members: &'a [usize],
+}
+
+impl Group<'_> {
+    /// The estimate (subset, exclusions, shortness and coverage are left for the caller).
+    fn estimate(
+        &self,
+        metric: &MetricKind,
+        aggregated: Option<&crate::metrics::MetricValue>,
+        within: &mut WithinCache,
+    ) -> Estimate {
+        let scored: Vec<usize> = (self.members.iter().copied())
+            .filter(|&i| self.values.rows[i][self.col].is_some())
+            .collect();
+        let exact = match aggregated {
+            Some(v) => v.value.clone(),
+            None if scored.is_empty() => None,
+            None => {
+                let sum = (scored.iter())
+                    .filter_map(|&i| self.values.rows[i][self.col].as_ref())
+                    .fold(BigRational::zero(), |acc, v| acc + v);
+                Some(sum / BigRational::from_integer(BigInt::from(scored.len())))
+            }
+        };
+        let value = exact.as_ref().map(to_f64);
+        let mc_std_error = self.values.std_errors[self.col].as_ref().and_then(|se| {
+            let sampled: Vec<f64> = self.members.iter().filter_map(|&i| se[i]).collect();
+            let sum: f64 = sampled.iter().map(|s| s * s).sum();
+            (!sampled.is_empty()).then(|| sum.sqrt() / scored.len().max(1) as f64)
+        });
+        let xs: Vec<f64> = (scored.iter())
+            .filter_map(|&i| self.values.rows[i][self.col].as_ref().map(to_f64))
+            .collect();
+        let (clusters, units) = cluster_indices(scored.iter().map(|&i| self.keys[i].as_str()));
+        let ws: Option<Vec<f64>> = (scored.iter())
+            .map(|&i| within.get(self.problems[i].n, self.problems[i].c, metric))
+            .collect();
+        let draws: f64 = match metric {
+            MetricKind::Greedy => xs.len() as f64,
+            _ => scored.iter().map(|&i| self.problems[i].n as f64).sum(),
+        };
+        let over = interval::Over {
+            values: &xs,
+            within: ws.as_deref(),
+            clusters: (units < xs.len()).then_some(clusters.as_slice()),
+            draws,
+        };
+        let ci = value
+            .and_then(|v| Some((v, problem_interval(&over, LEVEL)?)))
+            .map(|(v, (lo, hi))| (lo.min(v), hi.max(v)));
+        Estimate {
+            metric: metric.clone(),
+            subset: None,
+            exact,
+            value,
+            ci,
+            problems: scored.len(),
+            units,
+            excluded: 0,
+            short: 0,
+            coverage: 0.0,
+            mc_std_error,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -273,11 +393,50 @@ mod tests {
             .map(|(i, &(n, c, g))| ProblemCounts {
                 id: format!("p{i}"),
                 subset: Some(if i % 2 == 0 { "even" } else { "odd" }.into()),
+                group: None,
                 n,
                 c,
                 greedy: g,
             })
             .collect()
+    }
+
+    /// A dataset group wins; LiveMathBench's language copies (OpenCompass's `<split>_<lang>_<i>`)
+    /// share their question; anything else is its own unit.
+    #[test]
+    fn cluster_keys() {
+        assert_eq!(cluster_key("AMC_en_3", None), cluster_key("AMC_cn_3", None));
+        assert_eq!(
+            cluster_key("CNMO_zh/7", None),
+            cluster_key("CNMO_en_7", None)
+        );
+        assert_ne!(cluster_key("AMC_en_3", None), cluster_key("AMC_en_4", None));
+        assert_ne!(
+            cluster_key("AMC_en_3", None),
+            cluster_key("CCEE_en_3", None)
+        );
+        assert_eq!(
+            cluster_key("AMC_en_3", Some("q1")),
+            cluster_key("x", Some("q1"))
+        );
+        for alone in [
+            "AMC/3",
+            "en_3",
+            "AMC_fr_3",
+            "AMC_en_x",
+            "test/algebra/1.json",
+            "_en_1",
+        ] {
+            assert_eq!(
+                cluster_key(alone, None),
+                format!("problem:{alone}"),
+                "{alone}"
+            );
+        }
+        // A group value never meets a problem id.
+        assert_ne!(cluster_key("p", Some("p")), cluster_key("p", None));
+        let keys = ["a", "b", "a", "c", "b"];
+        assert_eq!(cluster_indices(keys.into_iter()), (vec![0, 1, 0, 2, 1], 3));
     }
 
     #[test]

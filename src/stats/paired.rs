@@ -2,13 +2,15 @@
 //! exact McNemar test when every value is 0 or 1, and Holm's step-down correction across tests.
 //!
 //! Under "A and B are the same model", each problem's pair is exchangeable, so the sign of each
-//! difference is a fair coin given its size (Fisher 1935; Good 2005, ch. 3). The p-value is exact:
+//! difference is a fair coin given its size (Fisher 1935; Good 2005, ch. 3). Problems that share
+//! a cluster (a dataset group, the two language copies of one question) are flipped together:
+//! their summed difference is one unit, which keeps the test exact and makes it about the
+//! population of questions rather than about copies of them. The p-value is exact:
 //! by enumeration or the binomial tail when that is cheap, otherwise a sequential Monte Carlo
 //! p-value with a fixed seed (Besag and Clifford 1991), which keeps the test's level: it never
 //! reports a p-value of zero (Phipson and Smyth 2010).
 
 use super::SplitMix64;
-use statrs::distribution::{ContinuousCDF, Normal};
 use statrs::function::factorial::ln_binomial;
 
 /// Below this many shared problems, no difference is tested or flagged.
@@ -32,10 +34,13 @@ pub struct PairedTest {
     pub b: f64,
     /// Mean of B − A over the pairs.
     pub delta: f64,
-    /// Two-sided p-value of "no difference"; `None` below [`MIN_SHARED`] problems.
+    /// Two-sided p-value of "no difference"; `None` below [`MIN_SHARED`] units.
     pub p: Option<f64>,
     pub problems: usize,
-    /// The spread of the mean difference under "no difference": sqrt(Σ d²) / problems.
+    /// Independent units among the problems (clusters count once); `problems` without clusters.
+    pub units: usize,
+    /// The spread of the mean difference under "no difference": sqrt(Σ D²) / problems, D a
+    /// unit's summed difference.
     pub spread: f64,
     /// Every value of both runs is 0 or 1 (a problem moves by the whole scale or not at all).
     pub binary: bool,
@@ -43,18 +48,31 @@ pub struct PairedTest {
 
 /// Tests B − A over `(a, b)` pairs of per-problem values; `None` when there is no pair.
 pub fn paired_test(pairs: &[(f64, f64)]) -> Option<PairedTest> {
+    paired_test_by(pairs, None)
+}
+
+/// [`paired_test`] with each pair's cluster (an index; `None`: every pair its own): the signs of
+/// a cluster's differences flip together.
+pub fn paired_test_by(pairs: &[(f64, f64)], clusters: Option<&[usize]>) -> Option<PairedTest> {
     if pairs.is_empty() {
         return None;
     }
     let len = pairs.len() as f64;
     let a = pairs.iter().map(|p| p.0).sum::<f64>() / len;
     let b = pairs.iter().map(|p| p.1).sum::<f64>() / len;
-    let diffs: Vec<f64> = pairs
-        .iter()
-        .map(|p| p.1 - p.0)
-        .filter(|d| *d != 0.0)
-        .collect();
-    let p = (pairs.len() >= MIN_SHARED).then(|| sign_flip_p(&diffs));
+    let count = clusters.map_or(pairs.len(), |c| {
+        c.iter().copied().max().map_or(0, |x| x + 1)
+    });
+    let mut sums = vec![0.0; count];
+    let mut seen = vec![false; count];
+    for (i, p) in pairs.iter().enumerate() {
+        let g = clusters.map_or(i, |c| c[i]);
+        sums[g] += p.1 - p.0;
+        seen[g] = true;
+    }
+    let units = seen.iter().filter(|s| **s).count();
+    let diffs: Vec<f64> = sums.into_iter().filter(|d| *d != 0.0).collect();
+    let p = (units >= MIN_SHARED).then(|| sign_flip_p(&diffs));
     Some(PairedTest {
         a,
         b,
@@ -62,6 +80,7 @@ pub fn paired_test(pairs: &[(f64, f64)]) -> Option<PairedTest> {
         delta: diffs.iter().fold(0.0, |s, d| s + d) / len,
         p,
         problems: pairs.len(),
+        units,
         spread: diffs.iter().map(|d| d * d).sum::<f64>().sqrt() / len,
         binary: pairs
             .iter()
@@ -70,33 +89,34 @@ pub fn paired_test(pairs: &[(f64, f64)]) -> Option<PairedTest> {
 }
 
 /// The power at which [`PairedTest::detectable`] states the smallest detectable change.
-pub const POWER: f64 = 0.8;
+pub const POWER: f64 = super::power::POWER;
 
 impl PairedTest {
     /// The fewest problems that must move, all the same way, for the test at level `alpha` to
     /// flag a difference: the sign-flip p-value of m differences is at least 2·2⁻ᵐ.
     pub fn fewest_moving(alpha: f64) -> usize {
-        (2.0 / alpha).log2().floor() as usize + 1
+        super::power::least_units(alpha) as usize
     }
 
-    /// The change the test at level `alpha` flags 4 times in 5 ([`POWER`]) on problems like these:
-    /// (z₁₋α/₂ + z_power) times the null spread of these differences (normal approximation). A
-    /// power, not a threshold: smaller changes are flagged too, less often. For 0/1 values it is
-    /// never below [`PairedTest::fewest_moving`] problems moving by the whole scale, the least any
-    /// flag needs; finer values can move by less, so they have no such floor, and with nothing
-    /// moved they have no estimate (`None`). `None` too when the difference is not tested.
+    /// The smallest |B − A| that the test at level `alpha` flags with probability [`POWER`] on
+    /// problems like these ([`super::power::Design::detectable`], the formula `gpassk plan`
+    /// uses): the observed differences taken as the spread under no change, never below what any
+    /// test of this many units can flag. `None` when the difference is not tested.
     pub fn detectable(&self, alpha: f64) -> Option<f64> {
         self.p?;
-        let normal = Normal::new(0.0, 1.0).ok()?;
-        let z = normal.inverse_cdf(1.0 - alpha / 2.0) + normal.inverse_cdf(POWER);
-        let least = if self.binary {
-            Self::fewest_moving(alpha) as f64 / self.problems as f64
-        } else if self.spread > 0.0 {
-            0.0
-        } else {
-            return None;
-        };
-        Some((z * self.spread).max(least).min(1.0))
+        Some(self.design().detectable(alpha, POWER))
+    }
+
+    /// The comparison as a design for [`super::power`]: its problems, units and the variance of
+    /// one problem's difference (Σ D² / m).
+    pub fn design(&self) -> super::power::Design {
+        let m = self.problems as f64;
+        super::power::Design {
+            problems: m,
+            units: self.units as f64,
+            variance: self.spread * self.spread * m,
+            tails: None,
+        }
     }
 }
 
@@ -223,8 +243,8 @@ mod tests {
         );
     }
 
-    /// 30 problems, 10 of them moving by one: the null spread is √10/30, so 80% power at 5% needs
-    /// (1.96 + 0.84)·0.105 ≈ 29.5 points; with nothing moving, the 0/1 floor of 6 problems
+    /// 30 problems, 10 of them moving by one: the detectable change is the power module's for a
+    /// per-problem variance of 10/30 (≈ 32.6 points); with nothing moving, the floor of 6 units
     /// (2·2⁻⁶ < 5%).
     #[test]
     fn the_detectable_change_follows_the_spread_and_has_a_floor() {
@@ -233,7 +253,7 @@ mod tests {
         pairs.extend(vec![(0.0, 1.0); 5]);
         let t = paired_test(&pairs).unwrap();
         let d = t.detectable(ALPHA).unwrap();
-        assert!((d - 2.8016 * 10f64.sqrt() / 30.0).abs() < 1e-3, "{d}");
+        assert!((d - 0.3260).abs() < 1e-3, "{d}");
         // A stricter level (Holm's first step over 6 tests) needs a larger change.
         assert!(t.detectable(ALPHA / 6.0).unwrap() > d);
         let same = paired_test(&[(1.0, 1.0); 30]).unwrap();
@@ -259,6 +279,35 @@ mod tests {
             paired_test(&[(1.0, 0.0); 9]).unwrap().detectable(ALPHA),
             None
         );
+    }
+
+    /// Clustered pairs flip together: 12 questions in two copies, one copy of each moving up by
+    /// one. The test counts 12 units (each up by one), not 24, and its spread is that of the
+    /// clusters' sums; 18 problems in 9 clusters are not tested.
+    #[test]
+    fn clusters_flip_together_and_count_as_units() {
+        let pairs: Vec<(f64, f64)> = (0..24)
+            .map(|i| if i % 2 == 0 { (0.0, 1.0) } else { (0.0, 0.0) })
+            .collect();
+        let clusters: Vec<usize> = (0..24).map(|i| i / 2).collect();
+        let plain = paired_test(&pairs).unwrap();
+        let by = paired_test_by(&pairs, Some(&clusters)).unwrap();
+        assert_eq!((plain.units, by.units), (24, 12));
+        assert!(plain.p.unwrap() < 0.001);
+        // Every cluster moved by +1: 12 of 12 units up.
+        assert!((by.p.unwrap() - mcnemar_p(12, 0)).abs() < 1e-12);
+        assert_eq!(by.delta, plain.delta);
+        // One copy of each moved: a cluster's sum is that one difference, the spread unchanged.
+        assert_eq!(by.spread, plain.spread);
+        // Both copies moving together: a unit's sum is 2, and the spread doubles over √2.
+        let both = vec![(0.0, 1.0); 24];
+        let (a, b) = (
+            paired_test(&both).unwrap(),
+            paired_test_by(&both, Some(&clusters)).unwrap(),
+        );
+        assert!((b.spread / a.spread - 2f64.sqrt()).abs() < 1e-12);
+        let few = paired_test_by(&pairs[..18], Some(&clusters[..18])).unwrap();
+        assert_eq!((few.units, few.p), (9, None));
     }
 
     #[test]

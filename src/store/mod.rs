@@ -634,8 +634,8 @@ impl Store {
 
     fn problems(&mut self, run_id: &str, p: &mut ScoreParts) -> anyhow::Result<()> {
         let rows = self.conn.query(
-            "SELECT problem_id, subset, n, c, greedy, voters, winners, winners_correct \
-             FROM problem_counts WHERE run_id = $1 AND model = $2 ORDER BY position",
+            "SELECT problem_id, subset, n, c, greedy, voters, winners, winners_correct, \
+             problem_group FROM problem_counts WHERE run_id = $1 AND model = $2 ORDER BY position",
             &[Value::Text(run_id.into()), Value::Text(p.name.clone())],
         )?;
         for r in &rows {
@@ -643,6 +643,7 @@ impl Store {
             p.problems.push(ProblemCounts {
                 id: cell(r, 0, "problem_id")?,
                 subset: cell(r, 1, "subset")?,
+                group: cell(r, 8, "problem_group")?,
                 n: cell(r, 2, "n")?,
                 c: cell(r, 3, "c")?,
                 greedy: greedy.map(|g| g != 0),

@@ -296,6 +296,7 @@ fn problem_rows(run_id: &str, m: &ModelScore) -> Vec<Row> {
                 ("problem_id", Value::text(&p.id)),
                 ("position", Value::int(i)),
                 ("subset", Value::opt_text(p.subset.clone())),
+                ("problem_group", Value::opt_text(p.group.clone())),
                 ("n", Value::int(p.n)),
                 ("c", Value::int(p.c)),
                 ("greedy", Value::opt_int(p.greedy.map(u8::from))),

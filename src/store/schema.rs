@@ -2,12 +2,12 @@
 //! database says which version it holds and an older gpassk refuses a newer one.
 
 /// The schema version this gpassk writes and reads.
-pub const VERSION: i64 = 5;
+pub const VERSION: i64 = 6;
 
 /// The statements that take a database from version `i` to `i + 1`, in order. Plain SQL that
 /// SQLite and PostgreSQL both read: TEXT, BIGINT, DOUBLE PRECISION; times as RFC 3339 text; exact
 /// values as numerator and denominator text (they outgrow every integer type).
-pub const MIGRATIONS: [&str; 5] = [V1, V2, V3, V4, V5];
+pub const MIGRATIONS: [&str; 6] = [V1, V2, V3, V4, V5, V6];
 
 const V1: &str = "
 CREATE TABLE runs (
@@ -143,6 +143,12 @@ CREATE TABLE found_by_counts (
     answers BIGINT NOT NULL,
     PRIMARY KEY (run_id, model, found_by)
 );
+";
+
+/// Version 6: a problem's dataset `group` (problems of one group are one unit for intervals and
+/// paired tests), so a stored run reads back with the clusters its folder has.
+const V6: &str = "
+ALTER TABLE problem_counts ADD COLUMN problem_group TEXT;
 ";
 
 /// The table that records which migrations a database has.

@@ -169,10 +169,8 @@ fn json_has_rows_exact_fractions_and_manifest() {
     assert_eq!(v["manifest"]["run_id"], "fixture-run");
     assert_eq!(v["manifest"]["models"]["beta"]["model_id"], "beta-7b");
     assert_eq!(v["intervals"]["over"], "problems");
-    assert_eq!(
-        v["intervals"]["method"],
-        "Clopper-Pearson on the sum of per-problem values"
-    );
+    assert_eq!(v["intervals"]["method"], gpassk::stats::INTERVAL_METHOD);
+    assert!(gpassk::stats::INTERVAL_METHOD.starts_with("mid-p binomial on the effective number"));
     let metrics = v["metrics"].as_array().unwrap();
     assert_eq!(metrics.len(), 84);
     let greedy = metrics
@@ -233,7 +231,7 @@ fn table_and_markdown_snapshots() {
         .unwrap();
     snapshot("table-80.txt", &ok(&narrow));
     let md = report("md");
-    assert!(md.contains("| alpha | 62.5 [24.4, 91.5] |"));
+    assert!(md.contains("| alpha | 62.5 [25.6, 90.7] |"));
     snapshot("report.md", &md);
 }
 
@@ -926,5 +924,128 @@ fn run_text_in_markdown_and_the_terminal_is_escaped() {
         "a backtick cannot close the span: {md}"
     );
     // Computed cells stay as they are.
-    assert!(md.contains("| alpha | 62.5 [24.4, 91.5] |"), "{md}");
+    assert!(md.contains("| alpha | 62.5 [25.6, 90.7] |"), "{md}");
+}
+
+/// A synthetic run of 40 problems at n = 8 whose model was priced at 0.002 USD a sample.
+fn priced_run(root: &Path) -> PathBuf {
+    let run = Synthetic::new(40).write(root, "a", |i, s| (i * 7 + s as usize * 3) % 10 < i % 10);
+    let path = run.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m["models"]["alpha"]["cost"] = serde_json::json!({"currency": "USD", "total": 0.72,
+        "per_sample": 0.002, "per_problem": 0.018, "samples_without_usage": 0,
+        "price_source": "config"});
+    std::fs::write(&path, m.to_string()).unwrap();
+    run
+}
+
+/// `gpassk plan` from a run: what its size detects now, the problems and samples a change of D
+/// needs under compare's test (Holm over the tested family), and their cost at the run's price.
+#[test]
+fn plan_sizes_the_next_runs_and_prices_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = priced_run(dir.path());
+    let from = run.to_str().unwrap();
+    let out = gpassk(&[
+        "plan",
+        "--from",
+        from,
+        "--detect",
+        "10",
+        "--max-problems",
+        "100000",
+    ]);
+    let text = ok(&out);
+    assert!(
+        text.contains("to detect a change of 10.0 points with 80% power"),
+        "{text}"
+    );
+    assert!(
+        text.contains("now: 40 problems × 8 samples detects"),
+        "{text}"
+    );
+    assert!(text.contains("tested family: 4 tests"), "{text}");
+    let json = ok(&gpassk(&[
+        "plan",
+        "--from",
+        from,
+        "--detect",
+        "10",
+        "--max-problems",
+        "100000",
+        "--format",
+        "json",
+    ]));
+    let plans: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let p = &plans[0];
+    let best = &p["recommended"];
+    let (problems, samples) = (
+        best["problems"].as_u64().unwrap(),
+        best["samples"].as_u64().unwrap(),
+    );
+    // Greedy answers are drawn too, and priced like samples.
+    assert_eq!(best["units"].as_u64().unwrap(), problems * (samples + 1));
+    let cost = best["cost"].as_f64().unwrap();
+    assert!(
+        (cost - 0.002 * (problems * (samples + 1)) as f64).abs() < 1e-9,
+        "{best}"
+    );
+    assert!(best["power"].as_f64().unwrap() >= 0.8 - 1e-9, "{best}");
+    // A smaller change needs more problems; what the run detects now is above 0.
+    let small = ok(&gpassk(&[
+        "plan",
+        "--from",
+        from,
+        "--detect",
+        "5",
+        "--max-problems",
+        "100000",
+        "--format",
+        "json",
+    ]));
+    let small: serde_json::Value = serde_json::from_str(&small).unwrap();
+    let need = |v: &serde_json::Value, s: u64| {
+        (v[0]["designs"].as_array().unwrap().iter())
+            .find(|d| d["samples"] == s)
+            .map(|d| d["problems"].as_u64().unwrap())
+            .unwrap()
+    };
+    assert!(need(&small, 8) > need(&plans, 8));
+    for m in p["metrics"].as_array().unwrap() {
+        assert!(m["detectable_now"].as_f64().unwrap() > 0.0, "{m}");
+    }
+    // The dataset's 40 problems cannot hold a 5-point design: exit 1, the options still print.
+    let tight = gpassk(&["plan", "--from", from, "--detect", "5"]);
+    assert_eq!(tight.status.code(), Some(1));
+    let tight = String::from_utf8_lossy(&tight.stdout);
+    assert!(
+        tight.contains("no design within the dataset's 40 problems"),
+        "{tight}"
+    );
+}
+
+#[test]
+fn plan_refuses_bad_flags_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = priced_run(dir.path());
+    let from = run.to_str().unwrap();
+    for (extra, says) in [
+        (vec!["--detect", "0"], "--detect 0"),
+        (vec!["--detect", "120"], "--detect 120"),
+        (vec!["--detect", "5", "--power", "1.5"], "--power 1.5"),
+        (
+            vec!["--detect", "5", "--metric", "G-Pass@16_1.0"],
+            "not in the tested family",
+        ),
+    ] {
+        let mut args = vec!["plan", "--from", from];
+        args.extend(extra.iter().copied());
+        let out = gpassk(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let missing = gpassk(&["plan", "--from", "/nonexistent/run", "--detect", "5"]);
+    assert_eq!(missing.status.code(), Some(2));
 }

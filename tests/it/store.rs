@@ -586,10 +586,13 @@ fn old_database(
     let known = |table: &str| !later.contains(&format!("CREATE TABLE {table} "));
     let mut digest = RowDigest::default();
     let mut inserts: Vec<(&str, Vec<(&str, Value)>)> = Vec::new();
+    let added = |c: &str| later.contains(&format!("ADD COLUMN {c} "));
     for (table, table_rows) in rows.tables().into_iter().skip(1) {
         for row in table_rows.iter().filter(|_| known(table)) {
-            digest.add(row);
-            inserts.push((table, row.clone()));
+            let mut row = row.clone();
+            row.retain(|(c, _)| !added(c));
+            digest.add(&row);
+            inserts.push((table, row));
         }
     }
     let mut run = rows.runs[0].clone();

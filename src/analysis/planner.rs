@@ -1,0 +1,445 @@
+//! `gpassk plan`: from a scored run, the problems and samples per problem the next runs need for
+//! `compare` to flag a change of D points with a given power (Holm over the tested family
+//! included), what they cost at the run's recorded prices, and what the current size detects.
+//! The arithmetic is `stats::planning`'s, through the power formula `compare` states its
+//! detectable change with (`stats::power`).
+
+use crate::error::BadInput;
+use crate::metrics::{MetricIdentity, MetricKind};
+use crate::report::{metric_label, TableFormat};
+use crate::scoring::{ModelScore, RunResults};
+use crate::stats::paired::ALPHA;
+use crate::stats::planning::{detectable, needed, power_at, Counts, Population};
+use crate::stats::within::Kernel;
+use crate::stats::{cluster_indices, cluster_key};
+use crate::util::printable;
+use serde::Serialize;
+
+/// What to plan for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The change to detect, as a fraction of the scale (D points / 100).
+    pub change: f64,
+    pub power: f64,
+    /// The problems a design may use: the dataset's.
+    pub available: usize,
+    /// Only this model, when given.
+    pub model: Option<String>,
+}
+
+/// A metric the plan covers, with its kernel.
+struct Planned {
+    metric: MetricKind,
+    kernel: Kernel,
+}
+
+/// One design: samples per problem, the problems it needs, its power and cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Design {
+    pub samples: u64,
+    pub problems: u64,
+    /// The lowest power among the planned metrics at this design.
+    pub power: f64,
+    /// Samples drawn in all (greedy answers included).
+    pub units: u64,
+    /// At the run's price per sample; None when the model was not priced.
+    pub cost: Option<f64>,
+    /// Whether the dataset has this many problems.
+    pub fits: bool,
+}
+
+/// Per metric: what the run detects now and what the recommended design needs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricPlan {
+    pub metric: String,
+    pub value: f64,
+    /// The change (a fraction) the run's own size detects with the requested power.
+    pub detectable_now: f64,
+    /// Problems this metric alone needs at `samples` per problem: the recommended design's, or
+    /// the largest considered when none is recommended.
+    pub problems: u64,
+    pub samples: u64,
+    pub power: f64,
+    /// Whether the within-problem variance was estimated exactly from the counts.
+    pub exact: bool,
+}
+
+/// A model's plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelPlan {
+    pub model: String,
+    pub problems_now: usize,
+    pub samples_now: u64,
+    pub greedy: bool,
+    /// Problems per independent unit (2 for LiveMathBench's language copies).
+    pub cluster_size: f64,
+    /// Holm's strictest level: 5% over the tested family's size.
+    pub alpha: f64,
+    pub family: usize,
+    pub metrics: Vec<MetricPlan>,
+    /// Every design considered, fewest samples per problem first.
+    pub designs: Vec<Design>,
+    /// The cheapest design that fits the dataset; None when none reaches the power.
+    pub recommended: Option<Design>,
+    pub currency: Option<String>,
+    pub per_sample: Option<f64>,
+    pub notes: Vec<String>,
+}
+
+/// Plans for every model of `results` (or the one `request.model` names), the metrics of the
+/// tested family that `keep` keeps.
+pub fn plan(
+    results: &RunResults,
+    request: &Request,
+    keep: &dyn Fn(&MetricKind) -> bool,
+) -> Result<Vec<ModelPlan>, BadInput> {
+    let family = distinct(results.tested_family());
+    let planned: Vec<Planned> = (family.iter())
+        .filter(|m| keep(m))
+        .filter_map(|m| {
+            let kernel = match m.identity() {
+                MetricIdentity::AtLeast { k, m: t } => Kernel::at_least(k, t),
+                MetricIdentity::Mean { k } => Kernel::mean_g(k),
+                _ => return None,
+            };
+            Some(Planned {
+                metric: m.clone(),
+                kernel,
+            })
+        })
+        .collect();
+    if planned.is_empty() {
+        return Err(BadInput(format!(
+            "no metric to plan: the tested family is {} (--metric/--k keep none of its pass@k, \
+             G-Pass@k or mG-Pass@k; greedy accuracy and maj@n cannot be planned from one run)",
+            family
+                .iter()
+                .map(metric_label)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let models: Vec<&ModelScore> = (results.models.iter())
+        .filter(|m| request.model.as_ref().is_none_or(|x| *x == m.name))
+        .filter(|m| !m.problems.is_empty())
+        .collect();
+    if models.is_empty() {
+        let names: Vec<&str> = results.models.iter().map(|m| m.name.as_str()).collect();
+        return Err(BadInput(match &request.model {
+            Some(x) => format!(
+                "--model {}: not a scored model of the run (it has {})",
+                printable(x),
+                names.join(", ")
+            ),
+            None => "the run has no scored problem to plan from".into(),
+        }));
+    }
+    // compare tests every model's family rows together: Holm's first step is α over them all.
+    let tests = family.len() * results.models.len().max(1);
+    let alpha = ALPHA / tests as f64;
+    Ok(models
+        .iter()
+        .map(|m| plan_model(results, m, &planned, request, (alpha, tests), &family))
+        .collect())
+}
+
+/// The family's metrics once per quantity.
+fn distinct(metrics: Vec<MetricKind>) -> Vec<MetricKind> {
+    let mut seen = Vec::new();
+    metrics
+        .into_iter()
+        .filter(|m| {
+            let id = m.identity();
+            !seen.contains(&id) && {
+                seen.push(id);
+                true
+            }
+        })
+        .collect()
+}
+
+fn plan_model(
+    results: &RunResults,
+    model: &ModelScore,
+    planned: &[Planned],
+    request: &Request,
+    (alpha, tests): (f64, usize),
+    family: &[MetricKind],
+) -> ModelPlan {
+    let counts: Vec<Counts> = (model.problems.iter())
+        .map(|p| Counts { n: p.n, c: p.c })
+        .collect();
+    let keys: Vec<String> = (model.problems.iter())
+        .map(|p| cluster_key(&p.id, p.group.as_deref()))
+        .collect();
+    let (_, units) = cluster_indices(keys.iter().map(String::as_str));
+    let size = model.problems.len() as f64 / units.max(1) as f64;
+    let population = Population::fit(&counts);
+    let entry = (results.manifest.as_ref()).and_then(|x| x.models.get(&model.name));
+    let greedy = entry.is_some_and(|e| e.sampling.greedy);
+    let cost = entry.and_then(|e| e.cost.as_ref());
+    let per_sample = cost.and_then(|c| c.per_sample);
+    let target = (alpha, request.power);
+    let now = (model.problems.len() as f64, u64::from(model.n));
+    let k_max = planned.iter().map(|p| p.kernel.k).max().unwrap_or(1);
+    let mut designs = Vec::new();
+    if let Some(pop) = &population {
+        for samples in sample_grid(k_max, u64::from(model.n)) {
+            designs.extend(design_at(
+                pop, planned, samples, size, request, target, per_sample, greedy,
+            ));
+        }
+    }
+    let recommended = cheapest(&designs);
+    let at = recommended.as_ref().map_or_else(
+        || designs.last().map_or(u64::from(model.n), |d| d.samples),
+        |d| d.samples,
+    );
+    let metrics = (planned.iter())
+        .filter_map(|p| {
+            let pop = population.as_ref()?;
+            let need = needed(pop, &p.kernel, at, request.change, size, target);
+            Some(MetricPlan {
+                metric: metric_label(&p.metric),
+                value: pop.mean(&p.kernel),
+                detectable_now: detectable(pop, &p.kernel, now, size, target),
+                problems: need.map_or(0, |n| n.problems),
+                samples: at,
+                power: need.map_or(0.0, |n| n.power),
+                exact: pop.within(&p.kernel, at).1,
+            })
+        })
+        .collect();
+    ModelPlan {
+        model: model.name.clone(),
+        problems_now: model.problems.len(),
+        samples_now: u64::from(model.n),
+        greedy,
+        cluster_size: size,
+        alpha,
+        family: tests,
+        metrics,
+        designs,
+        recommended,
+        currency: cost.map(|c| c.currency.clone()),
+        per_sample,
+        notes: notes(family, planned, population.is_some(), request)
+            .into_iter()
+            .chain(cost.filter(|c| c.samples_without_usage > 0).map(|c| {
+                format!(
+                    "{} samples of the run came back without usage: the price per sample leaves \
+                     them out, so the costs above are lower bounds",
+                    c.samples_without_usage
+                )
+            }))
+            .collect(),
+    }
+}
+
+/// Samples per problem to consider: the run's n and multiples of the largest k.
+fn sample_grid(k_max: u64, run_n: u64) -> Vec<u64> {
+    let mut grid: Vec<u64> = [2u64, 3, 4, 6, 8, 12, 16]
+        .iter()
+        .map(|f| k_max * f / 2)
+        .chain([run_n])
+        .filter(|&n| n >= k_max && n <= crate::metrics::MAX_N)
+        .collect();
+    grid.sort_unstable();
+    grid.dedup();
+    grid
+}
+
+/// The design at `samples` per problem: the problems the hardest metric needs, and the power of
+/// every metric there (the lowest reported).
+#[allow(clippy::too_many_arguments)]
+fn design_at(
+    pop: &Population,
+    planned: &[Planned],
+    samples: u64,
+    size: f64,
+    request: &Request,
+    (alpha, power): (f64, f64),
+    per_sample: Option<f64>,
+    greedy: bool,
+) -> Option<Design> {
+    let problems = (planned.iter())
+        .filter_map(|p| {
+            needed(
+                pop,
+                &p.kernel,
+                samples,
+                request.change,
+                size,
+                (alpha, power),
+            )
+        })
+        .map(|n| n.problems)
+        .max()?;
+    let power = (planned.iter())
+        .filter_map(|p| {
+            power_at(
+                pop,
+                &p.kernel,
+                (problems as f64, samples),
+                request.change,
+                size,
+                alpha,
+            )
+        })
+        .fold(1.0, f64::min);
+    let units = problems * (samples + u64::from(greedy));
+    Some(Design {
+        samples,
+        problems,
+        power,
+        units,
+        cost: per_sample.map(|c| c * units as f64),
+        fits: problems as usize <= request.available,
+    })
+}
+
+/// The cheapest design that fits (by cost when priced, else by samples drawn).
+fn cheapest(designs: &[Design]) -> Option<Design> {
+    designs
+        .iter()
+        .filter(|d| d.fits)
+        .min_by(|a, b| {
+            let key = |d: &Design| d.cost.unwrap_or(d.units as f64);
+            key(a).total_cmp(&key(b)).then(a.samples.cmp(&b.samples))
+        })
+        .cloned()
+}
+
+fn notes(
+    family: &[MetricKind],
+    planned: &[Planned],
+    fitted: bool,
+    request: &Request,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let unplanned: Vec<String> = (family.iter())
+        .filter(|m| !planned.iter().any(|p| p.metric.identity() == m.identity()))
+        .filter(|m| matches!(m, MetricKind::Greedy | MetricKind::Majority))
+        .map(metric_label)
+        .collect();
+    if !unplanned.is_empty() {
+        out.push(format!(
+            "{} not planned: one run cannot tell how much they vary between runs (they stay in the \
+             family Holm corrects over)",
+            unplanned.join(" and ")
+        ));
+    }
+    if !fitted {
+        out.push("no problem with a usable sample: nothing to plan from".into());
+    }
+    out.push(format!(
+        "a change is modelled as every problem's solve rate moving by one amount; designs need at \
+         most {} problems (the dataset's)",
+        request.available
+    ));
+    out
+}
+
+/// The plans as text (table formats) or JSON.
+pub fn render(
+    plans: &[ModelPlan],
+    request: &Request,
+    format: TableFormat,
+) -> anyhow::Result<String> {
+    if !format.is_human() {
+        return Ok(serde_json::to_string_pretty(plans)? + "\n");
+    }
+    let mut out = String::new();
+    for p in plans {
+        out.push_str(&render_model(p, request));
+    }
+    Ok(out)
+}
+
+fn render_model(p: &ModelPlan, request: &Request) -> String {
+    let points = 100.0 * request.change;
+    let mut out = format!(
+        "{}: to detect a change of {points:.1} points with {:.0}% power under compare's test\n",
+        printable(&p.model),
+        100.0 * request.power
+    );
+    out.push_str(&format!(
+        "  tested family: {} tests, Holm's strictest level {:.3}%{}\n",
+        p.family,
+        100.0 * p.alpha,
+        if p.cluster_size > 1.0 {
+            format!(
+                "; problems in clusters of {:.1} (one unit each)",
+                p.cluster_size
+            )
+        } else {
+            String::new()
+        }
+    ));
+    out.push_str(&format!(
+        "  now: {} problems × {} samples detects {}\n",
+        p.problems_now,
+        p.samples_now,
+        (p.metrics.iter())
+            .map(|m| format!("{} ±{:.1}", m.metric, 100.0 * m.detectable_now))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    match &p.recommended {
+        Some(d) => out.push_str(&format!(
+            "  needed: {} problems × {} samples{} = {} samples, {}power {:.0}%\n",
+            d.problems,
+            d.samples,
+            if p.greedy { " (+ greedy)" } else { "" },
+            d.units,
+            cost_text(d.cost, p),
+            100.0 * d.power
+        )),
+        None => out.push_str(&format!(
+            "  needed: no design within the dataset's {} problems reaches {:.0}% power (see the options)\n",
+            request.available,
+            100.0 * request.power
+        )),
+    }
+    for m in &p.metrics {
+        out.push_str(&format!(
+            "    {:<18} value {:5.1}  alone needs {} problems at {} samples  power {:.0}%{}\n",
+            m.metric,
+            100.0 * m.value,
+            m.problems,
+            m.samples,
+            100.0 * m.power,
+            if m.exact {
+                ""
+            } else {
+                "  (within-problem variance modelled)"
+            }
+        ));
+    }
+    out.push_str("  options (samples per problem: problems needed, samples, cost):\n");
+    for d in &p.designs {
+        out.push_str(&format!(
+            "    {:>5}: {:>7} problems  {:>9} samples  {}{}\n",
+            d.samples,
+            d.problems,
+            d.units,
+            cost_text(d.cost, p),
+            if d.fits {
+                ""
+            } else {
+                "  more problems than the dataset has"
+            }
+        ));
+    }
+    for n in &p.notes {
+        out.push_str(&format!("  note: {n}\n"));
+    }
+    out
+}
+
+fn cost_text(cost: Option<f64>, p: &ModelPlan) -> String {
+    match (cost, &p.currency) {
+        (Some(c), Some(cur)) => format!("about {} ", crate::cost::show(c, cur)),
+        _ => String::new(),
+    }
+}

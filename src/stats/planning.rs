@@ -1,0 +1,485 @@
+//! `gpassk plan`'s arithmetic: from one run's per-problem counts, how much a metric's paired
+//! difference varies at another number of samples per problem, and how many problems a change
+//! of a given size needs to be flagged with a given power ([`super::power`], the formula
+//! `compare` states its detectable change with).
+//!
+//! What one run tells, and how it is used:
+//! - The within-problem variance at n′ samples, E_F[Var(g_{n′}(c) | p)] = E_F[E g_{n′}(c)²] − E_F[θ(p)²],
+//!   is estimated without bias from the counts when n′ ≤ n and 2k ≤ n: the count among n′ of a
+//!   problem's n samples is hypergeometric given its c, and E θ² is the disjoint-pairs estimate
+//!   of [`super::within`]. Otherwise no unbiased estimate exists.
+//! - Everything else — n′ beyond the run's n, and what a change does — comes from a model of the
+//!   problems' solve rates: each problem's posterior under a Beta prior fitted to the run by the
+//!   method of moments (empirical Bayes), pooled on a grid.
+//! - A change of D in a metric is modelled as every problem's solve rate moving by the same
+//!   amount, chosen so the metric moves by D: the differences then vary by the two runs'
+//!   within-problem variances plus the spread of the change across problems.
+
+use super::power::{problems_needed, Design, Tails};
+use super::within::{Kernel, WithinTable};
+use statrs::function::beta::beta_reg;
+use statrs::function::factorial::ln_binomial;
+
+/// Grid points of the solve-rate model.
+const GRID: usize = 400;
+
+/// A problem's counts: usable samples and correct ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub n: u64,
+    pub c: u64,
+}
+
+/// The solve rates of a run's problems, as one run can tell them.
+#[derive(Debug, Clone)]
+pub struct Population {
+    counts: Vec<Counts>,
+    /// Grid cell midpoints and the pooled posterior's mass in each.
+    grid: Vec<f64>,
+    mass: Vec<f64>,
+}
+
+impl Population {
+    /// From the run's problems (those with no usable sample are left out); None without one.
+    pub fn fit(counts: &[Counts]) -> Option<Population> {
+        let counts: Vec<Counts> = counts.iter().copied().filter(|x| x.n > 0).collect();
+        if counts.is_empty() {
+            return None;
+        }
+        let (a, b) = beta_moments(&counts);
+        let grid: Vec<f64> = (0..GRID).map(|j| (j as f64 + 0.5) / GRID as f64).collect();
+        let mut mass = vec![0.0; GRID];
+        let mut distinct: Vec<(Counts, usize)> = Vec::new();
+        for x in &counts {
+            match distinct.iter_mut().find(|d| d.0 == *x) {
+                Some(d) => d.1 += 1,
+                None => distinct.push((*x, 1)),
+            }
+        }
+        for (x, times) in distinct {
+            let (pa, pb) = (a + x.c as f64, b + (x.n - x.c) as f64);
+            let mut below = 0.0;
+            for (j, m) in mass.iter_mut().enumerate() {
+                let edge = (j + 1) as f64 / GRID as f64;
+                let upto = if j + 1 == GRID {
+                    1.0
+                } else {
+                    beta_reg(pa, pb, edge)
+                };
+                *m += times as f64 * (upto - below).max(0.0);
+                below = upto;
+            }
+        }
+        let total: f64 = mass.iter().sum();
+        mass.iter_mut().for_each(|m| *m /= total);
+        Some(Population { counts, grid, mass })
+    }
+
+    /// Problems the run scored.
+    pub fn problems(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// The model's mean of the metric: E_F θ(p).
+    pub fn mean(&self, kernel: &Kernel) -> f64 {
+        self.expect(|p| theta(kernel, p))
+    }
+
+    fn expect(&self, f: impl Fn(f64) -> f64) -> f64 {
+        self.grid
+            .iter()
+            .zip(&self.mass)
+            .map(|(&p, &w)| w * f(p))
+            .sum()
+    }
+
+    /// E_F[Var(g_{n′}(c) | p)]: exact and unbiased from the counts where it can be (n′ ≤ n and
+    /// 2k ≤ n for every problem), else from the model. The flag says which.
+    pub fn within(&self, kernel: &Kernel, n_new: u64) -> (f64, bool) {
+        let values = g_values(kernel, n_new);
+        let least = self.counts.iter().map(|x| x.n).min().unwrap_or(0);
+        if n_new <= least && 2 * kernel.k <= least {
+            if let Some(v) = self.within_exact(kernel, n_new, &values) {
+                return (v, true);
+            }
+        }
+        (self.expect(|p| within_at(kernel, &values, p)), false)
+    }
+
+    fn within_exact(&self, kernel: &Kernel, n_new: u64, values: &[f64]) -> Option<f64> {
+        let mut tables: Vec<(u64, WithinTable, Vec<f64>)> = Vec::new();
+        let mut total = 0.0;
+        for x in &self.counts {
+            if !tables.iter().any(|t| t.0 == x.n) {
+                let table = WithinTable::new(x.n, std::slice::from_ref(kernel))?;
+                tables.push((x.n, table, g_values(kernel, x.n)));
+            }
+            let (_, table, own) = tables.iter().find(|t| t.0 == x.n)?;
+            // E[g_{n′}²] from the count among n′ of the n samples (hypergeometric given c), minus
+            // the unbiased θ² of this problem: g_n(c)² − ŵ(c).
+            let square: f64 = (0..=n_new)
+                .map(|j| hypergeometric(x.n, x.c, n_new, j) * values[j as usize].powi(2))
+                .sum();
+            let theta2 = own[x.c as usize].powi(2) - table.rows[x.c as usize][0];
+            total += square - theta2;
+        }
+        Some((total / self.counts.len() as f64).max(0.0))
+    }
+
+    /// The per-problem variance of B − A at `n_new` samples when the metric moves by `change`
+    /// (negative: a drop), every problem's solve rate moving by one amount; None when the metric
+    /// cannot move that far.
+    pub fn difference(&self, kernel: &Kernel, n_new: u64, change: f64) -> Option<Difference> {
+        let base = self.mean(kernel);
+        let target = base + change;
+        if !(0.0..=1.0).contains(&target) {
+            return None;
+        }
+        let moved = |shift: f64| self.expect(|p| theta(kernel, (p + shift).clamp(0.0, 1.0)));
+        // θ never decreases in p: a drop can reach θ(0), a rise θ(1).
+        let (mut lo, mut hi) = if change < 0.0 {
+            (-1.0, 0.0)
+        } else {
+            (0.0, 1.0)
+        };
+        let reach = moved(if change < 0.0 { lo } else { hi });
+        if (change < 0.0 && reach > target) || (change > 0.0 && reach < target) {
+            return None;
+        }
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if moved(mid) < target {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let shift = 0.5 * (lo + hi);
+        let values = g_values(kernel, n_new);
+        let (within_a, exact) = self.within(kernel, n_new);
+        let within_b = self.expect(|p| within_at(kernel, &values, (p + shift).clamp(0.0, 1.0)));
+        let gap = |p: f64| theta(kernel, (p + shift).clamp(0.0, 1.0)) - theta(kernel, p);
+        let mean_gap = self.expect(gap);
+        let spread = (self.expect(|p| gap(p).powi(2)) - mean_gap * mean_gap).max(0.0);
+        Some(Difference {
+            variance: within_a + within_b + spread,
+            null_variance: 2.0 * within_a,
+            shift,
+            exact,
+            tails: self.tails(&values, shift, change.signum()),
+        })
+    }
+
+    /// The third and fourth raw moments of B − A (times `sign`) over the model: A's value at p
+    /// and B's at p + shift, independent given p.
+    fn tails(&self, values: &[f64], shift: f64, sign: f64) -> Tails {
+        let (mut third, mut fourth) = (0.0, 0.0);
+        for (&p, &w) in self.grid.iter().zip(&self.mass) {
+            let a = raw_moments(values, p);
+            let b = raw_moments(values, (p + shift).clamp(0.0, 1.0));
+            // E[(B − A)^r] = Σ_i C(r, i)·E[B^i]·E[(−A)^(r−i)], C(r, i) from `row`.
+            let at = |r: usize, row: [f64; 5]| -> f64 {
+                (0..=r)
+                    .map(|i| {
+                        let neg = if (r - i) % 2 == 1 { -1.0 } else { 1.0 };
+                        row[i] * b[i] * neg * a[r - i]
+                    })
+                    .sum()
+            };
+            third += w * at(3, [1.0, 3.0, 3.0, 1.0, 0.0]);
+            fourth += w * at(4, [1.0, 4.0, 6.0, 4.0, 1.0]);
+        }
+        Tails {
+            third: sign * third,
+            fourth,
+        }
+    }
+}
+
+/// E[g^i] for i = 0..=4, g the metric's value from Binomial(n, p) correct, `values` the g table.
+fn raw_moments(values: &[f64], p: f64) -> [f64; 5] {
+    let n = values.len() as u64 - 1;
+    let mut out = [0.0; 5];
+    for (c, &g) in values.iter().enumerate() {
+        let w = binomial_pmf(n, c as u64, p);
+        if w == 0.0 {
+            continue;
+        }
+        let mut power = w;
+        for slot in out.iter_mut() {
+            *slot += power;
+            power *= g;
+        }
+    }
+    out
+}
+
+/// What a change does to one problem's difference B − A.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Difference {
+    /// Per-problem variance of B − A under the change.
+    pub variance: f64,
+    /// Per-problem variance of B − A with no change (two runs of one model).
+    pub null_variance: f64,
+    /// The move in every problem's solve rate that makes the change.
+    pub shift: f64,
+    /// Whether run A's within-problem variance was estimated exactly (else by the model).
+    pub exact: bool,
+    /// The difference's third and fourth moments under the model, signed so the change is up.
+    pub tails: Tails,
+}
+
+/// A design that detects a change, and its power.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Needed {
+    pub samples: u64,
+    pub problems: u64,
+    pub power: f64,
+}
+
+/// The problems needed at `samples` per problem for power `power` against a change of `change`
+/// at `alpha`, problems coming in clusters of `size` (both directions when `change` could go
+/// either way: the harder one decides); None when the metric cannot move that far either way.
+pub fn needed(
+    population: &Population,
+    kernel: &Kernel,
+    samples: u64,
+    change: f64,
+    size: f64,
+    (alpha, power): (f64, f64),
+) -> Option<Needed> {
+    let ways: Vec<Difference> = [-change.abs(), change.abs()]
+        .iter()
+        .filter_map(|&d| population.difference(kernel, samples, d))
+        .collect();
+    let shape = |d: &Difference| Design {
+        problems: 0.0,
+        units: 0.0,
+        variance: d.variance,
+        tails: Some(d.tails),
+    };
+    let unit = |d: &Difference| Design {
+        problems: size,
+        units: 1.0,
+        ..shape(d)
+    };
+    // The harder direction decides: the one needing more problems.
+    let need = (ways.iter())
+        .map(|d| problems_needed(&unit(d), change.abs(), alpha, power))
+        .fold(None, |acc: Option<f64>, m| {
+            Some(acc.map_or(m, |a| a.max(m)))
+        })?;
+    let least = super::paired::MIN_SHARED as f64 * size;
+    let problems = (need.max(least) / size).ceil() * size;
+    let reached = (ways.iter())
+        .map(|d| {
+            let design = Design {
+                problems,
+                units: problems / size,
+                ..shape(d)
+            };
+            design.power(change.abs(), alpha)
+        })
+        .fold(1.0, f64::min);
+    Some(Needed {
+        samples,
+        problems: problems as u64,
+        power: reached,
+    })
+}
+
+/// The power of a design of `problems` at `samples` per problem against `change`: the harder of
+/// the directions the metric can move.
+pub fn power_at(
+    population: &Population,
+    kernel: &Kernel,
+    (problems, samples): (f64, u64),
+    change: f64,
+    size: f64,
+    alpha: f64,
+) -> Option<f64> {
+    [-change.abs(), change.abs()]
+        .iter()
+        .filter_map(|&d| power_toward(population, kernel, (problems, samples), d, size, alpha))
+        .fold(None, |acc: Option<f64>, p| {
+            Some(acc.map_or(p, |a| a.min(p)))
+        })
+}
+
+/// [`power_at`] in one direction: against a change of `change` with its sign (negative: a
+/// drop); None when the metric cannot move that far that way.
+pub fn power_toward(
+    population: &Population,
+    kernel: &Kernel,
+    (problems, samples): (f64, u64),
+    change: f64,
+    size: f64,
+    alpha: f64,
+) -> Option<f64> {
+    let d = population.difference(kernel, samples, change)?;
+    let design = Design {
+        problems,
+        units: problems / size.max(1.0),
+        variance: d.variance,
+        tails: Some(d.tails),
+    };
+    Some(design.power(change.abs(), alpha))
+}
+
+/// The smallest change (a fraction) flagged with probability `power` by a design of `problems`
+/// at `samples` per problem; 1.0 when no change the metric can make is.
+pub fn detectable(
+    population: &Population,
+    kernel: &Kernel,
+    (problems, samples): (f64, u64),
+    size: f64,
+    (alpha, power): (f64, f64),
+) -> f64 {
+    let reaches = |d: f64| {
+        power_at(population, kernel, (problems, samples), d, size, alpha)
+            .is_some_and(|p| p >= power)
+    };
+    if !reaches(1.0) && !reaches(0.5) {
+        return 1.0;
+    }
+    let (mut lo, mut hi) = (0.0, if reaches(0.5) { 0.5 } else { 1.0 });
+    for _ in 0..40 {
+        let mid = 0.5 * (lo + hi);
+        if reaches(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+/// Beta(a, b) by the method of moments on the solve rates (c/n, and c(c−1)/(n(n−1)) for the
+/// second moment, both unbiased); a weak prior when the rates do not vary beyond binomial noise.
+fn beta_moments(counts: &[Counts]) -> (f64, f64) {
+    let mean = counts.iter().map(|x| x.c as f64 / x.n as f64).sum::<f64>() / counts.len() as f64;
+    let pairs: Vec<f64> = (counts.iter())
+        .filter(|x| x.n >= 2)
+        .map(|x| (x.c * x.c.saturating_sub(1)) as f64 / (x.n * (x.n - 1)) as f64)
+        .collect();
+    let mean = mean.clamp(1e-3, 1.0 - 1e-3);
+    let second = if pairs.is_empty() {
+        mean
+    } else {
+        pairs.iter().sum::<f64>() / pairs.len() as f64
+    };
+    let var = second - mean * mean;
+    let strength = if var > 1e-9 {
+        ((mean - second) / var).clamp(0.05, 1e4)
+    } else {
+        1e4
+    };
+    (mean * strength, (1.0 - mean) * strength)
+}
+
+/// θ(p) = E h(Binomial(k, p)).
+fn theta(kernel: &Kernel, p: f64) -> f64 {
+    let k = kernel.k;
+    (0..=k)
+        .filter(|&a| kernel.num[a as usize] != 0)
+        .map(|a| binomial_pmf(k, a, p) * kernel.num[a as usize] as f64 / kernel.den as f64)
+        .sum()
+}
+
+/// g_n(c) for c = 0..=n: the metric's value with c correct of n.
+fn g_values(kernel: &Kernel, n: u64) -> Vec<f64> {
+    let k = kernel.k;
+    (0..=n)
+        .map(|c| {
+            let lo = k.saturating_sub(n - c);
+            (lo..=c.min(k))
+                .filter(|&a| kernel.num[a as usize] != 0)
+                .map(|a| hypergeometric(n, c, k, a) * kernel.num[a as usize] as f64)
+                .sum::<f64>()
+                / kernel.den as f64
+        })
+        .collect()
+}
+
+/// Var(g_n(c) | p), `values` the g_n table.
+fn within_at(kernel: &Kernel, values: &[f64], p: f64) -> f64 {
+    let n = values.len() as u64 - 1;
+    let square: f64 = (0..=n)
+        .map(|c| binomial_pmf(n, c, p) * values[c as usize].powi(2))
+        .sum();
+    (square - theta(kernel, p).powi(2)).max(0.0)
+}
+
+fn binomial_pmf(n: u64, c: u64, p: f64) -> f64 {
+    if p <= 0.0 {
+        return (c == 0) as u8 as f64;
+    }
+    if p >= 1.0 {
+        return (c == n) as u8 as f64;
+    }
+    (ln_binomial(n, c) + c as f64 * p.ln() + (n - c) as f64 * (1.0 - p).ln()).exp()
+}
+
+/// P(j correct among `draw` of `n` samples drawn without replacement, c of them correct).
+fn hypergeometric(n: u64, c: u64, draw: u64, j: u64) -> f64 {
+    if j > c || j > draw || draw - j > n - c {
+        return 0.0;
+    }
+    (ln_binomial(c, j) + ln_binomial(n - c, draw - j) - ln_binomial(n, draw)).exp()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(n: u64, cs: &[u64]) -> Vec<Counts> {
+        cs.iter().map(|&c| Counts { n, c }).collect()
+    }
+
+    /// At the run's own n, the exact within-problem variance is the mean of the problems'
+    /// unbiased estimates, and the model agrees with it closely on a smooth population.
+    #[test]
+    fn exact_within_matches_the_per_problem_estimates() {
+        let cs: Vec<u64> = (0..60).map(|i| (i * 7 % 17) as u64).collect();
+        let pop = Population::fit(&counts(16, &cs)).unwrap();
+        let kernel = Kernel::at_least(4, 2);
+        let (exact, is_exact) = pop.within(&kernel, 16);
+        assert!(is_exact);
+        let table = WithinTable::new(16, std::slice::from_ref(&kernel)).unwrap();
+        let mean = cs.iter().map(|&c| table.rows[c as usize][0]).sum::<f64>() / cs.len() as f64;
+        assert!((exact - mean).abs() < 1e-12, "{exact} vs {mean}");
+        // Beyond the run's n the model answers, and more samples mean less variance.
+        let (more, is_exact) = pop.within(&kernel, 48);
+        assert!(!is_exact && more < exact);
+    }
+
+    /// pass@1: the variance within a problem is p(1 − p)/n, so at n′ it is the n-sample one
+    /// times n/n′; the exact path gives E[p(1 − p)]/n′ without bias.
+    #[test]
+    fn pass_at_1_within_scales_with_one_over_n() {
+        let cs: Vec<u64> = (0..200).map(|i| (i * 13 % 49) as u64).collect();
+        let pop = Population::fit(&counts(48, &cs)).unwrap();
+        let kernel = Kernel::at_least(1, 1);
+        let (at48, _) = pop.within(&kernel, 48);
+        let (at12, exact) = pop.within(&kernel, 12);
+        assert!(exact);
+        assert!((at12 / at48 - 4.0).abs() < 1e-9, "{}", at12 / at48);
+    }
+
+    /// A change the metric can make is found in both directions; one it cannot is refused.
+    #[test]
+    fn changes_within_the_scale_only() {
+        let pop = Population::fit(&counts(16, &[2, 3, 1, 4, 0, 2, 5, 1])).unwrap();
+        let kernel = Kernel::at_least(1, 1);
+        let mean = pop.mean(&kernel);
+        assert!(mean > 0.1 && mean < 0.2, "{mean}");
+        let drop = pop.difference(&kernel, 16, -0.05).unwrap();
+        assert!(drop.shift < 0.0 && drop.variance > 0.0);
+        assert!(pop.difference(&kernel, 16, -0.5).is_none());
+        assert!(pop.difference(&kernel, 16, 0.5).is_some());
+        let need = needed(&pop, &kernel, 16, 0.05, 1.0, (0.05, 0.8)).unwrap();
+        assert!(need.power >= 0.8 && need.problems >= 10, "{need:?}");
+        let d = detectable(&pop, &kernel, (need.problems as f64, 16), 1.0, (0.05, 0.8));
+        assert!(d <= 0.05 + 1e-3, "{d}");
+    }
+}
