@@ -83,13 +83,12 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let by_file = args.export_batch.is_some() || args.import_batch.is_some();
     pipeline::check_tasks(&plans, args.resume.is_some(), by_file)?;
     if args.dry_run {
-        let chatter = quiet_notes(args.quiet);
+        // The "resuming …" note goes to stderr, or nowhere with --quiet.
+        let chatter = (!args.quiet).then(super::stderr_notes).unwrap_or_default();
         for plan in &plans {
             let resume_dir = pipeline::resume_dir_for(args.resume.as_deref(), plan, &chatter)?;
-            print!(
-                "{}",
-                pipeline::plan_text(plan, resume_dir.as_ref()).map_err(bad_input)?
-            );
+            let text = pipeline::plan_text(plan, resume_dir.as_ref()).map_err(bad_input)?;
+            print!("{text}");
         }
         return Ok(ExitStatus::Success);
     }
@@ -123,15 +122,6 @@ fn sources(args: &RunArgs) -> config::Sources {
         config: args.config.clone(),
         settings: args.settings.clone(),
         overrides: args.set.clone(),
-    }
-}
-
-/// Notes that go to stderr, or nowhere with --quiet.
-fn quiet_notes(quiet: bool) -> crate::util::Notes {
-    if quiet {
-        crate::util::Notes::default()
-    } else {
-        super::stderr_notes()
     }
 }
 
