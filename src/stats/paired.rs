@@ -99,12 +99,19 @@ impl PairedTest {
     }
 
     /// The smallest |B − A| that the test at level `alpha` flags with probability [`POWER`] on
-    /// problems like these ([`super::power::Design::detectable`], the formula `gpassk plan`
-    /// uses): the observed differences taken as the spread under no change, never below what any
-    /// test of this many units can flag. `None` when the difference is not tested.
+    /// problems like these ([`super::power::Design`], the formula `gpassk plan` uses): the
+    /// observed differences taken as the spread under no change. For 0/1 values never below what
+    /// any test of this many units can flag; finer values can move by less than the whole
+    /// scale, so they have no such floor, and with nothing moved no estimate. `None` too when
+    /// the difference is not tested.
     pub fn detectable(&self, alpha: f64) -> Option<f64> {
         self.p?;
-        Some(self.design().detectable(alpha, POWER))
+        let design = self.design();
+        match self.binary {
+            true => Some(design.detectable(alpha, POWER)),
+            false if self.spread > 0.0 => Some(design.change(alpha, POWER)),
+            false => None,
+        }
     }
 
     /// The comparison as a design for [`super::power`]: its problems, units and the variance of

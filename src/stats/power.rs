@@ -104,6 +104,13 @@ impl Design {
     /// any test of this many units can flag ([`least_change`]) and at most the whole scale.
     pub fn detectable(&self, alpha: f64, power: f64) -> f64 {
         let floor = least_change(self.units, alpha);
+        self.change(alpha, power).max(floor).min(1.0)
+    }
+
+    /// [`Design::detectable`] without the floor of whole-scale moves: for values between 0 and 1,
+    /// which can move by less than the whole scale (issue 40: a floor there reads as a
+    /// contradiction beside a smaller flagged change).
+    pub fn change(&self, alpha: f64, power: f64) -> f64 {
         let (za, zb) = (z(1.0 - alpha / 2.0), z(power));
         let (a2, s, v) = (self.problems, self.size(), self.variance.max(0.0));
         // (√m·δ − zβ·√v)² = zα²·(v + s·δ²), the root above zβ·√v/√m.
@@ -113,8 +120,7 @@ impl Design {
         }
         let b = zb * v.sqrt();
         let root = (a2 * b * b - quad * (b * b - za * za * v)).max(0.0).sqrt();
-        let delta = (a2.sqrt() * b + root) / quad;
-        delta.max(floor).min(1.0)
+        ((a2.sqrt() * b + root) / quad).min(1.0)
     }
 }
 
