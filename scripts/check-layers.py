@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks the crate's architecture (ARCHITECTURE.md, whose layer list it reads): every `crate::` import in src/ (test
-code aside) points to a lower layer or, within a layer, never forms a cycle; and no function in
-src/ is longer than 100 lines, except the parser/evaluator tables of src/grade/. Exit 1 on any
+code aside) points to a lower layer or, within a layer, never forms a cycle; no two files of one
+folder import each other, even through others (`super::x`, `crate::a::x`, a name mod.rs re-exports); and no function in
+src/ is longer than 100 lines (60 in src/commands/), except the parser/evaluator tables of src/grade/. Exit 1 on any
 violation, naming it. No file of src/commands/ imports another (commands/mod.rs aside). With no argument it also checks the test server crate's modules
 (crates/fake-openai/src) for import cycles; that crate has no layer list, so cycles only."""
 import collections
@@ -29,6 +30,8 @@ REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 CYCLE_ONLY_ROOTS = ["crates/fake-openai/src"]
 LAYERS = read_layers(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ARCHITECTURE.md"))
 MAX_FN_LINES = 100
+# A command parses, calls the library, prints and picks the exit status: its functions are short.
+MAX_COMMAND_FN_LINES = 60
 LONG_FN_EXEMPT = "grade" + os.sep
 
 def strip_tests(text):
@@ -96,6 +99,106 @@ def cycles(edges):
             visit(v)
     return found
 
+def module_path(rel):
+    """`config/settings.rs` → ["config", "settings"]; `mod.rs` names its folder."""
+    parts = rel.removesuffix(".rs").split(os.sep)
+    return parts[:-1] if parts[-1] == "mod" else parts
+
+def expand_use(tree):
+    """`a::{b, c::{d, e as f}}` → ["a::b", "a::c::d", "a::c::e"]."""
+    tree = re.sub(r"\s+", "", re.sub(r"\s+as\s+\w+", "", tree))
+    depth, i = 0, tree.find("{")
+    if i < 0:
+        return [tree]
+    head, inner = tree[:i], tree[i + 1:tree.rfind("}")]
+    parts, start = [], 0
+    for j, c in enumerate(inner):
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if c == "," and depth == 0:
+            parts.append(inner[start:j])
+            start = j + 1
+    parts.append(inner[start:])
+    return [head + q for part in parts if part for q in expand_use(part)]
+
+def child_modules(root, folder):
+    """The submodules of the module whose files live in `folder` (files and subfolders)."""
+    d = os.path.join(root, *folder)
+    if not os.path.isdir(d):
+        return set()
+    return {f.removesuffix(".rs") for f in os.listdir(d)
+            if (f.endswith(".rs") and f != "mod.rs") or os.path.isdir(os.path.join(d, f))}
+
+def reexports(root, folder):
+    """Names a module re-exports from one of its submodules (`pub use child::Name;`): Name → child."""
+    out = {}
+    d = os.path.join(root, *folder)
+    for cand in (os.path.join(d, "mod.rs"), d + ".rs"):
+        if not os.path.isfile(cand):
+            continue
+        text = strip_tests(open(cand, encoding="utf-8").read())
+        kids = child_modules(root, folder)
+        for tree in re.findall(r"pub(?:\([\w:]+\))?\s+use\s+([^;]+);", text):
+            for path in expand_use(tree):
+                segs = [x for x in path.split("::") if x]
+                if segs and segs[0] == "self":
+                    segs = segs[1:]
+                if len(segs) >= 2 and segs[0] in kids:
+                    out[segs[-1]] = segs[0]
+    return out
+
+def file_edges(root):
+    """Imports between sibling files of one folder: `super::x`, `crate::a::x`, `self::x`, and names a
+    folder's mod.rs re-exports from one of its files. Returns {folder: {file: {file, …}}}."""
+    edges = collections.defaultdict(lambda: collections.defaultdict(set))
+    kids_cache, reexp_cache = {}, {}
+    def kids(folder):
+        key = tuple(folder)
+        if key not in kids_cache:
+            kids_cache[key] = child_modules(root, folder)
+        return kids_cache[key]
+    def reexp(folder):
+        key = tuple(folder)
+        if key not in reexp_cache:
+            reexp_cache[key] = reexports(root, folder)
+        return reexp_cache[key]
+    for path, rel in module_files(root):
+        if rel.split(os.sep)[0].removesuffix(".rs") in ("lib", "main") or rel.endswith("tests.rs"):
+            continue
+        me = module_path(rel)
+        text = strip_tests(open(path, encoding="utf-8").read())
+        paths = []
+        for tree in re.findall(r"\buse\s+([^;]+);", text):
+            paths += expand_use(tree)
+        paths += re.findall(r"\b(?:crate|super|self)(?:::\w+)+", text)
+        for p in paths:
+            segs = [x for x in p.split("::") if x]
+            if not segs or segs[0] not in ("crate", "super", "self"):
+                continue
+            base = [] if segs[0] == "crate" else list(me)
+            rest = segs[1:] if segs[0] in ("crate", "self") else segs
+            while rest and rest[0] == "super":
+                base, rest = base[:-1], rest[1:]
+            target = base + rest
+            # the deepest folder both sit in, and the child of it each one is under
+            n = 0
+            while n < min(len(me), len(target)) and me[n] == target[n]:
+                n += 1
+            if n >= len(me) or n >= len(target):
+                continue
+            folder, src, dst = me[:n], me[n], target[n]
+            if dst not in kids(folder):
+                dst = reexp(folder).get(dst)
+            if dst and dst != src and src in kids(folder):
+                edges["/".join(folder)][src].add(dst)
+    return edges
+
+def file_cycles(root):
+    """Import cycles between the files (and subfolders) of one folder."""
+    for folder, edges in sorted(file_edges(root).items()):
+        for c in cycles(edges):
+            names = [f"{m}.rs" if os.path.isfile(os.path.join(root, folder, m + ".rs")) else f"{m}/" for m in c]
+            yield f"import cycle between files of {folder or '.'}/: " + " ↔ ".join(names)
+
 def blank_literals(text):
     """Replaces comments, strings and char literals by spaces (newlines kept), so braces count."""
     out, i, n = [], 0, len(text)
@@ -142,8 +245,9 @@ def long_functions(root):
                 if (opened and depth <= 0) or (not opened and lines[j].rstrip().endswith(";")):
                     break
                 j += 1
-            if j - i + 1 > MAX_FN_LINES:
-                yield f"{rel}:{i + 1}: fn {m.group(5)} is {j - i + 1} lines (at most {MAX_FN_LINES})"
+            limit = MAX_COMMAND_FN_LINES if rel.startswith("commands" + os.sep) else MAX_FN_LINES
+            if j - i + 1 > limit:
+                yield f"{rel}:{i + 1}: fn {m.group(5)} is {j - i + 1} lines (at most {limit})"
 
 def command_imports(root):
     """A command file that names another command's module (`super::x`, `crate::commands::x`): what
@@ -173,13 +277,16 @@ def main():
             if dep in layer and layer[dep] > layer[m]:
                 problems.append(f"{m} (layer {layer[m]}) imports {dep} (layer {layer[dep]}): upward")
     problems += [f"import cycle: {' → '.join(c)}" for c in cycles(edges)]
+    problems += list(file_cycles(root))
     problems += list(long_functions(root))
     problems += list(command_imports(root))
-    summary = f"{len(edges)} modules, imports point down, no cycle, no long function, no command imports another"
+    summary = (f"{len(edges)} modules, imports point down, no cycle (between modules or between the files of a "
+               "folder), no long function, no command imports another")
     if len(sys.argv) <= 1:
         for other in CYCLE_ONLY_ROOTS:
             found = cycles(imports(os.path.join(REPO, other)))
             problems += [f"{other}: import cycle: {' → '.join(c)}" for c in found]
+            problems += [f"{other}: {p}" for p in file_cycles(os.path.join(REPO, other))]
             summary += f"; {other}: no cycle"
     for p in problems:
         print(f"check-layers: {p}")

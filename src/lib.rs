@@ -23,6 +23,7 @@ pub mod scoring;
 pub mod search;
 
 pub mod analysis;
+pub mod pipeline;
 pub mod report;
 pub mod store;
 

@@ -2,7 +2,7 @@
 //! scored (matched by id), an exact paired test per row, Holm's correction over the rows, the
 //! checks that the two runs measured the same thing, and the text `gpassk compare` shows.
 
-use crate::analysis::history::{drift, RunEntry};
+use crate::analysis::entry::{drift, RunEntry};
 use crate::error::BadInput;
 use crate::metrics::{to_f64, MetricIdentity, MetricKind};
 use crate::report::{md_text, Cell, Interval, TableFormat, Tabular};

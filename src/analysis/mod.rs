@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod compare;
+pub mod entry;
 pub mod history;
 pub mod planner;
 pub mod published;

@@ -66,15 +66,18 @@ struct Side {
     name: String,
 }
 
-pub fn run(args: CompareArgs) -> Result<ExitStatus> {
-    if let Some(p) = args.fail_on_regression {
-        if !(p.is_finite() && p >= 0.0) {
-            return Err(BadInput(format!(
-                "--fail-on-regression {p}: give a number of percentage points ≥ 0"
-            ))
-            .into());
-        }
+/// `--fail-on-regression` must be a number of percentage points ≥ 0.
+fn check_threshold(args: &CompareArgs) -> Result<(), BadInput> {
+    match args.fail_on_regression {
+        Some(p) if !(p.is_finite() && p >= 0.0) => Err(BadInput(format!(
+            "--fail-on-regression {p}: give a number of percentage points ≥ 0"
+        ))),
+        _ => Ok(()),
     }
+}
+
+pub fn run(args: CompareArgs) -> Result<ExitStatus> {
+    check_threshold(&args)?;
     let [a, b] = match &args.db {
         None => folder_sides(&args)?,
         Some(db) => stored_sides(&args, &mut super::open_store(db, &args.password)?)?,
@@ -113,15 +116,7 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     }
     let drift = drift_lines([a_entry, b_entry], b);
     let (verdicts, shared_drift) = verdicts(a, b, &compared, &drift);
-    let mut notes = shared_drift.clone();
-    notes.extend(
-        differences
-            .iter()
-            .map(|d| format!("WARNING: the runs differ: {d}")),
-    );
-    if !differences.is_empty() {
-        notes.push("differences may come from these settings".into());
-    }
+    let notes = notes_under(&shared_drift, &differences);
     let look = Look {
         width: crate::util::terminal_width(),
         paint: super::stdout_paint(),
@@ -136,6 +131,20 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         .chain((verdicts.iter()).flat_map(|v| v.drift.iter().map(|d| format!("{}: {d}", v.model))))
         .collect();
     exit_status(&args, &shown, &drifted)
+}
+
+/// The notes under the table: the drift every model shares, then how the runs' settings differ.
+fn notes_under(shared_drift: &[String], differences: &[String]) -> Vec<String> {
+    let mut notes = shared_drift.to_vec();
+    notes.extend(
+        differences
+            .iter()
+            .map(|d| format!("WARNING: the runs differ: {d}")),
+    );
+    if !differences.is_empty() {
+        notes.push("differences may come from these settings".into());
+    }
+    notes
 }
 
 /// Exit 1 for a regression beyond `--fail-on-regression` or, with `--fail-on-drift`, a drift.

@@ -8,7 +8,7 @@ use anyhow::Context;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 
 use crate::dataset::registry::{self, Entry, REGISTRY};
-use crate::dataset::{load, FewShot};
+use crate::dataset::{load, Dataset, FewShot, Problem};
 use crate::error::{bad_input, ExitStatus};
 use crate::prompt;
 use crate::report::{wrap, wrap_list};
@@ -228,21 +228,7 @@ fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<ExitStatus> {
             );
         }
     }
-    let examples = if args.few_shot > 0 {
-        let source = args
-            .few_shot_from
-            .clone()
-            .unwrap_or_else(|| dataset.name.clone());
-        let shown: BTreeSet<String> = chosen.iter().map(|p| p.id.clone()).collect();
-        FewShot::FromDataset {
-            source,
-            fields: None,
-            count: args.few_shot,
-        }
-        .examples(&dataset.name, &shown)?
-    } else {
-        Vec::new()
-    };
+    let examples = few_shot_examples(args, &dataset.name, &chosen)?;
     if args.json {
         for problem in chosen {
             let chat = prompt::messages(&template, problem, &examples)
@@ -257,6 +243,17 @@ fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<ExitStatus> {
         }
         return Ok(ExitStatus::Success);
     }
+    show_text(&dataset, &chosen, (&template, &examples), out)?;
+    Ok(ExitStatus::Success)
+}
+
+/// The shown problems as text: the dataset's line, then each problem's rendered messages.
+fn show_text(
+    dataset: &Dataset,
+    chosen: &[&Problem],
+    (template, examples): (&str, &[(String, String)]),
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     writeln!(
         out,
         "{} — {} problems, sha256 {}",
@@ -267,8 +264,8 @@ fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<ExitStatus> {
     if let Some(entry) = registry::lookup(&dataset.name) {
         writeln!(out, "{}", note(entry))?;
     }
-    for problem in chosen {
-        let chat = prompt::messages(&template, problem, &examples)
+    for &problem in chosen {
+        let chat = prompt::messages(template, problem, examples)
             .with_context(|| format!("rendering problem `{}`", problem.id))?;
         writeln!(out)?;
         let subset = problem
@@ -286,5 +283,24 @@ fn show(args: &ShowArgs, out: &mut impl Write) -> anyhow::Result<ExitStatus> {
             writeln!(out, "{}", message.content)?;
         }
     }
-    Ok(ExitStatus::Success)
+    Ok(())
+}
+
+/// `--few-shot N` examples (from `--few-shot-from`, else the dataset itself), none of them shown.
+fn few_shot_examples(
+    args: &ShowArgs,
+    dataset: &str,
+    chosen: &[&Problem],
+) -> anyhow::Result<Vec<(String, String)>> {
+    if args.few_shot == 0 {
+        return Ok(Vec::new());
+    }
+    let source = (args.few_shot_from.clone()).unwrap_or_else(|| dataset.to_string());
+    let shown: BTreeSet<String> = chosen.iter().map(|p| p.id.clone()).collect();
+    Ok(FewShot::FromDataset {
+        source,
+        fields: None,
+        count: args.few_shot,
+    }
+    .examples(dataset, &shown)?)
 }

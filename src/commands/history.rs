@@ -3,7 +3,9 @@
 //! metric with intervals, the difference from the run before with `compare`'s paired test, and
 //! markers where the served model, fingerprint, settings or coverage changed.
 
-use crate::analysis::history::{datasets, discover, history, whole_runs, LEGEND};
+use crate::analysis::history::{
+    datasets, discover, history, whole_runs, History, RunEntry, LEGEND,
+};
 use crate::error::{BadInput, ExitStatus};
 use crate::report::{wrap, TableFormat};
 use crate::util::printable;
@@ -70,8 +72,9 @@ fn source(args: &HistoryArgs) -> String {
     }
 }
 
-pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
-    let (entries, skipped) = match (&args.db, &args.dir) {
+/// The runs of the results database or folder, and the folders skipped (with why).
+fn load_entries(args: &HistoryArgs) -> Result<(Vec<RunEntry>, Vec<String>)> {
+    Ok(match (&args.db, &args.dir) {
         (Some(db), _) => {
             let mut store = super::open_store(db, &args.password)?;
             (
@@ -88,7 +91,11 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
             (entries, skipped)
         }
         (None, None) => return Err(BadInput::new("give a results folder or --db").into()),
-    };
+    })
+}
+
+pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
+    let (entries, skipped) = load_entries(&args)?;
     for s in &skipped {
         eprintln!("warning: skipped: {}", printable(s));
     }
@@ -111,10 +118,16 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
     if history.table.rows.is_empty() {
         return Err(nothing_shown(&args).into());
     }
-    let format = match args.format {
+    print_history(&history, args.format)?;
+    Ok(ExitStatus::Success)
+}
+
+/// The history in the format asked for, on stdout.
+fn print_history(history: &History, format: HistoryFormat) -> Result<()> {
+    let format = match format {
         HistoryFormat::Html => {
             print!("{}", history.html());
-            return Ok(ExitStatus::Success);
+            return Ok(());
         }
         HistoryFormat::Table => TableFormat::Table,
         HistoryFormat::Md => TableFormat::Md,
@@ -123,20 +136,20 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
     };
     if format == TableFormat::Csv {
         print!("{}", history.csv()?);
-        return Ok(ExitStatus::Success);
+        return Ok(());
     }
     if !format.is_human() {
         print!("{}", history.table.render(format)?);
-        return Ok(ExitStatus::Success);
+        return Ok(());
     }
     let width = crate::util::terminal_width();
     if format == TableFormat::Md {
         // A paragraph of its own: a line right beside a table would join it.
         println!("{}\n", crate::report::md_text(LEGEND));
         print!("{}", history.markdown());
-        return Ok(ExitStatus::Success);
+        return Ok(());
     }
     println!("{}", wrap(LEGEND, width, ""));
     print!("{}", history.terminal(width, super::stdout_paint()));
-    Ok(ExitStatus::Success)
+    Ok(())
 }

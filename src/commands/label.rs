@@ -81,29 +81,7 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
     if !args.quiet {
         eprintln!("label directory: {}", out.display());
     }
-    let mut settings = plan.settings.clone();
-    let mut rollout_model = model.clone();
-    rollout_model.sampling.n = args.k;
-    rollout_model.sampling.greedy = false;
-    settings.models = vec![rollout_model];
-    let budgets = sampling::BudgetBook::open(&settings, &work.prepared, &out)?;
-    let job = SamplingJob {
-        search: None,
-        budgets,
-        settings,
-        run_dir: out.clone(),
-        run_id: out
-            .path()
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("label")
-            .to_string(),
-        prepared: Arc::new(work.prepared.clone()),
-        keys,
-        quiet: args.quiet,
-        notes: super::stderr_notes(),
-        progress_interval: Duration::from_secs(5),
-    };
+    let job = rollout_job(&args, (&plan, &model, &work), &out, keys)?;
     let (shutdown, _signals) = super::shutdown_on_signals(args.quiet)?;
     let ends = sampling::sample_all(&job, &shutdown)?;
     let again = format!(
@@ -136,6 +114,38 @@ pub fn run(args: LabelArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
+}
+
+/// The sampling job of the rollouts: `k` samples a step from the model, no greedy answer.
+fn rollout_job(
+    args: &LabelArgs,
+    (plan, model, work): (&Plan, &ModelSettings, &Rollouts),
+    out: &RunDir,
+    keys: std::collections::HashMap<String, Option<crate::client::ApiKey>>,
+) -> Result<SamplingJob> {
+    let mut settings = plan.settings.clone();
+    let mut rollout_model = model.clone();
+    rollout_model.sampling.n = args.k;
+    rollout_model.sampling.greedy = false;
+    settings.models = vec![rollout_model];
+    let budgets = sampling::BudgetBook::open(&settings, &work.prepared, out)?;
+    Ok(SamplingJob {
+        search: None,
+        budgets,
+        settings,
+        run_dir: out.clone(),
+        run_id: out
+            .path()
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("label")
+            .to_string(),
+        prepared: Arc::new(work.prepared.clone()),
+        keys,
+        quiet: args.quiet,
+        notes: super::stderr_notes(),
+        progress_interval: Duration::from_secs(5),
+    })
 }
 
 /// The plan, the solutions and their rollout work: everything that depends on input alone.

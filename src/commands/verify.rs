@@ -1,5 +1,5 @@
 //! `gpassk verify RUN_DIR`: a process reward model scores the stored samples of a run (see
-//! [`crate::scoring::verify`]), under the run's budgets; resumable, and what is stored is never
+//! [`crate::scoring::verifier_calls`]), under the run's budgets; resumable, and what is stored is never
 //! asked again. The reports are written again when it ends, bon@N and wmaj@N in them.
 
 use crate::config::{PaidCalls, VerifierSettings};
@@ -8,7 +8,7 @@ use crate::plan::{self, Plan};
 use crate::report;
 use crate::rundir::RunDir;
 use crate::sampling::{read_key, BudgetBook};
-use crate::scoring::verify::{self, Verifier};
+use crate::scoring::verifier_calls::{self, Verifier};
 use anyhow::Result;
 use clap::Args;
 use std::collections::HashMap;
@@ -65,7 +65,7 @@ pub fn run(args: VerifyArgs) -> Result<ExitStatus> {
     };
     let mut failed = false;
     let ctl = (&shutdown, &notes);
-    verify::verify_run(&dir, &models, &questions, &verifier, ctl, |model, stats| {
+    verifier_calls::verify_run(&dir, &models, &questions, &verifier, ctl, |model, stats| {
         failed |= stats.failed > 0;
         if !args.quiet {
             eprintln!("{model}: {}", stats.summary());
@@ -116,7 +116,7 @@ fn verifier_plan(args: &VerifyArgs, dir: &RunDir) -> Result<(Plan, VerifierSetti
     let own = plan.settings.verifier.as_ref();
     let settings = match args.set.iter().any(|o| o.starts_with("verifier.")) {
         true => own.cloned(),
-        false => verify::run_settings(dir, own)?,
+        false => verifier_calls::run_settings(dir, own)?,
     };
     let Some(settings) = settings else {
         return Err(BadInput(format!(

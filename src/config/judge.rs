@@ -1,6 +1,6 @@
 //! The `[judge]` table's resolved form: which grader decides, what the judge sees, its prompt.
 
-use crate::config::ApiSettings;
+use super::api::ApiSettings;
 use crate::grade::{FoundBy, Outcome};
 use serde::{Deserialize, Serialize};
 

@@ -3,6 +3,7 @@
 //! Two stages: [`raw`] mirrors the file (unknown keys rejected), `settings` is the validated value
 //! the rest of the program uses. Errors name the file, the line and the key.
 
+mod api;
 mod judge;
 pub mod overrides;
 mod paid;
@@ -13,6 +14,7 @@ pub mod settings_json;
 pub mod store;
 mod verifier;
 
+pub use api::ApiSettings;
 pub use judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 pub use paid::PaidCalls;
 pub use search::{
@@ -20,7 +22,7 @@ pub use search::{
     SEARCH_KEYS,
 };
 pub use settings::{
-    parse_metric, ApiSettings, EvalSettings, ModelSettings, RunSettings, SamplingSettings,
+    parse_metric, EvalSettings, ModelSettings, RunSettings, SamplingSettings,
     DEFAULT_HEURISTIC_WARN,
 };
 

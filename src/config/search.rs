@@ -1,7 +1,7 @@
 //! The `[search]` table's resolved form: the MCTS parameters of a model with `strategy = "mcts"`.
 
+use super::api::check_base_url;
 use super::raw::{RawConfig, RawModel, RawSearch};
-use super::settings::check_base_url;
 use super::{closest, locate, ConfigError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -190,7 +190,7 @@ pub const SEARCH_KEYS: &[&str] = &[
 
 /// Where a search key's errors point: the model's `[models.search]` line when it sets the key,
 /// else `[search]` (naming the model).
-struct SearchCx<'a> {
+struct SearchLocator<'a> {
     text: &'a str,
     path: &'a Path,
     i: usize,
@@ -198,7 +198,7 @@ struct SearchCx<'a> {
     own: &'a RawSearch,
 }
 
-impl SearchCx<'_> {
+impl SearchLocator<'_> {
     fn err(&self, key: &str, own: bool, msg: String) -> ConfigError {
         let (line, message) = if own {
             let line = locate_model_table(self.text, self.i, "search", key);
@@ -307,7 +307,7 @@ pub(super) fn resolve(
     name: &str,
 ) -> Result<(Strategy, Option<SearchSettings>), ConfigError> {
     let empty = RawSearch::default();
-    let sx = SearchCx {
+    let sx = SearchLocator {
         text,
         path,
         i,
@@ -345,7 +345,7 @@ pub(super) fn resolve(
     Ok((strategy, Some(resolve_search(&sx, g)?)))
 }
 
-fn resolve_search(sx: &SearchCx, g: &RawSearch) -> Result<SearchSettings, ConfigError> {
+fn resolve_search(sx: &SearchLocator, g: &RawSearch) -> Result<SearchSettings, ConfigError> {
     let d = SearchSettings::default();
     let num_simulations = sx.int(
         "num_simulations",
@@ -416,7 +416,11 @@ fn resolve_search(sx: &SearchCx, g: &RawSearch) -> Result<SearchSettings, Config
 }
 
 /// The reward model keys and the choices that depend on it.
-fn resolve_reward(sx: &SearchCx, g: &RawSearch, s: &mut SearchSettings) -> Result<(), ConfigError> {
+fn resolve_reward(
+    sx: &SearchLocator,
+    g: &RawSearch,
+    s: &mut SearchSettings,
+) -> Result<(), ConfigError> {
     use RewardMode as M;
     s.reward_mode = sx.choice(
         "reward_mode",
@@ -485,7 +489,7 @@ fn resolve_reward(sx: &SearchCx, g: &RawSearch, s: &mut SearchSettings) -> Resul
 /// `reward_pricing` (the model's keys over `[search]`'s), else the shipped price file; a
 /// `max_cost` there is refused: reward calls count under the model's own budget.
 fn resolve_reward_price(
-    sx: &SearchCx,
+    sx: &SearchLocator,
     g: &RawSearch,
     s: &mut SearchSettings,
 ) -> Result<(), ConfigError> {

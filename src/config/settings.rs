@@ -1,12 +1,13 @@
 //! The resolved, validated configuration: defaults applied, per-model overrides merged.
 
+use super::api::{check_base_url, default_body_limit, default_stream_deadline, ApiSettings};
 use super::judge::{GraderMode, JudgeInput, JudgeSettings, DEFAULT_PROMPT, PLACEHOLDERS};
 use super::raw::{RawApi, RawConfig, RawEvaluation, RawModel, RawSampling, RawTau, API_KEYS};
-use super::{closest, locate, ConfigError};
+use super::{locate, ConfigError};
 use crate::client::retry::DEFAULT_RETRY_AFTER_MAX;
 use crate::client::MAX_RESPONSE_BYTES;
 use crate::dataset::FewShot;
-use crate::metrics::{Aggregation, MetricKind, Tau, MAX_N};
+use crate::metrics::{MetricKind, Tau, MAX_N};
 use crate::util::{hex, read_bounded_string, MAX_TEXT_FILE};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -49,81 +50,6 @@ pub struct ModelSettings {
     pub pricing: Option<crate::cost::Price>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiSettings {
-    pub base_url: String,
-    /// Name of the environment variable holding the key; None sends no Authorization header.
-    pub api_key_env: Option<String>,
-    pub timeout: Duration,
-    pub max_retries: u32,
-    pub concurrency: usize,
-    pub rpm: Option<f64>,
-    pub tpm: Option<f64>,
-    pub backoff_base: Duration,
-    pub backoff_max: Duration,
-    /// How long in-flight requests may still finish after Ctrl-C or SIGTERM; then they are dropped.
-    pub shutdown_grace: Duration,
-    /// The most of a server's Retry-After honoured per retry.
-    pub retry_after_max: Duration,
-    /// Replies larger than this are dropped unread (an error, retried).
-    pub max_response_bytes: u64,
-    /// Read the reply as server-sent events; `timeout` then bounds each silence, `stream_deadline`
-    /// the whole reply.
-    pub stream: bool,
-    /// `stream_deadline`: what a whole streamed request (headers and body) may take, however
-    /// steadily the server keeps it alive; default `default_stream_deadline`.
-    pub stream_deadline: Duration,
-    /// `[api] batch = true`: send the run's requests through the Batch API, polling it at this
-    /// interval (`batch_poll_interval`); None sends them live.
-    pub batch: Option<Duration>,
-}
-
-/// The default reply size limit: 64 bytes per token the request allows (JSON escapes included)
-/// plus 64 KiB of envelope, never above [`MAX_RESPONSE_BYTES`]; the hard cap without max_tokens.
-fn default_body_limit(max_tokens: Option<u32>, choices: u32) -> u64 {
-    max_tokens.map_or(MAX_RESPONSE_BYTES, |t| {
-        (64 * 1024 + 64 * u64::from(t) * u64::from(choices.max(1))).min(MAX_RESPONSE_BYTES)
-    })
-}
-
-/// Generation speed the default stream deadline assumes, in tokens per second: below what served
-/// models reach even under load, so only a server that stalls on purpose reaches the deadline.
-const DEADLINE_TOKENS_PER_S: f64 = 5.0;
-/// The most generation time the default deadline allows (2 h); also the allowance without max_tokens.
-const DEADLINE_GENERATION_MAX: f64 = 7200.0;
-
-/// The default `stream_deadline`: `timeout` plus `max_tokens` at [`DEADLINE_TOKENS_PER_S`], the
-/// second part at most [`DEADLINE_GENERATION_MAX`] seconds (and that much without max_tokens).
-/// Choices of one request are generated side by side, so their count does not multiply it.
-pub(super) fn default_stream_deadline(timeout: Duration, max_tokens: Option<u32>) -> Duration {
-    let generation = max_tokens.map_or(DEADLINE_GENERATION_MAX, |t| {
-        (f64::from(t) / DEADLINE_TOKENS_PER_S).min(DEADLINE_GENERATION_MAX)
-    });
-    timeout.saturating_add(Duration::from_secs_f64(generation))
-}
-
-/// A base URL must be http(s) and carry no `user:password@`: a password there would replace the
-/// Bearer key and be written to the manifest. The URL is never echoed when it holds credentials.
-pub(super) fn check_base_url(url: &str) -> Result<(), String> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if authority.contains('@') {
-        return Err("holds credentials (user:password@…): remove them and put the key in the environment variable named by `api_key_env`".into());
-    }
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(format!("{url:?} must start with http:// or https://"));
-    }
-    // The endpoint path is appended to the base: after a query or fragment it would be lost.
-    if let Some(c) = url.chars().find(|c| matches!(c, '?' | '#')) {
-        let what = if c == '?' { "a query" } else { "a fragment" };
-        return Err(format!(
-            "{:?} holds {what} ('{c}…'): give the base URL only, e.g. https://host/v1",
-            crate::util::printable(url)
-        ));
-    }
-    Ok(())
-}
-
 /// A duration of `v` seconds, which must be positive and finite (and fit a Duration).
 fn positive_secs(v: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(v)
@@ -136,54 +62,6 @@ fn positive_secs(v: f64) -> Result<Duration, String> {
 fn secs_or(v: Option<f64>, default: Duration) -> Duration {
     v.filter(|s| s.is_finite() && *s > 0.0 && *s < 1e7)
         .map_or(default, Duration::from_secs_f64)
-}
-
-impl ApiSettings {
-    /// The URL rule: `{base}/v1/chat/completions`, or `{base}/chat/completions` when base ends in `/v1`.
-    pub fn chat_url(&self) -> String {
-        let base = self.base_url.trim_end_matches('/');
-        if base.ends_with("/v1") {
-            format!("{base}/chat/completions")
-        } else {
-            format!("{base}/v1/chat/completions")
-        }
-    }
-
-    /// The stream deadline when replies are streamed; None for plain requests, which reqwest
-    /// bounds by `timeout` as a whole.
-    pub fn streaming(&self) -> Option<Duration> {
-        self.stream.then_some(self.stream_deadline)
-    }
-
-    /// The chat client these settings ask for (the one place a client is built from an `[api]`
-    /// table: timeouts, pool size, reply limit, streaming).
-    pub fn chat_client(
-        &self,
-        key: Option<crate::client::ApiKey>,
-    ) -> Result<crate::client::Client, crate::client::ApiError> {
-        self.client_at(self.chat_url(), key, self.streaming())
-    }
-
-    /// A client of these settings for another endpoint of the same server (a reward model).
-    pub fn client_at(
-        &self,
-        url: String,
-        key: Option<crate::client::ApiKey>,
-        stream_deadline: Option<Duration>,
-    ) -> Result<crate::client::Client, crate::client::ApiError> {
-        let (timeout, pool, max_body) = (self.timeout, self.concurrency, self.max_response_bytes);
-        crate::client::Client::with_stream(url, key, timeout, pool, max_body, stream_deadline)
-    }
-
-    /// The retry policy these settings ask for.
-    pub fn retry_policy(&self) -> crate::client::retry::RetryPolicy {
-        crate::client::retry::RetryPolicy {
-            max_retries: self.max_retries,
-            base: self.backoff_base,
-            max: self.backoff_max,
-            retry_after_max: self.retry_after_max,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -240,12 +118,12 @@ impl EvalSettings {
     }
 }
 
-struct Ctx<'a> {
+struct ConfigText<'a> {
     text: &'a str,
     path: &'a Path,
 }
 
-impl Ctx<'_> {
+impl ConfigText<'_> {
     fn err(
         &self,
         section: &str,
@@ -266,12 +144,12 @@ impl Ctx<'_> {
     }
 }
 
-fn text_path<'a>(cx: &Ctx<'a>) -> (&'a str, &'a Path) {
+fn text_path<'a>(cx: &ConfigText<'a>) -> (&'a str, &'a Path) {
     (cx.text, cx.path)
 }
 
 pub(super) fn resolve(raw: RawConfig, text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
-    let cx = Ctx { text, path };
+    let cx = ConfigText { text, path };
     let config_json = serde_json::to_value(&raw).unwrap_or(serde_json::Value::Null);
     if raw.models.is_empty() {
         return Err(ConfigError::Invalid {
@@ -400,7 +278,7 @@ fn check_verifier_metrics(
 }
 
 fn resolve_judge(
-    cx: &Ctx,
+    cx: &ConfigText,
     raw: &RawConfig,
     j: &crate::config::raw::RawJudge,
 ) -> Result<JudgeSettings, ConfigError> {
@@ -488,7 +366,7 @@ fn resolve_judge(
 
 /// The judge's prompt (gpassk's own, or `prompt_file`'s) and where it came from.
 fn judge_prompt(
-    cx: &Ctx,
+    cx: &ConfigText,
     j: &crate::config::raw::RawJudge,
 ) -> Result<(String, String), ConfigError> {
     let err = |key: &str, msg: String| cx.err("judge", None, key, msg);
@@ -521,13 +399,13 @@ const MAX_GRACE: f64 = 600.0;
 
 /// Where a model's keys are checked: errors point at the model's own line when it overrides the
 /// key, else at `[api]`/`[sampling]`.
-struct ModelCx<'a> {
-    cx: &'a Ctx<'a>,
+struct ModelLocator<'a> {
+    cx: &'a ConfigText<'a>,
     m: &'a RawModel,
     i: usize,
 }
 
-impl ModelCx<'_> {
+impl ModelLocator<'_> {
     fn err(&self, key: &str, msg: String) -> ConfigError {
         if locate_exact(self.cx.text, "models", Some(self.i), key) {
             return self.cx.err("models", Some(self.i), key, msg);
@@ -596,13 +474,13 @@ impl ModelCx<'_> {
 }
 
 fn resolve_model(
-    cx: &Ctx,
+    cx: &ConfigText,
     raw: &RawConfig,
     m: &RawModel,
     i: usize,
 ) -> Result<ModelSettings, ConfigError> {
     let name = model_name(cx, m, i)?;
-    let mc = ModelCx { cx, m, i };
+    let mc = ModelLocator { cx, m, i };
     let mut api = resolve_api(&mc, &raw.api, &name)?;
     let sampling = resolve_sampling(&mc, &raw.sampling)?;
     if m.max_response_bytes
@@ -661,7 +539,7 @@ fn resolve_model(
 
 /// The model's price: its `[models.pricing]` keys over `[pricing]`, else the shipped price file.
 fn model_pricing(
-    cx: &Ctx,
+    cx: &ConfigText,
     raw: &RawConfig,
     m: &RawModel,
     i: usize,
@@ -699,7 +577,7 @@ fn model_pricing(
     }
 }
 
-fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
+fn model_name(cx: &ConfigText, m: &RawModel, i: usize) -> Result<String, ConfigError> {
     let name = m
         .name
         .clone()
@@ -723,7 +601,7 @@ fn model_name(cx: &Ctx, m: &RawModel, i: usize) -> Result<String, ConfigError> {
     Ok(name)
 }
 
-fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, ConfigError> {
+fn resolve_api(mc: &ModelLocator, a: &RawApi, name: &str) -> Result<ApiSettings, ConfigError> {
     let m = mc.m;
     let base_url = m
         .base_url
@@ -786,7 +664,7 @@ fn resolve_api(mc: &ModelCx, a: &RawApi, name: &str) -> Result<ApiSettings, Conf
     })
 }
 
-fn resolve_sampling(mc: &ModelCx, s: &RawSampling) -> Result<SamplingSettings, ConfigError> {
+fn resolve_sampling(mc: &ModelLocator, s: &RawSampling) -> Result<SamplingSettings, ConfigError> {
     let m = mc.m;
     let temperature = m.temperature.or(s.temperature).unwrap_or(0.7);
     if !(0.0..=2.0).contains(&temperature) {
@@ -836,7 +714,7 @@ fn locate_exact(text: &str, section: &str, index: Option<usize>, key: &str) -> b
 }
 
 fn resolve_eval(
-    cx: &Ctx,
+    cx: &ConfigText,
     raw: &RawConfig,
     models: &[ModelSettings],
 ) -> Result<EvalSettings, ConfigError> {
@@ -1185,67 +1063,12 @@ fn check_ks(
     Ok(())
 }
 
-/// Parses `greedy_acc`, `pass@K`, `g_pass@K_tT`, `mg_pass@K`, and the verifier metrics
-/// `bon@N_AGG`, `wmaj@N_AGG` (AGG one of min, mean, last, product) and `maj@N`.
+/// A config's metric name, in either spelling `MetricKind` reads (`g_pass@16_t0.5` or
+/// `G-Pass@16_0.5`; the verifier metrics `bon@N_AGG`, `wmaj@N_AGG`, `maj@N`), maj@n aside.
 pub fn parse_metric(name: &str) -> Result<MetricKind, String> {
-    let bad = || {
-        let hint = closest(
-            name,
-            [
-                "greedy_acc",
-                "pass@16",
-                "g_pass@16_t0.5",
-                "mg_pass@16",
-                "bon@16_min",
-                "wmaj@16_min",
-                "maj@4",
-            ]
-            .into_iter(),
-        )
-        .map(|s| format!("; did you mean {s:?}?"))
-        .unwrap_or_default();
-        format!(
-            "unknown metric {name:?}: use greedy_acc, pass@K, g_pass@K_tT, mg_pass@K, bon@N_AGG, \
-             wmaj@N_AGG or maj@N{hint}"
-        )
-    };
-    let k_of = |s: &str| -> Result<u64, String> {
-        match s.parse::<u64>() {
-            Ok(k) if k >= 1 => Ok(k),
-            _ => Err(bad()),
-        }
-    };
-    let with_aggregation = |rest: &str| -> Result<(u64, Aggregation), String> {
-        let (k, agg) = rest.split_once('_').ok_or_else(bad)?;
-        let aggregation = Aggregation::parse(agg).ok_or_else(|| {
-            format!("metric {name:?}: {agg:?} is not one of min, mean, last, product")
-        })?;
-        Ok((k_of(k)?, aggregation))
-    };
-    if let Some(rest) = name.strip_prefix("bon@") {
-        let (size, aggregation) = with_aggregation(rest)?;
-        return Ok(MetricKind::BestOfN { size, aggregation });
+    match name.parse::<MetricKind>() {
+        // maj@n is computed by `stats`, never asked for in a config.
+        Ok(MetricKind::Majority) => Err(crate::metrics::MetricNameError::unknown(name).to_string()),
+        parsed => parsed.map_err(|e| e.to_string()),
     }
-    if let Some(rest) = name.strip_prefix("wmaj@") {
-        let (size, aggregation) = with_aggregation(rest)?;
-        return Ok(MetricKind::WeightedMajority { size, aggregation });
-    }
-    if let Some(rest) = name.strip_prefix("maj@") {
-        return Ok(MetricKind::MajorityAt { size: k_of(rest)? });
-    }
-    if name == "greedy_acc" {
-        return Ok(MetricKind::Greedy);
-    }
-    if let Some(rest) = name.strip_prefix("mg_pass@") {
-        return Ok(MetricKind::MGPassAtK { k: k_of(rest)? });
-    }
-    if let Some(rest) = name.strip_prefix("g_pass@") {
-        let (k, t) = rest.split_once("_t").ok_or_else(bad)?;
-        let tau: Tau = t.parse().map_err(|e| format!("metric {name:?}: {e}"))?;
-        return Ok(MetricKind::GPassAtK { k: k_of(k)?, tau });
-    }
-    if let Some(rest) = name.strip_prefix("pass@") {
-        return Ok(MetricKind::PassAtK { k: k_of(rest)? });
-    }
-    Err(bad())
 }

@@ -1,9 +1,9 @@
 //! The `[verifier]` table's resolved form: the process reward model that scores stored samples
 //! (`gpassk verify`), how solutions split into steps, and how step scores become one score.
 
+use super::api::check_base_url;
 use super::raw::RawConfig;
 use super::search::RewardMode;
-use super::settings::check_base_url;
 use super::{closest, locate, ConfigError};
 pub use crate::metrics::Aggregation;
 use serde::{Deserialize, Serialize};

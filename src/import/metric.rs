@@ -1,7 +1,7 @@
 //! The metrics harnesses store per run, read from their names once for every reader, and
 //! recomputed exactly from per-sample verdicts by the paper's definitions (`crate::metrics`).
 
-use crate::metrics::Tau;
+use crate::metrics::{MetricKind, Tau};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -61,12 +61,23 @@ impl PaperMetric {
         if let Some(c) = PASS.captures(base) {
             return k(&c[1]).map(PaperMetric::PassAtK);
         }
+        // Spelled as the paper does, then read by gpassk's one metric-name parser.
         let c = GPASS.captures(base)?;
-        let k = k(&c[2])?;
-        match c.get(3) {
-            Some(t) => Some(PaperMetric::GPassAtK(k, t.as_str().parse().ok()?)),
-            None if c[1].starts_with(['m', 'M']) => Some(PaperMetric::MGPassAtK(k)),
-            None => None,
+        let spelled = match c.get(3) {
+            Some(t) => format!("G-Pass@{}_{}", &c[2], t.as_str()),
+            None if c[1].starts_with(['m', 'M']) => format!("mG-Pass@{}", &c[2]),
+            None => return None,
+        };
+        PaperMetric::of(spelled.parse().ok()?)
+    }
+
+    /// The paper metric a gpassk metric is, if it is one of pass@k, G-Pass@k_τ, mG-Pass@k.
+    pub fn of(metric: MetricKind) -> Option<PaperMetric> {
+        match metric {
+            MetricKind::PassAtK { k } => Some(PaperMetric::PassAtK(k)),
+            MetricKind::GPassAtK { k, tau } => Some(PaperMetric::GPassAtK(k, tau)),
+            MetricKind::MGPassAtK { k } => Some(PaperMetric::MGPassAtK(k)),
+            _ => None,
         }
     }
 

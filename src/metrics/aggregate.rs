@@ -6,7 +6,6 @@ use num_bigint::{BigInt, BigUint};
 use num_rational::BigRational;
 use num_traits::Zero;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 
 /// What one problem contributes: its usable sample count n, correct count c and greedy verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,27 +174,6 @@ pub enum MetricIdentity {
     MajorityAt {
         size: u64,
     },
-}
-
-impl fmt::Display for MetricKind {
-    /// The config-file name: `greedy_acc`, `pass@16`, `g_pass@16_t0.5`, `mg_pass@16`,
-    /// `bon@16_min`, `wmaj@16_min`, `maj@4`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MetricKind::BestOfN { size, aggregation } => {
-                write!(f, "bon@{size}_{}", aggregation.name())
-            }
-            MetricKind::WeightedMajority { size, aggregation } => {
-                write!(f, "wmaj@{size}_{}", aggregation.name())
-            }
-            MetricKind::MajorityAt { size } => write!(f, "maj@{size}"),
-            MetricKind::Greedy => write!(f, "greedy_acc"),
-            MetricKind::PassAtK { k } => write!(f, "pass@{k}"),
-            MetricKind::GPassAtK { k, tau } => write!(f, "g_pass@{k}_t{tau}"),
-            MetricKind::MGPassAtK { k } => write!(f, "mg_pass@{k}"),
-            MetricKind::Majority => write!(f, "maj@n"),
-        }
-    }
 }
 
 /// The mean of one metric over one group of problems.

@@ -10,12 +10,14 @@
 mod aggregate;
 pub mod agreement;
 mod binom;
+mod name;
 mod problem;
 mod tau;
 mod verifier;
 
 pub use aggregate::{aggregate, Aggregate, MetricIdentity, MetricKind, MetricValue, ProblemCounts};
 pub use binom::binomial;
+pub use name::MetricNameError;
 pub use problem::{
     g_pass_at_k, g_pass_at_k_threshold, mg_pass_at_k, mg_thresholds, pass_at_k, problem_metrics,
     MetricTable, PerProblem,

@@ -2,7 +2,7 @@
 //! manifest entry, a reason several models share shown once, each with the advice its cause calls
 //! for; as text for the terminal (escaped), Markdown, HTML, and raw for metrics.json.
 
-use super::tabular::md_text;
+use super::text::md_text;
 use crate::client::ErrorClass;
 use crate::rundir::manifest::{Manifest, ModelManifest, Status};
 use crate::sampling::{cause_class, CAUSE_MAX};

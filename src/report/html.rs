@@ -9,6 +9,7 @@ use super::markup::{
     subset_grid, with_short_names, Grid, MEANING,
 };
 use super::metric_label;
+use super::text::esc;
 use super::{Exporter, Interval};
 use crate::metrics::MetricKind;
 use crate::rundir::manifest::Status;
@@ -64,21 +65,6 @@ table.headline td:first-child::before{content:none}\
 table.models tr:first-child{display:none}table.models,table.models tbody,table.models tr,\
 table.models td{display:block}table.models tr{border:1px solid #ccc;margin:0 0 0.5em;padding:0.2em 0.6em}\
 table.models td{border:none;padding:1px 0}table.models td:first-child{font-weight:600}}";
-
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
@@ -172,7 +158,7 @@ fn table(grid: &Grid) -> String {
 /// nothing is priced.
 fn cost_grid(results: &RunResults) -> Option<Grid> {
     let amount = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.6}"));
-    let entries = super::table::cost_entries(results);
+    let entries = super::summary::cost_entries(results);
     let billed = entries.iter().any(|(_, c)| c.billable_failures > 0);
     let rows: Vec<Vec<String>> = entries
         .into_iter()

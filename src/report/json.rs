@@ -5,7 +5,7 @@ use super::{rows, Exporter, MetricRow};
 use crate::config::Strategy;
 use crate::metrics::{exact_text, to_f64};
 use crate::rundir::manifest::Manifest;
-use crate::scoring::verified::VerifierSummary;
+use crate::scoring::verifier_metrics::VerifierSummary;
 use crate::scoring::{ratio_f64, Effort, RunResults};
 use num_rational::Ratio;
 use serde::Serialize;

@@ -4,7 +4,7 @@
 
 use super::markup::{notes, search_grid, search_notes, subset_grid, summaries, Grid, MEANING};
 use super::paste::{self, Legend};
-use super::tabular::{md_code, md_safe};
+use super::text::{md_code, md_safe};
 use super::Exporter;
 use crate::scoring::RunResults;
 
@@ -91,7 +91,7 @@ impl Tables {
 
 /// The cost line as a paragraph; empty when no model is priced.
 fn cost_paragraph(results: &RunResults) -> String {
-    super::table::cost_line(results)
+    super::summary::cost_line(results)
         .map(|line| format!("{}\n\n", md_safe(&line)))
         .unwrap_or_default()
 }

@@ -11,29 +11,33 @@ mod html;
 mod imported;
 mod interval;
 mod json;
+mod layout;
 mod markdown;
 mod markup;
 mod partial;
 mod paste;
 mod per_problem;
-mod table;
+mod summary;
 mod tabular;
+mod text;
 mod verifier;
 
 pub use self::csv::{safe_cell as csv_cell, MetricsCsv};
 pub use self::failures::{failures, failures_block, failures_text, Advice, Failure, Hit};
 pub use self::found::{found_block, found_html, found_summary, FoundSummary, ModelWays};
-pub(crate) use self::html::esc;
 pub use self::html::HtmlReport;
 pub use self::imported::{import_summary, source_agreement};
 pub use self::interval::Interval;
 pub use self::json::MetricsJson;
+pub use self::layout::{layout, legend as name_lines, Corner};
 pub use self::markdown::MarkdownReport;
 pub use self::partial::banner as partial_banner;
 pub use self::paste::table as md_table;
 pub use self::per_problem::PerProblemCsv;
-pub use self::table::{layout, legend as name_lines, terminal_table, Corner, SummaryTable};
-pub use self::tabular::{md_code, md_safe, md_text, wrap, wrap_list, Cell, TableFormat, Tabular};
+pub use self::summary::{terminal_table, SummaryTable};
+pub use self::tabular::{Cell, TableFormat, Tabular};
+pub(crate) use self::text::esc;
+pub use self::text::{md_code, md_safe, md_text, wrap, wrap_list};
 
 use crate::metrics::MetricKind;
 use crate::rundir::RunDir;
@@ -102,16 +106,7 @@ impl Format {
 /// A metric as the human reports name it: `Greedy`, `Pass@16`, `G-Pass@16_0.5`, `mG-Pass@16`,
 /// `maj@n`; the verifier metrics by their config names (`bon@16_min`, `wmaj@16_min`, `maj@4`).
 pub fn metric_label(metric: &MetricKind) -> String {
-    match metric {
-        MetricKind::BestOfN { .. }
-        | MetricKind::WeightedMajority { .. }
-        | MetricKind::MajorityAt { .. } => metric.to_string(),
-        MetricKind::Greedy => "Greedy".into(),
-        MetricKind::PassAtK { k } => format!("Pass@{k}"),
-        MetricKind::GPassAtK { k, tau } => format!("G-Pass@{k}_{}", tau.text()),
-        MetricKind::MGPassAtK { k } => format!("mG-Pass@{k}"),
-        MetricKind::Majority => "maj@n".into(),
-    }
+    metric.label()
 }
 
 /// Writes every format into the run directory (atomically, file by file); returns the paths.

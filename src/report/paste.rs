@@ -61,7 +61,7 @@ pub fn table(header: &[String], rows: &[Vec<String>], keys: usize) -> String {
 fn one_table(header: &[String], rows: &[Vec<String>], cols: &[usize], keys: usize) -> String {
     // Headers are the report's own words; cells may hold run text (names, a source's labels).
     let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
-    let cell = |s: &str| super::tabular::md_safe(s).into_owned();
+    let cell = |s: &str| super::text::md_safe(s).into_owned();
     let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
     let mut out = line(cols.iter().map(|&c| esc(&header[c])).collect());
     let rules: Vec<&str> = cols

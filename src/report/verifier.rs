@@ -4,13 +4,13 @@
 //! scores agree with step labels. As text cells (Markdown, HTML) and as the terminal's compact
 //! curve per model (a row per metric, a column per N, and a trend of each row).
 
+use super::layout::{layout, Corner};
 use super::markup::Grid;
-use super::table::{layout, Corner};
-use super::tabular::wrap;
+use super::text::wrap;
 use super::Interval;
 use crate::metrics::agreement::{Agreement, THRESHOLD};
 use crate::metrics::{to_f64, Aggregation, MetricKind};
-use crate::scoring::verified::{VerifierSummary, Versus};
+use crate::scoring::verifier_metrics::{VerifierSummary, Versus};
 use crate::scoring::{ModelScore, RunResults};
 use crate::stats::Estimate;
 use crate::util::abbreviate;

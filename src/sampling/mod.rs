@@ -11,6 +11,7 @@ mod keys;
 mod pace;
 mod progress;
 mod search;
+mod search_shared;
 mod units;
 mod worker;
 
@@ -27,9 +28,9 @@ pub use ends::{
     CheckpointCounts, CAUSE_MAX,
 };
 pub use keys::{read_key, read_keys};
-pub use search::SearchCtx;
+pub use search_shared::SearchShared;
 pub use units::{derive_seed, missing_work, DoneSet, WorkItem};
-use worker::ModelCtx;
+use worker::ModelShared;
 pub use worker::{request_for, Attempted, Unit};
 
 use crate::client::ApiKey;
@@ -102,6 +103,17 @@ pub fn sample_all(job: &SamplingJob, shutdown: &Shutdown) -> Result<Vec<(String,
     rt.block_on(sample_all_async(job, shutdown))
 }
 
+/// Samples (or searches, with `strategy = "mcts"`) every missing unit of one model.
+async fn run_model(ctx: Arc<ModelShared>, done: DoneSet, grace: Duration) -> ModelEnd {
+    let end = if ctx.search.is_some() {
+        search::search_model(&ctx, done, grace).await
+    } else {
+        worker::sample_model(&ctx, done, grace).await
+    };
+    ctx.counters.ended.store(true, Ordering::SeqCst);
+    end
+}
+
 async fn sample_all_async(
     job: &SamplingJob,
     shutdown: &Shutdown,
@@ -114,7 +126,7 @@ async fn sample_all_async(
         let done = load_done(&path, &index)?;
         let mut ctx = worker::model_ctx(job, m, &path, shutdown)?;
         ctx.budget = job.budgets.budget(&m.name);
-        ctx.search = search_ctx(job, m, &done)?;
+        ctx.search = search_shared(job, m, &done)?;
         let ctx = Arc::new(ctx);
         // Set before any frame is drawn: what is missing now, so a resumed run starts at 0 of the rest.
         let missing: u64 = missing_work(job.prepared.len(), &m.sampling, &done)
@@ -123,10 +135,7 @@ async fn sample_all_async(
         ctx.counters.total.store(missing, Ordering::SeqCst);
         bars.push((m.name.clone(), ctx.counters.clone()));
         let grace = m.api.shutdown_grace;
-        handles.push((
-            m.name.clone(),
-            tokio::spawn(worker::run_model(ctx, done, grace)),
-        ));
+        handles.push((m.name.clone(), tokio::spawn(run_model(ctx, done, grace))));
     }
     let reporter = Reporter::start(
         Mode::detect(job.quiet),
@@ -147,7 +156,11 @@ async fn sample_all_async(
 }
 
 /// The search context of an mcts model: its reward client, request cache and sandbox.
-fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Option<SearchCtx>> {
+fn search_shared(
+    job: &SamplingJob,
+    m: &ModelSettings,
+    done: &DoneSet,
+) -> Result<Option<SearchShared>> {
     let (Some(settings), Some(sj)) = (&m.search, &job.search) else {
         return Ok(None);
     };
@@ -167,7 +180,7 @@ fn search_ctx(job: &SamplingJob, m: &ModelSettings, done: &DoneSet) -> Result<Op
         .map(|&(p, k)| search::unit_name(&job.prepared[p as usize].id, k as u32))
         .collect();
     let cache = RequestCache::open(&job.run_dir.cache(&m.name), &finished, &job.notes)?;
-    Ok(Some(SearchCtx {
+    Ok(Some(SearchShared {
         settings: settings.clone(),
         inputs: sj.inputs.clone(),
         reward,

@@ -2,8 +2,8 @@
 //! the engine on a blocking thread with live or replayed model calls and the code sandbox; one
 //! checkpoint line and one tree file per finished search.
 
-use super::cache::{request_key, Cached, RequestCache};
-use super::{ModelCtx, ModelEnd};
+use super::cache::{request_key, Cached};
+use super::{ModelEnd, ModelShared, SearchShared};
 use crate::client::retry::Next;
 use crate::client::{ApiError, ChatResponse, Client, ErrorClass, Usage};
 use crate::config::{Prefix, RewardMode, SearchSettings, JUDGE_MAX_TOKENS};
@@ -25,24 +25,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 
-/// What the searches of one model share beside the sampling context.
-pub struct SearchCtx {
-    pub settings: SearchSettings,
-    /// The question of each problem, in plan order (no gold answer).
-    pub inputs: Arc<Vec<SearchInput>>,
-    /// The reward model's client (chat or `/pooling` URL); None with `reward_mode = "none"`.
-    pub reward: Option<Client>,
-    pub sandbox: Sandbox,
-    pub cache: RequestCache,
-    pub run_dir: RunDir,
-    /// Per server (policy, reward): held by the first live call until a reply comes, so a bad
-    /// key or unknown model costs one request, not one per concurrent search (as for sampling).
-    pub first: [tokio::sync::Mutex<bool>; 2],
-    /// Set when the server refused to continue an assistant message (HTTP 400): from then on
-    /// prefixes are restated in the user turn, as with `prefix = "restate"`.
-    pub restate: std::sync::atomic::AtomicBool,
-}
-
 /// The cache's name for a search: `<problem id>#<search index>` (the last `#` splits it).
 pub(super) fn unit_name(problem_id: &str, index: u32) -> String {
     format!("{problem_id}#{index}")
@@ -50,7 +32,7 @@ pub(super) fn unit_name(problem_id: &str, index: u32) -> String {
 
 /// Runs every missing search of one model, `concurrency` at a time.
 pub(super) async fn search_model(
-    ctx: &Arc<ModelCtx>,
+    ctx: &Arc<ModelShared>,
     done: super::DoneSet,
     grace: Duration,
 ) -> ModelEnd {
@@ -80,7 +62,7 @@ pub(super) async fn search_model(
 }
 
 /// One search, start to end: replayed calls first (a resumed search), then live ones.
-fn run_search(ctx: &ModelCtx, handle: &Handle, problem: usize, index: u32) {
+fn run_search(ctx: &ModelShared, handle: &Handle, problem: usize, index: u32) {
     let Some(sc) = &ctx.search else { return };
     let input = &sc.inputs[problem];
     let seed = super::derive_seed(ctx.settings.sampling.seed, &input.problem_id, index);
@@ -144,8 +126,8 @@ struct CallState {
 /// A search's access to the models: the cache first, then the live server with the sampling
 /// rules (pacing, retries, adaptive concurrency, fatal errors, shutdown).
 struct Calls<'a> {
-    ctx: &'a ModelCtx,
-    sc: &'a SearchCtx,
+    ctx: &'a ModelShared,
+    sc: &'a SearchShared,
     handle: &'a Handle,
     unit: String,
     state: RefCell<CallState>,
@@ -353,7 +335,7 @@ impl Calls<'_> {
 }
 
 /// Resolves once shutdown was asked for and the grace period has passed.
-async fn after_grace(ctx: &ModelCtx) {
+async fn after_grace(ctx: &ModelShared) {
     ctx.shutdown.triggered().await;
     tokio::time::sleep(ctx.settings.api.shutdown_grace).await;
 }
@@ -492,8 +474,8 @@ fn last_lines(stderr: &str, status: &Status) -> String {
 
 /// A finished search, ready to be written.
 struct Finished<'a> {
-    ctx: &'a ModelCtx,
-    sc: &'a SearchCtx,
+    ctx: &'a ModelShared,
+    sc: &'a SearchShared,
     problem: usize,
     index: u32,
     seed: u64,

@@ -4,7 +4,7 @@
 use super::budget::worst_case;
 use super::pace::{AdaptiveLimit, Pace, Permit};
 use super::progress::Counters;
-use super::search::SearchCtx;
+use super::search_shared::SearchShared;
 use super::units::{derive_seed, missing_work, DoneSet, WorkItem};
 use super::{ModelEnd, SamplingJob};
 use crate::client::retry::{Next, RetryPolicy};
@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Everything the workers of one model share.
-pub(super) struct ModelCtx {
+pub(super) struct ModelShared {
     pub(super) settings: ModelSettings,
     /// Body fields that never change between requests, pre-serialized: `,"model":…` and so on.
     pub(super) body_sample: String,
@@ -37,7 +37,7 @@ pub(super) struct ModelCtx {
     pub(super) prepared: Arc<Vec<Prepared>>,
     pub(super) fatal: Mutex<Option<String>>,
     pub(super) stopped: AtomicBool,
-    /// Attempts in a row that could not connect (see [`ModelCtx::note_reach`]): to the model's
+    /// Attempts in a row that could not connect (see [`ModelShared::note_reach`]): to the model's
     /// endpoint, and to a search's reward endpoint (its own server, which may be down alone).
     unreached: [AtomicU32; 2],
     pub(super) shutdown: Shutdown,
@@ -47,10 +47,10 @@ pub(super) struct ModelCtx {
     pub(super) strip: Option<crate::grade::GradeConfig>,
     pub(super) budget: Option<Budget>,
     /// `strategy = "mcts"`: each unit is a tree search.
-    pub(super) search: Option<SearchCtx>,
+    pub(super) search: Option<SearchShared>,
 }
 
-impl ModelCtx {
+impl ModelShared {
     /// The most completion tokens `choices` choices can hold.
     fn completion_bound(&self, choices: usize) -> u64 {
         u64::from(self.settings.sampling.max_tokens.unwrap_or(0)) * choices as u64
@@ -84,7 +84,7 @@ impl ModelCtx {
         None
     }
 
-    /// Settles a sampling request's reservation (see [`ModelCtx::settle_bounded`]); a reply's
+    /// Settles a sampling request's reservation (see [`ModelShared::settle_bounded`]); a reply's
     /// completion bound counts the choices it actually carried.
     fn settle(
         &self,
@@ -110,7 +110,7 @@ impl ModelCtx {
         self.settle_at(None, worst, bound, reply);
     }
 
-    /// [`ModelCtx::settle_bounded`] at `price` (None: the model's own), for a search's reward
+    /// [`ModelShared::settle_bounded`] at `price` (None: the model's own), for a search's reward
     /// calls, which have a price of their own.
     pub(super) fn settle_at(
         &self,
@@ -417,7 +417,7 @@ fn compose_body(messages_json: &str, fixed: &str, seed: u64, choices: usize) -> 
 }
 
 /// Runs one request's worth of work with retries; writes one record per slot.
-async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
+async fn run_item(ctx: Arc<ModelShared>, item: WorkItem, _permit: Permit) {
     let prep = &ctx.prepared[item.problem];
     let mut pending = item.slots;
     let started_at = now_rfc3339();
@@ -483,7 +483,7 @@ async fn run_item(ctx: Arc<ModelCtx>, item: WorkItem, _permit: Permit) {
     }
 }
 
-impl ModelCtx {
+impl ModelShared {
     /// Stops a work item before its retries ended (budget, stop, shutdown). Attempts the server
     /// may have billed are kept as an error record per slot, so a resume's budget counts them;
     /// the units stay missing either way.
@@ -532,17 +532,12 @@ impl ModelCtx {
     }
 }
 
-/// Samples every missing unit of one model.
-pub(super) async fn run_model(ctx: Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
-    let end = sample_model(&ctx, done, grace).await;
-    ctx.counters.ended.store(true, Ordering::SeqCst);
-    end
-}
-
-async fn sample_model(ctx: &Arc<ModelCtx>, done: DoneSet, grace: Duration) -> ModelEnd {
-    if ctx.search.is_some() {
-        return super::search::search_model(ctx, done, grace).await;
-    }
+/// Samples every missing unit of one model that is sampled (not searched).
+pub(super) async fn sample_model(
+    ctx: &Arc<ModelShared>,
+    done: DoneSet,
+    grace: Duration,
+) -> ModelEnd {
     let sampling = ctx.settings.sampling.clone();
     let mut tasks = tokio::task::JoinSet::new();
     let mut first = true;
@@ -573,7 +568,7 @@ async fn sample_model(ctx: &Arc<ModelCtx>, done: DoneSet, grace: Duration) -> Mo
 /// flight get `grace` to finish whatever the request timeout is; then they are dropped and their
 /// units stay missing, for resume.
 pub(super) async fn finish_model(
-    ctx: &Arc<ModelCtx>,
+    ctx: &Arc<ModelShared>,
     mut tasks: tokio::task::JoinSet<()>,
     grace: Duration,
 ) -> ModelEnd {
@@ -598,10 +593,10 @@ pub(super) fn model_ctx(
     m: &ModelSettings,
     path: &Path,
     shutdown: &Shutdown,
-) -> Result<ModelCtx> {
+) -> Result<ModelShared> {
     let key = job.keys.get(&m.name).cloned().flatten();
     let client = (m.api.chat_client(key)).map_err(|e| anyhow::anyhow!("model {}: {e}", m.name))?;
-    Ok(ModelCtx {
+    Ok(ModelShared {
         body_sample: fixed_body_fields(m, false),
         body_greedy: fixed_body_fields(m, true),
         settings: m.clone(),

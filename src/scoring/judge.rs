@@ -1,7 +1,7 @@
 //! The optional LLM judge: its prompt, reply parsing, verdicts stored beside the samples, and the
 //! async pass that asks it about samples it has not judged yet.
 
-use super::pass::{Call, Pass, Tally};
+use super::calls::{Call, Pass, Tally};
 use super::JudgeCall;
 use crate::config::{GraderMode, JudgeSettings};
 use crate::cost::Spend;

@@ -1,16 +1,16 @@
 //! Grading stored samples and turning them into per-problem counts, votes, exact metrics and
 //! intervals; loading a whole run directory back for `score`, `report`, `compare` and `audit`.
 
+pub mod calls;
 pub mod found;
 pub mod grow;
 pub mod judge;
 pub mod label;
 pub mod paid;
-pub mod pass;
 pub mod steps;
 pub mod stored;
-pub mod verified;
-pub mod verify;
+pub mod verifier_calls;
+pub mod verifier_metrics;
 
 use crate::client::{ApiKey, Usage};
 use crate::config::{GraderMode, JudgeInput, JudgeSettings, ModelSettings, Strategy};
@@ -72,7 +72,7 @@ pub struct ModelScore {
     pub source: Option<SourceScore>,
     /// What the verifier's scores came to, when the run has a verifier (its metrics are among
     /// `values` and `estimates`).
-    pub verifier: Option<verified::VerifierSummary>,
+    pub verifier: Option<verifier_metrics::VerifierSummary>,
     /// With a judge: per problem (aligned with `problems`), its samples (greedy answers too)
     /// whose judge verdict differs from the rule grader's.
     pub judge_overruled: Option<Vec<u32>>,
@@ -405,7 +405,7 @@ pub struct ScoreInputs<'a> {
     /// Stored LLM-judge verdicts, when the config uses the judge.
     pub judge: Option<&'a JudgeVerdicts>,
     /// The verifier's stored scores of this model's samples, when the run has a verifier.
-    pub verifier: Option<&'a verified::VerifierInputs>,
+    pub verifier: Option<&'a verifier_metrics::VerifierInputs>,
     /// Where scoring's warnings go.
     pub notes: &'a Notes,
 }
@@ -587,7 +587,7 @@ pub fn score_model(
         ..score
     };
     if let Some(v) = inputs.verifier {
-        verified::extend(&mut score, t.voters, v, inputs.ks)?;
+        verifier_metrics::extend(&mut score, t.voters, v, inputs.ks)?;
     }
     Ok(score)
 }
@@ -611,7 +611,7 @@ struct ModelTally {
     effort: Effort,
     has_unit: Vec<bool>,
     source: SourceTally,
-    voters: verified::Voters,
+    voters: verifier_metrics::Voters,
 }
 
 impl ModelTally {
@@ -627,7 +627,7 @@ impl ModelTally {
             effort: Effort::default(),
             has_unit: vec![false; problems],
             source: SourceTally::default(),
-            voters: verified::Voters::new(problems),
+            voters: verifier_metrics::Voters::new(problems),
         }
     }
 
@@ -848,7 +848,7 @@ struct Graded {
     cost: UnitCost,
     source: Option<bool>,
     /// The verifier's score of a sample (never of the greedy answer), when the run has one.
-    verifier: Option<verified::Scored>,
+    verifier: Option<verifier_metrics::Scored>,
     /// The judge's verdict differs from the rule grader's.
     overruled: bool,
     /// How the answer was found (None: the run kept it without saying how).
@@ -1282,7 +1282,7 @@ pub fn score_run(
 ) -> Result<RunResults> {
     let ev = &plan.settings.evaluation;
     let grade = ev.grade_config();
-    let verifier = verify::run_settings(run_dir, plan.settings.verifier.as_ref())?;
+    let verifier = verifier_calls::run_settings(run_dir, plan.settings.verifier.as_ref())?;
     let mut basis = stored::Basis::start(plan, verifier.as_ref());
     let mut models = Vec::new();
     for m in &plan.settings.models {
@@ -1290,7 +1290,7 @@ pub fn score_run(
         // After the judge's verdicts are in, before anything of the model is read.
         basis.add_model(run_dir, &m.name);
         let scores = (verifier.as_ref())
-            .map(|v| verified::VerifierInputs::load(run_dir, &m.name, v))
+            .map(|v| verifier_metrics::VerifierInputs::load(run_dir, &m.name, v))
             .transpose()?;
         let inputs = ScoreInputs {
             problems: &plan.problems,

@@ -113,7 +113,8 @@ impl Basis {
     /// basis found it; None when the basis is of other settings, another model list or gpassk
     /// version, or when any other file it rests on changed (or a checkpoint was rewritten).
     pub fn holds_for(&self, dir: &RunDir, plan: &Plan) -> Option<Vec<bool>> {
-        let verifier = super::verify::run_settings(dir, plan.settings.verifier.as_ref()).ok()?;
+        let verifier =
+            super::verifier_calls::run_settings(dir, plan.settings.verifier.as_ref()).ok()?;
         let mut expected = Basis::start(plan, verifier.as_ref());
         expected.files = self.files.clone();
         expected.checkpoints = self.checkpoints.clone();
@@ -384,7 +385,7 @@ fn model_of(
             }))
             .transpose()?;
             Ok(ExtraColumn {
-                metric: crate::config::parse_metric(&c.metric).map_err(anyhow::Error::msg)?,
+                metric: c.metric.parse::<MetricKind>()?,
                 values,
                 std_errors,
             })

@@ -575,7 +575,8 @@ impl Store {
             let position: u64 = cell(r, 1, "position")?;
             if out.last().map(|c| c.0) != Some(position) {
                 let name: String = cell(r, 0, "metric")?;
-                let metric = crate::config::parse_metric(&name).map_err(&bad)?;
+                let metric =
+                    (name.parse::<crate::metrics::MetricKind>()).map_err(|e| bad(e.to_string()))?;
                 let column = ExtraColumn {
                     metric,
                     values: vec![None; problems],

@@ -9,7 +9,7 @@ mod markdown;
 
 pub use disagree::{claims, disagreements, Claim, Disagreement};
 
-use crate::metrics::{MetricKind, Tau};
+use crate::metrics::MetricKind;
 use std::path::{Path, PathBuf};
 
 /// A published source that cannot be used; each names the file, and the line where there is one.
@@ -202,27 +202,19 @@ pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Published>, Published
     }
 }
 
-/// Parses a published metric name; `G-Pass@16-0.5` (the leaderboard's spelling) reads as
+/// Parses a published metric name (one of the paper's: greedy, pass@k, G-Pass@k_τ, mG-Pass@k, in
+/// either spelling `MetricKind` reads); `G-Pass@16-0.5` (the leaderboard's spelling) reads as
 /// `G-Pass@16_0.5`.
 pub fn parse_metric(name: &str) -> Option<MetricKind> {
-    if name.eq_ignore_ascii_case("greedy") {
-        return Some(MetricKind::Greedy);
-    }
-    if let Some(k) = name.strip_prefix("mG-Pass@") {
-        return Some(MetricKind::MGPassAtK { k: k.parse().ok()? });
-    }
-    if let Some(rest) = name.strip_prefix("G-Pass@") {
-        let (k, tau) = rest.split_once(['_', '-'])?;
-        let tau: Tau = tau.parse().ok()?;
-        return Some(MetricKind::GPassAtK {
-            k: k.parse().ok()?,
-            tau,
-        });
-    }
-    if let Some(k) = name.strip_prefix("Pass@") {
-        return Some(MetricKind::PassAtK { k: k.parse().ok()? });
-    }
-    None
+    let metric: MetricKind = metric_spelling(name).parse().ok()?;
+    matches!(
+        metric,
+        MetricKind::Greedy
+            | MetricKind::PassAtK { .. }
+            | MetricKind::GPassAtK { .. }
+            | MetricKind::MGPassAtK { .. }
+    )
+    .then_some(metric)
 }
 
 /// The reports' spelling of a published metric name (`G-Pass@16-1.0` → `G-Pass@16_1.0`).

@@ -7,7 +7,7 @@ use super::super::markup::{short_names, with_short_names};
 use super::super::verifier::{self as section, Kind, Series};
 use super::{color, esc, key, marker, svg_open, table, Frame, DASHES};
 use crate::report::Interval;
-use crate::scoring::verified::VerifierSummary;
+use crate::scoring::verifier_metrics::VerifierSummary;
 use crate::scoring::{ModelScore, RunResults};
 use std::fmt::Write;
 

@@ -10,7 +10,7 @@
 //! up to its scored samples. maj@N needs no score and uses every usable sample, as maj@n does.
 
 use super::label::StepLabel;
-use super::verify::VerifierScores;
+use super::verifier_calls::VerifierScores;
 use super::ModelScore;
 use crate::config::VerifierSettings;
 use crate::metrics::agreement::{step_agreement, LabelledStep, StepAgreement};

@@ -4,8 +4,8 @@
 //! verifier model), so scoring again never asks twice and an interrupted pass resumes. The
 //! settings of the latest pass are kept in `verifier/settings.json` for scoring.
 
+use super::calls::{Call, Pass, PassError, Tally};
 use super::judge::response_hash;
-use super::pass::{Call, Pass, PassError, Tally};
 use super::steps;
 use crate::client::{ApiError, ApiKey};
 use crate::config::{ApiSettings, RewardMode, SearchSettings, VerifierSettings, JUDGE_MAX_TOKENS};
