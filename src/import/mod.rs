@@ -4,7 +4,7 @@
 //! and the source's own verdict.
 //!
 //! Each format is a [`Reader`] (listed once in [`formats::READERS`]) that streams its files into
-//! a [`Sink`]; [`sink`] is the one sink, which keeps what `--model`/`--task` ask for and writes
+//! a [`Sink`]; `sink` is the one sink, which keeps what `--model`/`--task` ask for and writes
 //! through [`crate::rundir::RunDir`] and [`crate::rundir::record::Record`]; [`writer`] stages
 //! the runs and moves them into place.
 

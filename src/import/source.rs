@@ -169,7 +169,7 @@ pub struct SourceSummary {
 }
 
 /// Where readers send what they read. The one implementation writes runs
-/// ([`super::sink::Runs`]); the readers' tests collect.
+/// (`sink::Runs`); the readers' tests collect.
 pub trait Sink {
     /// Registers an input file (hashed for the manifest, refused when it is a Git LFS pointer
     /// or, holding samples, a file already registered under another path) and returns its index.
