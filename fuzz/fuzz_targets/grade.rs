@@ -1,12 +1,12 @@
 //! The grader on untrusted text: `grade(gold, response)` and answer equivalence never panic, give
 //! the same verdict twice, agree with the prepared-gold path, and `equivalent` is symmetric.
 //!
-//! Input: one policy byte, then the gold and the response separated by the first NUL byte.
+//! Input: one policy byte (tolerance, list order, percent, styled letters, decimal mark), then the gold and the response separated by the first NUL byte.
 #![no_main]
 
 use gpassk::grade::{
-    canonical_key, equivalent, grade, grade_against, Gold, GradeConfig, ListOrder, Percent, Policy,
-    StyledLetters, Tolerance,
+    canonical_key, equivalent, grade, grade_against, DecimalMark, Gold, GradeConfig, ListOrder,
+    Percent, Policy, StyledLetters, Tolerance,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -31,6 +31,11 @@ fn config(byte: u8) -> GradeConfig {
             StyledLetters::default()
         } else {
             StyledLetters::Same
+        },
+        decimal_mark: match (byte >> 4) % 3 {
+            0 => DecimalMark::Auto,
+            1 => DecimalMark::Point,
+            _ => DecimalMark::Comma,
         },
     };
     GradeConfig {

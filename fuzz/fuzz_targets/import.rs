@@ -5,29 +5,38 @@
 //! Input: one selector byte (the layout, and whether bad records are skipped), then the file.
 #![no_main]
 
+use gpassk::import::source::Role;
 use gpassk::import::{At, Format, ImportError, ReadOptions, Sink, SourceSample};
 use libfuzzer_sys::fuzz_target;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// Where each format finds its files, as the fixtures under tests/fixtures/import lay them out.
-const LAYOUTS: [(Format, &str); 7] = [
-    (Format::Jsonl, "samples.jsonl"),
+/// Where each format finds its files (by the format's `--format` name), as the fixtures under
+/// tests/fixtures/import lay them out.
+const LAYOUTS: [(&str, &str); 11] = [
+    ("jsonl", "samples.jsonl"),
     (
-        Format::LmEval,
+        "lm-eval",
         "stub-math/samples_gpk_arith_2026-12-01T16-40-52.890522.jsonl",
     ),
     (
-        Format::LmEval,
+        "lm-eval",
         "stub-math/results_2026-12-01T16-40-52.890522.json",
     ),
-    (Format::Opencompass, "predictions/stub-math/gpk_arith.json"),
-    (Format::Evalscope, "reviews/stub-math/gsm8k_main.jsonl"),
-    (Format::Evalscope, "predictions/stub-math/gsm8k_main.jsonl"),
+    ("opencompass", "predictions/stub-math/gpk_arith.json"),
+    ("evalscope", "reviews/stub-math/gsm8k_main.jsonl"),
+    ("evalscope", "predictions/stub-math/gsm8k_main.jsonl"),
+    ("qwen-math", "gpk_arith/test_cot_-1_seed0_t0.7_s0_e-1.jsonl"),
     (
-        Format::QwenMath,
-        "gpk_arith/test_cot_-1_seed0_t0.7_s0_e-1.jsonl",
+        "inspect",
+        "2026-12-05T16-59-16-00-00_gpk-arith_J23YNLuarNmeqWkrijJ6xN.json",
     ),
+    (
+        "inspect",
+        "2026-12-05T16-59-12-00-00_gpk-arith_XwB2Z9XcDStWFFp8Pen4CR.eval",
+    ),
+    ("nemo-skills", "eval-results/gpk_arith/output-rs0.jsonl"),
+    ("tau-bench", "gpt-4o-airline.json"),
 ];
 
 /// One scratch folder per layout, under /dev/shm when there is one (no disk writes per input).
@@ -55,7 +64,7 @@ struct Collect {
 }
 
 impl Sink for Collect {
-    fn open(&mut self, path: &Path) -> Result<usize, ImportError> {
+    fn open(&mut self, path: &Path, _role: Role) -> Result<usize, ImportError> {
         self.files.push(path.to_path_buf());
         Ok(self.files.len() - 1)
     }
@@ -78,6 +87,9 @@ impl Sink for Collect {
     fn path(&self, file: usize) -> &Path {
         &self.files[file]
     }
+    fn wants(&mut self, _: &Path, _: Option<&str>, _: Option<&str>) -> bool {
+        true
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -86,6 +98,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let layout = usize::from(which) % LAYOUTS.len();
     let (format, name) = LAYOUTS[layout];
+    let format = Format::named(format).expect("a format of the layouts is known");
     let dir = root().join(layout.to_string());
     let path = dir.join(name);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
