@@ -1011,7 +1011,8 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
 }
 
 /// `True: the marginal …`, `No.`: a verdict word that opens the answer and ends its clause with
-/// a colon, a full stop or a dash. (After a comma, "no, there are 3 …" may go on to the value.)
+/// a colon, a full stop or a dash; after a comma, only when the prose after it states no value
+/// (`False, the system is not stable`; "no, there are 3 …" may go on to the value).
 fn verdict_word(seg: &str) -> Option<&str> {
     let end = seg
         .find(|c: char| !c.is_ascii_alphabetic())
@@ -1026,7 +1027,12 @@ fn verdict_word(seg: &str) -> Option<&str> {
         || rest.starts_with([':', '.', '!', ';'])
         || rest.starts_with(" -")
         || rest.starts_with(" \u{2014}");
-    closes.then_some(word)
+    let comment = rest.strip_prefix(',').is_some_and(|r| {
+        let clause = r.split(['.', ';', '\n']).next().unwrap_or(r);
+        has_word(clause, 3)
+            && !clause.contains(|c: char| c.is_ascii_digit() || c == '$' || c == '\\')
+    });
+    (closes || comment).then_some(word)
 }
 
 /// Has an English-looking word (three letters or more, not a LaTeX command).

@@ -740,6 +740,24 @@ mod tests {
     }
 
     #[test]
+    fn a_verdict_word_then_a_comma_and_prose_is_the_verdict() {
+        let r = "The poles of H(s) are at s = 1 and s = -2; one lies in the right half-plane. \
+                 Therefore, the answer is False, the system is not a stable system.";
+        assert!(ok("False", r));
+        assert!(!ok("True", r));
+        assert!(ok(
+            "False",
+            "Hence the statement is false.\n\nTherefore, the answer is false, and this is a counterexample."
+        ));
+        assert!(ok(
+            "Yes",
+            "The answer is yes, the series converges absolutely."
+        ));
+        // A value after the comma is still the answer ("no, there are 3 …").
+        assert!(ok("3", "So the answer is no, there are 3 such primes."));
+    }
+
+    #[test]
     fn several_letters_are_a_set_and_a_letter_gold_wants_a_letter() {
         assert!(!ok("C", "…\n【答案】: A, C <eoa>"));
         assert!(ok("AC", "…\n【答案】 AC <eoa>"));
