@@ -953,6 +953,8 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
 fn answer_in(seg: &str, strong: bool) -> Option<String> {
     // Markdown emphasis left over from `**Answer:** 5`.
     let seg = seg.trim().trim_start_matches(['*', '_']).trim_start();
+    // "the answer is ... [1, 0, 1]": an ellipsis before the value.
+    let seg = seg.trim_start_matches(['.', '\u{2026}']).trim_start();
     let seg = sentence_prefix(seg).trim();
     if seg.is_empty() {
         return None;

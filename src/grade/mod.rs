@@ -758,6 +758,29 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_truth_values_is_a_list_of_ones_and_zeros() {
+        // TheoremQA: golds `[1, 0, 1]` for questions answered with a list of truth values.
+        let r = "(a) The set is closed under addition, so it is a subspace: True.\n\
+                 (b) The zero vector is missing: False.\n(c) It is the span of two vectors: True.\n\
+                 Therefore, the answer is [True, False, True].";
+        assert!(ok("[1, 0, 1]", r));
+        assert!(!ok("[1, 1, 0]", r));
+        assert!(ok("[1, 0]", "Therefore, the answer is [True, False]."));
+        assert!(ok("[True, False]", "Therefore, the answer is [1, 0]."));
+        assert!(!ok("[1, 0]", "Therefore, the answer is [False, True]."));
+        // An ellipsis between the phrase and the value.
+        assert!(ok(
+            "[1, 0, 1]",
+            "Checking each statement in turn, the answer is ... [True, False, True]"
+        ));
+        assert!(ok("[1, 0, 1]", "So the answer is ... [1, 0, 1]"));
+        assert!(ok(
+            "12",
+            "Adding the two counts, the answer is \u{2026} 12."
+        ));
+    }
+
+    #[test]
     fn several_letters_are_a_set_and_a_letter_gold_wants_a_letter() {
         assert!(!ok("C", "…\n【答案】: A, C <eoa>"));
         assert!(ok("AC", "…\n【答案】 AC <eoa>"));
