@@ -1014,7 +1014,8 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
 
 /// `True: the marginal …`, `No.`: a verdict word that opens the answer and ends its clause with
 /// a colon, a full stop or a dash; after a comma, only when the prose after it states no value
-/// (`False, the system is not stable`; "no, there are 3 …" may go on to the value).
+/// and no condition (`False, the system is not stable`; "no, there are 3 …" may go on to the
+/// value; `True, else False` is a rule, not a verdict).
 fn verdict_word(seg: &str) -> Option<&str> {
     let end = seg
         .find(|c: char| !c.is_ascii_alphabetic())
@@ -1031,7 +1032,24 @@ fn verdict_word(seg: &str) -> Option<&str> {
         || rest.starts_with(" \u{2014}");
     let comment = rest.strip_prefix(',').is_some_and(|r| {
         let clause = r.split(['.', ';', '\n']).next().unwrap_or(r);
+        // A condition (`True, else False`, `yes if …, otherwise no`) is no verdict.
+        let hedge = clause.split(|c: char| !c.is_ascii_alphabetic()).any(|w| {
+            [
+                "true",
+                "false",
+                "yes",
+                "no",
+                "else",
+                "otherwise",
+                "if",
+                "or",
+                "unless",
+            ]
+            .iter()
+            .any(|k| w.eq_ignore_ascii_case(k))
+        });
         has_word(clause, 3)
+            && !hedge
             && !clause.contains(|c: char| c.is_ascii_digit() || c == '$' || c == '\\')
     });
     (closes || comment).then_some(word)
@@ -1191,6 +1209,10 @@ fn find_math(text: &str) -> Vec<Span> {
             i += 2;
             continue;
         }
+        if b == b'$' && is_currency(bytes, i) {
+            i += 1;
+            continue;
+        }
         if b == b'$' {
             if bytes.get(i + 1) == Some(&b'$') {
                 if let Some(p) = text[i + 2..].find("$$") {
@@ -1230,6 +1252,37 @@ fn push_env(out: &mut Vec<Span>, text: &str, start: usize, end: usize, cs: usize
     }
 }
 
+/// A `$` that is a dollar sign: a number follows it, then a word (`$9 per share`) or the end of
+/// a sentence (`$72.`), never a math span's delimiter.
+fn is_currency(bytes: &[u8], at: usize) -> bool {
+    let mut j = at + 1;
+    let digits = j;
+    while j < bytes.len() && (bytes[j].is_ascii_digit() || bytes[j] == b',') {
+        j += 1;
+    }
+    if j == digits || !bytes[digits].is_ascii_digit() {
+        return false;
+    }
+    if bytes.get(j) == Some(&b'.') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
+        j += 1;
+        while j < bytes.len() && bytes[j].is_ascii_digit() {
+            j += 1;
+        }
+    }
+    let rest = &bytes[j..];
+    match rest {
+        [] => true,
+        [b'.' | b'!' | b'?' | b',' | b';', tail @ ..] => {
+            tail.first().is_none_or(|c| c.is_ascii_whitespace())
+        }
+        [b' ', tail @ ..] => {
+            let word = tail.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+            word >= 2
+        }
+        _ => false,
+    }
+}
+
 /// Position of the `$` closing an inline span opened before `from`; `\$` does not close it.
 fn closing_dollar(text: &str, from: usize) -> Option<usize> {
     let bytes = text.as_bytes();
@@ -1237,6 +1290,8 @@ fn closing_dollar(text: &str, from: usize) -> Option<usize> {
     while j < bytes.len() {
         match bytes[j] {
             b'\\' => j += 2,
+            // `$81 / 9 = $9 per share`: a dollar sign, so no span closes here.
+            b'$' if is_currency(bytes, j) => return None,
             b'$' => return Some(j),
             b'\n' => return None,
             _ => j += 1,

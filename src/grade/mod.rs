@@ -755,6 +755,11 @@ mod tests {
         ));
         // A value after the comma is still the answer ("no, there are 3 …").
         assert!(ok("3", "So the answer is no, there are 3 such primes."));
+        // A rule restated, not a verdict.
+        assert!(!ok(
+            "True",
+            "Step 6: If x(n+N) = x(n), then the answer is True, else False."
+        ));
     }
 
     #[test]
@@ -778,6 +783,21 @@ mod tests {
             "12",
             "Adding the two counts, the answer is \u{2026} 12."
         ));
+    }
+
+    #[test]
+    fn a_dollar_sign_before_a_number_and_a_word_is_currency_not_math() {
+        let r = "Bob bought 8 shares for $72 in total, so each share cost $72 / 8 = $9 per share. \
+                 The final value of the shares is 8 shares * $9 = $72.";
+        assert!(ok("72", r));
+        assert!(!ok("9", r));
+        assert!(ok(
+            "45",
+            "She earns $15 per hour and works 3 hours, so she earns 3 * $15 = $45."
+        ));
+        // Math spans stay math.
+        assert!(ok("5", "Since $x + 2 = 7$, we have $x = 5$."));
+        assert!(ok("\\frac{1}{2}", "The probability is $\\frac{1}{2}$."));
     }
 
     #[test]
