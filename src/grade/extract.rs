@@ -939,6 +939,15 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
             return None;
         }
     } else {
+        if let Some(close) = phrase
+            .starts_with("<answer>")
+            .then(|| seg.find("</answer>"))
+            .flatten()
+        {
+            if let Some(list) = math_pieces(&seg[..close]) {
+                return Some(found(list));
+            }
+        }
         for stop in ["I hope", "<|", "</answer>", "\n\n"] {
             if let Some(p) = seg.find(stop) {
                 seg = &seg[..p];
@@ -946,6 +955,31 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
         }
     }
     answer_in(seg, strong).map(found)
+}
+
+/// `\(\frac{3\pi}{2}\), 1` in an answer tag: math pieces with only commas and plain values
+/// between them are one answer (the delimiters dropped), not just the first piece.
+fn math_pieces(content: &str) -> Option<String> {
+    let envs = find_math(content);
+    let first = envs.first()?;
+    let mut out = String::with_capacity(content.len());
+    let mut at = 0;
+    for env in &envs {
+        out.push_str(&content[at..env.start]);
+        out.push_str(&content[env.content_start..env.content_end]);
+        at = env.end;
+    }
+    out.push_str(&content[at..]);
+    let outside = |s: &str| !s.contains(|c: char| c.is_alphabetic() || c == '\\' || c == '$');
+    let between = envs
+        .windows(2)
+        .all(|w| outside(&content[w[0].end..w[1].start]));
+    let pieces = envs.len() > 1 || content.contains(',');
+    (pieces
+        && between
+        && outside(&content[..first.start])
+        && envs.last().is_some_and(|l| outside(&content[l.end..])))
+    .then(|| clip(out.trim()))
 }
 
 /// The answer stated in the text after a phrase (or in a closing line): option letters, a value

@@ -801,6 +801,19 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_tag_of_several_math_pieces_is_one_answer() {
+        let r = "<think>The period of $\\sin(\\frac{4}{3}x)$ is $\\frac{2\\pi}{4/3}$ and the \
+                 amplitude is 1.</think>\n<answer>\\(\\frac{3\\pi}{2}\\), 1</answer>";
+        assert!(ok("3\\pi/2, 1", r));
+        assert!(!ok("3\\pi/2", r));
+        assert!(ok("-2, 3", "<answer>$x = -2$, $x = 3$</answer>"));
+        assert!(ok("(1, 2)", "<answer>\\((1, 2)\\)</answer>"));
+        // One piece, or words between pieces: read as before.
+        assert!(ok("5", "<answer>$x = 5$</answer>"));
+        assert!(ok("5", "<answer>The value is $5$.</answer>"));
+    }
+
+    #[test]
     fn several_letters_are_a_set_and_a_letter_gold_wants_a_letter() {
         assert!(!ok("C", "…\n【答案】: A, C <eoa>"));
         assert!(ok("AC", "…\n【答案】 AC <eoa>"));
