@@ -47,11 +47,11 @@ static LETTER_IS_CORRECT: LazyLock<Regex> = LazyLock::new(|| {
 /// "… or (D)": a second option offered after the first.
 static HEDGED_LETTER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u:\b)or\s+(?:option\s+)?\(([A-J])\)").expect("static regex"));
-/// Weaker non-English cues ("Réponse :", 所以, 因此, 故, 即 …); like a bare "answer:", they never
+/// Weaker non-English cues ("Réponse :", 所以, 因此, 故, 即, 得到 …); like a bare "answer:", they never
 /// override a box.
 static CUE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)(?:réponse\s*:|答\s*:|所以|因此|故|即|则|解得|综上(?:所述)?|结果(?:是|为))\s*,?\s*",
+        r"(?i)(?:réponse\s*:|答\s*:|所以|因此|故|即|则|解得|(?:可|求|从而|最终|最后)?得到|可得|求得|综上(?:所述)?|结果(?:是|为))\s*,?\s*",
     )
     .expect("static regex")
 });

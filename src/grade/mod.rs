@@ -814,6 +814,20 @@ mod tests {
     }
 
     #[test]
+    fn a_closing_chinese_conclusion_states_the_answer() {
+        // GAOKAO-Bench style without 【答案】: the closing 得到 … sentence, not an earlier 所以.
+        let r = "【解析】由题意，等差数列的首项 $a_1=1$，公差 $d=2$，所以 $a_{10}=a_1+9d=19$，\
+                 得到$S_{10}=\\frac{10}{2}(1+19)=100$。<eoa>";
+        assert!(ok("100", r));
+        assert!(!ok("19", r));
+        assert!(ok(
+            "-3",
+            "因为 $f(1)=0$，所以 $a=2$，代入可得 $f(-1)=-3$。<eoa>"
+        ));
+        assert!(ok("8", "由勾股定理 $c^2=a^2+b^2$，求得 $c=8$。"));
+    }
+
+    #[test]
     fn several_letters_are_a_set_and_a_letter_gold_wants_a_letter() {
         assert!(!ok("C", "…\n【答案】: A, C <eoa>"));
         assert!(ok("AC", "…\n【答案】 AC <eoa>"));
