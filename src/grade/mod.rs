@@ -273,6 +273,50 @@ pub struct Gold {
 static ALTERNATIVES: std::sync::LazyLock<regex::Regex> =
     std::sync::LazyLock::new(|| regex::Regex::new(r"\s*\\#\s*\\#\s*").expect("static regex"));
 
+/// `2 (满足 $1<e \leq \sqrt{5}$ 皆可)`, `4 (any multiple of 4 works)`: a gold value, then a
+/// remark in brackets after a space (or in full-width brackets) that has words in it; the value
+/// is the gold. A tuple or interval (`(1, 2)`, `x \in (1, 2)`) has no words and stays whole.
+fn without_commentary(gold: &str) -> &str {
+    let g = gold.trim_end();
+    let (open, close) = if g.ends_with('\u{FF09}') {
+        ('\u{FF08}', '\u{FF09}')
+    } else if g.ends_with(')') {
+        ('(', ')')
+    } else {
+        return gold;
+    };
+    let mut depth = 0usize;
+    let mut start = None;
+    for (i, c) in g.char_indices().rev() {
+        if c == close {
+            depth += 1;
+        } else if c == open {
+            depth -= 1;
+            if depth == 0 {
+                start = Some(i);
+                break;
+            }
+        }
+    }
+    let Some(start) = start else { return gold };
+    let value = g[..start].trim_end();
+    let spaced = open != '(' || g[..start].ends_with(char::is_whitespace);
+    let remark = &g[start..];
+    let cjk = remark
+        .chars()
+        .any(|c| ('\u{4E00}'..='\u{9FFF}').contains(&c));
+    let english = remark
+        .split(|c: char| !c.is_ascii_alphabetic() && c != '\\')
+        .filter(|w| !w.starts_with('\\') && w.len() >= 3)
+        .count()
+        >= 2;
+    let wordy = cjk || english;
+    if value.is_empty() || !spaced || !wordy || value.ends_with(['=', ',', '+', '-']) {
+        return gold;
+    }
+    value
+}
+
 impl Gold {
     pub fn new(gold: &str) -> Gold {
         Gold::with_options::<&str>(gold, &[])
@@ -293,6 +337,7 @@ impl Gold {
                 }
             }
         }
+        let gold = without_commentary(gold);
         let prepared = equiv::prepare(&extract::extract_gold(gold));
         let labelled: Vec<&str> = (options.iter())
             .map(|o| equiv::strip_option_label(o.as_ref()))
@@ -825,6 +870,23 @@ mod tests {
             "因为 $f(1)=0$，所以 $a=2$，代入可得 $f(-1)=-3$。<eoa>"
         ));
         assert!(ok("8", "由勾股定理 $c^2=a^2+b^2$，求得 $c=8$。"));
+    }
+
+    #[test]
+    fn a_remark_in_brackets_after_a_gold_value_is_not_part_of_it() {
+        let gold = "2 (满足 $1<e \\leq \\sqrt{5}$ 皆可)";
+        assert!(ok(
+            gold,
+            "由 $e=\\frac{c}{a}$ 且 $1<e\\leq\\sqrt{5}$，取 $e=2$。\n【答案】2 <eoa>"
+        ));
+        assert!(!ok(gold, "【答案】3 <eoa>"));
+        assert!(ok("4（答案不唯一）", "【答案】$4$"));
+        assert!(ok("12 (any multiple of 12 works)", "The answer is 12."));
+        // Tuples, intervals and function values are values.
+        assert!(ok("(1, 2)", "The answer is $(1, 2)$."));
+        assert!(!ok("(1, 2)", "The answer is $1$."));
+        assert!(!ok("x \\in (1, 2)", "The answer is $x = 1$."));
+        assert!(!ok("f(3)", "The answer is $f$."));
     }
 
     #[test]
