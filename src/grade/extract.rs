@@ -30,7 +30,7 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 /// Phrases that announce the final answer (English, French, Chinese); they override a box.
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"(?i)(?:final answer is|answer is|answer (?:should|would|must|will) be|final answer\s*:|answer\s*:|(?:correct|right) (?:option|choice) is|",
+        r"(?i)(?:final answer is|answer is|answer (?:should|would|must|will) be|final answer\s*:|answer\s*:|(?:correct|right|closest|nearest|best|matching) (?:option|choice) is|",
         r"is (?:option|choice)(?-u:\b)|réponse (?:finale |correcte |exacte )?est|",
         r"答案(?:是|为|應為|应为|选)|答案\s*:|【答案】|【答】|",
         r"(?:故|所以|因此|则|应)选(?:择)?|####|<answer>|\x22(?:final_)?answer\x22\s*:)\s*:?\s*"

@@ -890,6 +890,21 @@ mod tests {
     }
 
     #[test]
+    fn a_closing_sentence_naming_the_option_wins_over_an_earlier_value() {
+        // MMLU-Pro: the computed value, then the option it is closest to.
+        let r = "v = \\sqrt{2gh} = \\sqrt{2 \\cdot 9.8 \\cdot 1.0} \\approx 4.43 m/s.\n\n\
+                 So the answer is approximately 4.43 m/s.\n\nThe closest option is (E).";
+        assert!(ok("E", r));
+        assert!(!ok("D", r));
+        assert!(ok("B", "The answer is 9.2 N.\nThe best option is (B)."));
+        assert!(ok(
+            "A",
+            "The final answer is 4.63 x 10^8.\nThus, the correct option is (A) 463000000.0, \
+             which is the computed value."
+        ));
+    }
+
+    #[test]
     fn several_letters_are_a_set_and_a_letter_gold_wants_a_letter() {
         assert!(!ok("C", "…\n【答案】: A, C <eoa>"));
         assert!(ok("AC", "…\n【答案】 AC <eoa>"));
