@@ -79,7 +79,7 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
         };
     }
     let percent = raw.contains('%') || raw.contains("ercent") || raw.contains("pct");
-    let norm = normalize_latex(raw);
+    let norm = truth_list(normalize_latex(raw));
     let text = text_form(&norm);
     let node = if norm.len() > MAX_PARSE_BYTES {
         None
@@ -95,6 +95,30 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
         letters,
         unit_value: OnceLock::new(),
     }
+}
+
+/// A bracketed list of truth values (`[True, False, True]`), as TheoremQA's golds write them.
+static TRUTH_LIST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\[\s*(?:true|false)(?:\s*,\s*(?:true|false))+\s*\]$").expect("static regex")
+});
+
+/// `[True, False]` → `[1, 0]`: a list of truth values is the list of their 0/1 values, the way
+/// TheoremQA writes such golds.
+fn truth_list(norm: String) -> String {
+    if !TRUTH_LIST.is_match(norm.trim()) {
+        return norm;
+    }
+    let items: Vec<&str> = norm.trim()[1..norm.trim().len() - 1]
+        .split(',')
+        .map(|w| {
+            if w.trim().eq_ignore_ascii_case("true") {
+                "1"
+            } else {
+                "0"
+            }
+        })
+        .collect();
+    format!("[{}]", items.join(", "))
 }
 
 /// A unit after a value: words (`kcal`, `m`, `gm`), powers (`^{-2}`, `^3`), `/` and `\cdot`.

@@ -30,7 +30,7 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 /// Phrases that announce the final answer (English, French, Chinese); they override a box.
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"(?i)(?:final answer is|answer is|answer (?:should|would|must|will) be|final answer\s*:|answer\s*:|(?:correct|right) (?:option|choice) is|",
+        r"(?i)(?:final answer is|answer is|answer (?:should|would|must|will) be|final answer\s*:|answer\s*:|(?:correct|right|closest|nearest|best|matching) (?:option|choice) is|",
         r"is (?:option|choice)(?-u:\b)|réponse (?:finale |correcte |exacte )?est|",
         r"答案(?:是|为|應為|应为|选)|答案\s*:|【答案】|【答】|",
         r"(?:故|所以|因此|则|应)选(?:择)?|####|<answer>|\x22(?:final_)?answer\x22\s*:)\s*:?\s*"
@@ -47,11 +47,11 @@ static LETTER_IS_CORRECT: LazyLock<Regex> = LazyLock::new(|| {
 /// "… or (D)": a second option offered after the first.
 static HEDGED_LETTER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u:\b)or\s+(?:option\s+)?\(([A-J])\)").expect("static regex"));
-/// Weaker non-English cues ("Réponse :", 所以, 因此, 故, 即 …); like a bare "answer:", they never
+/// Weaker non-English cues ("Réponse :", 所以, 因此, 故, 即, 得到 …); like a bare "answer:", they never
 /// override a box.
 static CUE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)(?:réponse\s*:|答\s*:|所以|因此|故|即|则|解得|综上(?:所述)?|结果(?:是|为))\s*,?\s*",
+        r"(?i)(?:réponse\s*:|答\s*:|所以|因此|故|即|则|解得|(?:可|求|从而|最终|最后)?得到|可得|求得|综上(?:所述)?|结果(?:是|为))\s*,?\s*",
     )
     .expect("static regex")
 });
@@ -939,6 +939,15 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
             return None;
         }
     } else {
+        if let Some(close) = phrase
+            .starts_with("<answer>")
+            .then(|| seg.find("</answer>"))
+            .flatten()
+        {
+            if let Some(list) = math_pieces(&seg[..close]) {
+                return Some(found(list));
+            }
+        }
         for stop in ["I hope", "<|", "</answer>", "\n\n"] {
             if let Some(p) = seg.find(stop) {
                 seg = &seg[..p];
@@ -948,11 +957,38 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
     answer_in(seg, strong).map(found)
 }
 
+/// `\(\frac{3\pi}{2}\), 1` in an answer tag: math pieces with only commas and plain values
+/// between them are one answer (the delimiters dropped), not just the first piece.
+fn math_pieces(content: &str) -> Option<String> {
+    let envs = find_math(content);
+    let first = envs.first()?;
+    let mut out = String::with_capacity(content.len());
+    let mut at = 0;
+    for env in &envs {
+        out.push_str(&content[at..env.start]);
+        out.push_str(&content[env.content_start..env.content_end]);
+        at = env.end;
+    }
+    out.push_str(&content[at..]);
+    let outside = |s: &str| !s.contains(|c: char| c.is_alphabetic() || c == '\\' || c == '$');
+    let between = envs
+        .windows(2)
+        .all(|w| outside(&content[w[0].end..w[1].start]));
+    let pieces = envs.len() > 1 || content.contains(',');
+    (pieces
+        && between
+        && outside(&content[..first.start])
+        && envs.last().is_some_and(|l| outside(&content[l.end..])))
+    .then(|| clip(out.trim()))
+}
+
 /// The answer stated in the text after a phrase (or in a closing line): option letters, a value
 /// in math, in Chinese or in prose, or a short text answer.
 fn answer_in(seg: &str, strong: bool) -> Option<String> {
     // Markdown emphasis left over from `**Answer:** 5`.
     let seg = seg.trim().trim_start_matches(['*', '_']).trim_start();
+    // "the answer is ... [1, 0, 1]": an ellipsis before the value.
+    let seg = seg.trim_start_matches(['.', '\u{2026}']).trim_start();
     let seg = sentence_prefix(seg).trim();
     if seg.is_empty() {
         return None;
@@ -1011,7 +1047,9 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
 }
 
 /// `True: the marginal …`, `No.`: a verdict word that opens the answer and ends its clause with
-/// a colon, a full stop or a dash. (After a comma, "no, there are 3 …" may go on to the value.)
+/// a colon, a full stop or a dash; after a comma, only when the prose after it states no value
+/// and no condition (`False, the system is not stable`; "no, there are 3 …" may go on to the
+/// value; `True, else False` is a rule, not a verdict).
 fn verdict_word(seg: &str) -> Option<&str> {
     let end = seg
         .find(|c: char| !c.is_ascii_alphabetic())
@@ -1026,7 +1064,29 @@ fn verdict_word(seg: &str) -> Option<&str> {
         || rest.starts_with([':', '.', '!', ';'])
         || rest.starts_with(" -")
         || rest.starts_with(" \u{2014}");
-    closes.then_some(word)
+    let comment = rest.strip_prefix(',').is_some_and(|r| {
+        let clause = r.split(['.', ';', '\n']).next().unwrap_or(r);
+        // A condition (`True, else False`, `yes if …, otherwise no`) is no verdict.
+        let hedge = clause.split(|c: char| !c.is_ascii_alphabetic()).any(|w| {
+            [
+                "true",
+                "false",
+                "yes",
+                "no",
+                "else",
+                "otherwise",
+                "if",
+                "or",
+                "unless",
+            ]
+            .iter()
+            .any(|k| w.eq_ignore_ascii_case(k))
+        });
+        has_word(clause, 3)
+            && !hedge
+            && !clause.contains(|c: char| c.is_ascii_digit() || c == '$' || c == '\\')
+    });
+    (closes || comment).then_some(word)
 }
 
 /// Has an English-looking word (three letters or more, not a LaTeX command).
@@ -1183,6 +1243,10 @@ fn find_math(text: &str) -> Vec<Span> {
             i += 2;
             continue;
         }
+        if b == b'$' && is_currency(bytes, i) {
+            i += 1;
+            continue;
+        }
         if b == b'$' {
             if bytes.get(i + 1) == Some(&b'$') {
                 if let Some(p) = text[i + 2..].find("$$") {
@@ -1222,6 +1286,37 @@ fn push_env(out: &mut Vec<Span>, text: &str, start: usize, end: usize, cs: usize
     }
 }
 
+/// A `$` that is a dollar sign: a number follows it, then a word (`$9 per share`) or the end of
+/// a sentence (`$72.`), never a math span's delimiter.
+fn is_currency(bytes: &[u8], at: usize) -> bool {
+    let mut j = at + 1;
+    let digits = j;
+    while j < bytes.len() && (bytes[j].is_ascii_digit() || bytes[j] == b',') {
+        j += 1;
+    }
+    if j == digits || !bytes[digits].is_ascii_digit() {
+        return false;
+    }
+    if bytes.get(j) == Some(&b'.') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
+        j += 1;
+        while j < bytes.len() && bytes[j].is_ascii_digit() {
+            j += 1;
+        }
+    }
+    let rest = &bytes[j..];
+    match rest {
+        [] => true,
+        [b'.' | b'!' | b'?' | b',' | b';', tail @ ..] => {
+            tail.first().is_none_or(|c| c.is_ascii_whitespace())
+        }
+        [b' ', tail @ ..] => {
+            let word = tail.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+            word >= 2
+        }
+        _ => false,
+    }
+}
+
 /// Position of the `$` closing an inline span opened before `from`; `\$` does not close it.
 fn closing_dollar(text: &str, from: usize) -> Option<usize> {
     let bytes = text.as_bytes();
@@ -1229,6 +1324,8 @@ fn closing_dollar(text: &str, from: usize) -> Option<usize> {
     while j < bytes.len() {
         match bytes[j] {
             b'\\' => j += 2,
+            // `$81 / 9 = $9 per share`: a dollar sign, so no span closes here.
+            b'$' if is_currency(bytes, j) => return None,
             b'$' => return Some(j),
             b'\n' => return None,
             _ => j += 1,

@@ -273,6 +273,50 @@ pub struct Gold {
 static ALTERNATIVES: std::sync::LazyLock<regex::Regex> =
     std::sync::LazyLock::new(|| regex::Regex::new(r"\s*\\#\s*\\#\s*").expect("static regex"));
 
+/// `2 (满足 $1<e \leq \sqrt{5}$ 皆可)`, `4 (any multiple of 4 works)`: a gold value, then a
+/// remark in brackets after a space (or in full-width brackets) that has words in it; the value
+/// is the gold. A tuple or interval (`(1, 2)`, `x \in (1, 2)`) has no words and stays whole.
+fn without_commentary(gold: &str) -> &str {
+    let g = gold.trim_end();
+    let (open, close) = if g.ends_with('\u{FF09}') {
+        ('\u{FF08}', '\u{FF09}')
+    } else if g.ends_with(')') {
+        ('(', ')')
+    } else {
+        return gold;
+    };
+    let mut depth = 0usize;
+    let mut start = None;
+    for (i, c) in g.char_indices().rev() {
+        if c == close {
+            depth += 1;
+        } else if c == open {
+            depth -= 1;
+            if depth == 0 {
+                start = Some(i);
+                break;
+            }
+        }
+    }
+    let Some(start) = start else { return gold };
+    let value = g[..start].trim_end();
+    let spaced = open != '(' || g[..start].ends_with(char::is_whitespace);
+    let remark = &g[start..];
+    let cjk = remark
+        .chars()
+        .any(|c| ('\u{4E00}'..='\u{9FFF}').contains(&c));
+    let english = remark
+        .split(|c: char| !c.is_ascii_alphabetic() && c != '\\')
+        .filter(|w| !w.starts_with('\\') && w.len() >= 3)
+        .count()
+        >= 2;
+    let wordy = cjk || english;
+    if value.is_empty() || !spaced || !wordy || value.ends_with(['=', ',', '+', '-']) {
+        return gold;
+    }
+    value
+}
+
 impl Gold {
     pub fn new(gold: &str) -> Gold {
         Gold::with_options::<&str>(gold, &[])
@@ -293,6 +337,7 @@ impl Gold {
                 }
             }
         }
+        let gold = without_commentary(gold);
         let prepared = equiv::prepare(&extract::extract_gold(gold));
         let labelled: Vec<&str> = (options.iter())
             .map(|o| equiv::strip_option_label(o.as_ref()))
@@ -736,6 +781,126 @@ mod tests {
         assert!(ok(
             "C",
             "The answer is (C).\n\nNow, considering all the answers above, the final answer is"
+        ));
+    }
+
+    #[test]
+    fn a_verdict_word_then_a_comma_and_prose_is_the_verdict() {
+        let r = "The poles of H(s) are at s = 1 and s = -2; one lies in the right half-plane. \
+                 Therefore, the answer is False, the system is not a stable system.";
+        assert!(ok("False", r));
+        assert!(!ok("True", r));
+        assert!(ok(
+            "False",
+            "Hence the statement is false.\n\nTherefore, the answer is false, and this is a counterexample."
+        ));
+        assert!(ok(
+            "Yes",
+            "The answer is yes, the series converges absolutely."
+        ));
+        // A value after the comma is still the answer ("no, there are 3 …").
+        assert!(ok("3", "So the answer is no, there are 3 such primes."));
+        // A rule restated, not a verdict.
+        assert!(!ok(
+            "True",
+            "Step 6: If x(n+N) = x(n), then the answer is True, else False."
+        ));
+    }
+
+    #[test]
+    fn a_list_of_truth_values_is_a_list_of_ones_and_zeros() {
+        // TheoremQA: golds `[1, 0, 1]` for questions answered with a list of truth values.
+        let r = "(a) The set is closed under addition, so it is a subspace: True.\n\
+                 (b) The zero vector is missing: False.\n(c) It is the span of two vectors: True.\n\
+                 Therefore, the answer is [True, False, True].";
+        assert!(ok("[1, 0, 1]", r));
+        assert!(!ok("[1, 1, 0]", r));
+        assert!(ok("[1, 0]", "Therefore, the answer is [True, False]."));
+        assert!(ok("[True, False]", "Therefore, the answer is [1, 0]."));
+        assert!(!ok("[1, 0]", "Therefore, the answer is [False, True]."));
+        // An ellipsis between the phrase and the value.
+        assert!(ok(
+            "[1, 0, 1]",
+            "Checking each statement in turn, the answer is ... [True, False, True]"
+        ));
+        assert!(ok("[1, 0, 1]", "So the answer is ... [1, 0, 1]"));
+        assert!(ok(
+            "12",
+            "Adding the two counts, the answer is \u{2026} 12."
+        ));
+    }
+
+    #[test]
+    fn a_dollar_sign_before_a_number_and_a_word_is_currency_not_math() {
+        let r = "Bob bought 8 shares for $72 in total, so each share cost $72 / 8 = $9 per share. \
+                 The final value of the shares is 8 shares * $9 = $72.";
+        assert!(ok("72", r));
+        assert!(!ok("9", r));
+        assert!(ok(
+            "45",
+            "She earns $15 per hour and works 3 hours, so she earns 3 * $15 = $45."
+        ));
+        // Math spans stay math.
+        assert!(ok("5", "Since $x + 2 = 7$, we have $x = 5$."));
+        assert!(ok("\\frac{1}{2}", "The probability is $\\frac{1}{2}$."));
+    }
+
+    #[test]
+    fn an_answer_tag_of_several_math_pieces_is_one_answer() {
+        let r = "<think>The period of $\\sin(\\frac{4}{3}x)$ is $\\frac{2\\pi}{4/3}$ and the \
+                 amplitude is 1.</think>\n<answer>\\(\\frac{3\\pi}{2}\\), 1</answer>";
+        assert!(ok("3\\pi/2, 1", r));
+        assert!(!ok("3\\pi/2", r));
+        assert!(ok("-2, 3", "<answer>$x = -2$, $x = 3$</answer>"));
+        assert!(ok("(1, 2)", "<answer>\\((1, 2)\\)</answer>"));
+        // One piece, or words between pieces: read as before.
+        assert!(ok("5", "<answer>$x = 5$</answer>"));
+        assert!(ok("5", "<answer>The value is $5$.</answer>"));
+    }
+
+    #[test]
+    fn a_closing_chinese_conclusion_states_the_answer() {
+        // GAOKAO-Bench style without 【答案】: the closing 得到 … sentence, not an earlier 所以.
+        let r = "【解析】由题意，等差数列的首项 $a_1=1$，公差 $d=2$，所以 $a_{10}=a_1+9d=19$，\
+                 得到$S_{10}=\\frac{10}{2}(1+19)=100$。<eoa>";
+        assert!(ok("100", r));
+        assert!(!ok("19", r));
+        assert!(ok(
+            "-3",
+            "因为 $f(1)=0$，所以 $a=2$，代入可得 $f(-1)=-3$。<eoa>"
+        ));
+        assert!(ok("8", "由勾股定理 $c^2=a^2+b^2$，求得 $c=8$。"));
+    }
+
+    #[test]
+    fn a_remark_in_brackets_after_a_gold_value_is_not_part_of_it() {
+        let gold = "2 (满足 $1<e \\leq \\sqrt{5}$ 皆可)";
+        assert!(ok(
+            gold,
+            "由 $e=\\frac{c}{a}$ 且 $1<e\\leq\\sqrt{5}$，取 $e=2$。\n【答案】2 <eoa>"
+        ));
+        assert!(!ok(gold, "【答案】3 <eoa>"));
+        assert!(ok("4（答案不唯一）", "【答案】$4$"));
+        assert!(ok("12 (any multiple of 12 works)", "The answer is 12."));
+        // Tuples, intervals and function values are values.
+        assert!(ok("(1, 2)", "The answer is $(1, 2)$."));
+        assert!(!ok("(1, 2)", "The answer is $1$."));
+        assert!(!ok("x \\in (1, 2)", "The answer is $x = 1$."));
+        assert!(!ok("f(3)", "The answer is $f$."));
+    }
+
+    #[test]
+    fn a_closing_sentence_naming_the_option_wins_over_an_earlier_value() {
+        // MMLU-Pro: the computed value, then the option it is closest to.
+        let r = "v = \\sqrt{2gh} = \\sqrt{2 \\cdot 9.8 \\cdot 1.0} \\approx 4.43 m/s.\n\n\
+                 So the answer is approximately 4.43 m/s.\n\nThe closest option is (E).";
+        assert!(ok("E", r));
+        assert!(!ok("D", r));
+        assert!(ok("B", "The answer is 9.2 N.\nThe best option is (B)."));
+        assert!(ok(
+            "A",
+            "The final answer is 4.63 x 10^8.\nThus, the correct option is (A) 463000000.0, \
+             which is the computed value."
         ));
     }
 
