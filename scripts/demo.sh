@@ -24,7 +24,7 @@ need curl "scripts/local-model.sh asks the local model's /health with it (apt-ge
 need python3 "the local model runs under Python 3.10+ with venv and pip (apt-get install python3-venv)"
 
 started_at=$SECONDS
-say "building gpassk (release; about 6 minutes on 2 cores the first time, seconds afterwards)"
+say "building gpassk (release: about 6 minutes on 2 idle cores the first time, 12 on a busy machine; seconds afterwards)"
 cargo build --release --locked --quiet
 built_at=$SECONDS
 GPASSK="${CARGO_TARGET_DIR:-$ROOT/target}/release/gpassk"
