@@ -625,6 +625,13 @@ fn old_database(
     sql
 }
 
+/// Every schema version this gpassk applies, as `versions` reads them back.
+fn every_version() -> Vec<String> {
+    (1..=gpassk::store::schema::VERSION)
+        .map(|v| v.to_string())
+        .collect()
+}
+
 fn versions(db: &TestDb) -> Vec<String> {
     db.column("SELECT version FROM gpassk_schema ORDER BY version")
 }
@@ -641,10 +648,7 @@ fn a_first_version_database_upgrades_and_keeps_its_rows() {
         db.execute(&sql);
         let out = db.run(&["store", "ls"]);
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-        let all: Vec<String> = (1..=gpassk::store::schema::VERSION)
-            .map(|v| v.to_string())
-            .collect();
-        assert_eq!(versions(&db), all);
+        assert_eq!(versions(&db), every_version());
         for (table, rows) in rows.tables() {
             let kept = if table == "found_by_counts" {
                 0
@@ -698,10 +702,7 @@ fn a_third_version_database_gains_how_answers_were_found_and_a_push_fills_it_in(
         db.execute(&sql);
         let out = db.run(&["store", "ls"]);
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-        let all: Vec<String> = (1..=gpassk::store::schema::VERSION)
-            .map(|v| v.to_string())
-            .collect();
-        assert_eq!(versions(&db), all);
+        assert_eq!(versions(&db), every_version());
         // The old rows are kept; how their answers were found is not known.
         let samples = export(&db, "samples");
         assert_eq!(samples.len(), 2 * 6 * 5);
