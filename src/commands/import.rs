@@ -28,7 +28,7 @@ fn formats() -> PossibleValuesParser {
         PossibleValue::new("auto").help("tell the format from the files' names and first records");
     let each = READERS
         .iter()
-        .map(|r| PossibleValue::new(r.name()).help(r.about()));
+        .map(|r| PossibleValue::new(r.name).help(r.about));
     PossibleValuesParser::new(std::iter::once(auto).chain(each))
 }
 

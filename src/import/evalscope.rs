@@ -8,8 +8,7 @@
 
 use super::files::{file_name, files_under, json_text, verdict};
 use super::source::{
-    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
-    Stored,
+    At, ImportError, Reader, Recompute, Role, Sink, SourceSample, SourceSummary, Stored,
 };
 use super::stream::{first_line as first_row, json_lines, small_json};
 use crate::rundir::provenance::SourceSettings;
@@ -19,27 +18,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// EvalScope output folders.
-pub struct EvalScope;
-
-impl Reader for EvalScope {
-    fn name(&self) -> &'static str {
-        "evalscope"
-    }
-    fn about(&self) -> &'static str {
-        "EvalScope 0.x and 1.x outputs: reviews/<model>/<bench>_<subset>.jsonl (or predictions/) with reports/"
-    }
-    fn claims(&self, path: &Path) -> bool {
-        claims(path)
-    }
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        _opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError> {
-        read(paths, sink)
-    }
-}
+pub static READER: Reader = Reader {
+    name: "evalscope",
+    about: "EvalScope 0.x and 1.x outputs: reviews/<model>/<bench>_<subset>.jsonl (or predictions/) with reports/",
+    fields: &[],
+    claims,
+    read: |paths, _, sink| read(paths, sink),
+};
 
 /// Whether EvalScope wrote `path`: a `.jsonl` under `reviews/<model>/` or `predictions/<model>/`
 /// (or a flattened copy's `reviews_<model>_….jsonl`) whose first row has EvalScope's fields.
@@ -1028,6 +1013,7 @@ fn scalar(v: &str) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::source::ReadOptions;
     use super::super::testing::{self, checks, copy_tree, fixture, read_into, Collect};
     use super::*;
 

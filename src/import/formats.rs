@@ -10,28 +10,28 @@ use std::path::{Path, PathBuf};
 
 /// Every reader, the most specific first: `auto` asks them in this order, and generic JSONL,
 /// which would claim the others' JSONL files, comes last.
-pub static READERS: [&dyn Reader; 9] = [
-    &lm_eval::LmEval,
-    &opencompass::OpenCompass,
-    &lighteval::Lighteval,
-    &evalscope::EvalScope,
-    &inspect::Inspect,
-    &nemo_skills::NemoSkills,
-    &tau_bench::TauBench,
-    &qwen_math::QwenMath,
-    &jsonl::Jsonl,
+pub static READERS: [&Reader; 9] = [
+    &lm_eval::READER,
+    &opencompass::READER,
+    &lighteval::READER,
+    &evalscope::READER,
+    &inspect::READER,
+    &nemo_skills::READER,
+    &tau_bench::READER,
+    &qwen_math::READER,
+    &jsonl::READER,
 ];
 
 /// A format: one of [`READERS`], by name.
 #[derive(Clone, Copy)]
-pub struct Format(&'static dyn Reader);
+pub struct Format(&'static Reader);
 
 impl Format {
     /// The format named `name`; an error listing the names otherwise.
     pub fn named(name: &str) -> Result<Format, ImportError> {
         READERS
             .iter()
-            .find(|r| r.name() == name)
+            .find(|r| r.name == name)
             .map(|r| Format(*r))
             .ok_or_else(|| {
                 ImportError::Input(format!(
@@ -43,10 +43,10 @@ impl Format {
     }
 
     pub fn name(self) -> &'static str {
-        self.0.name()
+        self.0.name
     }
 
-    pub fn reader(self) -> &'static dyn Reader {
+    pub fn reader(self) -> &'static Reader {
         self.0
     }
 
@@ -57,7 +57,7 @@ impl Format {
         opts: &ReadOptions,
         sink: &mut dyn Sink,
     ) -> Result<SourceSummary, ImportError> {
-        let known = self.0.fields();
+        let known = self.0.fields;
         if let Some(k) = opts.fields.keys().find(|k| !known.contains(&k.as_str())) {
             return Err(ImportError::Input(match known {
                 [] => format!(
@@ -73,7 +73,7 @@ impl Format {
                 ),
             }));
         }
-        self.0.read(paths, opts, sink)
+        (self.0.read)(paths, opts, sink)
     }
 }
 
@@ -99,14 +99,14 @@ impl std::fmt::Display for Format {
 
 /// The format names, in [`READERS`]' order.
 pub fn names() -> Vec<&'static str> {
-    READERS.iter().map(|r| r.name()).collect()
+    READERS.iter().map(|r| r.name).collect()
 }
 
 /// `name: about` for each format, one per line (the help text).
 pub fn described() -> String {
     READERS
         .iter()
-        .map(|r| format!("  {:<12} {}", r.name(), r.about()))
+        .map(|r| format!("  {:<12} {}", r.name, r.about))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -121,11 +121,8 @@ pub fn detect(paths: &[PathBuf]) -> Result<Format, ImportError> {
     let mut found: BTreeMap<&'static str, (Format, usize, PathBuf)> = BTreeMap::new();
     let mut pointers: Vec<(&Path, String)> = Vec::new();
     for f in files.iter().take(MAX_LOOKED_AT) {
-        if let Some(r) = READERS.iter().find(|r| r.claims(f)) {
-            found
-                .entry(r.name())
-                .or_insert((Format(*r), 0, f.clone()))
-                .1 += 1;
+        if let Some(r) = READERS.iter().find(|r| (r.claims)(f)) {
+            found.entry(r.name).or_insert((Format(*r), 0, f.clone())).1 += 1;
         } else if let Some(said) = lfs_pointer(f) {
             pointers.push((f, said));
         }

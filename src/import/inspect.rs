@@ -21,30 +21,14 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Inspect AI logs.
-pub struct Inspect;
-
-impl Reader for Inspect {
-    fn name(&self) -> &'static str {
-        "inspect"
-    }
-    fn about(&self) -> &'static str {
-        "Inspect AI logs: .eval archives and .json logs, a sample per epoch, the log's score kept"
-    }
-    fn claims(&self, path: &Path) -> bool {
-        claims(path)
-    }
-    fn fields(&self) -> &'static [&'static str] {
-        &["verdict"]
-    }
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError> {
-        read(paths, opts, sink)
-    }
-}
+pub static READER: Reader = Reader {
+    name: "inspect",
+    about:
+        "Inspect AI logs: .eval archives and .json logs, a sample per epoch, the log's score kept",
+    fields: &["verdict"],
+    claims,
+    read,
+};
 
 /// A `.eval` zip archive, or a `.json` log whose head names an eval (its `eval` spec: keys in
 /// any order, as a log re-written with sorted keys has them).

@@ -12,30 +12,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Any JSON Lines sample log.
-pub struct Jsonl;
-
-impl Reader for Jsonl {
-    fn name(&self) -> &'static str {
-        "jsonl"
-    }
-    fn about(&self) -> &'static str {
-        "any JSON Lines file: a sample per line, or a problem per line with a list (--field names the fields)"
-    }
-    fn claims(&self, path: &Path) -> bool {
-        claims(path)
-    }
-    fn fields(&self) -> &'static [&'static str] {
-        &KEYS
-    }
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError> {
-        read(paths, opts, sink)
-    }
-}
+pub static READER: Reader = Reader {
+    name: "jsonl",
+    about: "any JSON Lines file: a sample per line, or a problem per line with a list (--field names the fields)",
+    fields: &KEYS,
+    claims,
+    read,
+};
 
 /// The mapping keys, as `--field` takes them.
 const KEYS: [&str; 10] = [

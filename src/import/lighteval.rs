@@ -10,8 +10,7 @@
 use super::files::{file_name, files_under, json_text};
 use super::metric::{mean_over_problems, PaperMetric};
 use super::source::{
-    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
-    Stored,
+    At, ImportError, Reader, Recompute, Role, Sink, SourceSample, SourceSummary, Stored,
 };
 use super::stream::small_json;
 use crate::rundir::provenance::SourceSettings;
@@ -32,27 +31,13 @@ static DETAILS: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// lighteval details.
-pub struct Lighteval;
-
-impl Reader for Lighteval {
-    fn name(&self) -> &'static str {
-        "lighteval"
-    }
-    fn about(&self) -> &'static str {
-        "lighteval --save-details: details/<model>/<time>/details_<task>_<time>.parquet with results/"
-    }
-    fn claims(&self, path: &Path) -> bool {
-        claims(path)
-    }
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        _opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError> {
-        read(paths, sink)
-    }
-}
+pub static READER: Reader = Reader {
+    name: "lighteval",
+    about: "lighteval --save-details: details/<model>/<time>/details_<task>_<time>.parquet with results/",
+    fields: &[],
+    claims,
+    read: |paths, _, sink| read(paths, sink),
+};
 
 /// Whether lighteval wrote `path`: a details file name and Parquet's magic bytes.
 fn claims(path: &Path) -> bool {
@@ -607,6 +592,7 @@ fn recompute(
 
 #[cfg(test)]
 mod tests {
+    use super::super::source::ReadOptions;
     use super::super::testing::{self, checks, fixture, read_into, Collect};
     use super::*;
     use std::collections::BTreeMap;

@@ -27,30 +27,14 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 /// lm-eval (EleutherAI lm-evaluation-harness) `--log_samples` output.
-pub struct LmEval;
-
-impl Reader for LmEval {
-    fn name(&self) -> &'static str {
-        "lm-eval"
-    }
-    fn about(&self) -> &'static str {
-        "lm-evaluation-harness --log_samples: samples_<task>_<time>.jsonl beside its results JSON"
-    }
-    fn claims(&self, path: &Path) -> bool {
-        claims(path)
-    }
-    fn fields(&self) -> &'static [&'static str] {
-        &["problem_id", "question", "verdict"]
-    }
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError> {
-        read(paths, opts, sink)
-    }
-}
+pub static READER: Reader = Reader {
+    name: "lm-eval",
+    about:
+        "lm-evaluation-harness --log_samples: samples_<task>_<time>.jsonl beside its results JSON",
+    fields: &["problem_id", "question", "verdict"],
+    claims,
+    read,
+};
 
 /// `samples_<task>_<date_id>.jsonl`; the task may hold `_`, the date id never does.
 static SAMPLES: LazyLock<Regex> = LazyLock::new(|| {

@@ -22,30 +22,13 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 /// NeMo-Skills `eval-results` folders.
-pub struct NemoSkills;
-
-impl Reader for NemoSkills {
-    fn name(&self) -> &'static str {
-        "nemo-skills"
-    }
-    fn about(&self) -> &'static str {
-        "NeMo-Skills eval-results/<benchmark>/output-rs<seed>.jsonl, one file per seed matched line by line"
-    }
-    fn claims(&self, path: &Path) -> bool {
-        claims(path)
-    }
-    fn fields(&self) -> &'static [&'static str] {
-        &["verdict"]
-    }
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError> {
-        read(paths, opts, sink)
-    }
-}
+pub static READER: Reader = Reader {
+    name: "nemo-skills",
+    about: "NeMo-Skills eval-results/<benchmark>/output-rs<seed>.jsonl, one file per seed matched line by line",
+    fields: &["verdict"],
+    claims,
+    read,
+};
 
 /// `output-rs<seed>.jsonl` (a seed) or `output.jsonl` (greedy).
 static OUTPUT: LazyLock<Regex> = LazyLock::new(|| {

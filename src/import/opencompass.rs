@@ -16,8 +16,7 @@
 use super::files::{file_name, files_under, json_text, verdict};
 use super::metric::PaperMetric;
 use super::source::{
-    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
-    Stored,
+    At, ImportError, Reader, Recompute, Role, Sink, SourceSample, SourceSummary, Stored,
 };
 use super::stream::{json_entries, json_object_streaming};
 use crate::rundir::provenance::SourceSettings;
@@ -28,27 +27,13 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// OpenCompass work folders.
-pub struct OpenCompass;
-
-impl Reader for OpenCompass {
-    fn name(&self) -> &'static str {
-        "opencompass"
-    }
-    fn about(&self) -> &'static str {
-        "OpenCompass work folders: predictions/<model>/<dataset>.json (or _0, _1… splits) with results/"
-    }
-    fn claims(&self, path: &Path) -> bool {
-        claims(path)
-    }
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        _opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError> {
-        read(paths, sink)
-    }
-}
+pub static READER: Reader = Reader {
+    name: "opencompass",
+    about: "OpenCompass work folders: predictions/<model>/<dataset>.json (or _0, _1… splits) with results/",
+    fields: &[],
+    claims,
+    read: |paths, _, sink| read(paths, sink),
+};
 
 /// Whether OpenCompass wrote `path`: a `.json` under `predictions/<model>/` whose first entry is
 /// item "0" with a `prediction`, or under `results/<model>/` with G-Pass or `details` keys.
@@ -820,6 +805,7 @@ fn aggregates(d: &Dataset, results: &Results, summary: &mut SourceSummary) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::source::ReadOptions;
     use super::super::testing::{self, checks, fixture, read_into, Collect};
     use super::*;
     use std::collections::BTreeMap;

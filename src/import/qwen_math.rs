@@ -52,27 +52,13 @@ fn named(path: &Path) -> Option<Named> {
 }
 
 /// Qwen2.5-Math `math_eval.py --save_outputs` files.
-pub struct QwenMath;
-
-impl Reader for QwenMath {
-    fn name(&self) -> &'static str {
-        "qwen-math"
-    }
-    fn about(&self) -> &'static str {
-        "Qwen2.5-Math evaluation outputs: <split>_<prompt>_<n>_seed<s>_t<T>_s<a>_e<b>.jsonl (idx, code, pred, score)"
-    }
-    fn claims(&self, path: &Path) -> bool {
-        claims(path)
-    }
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError> {
-        read(paths, opts, sink)
-    }
-}
+pub static READER: Reader = Reader {
+    name: "qwen-math",
+    about: "Qwen2.5-Math evaluation outputs: <split>_<prompt>_<n>_seed<s>_t<T>_s<a>_e<b>.jsonl (idx, code, pred, score)",
+    fields: &[],
+    claims,
+    read,
+};
 
 /// Whether `path` is a Qwen2.5-Math output: a `.jsonl` whose first line has `idx`, a list `code`
 /// and a list `pred` or `score` of the same length.

@@ -8,27 +8,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// One format `gpassk import` reads: its name, how it recognises its files, how it reads them.
-/// The list of them is [`super::formats::READERS`]; `--format`, `auto`, the help and the errors
-/// all come from it.
-pub trait Reader: Sync {
+/// Each reader module holds one as `READER`; the list of them is [`super::formats::READERS`],
+/// and `--format`, `auto`, the help and the errors all come from it.
+pub struct Reader {
     /// The name `gpassk import` takes (`lm-eval`, `inspect`, …).
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// The harness and files, in a few words, for the help and `auto`'s messages.
-    fn about(&self) -> &'static str;
-    /// Whether `path` is one of its files: cheap (a name, a first line or entry), never failing.
-    fn claims(&self, path: &Path) -> bool;
-    /// The `--field` keys it takes (none by default).
-    fn fields(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// Streams the files under `paths` (files, or the folders the harness wrote) into `sink`.
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError>;
+    pub about: &'static str,
+    /// The `--field` keys it takes (none: its fields are fixed).
+    pub fields: &'static [&'static str],
+    /// Whether a path is one of its files: cheap (a name, a first line or entry), never failing.
+    pub claims: fn(&Path) -> bool,
+    /// Streams the files under the paths (files, or the folders the harness wrote) into the sink.
+    pub read: ReadFn,
 }
+
+/// [`Reader::read`].
+pub type ReadFn = fn(&[PathBuf], &ReadOptions, &mut dyn Sink) -> Result<SourceSummary, ImportError>;
 
 /// What a reader may be told besides its paths.
 #[derive(Debug, Clone, Default)]

@@ -9,9 +9,7 @@
 //! G-Pass@k_1.0 is the harnesses' pass^k.
 
 use super::files::{file_name, files_under, json_text};
-use super::source::{
-    At, ImportError, ReadOptions, Reader, Role, Sink, SourceSample, SourceSummary,
-};
+use super::source::{At, ImportError, Reader, Role, Sink, SourceSample, SourceSummary};
 use super::stream::{first_entry, json_entries, json_object_streaming, peek_top, small_json, Top};
 use crate::rundir::provenance::SourceSettings;
 use serde_json::{Map, Value};
@@ -20,27 +18,13 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// τ-bench and τ²-bench results files.
-pub struct TauBench;
-
-impl Reader for TauBench {
-    fn name(&self) -> &'static str {
-        "tau-bench"
-    }
-    fn about(&self) -> &'static str {
-        "τ-bench / τ²-bench trial trajectories ({task_id, trial, reward}): the reward is the verdict, pass^k = G-Pass@k_1.0"
-    }
-    fn claims(&self, path: &Path) -> bool {
-        claims(path)
-    }
-    fn read(
-        &self,
-        paths: &[PathBuf],
-        _opts: &ReadOptions,
-        sink: &mut dyn Sink,
-    ) -> Result<SourceSummary, ImportError> {
-        read(paths, sink)
-    }
-}
+pub static READER: Reader = Reader {
+    name: "tau-bench",
+    about: "τ-bench / τ²-bench trial trajectories ({task_id, trial, reward}): the reward is the verdict, pass^k = G-Pass@k_1.0",
+    fields: &[],
+    claims,
+    read: |paths, _, sink| read(paths, sink),
+};
 
 /// Both harnesses' success test.
 fn succeeded(reward: f64) -> bool {
@@ -405,6 +389,7 @@ fn task_questions(tasks: &Value) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::source::ReadOptions;
     use super::super::testing::{fixture, read_into, Collect};
     use super::*;
 
