@@ -160,6 +160,7 @@ fn options(args: &ImportArgs, notes: &crate::util::Notes) -> Result<ImportOption
             task: args.task.clone(),
             model: args.model.clone(),
             fields: parse_fields(&args.fields)?,
+            dataset_gold: args.dataset.is_some(),
         },
         dataset: args.dataset.clone(),
         skip_bad: args.skip_bad,

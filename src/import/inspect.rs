@@ -17,6 +17,7 @@ use crate::rundir::provenance::SourceSettings;
 use crate::util::chat::content_text;
 use serde_json::{Map, Value};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -70,10 +71,11 @@ fn read(
     let mut summary = SourceSummary::default();
     let mut layouts = Vec::new();
     let mut scorers = Vec::new();
+    let mut seen = Seen::new();
     for path in &logs {
         let done = match file_name(path).ends_with(".eval") {
-            true => read_eval(path, opts, sink)?,
-            false => read_json(path, opts, sink)?,
+            true => read_eval(path, opts, sink, &mut seen)?,
+            false => read_json(path, opts, sink, &mut seen)?,
         };
         let Some(log) = done else { continue };
         layouts.push(log.layout);
@@ -107,9 +109,43 @@ struct Log {
     targets: u64,
     /// Samples with no target or scored by a model grader: nothing to re-grade.
     untargeted: u64,
+    /// The log's index in the sink, once a sample was read: its aggregates are recomputed
+    /// from its own samples, whatever other logs of the task add.
+    file: Option<usize>,
 }
 
+/// The evals read so far, by their id, and the log that held each.
+type Seen = HashMap<String, PathBuf>;
+
 impl Log {
+    /// Registers the log's file with the sink, once its eval is known: the same eval in a second
+    /// log (an `.eval` and its `.json` conversion, a copy re-written) is refused, naming both, as
+    /// its samples would count twice; other logs of the task add their samples.
+    fn open(
+        &mut self,
+        path: &Path,
+        sink: &mut dyn Sink,
+        seen: &mut Seen,
+    ) -> Result<usize, ImportError> {
+        let id = |k: &str| self.eval[k].as_str().unwrap_or_default().to_string();
+        let eval = match id("eval_id") {
+            e if !e.is_empty() => format!("eval_id {e}"),
+            _ => format!("run_id {}, task_id {}", id("run_id"), id("task_id")),
+        };
+        let key = format!("{eval}, created {}", id("created"));
+        if let Some(first) = seen.get(&key) {
+            return Err(ImportError::Input(format!(
+                "{} and {} hold the same Inspect eval ({eval}): its samples would count twice; give one of them",
+                first.display(),
+                path.display()
+            )));
+        }
+        seen.insert(key, path.to_path_buf());
+        let file = sink.open(path, Role::Samples)?;
+        self.file = Some(file);
+        Ok(file)
+    }
+
     fn model(&self) -> String {
         self.eval["model"]
             .as_str()
@@ -221,14 +257,14 @@ impl Log {
                 dataset: dataset.clone(),
                 name: format!("{}/{reducer}: accuracy", self.scorer),
                 value,
-                recompute: reduced(reducer),
+                recompute: reduced(reducer, self.file),
             });
         }
     }
 }
 
 /// How an epochs reducer's `accuracy` is recomputed from the per-epoch verdicts.
-fn reduced(reducer: &str) -> Recompute {
+fn reduced(reducer: &str, file: Option<usize>) -> Recompute {
     let name = match reducer {
         "mean" => "accuracy".to_string(),
         // The best epoch of each sample, however many it kept.
@@ -243,6 +279,7 @@ fn reduced(reducer: &str) -> Recompute {
             metric,
             scale: 1.0,
             subset: None,
+            files: file.into_iter().collect(),
         },
         None => Recompute::Done {
             value: None,
@@ -383,6 +420,7 @@ fn read_json(
     path: &Path,
     opts: &ReadOptions,
     sink: &mut dyn Sink,
+    seen: &mut Seen,
 ) -> Result<Option<Log>, ImportError> {
     let log = RefCell::new(Log {
         layout: "Inspect AI .json log",
@@ -415,7 +453,7 @@ fn read_json(
             }
             let f = match file {
                 Some(f) => f,
-                None => *file.insert(sink.open(path, Role::Samples)?),
+                None => *file.insert(l.open(path, sink, seen)?),
             };
             let at = At::Item(format!("samples[{i}]"));
             match l.sample(&v) {
@@ -438,6 +476,7 @@ fn read_eval(
     path: &Path,
     opts: &ReadOptions,
     sink: &mut dyn Sink,
+    seen: &mut Seen,
 ) -> Result<Option<Log>, ImportError> {
     let f = crate::util::open_regular(path).map_err(ImportError::io("read", path))?;
     let bad = |m: String| ImportError::bad(path, At::File, m);
@@ -465,7 +504,7 @@ fn read_eval(
     if !sink.wants(path, Some(&log.model()), Some(&log.dataset())) {
         return Ok(None);
     }
-    let file = sink.open(path, Role::Samples)?;
+    let file = log.open(path, sink, seen)?;
     let mut names: Vec<String> = (zip.file_names())
         .filter_map(|n| n.ok().map(|n| n.into_owned()))
         .filter(|n| n.starts_with("samples/") && n.ends_with(".json"))

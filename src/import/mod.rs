@@ -146,12 +146,14 @@ pub(crate) mod testing {
                     metric,
                     scale,
                     subset,
+                    files,
                 } => {
                     let mut by: BTreeMap<&str, Vec<(u32, bool)>> = BTreeMap::new();
                     let mine = sink.samples.iter().filter(|x| {
                         x.model == s.model
                             && x.dataset == s.dataset
                             && (subset.is_none() || x.subset == *subset)
+                            && (files.is_empty() || files.contains(&x.file))
                     });
                     for x in mine {
                         let e = by.entry(&x.problem_id).or_default();

@@ -35,8 +35,102 @@ static OUTPUT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^output(?:-rs(\d+))?\.jsonl$").expect("the output pattern is valid")
 });
 
-/// The correctness fields NeMo-Skills' metrics read, the first present taken.
-const CORRECTNESS: [&str; 4] = ["symbolic_correct", "judgement", "is_correct", "correct"];
+/// How a benchmark's lines mark a sample right, as NeMo-Skills' metrics classes read them; the
+/// first a line has is taken (`--field verdict=NAME` names another boolean field).
+#[derive(Debug, Clone, PartialEq)]
+enum Mark {
+    /// A boolean field, and the name `metrics.json` files its numbers under: `symbolic_correct`
+    /// (math), `is_correct` (code: `passing_base_tests`).
+    Field { field: String, key: String },
+    /// An LLM judge's text: `Judgement: Yes` is right, anything else wrong (`judge_correct`).
+    Judgement,
+    /// A judge being judged (answer-judge): its `judgement` agrees with `expected_judgement`
+    /// (`correct_judgements`).
+    JudgeAgrees,
+    /// A Lean 4 proof: `proof_status` is `completed` (`lean4_correct`).
+    Proof,
+}
+
+/// The marks NeMo-Skills' metrics read, by the field a line must have, the first found taken.
+const MARKS: [&str; 6] = [
+    "symbolic_correct",
+    "judgement",
+    "is_correct",
+    "proof_status",
+    "correct",
+    "expected_judgement",
+];
+
+impl Mark {
+    /// The mark of a benchmark whose first line is `o`.
+    fn of(o: &serde_json::Map<String, Value>, opts: &ReadOptions) -> Option<Mark> {
+        let field = |f: &str, key: &str| Mark::Field {
+            field: f.into(),
+            key: key.into(),
+        };
+        if let Some(f) = opts.fields.get("verdict") {
+            return Some(match f.as_str() {
+                "judgement" => Mark::Judgement,
+                _ => field(f, f),
+            });
+        }
+        Some(match *MARKS.iter().find(|k| o.contains_key(**k))? {
+            "symbolic_correct" => field("symbolic_correct", "symbolic_correct"),
+            "judgement" if o.contains_key("expected_judgement") => Mark::JudgeAgrees,
+            "judgement" => Mark::Judgement,
+            "is_correct" => field("is_correct", "passing_base_tests"),
+            "proof_status" => Mark::Proof,
+            "correct" => field("correct", "correct"),
+            _ => return None,
+        })
+    }
+
+    /// What the line says: its verdict, and the answer majority votes count (the predicted
+    /// answer; a judge's yes or no).
+    fn read(
+        &self,
+        o: &serde_json::Map<String, Value>,
+    ) -> Result<(Option<bool>, Option<String>), String> {
+        let text = |k: &str| o.get(k).and_then(Value::as_str);
+        let predicted = o.get("predicted_answer").and_then(json_text);
+        Ok(match self {
+            Mark::Field { field, .. } => match o.get(field) {
+                None => (None, predicted),
+                Some(x) => (
+                    verdict(x).map_err(|why| format!("`{field}`: {why}"))?,
+                    predicted,
+                ),
+            },
+            Mark::Judgement => (text("judgement").map(judged), predicted),
+            Mark::JudgeAgrees => {
+                let said = text("judgement").and_then(judgement);
+                let want = text("expected_judgement").and_then(judgement);
+                let answer = said.map(|y| if y { "yes" } else { "no" }.to_string());
+                (text("judgement").map(|_| said == want), answer)
+            }
+            Mark::Proof => (text("proof_status").map(|s| s == "completed"), predicted),
+        })
+    }
+
+    /// The name `metrics.json` gives the numbers this mark makes.
+    fn key(&self) -> &str {
+        match self {
+            Mark::Field { key, .. } => key,
+            Mark::Judgement => "judge_correct",
+            Mark::JudgeAgrees => "correct_judgements",
+            Mark::Proof => "lean4_correct",
+        }
+    }
+
+    fn label(&self) -> String {
+        match self {
+            Mark::Field { field, .. } => format!("`{field}`"),
+            Mark::Judgement => "`judgement` (Yes/No)".into(),
+            Mark::JudgeAgrees => "`judgement` agreeing with `expected_judgement`".into(),
+            Mark::Proof => "`proof_status` = completed".into(),
+        }
+    }
+}
 
 fn claims(path: &Path) -> bool {
     OUTPUT.is_match(&file_name(path))
@@ -115,15 +209,22 @@ fn read(
         if !sink.wants(&b.files[0], Some(&b.model), Some(&b.name)) {
             continue;
         }
+        if let Some(why) = nothing_to_grade(b, opts) {
+            summary.notes.push(why);
+            continue;
+        }
         let mut seeds = Seeds::default();
         for (i, path) in b.files.iter().enumerate() {
             seeds.file(sink, b, i as u32, path, opts)?;
         }
-        fields.push(format!(
-            "{}: `{}`",
-            b.name,
-            seeds.field.as_deref().unwrap_or("none")
-        ));
+        let mark = seeds.mark.as_ref().map_or("none".into(), Mark::label);
+        fields.push(format!("{}: {mark}", b.name));
+        if seeds.verdict_only > 0 {
+            summary.notes.push(format!(
+                "nemo-skills: {}: {} lines hold no expected_answer: NeMo-Skills' verdict ({mark}) is their verdict (kept as the answer 1 or 0 against the gold 1); --dataset gives gpassk the gold to re-grade the predicted answers",
+                b.name, seeds.verdict_only
+            ));
+        }
         settings(b, &mut summary);
         if let Some(m) = &b.metrics {
             sink.open(m, Role::Side)?;
@@ -135,6 +236,23 @@ fn read(
         fields.join("; ")
     );
     Ok(summary)
+}
+
+/// Why benchmark `b` is left out, if it is: its lines hold neither a gold answer nor a
+/// correctness mark (instruction following, arena judgements…), so nothing can say a sample is
+/// right.
+fn nothing_to_grade(b: &Benchmark, opts: &ReadOptions) -> Option<String> {
+    let first = first_line(&b.files[0])?;
+    let o = first.as_object()?;
+    let gold = o.get("expected_answer").is_some_and(|g| !g.is_null());
+    if gold || opts.dataset_gold || Mark::of(o, opts).is_some() {
+        return None;
+    }
+    Some(format!(
+        "nemo-skills: {} left out: its lines hold no expected_answer and none of the correctness fields NeMo-Skills' metrics read ({}); --field verdict=NAME names one, --dataset gives the gold",
+        b.files[0].parent().unwrap_or(Path::new("")).display(),
+        MARKS[..5].join(", ")
+    ))
 }
 
 fn settings(b: &Benchmark, summary: &mut SourceSummary) {
@@ -161,10 +279,15 @@ fn settings(b: &Benchmark, summary: &mut SourceSummary) {
 struct Seeds {
     /// The first file's problems, line by line: a hash of each problem's text.
     problems: Vec<u64>,
-    /// The correctness field read (the first file decides).
-    field: Option<String>,
+    /// How the lines mark a sample right (the first line decides).
+    mark: Option<Mark>,
+    decided: bool,
     /// Per problem: (predicted answer, verdict) of each seed, for `majority@k`.
     answers: Vec<Vec<(Option<String>, bool)>>,
+    /// Per problem: its `subset_for_metrics`.
+    subsets: Vec<Option<String>>,
+    /// Lines with no gold answer whose source verdict is kept as the answer.
+    verdict_only: u64,
 }
 
 impl Seeds {
@@ -237,37 +360,51 @@ impl Seeds {
                 ))
             }
         }
-        let field = match (&self.field, opts.fields.get("verdict")) {
-            (Some(f), _) => f.clone(),
-            (None, Some(f)) => f.clone(),
-            (None, None) => CORRECTNESS
-                .iter()
-                .find(|k| o.contains_key(**k))
-                .map_or(String::new(), |k| k.to_string()),
+        if !self.decided {
+            self.mark = Mark::of(o, opts);
+            self.decided = true;
+        }
+        let (verdict, answer) = match &self.mark {
+            Some(m) => m.read(o)?,
+            None => (None, o.get("predicted_answer").and_then(json_text)),
         };
-        self.field.get_or_insert_with(|| field.clone());
-        let verdict = match o.get(&field) {
-            None => None,
-            Some(Value::String(j)) if field == "judgement" => Some(judged(j)),
-            Some(x) => verdict(x).map_err(|why| format!("`{field}`: {why}"))?,
-        };
-        let predicted = o.get("predicted_answer").and_then(json_text);
         if self.answers.len() <= p {
             self.answers.resize_with(p + 1, Vec::new);
+            self.subsets.resize(p + 1, None);
         }
-        self.answers[p].push((predicted.clone(), verdict.unwrap_or(false)));
+        self.answers[p].push((answer.clone(), verdict.unwrap_or(false)));
+        let subset = o.get("subset_for_metrics").and_then(json_text);
+        self.subsets[p].clone_from(&subset);
         let response = o.get("generation").and_then(json_text);
+        // No gold (a benchmark graded by tests, a judge, a prover, or lines stripped of it):
+        // nothing gpassk can re-grade, so NeMo-Skills' verdict is graded, as a τ-bench reward is.
+        if gold.is_none() && !opts.dataset_gold && self.mark.is_some() {
+            self.verdict_only += 1;
+            return Ok(SourceSample {
+                model: b.model.clone(),
+                dataset: b.name.clone(),
+                problem_id: p.to_string(),
+                question,
+                gold: Some("1".into()),
+                subset,
+                repeat: Some(seed),
+                answer: verdict.map(|v| if v { "1" } else { "0" }.into()),
+                extracted: answer,
+                verdict,
+                ..SourceSample::default()
+            });
+        }
         Ok(SourceSample {
             model: b.model.clone(),
             dataset: b.name.clone(),
             problem_id: p.to_string(),
             question,
             gold,
-            subset: o.get("subset_for_metrics").and_then(json_text),
+            subset,
             repeat: Some(seed),
-            answer: response.is_none().then(|| predicted.clone()).flatten(),
+            answer: response.is_none().then(|| answer.clone()).flatten(),
             response,
-            extracted: predicted,
+            extracted: answer,
             verdict,
             ..SourceSample::default()
         })
@@ -276,8 +413,18 @@ impl Seeds {
 
 /// NeMo-Skills' reading of an LLM judge's text: `Judgement: Yes` or `No`; anything else is no.
 fn judged(text: &str) -> bool {
-    text.rsplit_once("Judgement:")
-        .is_some_and(|(_, v)| v.trim().to_ascii_lowercase().starts_with("yes"))
+    judgement(text) == Some(true)
+}
+
+/// `Judgement: Yes` (true) or `No` (false) after the last `Judgement:`; None otherwise.
+fn judgement(text: &str) -> Option<bool> {
+    let (_, v) = text.rsplit_once("Judgement:")?;
+    let v = v.trim().to_ascii_lowercase();
+    match (v.starts_with("yes"), v.starts_with("no")) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    }
 }
 
 fn hash_of(v: &impl Hash) -> u64 {
@@ -286,51 +433,69 @@ fn hash_of(v: &impl Hash) -> u64 {
     h.finish()
 }
 
-/// `metrics.json`'s numbers of this benchmark for the correctness field read: `pass@k` and
-/// `pass@1[avg-of-k]` from the samples' verdicts, `majority@k` from the predicted answers.
+/// `metrics.json`'s numbers of this benchmark (and of each of its subsets, filed as
+/// `<benchmark>-<subset>`) for the mark read: `pass@k` and `pass@1[avg-of-k]` from the samples'
+/// verdicts, `majority@k` from the answers.
 fn aggregates(b: &Benchmark, metrics: &Value, seeds: &Seeds, summary: &mut SourceSummary) {
-    let Some(modes) = metrics.get(&b.name).and_then(Value::as_object) else {
+    let Some(key) = seeds.mark.as_ref().map(Mark::key) else {
         return;
     };
-    let key = match seeds.field.as_deref() {
-        Some("judgement") => "judge_correct",
-        Some(f) => f,
-        None => return,
-    };
-    for (mode, values) in modes {
-        let Some(value) = values.get(key).and_then(Value::as_f64) else {
+    let mut subsets: Vec<&String> = seeds.subsets.iter().flatten().collect();
+    subsets.sort();
+    subsets.dedup();
+    let scopes = std::iter::once((b.name.clone(), None)).chain(
+        subsets
+            .into_iter()
+            .map(|s| (format!("{}-{s}", b.name), Some(s.clone()))),
+    );
+    for (entry, subset) in scopes {
+        let Some(modes) = metrics.get(&entry).and_then(Value::as_object) else {
             continue;
         };
-        let recompute = match (PaperMetric::parse(mode), mode.strip_prefix("majority@")) {
-            (Some(metric), _) => Recompute::Verdicts {
-                metric,
-                scale: 100.0,
-                subset: None,
-            },
-            (None, Some(k)) => majority(seeds, k.parse().unwrap_or(0)),
-            (None, None) => continue,
-        };
-        summary.aggregates.push(Stored {
-            model: b.model.clone(),
-            dataset: b.name.clone(),
-            name: format!("{mode}: {key}"),
-            value,
-            recompute,
-        });
+        for (mode, values) in modes {
+            let Some(value) = values.get(key).and_then(Value::as_f64) else {
+                continue;
+            };
+            let recompute = match (PaperMetric::parse(mode), mode.strip_prefix("majority@")) {
+                (Some(metric), _) => Recompute::Verdicts {
+                    metric,
+                    scale: 100.0,
+                    subset: subset.clone(),
+                    files: Vec::new(),
+                },
+                (None, Some(k)) => majority(seeds, k.parse().unwrap_or(0), subset.as_deref()),
+                (None, None) => continue,
+            };
+            let within = subset
+                .as_ref()
+                .map_or(String::new(), |_| format!("{entry} "));
+            summary.aggregates.push(Stored {
+                model: b.model.clone(),
+                dataset: b.name.clone(),
+                name: format!("{within}{mode}: {key}"),
+                value,
+                recompute,
+            });
+        }
     }
 }
 
-/// NeMo-Skills' `majority@k`: per problem, among the first k seeds' answers (none left out), the
-/// most common (answer, verdict) pairs; the problem scores the mean verdict of those tied.
-fn majority(seeds: &Seeds, k: usize) -> Recompute {
-    if k < 2 || seeds.answers.iter().any(|a| a.len() < k) {
+/// NeMo-Skills' `majority@k` (over the problems of `subset`, when given): per problem, among
+/// the first k seeds' answers (none left out), the most common (answer, verdict) pairs; the
+/// problem scores the mean verdict of those tied.
+fn majority(seeds: &Seeds, k: usize, subset: Option<&str>) -> Recompute {
+    let chosen: Vec<&Vec<(Option<String>, bool)>> = (seeds.answers.iter().zip(&seeds.subsets))
+        .filter(|(_, s)| subset.is_none() || s.as_deref() == subset)
+        .map(|(a, _)| a)
+        .collect();
+    if k < 2 || chosen.iter().any(|a| a.len() < k) {
         return Recompute::Done {
             value: None,
             basis: format!("majority@{k}: a problem has fewer than k samples"),
         };
     }
     let mut sum = 0.0;
-    for answers in &seeds.answers {
+    for answers in &chosen {
         let mut counts: HashMap<(&str, bool), u32> = HashMap::new();
         for (a, v) in answers.iter().take(k) {
             if let Some(a) = a {
@@ -346,11 +511,11 @@ fn majority(seeds: &Seeds, k: usize) -> Recompute {
             sum += tied.iter().filter(|&&v| v).count() as f64 / tied.len() as f64;
         }
     }
-    let n = seeds.answers.len();
+    let n = chosen.len();
     Recompute::Done {
         value: (n > 0).then(|| 100.0 * sum / n as f64),
         basis: format!(
-            "100 × mean over {n} problems of the majority vote of the first {k} seeds' predicted answers (ties: the mean verdict of the tied answers), as NeMo-Skills counts it"
+            "100 × mean over {n} problems of the majority vote of the first {k} seeds' answers (ties: the mean verdict of the tied answers), as NeMo-Skills counts it"
         ),
     }
 }

@@ -791,6 +791,7 @@ fn aggregates(d: &Dataset, results: &Results, summary: &mut SourceSummary) {
                 subset: group
                     .filter(|_| shape == DetailsShape::Replication)
                     .map(String::from),
+                files: Vec::new(),
             },
         };
         summary.aggregates.push(Stored {

@@ -117,7 +117,7 @@ pub(super) struct ModelOut {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Taken {
     index: u32,
-    file: u32,
+    pub file: u32,
     pub verdict: Option<bool>,
 }
 

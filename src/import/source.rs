@@ -37,6 +37,9 @@ pub struct ReadOptions {
     pub model: Option<String>,
     /// `--field KEY=NAME`, checked against [`Reader::fields`] before reading.
     pub fields: BTreeMap<String, String>,
+    /// `--dataset` gives the gold answers: a reader keeps the answer to re-grade even where its
+    /// files hold no gold, rather than taking the source's verdict as the answer.
+    pub dataset_gold: bool,
 }
 
 /// How a file given to [`Sink::open`] is used.
@@ -139,11 +142,15 @@ pub enum Recompute {
     /// with why not.
     Done { value: Option<f64>, basis: String },
     /// By the sink, from the source verdicts of the samples it kept: `metric` over the problems
-    /// (of `subset` alone, when given), times `scale` (100 for a percentage).
+    /// (of `subset` alone, when given), times `scale` (100 for a percentage). `files` (the
+    /// [`Sink::open`] indices) limits it to the samples of the files the aggregate was computed
+    /// from, where other files add samples to the same problems (two Inspect logs of one task);
+    /// empty: every file.
     Verdicts {
         metric: PaperMetric,
         scale: f64,
         subset: Option<String>,
+        files: Vec<usize>,
     },
 }
 

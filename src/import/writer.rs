@@ -489,9 +489,11 @@ fn aggregates(
                 metric,
                 scale,
                 subset,
+                files,
             } => {
                 let chosen = |p: usize| subset.is_none() || problems[p].subset == *subset;
-                from_verdicts(m, chosen, metric, *scale, subset.as_deref())
+                let of_files = |f: u32| files.is_empty() || files.contains(&(f as usize));
+                from_verdicts(m, (chosen, of_files), metric, *scale, subset.as_deref())
             }
         };
         out.push(AggregateCheck {
@@ -505,26 +507,33 @@ fn aggregates(
     out
 }
 
-/// `metric` over the chosen problems from the source verdicts the model's samples carried.
+/// `metric` over the chosen problems from the source verdicts the model's samples of the
+/// chosen files carried.
 fn from_verdicts(
     m: &super::sink::ModelOut,
-    chosen: impl Fn(usize) -> bool,
+    (chosen, of_files): (impl Fn(usize) -> bool, impl Fn(u32) -> bool),
     metric: &super::metric::PaperMetric,
     scale: f64,
     subset: Option<&str>,
 ) -> (Option<f64>, String) {
-    if m.with_verdict < m.samples {
-        let why = format!(
-            "{} of the {} samples imported carry no source verdict",
-            m.samples - m.with_verdict,
-            m.samples
-        );
+    // Each problem's samples in sample order.
+    let lists: Vec<Vec<Option<bool>>> = (m.taken.iter().enumerate())
+        .filter(|(p, _)| chosen(*p))
+        .map(|(_, list)| {
+            (list.iter().filter(|t| of_files(t.file)))
+                .map(|t| t.verdict)
+                .collect::<Vec<_>>()
+        })
+        .filter(|list| !list.is_empty())
+        .collect();
+    let samples = lists.iter().map(Vec::len).sum::<usize>();
+    let without = (lists.iter().flatten()).filter(|v| v.is_none()).count();
+    if without > 0 {
+        let why = format!("{without} of the {samples} samples imported carry no source verdict");
         return (None, why);
     }
-    // Each problem's verdicts in sample order (every sample carries one: checked above).
-    let lists: Vec<Vec<bool>> = (m.taken.iter().enumerate())
-        .filter(|(p, list)| chosen(*p) && !list.is_empty())
-        .map(|(_, list)| list.iter().filter_map(|t| t.verdict).collect())
+    let lists: Vec<Vec<bool>> = (lists.into_iter())
+        .map(|l| l.into_iter().flatten().collect())
         .collect();
     let (lo, hi) =
         (lists.iter().map(Vec::len)).fold((usize::MAX, 0), |(l, h), n| (l.min(n), h.max(n)));
