@@ -134,8 +134,11 @@ impl Mark {
 
 fn claims(path: &Path) -> bool {
     OUTPUT.is_match(&file_name(path))
-        && first_line(path)
-            .is_some_and(|v| v.get("generation").is_some() || v.get("predicted_answer").is_some())
+        && first_line(path).is_some_and(|v| {
+            // A generation, its answer, or a mark the metrics read (code, Lean, a judge).
+            let has = |k: &str| v.get(k).is_some();
+            has("generation") || has("predicted_answer") || MARKS.iter().any(|k| has(k))
+        })
 }
 
 /// One benchmark folder's files: seeds in name order (NeMo-Skills' order), or the greedy one.
@@ -565,7 +568,7 @@ mod reading {
 
     #[test]
     fn seed_files_are_the_samples_of_each_line_and_every_stored_metric_recomputes() {
-        let (sink, out) = run(&[fixture("nemo-skills")]);
+        let (sink, out) = run(&[fixture("nemo-skills/stub-math")]);
         let summary = out.unwrap();
         let got: Vec<(u32, Option<u32>)> = sink.counts().into_values().collect();
         assert_eq!(got, [6, 0, 3, 5, 1, 4, 2, 6].map(|c| (6, Some(c))));
@@ -607,6 +610,69 @@ mod reading {
         let (_, out) = run(&[dir.path().to_path_buf()]);
         let e = out.unwrap_err().to_string();
         assert!(e.contains("output-rs1.jsonl:1") && e.contains("7.5"), "{e}");
+    }
+
+    /// The shape of NVIDIA/NeMo-Skills' own `tests/data/eval_outputs` (0b012df8): lines without
+    /// gold or generation, code, Lean and judge benchmarks, per-subset metrics.
+    const PUBLISHED: &str = "nemo-skills/published-shape";
+
+    #[test]
+    fn published_benchmarks_keep_the_source_verdict_and_every_stored_metric_recomputes() {
+        let (sink, out) = run(&[fixture(PUBLISHED)]);
+        let summary = out.unwrap();
+        assert_eq!(
+            sink.datasets(),
+            ["answer-judge", "code", "lean4", "math_subsets"]
+        );
+        let mut per: BTreeMap<(&str, &str), u32> = BTreeMap::new();
+        for s in &sink.samples {
+            *per.entry((&s.dataset, &s.problem_id)).or_default() += 1;
+            // No gold to re-grade against: NeMo-Skills' verdict is the answer, against 1.
+            assert_eq!(s.gold.as_deref(), Some("1"), "{s:?}");
+            let said = s.verdict.map(|v| if v { "1" } else { "0" });
+            assert_eq!(s.answer.as_deref(), said, "{s:?}");
+        }
+        assert_eq!(per.len(), 9);
+        assert!(per.values().all(|&n| n == 2), "{per:?}");
+        let done = checks(&sink, &summary);
+        assert_eq!(done.len(), 22, "{done:?}");
+        assert!(done.iter().all(|a| a.3), "{done:?}");
+        assert!(done
+            .iter()
+            .any(|a| a.0 == "math_subsets-b majority@2: symbolic_correct"));
+        assert!(done.iter().any(|a| a.0 == "pass@2: correct_judgements"));
+        // ifeval's lines say nothing gpassk can grade: left out, and said.
+        assert!(
+            (summary.notes.iter()).any(|n| n.contains("ifeval left out")),
+            "{:?}",
+            summary.notes
+        );
+        assert!(summary
+            .verdicts
+            .contains("lean4: `proof_status` = completed"));
+    }
+
+    #[test]
+    fn with_a_dataset_the_predicted_answers_are_kept_to_regrade() {
+        let opts = ReadOptions {
+            dataset_gold: true,
+            task: Some("math_subsets".into()),
+            ..ReadOptions::default()
+        };
+        let (sink, out) = read_into("nemo-skills", &[fixture(PUBLISHED)], &opts, false);
+        out.unwrap();
+        let s = &sink.samples[1];
+        assert_eq!((s.gold.as_deref(), s.answer.as_deref()), (None, Some("2")));
+        assert_eq!(s.verdict, Some(false));
+    }
+
+    #[test]
+    fn a_folder_of_code_or_lean_seed_files_alone_is_told_apart() {
+        for bench in ["code", "lean4", "answer-judge"] {
+            let dir = fixture(&format!("{PUBLISHED}/eval-results/{bench}"));
+            let got = crate::import::detect(&[dir]).map(|f| f.name());
+            assert_eq!(got.ok(), Some("nemo-skills"), "{bench}");
+        }
     }
 
     #[test]

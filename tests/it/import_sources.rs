@@ -99,7 +99,7 @@ fn nemo_skills_seed_files_are_the_samples_and_every_stored_metric_recomputes() {
     let out = env.file("run");
     ok(&import(
         "nemo-skills",
-        &fixture("nemo-skills"),
+        &fixture("nemo-skills/stub-math"),
         &out,
         &["--quiet"],
     ));
@@ -114,6 +114,69 @@ fn nemo_skills_seed_files_are_the_samples_and_every_stored_metric_recomputes() {
     // pass@k, pass@1[avg-of-k] and majority@k for k = 1…6.
     assert_eq!(all_match(&out), 16);
     assert_eq!(manifest(&out)["dataset"]["name"], "gpk_arith");
+}
+
+/// NeMo-Skills' eval-results as its repository keeps them (NVIDIA/NeMo-Skills 0b012df8,
+/// tests/data/eval_outputs: the shape in tests/fixtures/import/nemo-skills/published-shape):
+/// one run per benchmark with n = the seeds, the source's verdict where the lines keep no gold,
+/// every metric of metrics.json (subsets too) recomputed; a benchmark with nothing to grade is
+/// left out on the console.
+#[test]
+fn nemo_skills_benchmarks_as_published_import_one_run_each_and_recompute() {
+    let env = Fixture::new("");
+    let out = env.file("runs");
+    let o = import(
+        "auto",
+        &fixture("nemo-skills/published-shape"),
+        &out,
+        &["--quiet"],
+    );
+    ok(&o);
+    assert!(stderr(&o).contains("ifeval left out"), "{}", both(&o));
+    let mut matched = 0;
+    for (bench, checks) in [
+        ("answer-judge", 4),
+        ("code", 3),
+        ("lean4", 3),
+        ("math_subsets", 12),
+    ] {
+        let run = out.join(bench);
+        assert_eq!(metrics(&run)["models"][0]["n"], 2, "{bench}");
+        assert_eq!(all_match(&run), checks, "{bench}");
+        matched += checks;
+    }
+    assert_eq!(matched, 22);
+    assert!(!out.join("ifeval").exists());
+}
+
+/// Two Inspect logs of one task and model (two evals) add their samples, but each log's
+/// reducer scores are recomputed from its own samples; the same eval in two files (an `.eval`
+/// and a re-written copy) is refused, naming both.
+#[test]
+fn inspect_logs_of_one_task_from_two_evals_each_recompute_their_own_scores() {
+    let env = Fixture::new("");
+    let out = env.file("both");
+    let dir = fixture("inspect/v0.3.285");
+    ok(&import(
+        "inspect",
+        &dir,
+        &out,
+        &["--quiet", "--errored", "drop"],
+    ));
+    assert_eq!(all_match(&out), 4);
+    let logs = env.file("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let json = one("inspect/v0.3.285", ".json");
+    std::fs::copy(&json, logs.join("a.json")).unwrap();
+    let v: Value = serde_json::from_str(&read(&json)).unwrap();
+    std::fs::write(logs.join("b.json"), serde_json::to_string(&v).unwrap()).unwrap();
+    let o = import("inspect", &logs, &env.file("twice"), &["--quiet"]);
+    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("a.json and ") && e.contains("b.json hold the same Inspect eval"),
+        "{e}"
+    );
 }
 
 /// τ-bench's released trajectories of gpt-4o on airline (sierra-research/tau-bench
