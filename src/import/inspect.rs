@@ -44,11 +44,11 @@ fn claims(path: &Path) -> bool {
         return head.starts_with(b"PK\x03\x04");
     }
     let text = String::from_utf8_lossy(&head);
+    // Logs before `eval_id` (2024) name the eval by its `run_id` and `task_id`.
     name.ends_with(".json")
         && text.trim_start().starts_with('{')
-        && ["\"eval_id\"", "\"task_id\""]
-            .iter()
-            .all(|k| text.contains(k))
+        && text.contains("\"task_id\"")
+        && (text.contains("\"eval_id\"") || text.contains("\"run_id\""))
 }
 
 fn read(
@@ -648,6 +648,31 @@ mod tests {
                 (Some(0.7), Some(42), Some(6))
             );
         }
+    }
+
+    /// Logs written before `eval_id` (2024; inspect_ai's own tests/log/test_eval_log/
+    /// log_formats.json at 499e6152 names its eval by `run_id` and `task_id` only) are found in
+    /// a folder, not skipped; the same eval again in a re-written copy is refused, naming both.
+    #[test]
+    fn a_log_from_before_eval_id_is_found_in_a_folder_and_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(log("inspect/v0.3.285", ".json")).unwrap();
+        let mut v: Value = serde_json::from_str(&text).unwrap();
+        v["eval"].as_object_mut().unwrap().remove("eval_id");
+        let old = dir.path().join("old.json");
+        std::fs::write(&old, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        assert!(claims(&old));
+        let (sink, out) = run(&[dir.path().to_path_buf()], &ReadOptions::default());
+        out.unwrap();
+        assert_eq!(sink.samples.len(), 12);
+        let again = serde_json::to_string(&v).unwrap();
+        std::fs::write(dir.path().join("again.json"), again).unwrap();
+        let (_, out) = run(&[dir.path().to_path_buf()], &ReadOptions::default());
+        let e = out.unwrap_err().to_string();
+        assert!(
+            e.contains("old.json hold the same Inspect eval (run_id"),
+            "{e}"
+        );
     }
 
     #[test]
