@@ -32,7 +32,7 @@ impl Format {
         READERS
             .iter()
             .find(|r| r.name == name)
-            .map(|r| Format(*r))
+            .map(|r| Format(r))
             .ok_or_else(|| {
                 ImportError::Input(format!(
                     "unknown format {}: the formats are auto, {}",
@@ -122,7 +122,7 @@ pub fn detect(paths: &[PathBuf]) -> Result<Format, ImportError> {
     let mut pointers: Vec<(&Path, String)> = Vec::new();
     for f in files.iter().take(MAX_LOOKED_AT) {
         if let Some(r) = READERS.iter().find(|r| (r.claims)(f)) {
-            found.entry(r.name).or_insert((Format(*r), 0, f.clone())).1 += 1;
+            found.entry(r.name).or_insert((Format(r), 0, f.clone())).1 += 1;
         } else if let Some(said) = lfs_pointer(f) {
             pointers.push((f, said));
         }
