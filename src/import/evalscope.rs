@@ -676,7 +676,8 @@ fn reports(
         if !path.is_file() || !done.insert(path.clone()) {
             continue;
         }
-        sink.open(&path, Role::Side)?;
+        let file = sink.open(&path, Role::Side)?;
+        sink.belongs(file, &s.bench);
         let report = small_json(&path)?;
         let subsets: Vec<&str> = sources
             .iter()

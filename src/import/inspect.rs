@@ -142,6 +142,8 @@ impl Log {
         }
         seen.insert(key, path.to_path_buf());
         let file = sink.open(path, Role::Samples)?;
+        // Its task's, even with no sample kept (its stored scores are that task's).
+        sink.belongs(file, &self.dataset());
         self.file = Some(file);
         Ok(file)
     }

@@ -134,7 +134,8 @@ fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportE
         }
         let file = sink.open(&d.path, Role::Samples)?;
         if let Some(r) = &d.results {
-            sink.open(r, Role::Side)?;
+            let results = sink.open(r, Role::Side)?;
+            sink.belongs(results, bare_task(&d.task));
         }
         let mut read = Read1 {
             d,

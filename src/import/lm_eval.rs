@@ -647,7 +647,8 @@ impl<'a> TaskRead<'a> {
     ) -> Result<TaskRead<'a>, ImportError> {
         let file = sink.open(&tf.path, Role::Samples)?;
         if let Some(r) = &tf.results {
-            sink.open(r, Role::Side)?;
+            let results = sink.open(r, Role::Side)?;
+            sink.belongs(results, &ctx.dataset);
         }
         let mut r = TaskRead {
             tf,

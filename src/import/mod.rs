@@ -49,6 +49,8 @@ pub(crate) mod testing {
         pub skip_bad: bool,
         /// Keep only this dataset's (or subset's) samples, as `--task` does.
         pub task: Option<String>,
+        /// Per file read beside the samples: the datasets the reader said it belongs to.
+        pub belongs: BTreeMap<usize, Vec<String>>,
     }
 
     impl Collect {
@@ -85,6 +87,12 @@ pub(crate) mod testing {
             }
             self.files.push(path.to_path_buf());
             Ok(self.files.len() - 1)
+        }
+        fn belongs(&mut self, file: usize, dataset: &str) {
+            let of = self.belongs.entry(file).or_default();
+            if !of.iter().any(|d| d == dataset) {
+                of.push(dataset.to_string());
+            }
         }
         fn sample(&mut self, sample: SourceSample) -> Result<(), ImportError> {
             let wanted = self

@@ -230,7 +230,8 @@ fn read(
         }
         settings(b, &mut summary);
         if let Some(m) = &b.metrics {
-            sink.open(m, Role::Side)?;
+            let metrics = sink.open(m, Role::Side)?;
+            sink.belongs(metrics, &b.name);
             aggregates(b, &small_json(m)?, &seeds, &mut summary);
         }
     }

@@ -246,8 +246,9 @@ struct Results {
     unverdicted: u64,
 }
 
-fn read_results(path: &Path, sink: &mut dyn Sink) -> Result<Results, ImportError> {
+fn read_results(path: &Path, dataset: &str, sink: &mut dyn Sink) -> Result<Results, ImportError> {
     let file = sink.open(path, Role::Side)?;
+    sink.belongs(file, dataset);
     let mut r = Results::default();
     let mut bad = Vec::new();
     let numbers = &mut r.numbers;
@@ -388,7 +389,7 @@ fn read_dataset(
     summary: &mut SourceSummary,
 ) -> Result<Done, ImportError> {
     let results = match &d.results {
-        Some(p) => read_results(p, sink)?,
+        Some(p) => read_results(p, &d.abbr, sink)?,
         None => Results::default(),
     };
     if d.predictions.is_empty() {
@@ -546,6 +547,9 @@ impl Sink for Quiet<'_> {
     }
     fn wants(&mut self, _: &Path, _: Option<&str>, _: Option<&str>) -> bool {
         true
+    }
+    fn belongs(&mut self, file: usize, dataset: &str) {
+        self.0.belongs(file, dataset)
     }
     fn sample(&mut self, _: SourceSample) -> Result<(), ImportError> {
         Ok(())

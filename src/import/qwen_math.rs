@@ -354,7 +354,8 @@ impl Outputs {
         let Some(path) = metrics_file(&f.path, f.named.as_ref()) else {
             return Ok(());
         };
-        sink.open(&path, Role::Side)?;
+        let file = sink.open(&path, Role::Side)?;
+        sink.belongs(file, f.task.as_deref().unwrap_or_default());
         let metrics = small_json(&path)?;
         let prefix = if self.files_read > 1 || self.aggregates.iter().any(|a| a.name == "acc") {
             format!("{}: ", file_name(&f.path))

@@ -8,7 +8,7 @@ use super::source::{At, ImportError, Role, Sink, SourceSample};
 use crate::dataset::Problem;
 use crate::metrics::MAX_N;
 use crate::rundir::provenance::{InputFile, SourceRef};
-use crate::rundir::record::{Record, SampleIndex, UnitOutcome};
+use crate::rundir::record::{read_records, CheckpointError, Record, SampleIndex, UnitOutcome};
 use crate::rundir::{OpenRun, RunDir};
 use crate::util::{hex, now_rfc3339, open_regular, printable};
 use sha2::{Digest, Sha256};
@@ -46,6 +46,17 @@ struct Input {
     /// Device and inode: the same file under another name (a hard link, a second spelling).
     id: Option<(u64, u64)>,
     role: Role,
+    /// The datasets whose samples it holds or that it was said to belong to
+    /// ([`Sink::belongs`]): the runs that list it when there are several.
+    datasets: Vec<String>,
+}
+
+impl Input {
+    fn belongs(&mut self, dataset: &str) {
+        if !self.datasets.iter().any(|d| d == dataset) {
+            self.datasets.push(dataset.to_string());
+        }
+    }
 }
 
 /// `--dataset`: its problems by id, and whether the source's ids turned out to be positions.
@@ -170,8 +181,26 @@ impl Runs {
         }
     }
 
-    pub(super) fn inputs(&self) -> Vec<InputFile> {
-        self.inputs.iter().map(|i| i.info.clone()).collect()
+    /// The input files the run of `dataset` lists: every one when the import made one run;
+    /// else the files of that dataset and those said of none (a config read for all), in the
+    /// order read. The run's checkpoint records are renumbered to their file's place in it.
+    pub(super) fn own_inputs(&self, dataset: &str) -> Result<Vec<InputFile>, ImportError> {
+        let several = self.runs.len() > 1;
+        let mut places = Vec::with_capacity(self.inputs.len());
+        let mut files = Vec::new();
+        for f in &self.inputs {
+            let ours = !several || f.datasets.is_empty() || f.datasets.iter().any(|d| d == dataset);
+            places.push(ours.then_some(files.len() as u32));
+            if ours {
+                files.push(f.info.clone());
+            }
+        }
+        if files.len() < self.inputs.len() {
+            for m in self.runs[dataset].models.values() {
+                renumber_files(&m.path, &places)?;
+            }
+        }
+        Ok(files)
     }
 
     /// This import's name of a source model, once it gave a sample.
@@ -536,6 +565,7 @@ impl Sink for Runs {
             info,
             id,
             role,
+            datasets: Vec::new(),
         });
         Ok(self.inputs.len() - 1)
     }
@@ -567,7 +597,13 @@ impl Sink for Runs {
         false
     }
 
+    fn belongs(&mut self, file: usize, dataset: &str) {
+        self.inputs[file].belongs(dataset);
+    }
+
     fn sample(&mut self, mut s: SourceSample) -> Result<(), ImportError> {
+        // Before any filter: a file of a dataset not imported is listed by no run.
+        self.inputs[s.file].belongs(&s.dataset);
         if s.problem_id.is_empty() {
             return self.bad(s.file, s.at, "no problem id".into());
         }
@@ -687,6 +723,39 @@ fn record<'a>(
             extracted: s.extracted.as_deref(),
         }),
     }
+}
+
+/// Rewrites a checkpoint with each record's `source.file` (an index into every input read) moved
+/// to `places[file]` (its place in the run's own list); written beside it, then renamed over it.
+fn renumber_files(path: &Path, places: &[Option<u32>]) -> Result<(), ImportError> {
+    use std::io::Write;
+    let tmp = path.with_extension("jsonl.renumbered");
+    let file = std::fs::File::create(&tmp).map_err(ImportError::io("create", &tmp))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let io = |source| CheckpointError::Io {
+        path: tmp.clone(),
+        source,
+    };
+    let mut line = Vec::new();
+    read_records(path, |mut r| {
+        if let Some(s) = &mut r.source {
+            let place = places.get(s.file as usize).copied().flatten();
+            s.file = place.ok_or_else(|| {
+                io(std::io::Error::other(format!(
+                    "a sample of input file {} in a run that does not list it",
+                    s.file
+                )))
+            })?;
+        }
+        line.clear();
+        serde_json::to_writer(&mut line, &r).map_err(|e| io(e.into()))?;
+        line.push(b'\n');
+        out.write_all(&line).map_err(io)
+    })
+    .map_err(|e| ImportError::Write(e.into()))?;
+    let file = out.into_inner().map_err(|e| io(e.into_error()));
+    (file.and_then(|f| f.sync_data().map_err(io))).map_err(|e| ImportError::Write(e.into()))?;
+    std::fs::rename(&tmp, path).map_err(ImportError::io("replace", path))
 }
 
 /// Device and inode of a file, where the platform has them.

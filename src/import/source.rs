@@ -177,6 +177,11 @@ pub trait Sink {
     /// Registers an input file (hashed for the manifest, refused when it is a Git LFS pointer
     /// or, holding samples, a file already registered under another path) and returns its index.
     fn open(&mut self, path: &Path, role: Role) -> Result<usize, ImportError>;
+    /// Says that a registered file is `dataset`'s though it may give none of its samples (a
+    /// results, report or metrics file): when the files hold several datasets, that dataset's
+    /// run lists it and the others do not. A file's samples say so without being told; a file
+    /// said of no dataset (a run's config) is listed in every run.
+    fn belongs(&mut self, file: usize, dataset: &str);
     /// One sample.
     fn sample(&mut self, sample: SourceSample) -> Result<(), ImportError>;
     /// A malformed record: an error, or with `--skip-bad` counted and named.

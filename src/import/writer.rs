@@ -12,7 +12,7 @@ use crate::dataset::Problem;
 use crate::grade::{equivalent, GradeConfig};
 use crate::rundir::manifest::Status;
 use crate::rundir::provenance::{
-    AggregateCheck, ImportInfo, ImportedModel, ImportedProblem, SourceSettings,
+    AggregateCheck, ImportInfo, ImportedModel, ImportedProblem, InputFile, SourceSettings,
 };
 use crate::rundir::RunDir;
 use crate::util::{now_rfc3339, printable, Notes};
@@ -310,7 +310,8 @@ fn finish(
     notes: &Notes,
 ) -> Result<Imported, ImportError> {
     let problems = problems(runs, key, notes)?;
-    let info = info(runs, key, (opts, summary), &problems);
+    let files = runs.own_inputs(key)?;
+    let info = info(runs, key, (opts, summary), &problems, files);
     let name = run_name(key, opts);
     let r = runs.runs.get_mut(key).expect("a run of every key");
     let relative = write_dataset(&r.run.dir, &name, &problems)?;
@@ -366,9 +367,9 @@ fn info(
     key: &str,
     (opts, summary): (&ImportOptions, &SourceSummary),
     problems: &[Problem],
+    files: Vec<InputFile>,
 ) -> ImportInfo {
     let checks = aggregates(runs, key, &summary.aggregates, problems);
-    let files = runs.inputs();
     let known = runs.known.as_ref().map(|k| k.sha256.clone());
     let (bad_records, bad_examples) = (runs.counts.bad, runs.counts.bad_examples.clone());
     let imported_at = runs.imported_at.clone();

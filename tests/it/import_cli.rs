@@ -577,28 +577,7 @@ fn a_folder_of_several_datasets_becomes_one_run_per_dataset() {
     }
     // OpenCompass: two datasets of split prediction files in one work folder.
     let work = env.file("oc-work");
-    for abbr in ["gsm8k", "math"] {
-        for kind in ["predictions", "results"] {
-            let from = fixture("opencompass/n-replicas-split")
-                .join(kind)
-                .join("stub-math");
-            let to = work.join(kind).join("stub-math");
-            std::fs::create_dir_all(&to).unwrap();
-            for f in std::fs::read_dir(from).unwrap() {
-                let f = f.unwrap().path();
-                let name = f
-                    .file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .replace("gpk_arith", abbr);
-                // Two datasets' files never hold the same bytes (the same bytes are refused).
-                let text =
-                    read(&f).replace("\"prediction\": \"", &format!("\"prediction\": \"{abbr} "));
-                std::fs::write(to.join(name), text).unwrap();
-            }
-        }
-    }
+    opencompass_two_datasets(&work, "");
     let oc = env.file("oc");
     ok(&import("opencompass", &work, &oc, &["--quiet"]));
     for abbr in ["gsm8k", "math"] {
@@ -633,6 +612,150 @@ fn a_folder_of_several_datasets_becomes_one_run_per_dataset() {
         &["--quiet", "--task", "math_500"],
     ));
     assert_eq!(manifest(&one)["dataset"]["name"], "math_500");
+}
+
+/// An OpenCompass work folder of two datasets, `gsm8k` and `math`, each the split prediction
+/// files of `n-replicas-split` (`<abbr>_0..2.json`) and its results file; `tag` makes the bytes
+/// of another such folder differ (two datasets' files never hold the same bytes either).
+fn opencompass_two_datasets(work: &Path, tag: &str) {
+    for abbr in ["gsm8k", "math"] {
+        for kind in ["predictions", "results"] {
+            let from = fixture("opencompass/n-replicas-split")
+                .join(kind)
+                .join("stub-math");
+            let to = work.join(kind).join("stub-math");
+            std::fs::create_dir_all(&to).unwrap();
+            for f in std::fs::read_dir(from).unwrap() {
+                let f = f.unwrap().path();
+                let name = f
+                    .file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .replace("gpk_arith", abbr);
+                let prefix = format!("\"prediction\": \"{abbr}{tag} ");
+                // The results hold no prediction: a blank line sets them apart.
+                let blank = if tag.is_empty() { "" } else { "\n" };
+                let text = read(&f).replace("\"prediction\": \"", &prefix) + blank;
+                std::fs::write(to.join(name), text).unwrap();
+            }
+        }
+    }
+}
+
+/// The file names an imported run lists (`imported.files`), and per checkpoint record the name
+/// of the file its `source.file` points at.
+fn listed_and_cited(run: &Path) -> (Vec<String>, Vec<String>) {
+    let m = manifest(run);
+    let name = |f: &Value| {
+        let path = PathBuf::from(f["path"].as_str().unwrap());
+        let dir = path
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap();
+        format!(
+            "{}/{}",
+            dir.to_str().unwrap(),
+            path.file_name().unwrap().to_str().unwrap()
+        )
+    };
+    let files: Vec<String> = m["imported"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(name)
+        .collect();
+    let cited = json_lines(&run.join("checkpoints/stub-math.jsonl"))
+        .iter()
+        .map(|r| files[r["source"]["file"].as_u64().unwrap() as usize].clone())
+        .collect();
+    (files, cited)
+}
+
+/// Each run of a folder of several datasets lists its own input files alone (predictions and
+/// results of its dataset), each sample naming its own file by place in that list; such runs
+/// score, and merge with the same dataset's run of another folder, as one import would.
+#[test]
+fn each_run_of_a_several_dataset_folder_lists_only_its_own_input_files() {
+    let env = Fixture::new("");
+    for (work, tag) in [("work-a", ""), ("work-b", "-b")] {
+        opencompass_two_datasets(&env.file(work), tag);
+        let out = env.file(work.replace("work", "oc").as_str());
+        let o = import("opencompass", &env.file(work), &out, &["--quiet"]);
+        ok(&o);
+    }
+    let a = env.file("oc-a");
+    for abbr in ["gsm8k", "math"] {
+        let (files, cited) = listed_and_cited(&a.join(abbr));
+        let own: Vec<String> = (0..3)
+            .map(|i| format!("predictions/{abbr}_{i}.json"))
+            .chain([format!("results/{abbr}.json")])
+            .collect();
+        let mut sorted = files.clone();
+        sorted.sort();
+        assert_eq!(sorted, own, "{abbr}: {files:?}");
+        assert_eq!(cited.len(), 32, "{abbr}");
+        for i in 0..3 {
+            let file = format!("predictions/{abbr}_{i}.json");
+            assert!(cited.contains(&file), "{abbr}: no sample cites {file}");
+        }
+        assert!(
+            cited
+                .iter()
+                .all(|c| c.starts_with(&format!("predictions/{abbr}_"))),
+            "{cited:?}"
+        );
+    }
+    // Scored again, the same metrics as the one dataset imported alone.
+    let alone = env.file("alone");
+    ok(&import(
+        "opencompass",
+        &fixture("opencompass/n-replicas-split"),
+        &alone,
+        &["--quiet"],
+    ));
+    let metrics = |dir: &Path| -> Value {
+        let mut v: Value = serde_json::from_str(&read(&dir.join("metrics.json"))).unwrap();
+        for row in v["metrics"].as_array_mut().unwrap() {
+            row.as_object_mut().unwrap().remove("dataset");
+        }
+        v["metrics"].clone()
+    };
+    ok(&gpassk(&[
+        "score",
+        a.join("gsm8k").to_str().unwrap(),
+        "--quiet",
+    ]));
+    assert_eq!(metrics(&a.join("gsm8k")), metrics(&alone));
+    // The gsm8k runs of two folders merge: eight files, each sample still citing its own.
+    let merged = env.file("merged");
+    let b = env.file("oc-b").join("gsm8k");
+    let (ga, gb) = (a.join("gsm8k"), b);
+    let o = gpassk(&[
+        "merge",
+        ga.to_str().unwrap(),
+        gb.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    ok(&o);
+    ok(&gpassk(&["score", merged.to_str().unwrap(), "--quiet"]));
+    let (files, cited) = listed_and_cited(&merged);
+    assert_eq!(files.len(), 8, "{files:?}");
+    assert!(files.iter().all(|f| f.contains("gsm8k")), "{files:?}");
+    let records = json_lines(&merged.join("checkpoints/stub-math.jsonl"));
+    assert_eq!(records.len(), 64);
+    for (r, file) in records.iter().zip(&cited) {
+        assert!(file.starts_with("predictions/gsm8k_"), "{r}");
+        // A sample of work-b says so in its text and cites a file listed after work-a's four.
+        let of_b = r["response"].as_str().unwrap().starts_with("gsm8k-b ");
+        assert_eq!(of_b, r["source"]["file"].as_u64().unwrap() >= 4, "{r}");
+    }
+    let json: Value = serde_json::from_str(&read(&merged.join("metrics.json"))).unwrap();
+    assert_eq!(json["models"][0]["n"], 8, "{}", json["models"][0]);
 }
 
 /// Files of the same problems (seeds, shards) add samples, numbered one after another, and the
