@@ -13,7 +13,9 @@ pub struct ImportInfo {
     /// The layout or version read (`lm-eval ≥ 0.4.3 samples + results`, …).
     pub layout: String,
     pub imported_at: String,
-    /// Every input file, in the order read; a record's `source.file` indexes this list.
+    /// The run's input files, in the order read: every one an import of one dataset read; of
+    /// several datasets, this one's and those of none (a config). A record's `source.file`
+    /// indexes this list.
     pub files: Vec<InputFile>,
     /// Where the gold answers came from: `the imported files`, or `dataset NAME`.
     pub gold_from: String,

@@ -643,8 +643,8 @@ fn opencompass_two_datasets(work: &Path, tag: &str) {
     }
 }
 
-/// The file names an imported run lists (`imported.files`), and per checkpoint record the name
-/// of the file its `source.file` points at.
+/// The files an imported run lists (`imported.files`), each named with the folder above its own
+/// (`predictions/gsm8k_0.json`), and per checkpoint record the file its `source.file` points at.
 fn listed_and_cited(run: &Path) -> (Vec<String>, Vec<String>) {
     let m = manifest(run);
     let name = |f: &Value| {
@@ -756,6 +756,44 @@ fn each_run_of_a_several_dataset_folder_lists_only_its_own_input_files() {
     }
     let json: Value = serde_json::from_str(&read(&merged.join("metrics.json"))).unwrap();
     assert_eq!(json["models"][0]["n"], 8, "{}", json["models"][0]);
+
+    // EvalScope, two benchmarks: each run lists its reviews and report, and the run config both
+    // read; a disagreement names its own benchmark's file.
+    let es = env.file("es-work");
+    copy_dir(&fixture("evalscope/v0.17.1"), &es);
+    let reviews = es.join("reviews/stub-math");
+    let rows = read(&reviews.join("gsm8k_main.jsonl")).replace('\n', " \n");
+    std::fs::write(reviews.join("math_500_default.jsonl"), rows).unwrap();
+    let (esout, dis) = (env.file("es"), env.file("disagree.jsonl"));
+    ok(&import(
+        "evalscope",
+        &es,
+        &esout,
+        &["--quiet", "--disagreements", dis.to_str().unwrap()],
+    ));
+    // A file is named with the folder above its own: the config's is the work folder.
+    let config = "es-work/task_config_0e8411.yaml";
+    for (run, want) in [
+        (
+            "gsm8k",
+            vec![config, "reviews/gsm8k_main.jsonl", "reports/gsm8k.json"],
+        ),
+        (
+            "math_500_default",
+            vec![config, "reviews/math_500_default.jsonl"],
+        ),
+    ] {
+        let (files, cited) = listed_and_cited(&esout.join(run));
+        assert_eq!(files, want, "{run}");
+        assert!(cited.iter().all(|c| *c == want[1]), "{run}: {cited:?}");
+    }
+    let lines = json_lines(&dis);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for d in lines {
+        let bench = d["dataset"].as_str().unwrap();
+        let from = d["from"].as_str().unwrap();
+        assert!(from.contains(&format!("reviews/stub-math/{bench}")), "{d}");
+    }
 }
 
 /// Files of the same problems (seeds, shards) add samples, numbered one after another, and the
