@@ -1266,6 +1266,11 @@ mod tests {
         out.unwrap();
         assert_eq!(sink.datasets(), ["gpk_arith", "gpk_arith_greedy"]);
         assert_eq!(sink.samples.len(), 48 + 8);
+        // The one results file holds both tasks' aggregates: each run lists it.
+        let results = (sink.files.iter())
+            .position(|f| f.ends_with(RESULTS_NEW))
+            .unwrap();
+        assert_eq!(sink.belongs[&results], ["gpk_arith", "gpk_arith_greedy"]);
         let (sink, out) = run(&[fixture("lm-eval/v0.4.13")], &task("gpk_arith"), false);
         let summary = out.unwrap();
         // 8 documents × 6 repeats, not × 3 filters.
