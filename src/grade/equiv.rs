@@ -363,7 +363,12 @@ fn equivalent_sided(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig, a_pai
 }
 
 /// The options' letter a prepared answer names: its letter, or the option whose value it is.
+/// A set of several letters (`A, B`, `(A), (B)`) names no single option: `None`, so the sets
+/// are compared as sets and never equal one letter.
 fn option_index(p: &ParsedAnswer, options: &[ParsedAnswer], cfg: &GradeConfig) -> Option<usize> {
+    if p.letters.is_some() {
+        return None;
+    }
     if let Some(c) = choice_letter(&p.text) {
         let i = (c as u8 - b'a') as usize;
         return (i < options.len()).then_some(i);

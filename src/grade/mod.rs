@@ -365,6 +365,11 @@ impl Gold {
         self.options.is_empty() && equiv::is_number(&self.prepared)
     }
 
+    /// A truth value (`True`, `False`): a verdict is looked for.
+    fn wants_verdict(&self) -> bool {
+        self.options.is_empty() && matches!(self.prepared.text.as_str(), "true" | "false")
+    }
+
     /// The options' texts that are a few words, lower-cased ("" for the others).
     fn option_words(&self) -> &[String] {
         &self.option_words
