@@ -46,7 +46,14 @@ const QUALIFIERS: [&str; 16] = [
 ];
 /// Words that start a new conclusion: a number after them is the answer after all.
 const CONCLUDERS: [&str; 8] = [
-    "so", "thus", "hence", "therefore", "answer", "total", "altogether", "overall",
+    "so",
+    "thus",
+    "hence",
+    "therefore",
+    "answer",
+    "total",
+    "altogether",
+    "overall",
 ];
 /// Phrases that announce the final answer (English, French, Chinese); they override a box.
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
@@ -135,9 +142,14 @@ pub(crate) fn prepare(response: &str) -> String {
     if text.contains("<eo") || text.contains("</s>") || text.contains("<|") {
         text = END_TOKEN.replace_all(&text, "\n").into_owned();
     }
-    if text.contains("\\text") || text.contains("\\math") || text.contains("\\bf") || text.contains("**") {
+    if text.contains("\\text")
+        || text.contains("\\math")
+        || text.contains("\\bf")
+        || text.contains("**")
+    {
         let plain = STYLED_LETTER.replace_all(&text, |c: &regex::Captures| {
-            let letter = (c.get(2).or_else(|| c.get(3)).or_else(|| c.get(4))).map_or("", |m| m.as_str());
+            let letter =
+                (c.get(2).or_else(|| c.get(3)).or_else(|| c.get(4))).map_or("", |m| m.as_str());
             format!("{}{letter}", &c[1])
         });
         if let std::borrow::Cow::Owned(plain) = plain {
@@ -1045,7 +1057,9 @@ fn last_phrase(text: &str) -> Option<Phrased> {
             from += 1;
         }
         let before = text[from..at].to_ascii_lowercase();
-        ["none", "neither", "not ", "no "].iter().any(|w| before.contains(w))
+        ["none", "neither", "not ", "no "]
+            .iter()
+            .any(|w| before.contains(w))
     };
     let letter_first = verdict_word
         .then(|| LETTER_IS_CORRECT.captures_iter(text).last())
@@ -1183,8 +1197,8 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
         .iter()
         .find_map(|l| seg.strip_prefix(l))
         .map(str::trim_start);
-    if let Some(letters) = choice_letters(seg, strong)
-        .or_else(|| labelled.and_then(|s| choice_letters(s, strong)))
+    if let Some(letters) =
+        choice_letters(seg, strong).or_else(|| labelled.and_then(|s| choice_letters(s, strong)))
     {
         return Some(letters);
     }
@@ -1459,13 +1473,11 @@ fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
         .is_some_and(|c| c.is_ascii_alphanumeric() || b"^_*/({\\".contains(c));
     let gap = &text[e..last];
     let words: Vec<String> = gap_words(gap);
-    let qualified =
-        gap.contains(" (") || words.iter().any(|w| QUALIFIERS.contains(&w.as_str()));
+    let qualified = gap.contains(" (") || words.iter().any(|w| QUALIFIERS.contains(&w.as_str()));
     // `… by having at least 6 people`: a bound stated last is the value after all.
     let bound = ["least", "most"].contains(&words.last().map_or("", String::as_str));
-    let concluded = bound
-        || gap.contains('=')
-        || words.iter().any(|w| CONCLUDERS.contains(&w.as_str()));
+    let concluded =
+        bound || gap.contains('=') || words.iter().any(|w| CONCLUDERS.contains(&w.as_str()));
     (!glued && qualified && !concluded).then(|| text[s..e].replace(' ', ""))
 }
 
