@@ -136,11 +136,14 @@ pub(crate) fn prepare(response: &str) -> String {
     if text.contains("\\\\") {
         text = DOUBLE_BACKSLASH.replace_all(&text, "$1\\$2").into_owned();
     }
-    if text.contains("<<") {
-        text = CALCULATOR.replace_all(&text, "").into_owned();
-    }
-    if text.contains("<eo") || text.contains("</s>") || text.contains("<|") {
-        text = END_TOKEN.replace_all(&text, "\n").into_owned();
+    // One scan for `<` instead of one per token.
+    if text.contains('<') {
+        if text.contains("<<") {
+            text = CALCULATOR.replace_all(&text, "").into_owned();
+        }
+        if text.contains("<eo") || text.contains("</s>") || text.contains("<|") {
+            text = END_TOKEN.replace_all(&text, "\n").into_owned();
+        }
     }
     if text.contains("\\text")
         || text.contains("\\math")
@@ -203,8 +206,14 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
             let found = extract_structured(&text)
                 .or_else(|| whole_short_answer(&text).map(|a| (a, FoundBy::Whole)))
                 .or_else(|| program_output(&text).map(|a| (a, FoundBy::Marker)))
-                .or_else(|| closing_line(&text).map(|a| (a, FoundBy::FinalLine)))
-                .or_else(|| heuristic(&text));
+                .or_else(|| {
+                    // Both need to know whether the response was cut off mid-formula.
+                    let cut = cut_short(&text);
+                    (!cut)
+                        .then(|| closing_line(&text).map(|a| (a, FoundBy::FinalLine)))
+                        .flatten()
+                        .or_else(|| heuristic(&text, cut))
+                });
             match gold {
                 Some(g) => steer(&text, found, g),
                 None => found,
@@ -258,8 +267,8 @@ fn recital_start(text: &str) -> Option<usize> {
 
 /// The last math span or number, unless the response was cut off mid-formula (`9 * 6 * 0 *`,
 /// `then $2^3 + c`): the value it was working on then is not an answer.
-fn heuristic(text: &str) -> Option<Found> {
-    if cut_short(text) {
+fn heuristic(text: &str, cut_short: bool) -> Option<Found> {
+    if cut_short {
         return None;
     }
     fallback(text, NumberRule::LaterSentence)
@@ -550,10 +559,8 @@ fn number_word(w: &str) -> Option<f64> {
 /// The response's last line when it is set apart as the answer: a bold line (`**The total is
 /// $70,000.**`), or a line holding only a value, after an optional short label
 /// (`### Response: [1,2,4,5,6]`).
+/// The caller has checked that the response was not cut off mid-formula ([`cut_short`]).
 fn closing_line(text: &str) -> Option<String> {
-    if cut_short(text) {
-        return None;
-    }
     // A one-line response is taken whole or not at all (`whole_if_math`).
     let (before, line) = text.trim_end().rsplit_once('\n')?;
     let line = line.trim();
@@ -827,6 +834,17 @@ fn cjk_value(seg: &str) -> Option<String> {
 
 /// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
 pub(super) fn extract_gold(gold: &str) -> String {
+    // Most golds are a plain value or word (`18`, `-3/4`, `B`, `True`): nothing to unwrap, no
+    // marker or math span to find, so the trimmed text is the gold (as the full path finds).
+    let plain = gold.is_ascii() && !gold.contains(['$', '\\', '#', '<', '"', '*']) && {
+        let lower = gold.to_ascii_lowercase();
+        !["answer", "option", "choice", "both"]
+            .iter()
+            .any(|w| lower.contains(w))
+    };
+    if plain {
+        return gold.trim().to_string();
+    }
     let text = prepare(gold);
     if let Some((a, _)) = extract_structured(&text) {
         return a;
