@@ -90,16 +90,46 @@ fn listed_letters(list: &str) -> String {
     out.join(", ")
 }
 
-/// An option letter in bold or a text command (`$\textbf{(A)}$`, `\text{B}`, `**(C)**`), as the
-/// letter itself, so that lists of them read as letters. Group 1 is the character before a
-/// command (a command glued to a value, `5\text{A}`, is a unit and stays).
+/// An option letter in bold or a text command (`\textbf{(A)}`, `\text{B}`, `**(C)**`): group 1
+/// or 2 is the letter. It starts with the command, so the search skips ahead by literal.
 static STYLED_LETTER: LazyLock<Regex> = LazyLock::new(|| {
-    let cmd = r"\\(?:textbf|textrm|text|mathrm|mathbf|bf)\s*\{\s*(\(?[A-J]\)?)\s*\}";
-    Regex::new(&format!(
-        r"(^|[^0-9A-Za-z_^{{}}\\])(?:\$\s*{cmd}\s*\$|{cmd}|\*\*\s*(\([A-Ja-e]\)|[A-J])\s*\*\*)"
-    ))
-    .expect("static regex")
+    Regex::new(r"\\(?:textbf|textrm|text|mathrm|mathbf|bf)\s*\{\s*(\(?[A-J]\)?)\s*\}|\*\*\s*(\([A-Ja-e]\)|[A-J])\s*\*\*")
+        .expect("static regex")
 });
+
+/// Option letters in bold or a text command as the letters themselves (`$\textbf{(A)}$` →
+/// `(A)`, `**B**` → `B`), so that lists of them read as letters; the `$…$` around one goes too.
+/// A command glued to a value (`5\text{A}`) is a unit and stays. `None`: nothing to change.
+fn unstyled_letters(text: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut at = 0;
+    for c in STYLED_LETTER.captures_iter(text) {
+        let (Some(m), Some(letter)) = (c.get(0), c.get(1).or_else(|| c.get(2))) else {
+            continue;
+        };
+        let (mut start, mut end) = (m.start(), m.end());
+        let before = text[..start].trim_end_matches(' ');
+        let after = text[end..].trim_start_matches(' ');
+        if before.ends_with('$') && !before.ends_with("$$") && after.starts_with('$') {
+            start = before.len() - 1;
+            end = text.len() - after.len() + 1;
+        }
+        let glued = text[..start]
+            .bytes()
+            .next_back()
+            .is_some_and(|p| p.is_ascii_alphanumeric() || b"_^{}\\".contains(&p));
+        if glued || start < at {
+            continue;
+        }
+        out.push_str(&text[at..start]);
+        out.push_str(letter.as_str());
+        at = end;
+    }
+    (at > 0).then(|| {
+        out.push_str(&text[at..]);
+        out
+    })
+}
 /// "… or (D)": a second option offered after the first.
 static HEDGED_LETTER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u:\b)or\s+(?:option\s+)?\(([A-J])\)").expect("static regex"));
@@ -150,12 +180,7 @@ pub(crate) fn prepare(response: &str) -> String {
         || text.contains("\\bf")
         || text.contains("**")
     {
-        let plain = STYLED_LETTER.replace_all(&text, |c: &regex::Captures| {
-            let letter =
-                (c.get(2).or_else(|| c.get(3)).or_else(|| c.get(4))).map_or("", |m| m.as_str());
-            format!("{}{letter}", &c[1])
-        });
-        if let std::borrow::Cow::Owned(plain) = plain {
+        if let Some(plain) = unstyled_letters(&text) {
             text = plain;
         }
     }
@@ -1454,6 +1479,14 @@ fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
         .max()
         .unwrap_or(0);
     let sentence = &text[start..last];
+    // Cheap necessary conditions first: a number before the last value, and a qualifying word
+    // or bracket somewhere (most closing sentences have neither, and skip the regexes).
+    let qualifier = sentence.contains(" (")
+        || (sentence.split(|c: char| !c.is_ascii_alphabetic()))
+            .any(|w| QUALIFIERS.iter().any(|q| w.eq_ignore_ascii_case(q)));
+    if !qualifier || !sentence.bytes().any(|c| c.is_ascii_digit()) {
+        return None;
+    }
     // The last value is stated itself (`… and the column rank is 2`).
     if STATING_END.is_match(sentence) {
         return None;
