@@ -28,12 +28,10 @@ static NUMBER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(NUMBER_PATTERN).expect("static regex"));
 /// A number stated by the words before it (`there are 56`, `is $8$`, `= 30`, `a total of 12`):
 /// group 1 is the number.
-static STATED_NUMBER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(&format!("{STATING}({NUMBER_PATTERN})")).expect("static regex"));
-/// Text that ends with words stating a value (`… is`, `there are about`, `=`): the value after
-/// them is stated, not described.
-static STATING_END: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(&format!("{STATING}$")).expect("static regex"));
+static STATED: LazyLock<Regex> = LazyLock::new(|| Regex::new(STATING).expect("static regex"));
+/// A number at the start of the text.
+static NUMBER_AT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!("^(?:{NUMBER_PATTERN})")).expect("static regex"));
 const STATING: &str = concat!(
     r"(?i)(?:(?-u:\b)(?:there\s+(?:are|is|were|was|will\s+be|would\s+be)|is|are|was|were|equals?|be|gives?|giving|yields?|totals?|total\s+of|comes\s+to|amounts\s+to|results?\s+in)(?-u:\b)|=)",
     r"(?:\s+(?:approximately|about|around|roughly|exactly|only|just|precisely|a\s+total\s+of|equal\s+to))*\s*(?:\$|\\\()?\s*"
@@ -1487,29 +1485,30 @@ fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
     if !qualifier || !sentence.bytes().any(|c| c.is_ascii_digit()) {
         return None;
     }
-    // The last value is stated itself (`… and the column rank is 2`).
-    if STATING_END.is_match(sentence) {
-        return None;
-    }
-    // Inside braces (`\prod_{n=0}`) nothing is stated.
-    let mut depth = 0i32;
-    let at_depth: Vec<i32> = sentence
-        .bytes()
-        .map(|c| {
+    // The last number stated by the words before it, outside braces (`\prod_{n=0}` states
+    // nothing). Plain searches, no capture groups: this runs on most guessed answers.
+    let (mut stated, mut depth, mut scanned) = (None, 0i32, 0usize);
+    for m in STATED.find_iter(sentence) {
+        // The last value is stated itself (`… and the column rank is 2`).
+        if m.end() == sentence.len() {
+            return None;
+        }
+        let Some(n) = NUMBER_AT.find(&sentence[m.end()..]) else {
+            continue;
+        };
+        let at = m.end();
+        for c in &sentence.as_bytes()[scanned..at] {
             depth += match c {
                 b'{' => 1,
                 b'}' => -1,
                 _ => 0,
             };
-            depth
-        })
-        .collect();
-    let mut stated = STATED_NUMBER
-        .captures_iter(sentence)
-        .filter_map(|c| c.get(1))
-        .filter(|m| at_depth[m.start()] == 0)
-        .map(|m| (start + m.start(), start + m.end()))
-        .last();
+        }
+        scanned = at;
+        if depth == 0 {
+            stated = Some((start + at, start + at + n.end()));
+        }
+    }
     if opens && start == 0 {
         let lead = sentence.trim_start_matches([' ', '$']);
         if let Some(m) = NUMBER.find(lead).filter(|m| m.start() == 0) {
