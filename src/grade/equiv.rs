@@ -57,6 +57,9 @@ static COMMA_PAIR: LazyLock<Regex> =
 /// whether its shape says it is one: not one digit after the comma (`0,1` is a list) and not
 /// thousands (`1,234`).
 pub(super) fn decimal_comma_reading(gold: &ParsedAnswer) -> Option<(ParsedAnswer, bool)> {
+    if !gold.norm.contains(',') {
+        return None;
+    }
     let c = COMMA_PAIR.captures(gold.norm.trim())?;
     let (int, frac) = (c[1].trim_start_matches('-'), &c[2]);
     let thousands = frac.len() == 3 && (1..=3).contains(&int.len()) && !int.starts_with('0');
@@ -105,7 +108,8 @@ static TRUTH_LIST: LazyLock<Regex> = LazyLock::new(|| {
 /// `[True, False]` → `[1, 0]`: a list of truth values is the list of their 0/1 values, the way
 /// TheoremQA writes such golds.
 fn truth_list(norm: String) -> String {
-    if !TRUTH_LIST.is_match(norm.trim()) {
+    let t = norm.trim();
+    if !t.starts_with('[') || !TRUTH_LIST.is_match(t) {
         return norm;
     }
     let items: Vec<&str> = norm.trim()[1..norm.trim().len() - 1]
@@ -363,7 +367,12 @@ fn equivalent_sided(a: &ParsedAnswer, b: &ParsedAnswer, cfg: &GradeConfig, a_pai
 }
 
 /// The options' letter a prepared answer names: its letter, or the option whose value it is.
+/// A set of several letters (`A, B`, `(A), (B)`) names no single option: `None`, so the sets
+/// are compared as sets and never equal one letter.
 fn option_index(p: &ParsedAnswer, options: &[ParsedAnswer], cfg: &GradeConfig) -> Option<usize> {
+    if p.letters.is_some() {
+        return None;
+    }
     if let Some(c) = choice_letter(&p.text) {
         let i = (c as u8 - b'a') as usize;
         return (i < options.len()).then_some(i);

@@ -23,10 +23,36 @@ static DOUBLE_BACKSLASH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(^|[^\\])\\\\([a-zA-Z])").expect("static regex"));
 /// A number in prose: mixed number `2 3/4`, clock time or ratio `10:45`, grouped thousands,
 /// decimal (point or comma), fraction.
-static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"-?(?:\d+ \d+/\d+(?-u:\b)|\d+:\d\d(?::\d\d)?(?-u:\b)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:/\d+)?")
-        .expect("static regex")
-});
+const NUMBER_PATTERN: &str = r"-?(?:\d+ \d+/\d+(?-u:\b)|\d+:\d\d(?::\d\d)?(?-u:\b)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:/\d+)?";
+static NUMBER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(NUMBER_PATTERN).expect("static regex"));
+/// A number stated by the words before it (`there are 56`, `is $8$`, `= 30`, `a total of 12`):
+/// group 1 is the number.
+static STATED: LazyLock<Regex> = LazyLock::new(|| Regex::new(STATING).expect("static regex"));
+/// A number at the start of the text.
+static NUMBER_AT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!("^(?:{NUMBER_PATTERN})")).expect("static regex"));
+const STATING: &str = concat!(
+    r"(?i)(?:(?-u:\b)(?:there\s+(?:are|is|were|was|will\s+be|would\s+be)|is|are|was|were|equals?|be|gives?|giving|yields?|totals?|total\s+of|comes\s+to|amounts\s+to|results?\s+in)(?-u:\b)|=)",
+    r"(?:\s+(?:approximately|about|around|roughly|exactly|only|just|precisely|a\s+total\s+of|equal\s+to))*\s*(?:\$|\\\()?\s*"
+);
+/// Words that open a clause qualifying a stated value (`56 ways … with 3 toppings`, `8 kHz (2
+/// times …)`): a number inside such a clause describes the value, it is not the answer.
+const QUALIFIERS: [&str; 16] = [
+    "with", "using", "for", "of", "from", "in", "on", "at", "by", "when", "where", "if", "given",
+    "among", "between", "per",
+];
+/// Words that start a new conclusion: a number after them is the answer after all.
+const CONCLUDERS: [&str; 8] = [
+    "so",
+    "thus",
+    "hence",
+    "therefore",
+    "answer",
+    "total",
+    "altogether",
+    "overall",
+];
 /// Phrases that announce the final answer (English, French, Chinese); they override a box.
 static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
@@ -37,13 +63,71 @@ static PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     ))
     .expect("static regex")
 });
-/// "Option B is correct": the letter comes before the verdict.
+/// "Option B is correct", "both (A) and (B) are correct", `选项 A 和 B 都正确`: the letters come
+/// before the verdict; several letters are a set.
 static LETTER_IS_CORRECT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)(?-u:\b)(?:option|choice|answer)\s*\(?([A-J])\)?\s+is\s+(?:the\s+)?(?:correct|right)(?-u:\b)|选项\s*\(?([A-H])\)?\s*(?:是|为)?\s*(?:正确|对)",
-    )
+    let list = r"\(?[A-J]\)?(?:\s*(?:,|和|与|以及|及|and|&)\s*\(?[A-J]\)?)*";
+    Regex::new(&format!(
+        r"(?i)(?-u:\b)(?:(?:options?|choices?|answers?)\s*|both\s+)({list})\s+(?:is|are)\s+(?:both\s+|all\s+)?(?:the\s+)?(?:correct|right)(?-u:\b)|选项\s*({list})\s*(?:都|均|皆|全)?\s*(?:是|为)?\s*(?:正确|对)"
+    ))
     .expect("static regex")
 });
+
+/// The option letters of a list matched by [`LETTER_IS_CORRECT`] (`(A) and (B)`, `A和B`): one
+/// letter, or several as a set `A, B`.
+fn listed_letters(list: &str) -> String {
+    let mut letters: Vec<char> = list
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| w.len() == 1)
+        .filter_map(|w| w.chars().next())
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    letters.sort_unstable();
+    letters.dedup();
+    let out: Vec<String> = letters.iter().map(char::to_string).collect();
+    out.join(", ")
+}
+
+/// An option letter in bold or a text command (`\textbf{(A)}`, `\text{B}`, `**(C)**`): group 1
+/// or 2 is the letter. It starts with the command, so the search skips ahead by literal.
+static STYLED_LETTER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\\(?:textbf|textrm|text|mathrm|mathbf|bf)\s*\{\s*(\(?[A-J]\)?)\s*\}|\*\*\s*(\([A-Ja-e]\)|[A-J])\s*\*\*")
+        .expect("static regex")
+});
+
+/// Option letters in bold or a text command as the letters themselves (`$\textbf{(A)}$` →
+/// `(A)`, `**B**` → `B`), so that lists of them read as letters; the `$…$` around one goes too.
+/// A command glued to a value (`5\text{A}`) is a unit and stays. `None`: nothing to change.
+fn unstyled_letters(text: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut at = 0;
+    for c in STYLED_LETTER.captures_iter(text) {
+        let (Some(m), Some(letter)) = (c.get(0), c.get(1).or_else(|| c.get(2))) else {
+            continue;
+        };
+        let (mut start, mut end) = (m.start(), m.end());
+        let before = text[..start].trim_end_matches(' ');
+        let after = text[end..].trim_start_matches(' ');
+        if before.ends_with('$') && !before.ends_with("$$") && after.starts_with('$') {
+            start = before.len() - 1;
+            end = text.len() - after.len() + 1;
+        }
+        let glued = text[..start]
+            .bytes()
+            .next_back()
+            .is_some_and(|p| p.is_ascii_alphanumeric() || b"_^{}\\".contains(&p));
+        if glued || start < at {
+            continue;
+        }
+        out.push_str(&text[at..start]);
+        out.push_str(letter.as_str());
+        at = end;
+    }
+    (at > 0).then(|| {
+        out.push_str(&text[at..]);
+        out
+    })
+}
 /// "… or (D)": a second option offered after the first.
 static HEDGED_LETTER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u:\b)or\s+(?:option\s+)?\(([A-J])\)").expect("static regex"));
@@ -80,11 +164,23 @@ pub(crate) fn prepare(response: &str) -> String {
     if text.contains("\\\\") {
         text = DOUBLE_BACKSLASH.replace_all(&text, "$1\\$2").into_owned();
     }
-    if text.contains("<<") {
-        text = CALCULATOR.replace_all(&text, "").into_owned();
+    // One scan for `<` instead of one per token.
+    if text.contains('<') {
+        if text.contains("<<") {
+            text = CALCULATOR.replace_all(&text, "").into_owned();
+        }
+        if text.contains("<eo") || text.contains("</s>") || text.contains("<|") {
+            text = END_TOKEN.replace_all(&text, "\n").into_owned();
+        }
     }
-    if text.contains("<eo") || text.contains("</s>") || text.contains("<|") {
-        text = END_TOKEN.replace_all(&text, "\n").into_owned();
+    if text.contains("\\text")
+        || text.contains("\\math")
+        || text.contains("\\bf")
+        || text.contains("**")
+    {
+        if let Some(plain) = unstyled_letters(&text) {
+            text = plain;
+        }
     }
     text
 }
@@ -133,8 +229,14 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
             let found = extract_structured(&text)
                 .or_else(|| whole_short_answer(&text).map(|a| (a, FoundBy::Whole)))
                 .or_else(|| program_output(&text).map(|a| (a, FoundBy::Marker)))
-                .or_else(|| closing_line(&text).map(|a| (a, FoundBy::FinalLine)))
-                .or_else(|| heuristic(&text));
+                .or_else(|| {
+                    // Both need to know whether the response was cut off mid-formula.
+                    let cut = cut_short(&text);
+                    (!cut)
+                        .then(|| closing_line(&text).map(|a| (a, FoundBy::FinalLine)))
+                        .flatten()
+                        .or_else(|| heuristic(&text, cut))
+                });
             match gold {
                 Some(g) => steer(&text, found, g),
                 None => found,
@@ -188,8 +290,8 @@ fn recital_start(text: &str) -> Option<usize> {
 
 /// The last math span or number, unless the response was cut off mid-formula (`9 * 6 * 0 *`,
 /// `then $2^3 + c`): the value it was working on then is not an answer.
-fn heuristic(text: &str) -> Option<Found> {
-    if cut_short(text) {
+fn heuristic(text: &str, cut_short: bool) -> Option<Found> {
+    if cut_short {
         return None;
     }
     fallback(text, NumberRule::LaterSentence)
@@ -227,8 +329,19 @@ fn cut_short(text: &str) -> bool {
 }
 
 /// A letter gold wants a letter: when only a guess (or nothing) was found, the option letter
-/// the response states last is the answer.
+/// the response states last is the answer. A truth-value gold wants a verdict: the one the
+/// closing sentence gives a statement wins over anything but a verdict word.
 fn steer(text: &str, found: Option<Found>, gold: &Gold) -> Option<Found> {
+    if gold.wants_verdict() {
+        let verdict_found = found
+            .as_ref()
+            .is_some_and(|(a, _)| is_verdict(a.trim().trim_end_matches('.')));
+        if !verdict_found {
+            if let Some(v) = closing_verdict(text) {
+                return Some((v.to_string(), FoundBy::Marker));
+            }
+        }
+    }
     if found.as_ref().is_some_and(|(_, by)| !by.is_heuristic()) {
         return found;
     }
@@ -247,6 +360,109 @@ fn steer(text: &str, found: Option<Found>, gold: &Gold) -> Option<Found> {
         named_option(text, gold.option_words())
     };
     letter.map(|c| (c.to_string(), FoundBy::Choice)).or(found)
+}
+
+/// A truth value or yes/no, alone (`True`, `\text{False}`, `no`).
+fn is_verdict(answer: &str) -> bool {
+    let a = answer.trim_start_matches("\\text{").trim_end_matches('}');
+    ["true", "false", "yes", "no"]
+        .iter()
+        .any(|w| a.eq_ignore_ascii_case(w))
+}
+
+/// A statement's verdict at the very end of an English sentence: `… is true`, `is not
+/// necessarily true`, `is incorrect`, `holds`, `does not hold`. Group 1 is a negation.
+static VERDICT_END: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)(?-u:\b)(?:(?:is|are|was|were|be|remains?)\s+(not\s+)?(?:(?:always|necessarily|generally|indeed|also|therefore|thus|then|in fact)\s+)?",
+        r"(true|false|correct|incorrect|valid|invalid|wrong|right)|(does not|doesn't|do not|don't|cannot|can't|never)?\s*(holds?))\s*$"
+    ))
+    .expect("static regex")
+});
+
+/// A sentence that is only a verdict: `So, yes`, `Hence true`.
+static VERDICT_ALONE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:(?:so|thus|hence|therefore|then|in conclusion|in summary)\s*,?\s*)?(yes|no|true|false)$")
+        .expect("static regex")
+});
+
+/// The verdict (`True` or `False`) the response's closing sentence gives a statement: `the
+/// statement "…" is true`, `Hence the claim is false`, `the inequality holds`, `So, yes`,
+/// `该命题正确`. Quoted text is the statement, never the verdict: its own "not", "true" or
+/// "false" do not count.
+fn closing_verdict(text: &str) -> Option<&'static str> {
+    let mut from = text.len().saturating_sub(1_000);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let tail = without_quotations(&text[from..]);
+    let t = tail
+        .trim_end()
+        .trim_end_matches(['*', '_', '.', '!', ' ', '$'])
+        .trim_end();
+    let start = [". ", "! ", "? ", "\n", ": "]
+        .iter()
+        .filter_map(|b| t.rfind(b).map(|at| at + b.len()))
+        .max()
+        .unwrap_or(0);
+    let sentence = t[start..].trim().trim_start_matches(['*', '_', '#', ' ']);
+    if sentence.is_empty() || sentence.len() > 400 {
+        return None;
+    }
+    let truth = |yes: bool| if yes { "True" } else { "False" };
+    if has_cjk(sentence) {
+        let s = sentence.trim_end_matches(['的', ',']);
+        let negative = ["不正确", "错误", "不成立", "是错", "不对", "为假", "是假"];
+        if negative.iter().any(|w| s.ends_with(w)) {
+            return Some("False");
+        }
+        let positive = ["正确", "成立", "是对", "说法对", "为真", "是真"];
+        return positive.iter().any(|w| s.ends_with(w)).then_some("True");
+    }
+    if let Some(c) = VERDICT_ALONE.captures(sentence) {
+        let w = c[1].to_ascii_lowercase();
+        return Some(truth(w == "yes" || w == "true"));
+    }
+    let c = VERDICT_END.captures(sentence)?;
+    if c.get(4).is_some() {
+        return Some(truth(c.get(3).is_none()));
+    }
+    let word = c[2].to_ascii_lowercase();
+    let positive = matches!(word.as_str(), "true" | "correct" | "valid" | "right");
+    Some(truth(positive != c.get(1).is_some()))
+}
+
+/// Text with its quotations (`"…"`, `“…”`, `「…」`) replaced by a placeholder word: a quoted
+/// statement's words are not the speaker's.
+fn without_quotations(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['"', '\u{201C}', '\u{300C}']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(['"', '\u{201C}', '\u{300C}']) {
+        let open = rest[at..].chars().next().unwrap_or('"');
+        let close = match open {
+            '\u{201C}' => '\u{201D}',
+            '\u{300C}' => '\u{300D}',
+            _ => '"',
+        };
+        let body = &rest[at + open.len_utf8()..];
+        // A quotation closes within a line or two; an unmatched mark is kept as it is.
+        match body.find(close).filter(|&end| end <= 600) {
+            Some(end) => {
+                out.push_str(&rest[..at]);
+                out.push_str("statement");
+                rest = &body[end + close.len_utf8()..];
+            }
+            None => {
+                out.push_str(&rest[..at + open.len_utf8()]);
+                rest = body;
+            }
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 /// A multiple-choice answer given in words: the one option whose text (`surplus`, `no`) the
@@ -366,10 +582,8 @@ fn number_word(w: &str) -> Option<f64> {
 /// The response's last line when it is set apart as the answer: a bold line (`**The total is
 /// $70,000.**`), or a line holding only a value, after an optional short label
 /// (`### Response: [1,2,4,5,6]`).
+/// The caller has checked that the response was not cut off mid-formula ([`cut_short`]).
 fn closing_line(text: &str) -> Option<String> {
-    if cut_short(text) {
-        return None;
-    }
     // A one-line response is taken whole or not at all (`whole_if_math`).
     let (before, line) = text.trim_end().rsplit_once('\n')?;
     let line = line.trim();
@@ -553,8 +767,10 @@ pub(super) fn choice_letters(seg: &str, joined_ok: bool) -> Option<String> {
                 i += 1;
             } else if seg[i..].starts_with("and ") {
                 i += 4;
-            } else if seg[i..].starts_with('和') || seg[i..].starts_with('与') {
+            } else if seg[i..].starts_with(['和', '与', '及']) {
                 i += '和'.len_utf8();
+            } else if seg[i..].starts_with("以及") {
+                i += "以及".len();
             } else {
                 break;
             }
@@ -641,6 +857,17 @@ fn cjk_value(seg: &str) -> Option<String> {
 
 /// Extraction for gold answers: like [`extract`] but the whole string when nothing is marked.
 pub(super) fn extract_gold(gold: &str) -> String {
+    // Most golds are a plain value or word (`18`, `-3/4`, `B`, `True`): nothing to unwrap, no
+    // marker or math span to find, so the trimmed text is the gold (as the full path finds).
+    let plain = gold.is_ascii() && !gold.contains(['$', '\\', '#', '<', '"', '*']) && {
+        let lower = gold.to_ascii_lowercase();
+        !["answer", "option", "choice", "both"]
+            .iter()
+            .any(|w| lower.contains(w))
+    };
+    if plain {
+        return gold.trim().to_string();
+    }
     let text = prepare(gold);
     if let Some((a, _)) = extract_structured(&text) {
         return a;
@@ -863,17 +1090,30 @@ fn last_phrase(text: &str) -> Option<Phrased> {
         || text.contains("ight")
         || text.contains("正确")
         || text.contains('对');
+    // "none of the choices (A, B, C, D) are correct" names no option.
+    let denied = |c: &regex::Captures| {
+        let at = c.get(0).map_or(0, |m| m.start());
+        let mut from = at.saturating_sub(24);
+        while !text.is_char_boundary(from) {
+            from += 1;
+        }
+        let before = text[from..at].to_ascii_lowercase();
+        ["none", "neither", "not ", "no "]
+            .iter()
+            .any(|w| before.contains(w))
+    };
     let letter_first = verdict_word
         .then(|| LETTER_IS_CORRECT.captures_iter(text).last())
-        .flatten();
+        .flatten()
+        .filter(|c| !denied(c));
     if let Some(c) = letter_first {
         let at = c.get(0).map_or(0, |m| m.start());
-        let letter = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
+        let list = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
         if last_strong.is_none_or(|s| s < at) {
             return Some(Phrased {
                 start: at,
                 strong: true,
-                answer: letter.to_ascii_uppercase(),
+                answer: listed_letters(list),
                 by: FoundBy::Choice,
             });
         }
@@ -993,7 +1233,14 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
     if seg.is_empty() {
         return None;
     }
-    if let Some(letters) = choice_letters(seg, strong) {
+    // `选项 (A) 和 (B) …`, `options A and C`: letters after the word for option.
+    let labelled = ["选项", "options ", "Options ", "choices ", "Choices "]
+        .iter()
+        .find_map(|l| seg.strip_prefix(l))
+        .map(str::trim_start);
+    if let Some(letters) =
+        choice_letters(seg, strong).or_else(|| labelled.and_then(|s| choice_letters(s, strong)))
+    {
         return Some(letters);
     }
     if let Some(word) = verdict_word(seg) {
@@ -1035,9 +1282,11 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
         if mathy && !seg.starts_with("\\text") && parse(&normalize_latex(seg)).is_some() {
             return Some(clip(seg));
         }
-        // Otherwise the answer is the last number, or a short text answer ("sampling survey").
+        // Otherwise the answer is the last number (the one the phrase states, not one in a
+        // clause about it: `56 ways to order a pizza with 3 toppings`), or a short text answer
+        // ("sampling survey").
         return match last_number(seg) {
-            Some((_, _, n)) => Some(n),
+            Some((at, _, n)) => Some(stated_before(seg, at, true).unwrap_or(n)),
             None if seg.len() <= 60 => Some(clip(seg.trim_end_matches('.'))),
             None => None,
         };
@@ -1201,14 +1450,85 @@ fn fallback(text: &str, rule: NumberRule) -> Option<Found> {
                 }
             };
             if wins {
+                let n = stated_before(text, num_start, false).unwrap_or(n);
                 return Some((n, FoundBy::LastNumber));
             }
         }
     }
-    if envs.is_empty() {
-        return None;
+    let last = envs.last()?;
+    if rule != NumberRule::Never {
+        if let Some(n) = stated_before(text, last.start, false) {
+            return Some((n, FoundBy::LastNumber));
+        }
     }
     Some((join_spans(text, &envs, gap_joins_math), FoundBy::LastMath))
+}
+
+/// The value a sentence states (`So there are 56 ways to order a pizza with 3 toppings`) when the
+/// last value found (at `last`) sits in a clause qualifying it: the number bound to the
+/// sentence's verb (`there are`, `is`, `=`, `a total of`), not the one in its trailing `with`,
+/// `using`, `for`, `of` … clause. With `opens`, a number that opens `text` is bound too (the text
+/// after an answer phrase).
+fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
+    let b = text.as_bytes();
+    let start = [". ", "\n", "! ", "? "]
+        .iter()
+        .filter_map(|p| text[..last].rfind(p).map(|at| at + p.len()))
+        .max()
+        .unwrap_or(0);
+    let sentence = &text[start..last];
+    // Cheap necessary conditions first: a number before the last value, and a qualifying word
+    // or bracket somewhere (most closing sentences have neither, and skip the regexes).
+    let qualifier = sentence.contains(" (")
+        || (sentence.split(|c: char| !c.is_ascii_alphabetic()))
+            .any(|w| QUALIFIERS.iter().any(|q| w.eq_ignore_ascii_case(q)));
+    if !qualifier || !sentence.bytes().any(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    // The last number stated by the words before it, outside braces (`\prod_{n=0}` states
+    // nothing). Plain searches, no capture groups: this runs on most guessed answers.
+    let (mut stated, mut depth, mut scanned) = (None, 0i32, 0usize);
+    for m in STATED.find_iter(sentence) {
+        // The last value is stated itself (`… and the column rank is 2`).
+        if m.end() == sentence.len() {
+            return None;
+        }
+        let Some(n) = NUMBER_AT.find(&sentence[m.end()..]) else {
+            continue;
+        };
+        let at = m.end();
+        for c in &sentence.as_bytes()[scanned..at] {
+            depth += match c {
+                b'{' => 1,
+                b'}' => -1,
+                _ => 0,
+            };
+        }
+        scanned = at;
+        if depth == 0 {
+            stated = Some((start + at, start + at + n.end()));
+        }
+    }
+    if opens && start == 0 {
+        let lead = sentence.trim_start_matches([' ', '$']);
+        if let Some(m) = NUMBER.find(lead).filter(|m| m.start() == 0) {
+            let at = sentence.len() - lead.len();
+            stated = stated.or(Some((at, at + m.end())));
+        }
+    }
+    let (s, e) = stated?;
+    // A number that is part of a formula (`2^99`, `6 * 5`, `3/`) is not stated alone.
+    let glued = b
+        .get(e)
+        .is_some_and(|c| c.is_ascii_alphanumeric() || b"^_*/({\\".contains(c));
+    let gap = &text[e..last];
+    let words: Vec<String> = gap_words(gap);
+    let qualified = gap.contains(" (") || words.iter().any(|w| QUALIFIERS.contains(&w.as_str()));
+    // `… by having at least 6 people`: a bound stated last is the value after all.
+    let bound = ["least", "most"].contains(&words.last().map_or("", String::as_str));
+    let concluded =
+        bound || gap.contains('=') || words.iter().any(|w| CONCLUDERS.contains(&w.as_str()));
+    (!glued && qualified && !concluded).then(|| text[s..e].replace(' ', ""))
 }
 
 /// `$x$`, `$ABCD$`, `$a_n$`: a name, not a value.

@@ -365,6 +365,11 @@ impl Gold {
         self.options.is_empty() && equiv::is_number(&self.prepared)
     }
 
+    /// A truth value (`True`, `False`): a verdict is looked for.
+    fn wants_verdict(&self) -> bool {
+        self.options.is_empty() && matches!(self.prepared.text.as_str(), "true" | "false")
+    }
+
     /// The options' texts that are a few words, lower-cased ("" for the others).
     fn option_words(&self) -> &[String] {
         &self.option_words
@@ -902,6 +907,120 @@ mod tests {
             "The final answer is 4.63 x 10^8.\nThus, the correct option is (A) 463000000.0, \
              which is the computed value."
         ));
+    }
+
+    #[test]
+    fn styled_letters_and_lists_of_them_are_a_set_never_one_letter() {
+        let cfg = GradeConfig::default();
+        let two = "综上，选项 $\\textbf{(A)}$ 和 $\\textbf{(B)}$ 都正确。";
+        let opts = ["1", "2", "3", "4"];
+        for (gold, right) in [("A", false), ("B", false), ("AB", true), ("A,B", true)] {
+            assert_eq!(ok(gold, two), right, "{gold}");
+            let v = grade_with_options(gold, two, &opts, &cfg);
+            assert_eq!(v.outcome == Outcome::Correct, right, "{gold} with options");
+        }
+        for r in [
+            "综上，选项 **(A)** 和 **(B)** 都正确。",
+            "综上，选项 $\\text{A}$ 与 $\\mathrm{B}$ 均正确。",
+            "So both (A) and (B) are correct.",
+            "Options A and B are both correct.",
+            "因此选项A以及B都正确",
+            "故选AB",
+            "【答案】 A和B <eoa>",
+        ] {
+            assert!(!ok("A", r) && !ok("B", r), "{r}");
+            assert!(ok("AB", r) && ok("B, A", r), "{r}");
+        }
+        assert!(!ok("A", "答案：(A)(C)") && ok("AC", "答案：(A)(C)"));
+        // One styled letter is that letter (GAOKAO-Bench, GPT-4).
+        assert!(ok(
+            "D",
+            "因此选项 $\\textbf{(D)}$ 正确。\n\n【答案】$\\textbf{(D)}$"
+        ));
+        // "none of the choices (A, B, C, D) are correct" names none of them.
+        let v = grade(
+            "12",
+            "So none of the given choices (A, B, C, D) are correct.",
+            &cfg,
+        );
+        assert_ne!(v.extracted.as_deref(), Some("A, B, C, D"));
+        // "both incorrect" names no option (TheoremQA, ChatGPT).
+        let r = "The correct option is (c) None of the above.\n\nTherefore, option (a) and (b) are both incorrect.";
+        assert_eq!(grade("(a)", r, &cfg).extracted.as_deref(), Some("C"));
+    }
+
+    #[test]
+    fn a_truth_gold_takes_the_verdict_the_closing_sentence_gives() {
+        let cfg = GradeConfig::default();
+        let found = |gold: &str, r: &str| {
+            let v = grade(gold, r, &cfg);
+            (v.extracted.unwrap_or_default(), v.found_by)
+        };
+        let quoted = "Therefore, the statement \"$f(x)=x^2$ is not injective, so it is false that $f$ is 1-1\" is true.";
+        assert_eq!(found("True", quoted), ("True".into(), FoundBy::Marker));
+        assert!(ok("True", quoted) && !ok("False", quoted));
+        let cases = [
+            ("Hence, the statement \"every bounded sequence converges\" is false.", "False"),
+            ("Since a > b, the claim holds.", "True"),
+            ("So the inequality does not hold.", "False"),
+            ("The statement is not always true.", "False"),
+            ("We check both cases. Hence the claim is correct.", "True"),
+            ("It follows that the answer is: True", "True"),
+            ("Both sides agree. So, yes.", "True"),
+            ("经过验证，该命题正确。", "True"),
+            ("经过验证，所以这个说法是错误的。", "False"),
+            ("This argument is True.", "True"),
+            // TheoremQA, Claude: the verdict after a formula, not the formula.
+            ("…and thus $D(P||Q)=\\chi^2$, up to a constant factor of 2. Therefore, the statement is true.", "True"),
+        ];
+        for (r, verdict) in cases {
+            assert_eq!(found("True", r).0, verdict, "{r}");
+        }
+        // Only a truth gold looks for a verdict; a stated verdict word stays.
+        assert_eq!(found("5", "Thus $x = 5$ and the claim is true.").0, "x = 5");
+        assert_eq!(
+            found("False", "The answer is False. The rest is true.").0,
+            "False"
+        );
+    }
+
+    #[test]
+    fn the_number_a_sentence_states_beats_one_in_a_clause_about_it() {
+        let found = |r: &str| {
+            grade("1", r, &GradeConfig::default())
+                .extracted
+                .unwrap_or_default()
+        };
+        // TheoremQA (Claude, ChatGPT): the count, then a clause with other numbers.
+        assert_eq!(
+            found("C(8,3) = 56\n\nTherefore, there are 56 ways to order a pizza with 3 toppings."),
+            "56"
+        );
+        assert_eq!(found("So there are $10$ different committees that can be formed with $3$ men and $2$ women."), "10");
+        assert_eq!(
+            found("Thus the total number of ways is 20, using 4 red and 5 blue balls."),
+            "20"
+        );
+        assert_eq!(
+            found("The minimum sampling rate is 8 kHz (2 times the bandwidth of 4 kHz)."),
+            "8"
+        );
+        let phrase = "The answer is 56 ways to order a pizza with 3 toppings.";
+        assert!(ok("56", phrase) && !ok("3", phrase));
+        // A value stated last, a bound stated last, a computation: the last value stays.
+        assert_eq!(
+            found("The row rank of $A$ is 1, and the column rank of $A$ is 2."),
+            "2"
+        );
+        assert_eq!(
+            found("there are 3 friends or 3 strangers in the room by having at least 6 people."),
+            "6"
+        );
+        assert_eq!(
+            found("The number of ways with 4 balls is 6 * 5 = 30."),
+            "30"
+        );
+        assert_eq!(found("The value is 5, which is 2 more than 3."), "3");
     }
 
     #[test]
