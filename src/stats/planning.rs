@@ -171,9 +171,12 @@ impl Population {
     }
 
     /// The third and fourth raw moments of B − A (times `sign`) over the model: A's value at p
-    /// and B's at p + shift, independent given p.
+    /// and B's at p + shift, independent given p; the chance that B − A is not zero, and with
+    /// 0/1 values the chance that a non-zero one goes `sign`'s way.
     fn tails(&self, values: &[f64], shift: f64, sign: f64) -> Tails {
-        let (mut third, mut fourth) = (0.0, 0.0);
+        let classes = value_classes(values);
+        let binary = (values.iter()).all(|&g| g.abs() < 1e-12 || (g - 1.0).abs() < 1e-12);
+        let (mut third, mut fourth, mut still, mut up) = (0.0, 0.0, 0.0, 0.0);
         for (&p, &w) in self.grid.iter().zip(&self.mass) {
             let a = raw_moments(values, p);
             let b = raw_moments(values, (p + shift).clamp(0.0, 1.0));
@@ -188,12 +191,49 @@ impl Population {
             };
             third += w * at(3, [1.0, 3.0, 3.0, 1.0, 0.0]);
             fourth += w * at(4, [1.0, 4.0, 6.0, 4.0, 1.0]);
+            let pa = class_mass(values, &classes, p);
+            let pb = class_mass(values, &classes, (p + shift).clamp(0.0, 1.0));
+            still += w * pa.iter().zip(&pb).map(|(x, y)| x * y).sum::<f64>();
+            if binary && pa.len() == 2 {
+                // Classes 0 and 1 are the values 0 and 1: B − A = +1 is B at 1, A at 0.
+                up += w * if sign > 0.0 {
+                    pb[1] * pa[0]
+                } else {
+                    pb[0] * pa[1]
+                };
+            }
         }
+        let moving = (1.0 - still).clamp(0.0, 1.0);
         Tails {
             third: sign * third,
             fourth,
+            moving,
+            toward: (binary && moving > 0.0).then(|| (up / moving).clamp(0.0, 1.0)),
         }
     }
+}
+
+/// Each c's class of equal values (g never decreases in c, so equal values are adjacent).
+fn value_classes(values: &[f64]) -> Vec<usize> {
+    let mut class = 0;
+    (0..values.len())
+        .map(|c| {
+            if c > 0 && values[c] - values[c - 1] > 1e-12 {
+                class += 1;
+            }
+            class
+        })
+        .collect()
+}
+
+/// The chance of each class of values (see [`value_classes`]) with solve rate p.
+fn class_mass(values: &[f64], classes: &[usize], p: f64) -> Vec<f64> {
+    let n = values.len() as u64 - 1;
+    let mut out = vec![0.0; classes.last().map_or(0, |c| c + 1)];
+    for (c, &class) in classes.iter().enumerate() {
+        out[class] += binomial_pmf(n, c as u64, p);
+    }
+    out
 }
 
 /// E[g^i] for i = 0..=4, g the metric's value from Binomial(n, p) correct, `values` the g table.
