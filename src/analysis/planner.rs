@@ -62,6 +62,8 @@ pub struct MetricPlan {
     pub power: f64,
     /// Whether the within-problem variance was estimated exactly from the counts.
     pub exact: bool,
+    /// The share of problems whose value a change of D moves at all (the test sees only those).
+    pub moving: f64,
 }
 
 /// A model's plan.
@@ -207,6 +209,7 @@ fn plan_model(
                 samples: at,
                 power: need.map_or(0.0, |n| n.power),
                 exact: pop.within(&p.kernel, at).1,
+                moving: need.map_or(0.0, |n| n.moving),
             })
         })
         .collect();
@@ -415,6 +418,16 @@ fn render_model(p: &ModelPlan, request: &Request) -> String {
                 "  (within-problem variance modelled)"
             }
         ));
+        if m.moving < 0.5 && m.problems > 0 {
+            out.push_str(&format!(
+                "      the change moves about {:.0}% of problems ({:.0} of {}): the test sees only \
+                 those, and needs at least {} of them to move one way\n",
+                100.0 * m.moving,
+                m.moving * m.problems as f64,
+                m.problems,
+                crate::stats::power::least_units(p.alpha)
+            ));
+        }
     }
     out.push_str("  options (samples per problem: problems needed, samples, cost):\n");
     for d in &p.designs {

@@ -275,6 +275,9 @@ pub struct Needed {
     pub samples: u64,
     pub problems: u64,
     pub power: f64,
+    /// The share of problems whose value the change moves at all, in the direction that decides
+    /// (the test sees only those: few of them make a plan rest on the model's tail).
+    pub moving: f64,
 }
 
 /// The problems needed at `samples` per problem for power `power` against a change of `change`
@@ -304,10 +307,13 @@ pub fn needed(
         ..shape(d)
     };
     // The harder direction decides: the one needing more problems.
-    let need = (ways.iter())
-        .map(|d| problems_needed(&unit(d), change.abs(), alpha, power))
-        .fold(None, |acc: Option<f64>, m| {
-            Some(acc.map_or(m, |a| a.max(m)))
+    let (need, moving) = (ways.iter())
+        .map(|d| {
+            let m = problems_needed(&unit(d), change.abs(), alpha, power);
+            (m, d.tails.moving)
+        })
+        .fold(None, |acc: Option<(f64, f64)>, x| {
+            Some(acc.map_or(x, |a| if x.0 > a.0 { x } else { a }))
         })?;
     let least = super::paired::MIN_SHARED as f64 * size;
     let problems = (need.max(least) / size).ceil() * size;
@@ -325,6 +331,7 @@ pub fn needed(
         samples,
         problems: problems as u64,
         power: reached,
+        moving,
     })
 }
 
