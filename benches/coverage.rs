@@ -344,9 +344,9 @@ fn copies(reps: usize) {
 fn plans(reps: usize, failures: &mut Vec<String>) {
     println!("\nplan: from a first run of m problems at n samples, the problems needed at n′ samples to detect a drop of D points (80% power, 5%); the designs run and tested by compare's test");
     println!(
-        "population | metric | from m, n | n′ | D | median problems | promised % | achieved %"
+        "population | metric | from m, n | n′ | D | median problems | promised % | achieved % | first runs refused"
     );
-    println!("---|---|---|---:|---:|---:|---:|---:");
+    println!("---|---|---|---:|---:|---:|---:|---:|---:");
     let half = Tau::from_fraction(1, 2).expect("1/2");
     let one = Tau::from_fraction(1, 1).expect("1");
     let metrics = [
@@ -389,6 +389,10 @@ fn plans(reps: usize, failures: &mut Vec<String>) {
                 let (_, d, ref metric, from, n, samples, change, seed) = job;
                 let setup = Setup::grid(from, d, n);
                 let check = check_plan(&setup, metric, (-change, samples, 0.05), reps, seed);
+                eprintln!(
+                    "done: {} {metric} {from},{n} n′={samples} D={change}: {check:?}",
+                    d.name
+                );
                 done.lock().expect("results").push((job, check));
             });
         }
@@ -402,14 +406,22 @@ fn plans(reps: usize, failures: &mut Vec<String>) {
             100.0 * change
         );
         let Some(c) = check else {
-            println!("{head} | - | - | - (the metric cannot drop that far)");
+            println!("{head} | - | - | - | - (the metric cannot drop that far)");
             continue;
         };
+        let refused = format!("{} of {}", c.refused, c.reps + c.refused);
+        if c.reps == 0 {
+            println!("{head} | - | - | - | {refused}");
+            continue;
+        }
         let (p, a) = (100.0 * c.promised, 100.0 * c.achieved);
         let missed = if (a - p).abs() > 8.0 { "  MISSED" } else { "" };
         if !missed.is_empty() {
             failures.push(format!("plan {} {metric} from {from},{n} to n′={samples} D={change}: promised {p:.1}, achieved {a:.1}", d.name));
         }
-        println!("{head} | {} | {p:.1} | {a:.1}{missed}", c.problems);
+        println!(
+            "{head} | {} | {p:.1} | {a:.1}{missed} | {refused}",
+            c.problems
+        );
     }
 }
