@@ -64,6 +64,8 @@ pub struct MetricPlan {
     pub exact: bool,
     /// The share of problems whose value a change of D moves at all (the test sees only those).
     pub moving: f64,
+    /// The stated power may understate the test's ([`crate::stats::planning::Needed::conservative`]).
+    pub conservative: bool,
 }
 
 /// A model's plan.
@@ -210,6 +212,7 @@ fn plan_model(
                 power: need.map_or(0.0, |n| n.power),
                 exact: pop.within(&p.kernel, at).1,
                 moving: need.map_or(0.0, |n| n.moving),
+                conservative: need.is_some_and(|n| n.conservative()),
             })
         })
         .collect();
@@ -427,6 +430,13 @@ fn render_model(p: &ModelPlan, request: &Request) -> String {
                 m.problems,
                 crate::stats::power::least_units(p.alpha)
             ));
+        }
+        if m.conservative {
+            out.push_str(
+                "      power may be conservative: few moving problems with fractional values make \
+                 the test stronger than its normal approximation (simulated: 92-100% where \
+                 80-86% was stated), so fewer problems may do\n",
+            );
         }
     }
     out.push_str("  options (samples per problem: problems needed, samples, cost):\n");
