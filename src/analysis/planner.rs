@@ -423,8 +423,8 @@ fn render_model(p: &ModelPlan, request: &Request) -> String {
         ));
         if m.moving < 0.5 && m.problems > 0 {
             out.push_str(&format!(
-                "      the change moves about {:.0}% of problems ({:.0} of {}): the test sees only \
-                 those, and needs at least {} of them to move one way\n",
+                "      a change moves about {:.0}% of problems ({:.0} of {}); the test sees only\n      \
+                 those and flags none unless at least {} move one way\n",
                 100.0 * m.moving,
                 m.moving * m.problems as f64,
                 m.problems,
@@ -433,9 +433,9 @@ fn render_model(p: &ModelPlan, request: &Request) -> String {
         }
         if m.conservative {
             out.push_str(
-                "      power may be conservative: few moving problems with fractional values make \
-                 the test stronger than its normal approximation (simulated: 92-100% where \
-                 80-86% was stated), so fewer problems may do\n",
+                "      power may be conservative: with few moving problems and fractional values\n      \
+                 the test beats its normal approximation (simulated: 92-100% where 80-86% was\n      \
+                 stated), so fewer problems may do\n",
             );
         }
     }
