@@ -280,6 +280,10 @@ pub struct Needed {
     pub moving: f64,
     /// Whether the metric's values at `samples` are 0 or 1 only (the test is then McNemar's).
     pub binary: bool,
+    /// The share of problems that carry the change: μ₂²/μ₄ of the differences (K/m when K of
+    /// m move by one amount; far below [`Needed::moving`] when most move a little and a few a
+    /// lot).
+    pub carrying: f64,
 }
 
 /// Below this many moving problems with fractional values, the stated power may be
@@ -288,11 +292,11 @@ pub const FEW_MOVING: f64 = 50.0;
 
 impl Needed {
     /// Whether the stated power may understate the test's: fractional values and fewer than
-    /// [`FEW_MOVING`] problems expected to move. T/S is then bounded and skewed (differences
+    /// [`FEW_MOVING`] problems expected to carry the change ([`Needed::carrying`]). T/S is then bounded and skewed (differences
     /// mostly of one sign), and its normal approximation conservative: in the simulation such
     /// plans reached 92–100% where 80–86% was stated (docs/intervals.md).
     pub fn conservative(&self) -> bool {
-        !self.binary && (self.problems as f64) * self.moving < FEW_MOVING
+        !self.binary && (self.problems as f64) * self.carrying < FEW_MOVING
     }
 }
 
@@ -323,14 +327,17 @@ pub fn needed(
         ..shape(d)
     };
     // The harder direction decides: the one needing more problems.
-    let (need, moving, binary) = (ways.iter())
-        .map(|d| {
-            let m = problems_needed(&unit(d), change.abs(), alpha, power);
-            (m, d.tails.moving, d.tails.toward.is_some())
-        })
-        .fold(None, |acc: Option<(f64, f64, bool)>, x| {
+    let (need, d) = (ways.iter())
+        .map(|d| (problems_needed(&unit(d), change.abs(), alpha, power), d))
+        .fold(None, |acc: Option<(f64, &Difference)>, x| {
             Some(acc.map_or(x, |a| if x.0 > a.0 { x } else { a }))
         })?;
+    let (moving, binary) = (d.tails.moving, d.tails.toward.is_some());
+    let mu2 = d.variance + change * change;
+    let carrying = match d.tails.fourth > 0.0 {
+        true => (mu2 * mu2 / d.tails.fourth).clamp(0.0, moving),
+        false => moving,
+    };
     let least = super::paired::MIN_SHARED as f64 * size;
     let problems = (need.max(least) / size).ceil() * size;
     let reached = (ways.iter())
@@ -349,6 +356,7 @@ pub fn needed(
         power: reached,
         moving,
         binary,
+        carrying,
     })
 }
 
