@@ -62,6 +62,10 @@ pub struct MetricPlan {
     pub power: f64,
     /// Whether the within-problem variance was estimated exactly from the counts.
     pub exact: bool,
+    /// The share of problems whose value a change of D moves at all (the test sees only those).
+    pub moving: f64,
+    /// The stated power may understate the test's ([`crate::stats::planning::Needed::conservative`]).
+    pub conservative: bool,
 }
 
 /// A model's plan.
@@ -207,6 +211,8 @@ fn plan_model(
                 samples: at,
                 power: need.map_or(0.0, |n| n.power),
                 exact: pop.within(&p.kernel, at).1,
+                moving: need.map_or(0.0, |n| n.moving),
+                conservative: need.is_some_and(|n| n.conservative()),
             })
         })
         .collect();
@@ -415,6 +421,23 @@ fn render_model(p: &ModelPlan, request: &Request) -> String {
                 "  (within-problem variance modelled)"
             }
         ));
+        if m.moving < 0.5 && m.problems > 0 {
+            out.push_str(&format!(
+                "      a change moves about {:.0}% of problems ({:.0} of {}); the test sees only\n      \
+                 those and flags none unless at least {} move one way\n",
+                100.0 * m.moving,
+                m.moving * m.problems as f64,
+                m.problems,
+                crate::stats::power::least_units(p.alpha)
+            ));
+        }
+        if m.conservative {
+            out.push_str(
+                "      power may be conservative: with few moving problems and fractional values\n      \
+                 the test beats its normal approximation (simulated: 92-100% where 80-86% was\n      \
+                 stated), so fewer problems may do\n",
+            );
+        }
     }
     out.push_str("  options (samples per problem: problems needed, samples, cost):\n");
     for d in &p.designs {

@@ -422,10 +422,15 @@ fn family_columns(model: &Model, setup: &Setup) -> Vec<usize> {
 /// One check of `plan`: runs of a model are planned from a first run of `from` problems at
 /// `setup.n` samples, to detect a change of `change` in `metric` at `alpha`; each plan's design
 /// is then run twice, the second time with every solve rate moved so the metric's true value
-/// moves by `change`, and tested as `compare` tests.
+/// moves by `change`, and tested as `compare` tests. A first run from which the planner refuses
+/// the change (its model of the problems cannot move the metric that far) plans nothing: it is
+/// counted, not run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanCheck {
+    /// Plans made and run (the first runs the planner did not refuse).
     pub reps: usize,
+    /// First runs from which the planner refused the change.
+    pub refused: usize,
     /// Mean of the plans' power in the simulated direction (their stated power, the harder
     /// direction's, is at most this).
     pub promised: f64,
@@ -433,12 +438,15 @@ pub struct PlanCheck {
     pub achieved: f64,
     /// Median recommended problems.
     pub problems: u64,
-    /// Whether the plan's within-problem variance was exact (else modelled), in the first rep.
+    /// Whether the plan's within-problem variance was exact (else modelled), in the first plan.
     pub exact: bool,
+    /// Plans that told the user their stated power may be conservative.
+    pub conservative: usize,
 }
 
-/// Runs `reps` plans and their comparisons (see [`PlanCheck`]); `samples` per problem in the
-/// planned runs. None when the metric cannot move by `change`.
+/// Runs `reps` first runs, their plans and the plans' comparisons (see [`PlanCheck`]);
+/// `samples` per problem in the planned runs. None when the metric's true value cannot move by
+/// `change`.
 pub fn check_plan(
     setup: &Setup,
     metric: &MetricKind,
@@ -460,17 +468,26 @@ pub fn check_plan(
     let col = planned.columns.iter().position(|c| &c.metric == metric)?;
     let mut rng = SplitMix64::new(seed);
     let (mut promised, mut flagged, mut sizes, mut exact) = (0.0, 0, Vec::new(), None);
+    let (mut refused, mut conservative) = (0, 0);
     for _ in 0..reps {
         let levels: Vec<usize> = (0..setup.problems).map(|_| rng.below(LEVELS)).collect();
         let (counts, _) = model.run(&levels, 0.0, &mut rng);
         let counts: Vec<Counts> = counts.iter().map(|&c| Counts { n: setup.n, c }).collect();
         let population = Population::fit(&counts)?;
-        let plan = needed(&population, &kernel, samples, change, 1.0, (alpha, 0.8))?;
-        exact.get_or_insert_with(|| population.within(&kernel, samples).1);
         // The plan's promise for the direction simulated (its stated power is the harder
-        // direction's, at least this).
-        let design = (plan.problems as f64, samples);
-        promised += power_toward(&population, &kernel, design, change, 1.0, alpha)?;
+        // direction's, at least this); None: the planner refuses it from this run.
+        let plan = needed(&population, &kernel, samples, change, 1.0, (alpha, 0.8));
+        let Some((plan, power)) = plan.and_then(|plan| {
+            let design = (plan.problems as f64, samples);
+            let power = power_toward(&population, &kernel, design, change, 1.0, alpha)?;
+            Some((plan, power))
+        }) else {
+            refused += 1;
+            continue;
+        };
+        exact.get_or_insert_with(|| population.within(&kernel, samples).1);
+        promised += power;
+        conservative += plan.conservative() as usize;
         sizes.push(plan.problems);
         let levels: Vec<usize> = (0..plan.problems).map(|_| rng.below(LEVELS)).collect();
         let (_, a) = planned.run(&levels, 0.0, &mut rng);
@@ -481,12 +498,15 @@ pub fn check_plan(
             .is_some_and(|p| p < alpha) as usize;
     }
     sizes.sort_unstable();
+    let made = sizes.len();
     Some(PlanCheck {
-        reps,
-        promised: promised / reps as f64,
-        achieved: flagged as f64 / reps as f64,
-        problems: sizes[sizes.len() / 2],
+        reps: made,
+        refused,
+        promised: promised / made.max(1) as f64,
+        achieved: flagged as f64 / made.max(1) as f64,
+        problems: sizes.get(made / 2).copied().unwrap_or(0),
         exact: exact.unwrap_or(false),
+        conservative,
     })
 }
 

@@ -1014,6 +1014,9 @@ fn plan_sizes_the_next_runs_and_prices_them() {
     assert!(need(&small, 8) > need(&plans, 8));
     for m in p["metrics"].as_array().unwrap() {
         assert!(m["detectable_now"].as_f64().unwrap() > 0.0, "{m}");
+        // The share of problems the change moves: the test sees only those.
+        let moving = m["moving"].as_f64().unwrap();
+        assert!(moving > 0.0 && moving <= 1.0, "{m}");
     }
     // The dataset's 40 problems cannot hold a 5-point design: exit 1, the options still print.
     let tight = gpassk(&["plan", "--from", from, "--detect", "5"]);

@@ -109,19 +109,24 @@ fn compare_keeps_its_level_and_has_power() {
 }
 
 /// `plan`'s designs reach the power they state (within the ±8 points of the issue, plus Monte
-/// Carlo noise of about ±4 points at 150 plans).
+/// Carlo noise of about ±4 points at 150 plans), from 30 problems at n = 16: pass@1 and
+/// G-Pass@8_0.5 on the mixed population (at 48 samples the latter's within-problem variance is
+/// modelled), and pass@16 on the easy one, whose drop lands on the few problems whose solve rate
+/// falls near zero (the normal approximation promised 80% there and reached about 50%).
 #[test]
 fn plans_reach_their_stated_power() {
-    let s = grid(30, DIFFICULTIES[1], false);
     let tau = Tau::from_fraction(1, 2).unwrap();
-    for (metric, samples) in [
-        (MetricKind::PassAtK { k: 1 }, 16),
-        (MetricKind::GPassAtK { k: 8, tau }, 48),
+    for (d, metric, samples) in [
+        (DIFFICULTIES[1], MetricKind::PassAtK { k: 1 }, 16),
+        (DIFFICULTIES[1], MetricKind::GPassAtK { k: 8, tau }, 48),
+        (DIFFICULTIES[0], MetricKind::PassAtK { k: 16 }, 16),
     ] {
+        let s = grid(30, d, false);
         let check = check_plan(&s, &metric, (-0.08, samples, 0.05), 150, 0x91A4).unwrap();
         assert!(
             (check.achieved - check.promised).abs() <= 0.12,
-            "{metric}: {check:?}"
+            "{} {metric}: {check:?}",
+            d.name
         );
     }
 }
