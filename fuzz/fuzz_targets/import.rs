@@ -90,6 +90,12 @@ impl Sink for Collect {
     fn wants(&mut self, _: &Path, _: Option<&str>, _: Option<&str>) -> bool {
         true
     }
+    fn belongs(&mut self, file: usize, _dataset: &str) {
+        assert!(
+            file < self.files.len(),
+            "an unregistered file said to belong"
+        );
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
