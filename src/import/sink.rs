@@ -726,36 +726,35 @@ fn record<'a>(
 }
 
 /// Rewrites a checkpoint with each record's `source.file` (an index into every input read) moved
-/// to `places[file]` (its place in the run's own list); written beside it, then renamed over it.
+/// to `places[file]` (its place in the run's own list); written atomically over it.
 fn renumber_files(path: &Path, places: &[Option<u32>]) -> Result<(), ImportError> {
     use std::io::Write;
-    let tmp = path.with_extension("jsonl.renumbered");
-    let file = std::fs::File::create(&tmp).map_err(ImportError::io("create", &tmp))?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let io = |source| CheckpointError::Io {
-        path: tmp.clone(),
+        path: path.to_path_buf(),
         source,
     };
-    let mut line = Vec::new();
-    read_records(path, |mut r| {
-        if let Some(s) = &mut r.source {
-            let place = places.get(s.file as usize).copied().flatten();
-            s.file = place.ok_or_else(|| {
-                io(std::io::Error::other(format!(
-                    "a sample of input file {} in a run that does not list it",
-                    s.file
-                )))
-            })?;
-        }
-        line.clear();
-        serde_json::to_writer(&mut line, &r).map_err(|e| io(e.into()))?;
-        line.push(b'\n');
-        out.write_all(&line).map_err(io)
-    })
-    .map_err(|e| ImportError::Write(e.into()))?;
-    let file = out.into_inner().map_err(|e| io(e.into_error()));
-    (file.and_then(|f| f.sync_data().map_err(io))).map_err(|e| ImportError::Write(e.into()))?;
-    std::fs::rename(&tmp, path).map_err(ImportError::io("replace", path))
+    let renumber = |file: &mut std::fs::File| -> anyhow::Result<()> {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let mut line = Vec::new();
+        read_records(path, |mut r| {
+            if let Some(s) = &mut r.source {
+                let place = places.get(s.file as usize).copied().flatten();
+                s.file = place.ok_or_else(|| {
+                    io(std::io::Error::other(format!(
+                        "a sample of input file {} in a run that does not list it",
+                        s.file
+                    )))
+                })?;
+            }
+            line.clear();
+            serde_json::to_writer(&mut line, &r).map_err(|e| io(e.into()))?;
+            line.push(b'\n');
+            out.write_all(&line).map_err(io)
+        })?;
+        out.flush()?;
+        Ok(())
+    };
+    crate::util::write_atomic_with(path, renumber).map_err(ImportError::Write)
 }
 
 /// Device and inode of a file, where the platform has them.
