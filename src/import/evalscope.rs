@@ -213,6 +213,9 @@ fn verdicts(kinds: &BTreeSet<RowKind>) -> String {
     out.join("; ")
 }
 
+/// A samples file's root, model and name without `.jsonl`.
+type StemKey = (Option<Root>, String, String);
+
 /// The files to read: per (model, bench, subset) the reviews file, else the predictions file.
 fn sources(
     paths: &[PathBuf],
@@ -223,8 +226,7 @@ fn sources(
         file_name(p).ends_with(".jsonl") && (folder_kind(p).is_some() || flat_name(p))
     })?;
     // Per (root, model, stem): the file read, and the predictions files its reviews file holds.
-    let mut by_key: BTreeMap<(Option<Root>, String, String), (Kind, PathBuf, Vec<PathBuf>)> =
-        BTreeMap::new();
+    let mut by_key: BTreeMap<StemKey, (Kind, PathBuf, Vec<PathBuf>)> = BTreeMap::new();
     for f in files {
         let (kind, root, model, stem) = match folder_kind(&f) {
             Some(kind) => (
