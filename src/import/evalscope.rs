@@ -1293,7 +1293,7 @@ mod tests {
             summary
                 .notes
                 .iter()
-                .any(|n| n.text.contains("8 rows repeat")),
+                .any(|n| n.text.contains("8 rows repeat") && n.dataset.as_deref() == Some("gsm8k")),
             "{:?}",
             summary.notes
         );
