@@ -14,6 +14,7 @@ use super::stream::{first_line as first_row, json_lines, small_json};
 use crate::rundir::provenance::SourceSettings;
 use crate::util::chat::content_text;
 use serde_json::{Map, Value};
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -169,10 +170,9 @@ fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportE
             .or_insert_with(|| settings.map(|c| c.settings(v010)).unwrap_or_default());
         read.push(s.clone());
     }
-    if tally.duplicates > 0 {
-        summary.notes.push(format!(
-            "{} rows repeat a problem or index already read (EvalScope appends on re-runs); the first of each was kept",
-            tally.duplicates
+    for (bench, n) in &tally.duplicates {
+        summary.note(bench, format!(
+            "{n} rows repeat a problem or index already read (EvalScope appends on re-runs); the first of each was kept"
         ));
     }
     reports(&read, &tally, sink, &mut summary)?;
@@ -184,8 +184,8 @@ fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportE
     summary.verdicts = verdicts(&kinds);
     let known = |s: &SourceSettings| *s != SourceSettings::default();
     if !summary.models.values().any(known) {
-        summary.notes.push(
-            "no configs/task_config*.yaml beside the files: generation settings are unknown".into(),
+        summary.note_all(
+            "no configs/task_config*.yaml beside the files: generation settings are unknown",
         );
     }
     Ok(summary)
@@ -213,6 +213,9 @@ fn verdicts(kinds: &BTreeSet<RowKind>) -> String {
     out.join("; ")
 }
 
+/// A samples file's root, model and name without `.jsonl`.
+type StemKey = (Option<Root>, String, String);
+
 /// The files to read: per (model, bench, subset) the reviews file, else the predictions file.
 fn sources(
     paths: &[PathBuf],
@@ -222,7 +225,8 @@ fn sources(
     let files = files_under(paths, |p| {
         file_name(p).ends_with(".jsonl") && (folder_kind(p).is_some() || flat_name(p))
     })?;
-    let mut by_key: BTreeMap<(Option<Root>, String, String), (Kind, PathBuf)> = BTreeMap::new();
+    // Per (root, model, stem): the file read, and the predictions files its reviews file holds.
+    let mut by_key: BTreeMap<StemKey, (Kind, PathBuf, Vec<PathBuf>)> = BTreeMap::new();
     for f in files {
         let (kind, root, model, stem) = match folder_kind(&f) {
             Some(kind) => (
@@ -236,31 +240,37 @@ fn sources(
             ),
             None => loose_file(&f),
         };
-        let key = (root, model, stem);
-        let left_out = |p: &Path| {
-            format!(
-                "{}: left out, its reviews file holds the same samples with verdicts",
-                p.display()
-            )
-        };
-        match by_key.get(&key) {
-            Some((Kind::Reviews, _)) if kind == Kind::Predictions => {
-                summary.notes.push(left_out(&f));
+        match by_key.entry((root, model, stem)) {
+            Entry::Vacant(v) => {
+                v.insert((kind, f, Vec::new()));
             }
-            Some((Kind::Predictions, p)) if kind == Kind::Reviews => {
-                summary.notes.push(left_out(p));
-                by_key.insert(key, (kind, f));
-            }
-            _ => {
-                by_key.insert(key, (kind, f));
+            Entry::Occupied(mut e) => {
+                let (held, path, left) = e.get_mut();
+                match (*held, kind) {
+                    (Kind::Reviews, Kind::Predictions) => left.push(f),
+                    (Kind::Predictions, Kind::Reviews) => left.push(std::mem::replace(path, f)),
+                    _ => *path = f,
+                }
+                if kind == Kind::Reviews {
+                    *held = kind;
+                }
             }
         }
     }
     let mut out = Vec::new();
-    for ((root, model, stem), (_, path)) in by_key {
+    for ((root, model, stem), (_, path, left)) in by_key {
         let known = configs.benches(root.as_ref(), &model);
         let row_subset = first_row(&path).and_then(|r| r["subset_name"].as_str().map(String::from));
         let (bench, subset) = split_stem(&stem, &known, row_subset.as_deref());
+        for p in left {
+            summary.note(
+                &bench,
+                format!(
+                    "{}: left out, its reviews file holds the same samples with verdicts",
+                    p.display()
+                ),
+            );
+        }
         out.push(Source {
             root,
             model,
@@ -365,7 +375,8 @@ type FileKey = (String, String, String);
 struct Tally {
     sums: BTreeMap<FileKey, BTreeMap<String, (f64, u64)>>,
     rows: BTreeMap<FileKey, u64>,
-    duplicates: u64,
+    /// Per benchmark: rows of a problem and index already read.
+    duplicates: BTreeMap<String, u64>,
     /// Rows without `index` (EvalScope before 0.11).
     unindexed: u64,
 }
@@ -439,7 +450,7 @@ fn read_file(
             return sink.bad(file, At::Line(line), why.into());
         };
         if !new {
-            tally.duplicates += 1;
+            *tally.duplicates.entry(s.bench.clone()).or_default() += 1;
             return Ok(());
         }
         rows += 1;
@@ -1051,10 +1062,9 @@ mod tests {
             .files
             .iter()
             .all(|f| !f.to_string_lossy().contains("predictions")));
-        assert!(summary
-            .notes
-            .iter()
-            .any(|n| n.contains("predictions/stub-math/gsm8k_main.jsonl: left out")));
+        assert!(summary.notes.iter().any(|n| n
+            .text
+            .contains("predictions/stub-math/gsm8k_main.jsonl: left out")));
         let mut repeats: Vec<u32> = sink
             .samples
             .iter()
@@ -1280,7 +1290,10 @@ mod tests {
         let summary = out.unwrap();
         assert_eq!(sink.samples.len(), 48);
         assert!(
-            summary.notes.iter().any(|n| n.contains("8 rows repeat")),
+            summary
+                .notes
+                .iter()
+                .any(|n| n.text.contains("8 rows repeat") && n.dataset.as_deref() == Some("gsm8k")),
             "{:?}",
             summary.notes
         );

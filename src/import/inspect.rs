@@ -211,29 +211,40 @@ impl Log {
     fn finish(self, path: &Path, summary: &mut SourceSummary) {
         let (model, dataset) = (self.model(), self.dataset());
         if self.status != "success" {
-            summary.notes.push(format!(
-                "{}: the log's status is {} (the run did not finish): {} samples read",
-                path.display(),
-                crate::util::printable(&self.status),
-                self.samples
-            ));
+            summary.note(
+                &dataset,
+                format!(
+                    "{}: the log's status is {} (the run did not finish): {} samples read",
+                    path.display(),
+                    crate::util::printable(&self.status),
+                    self.samples
+                ),
+            );
         }
         if self.partial > 0 {
-            summary.notes.push(format!(
-                "{}: {} samples scored with partial credit carry no source verdict",
-                path.display(),
-                self.partial
-            ));
+            summary.note(
+                &dataset,
+                format!(
+                    "{}: {} samples scored with partial credit carry no source verdict",
+                    path.display(),
+                    self.partial
+                ),
+            );
         }
         if self.targets > 0 {
-            summary.notes.push(format!(
-                "{}: {} samples list several targets: the first is the gold answer",
-                path.display(),
-                self.targets
-            ));
+            summary.note(
+                &dataset,
+                format!(
+                    "{}: {} samples list several targets: the first is the gold answer",
+                    path.display(),
+                    self.targets
+                ),
+            );
         }
         if self.untargeted > 0 {
-            summary.notes.push(format!(
+            summary.note(
+                &dataset,
+                format!(
                 "{}: {} samples have no target or a model grader's score: the log's score is their verdict (kept as the answer 1 or 0 against the gold 1, as for agent trajectories; their text is not kept)",
                 path.display(),
                 self.untargeted

@@ -154,15 +154,19 @@ fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportE
             message: "the Parquet reader failed on it (a malformed file)".into(),
         })??;
         layouts.extend(read.layout);
-        let settings = settings(results.as_ref(), &read.num_samples, &mut summary);
+        let task = bare_task(&d.task);
+        let settings = settings(results.as_ref(), &read.num_samples, (task, &mut summary));
         summary.models.entry(model.clone()).or_insert(settings);
         match &results {
             Some(r) => aggregates(d, &model, r, &read.docs, &mut summary),
-            None => summary.notes.push(format!(
-                "{}: no results_{}.json beside it: no stored aggregate to check",
-                d.path.display(),
-                d.date
-            )),
+            None => summary.note(
+                task,
+                format!(
+                    "{}: no results_{}.json beside it: no stored aggregate to check",
+                    d.path.display(),
+                    d.date
+                ),
+            ),
         }
     }
     summary.layout = layouts.into_iter().collect::<Vec<_>>().join("; ");
@@ -454,7 +458,7 @@ fn old_row(v: &Value, at: u64) -> Result<RowData, String> {
 fn settings(
     results: Option<&Value>,
     num_samples: &BTreeSet<u64>,
-    summary: &mut SourceSummary,
+    (task, summary): (&str, &mut SourceSummary),
 ) -> SourceSettings {
     let params =
         results.and_then(|r| r.pointer("/config_general/model_config/generation_parameters"));
@@ -467,14 +471,15 @@ fn settings(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         recorded.insert("generation_parameters".into(), Value::Object(set));
-        summary.notes.push(
-            "lighteval records the model config's generation_parameters, defaults included: a temperature of 0 there may not be what produced several different samples".into(),
+        summary.note(task,
+            "lighteval records the model config's generation_parameters, defaults included: a temperature of 0 there may not be what produced several different samples",
         );
     }
     if num_samples.len() > 1 {
-        summary.notes.push(format!(
-            "documents ask for different numbers of samples: {num_samples:?}"
-        ));
+        summary.note(
+            task,
+            format!("documents ask for different numbers of samples: {num_samples:?}"),
+        );
     }
     SourceSettings {
         temperature: get("temperature").and_then(Value::as_f64),
@@ -526,10 +531,8 @@ fn aggregates(
         .and_then(|r| r.get(&d.task))
         .and_then(Value::as_object)
     else {
-        summary.notes.push(format!(
-            "results_{}.json holds no results for {}",
-            d.date, d.task
-        ));
+        let text = format!("results_{}.json holds no results for {}", d.date, d.task);
+        summary.note(bare_task(&d.task), text);
         return;
     };
     let counts = correct_counts(docs);

@@ -1110,8 +1110,9 @@ impl TaskRead<'_> {
     /// The task's aggregates, settings and notes, into the summary.
     fn finish(self, out: &mut SourceSummary) {
         let name = file_name(&self.tf.path);
+        let dataset = self.ctx.dataset.as_str();
         if self.duplicates > 0 {
-            out.notes.push(format!(
+            out.note(dataset, format!(
                 "{name}: {} repeated (document, filter) records skipped (an append re-save; the first kept)",
                 self.duplicates
             ));
@@ -1122,14 +1123,14 @@ impl TaskRead<'_> {
             .as_ref()
             .and_then(|c| self.info.filters.get(c.emit));
         if let (true, Some(f)) = (missing > 0, emitting) {
-            out.notes.push(format!(
+            out.note(dataset, format!(
                 "{name}: {missing} of {} documents have no readable record of filter `{}`: their samples are not imported",
                 self.docs.len(),
                 f.name
             ));
         }
         if self.tf.results.is_none() {
-            out.notes.push(format!(
+            out.note(dataset, format!(
                 "{name}: no results file beside it (a JSON with `results` and `configs`): the model is named after its folder, settings come from the first record's request, and there are no aggregates to check"
             ));
         }
@@ -1142,6 +1143,7 @@ impl TaskRead<'_> {
 
     fn aggregates(&self, out: &mut SourceSummary) {
         let name = file_name(&self.tf.path);
+        let dataset = self.ctx.dataset.as_str();
         for (metric, filter, stored) in &self.info.stored {
             let mut label = format!("{metric},{filter}");
             if self.ctx.qualify {
@@ -1151,9 +1153,10 @@ impl TaskRead<'_> {
                 label = format!("{name}: {label}");
             }
             let Some(source) = stored.as_f64() else {
-                out.notes.push(format!(
-                    "{label} is stored as {stored} (no number): not checked"
-                ));
+                out.note(
+                    dataset,
+                    format!("{label} is stored as {stored} (no number): not checked"),
+                );
                 continue;
             };
             let f = self.info.filters.iter().position(|x| x.name == *filter);
@@ -1400,7 +1403,7 @@ mod tests {
             summary
                 .notes
                 .iter()
-                .any(|n| n.contains("24 repeated (document, filter) records")),
+                .any(|n| n.text.contains("24 repeated (document, filter) records")),
             "{:?}",
             summary.notes
         );
@@ -1454,7 +1457,10 @@ mod tests {
         // Documents 2 and 4 lost their strict-first record, so their samples.
         assert_eq!(sink.counts().len(), 6);
         assert!(
-            summary.notes.iter().any(|n| n.contains("2 of 8 documents")),
+            summary
+                .notes
+                .iter()
+                .any(|n| n.text.contains("2 of 8 documents")),
             "{:?}",
             summary.notes
         );
@@ -1491,7 +1497,7 @@ mod tests {
             summary
                 .notes
                 .iter()
-                .any(|n| n.contains("maj@6 is stored as \"N/A\"")),
+                .any(|n| n.text.contains("maj@6 is stored as \"N/A\"")),
             "{:?}",
             summary.notes
         );

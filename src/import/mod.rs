@@ -29,7 +29,7 @@ pub mod writer;
 pub use crate::rundir::provenance::{AggregateCheck, SourceSettings};
 pub use formats::{detect, Format, READERS};
 pub use sink::Errored;
-pub use source::{At, ImportError, ReadOptions, Reader, Sink, SourceSample, SourceSummary};
+pub use source::{At, ImportError, Note, ReadOptions, Reader, Sink, SourceSample, SourceSummary};
 pub use writer::{stage, write_disagreements, ImportOptions, Imported, Staged};
 
 /// A sink that keeps what it is sent, for the readers' tests.

@@ -213,7 +213,8 @@ fn read(
             continue;
         }
         if let Some(why) = nothing_to_grade(b, opts) {
-            summary.notes.push(why);
+            // Its dataset gets no run: a note of the import as a whole.
+            summary.note(&b.name, why);
             continue;
         }
         let mut seeds = Seeds::default();
@@ -223,9 +224,9 @@ fn read(
         let mark = seeds.mark.as_ref().map_or("none".into(), Mark::label);
         fields.push(format!("{}: {mark}", b.name));
         if seeds.verdict_only > 0 {
-            summary.notes.push(format!(
-                "nemo-skills: {}: {} lines hold no expected_answer: NeMo-Skills' verdict ({mark}) is their verdict (kept as the answer 1 or 0 against the gold 1); --dataset gives gpassk the gold to re-grade the predicted answers",
-                b.name, seeds.verdict_only
+            summary.note(&b.name, format!(
+                "{} lines hold no expected_answer: NeMo-Skills' verdict ({mark}) is their verdict (kept as the answer 1 or 0 against the gold 1); --dataset gives gpassk the gold to re-grade the predicted answers",
+                seeds.verdict_only
             ));
         }
         settings(b, &mut summary);
@@ -538,6 +539,7 @@ mod tests {
 
 #[cfg(test)]
 mod reading {
+    use super::super::source::Note;
     use super::super::testing::{checks, fixture, read_into, Collect};
     use super::*;
 
@@ -642,9 +644,11 @@ mod reading {
             .iter()
             .any(|a| a.0 == "math_subsets-b majority@2: symbolic_correct"));
         assert!(done.iter().any(|a| a.0 == "pass@2: correct_judgements"));
-        // ifeval's lines say nothing gpassk can grade: left out, and said.
+        // ifeval's lines say nothing gpassk can grade: left out, and said of ifeval (which gets
+        // no run: the writer keeps it in every run).
+        let ifeval = |n: &Note| n.dataset.as_deref() == Some("ifeval");
         assert!(
-            (summary.notes.iter()).any(|n| n.contains("ifeval left out")),
+            (summary.notes.iter()).any(|n| n.text.contains("ifeval left out") && ifeval(n)),
             "{:?}",
             summary.notes
         );

@@ -123,8 +123,8 @@ fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportE
     verdicts.dedup();
     summary.layout = layouts.join("; ");
     summary.verdicts = verdicts.join("; ");
-    summary.notes.push(
-        "OpenCompass keeps the generation settings (temperature, top_p, max_out_len, seed, n, k) in the config .py under <work_dir>/configs/, not in these files: they are left unknown".into(),
+    summary.note_all(
+        "OpenCompass keeps the generation settings (temperature, top_p, max_out_len, seed, n, k) in the config .py under <work_dir>/configs/, not in these files: they are left unknown",
     );
     Ok(summary)
 }
@@ -393,15 +393,19 @@ fn read_dataset(
         None => Results::default(),
     };
     if d.predictions.is_empty() {
-        summary.notes.push(format!(
-            "dataset {} of model {}: no predictions file beside {}; nothing imported from it",
-            d.abbr,
-            d.model,
-            d.results
-                .as_deref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        ));
+        // Its dataset may get no run (then a note of the import as a whole): named in the text.
+        summary.note(
+            &d.abbr,
+            format!(
+                "dataset {} of model {}: no predictions file beside {}; nothing imported from it",
+                d.abbr,
+                d.model,
+                d.results
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
+        );
         aggregates(d, &results, summary);
         return Ok(Done {
             layout: "OpenCompass results only".into(),
@@ -744,28 +748,26 @@ impl Emit<'_> {
         Ok(())
     }
 
+    /// What the dataset's items were, into its run's notes.
     fn notes(&self, items: u64, how: &str, summary: &mut SourceSummary) {
         let d = self.d;
-        summary.notes.push(format!(
-            "dataset {} of model {}: {items} items; {how}",
-            d.abbr, d.model
-        ));
+        summary.note(&d.abbr, format!("model {}: {items} items; {how}", d.model));
         if self.differing > 0 {
-            summary.notes.push(format!(
-                "dataset {}: {} items differ in origin_prompt or gold from their problem's first item: the item order may not be the one assumed",
-                d.abbr, self.differing
+            summary.note(&d.abbr, format!(
+                "model {}: {} items differ in origin_prompt or gold from their problem's first item: the item order may not be the one assumed",
+                d.model, self.differing
             ));
         }
         if self.text_mismatch > 0 {
-            summary.notes.push(format!(
-                "dataset {}: {} predictions differ from the results details' text at the same place: their labels may belong to other samples",
-                d.abbr, self.text_mismatch
+            summary.note(&d.abbr, format!(
+                "model {}: {} predictions differ from the results details' text at the same place: their labels may belong to other samples",
+                d.model, self.text_mismatch
             ));
         }
         if self.beyond > 0 {
-            summary.notes.push(format!(
-                "dataset {}: {} items lie beyond the problems or replicas of the results details (imported without a source verdict, or left out)",
-                d.abbr, self.beyond
+            summary.note(&d.abbr, format!(
+                "model {}: {} items lie beyond the problems or replicas of the results details (imported without a source verdict, or left out)",
+                d.model, self.beyond
             ));
         }
     }
@@ -914,7 +916,7 @@ mod tests {
         check_aggregates(&sink, &summary, &e);
         assert!(summary.layout.contains("replication_idx"));
         assert!(
-            summary.notes.iter().all(|n| !n.contains("differ")),
+            summary.notes.iter().all(|n| !n.text.contains("differ")),
             "{:?}",
             summary.notes
         );

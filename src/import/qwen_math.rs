@@ -6,7 +6,7 @@
 
 use super::files::{distinct_files, file_name, files_under, json_text, verdict};
 use super::source::{
-    At, ImportError, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
+    At, ImportError, Note, ReadOptions, Reader, Recompute, Role, Sink, SourceSample, SourceSummary,
     Stored,
 };
 use super::stream::{first_line, json_lines, small_json};
@@ -143,7 +143,7 @@ fn folder_name(p: Option<&Path>) -> Option<String> {
 fn choose(
     found: Vec<PathBuf>,
     opts: &ReadOptions,
-) -> Result<(Vec<QwenFile>, Vec<String>), ImportError> {
+) -> Result<(Vec<QwenFile>, Vec<Note>), ImportError> {
     let mut notes = Vec::new();
     let mut files = Vec::new();
     let mut guessed = BTreeSet::new();
@@ -177,9 +177,10 @@ fn choose(
         });
     }
     for g in &guessed {
-        notes.push(format!(
+        // A name of the import's choosing, for every dataset of that model.
+        notes.push(Note::all(format!(
             "Qwen's outputs do not name the model: named {g} after its folder or file (--model names it)"
-        ));
+        )));
     }
     if files.is_empty() {
         return Err(ImportError::Input(
@@ -261,7 +262,7 @@ struct Outputs {
     duplicates: u64,
     scored_lines: u64,
     aggregates: Vec<Stored>,
-    notes: Vec<String>,
+    notes: Vec<Note>,
     files_read: usize,
 }
 
@@ -280,11 +281,12 @@ impl Outputs {
             self.line(sink, f, file, (&key, line), &v, &mut tally)
         })?;
         if self.duplicates > before {
-            self.notes.push(format!(
+            let text = format!(
                 "{}: {} problems read again (merged shards) were skipped, the first kept",
                 f.path.display(),
                 self.duplicates - before
-            ));
+            );
+            self.notes.push(Note::of(task, text));
         }
         self.files_read += 1;
         self.check_metrics(sink, f, &tally)
@@ -613,7 +615,7 @@ mod tests {
         assert!(summary
             .notes
             .iter()
-            .any(|n| n.contains("1 problems read again")));
+            .any(|n| n.text.contains("1 problems read again")));
         // No metrics file beside the copy: nothing to check.
         assert!(summary.aggregates.is_empty());
         drop(dir);

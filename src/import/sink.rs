@@ -4,7 +4,7 @@
 //! one after another, and counts every sample it drops, so the console can say so.
 
 use super::files::lfs_pointer_text;
-use super::source::{At, ImportError, Role, Sink, SourceSample};
+use super::source::{At, ImportError, Note, Role, Sink, SourceSample};
 use crate::dataset::Problem;
 use crate::metrics::MAX_N;
 use crate::rundir::provenance::{InputFile, SourceRef};
@@ -142,16 +142,20 @@ pub(super) struct RunOut {
     pub conflicts: Vec<String>,
 }
 
-/// What the sink left out or counted, for the console and the manifest.
+/// What the sink left out or counted, for the console and the manifest, each by the dataset
+/// (or input file) it concerns.
 #[derive(Default)]
 pub(super) struct Counts {
-    pub bad: u64,
-    pub bad_examples: Vec<String>,
-    /// `model M` / `dataset D` → samples left out by `--model` / `--task`.
-    pub left_out: BTreeMap<String, u64>,
-    pub left_out_files: Vec<String>,
-    pub errored: u64,
-    pub errored_example: Option<String>,
+    /// Per input file: malformed records skipped (`--skip-bad`).
+    pub bad: BTreeMap<usize, u64>,
+    /// The first [`BAD_NAMED`] of them, with their file.
+    pub bad_examples: Vec<(usize, String)>,
+    /// (dataset, `model M` / `dataset D`) → samples left out by `--model` / `--task`.
+    pub left_out: BTreeMap<(String, String), u64>,
+    /// Files left out, with the dataset they hold when it was known.
+    pub left_out_files: Vec<(Option<String>, String)>,
+    /// Per dataset: samples the harness marked as errored, and the first of them.
+    pub errored: BTreeMap<String, (u64, String)>,
 }
 
 /// The sink: runs being written in a staging folder, one per dataset.
@@ -185,11 +189,10 @@ impl Runs {
     /// else the files of that dataset and those said of none (a config read for all), in the
     /// order read. The run's checkpoint records are renumbered to their file's place in it.
     pub(super) fn own_inputs(&self, dataset: &str) -> Result<Vec<InputFile>, ImportError> {
-        let several = self.runs.len() > 1;
         let mut places = Vec::with_capacity(self.inputs.len());
         let mut files = Vec::new();
-        for f in &self.inputs {
-            let ours = !several || f.datasets.is_empty() || f.datasets.iter().any(|d| d == dataset);
+        for (i, f) in self.inputs.iter().enumerate() {
+            let ours = self.lists(dataset, i);
             places.push(ours.then_some(files.len() as u32));
             if ours {
                 files.push(f.info.clone());
@@ -203,52 +206,76 @@ impl Runs {
         Ok(files)
     }
 
+    /// Whether the run of `dataset` lists input file `file` ([`Runs::own_inputs`]).
+    fn lists(&self, dataset: &str, file: usize) -> bool {
+        let f = &self.inputs[file];
+        self.runs.len() < 2 || f.datasets.is_empty() || f.datasets.iter().any(|d| d == dataset)
+    }
+
+    /// The malformed records skipped in the files the run of `dataset` lists, and the first of
+    /// them named.
+    pub(super) fn bad_of(&self, dataset: &str) -> (u64, Vec<String>) {
+        let c = &self.counts;
+        let count = (c.bad.iter())
+            .filter(|(&f, _)| self.lists(dataset, f))
+            .map(|(_, n)| n)
+            .sum();
+        let named = (c.bad_examples.iter())
+            .filter(|(f, _)| self.lists(dataset, *f))
+            .map(|(_, e)| e.clone())
+            .collect();
+        (count, named)
+    }
+
     /// This import's name of a source model, once it gave a sample.
     pub(super) fn model_name_of(&self, source: &str) -> Option<&String> {
         self.names.get(source)
     }
 
-    /// What the sink left out, dropped or numbered on, one note each: the console says them and
-    /// every run's manifest keeps them.
-    pub(super) fn notes(&self) -> Vec<String> {
+    /// What the sink left out, dropped or numbered on, one note each, of the dataset it
+    /// concerns: the console says them and the run of that dataset keeps them.
+    pub(super) fn notes(&self) -> Vec<Note> {
         let c = &self.counts;
-        let mut out: Vec<String> = (c.left_out.iter())
-            .map(|(what, n)| format!("{what}: {n} samples left out (--model/--task)"))
-            .chain(c.left_out_files.iter().map(|f| format!("left out: {f}")))
+        let mut out: Vec<Note> = (c.left_out.iter())
+            .map(|((d, what), n)| {
+                Note::of(d, format!("{what}: {n} samples left out (--model/--task)"))
+            })
             .collect();
-        if c.errored > 0 {
-            let counted = match self.opts.errored {
-                Errored::Fail => {
-                    "are kept and graded (without an answer, wrong; --errored drop leaves them out)"
-                }
-                Errored::Drop => "were left out (--errored drop)",
-            };
-            let example = c.errored_example.as_deref().unwrap_or_default();
-            out.push(format!(
-                "{} samples the harness marked as errored {counted}; the first: {example}",
-                c.errored
-            ));
-        }
-        let several = self.runs.len() > 1;
+        out.extend((c.left_out_files.iter()).map(|(d, f)| {
+            let text = format!("left out: {f}");
+            match d {
+                Some(d) => Note::of(d, text),
+                None => Note::all(text),
+            }
+        }));
+        let counted = match self.opts.errored {
+            Errored::Fail => {
+                "are kept and graded (without an answer, wrong; --errored drop leaves them out)"
+            }
+            Errored::Drop => "were left out (--errored drop)",
+        };
+        out.extend((c.errored.iter()).map(|(d, (n, first))| {
+            let text =
+                format!("{n} samples the harness marked as errored {counted}; the first: {first}");
+            Note::of(d, text)
+        }));
         for r in self.runs.values() {
+            let d = &r.dataset;
             for (name, m) in &r.models {
-                let whose = match several {
-                    true => format!("dataset {}, model {name}", r.dataset),
-                    false => format!("model {name}"),
-                };
                 if m.duplicates > 0 {
-                    out.push(format!(
-                        "{whose}: {} records repeat a sample their own file gave already (a re-run appended to it?); the first of each is kept",
+                    out.push(Note::of(d, format!(
+                        "model {name}: {} records repeat a sample their own file gave already (a re-run appended to it?); the first of each is kept",
                         m.duplicates
-                    ));
+                    )));
                 }
                 if m.renumbered > 0 {
-                    out.push(format!(
-                        "{whose}: {} samples of problems an earlier file gave too are numbered after them (several files of the same problems: seeds, shards)",
+                    out.push(Note::of(d, format!(
+                        "model {name}: {} samples of problems an earlier file gave too are numbered after them (several files of the same problems: seeds, shards)",
                         m.renumbered
-                    ));
+                    )));
                 }
             }
+            out.extend(r.conflicts.iter().map(|c| Note::of(d, c.clone())));
         }
         out
     }
@@ -277,7 +304,7 @@ impl Runs {
             *self
                 .counts
                 .left_out
-                .entry(format!("model {}", s.model))
+                .entry((s.dataset.clone(), format!("model {}", s.model)))
                 .or_default() += 1;
         } else if !task_ok {
             let d = if s.dataset.is_empty() {
@@ -288,7 +315,7 @@ impl Runs {
             *self
                 .counts
                 .left_out
-                .entry(format!("dataset {d}"))
+                .entry((s.dataset.clone(), format!("dataset {d}")))
                 .or_default() += 1;
         }
         model_ok && task_ok
@@ -342,20 +369,21 @@ impl Runs {
         Ok(name)
     }
 
-    /// With `--skip-bad`, counts and names a malformed record; else it is the error.
-    fn refuse(&mut self, path: PathBuf, at: At, message: String) -> Result<(), ImportError> {
-        refuse(&self.opts, &mut self.counts, path, at, message)
+    /// With `--skip-bad`, counts and names a malformed record of input `file`; else it is
+    /// the error.
+    fn refuse(&mut self, file: usize, at: At, message: String) -> Result<(), ImportError> {
+        let path = self.inputs[file].path.clone();
+        refuse(&self.opts, &mut self.counts, (file, path), at, message)
     }
 
     /// An errored sample: counted, then dropped (`Errored::Drop`) or kept, graded as any
     /// sample (without an answer, a wrong one); whether it is kept.
     fn errored(&mut self, s: &SourceSample) -> bool {
         let Some(why) = &s.errored else { return true };
-        self.counts.errored += 1;
-        if self.counts.errored_example.is_none() {
-            let at = format!("{}{}", self.inputs[s.file].path.display(), s.at);
-            self.counts.errored_example = Some(format!("{at}: {}", printable(why)));
-        }
+        let path = &self.inputs[s.file].path;
+        let first = || format!("{}{}: {}", path.display(), s.at, printable(why));
+        let e = self.counts.errored.entry(s.dataset.clone());
+        e.or_insert_with(|| (0, first())).0 += 1;
         self.opts.errored == Errored::Fail
     }
 }
@@ -364,18 +392,17 @@ impl Runs {
 fn refuse(
     opts: &SinkOptions,
     counts: &mut Counts,
-    path: PathBuf,
+    (file, path): (usize, PathBuf),
     at: At,
     message: String,
 ) -> Result<(), ImportError> {
     if !opts.skip_bad {
         return Err(ImportError::Bad { path, at, message });
     }
-    counts.bad += 1;
+    *counts.bad.entry(file).or_default() += 1;
     if counts.bad_examples.len() < BAD_NAMED {
-        counts
-            .bad_examples
-            .push(format!("{}{at}: {message}", path.display()));
+        let named = format!("{}{at}: {message}", path.display());
+        counts.bad_examples.push((file, named));
     }
     Ok(())
 }
@@ -575,8 +602,7 @@ impl Sink for Runs {
     }
 
     fn bad(&mut self, file: usize, at: At, message: String) -> Result<(), ImportError> {
-        let path = self.inputs[file].path.clone();
-        self.refuse(path, at, message)
+        self.refuse(file, at, message)
     }
 
     fn wants(&mut self, file: &Path, model: Option<&str>, dataset: Option<&str>) -> bool {
@@ -591,9 +617,8 @@ impl Sink for Runs {
             (None, Some((want, d))) => format!("dataset {d}, not --task {want}"),
             (None, None) => return true,
         };
-        self.counts
-            .left_out_files
-            .push(format!("{} ({})", file.display(), printable(&why)));
+        let named = format!("{} ({})", file.display(), printable(&why));
+        (self.counts.left_out_files).push((dataset.map(str::to_string), named));
         false
     }
 
@@ -650,7 +675,7 @@ impl Sink for Runs {
                     "sample {i} of problem {}: past the {MAX_N} samples per problem gpassk scores",
                     printable(&s.problem_id)
                 );
-                return refuse(opts, counts, file_path.clone(), s.at, message);
+                return refuse(opts, counts, (s.file, file_path.clone()), s.at, message);
             }
             Slot::Index(i) => i,
         };

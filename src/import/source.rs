@@ -167,8 +167,49 @@ pub struct SourceSummary {
     /// The k the source reports its metrics at (τ-bench's pass^1…pass^n): the runs are scored
     /// at them (those up to the fewest samples a model has), besides gpassk's own.
     pub ks: Vec<u64>,
-    /// Anything else the user should know (left-out filters, files without results…).
-    pub notes: Vec<String>,
+    /// Anything else the user should know (left-out filters, files without results…), each
+    /// with the dataset it concerns: the one list of an import's notes.
+    pub notes: Vec<Note>,
+}
+
+/// Something an import tells the user, and the dataset whose run it concerns: that run's
+/// manifest keeps it; a note of the import as a whole (or of a dataset that got no run) is kept
+/// by every run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Note {
+    /// The dataset as the samples name it (`""` when they name none); None: the whole import.
+    pub dataset: Option<String>,
+    pub text: String,
+}
+
+impl Note {
+    /// A note about the run of `dataset` alone.
+    pub fn of(dataset: &str, text: impl Into<String>) -> Note {
+        Note {
+            dataset: Some(dataset.to_string()),
+            text: text.into(),
+        }
+    }
+
+    /// A note about the import as a whole: its options, a file of no dataset, what no file gave.
+    pub fn all(text: impl Into<String>) -> Note {
+        Note {
+            dataset: None,
+            text: text.into(),
+        }
+    }
+}
+
+impl SourceSummary {
+    /// A note about the run of `dataset` alone.
+    pub fn note(&mut self, dataset: &str, text: impl Into<String>) {
+        self.notes.push(Note::of(dataset, text));
+    }
+
+    /// A note about the import as a whole.
+    pub fn note_all(&mut self, text: impl Into<String>) {
+        self.notes.push(Note::all(text));
+    }
 }
 
 /// Where readers send what they read. The one implementation writes runs

@@ -88,7 +88,7 @@ fn read(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<SourceSummary, ImportE
         };
         if let Some(read) = read {
             layouts.insert(read.layout);
-            read.notes(&path, &mut summary.notes);
+            read.notes(&path, &mut summary);
             // pass^1 … pass^n, as both harnesses print them.
             let most = read.trials.values().copied().max().unwrap_or(0);
             summary.ks.extend(1..=u64::from(most));
@@ -114,7 +114,7 @@ struct FileRead {
 impl FileRead {
     /// Tasks with fewer trials than the most any task has: gpassk scores each on its own (as
     /// τ²-bench does); τ-bench's own table counts the missing trials as failures.
-    fn notes(&self, path: &Path, notes: &mut Vec<String>) {
+    fn notes(&self, path: &Path, summary: &mut SourceSummary) {
         let most = self.trials.values().copied().max().unwrap_or(0);
         let short: Vec<String> = (self.trials.iter())
             .filter(|(_, &n)| n < most)
@@ -123,7 +123,7 @@ impl FileRead {
         if short.is_empty() {
             return;
         }
-        notes.push(format!(
+        summary.note(&self.dataset, format!(
             "{}: {} of {} tasks have fewer than {most} trials ({}{}): each is scored on the trials it has, as τ²-bench does (a task with fewer than k is left out of pass^k); τ-bench's own table counts the missing trials as failures",
             path.display(),
             short.len(),
@@ -460,7 +460,7 @@ mod tests {
                 (Some(0.5), Some(300), Some(4))
             );
             assert!(
-                summary.notes.iter().any(|n| n.contains("task t4 (3)")),
+                summary.notes.iter().any(|n| n.text.contains("task t4 (3)")),
                 "{:?}",
                 summary.notes
             );

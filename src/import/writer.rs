@@ -6,7 +6,7 @@
 use super::formats::Format;
 use super::metric::mean_over_problems;
 use super::sink::{problem_of, Errored, Known, RunOut, Runs, SinkOptions};
-use super::source::{ImportError, ReadOptions, Recompute, SourceSummary, Stored};
+use super::source::{ImportError, Note, ReadOptions, Recompute, SourceSummary, Stored};
 use crate::config::raw::{RawApi, RawConfig, RawEvaluation, RawFields, RawModel};
 use crate::dataset::Problem;
 use crate::grade::{equivalent, GradeConfig};
@@ -213,6 +213,8 @@ fn fill(staging: &Path, opts: &ImportOptions, notes: &Notes) -> Result<Vec<Impor
     }
     runs.sync()?;
     summary.notes.extend(runs.notes());
+    dedup_notes(&mut summary.notes);
+    say_notes(&summary.notes, &runs, notes);
     let several = runs.runs.len() > 1;
     let keys: Vec<String> = runs.runs.keys().cloned().collect();
     let mut out = Vec::new();
@@ -226,14 +228,45 @@ fn fill(staging: &Path, opts: &ImportOptions, notes: &Notes) -> Result<Vec<Impor
             &mut runs,
             &key,
             &final_dir,
-            (opts, &summary),
+            (opts, &mut summary),
             notes,
         )?);
     }
-    for n in &summary.notes {
-        notes.note(&printable(n));
-    }
     Ok(out)
+}
+
+/// Each note once (a reader says some per file: two files of one dataset say them twice).
+fn dedup_notes(notes: &mut Vec<Note>) {
+    let mut seen = std::collections::HashSet::new();
+    notes.retain(|n| seen.insert(n.clone()));
+}
+
+/// Whether a note is kept by the run of dataset `key`: a note of its dataset, or of the import
+/// as a whole (or of a dataset that got no run: left out, or nothing in it to grade).
+fn kept_by(note: &Note, key: &str, runs: &Runs) -> bool {
+    match &note.dataset {
+        Some(d) => d == key || !runs.runs.contains_key(d),
+        None => true,
+    }
+}
+
+/// The notes on the console; with several runs each note of one dataset is named after it.
+fn say_notes(all: &[Note], runs: &Runs, notes: &Notes) {
+    let several = runs.runs.len() > 1;
+    for n in all {
+        let text = printable(&n.text);
+        match n.dataset.as_deref() {
+            Some(d) if several => {
+                let d = if d.is_empty() {
+                    "(unnamed)".into()
+                } else {
+                    printable(d)
+                };
+                notes.note(&format!("dataset {d}: {text}"));
+            }
+            _ => notes.note(&text),
+        }
+    }
 }
 
 /// The run's dataset name: the source's, else `--dataset`, else the format.
@@ -247,8 +280,8 @@ fn run_name(key: &str, opts: &ImportOptions) -> String {
 
 fn nothing_imported(opts: &ImportOptions, runs: &Runs) -> String {
     let left: Vec<String> = (runs.counts.left_out.iter())
-        .map(|(what, n)| format!("{what}: {n} samples"))
-        .chain(runs.counts.left_out_files.iter().cloned())
+        .map(|((_, what), n)| format!("{what}: {n} samples"))
+        .chain((runs.counts.left_out_files.iter()).map(|(_, f)| f.clone()))
         .collect();
     let paths: Vec<String> = opts.paths.iter().map(|p| p.display().to_string()).collect();
     match left.as_slice() {
@@ -306,12 +339,12 @@ fn finish(
     runs: &mut Runs,
     key: &str,
     final_dir: &RunDir,
-    (opts, summary): (&ImportOptions, &SourceSummary),
+    (opts, summary): (&ImportOptions, &mut SourceSummary),
     notes: &Notes,
 ) -> Result<Imported, ImportError> {
-    let problems = problems(runs, key, notes)?;
+    let problems = problems(runs, key, summary, notes)?;
     let files = runs.own_inputs(key)?;
-    let info = info(runs, key, (opts, summary), &problems, files);
+    let info = info(runs, key, (opts, &*summary), &problems, files);
     let name = run_name(key, opts);
     let r = runs.runs.get_mut(key).expect("a run of every key");
     let relative = write_dataset(&r.run.dir, &name, &problems)?;
@@ -371,11 +404,13 @@ fn info(
 ) -> ImportInfo {
     let checks = aggregates(runs, key, &summary.aggregates, problems);
     let known = runs.known.as_ref().map(|k| k.sha256.clone());
-    let (bad_records, bad_examples) = (runs.counts.bad, runs.counts.bad_examples.clone());
+    let (bad_records, bad_examples) = runs.bad_of(key);
     let imported_at = runs.imported_at.clone();
+    let notes = (summary.notes.iter())
+        .filter(|n| kept_by(n, key, runs))
+        .map(|n| n.text.clone())
+        .collect();
     let r = runs.runs.get_mut(key).expect("a run of every key");
-    let mut notes = summary.notes.clone();
-    notes.append(&mut r.conflicts);
     ImportInfo {
         format: opts.format.to_string(),
         layout: summary.layout.clone(),
@@ -414,8 +449,13 @@ fn imported_models(
 }
 
 /// The run's problems: questions and gold from the files, or from `--dataset` by id (checked
-/// against the files' gold, disagreements named).
-fn problems(runs: &mut Runs, key: &str, notes: &Notes) -> Result<Vec<Problem>, ImportError> {
+/// against the files' gold: the console counts the disagreements, the run's notes name them).
+fn problems(
+    runs: &Runs,
+    key: &str,
+    summary: &mut SourceSummary,
+    notes: &Notes,
+) -> Result<Vec<Problem>, ImportError> {
     let r = &runs.runs[key];
     let Some(known) = &runs.known else {
         let mut out = Vec::with_capacity(r.problems.len());
@@ -464,8 +504,7 @@ fn problems(runs: &mut Runs, key: &str, notes: &Notes) -> Result<Vec<Problem>, I
             out.len(),
             differ.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
         ));
-        let r = runs.runs.get_mut(key).expect("a run of every key");
-        r.conflicts.extend(differ);
+        (summary.notes).extend(differ.into_iter().map(|d| Note::of(key, d)));
     }
     Ok(out)
 }

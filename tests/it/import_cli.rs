@@ -796,6 +796,121 @@ fn each_run_of_a_several_dataset_folder_lists_only_its_own_input_files() {
     }
 }
 
+/// The notes an imported run's manifest keeps (`imported.notes`).
+fn notes_of(run: &Path) -> Vec<String> {
+    let m = manifest(run);
+    (m["imported"]["notes"].as_array().into_iter().flatten())
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Of a folder of several datasets, each run's manifest keeps the notes of its own dataset (a
+/// reader's, the sink's counts, records skipped) and never another dataset's; a note of the
+/// import as a whole (a dataset left out, settings no file holds) is kept by every run; the
+/// console says each note once, named after its dataset.
+#[test]
+fn each_run_of_several_datasets_keeps_its_own_notes_and_the_console_names_their_datasets() {
+    let env = Fixture::new("");
+    // JSON lines of two datasets: alpha repeats a record and has a malformed line; beta comes in
+    // two seed files (samples numbered on) and holds a model --model leaves out.
+    let line = |d: &str, m: &str, i: u32, r: &str| {
+        format!("{{\"dataset\": \"{d}\", \"model\": \"{m}\", \"problem_id\": \"p\", \"gold\": \"1\", \"sample_index\": {i}, \"response\": \"\\\\boxed{{{r}}}\"}}\n")
+    };
+    let dir = env.file("mixed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let alpha = [line("alpha", "m", 0, "1"), line("alpha", "m", 0, "2")].concat() + "not json\n";
+    std::fs::write(dir.join("alpha.jsonl"), alpha + &line("alpha", "m", 1, "1")).unwrap();
+    for seed in 0..2 {
+        let answer = seed.to_string();
+        let text = [line("beta", "m", 0, &answer), line("beta", "other", 0, "1")].concat();
+        std::fs::write(dir.join(format!("beta_seed{seed}.jsonl")), text).unwrap();
+    }
+    let out = env.file("mixed-runs");
+    let o = import(
+        "jsonl",
+        &dir,
+        &out,
+        &["--quiet", "--skip-bad", "--model", "m"],
+    );
+    let said = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    let repeat = "repeat a sample their own file gave already";
+    let renumbered = "numbered after them";
+    let left_out = "model other: 2 samples left out";
+    let (a, b) = (notes_of(&out.join("alpha")), notes_of(&out.join("beta")));
+    assert!(a.iter().any(|n| n.contains(repeat)), "{a:?}");
+    assert!(
+        !a.iter()
+            .any(|n| n.contains(renumbered) || n.contains(left_out)),
+        "{a:?}"
+    );
+    assert!(b.iter().any(|n| n.contains(renumbered)), "{b:?}");
+    assert!(b.iter().any(|n| n.contains(left_out)), "{b:?}");
+    assert!(!b.iter().any(|n| n.contains(repeat)), "{b:?}");
+    let bad = |run: &str| manifest(&out.join(run))["imported"]["bad_records"].as_u64();
+    assert_eq!((bad("alpha"), bad("beta")), (Some(1), None));
+    for want in [
+        format!("note: dataset alpha: model m: 1 records {repeat}"),
+        "note: dataset beta: model m: 1 samples of problems".to_string(),
+        format!("note: dataset beta: {left_out}"),
+    ] {
+        assert_eq!(said.matches(&want).count(), 1, "{want}: {said}");
+    }
+
+    // A reader's notes: OpenCompass says per dataset what its items were, in its own run alone
+    // (one such note a run, not one of each dataset).
+    let work = env.file("oc-work");
+    opencompass_two_datasets(&work, "");
+    let oc = env.file("oc");
+    let o = import("opencompass", &work, &oc, &["--quiet"]);
+    ok(&o);
+    let said = stderr(&o);
+    let settings = "OpenCompass keeps the generation settings";
+    for abbr in ["gsm8k", "math"] {
+        let notes = notes_of(&oc.join(abbr));
+        let items: Vec<&String> = notes.iter().filter(|n| n.contains(" items; ")).collect();
+        assert_eq!(items.len(), 1, "{abbr}: {notes:?}");
+        assert!(
+            notes.iter().any(|n| n.starts_with(settings)),
+            "{abbr}: {notes:?}"
+        );
+        let named = format!("note: dataset {abbr}: model stub-math: 32 items; ");
+        assert!(said.contains(&named), "{named}: {said}");
+    }
+    assert_eq!(said.matches(settings).count(), 1, "{said}");
+
+    // NeMo-Skills: each benchmark's verdict note in its own run; the benchmark left out (ifeval,
+    // no run of its own) is the import's, kept by every run.
+    let ns = env.file("ns");
+    let published = fixture("nemo-skills/published-shape");
+    let o = import("nemo-skills", &published, &ns, &["--quiet"]);
+    ok(&o);
+    let said = stderr(&o);
+    let marks = [
+        ("answer-judge", "`judgement` agreeing"),
+        ("code", "`is_correct`"),
+        ("lean4", "`proof_status`"),
+        ("math_subsets", "`symbolic_correct`"),
+    ];
+    for (bench, mark) in marks {
+        let notes = notes_of(&ns.join(bench));
+        for (other, its) in marks {
+            let held = notes.iter().filter(|n| n.contains(its)).count();
+            assert_eq!(held, (other == bench) as usize, "{bench}: {notes:?}");
+        }
+        assert!(
+            notes.iter().any(|n| n.contains("ifeval left out")),
+            "{bench}: {notes:?}"
+        );
+        let named = format!("note: dataset {bench}: ");
+        assert!(
+            said.contains(&named) && said.contains(mark),
+            "{named}: {said}"
+        );
+    }
+    assert_eq!(said.matches("ifeval left out").count(), 1, "{said}");
+}
+
 /// Files of the same problems (seeds, shards) add samples, numbered one after another, and the
 /// console says so; the same file given twice, a hard link to it or a byte copy is refused.
 #[test]
