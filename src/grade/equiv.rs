@@ -7,7 +7,8 @@ use super::normalize::{normalize_latex, strip_styled_letters, text_form};
 use super::{GradeConfig, ListOrder, Percent, StyledLetters, Tolerance};
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::Signed;
+use num_integer::Integer;
+use num_traits::{Signed, Zero};
 use regex::Regex;
 use std::sync::{LazyLock, OnceLock};
 
@@ -1040,17 +1041,19 @@ fn rounds_to_gold(gold: &Expr, pred: &Expr) -> bool {
     let Some(g) = exact(gold) else {
         return false;
     };
-    let ten = BigRational::from_integer(BigInt::from(10));
-    let mut scaled = g.abs();
+    // The gold's decimal places: the least p with |g|·10^p whole, in integers (a rational
+    // product reduces by a gcd at every step).
+    let (numer, denom) = (g.numer().abs(), g.denom());
+    let mut scaled = numer;
     let mut places = 0u32;
-    while !scaled.is_integer() {
+    while !(&scaled % denom).is_zero() {
         if places == 12 {
             return false;
         }
-        scaled *= &ten;
+        scaled *= 10u32;
         places += 1;
     }
-    if places == 0 || scaled.to_integer() < BigInt::from(100) {
+    if places == 0 || &scaled / denom < BigInt::from(100) {
         return false;
     }
     let target = round_exact(&g, places);
@@ -1079,8 +1082,14 @@ fn places_for(d: u32, size: f64) -> u32 {
 
 /// `q` rounded half away from zero to `d` decimal places, as an integer count of 10^-d.
 fn round_exact(q: &BigRational, d: u32) -> BigInt {
-    let scaled = q * BigRational::from_integer(num_traits::pow(BigInt::from(10), d as usize));
-    scaled.round().to_integer()
+    // In integers: numer·10^d = whole·denom + rest (truncated, rest takes numer's sign).
+    let scaled = q.numer() * num_traits::pow(BigInt::from(10), d as usize);
+    let (whole, rest) = scaled.div_rem(q.denom());
+    if BigInt::from(2) * rest.abs() >= q.denom().abs() {
+        whole + scaled.signum()
+    } else {
+        whole
+    }
 }
 
 fn canon_op(op: RelOp) -> (RelOp, bool) {

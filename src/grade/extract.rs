@@ -161,28 +161,70 @@ pub(crate) fn prepare(response: &str) -> String {
         start += 1;
     }
     let mut text = normalize_unicode(&response[start..]);
-    if text.contains("\\\\") {
+    let mut marks = Marks::of(&text);
+    if marks.double_backslash {
         text = DOUBLE_BACKSLASH.replace_all(&text, "$1\\$2").into_owned();
     }
-    // One scan for `<` instead of one per token.
-    if text.contains('<') {
-        if text.contains("<<") {
-            text = CALCULATOR.replace_all(&text, "").into_owned();
-        }
-        if text.contains("<eo") || text.contains("</s>") || text.contains("<|") {
-            text = END_TOKEN.replace_all(&text, "\n").into_owned();
-        }
+    if marks.calculator {
+        text = CALCULATOR.replace_all(&text, "").into_owned();
+        // Dropping a trace can join what was around it; the marks below are read again.
+        marks = Marks::of(&text);
     }
-    if text.contains("\\text")
-        || text.contains("\\math")
-        || text.contains("\\bf")
-        || text.contains("**")
-    {
+    if marks.end_token {
+        text = END_TOKEN.replace_all(&text, "\n").into_owned();
+    }
+    if marks.styled {
         if let Some(plain) = unstyled_letters(&text) {
             text = plain;
         }
     }
     text
+}
+
+/// What [`prepare`] may have to rewrite, read in one pass over the bytes that can start it
+/// (`\`, `<`, `*`): most responses need none of it, and one pass costs less than a substring
+/// search per rewrite. Un-escaping `\\cmd` or turning an end token into a newline creates none
+/// of these marks.
+struct Marks {
+    /// `\\`: a doubly escaped command may follow.
+    double_backslash: bool,
+    /// `<<`: a calculator annotation may follow.
+    calculator: bool,
+    /// `<eo`, `</s>`, `<|`: an end token may follow.
+    end_token: bool,
+    /// `\text`, `\math`, `\bf`, `**`: a styled option letter may follow.
+    styled: bool,
+}
+
+impl Marks {
+    fn of(text: &str) -> Marks {
+        let b = text.as_bytes();
+        let mut m = Marks {
+            double_backslash: false,
+            calculator: false,
+            end_token: false,
+            styled: false,
+        };
+        for at in memchr::memchr3_iter(b'\\', b'<', b'*', b) {
+            let rest = &b[at + 1..];
+            match b[at] {
+                b'\\' => {
+                    m.double_backslash |= rest.starts_with(b"\\");
+                    m.styled |= [&b"text"[..], b"math", b"bf"]
+                        .iter()
+                        .any(|c| rest.starts_with(c));
+                }
+                b'<' => {
+                    m.calculator |= rest.starts_with(b"<");
+                    m.end_token |= [&b"eo"[..], b"/s>", b"|"]
+                        .iter()
+                        .any(|c| rest.starts_with(c));
+                }
+                _ => m.styled |= rest.starts_with(b"*"),
+            }
+        }
+        m
+    }
 }
 
 /// End-of-section and end-of-text tokens left in a response (`<eoa>`, `</s><s>`, `<|im_end|>`).
@@ -309,11 +351,7 @@ fn cut_short(text: &str) -> bool {
     if operator {
         return true;
     }
-    if t.rfind("\\[")
-        .is_some_and(|open| !t[open..].contains("\\]"))
-        || t.rfind("\\(")
-            .is_some_and(|open| !t[open..].contains("\\)"))
-    {
+    if display_left_open(t) {
         return true;
     }
     // An inline `$…` left open on the last line; a dollar amount (`$5`) is not math, and a
@@ -326,6 +364,37 @@ fn cut_short(text: &str) -> bool {
     let dollars = line.matches('$').count() - 2 * line.matches("$$").count();
     let after = line.rfind('$').map_or("", |at| &line[at + 1..]);
     dollars % 2 == 1 && !line.ends_with(['.', '!', '?']) && after.contains(['+', '^', '=', '\\'])
+}
+
+/// Whether the last `\\[` (or `\\(`) of `t` is never closed by a `\\]` (`\\)`) after it: one
+/// backward pass over the backslashes, not a substring search of the whole text per delimiter.
+fn display_left_open(t: &str) -> bool {
+    let b = t.as_bytes();
+    let (mut closed_square, mut closed_round) = (false, false);
+    let (mut square_seen, mut round_seen) = (false, false);
+    for at in memchr::memrchr_iter(b'\\', b) {
+        match b.get(at + 1) {
+            Some(b']') => closed_square = true,
+            Some(b')') => closed_round = true,
+            Some(b'[') if !square_seen => {
+                if !closed_square {
+                    return true;
+                }
+                square_seen = true;
+            }
+            Some(b'(') if !round_seen => {
+                if !closed_round {
+                    return true;
+                }
+                round_seen = true;
+            }
+            _ => {}
+        }
+        if square_seen && round_seen {
+            break;
+        }
+    }
+    false
 }
 
 /// A letter gold wants a letter: when only a guess (or nothing) was found, the option letter
@@ -518,6 +587,8 @@ fn last_stated_letter(text: &str) -> Option<char> {
 /// and the closing text after it restates that value (`60.0` … "60% of the students …",
 /// `3.0` … "Three trucks …") or is empty.
 fn program_output(text: &str) -> Option<String> {
+    // Most responses have no backtick at all: one byte search rules them out.
+    memchr::memchr(b'`', text.as_bytes())?;
     let open = text.rfind("```output")?;
     let body = &text[open + "```output".len()..];
     let close = body.find("```")?;
@@ -1471,11 +1542,7 @@ fn fallback(text: &str, rule: NumberRule) -> Option<Found> {
 /// after an answer phrase).
 fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
     let b = text.as_bytes();
-    let start = [". ", "\n", "! ", "? "]
-        .iter()
-        .filter_map(|p| text[..last].rfind(p).map(|at| at + p.len()))
-        .max()
-        .unwrap_or(0);
+    let start = sentence_start(&b[..last]);
     let sentence = &text[start..last];
     // Cheap necessary conditions first: a number before the last value, and a qualifying word
     // or bracket somewhere (most closing sentences have neither, and skip the regexes).
@@ -1529,6 +1596,18 @@ fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
     let concluded =
         bound || gap.contains('=') || words.iter().any(|w| CONCLUDERS.contains(&w.as_str()));
     (!glued && qualified && !concluded).then(|| text[s..e].replace(' ', ""))
+}
+
+/// Where the last sentence of `b` starts: after its last `. `, `! `, `? ` or newline (0 if none).
+/// One backward pass that stops there, not a search of the whole text per separator.
+fn sentence_start(b: &[u8]) -> usize {
+    (1..=b.len())
+        .rev()
+        .find(|&end| {
+            b[end - 1] == b'\n'
+                || (end >= 2 && b[end - 1] == b' ' && matches!(b[end - 2], b'.' | b'!' | b'?'))
+        })
+        .unwrap_or(0)
 }
 
 /// `$x$`, `$ABCD$`, `$a_n$`: a name, not a value.
