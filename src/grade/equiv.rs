@@ -6,8 +6,8 @@ use super::extract::choice_letters;
 use super::normalize::{normalize_latex, strip_styled_letters, text_form};
 use super::{GradeConfig, ListOrder, Percent, StyledLetters, Tolerance};
 use num_bigint::BigInt;
-use num_rational::BigRational;
 use num_integer::Integer;
+use num_rational::BigRational;
 use num_traits::{Signed, Zero};
 use regex::Regex;
 use std::sync::{LazyLock, OnceLock};
@@ -61,7 +61,13 @@ pub(super) fn decimal_comma_reading(gold: &ParsedAnswer) -> Option<(ParsedAnswer
     if !gold.norm.contains(',') {
         return None;
     }
-    let c = COMMA_PAIR.captures(gold.norm.trim())?;
+    let t = gold.norm.trim();
+    // `\d` is any Unicode digit, so every char numeric is necessary for a match: most golds with
+    // a comma (`(1, 2)`, `x, y`) fail this before the regex.
+    if !t.chars().all(|c| c == ',' || c == '-' || c.is_numeric()) {
+        return None;
+    }
+    let c = COMMA_PAIR.captures(t)?;
     let (int, frac) = (c[1].trim_start_matches('-'), &c[2]);
     let thousands = frac.len() == 3 && (1..=3).contains(&int.len()) && !int.starts_with('0');
     let decimal = frac.len() > 1 && !thousands;

@@ -207,20 +207,18 @@ impl Marks {
         };
         for at in memchr::memchr3_iter(b'\\', b'<', b'*', b) {
             let rest = &b[at + 1..];
-            match b[at] {
-                b'\\' => {
-                    m.double_backslash |= rest.starts_with(b"\\");
-                    m.styled |= [&b"text"[..], b"math", b"bf"]
-                        .iter()
-                        .any(|c| rest.starts_with(c));
-                }
-                b'<' => {
-                    m.calculator |= rest.starts_with(b"<");
-                    m.end_token |= [&b"eo"[..], b"/s>", b"|"]
-                        .iter()
-                        .any(|c| rest.starts_with(c));
-                }
-                _ => m.styled |= rest.starts_with(b"*"),
+            // Dispatch on the byte pair: most marks are rejected by their second byte.
+            match (b[at], rest.first()) {
+                (b'\\', Some(b'\\')) => m.double_backslash = true,
+                (b'\\', Some(b't')) => m.styled |= rest.starts_with(b"text"),
+                (b'\\', Some(b'm')) => m.styled |= rest.starts_with(b"math"),
+                (b'\\', Some(b'b')) => m.styled |= rest.starts_with(b"bf"),
+                (b'<', Some(b'<')) => m.calculator = true,
+                (b'<', Some(b'e')) => m.end_token |= rest.starts_with(b"eo"),
+                (b'<', Some(b'/')) => m.end_token |= rest.starts_with(b"/s>"),
+                (b'<', Some(b'|')) => m.end_token = true,
+                (b'*', Some(b'*')) => m.styled = true,
+                _ => {}
             }
         }
         m
@@ -1157,10 +1155,9 @@ fn last_phrase(text: &str) -> Option<Phrased> {
         .rev()
         .find(|(_, strong)| *strong)
         .map(|(m, _)| m.start());
-    let verdict_word = text.contains("orrect")
-        || text.contains("ight")
-        || text.contains("正确")
-        || text.contains('对');
+    let verdict_word = VERDICT_WORDS
+        .iter()
+        .any(|w| w.find(text.as_bytes()).is_some());
     // "none of the choices (A, B, C, D) are correct" names no option.
     let denied = |c: &regex::Captures| {
         let at = c.get(0).map_or(0, |m| m.start());
@@ -1194,6 +1191,12 @@ fn last_phrase(text: &str) -> Option<Phrased> {
         .take(PHRASES_TRIED + 1)
         .find_map(|&(m, strong)| phrase_answer(text, m, strong))
 }
+
+/// Words that may call an option right (`correct`, `right`, `正确`, `对`): [`LETTER_IS_CORRECT`]
+/// is searched only in a text that has one. Built once: a searcher built per call costs more
+/// than the search of a short text.
+static VERDICT_WORDS: LazyLock<[memchr::memmem::Finder<'static>; 4]> =
+    LazyLock::new(|| ["orrect", "ight", "正确", "对"].map(memchr::memmem::Finder::new));
 
 /// Phrases tried, from the last one back.
 const PHRASES_TRIED: usize = 4;
