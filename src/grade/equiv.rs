@@ -3,7 +3,7 @@
 use super::eval::{eval, exact, has_decimal, to_f64, C, POINTS};
 use super::expr::{parse, Expr, RelOp};
 use super::extract::choice_letters;
-use super::normalize::{normalize_latex, strip_styled_letters, text_form};
+use super::normalize::{holds, normalize_latex, strip_styled_letters, text_form};
 use super::{GradeConfig, ListOrder, Percent, StyledLetters, Tolerance};
 use num_bigint::BigInt;
 use num_integer::Integer;
@@ -88,7 +88,7 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
             unit_value: OnceLock::new(),
         };
     }
-    let percent = raw.contains('%') || raw.contains("ercent") || raw.contains("pct");
+    let percent = raw.contains('%') || holds(raw, "ercent") || holds(raw, "pct");
     let norm = truth_list(normalize_latex(raw));
     let text = text_form(&norm);
     let node = if norm.len() > MAX_PARSE_BYTES {

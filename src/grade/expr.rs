@@ -413,10 +413,11 @@ const GREEK: &[&str] = &[
 fn glued_greek(name: &str) -> Option<(&str, &str)> {
     // A letter needs two bytes and the name one; a Greek letter is at most ten bytes and at
     // most three letters follow it. `\null` and siunitx's `\num` are commands of their own.
-    if !(3..=13).contains(&name.len()) || GREEK.contains(&name) || matches!(name, "null" | "num") {
+    if !(3..=13).contains(&name.len()) || matches!(name, "null" | "num") {
         return None;
     }
-    // The first byte is compared before the rest: most commands share no Greek initial.
+    // A name that is itself a Greek letter finds itself here and has no rest. The first byte is
+    // compared before the rest: most commands share no Greek initial.
     let first = name.as_bytes()[0];
     let greek = GREEK
         .iter()
