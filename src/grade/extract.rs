@@ -1,7 +1,7 @@
 //! Answer extraction: user regexes, `\boxed{}`, answer phrases, math environments, last number.
 
 use super::expr::parse;
-use super::normalize::{matching_brace, normalize_latex, normalize_unicode};
+use super::normalize::{find_literal, holds, matching_brace, normalize_latex, normalize_unicode};
 use super::{FoundBy, Gold, GradeConfig};
 use regex::Regex;
 use std::sync::LazyLock;
@@ -300,7 +300,7 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
 /// answer said again and again is the answer.)
 fn recital_start(text: &str) -> Option<usize> {
     let t = text.trim_end();
-    if t.len() < 60 || !t.contains("nswer is") {
+    if t.len() < 60 || !holds(t, "nswer is") {
         return None;
     }
     let mut lines = t.rsplit('\n').peekable();
@@ -666,9 +666,8 @@ fn closing_line(text: &str) -> Option<String> {
     if let Some(inner) = unbolded.filter(|i| !i.contains("**")) {
         return answer_in(inner.trim(), false);
     }
-    let label_end = line
-        .find(": ")
-        .filter(|&at| at <= 30 && !line[..at].contains(['$', '\\', '=']));
+    let label_end =
+        find_literal(line, ": ").filter(|&at| at <= 30 && !line[..at].contains(['$', '\\', '=']));
     let value = label_end.map_or(line, |at| line[at + 1..].trim());
     let value = value
         .trim_start_matches(['#', '>', ' '])
@@ -1005,7 +1004,7 @@ fn find_boxes(text: &str) -> Vec<Span> {
     let mut out = Vec::new();
     let bytes = text.as_bytes();
     let mut i = 0;
-    while let Some(off) = text[i..].find('\\') {
+    while let Some(off) = memchr::memchr(b'\\', &bytes[i..]) {
         let at = i + off;
         let rest = &text[at..];
         let cmd_len = if rest.starts_with("\\boxed") {
@@ -1208,11 +1207,14 @@ fn is_bare_answer(text: &str, m: regex::Match) -> bool {
         .as_str()
         .get(..6)
         .is_some_and(|w| w.eq_ignore_ascii_case("answer"));
-    let line_start = text[..m.start()]
-        .rsplit('\n')
-        .next()
-        .is_some_and(|before| before.trim_matches(['*', '#', ' ', '_', '>']).is_empty());
-    bare && !line_start
+    // The line before the phrase is read only for a bare "answer" (most phrases are not).
+    let line_start = || {
+        text[..m.start()]
+            .rsplit('\n')
+            .next()
+            .is_some_and(|before| before.trim_matches(['*', '#', ' ', '_', '>']).is_empty())
+    };
+    bare && !line_start()
 }
 
 fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
@@ -1263,7 +1265,7 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
             }
         }
         for stop in ["I hope", "<|", "</answer>", "\n\n"] {
-            if let Some(p) = seg.find(stop) {
+            if let Some(p) = find_literal(seg, stop) {
                 seg = &seg[..p];
             }
         }
@@ -1338,8 +1340,8 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
     if let Some(v) = leading_group(seg) {
         return Some(clip(v));
     }
-    let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
-    if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
+    let has_math = seg.contains('$') || holds(seg, "\\(") || holds(seg, "\\[");
+    if has_math || holds(seg, "\\boxed") || holds(seg, "\\fbox") {
         return extract_structured_inner(seg);
     }
     if has_cjk(seg) {
@@ -1518,7 +1520,7 @@ fn fallback(text: &str, rule: NumberRule) -> Option<Found> {
                         text[env.start..].starts_with("$$") || text[env.start..].starts_with("\\[");
                     display
                         || content.trim_end().ends_with('.')
-                        || between.contains(". ")
+                        || holds(between, ". ")
                         || between.contains('\n')
                         || is_bare_name(content)
                 }
@@ -1549,10 +1551,14 @@ fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
     let sentence = &text[start..last];
     // Cheap necessary conditions first: a number before the last value, and a qualifying word
     // or bracket somewhere (most closing sentences have neither, and skip the regexes).
-    let qualifier = sentence.contains(" (")
+    // The digit test first: it is the cheaper one.
+    if !sentence.bytes().any(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let qualifier = holds(sentence, " (")
         || (sentence.split(|c: char| !c.is_ascii_alphabetic()))
             .any(|w| QUALIFIERS.iter().any(|q| w.eq_ignore_ascii_case(q)));
-    if !qualifier || !sentence.bytes().any(|c| c.is_ascii_digit()) {
+    if !qualifier {
         return None;
     }
     // The last number stated by the words before it, outside braces (`\prod_{n=0}` states
@@ -1593,7 +1599,7 @@ fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
         .is_some_and(|c| c.is_ascii_alphanumeric() || b"^_*/({\\".contains(c));
     let gap = &text[e..last];
     let words: Vec<String> = gap_words(gap);
-    let qualified = gap.contains(" (") || words.iter().any(|w| QUALIFIERS.contains(&w.as_str()));
+    let qualified = holds(gap, " (") || words.iter().any(|w| QUALIFIERS.contains(&w.as_str()));
     // `… by having at least 6 people`: a bound stated last is the value after all.
     let bound = ["least", "most"].contains(&words.last().map_or("", String::as_str));
     let concluded =

@@ -245,16 +245,21 @@ fn has_trig(s: &str) -> bool {
         .any(|f| holds(s, f))
 }
 
-/// Whether `hay` holds `needle` (as `str::contains`): each place its first byte occurs (found
-/// by `memchr`) is compared with the rest. The texts normalised are short and the needles a few
+/// Whether `hay` holds `needle` (as `str::contains`): see [`find_literal`].
+pub(super) fn holds(hay: &str, needle: &str) -> bool {
+    find_literal(hay, needle).is_some()
+}
+
+/// Where `needle` first occurs in `hay` (as `str::find`): each place its first byte occurs (found
+/// by `memchr`) is compared with the rest. The texts searched are short and the needles a few
 /// bytes, where this costs a fraction of a general substring search, which first analyses its
 /// needle; it is linear all the same, the needles being constants of at most ten bytes.
-pub(super) fn holds(hay: &str, needle: &str) -> bool {
+pub(super) fn find_literal(hay: &str, needle: &str) -> Option<usize> {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
     let Some(&first) = n.first() else {
-        return true;
+        return Some(0);
     };
-    memchr::memchr_iter(first, h).any(|at| h[at..].starts_with(n))
+    memchr::memchr_iter(first, h).find(|&at| h[at..].starts_with(n))
 }
 
 static DEGREE_WORD: LazyLock<Regex> =
