@@ -203,13 +203,8 @@ struct Case {
 }
 
 fn parse_case(shown: &str, n: usize, line: &str) -> Result<Case, String> {
-    let v: Value = serde_json::from_str(line).map_err(|e| format!("{shown}:{n}: bad JSON: {e}"))?;
-    let field = |k: &str| -> Result<String, String> {
-        v.get(k)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| format!("{shown}:{n}: missing string field \"{k}\""))
-    };
+    let mut v: Value =
+        serde_json::from_str(line).map_err(|e| format!("{shown}:{n}: bad JSON: {e}"))?;
     let expected = match v.get("expected") {
         None | Some(Value::Null) => None,
         Some(Value::Bool(b)) => Some(*b),
@@ -229,6 +224,13 @@ fn parse_case(shown: &str, n: usize, line: &str) -> Result<Case, String> {
             .collect::<Option<Vec<_>>>()
             .ok_or_else(bad_options)?,
         Some(_) => return Err(bad_options()),
+    };
+    // Gold and response are moved out of the parsed line, not copied.
+    let mut field = |k: &str| -> Result<String, String> {
+        match v.get_mut(k).map(Value::take) {
+            Some(Value::String(s)) => Ok(s),
+            _ => Err(format!("{shown}:{n}: missing string field \"{k}\"")),
+        }
     };
     Ok(Case {
         line: n,
