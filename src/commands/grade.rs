@@ -202,26 +202,100 @@ struct Case {
     options: Vec<String>,
 }
 
+/// The fields of a case line that grading reads, each as the JSON value written (the last one
+/// when a key repeats, as a parsed object keeps it). Other fields (a case file's provenance,
+/// settings, notes) are checked for syntax and skipped, not built into values: building them
+/// cost as much as grading a short case. So a value there that JSON allows but a parsed value
+/// cannot hold (`1e400`, an unpaired `\ud800`) no longer stops grading; a syntax error still
+/// does. A line that is not an object has none of the fields.
+#[derive(Default)]
+struct CaseFields {
+    gold: Option<Value>,
+    pred: Option<Value>,
+    expected: Option<Value>,
+    source: Option<Value>,
+    options: Option<Value>,
+}
+
+impl<'de> serde::Deserialize<'de> for CaseFields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CaseFieldsVisitor)
+    }
+}
+
+struct CaseFieldsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CaseFieldsVisitor {
+    type Value = CaseFields;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<CaseFields, A::Error> {
+        let mut c = CaseFields::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let slot = match key.as_str() {
+                "gold" => &mut c.gold,
+                "pred" => &mut c.pred,
+                "expected" => &mut c.expected,
+                "source" => &mut c.source,
+                "options" => &mut c.options,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value()?);
+        }
+        Ok(c)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<CaseFields, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(CaseFields::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<CaseFields, E> {
+        Ok(CaseFields::default())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<CaseFields, E> {
+        Ok(CaseFields::default())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<CaseFields, E> {
+        Ok(CaseFields::default())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<CaseFields, E> {
+        Ok(CaseFields::default())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<CaseFields, E> {
+        Ok(CaseFields::default())
+    }
+
+    fn visit_unit<E>(self) -> Result<CaseFields, E> {
+        Ok(CaseFields::default())
+    }
+}
+
 fn parse_case(shown: &str, n: usize, line: &str) -> Result<Case, String> {
-    let v: Value = serde_json::from_str(line).map_err(|e| format!("{shown}:{n}: bad JSON: {e}"))?;
-    let field = |k: &str| -> Result<String, String> {
-        v.get(k)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| format!("{shown}:{n}: missing string field \"{k}\""))
-    };
-    let expected = match v.get("expected") {
+    let mut v: CaseFields =
+        serde_json::from_str(line).map_err(|e| format!("{shown}:{n}: bad JSON: {e}"))?;
+    let expected = match &v.expected {
         None | Some(Value::Null) => None,
         Some(Value::Bool(b)) => Some(*b),
         Some(_) => return Err(format!("{shown}:{n}: \"expected\" must be true or false")),
     };
-    let source = match v.get("source") {
+    let source = match v.source.take() {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(s),
         Some(_) => return Err(format!("{shown}:{n}: \"source\" must be a string")),
     };
     let bad_options = || format!("{shown}:{n}: \"options\" must be a list of strings");
-    let options = match v.get("options") {
+    let options = match &v.options {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
             .iter()
@@ -230,10 +304,15 @@ fn parse_case(shown: &str, n: usize, line: &str) -> Result<Case, String> {
             .ok_or_else(bad_options)?,
         Some(_) => return Err(bad_options()),
     };
+    // Gold and response are moved out of the parsed line, not copied.
+    let field = |value: Option<Value>, k: &str| match value {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(format!("{shown}:{n}: missing string field \"{k}\"")),
+    };
     Ok(Case {
         line: n,
-        gold: field("gold")?,
-        pred: field("pred")?,
+        gold: field(v.gold, "gold")?,
+        pred: field(v.pred, "pred")?,
         expected,
         source,
         options,

@@ -3,11 +3,12 @@
 use super::eval::{eval, exact, has_decimal, to_f64, C, POINTS};
 use super::expr::{parse, Expr, RelOp};
 use super::extract::choice_letters;
-use super::normalize::{normalize_latex, strip_styled_letters, text_form};
+use super::normalize::{holds, normalize_latex, strip_styled_letters, text_form};
 use super::{GradeConfig, ListOrder, Percent, StyledLetters, Tolerance};
 use num_bigint::BigInt;
+use num_integer::Integer;
 use num_rational::BigRational;
-use num_traits::Signed;
+use num_traits::{Signed, Zero};
 use regex::Regex;
 use std::sync::{LazyLock, OnceLock};
 
@@ -60,7 +61,13 @@ pub(super) fn decimal_comma_reading(gold: &ParsedAnswer) -> Option<(ParsedAnswer
     if !gold.norm.contains(',') {
         return None;
     }
-    let c = COMMA_PAIR.captures(gold.norm.trim())?;
+    let t = gold.norm.trim();
+    // `\d` is any Unicode digit, so every char numeric is necessary for a match: most golds with
+    // a comma (`(1, 2)`, `x, y`) fail this before the regex.
+    if !t.chars().all(|c| c == ',' || c == '-' || c.is_numeric()) {
+        return None;
+    }
+    let c = COMMA_PAIR.captures(t)?;
     let (int, frac) = (c[1].trim_start_matches('-'), &c[2]);
     let thousands = frac.len() == 3 && (1..=3).contains(&int.len()) && !int.starts_with('0');
     let decimal = frac.len() > 1 && !thousands;
@@ -81,7 +88,7 @@ pub(super) fn prepare(raw: &str) -> ParsedAnswer {
             unit_value: OnceLock::new(),
         };
     }
-    let percent = raw.contains('%') || raw.contains("ercent") || raw.contains("pct");
+    let percent = raw.contains('%') || holds(raw, "ercent") || holds(raw, "pct");
     let norm = truth_list(normalize_latex(raw));
     let text = text_form(&norm);
     let node = if norm.len() > MAX_PARSE_BYTES {
@@ -1040,17 +1047,19 @@ fn rounds_to_gold(gold: &Expr, pred: &Expr) -> bool {
     let Some(g) = exact(gold) else {
         return false;
     };
-    let ten = BigRational::from_integer(BigInt::from(10));
-    let mut scaled = g.abs();
+    // The gold's decimal places: the least p with |g|·10^p whole, in integers (a rational
+    // product reduces by a gcd at every step).
+    let (numer, denom) = (g.numer().abs(), g.denom());
+    let mut scaled = numer;
     let mut places = 0u32;
-    while !scaled.is_integer() {
+    while !(&scaled % denom).is_zero() {
         if places == 12 {
             return false;
         }
-        scaled *= &ten;
+        scaled *= 10u32;
         places += 1;
     }
-    if places == 0 || scaled.to_integer() < BigInt::from(100) {
+    if places == 0 || &scaled / denom < BigInt::from(100) {
         return false;
     }
     let target = round_exact(&g, places);
@@ -1079,8 +1088,14 @@ fn places_for(d: u32, size: f64) -> u32 {
 
 /// `q` rounded half away from zero to `d` decimal places, as an integer count of 10^-d.
 fn round_exact(q: &BigRational, d: u32) -> BigInt {
-    let scaled = q * BigRational::from_integer(num_traits::pow(BigInt::from(10), d as usize));
-    scaled.round().to_integer()
+    // In integers: numer·10^d = whole·denom + rest (truncated, rest takes numer's sign).
+    let scaled = q.numer() * num_traits::pow(BigInt::from(10), d as usize);
+    let (whole, rest) = scaled.div_rem(q.denom());
+    if BigInt::from(2) * rest.abs() >= q.denom().abs() {
+        whole + scaled.signum()
+    } else {
+        whole
+    }
 }
 
 fn canon_op(op: RelOp) -> (RelOp, bool) {

@@ -411,11 +411,17 @@ const GREEK: &[&str] = &[
 /// `\piG` → (`pi`, `G`): an unknown command that is a Greek letter with up to three Latin
 /// letters written against it (a name never continues a Greek letter's spelling).
 fn glued_greek(name: &str) -> Option<(&str, &str)> {
-    // `\null` and siunitx's `\num` are commands of their own.
-    if GREEK.contains(&name) || matches!(name, "null" | "num") {
+    // A letter needs two bytes and the name one; a Greek letter is at most ten bytes and at
+    // most three letters follow it. `\null` and siunitx's `\num` are commands of their own.
+    if !(3..=13).contains(&name.len()) || matches!(name, "null" | "num") {
         return None;
     }
-    let greek = GREEK.iter().find(|g| name.starts_with(*g))?;
+    // A name that is itself a Greek letter finds itself here and has no rest. The first byte is
+    // compared before the rest: most commands share no Greek initial.
+    let first = name.as_bytes()[0];
+    let greek = GREEK
+        .iter()
+        .find(|g| g.as_bytes()[0] == first && name.starts_with(*g))?;
     let rest = &name[greek.len()..];
     (!rest.is_empty() && rest.len() <= 3).then_some((greek, rest))
 }

@@ -1,7 +1,7 @@
 //! Answer extraction: user regexes, `\boxed{}`, answer phrases, math environments, last number.
 
 use super::expr::parse;
-use super::normalize::{matching_brace, normalize_latex, normalize_unicode};
+use super::normalize::{find_literal, holds, matching_brace, normalize_latex, normalize_unicode};
 use super::{FoundBy, Gold, GradeConfig};
 use regex::Regex;
 use std::sync::LazyLock;
@@ -161,28 +161,68 @@ pub(crate) fn prepare(response: &str) -> String {
         start += 1;
     }
     let mut text = normalize_unicode(&response[start..]);
-    if text.contains("\\\\") {
+    let mut marks = Marks::of(&text);
+    if marks.double_backslash {
         text = DOUBLE_BACKSLASH.replace_all(&text, "$1\\$2").into_owned();
     }
-    // One scan for `<` instead of one per token.
-    if text.contains('<') {
-        if text.contains("<<") {
-            text = CALCULATOR.replace_all(&text, "").into_owned();
-        }
-        if text.contains("<eo") || text.contains("</s>") || text.contains("<|") {
-            text = END_TOKEN.replace_all(&text, "\n").into_owned();
-        }
+    if marks.calculator {
+        text = CALCULATOR.replace_all(&text, "").into_owned();
+        // Dropping a trace can join what was around it; the marks below are read again.
+        marks = Marks::of(&text);
     }
-    if text.contains("\\text")
-        || text.contains("\\math")
-        || text.contains("\\bf")
-        || text.contains("**")
-    {
+    if marks.end_token {
+        text = END_TOKEN.replace_all(&text, "\n").into_owned();
+    }
+    if marks.styled {
         if let Some(plain) = unstyled_letters(&text) {
             text = plain;
         }
     }
     text
+}
+
+/// What [`prepare`] may have to rewrite, read in one pass over the bytes that can start it
+/// (`\`, `<`, `*`): most responses need none of it, and one pass costs less than a substring
+/// search per rewrite. Un-escaping `\\cmd` or turning an end token into a newline creates none
+/// of these marks.
+struct Marks {
+    /// `\\`: a doubly escaped command may follow.
+    double_backslash: bool,
+    /// `<<`: a calculator annotation may follow.
+    calculator: bool,
+    /// `<eo`, `</s>`, `<|`: an end token may follow.
+    end_token: bool,
+    /// `\text`, `\math`, `\bf`, `**`: a styled option letter may follow.
+    styled: bool,
+}
+
+impl Marks {
+    fn of(text: &str) -> Marks {
+        let b = text.as_bytes();
+        let mut m = Marks {
+            double_backslash: false,
+            calculator: false,
+            end_token: false,
+            styled: false,
+        };
+        for at in memchr::memchr3_iter(b'\\', b'<', b'*', b) {
+            let rest = &b[at + 1..];
+            // Dispatch on the byte pair: most marks are rejected by their second byte.
+            match (b[at], rest.first()) {
+                (b'\\', Some(b'\\')) => m.double_backslash = true,
+                (b'\\', Some(b't')) => m.styled |= rest.starts_with(b"text"),
+                (b'\\', Some(b'm')) => m.styled |= rest.starts_with(b"math"),
+                (b'\\', Some(b'b')) => m.styled |= rest.starts_with(b"bf"),
+                (b'<', Some(b'<')) => m.calculator = true,
+                (b'<', Some(b'e')) => m.end_token |= rest.starts_with(b"eo"),
+                (b'<', Some(b'/')) => m.end_token |= rest.starts_with(b"/s>"),
+                (b'<', Some(b'|')) => m.end_token = true,
+                (b'*', Some(b'*')) => m.styled = true,
+                _ => {}
+            }
+        }
+        m
+    }
 }
 
 /// End-of-section and end-of-text tokens left in a response (`<eoa>`, `</s><s>`, `<|im_end|>`).
@@ -260,7 +300,7 @@ pub fn extraction(response: &str, gold: Option<&Gold>, cfg: &GradeConfig) -> Ext
 /// answer said again and again is the answer.)
 fn recital_start(text: &str) -> Option<usize> {
     let t = text.trim_end();
-    if t.len() < 60 || !t.contains("nswer is") {
+    if t.len() < 60 || !holds(t, "nswer is") {
         return None;
     }
     let mut lines = t.rsplit('\n').peekable();
@@ -309,11 +349,7 @@ fn cut_short(text: &str) -> bool {
     if operator {
         return true;
     }
-    if t.rfind("\\[")
-        .is_some_and(|open| !t[open..].contains("\\]"))
-        || t.rfind("\\(")
-            .is_some_and(|open| !t[open..].contains("\\)"))
-    {
+    if display_left_open(t) {
         return true;
     }
     // An inline `$…` left open on the last line; a dollar amount (`$5`) is not math, and a
@@ -326,6 +362,37 @@ fn cut_short(text: &str) -> bool {
     let dollars = line.matches('$').count() - 2 * line.matches("$$").count();
     let after = line.rfind('$').map_or("", |at| &line[at + 1..]);
     dollars % 2 == 1 && !line.ends_with(['.', '!', '?']) && after.contains(['+', '^', '=', '\\'])
+}
+
+/// Whether the last `\\[` (or `\\(`) of `t` is never closed by a `\\]` (`\\)`) after it: one
+/// backward pass over the backslashes, not a substring search of the whole text per delimiter.
+fn display_left_open(t: &str) -> bool {
+    let b = t.as_bytes();
+    let (mut closed_square, mut closed_round) = (false, false);
+    let (mut square_seen, mut round_seen) = (false, false);
+    for at in memchr::memrchr_iter(b'\\', b) {
+        match b.get(at + 1) {
+            Some(b']') => closed_square = true,
+            Some(b')') => closed_round = true,
+            Some(b'[') if !square_seen => {
+                if !closed_square {
+                    return true;
+                }
+                square_seen = true;
+            }
+            Some(b'(') if !round_seen => {
+                if !closed_round {
+                    return true;
+                }
+                round_seen = true;
+            }
+            _ => {}
+        }
+        if square_seen && round_seen {
+            break;
+        }
+    }
+    false
 }
 
 /// A letter gold wants a letter: when only a guess (or nothing) was found, the option letter
@@ -518,6 +585,8 @@ fn last_stated_letter(text: &str) -> Option<char> {
 /// and the closing text after it restates that value (`60.0` … "60% of the students …",
 /// `3.0` … "Three trucks …") or is empty.
 fn program_output(text: &str) -> Option<String> {
+    // Most responses have no backtick at all: one byte search rules them out.
+    memchr::memchr(b'`', text.as_bytes())?;
     let open = text.rfind("```output")?;
     let body = &text[open + "```output".len()..];
     let close = body.find("```")?;
@@ -597,9 +666,8 @@ fn closing_line(text: &str) -> Option<String> {
     if let Some(inner) = unbolded.filter(|i| !i.contains("**")) {
         return answer_in(inner.trim(), false);
     }
-    let label_end = line
-        .find(": ")
-        .filter(|&at| at <= 30 && !line[..at].contains(['$', '\\', '=']));
+    let label_end =
+        find_literal(line, ": ").filter(|&at| at <= 30 && !line[..at].contains(['$', '\\', '=']));
     let value = label_end.map_or(line, |at| line[at + 1..].trim());
     let value = value
         .trim_start_matches(['#', '>', ' '])
@@ -936,7 +1004,7 @@ fn find_boxes(text: &str) -> Vec<Span> {
     let mut out = Vec::new();
     let bytes = text.as_bytes();
     let mut i = 0;
-    while let Some(off) = text[i..].find('\\') {
+    while let Some(off) = memchr::memchr(b'\\', &bytes[i..]) {
         let at = i + off;
         let rest = &text[at..];
         let cmd_len = if rest.starts_with("\\boxed") {
@@ -1086,10 +1154,9 @@ fn last_phrase(text: &str) -> Option<Phrased> {
         .rev()
         .find(|(_, strong)| *strong)
         .map(|(m, _)| m.start());
-    let verdict_word = text.contains("orrect")
-        || text.contains("ight")
-        || text.contains("正确")
-        || text.contains('对');
+    let verdict_word = VERDICT_WORDS
+        .iter()
+        .any(|w| w.find(text.as_bytes()).is_some());
     // "none of the choices (A, B, C, D) are correct" names no option.
     let denied = |c: &regex::Captures| {
         let at = c.get(0).map_or(0, |m| m.start());
@@ -1124,6 +1191,12 @@ fn last_phrase(text: &str) -> Option<Phrased> {
         .find_map(|&(m, strong)| phrase_answer(text, m, strong))
 }
 
+/// Words that may call an option right (`correct`, `right`, `正确`, `对`): [`LETTER_IS_CORRECT`]
+/// is searched only in a text that has one. Built once: a searcher built per call costs more
+/// than the search of a short text.
+static VERDICT_WORDS: LazyLock<[memchr::memmem::Finder<'static>; 4]> =
+    LazyLock::new(|| ["orrect", "ight", "正确", "对"].map(memchr::memmem::Finder::new));
+
 /// Phrases tried, from the last one back.
 const PHRASES_TRIED: usize = 4;
 
@@ -1134,11 +1207,14 @@ fn is_bare_answer(text: &str, m: regex::Match) -> bool {
         .as_str()
         .get(..6)
         .is_some_and(|w| w.eq_ignore_ascii_case("answer"));
-    let line_start = text[..m.start()]
-        .rsplit('\n')
-        .next()
-        .is_some_and(|before| before.trim_matches(['*', '#', ' ', '_', '>']).is_empty());
-    bare && !line_start
+    // The line before the phrase is read only for a bare "answer" (most phrases are not).
+    let line_start = || {
+        text[..m.start()]
+            .rsplit('\n')
+            .next()
+            .is_some_and(|before| before.trim_matches(['*', '#', ' ', '_', '>']).is_empty())
+    };
+    bare && !line_start()
 }
 
 fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
@@ -1189,7 +1265,7 @@ fn phrase_answer(text: &str, m: regex::Match, strong: bool) -> Option<Phrased> {
             }
         }
         for stop in ["I hope", "<|", "</answer>", "\n\n"] {
-            if let Some(p) = seg.find(stop) {
+            if let Some(p) = find_literal(seg, stop) {
                 seg = &seg[..p];
             }
         }
@@ -1264,8 +1340,8 @@ fn answer_in(seg: &str, strong: bool) -> Option<String> {
     if let Some(v) = leading_group(seg) {
         return Some(clip(v));
     }
-    let has_math = seg.contains('$') || seg.contains("\\(") || seg.contains("\\[");
-    if has_math || seg.contains("\\boxed") || seg.contains("\\fbox") {
+    let has_math = seg.contains('$') || holds(seg, "\\(") || holds(seg, "\\[");
+    if has_math || holds(seg, "\\boxed") || holds(seg, "\\fbox") {
         return extract_structured_inner(seg);
     }
     if has_cjk(seg) {
@@ -1444,7 +1520,7 @@ fn fallback(text: &str, rule: NumberRule) -> Option<Found> {
                         text[env.start..].starts_with("$$") || text[env.start..].starts_with("\\[");
                     display
                         || content.trim_end().ends_with('.')
-                        || between.contains(". ")
+                        || holds(between, ". ")
                         || between.contains('\n')
                         || is_bare_name(content)
                 }
@@ -1471,18 +1547,18 @@ fn fallback(text: &str, rule: NumberRule) -> Option<Found> {
 /// after an answer phrase).
 fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
     let b = text.as_bytes();
-    let start = [". ", "\n", "! ", "? "]
-        .iter()
-        .filter_map(|p| text[..last].rfind(p).map(|at| at + p.len()))
-        .max()
-        .unwrap_or(0);
+    let start = sentence_start(&b[..last]);
     let sentence = &text[start..last];
     // Cheap necessary conditions first: a number before the last value, and a qualifying word
     // or bracket somewhere (most closing sentences have neither, and skip the regexes).
-    let qualifier = sentence.contains(" (")
+    // The digit test first: it is the cheaper one.
+    if !sentence.bytes().any(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let qualifier = holds(sentence, " (")
         || (sentence.split(|c: char| !c.is_ascii_alphabetic()))
             .any(|w| QUALIFIERS.iter().any(|q| w.eq_ignore_ascii_case(q)));
-    if !qualifier || !sentence.bytes().any(|c| c.is_ascii_digit()) {
+    if !qualifier {
         return None;
     }
     // The last number stated by the words before it, outside braces (`\prod_{n=0}` states
@@ -1523,12 +1599,24 @@ fn stated_before(text: &str, last: usize, opens: bool) -> Option<String> {
         .is_some_and(|c| c.is_ascii_alphanumeric() || b"^_*/({\\".contains(c));
     let gap = &text[e..last];
     let words: Vec<String> = gap_words(gap);
-    let qualified = gap.contains(" (") || words.iter().any(|w| QUALIFIERS.contains(&w.as_str()));
+    let qualified = holds(gap, " (") || words.iter().any(|w| QUALIFIERS.contains(&w.as_str()));
     // `… by having at least 6 people`: a bound stated last is the value after all.
     let bound = ["least", "most"].contains(&words.last().map_or("", String::as_str));
     let concluded =
         bound || gap.contains('=') || words.iter().any(|w| CONCLUDERS.contains(&w.as_str()));
     (!glued && qualified && !concluded).then(|| text[s..e].replace(' ', ""))
+}
+
+/// Where the last sentence of `b` starts: after its last `. `, `! `, `? ` or newline (0 if none).
+/// One backward pass that stops there, not a search of the whole text per separator.
+fn sentence_start(b: &[u8]) -> usize {
+    (1..=b.len())
+        .rev()
+        .find(|&end| {
+            b[end - 1] == b'\n'
+                || (end >= 2 && b[end - 1] == b' ' && matches!(b[end - 2], b'.' | b'!' | b'?'))
+        })
+        .unwrap_or(0)
 }
 
 /// `$x$`, `$ABCD$`, `$a_n$`: a name, not a value.

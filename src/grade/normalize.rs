@@ -137,7 +137,7 @@ pub(super) fn normalize_latex(s: &str) -> String {
     // Each rewrite is guarded by a cheap substring test (a text every match of its regex holds):
     // most answers are short and plain. A rewrite that changes nothing leaves `t` as it is.
     let mut t = s.to_string();
-    if s.contains("\\\\") {
+    if holds(s, "\\\\") {
         rewrite(&mut t, &r.double_backslash_cmd, "$1\\$2");
     }
     if t.contains('$') {
@@ -151,15 +151,15 @@ pub(super) fn normalize_latex(s: &str) -> String {
         for delimiter in ["\\(", "\\)", "\\[", "\\]"] {
             replace(&mut t, delimiter, " ");
         }
-        if t.contains(",\\!") {
+        if holds(&t, ",\\!") {
             rewrite(&mut t, &r.thousands_bang, ",");
         }
-        if t.contains("\\,") {
+        if holds(&t, "\\,") {
             // Twice, because the regex consumes the leading digit of the next group.
             rewrite(&mut t, &r.thousands_thin, "$1$2");
             rewrite(&mut t, &r.thousands_thin, "$1$2");
         }
-        if t.contains("frac") {
+        if holds(&t, "frac") {
             for variant in ["\\dfrac", "\\tfrac", "\\cfrac"] {
                 replace(&mut t, variant, "\\frac");
             }
@@ -168,7 +168,7 @@ pub(super) fn normalize_latex(s: &str) -> String {
             rewrite(&mut t, &r.frac_brace_d, "\\frac$1{$2}");
             rewrite(&mut t, &r.frac_d, "\\frac{$1}");
         }
-        if t.contains("\\sqrt") {
+        if holds(&t, "\\sqrt") {
             rewrite(&mut t, &r.sqrt_d, "\\sqrt{$1}");
         }
         t = unwrap_text_commands(&t, &r.text_cmd);
@@ -183,19 +183,19 @@ pub(super) fn normalize_latex(s: &str) -> String {
             }
         });
     }
-    if t.contains("circ") || t.contains("degree") {
+    if holds(&t, "circ") || holds(&t, "degree") {
         // Inside sin/cos/… a degree sign changes the value, so it is kept as a token there.
         let trig = has_trig(&t);
         let mark = if trig { " \\degree " } else { " " };
         for sign in ["^{\\circ}", "^\\circ", "\\circ", "\\degree"] {
             replace(&mut t, sign, mark);
         }
-        if trig && t.contains("degree") {
+        if trig && holds(&t, "degree") {
             // `\tan 45 degrees` as well; the marker itself is left as it is.
             rewrite(&mut t, &DEGREE_WORD, " \\degree ");
         }
     }
-    if t.contains("10^") || t.contains("10 ^") {
+    if holds(&t, "10^") || holds(&t, "10 ^") {
         // `2.0 x 10^-25`: scientific notation typed with the letter x.
         rewrite(&mut t, &r.times_ten, "$1 \\times 10^");
     }
@@ -227,7 +227,7 @@ fn rewrite(t: &mut String, re: &Regex, with: impl regex::Replacer) {
 
 /// `t` with every `from` replaced by `to`; untouched (not copied) when it holds none.
 fn replace(t: &mut String, from: &str, to: &str) {
-    if t.contains(from) {
+    if holds(t, from) {
         *t = t.replace(from, to);
     }
 }
@@ -242,7 +242,24 @@ fn has_ascii_ignoring_case(s: &str, word: &str) -> bool {
 fn has_trig(s: &str) -> bool {
     ["sin", "cos", "tan", "sec", "csc", "cot"]
         .iter()
-        .any(|f| s.contains(f))
+        .any(|f| holds(s, f))
+}
+
+/// Whether `hay` holds `needle` (as `str::contains`): see [`find_literal`].
+pub(super) fn holds(hay: &str, needle: &str) -> bool {
+    find_literal(hay, needle).is_some()
+}
+
+/// Where `needle` first occurs in `hay` (as `str::find`): each place its first byte occurs (found
+/// by `memchr`) is compared with the rest. The texts searched are short and the needles a few
+/// bytes, where this costs a fraction of a general substring search, which first analyses its
+/// needle; it is linear all the same, the needles being constants of at most ten bytes.
+pub(super) fn find_literal(hay: &str, needle: &str) -> Option<usize> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let Some(&first) = n.first() else {
+        return Some(0);
+    };
+    memchr::memchr_iter(first, h).find(|&at| h[at..].starts_with(n))
 }
 
 static DEGREE_WORD: LazyLock<Regex> =

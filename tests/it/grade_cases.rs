@@ -462,6 +462,38 @@ fn cli_bad_input_exit_2() {
     );
 }
 
+#[test]
+fn cli_case_lines_read_their_fields_and_skip_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("cases.jsonl");
+    let p = path.to_string_lossy().into_owned();
+    // Fields grading does not read, of any shape (a number beyond f64 too), are skipped; a
+    // repeated key keeps its last value, as a parsed JSON object does.
+    let line = r#"{"test":{"a":[1,{"b":null}],"c":"\u00e9"},"gold":"2","pred":"1","pred":"\\boxed{2}","n":1e400,"expected":true}"#;
+    std::fs::write(&path, format!("{line}\n")).expect("write");
+    let (code, out, err) = gpassk(&["grade", "--cases", &p, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(r#""equivalent":true"#) && out.contains(r#""found_by":"boxed""#),
+        "{out}"
+    );
+    // A line that is not an object has no gold; bad syntax in a skipped field is bad JSON.
+    for (line, said) in [
+        (r#"["gold","pred"]"#, "missing string field \"gold\""),
+        (r#""gold""#, "missing string field \"gold\""),
+        (r#"{"gold":"1","pred":"1","x":[1,]}"#, "bad JSON"),
+        (r#"{"gold":"1","pred":"1","x":{"y":}}"#, "bad JSON"),
+    ] {
+        std::fs::write(&path, format!("{line}\n")).expect("write");
+        let (code, _, err) = gpassk(&["grade", "--cases", &p]);
+        assert_eq!(code, 2, "{line}");
+        assert!(
+            err.contains(&format!("{p}:1")) && err.contains(said),
+            "{line}: {err}"
+        );
+    }
+}
+
 /// Random well-formed expression in LaTeX.
 fn random_expr(rng: &mut fastrand::Rng, depth: u32) -> String {
     if depth == 0 || rng.u8(0..4) == 0 {
