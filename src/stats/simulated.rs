@@ -164,7 +164,7 @@ mod tests {
         assert_eq!(sure.power(5, 0.05), 0.0);
         // Seeded: the same design gives the same power; `reaches` answers as `power` does.
         assert_eq!(same.power(60, 0.05), same.power(60, 0.05));
-        let part = Simulator::new(&[0.5], &[1.0], &values, 0.1);
+        let part = Simulator::new(&[0.5], &[1.0], &values, 0.3);
         let at = part.power(40, 0.05);
         assert!(at > 0.2 && at < 0.95, "{at}");
         assert!(part.reaches(40, 0.05, at) && !part.reaches(40, 0.05, at + 0.001));
