@@ -12,7 +12,7 @@ use crate::stats::paired::ALPHA;
 use crate::stats::planning::{detectable, needed, power_at, Counts, Population};
 use crate::stats::within::Kernel;
 use crate::stats::{cluster_indices, cluster_key};
-use crate::util::printable;
+use crate::util::{printable, shorten_names, wrap, SHORT_NAME};
 use serde::Serialize;
 
 /// What to plan for.
@@ -64,8 +64,9 @@ pub struct MetricPlan {
     pub exact: bool,
     /// The share of problems whose value a change of D moves at all (the test sees only those).
     pub moving: f64,
-    /// The stated power may understate the test's ([`crate::stats::planning::Needed::conservative`]).
-    pub conservative: bool,
+    /// Whether the power is compare's test simulated under the model, where the normal
+    /// approximation is off ([`crate::stats::planning::Needed::simulated`]).
+    pub simulated: bool,
 }
 
 /// A model's plan.
@@ -212,7 +213,7 @@ fn plan_model(
                 power: need.map_or(0.0, |n| n.power),
                 exact: pop.within(&p.kernel, at).1,
                 moving: need.map_or(0.0, |n| n.moving),
-                conservative: need.is_some_and(|n| n.conservative()),
+                simulated: need.is_some_and(|n| n.simulated),
             })
         })
         .collect();
@@ -355,114 +356,140 @@ pub fn render(
     if !format.is_human() {
         return Ok(serde_json::to_string_pretty(plans)? + "\n");
     }
-    let mut out = String::new();
-    for p in plans {
+    let names: Vec<String> = (plans.iter())
+        .map(|p| printable(&p.model).into_owned())
+        .collect();
+    let short = shorten_names(&names, SHORT_NAME);
+    let mut out = format!(
+        "To detect a change of {:.1} points with {:.0}% power under compare's test:\n",
+        100.0 * request.change,
+        100.0 * request.power
+    );
+    for ((p, name), full) in plans.iter().zip(&short).zip(&names) {
+        out.push('\n');
+        // A shortened name is spelled out once, where its plan starts (as compare does).
+        match name == full {
+            true => out.push_str(&format!("{name}\n")),
+            false => out.push_str(&format!("{name} = {full}\n")),
+        }
         out.push_str(&render_model(p, request));
     }
     Ok(out)
 }
 
+/// Width of `plan`'s text: an 80-column terminal.
+const WIDTH: usize = 80;
+
+/// `text` wrapped to [`WIDTH`] (continuation lines indented by `indent`), and a line break.
+fn line(out: &mut String, text: &str, indent: &str) {
+    out.push_str(&wrap(text, WIDTH, indent));
+    out.push('\n');
+}
+
 fn render_model(p: &ModelPlan, request: &Request) -> String {
-    let points = 100.0 * request.change;
-    let mut out = format!(
-        "{}: to detect a change of {points:.1} points with {:.0}% power under compare's test\n",
-        printable(&p.model),
-        100.0 * request.power
+    let mut out = String::new();
+    let clusters = match p.cluster_size > 1.0 {
+        true => format!(", in clusters of {:.1}", p.cluster_size),
+        false => String::new(),
+    };
+    line(
+        &mut out,
+        &format!(
+            "  now: {} problems × {} samples{clusters}; tested family: {} tests, Holm's \
+             strictest level {:.3}%",
+            p.problems_now,
+            p.samples_now,
+            p.family,
+            100.0 * p.alpha
+        ),
+        "    ",
     );
-    out.push_str(&format!(
-        "  tested family: {} tests, Holm's strictest level {:.3}%{}\n",
-        p.family,
-        100.0 * p.alpha,
-        if p.cluster_size > 1.0 {
-            format!(
-                "; problems in clusters of {:.1} (one unit each)",
-                p.cluster_size
-            )
-        } else {
-            String::new()
-        }
-    ));
-    out.push_str(&format!(
-        "  now: {} problems × {} samples detects {}\n",
-        p.problems_now,
-        p.samples_now,
-        (p.metrics.iter())
-            .map(|m| format!("{} ±{:.1}", m.metric, 100.0 * m.detectable_now))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    match &p.recommended {
-        Some(d) => out.push_str(&format!(
-            "  needed: {} problems × {} samples{} = {} samples, {}power {:.0}%\n",
+    let needed = match &p.recommended {
+        Some(d) => format!(
+            "  needed: {} problems × {} samples{}, power {:.0}%: {} samples{}",
             d.problems,
             d.samples,
             if p.greedy { " (+ greedy)" } else { "" },
+            100.0 * d.power,
             d.units,
-            cost_text(d.cost, p),
-            100.0 * d.power
-        )),
-        None => out.push_str(&format!(
-            "  needed: no design within the dataset's {} problems reaches {:.0}% power (see the options)\n",
+            cost_text(d.cost, p).map_or(String::new(), |c| format!(", {c}")),
+        ),
+        None => format!(
+            "  needed: no design within the dataset's {} problems reaches {:.0}% power (see \
+             the options)",
             request.available,
             100.0 * request.power
-        )),
-    }
-    for m in &p.metrics {
-        out.push_str(&format!(
-            "    {:<18} value {:5.1}  alone needs {} problems at {} samples  power {:.0}%{}\n",
-            m.metric,
-            100.0 * m.value,
-            m.problems,
-            m.samples,
-            100.0 * m.power,
-            if m.exact {
-                ""
-            } else {
-                "  (within-problem variance modelled)"
-            }
-        ));
-        if m.moving < 0.5 && m.problems > 0 {
-            out.push_str(&format!(
-                "      a change moves about {:.0}% of problems ({:.0} of {}); the test sees only\n      \
-                 those and flags none unless at least {} move one way\n",
-                100.0 * m.moving,
-                m.moving * m.problems as f64,
-                m.problems,
-                crate::stats::power::least_units(p.alpha)
-            ));
-        }
-        if m.conservative {
-            out.push_str(
-                "      power may be conservative: with few moving problems and fractional values\n      \
-                 the test beats its normal approximation (simulated: 92-100% where 80-86% was\n      \
-                 stated), so fewer problems may do\n",
-            );
-        }
-    }
-    out.push_str("  options (samples per problem: problems needed, samples, cost):\n");
+        ),
+    };
+    line(&mut out, &needed, "    ");
+    metric_table(&mut out, p);
+    out.push_str("  options: samples per problem, problems needed, samples drawn, cost\n");
     for d in &p.designs {
+        let cost = cost_text(d.cost, p).map_or(String::new(), |c| format!("  {c}"));
+        let over = if d.fits { "" } else { "  too many problems" };
         out.push_str(&format!(
-            "    {:>5}: {:>7} problems  {:>9} samples  {}{}\n",
-            d.samples,
-            d.problems,
-            d.units,
-            cost_text(d.cost, p),
-            if d.fits {
-                ""
-            } else {
-                "  more problems than the dataset has"
-            }
+            "    {:>5}  {:>8}  {:>10}{cost}{over}\n",
+            d.samples, d.problems, d.units
         ));
     }
     for n in &p.notes {
-        out.push_str(&format!("  note: {n}\n"));
+        line(&mut out, &format!("  note: {n}"), "        ");
     }
     out
 }
 
-fn cost_text(cost: Option<f64>, p: &ModelPlan) -> String {
+/// Per metric: its value, the change the run detects now, what it needs at the recommended
+/// samples and its power there, and the share of problems a change moves; marks explained once.
+fn metric_table(out: &mut String, p: &ModelPlan) {
+    out.push_str(&format!(
+        "  {:<16} {:>6} {:>7} {:>9} {:>8} {:>7} {:>6}\n",
+        "metric", "value", "now ±", "problems", "samples", "power", "moves"
+    ));
+    for m in &p.metrics {
+        let marks = format!(
+            "{}{}",
+            if m.exact { " " } else { "*" },
+            if m.simulated { "~" } else { " " }
+        );
+        out.push_str(&format!(
+            "  {:<16} {:>6.1} {:>7.1} {:>9} {:>8} {:>5.0}%{marks} {:>4.0}%\n",
+            m.metric,
+            100.0 * m.value,
+            100.0 * m.detectable_now,
+            m.problems,
+            m.samples,
+            100.0 * m.power,
+            100.0 * m.moving
+        ));
+    }
+    let mut marks: Vec<String> = Vec::new();
+    if p.metrics.iter().any(|m| !m.exact) {
+        marks.push("* within-problem variance modelled (not estimated from the counts)".into());
+    }
+    if p.metrics.iter().any(|m| m.simulated) {
+        marks.push(format!(
+            "~ power of compare's test simulated on the model's problems ({} pairs of runs): \
+             with fractional values and few problems carrying the change, its normal \
+             approximation is off",
+            crate::stats::simulated::REPLICATES
+        ));
+    }
+    if p.metrics.iter().any(|m| m.moving < 0.5 && m.problems > 0) {
+        marks.push(format!(
+            "moves: share of problems a change moves; the test sees only those and flags \
+             none unless at least {} move one way",
+            crate::stats::power::least_units(p.alpha)
+        ));
+    }
+    for m in marks {
+        line(out, &format!("  {m}"), "    ");
+    }
+}
+
+/// The cost as "about 1.2 USD"; None when the model was not priced.
+fn cost_text(cost: Option<f64>, p: &ModelPlan) -> Option<String> {
     match (cost, &p.currency) {
-        (Some(c), Some(cur)) => format!("about {} ", crate::cost::show(c, cur)),
-        _ => String::new(),
+        (Some(c), Some(cur)) => Some(format!("about {}", crate::cost::show(c, cur))),
+        _ => None,
     }
 }

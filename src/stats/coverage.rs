@@ -440,8 +440,8 @@ pub struct PlanCheck {
     pub problems: u64,
     /// Whether the plan's within-problem variance was exact (else modelled), in the first plan.
     pub exact: bool,
-    /// Plans that told the user their stated power may be conservative.
-    pub conservative: usize,
+    /// Plans whose stated power was simulated (compare's test under the planner's model).
+    pub simulated: usize,
 }
 
 /// Runs `reps` first runs, their plans and the plans' comparisons (see [`PlanCheck`]);
@@ -468,7 +468,7 @@ pub fn check_plan(
     let col = planned.columns.iter().position(|c| &c.metric == metric)?;
     let mut rng = SplitMix64::new(seed);
     let (mut promised, mut flagged, mut sizes, mut exact) = (0.0, 0, Vec::new(), None);
-    let (mut refused, mut conservative) = (0, 0);
+    let (mut refused, mut simulated) = (0, 0);
     for _ in 0..reps {
         let levels: Vec<usize> = (0..setup.problems).map(|_| rng.below(LEVELS)).collect();
         let (counts, _) = model.run(&levels, 0.0, &mut rng);
@@ -487,7 +487,7 @@ pub fn check_plan(
         };
         exact.get_or_insert_with(|| population.within(&kernel, samples).1);
         promised += power;
-        conservative += plan.conservative() as usize;
+        simulated += plan.simulated as usize;
         sizes.push(plan.problems);
         let levels: Vec<usize> = (0..plan.problems).map(|_| rng.below(LEVELS)).collect();
         let (_, a) = planned.run(&levels, 0.0, &mut rng);
@@ -506,7 +506,7 @@ pub fn check_plan(
         achieved: flagged as f64 / made.max(1) as f64,
         problems: sizes.get(made / 2).copied().unwrap_or(0),
         exact: exact.unwrap_or(false),
-        conservative,
+        simulated,
     })
 }
 

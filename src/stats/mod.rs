@@ -14,6 +14,7 @@ pub mod interval;
 pub mod paired;
 pub mod planning;
 pub mod power;
+pub mod simulated;
 pub mod within;
 
 pub use interval::{mean_interval, problem_interval};

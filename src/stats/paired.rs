@@ -170,6 +170,89 @@ pub fn sign_flip_p(diffs: &[f64]) -> f64 {
     (1 + hits) as f64 / (1 + DRAWS) as f64
 }
 
+/// Differences enumerated exactly by [`flags`]' shortcut (the largest ones); the rest summed as
+/// one normal term.
+const SHORTCUT_EXACT: usize = 8;
+/// [`flags`] answers from its shortcut when that p-value is beyond α by this factor either way,
+/// else from [`sign_flip_p`] itself.
+const SHORTCUT_MARGIN: f64 = 1.5;
+/// Below this level the shortcut decides alone (see [`flags`]).
+const SHORTCUT_ALONE: f64 = 0.01;
+
+/// Whether the test at level `alpha` flags these non-zero differences: `sign_flip_p(diffs) <
+/// alpha`, the same decision, without drawing its Monte Carlo p-value when the answer is clear.
+/// `gpassk plan` runs the test thousands of times on simulated runs; [`sign_flip_p`] costs up to
+/// [`DRAWS`] sign patterns a call. The shortcut's p-value enumerates the signs of the
+/// [`SHORTCUT_EXACT`] largest differences and treats the others' signed sum as normal (exact
+/// when a few differences carry the sum, normal when many small ones do); only when it lands
+/// within a factor [`SHORTCUT_MARGIN`] of `alpha`, at levels of at least [`SHORTCUT_ALONE`],
+/// does the test's own p-value decide (at Holm's levels it would draw all its patterns).
+pub fn flags(diffs: &[f64], alpha: f64) -> bool {
+    let k = diffs.len();
+    // The smallest p-values: 2·2⁻ᵏ enumerated, 1/(1 + DRAWS) drawn.
+    if k == 0 || 2f64.powi(1 - k.min(1000) as i32) >= alpha {
+        return false;
+    }
+    if k > ENUMERATE_MAX && alpha * (1 + DRAWS) as f64 <= 1.0 {
+        return false;
+    }
+    if k <= SHORTCUT_EXACT || diffs.iter().all(|d| d.abs() == 1.0) {
+        return sign_flip_p(diffs) < alpha;
+    }
+    // Hoeffding: P(|Σ ±|d|| ≥ t) ≤ 2·exp(−t²/(2·Σ d²)), so far enough out the p-value is
+    // below α/2 for certain (the drawn one too: it is at most 1/(1 + DRAWS) < α here).
+    let (sum, squares) = diffs.iter().fold((0.0, 0.0), |a, d| (a.0 + d, a.1 + d * d));
+    if 2.0 * (-sum * sum / (2.0 * squares)).exp() < alpha / SHORTCUT_MARGIN {
+        return true;
+    }
+    let p = shortcut_p(diffs);
+    // Below 1% the drawn p-value near α costs all its DRAWS: the shortcut decides alone there.
+    if p < alpha / SHORTCUT_MARGIN || alpha < SHORTCUT_ALONE {
+        p < alpha
+    } else if p > alpha * SHORTCUT_MARGIN {
+        false
+    } else {
+        sign_flip_p(diffs) < alpha
+    }
+}
+
+/// The sign-flip p-value with the [`SHORTCUT_EXACT`] largest differences' signs enumerated and
+/// the rest's signed sum taken as normal, N(0, Σ rest²).
+fn shortcut_p(diffs: &[f64]) -> f64 {
+    let mut sizes: Vec<f64> = diffs.iter().map(|d| d.abs()).collect();
+    sizes.sort_unstable_by(|a, b| b.total_cmp(a));
+    let (big, rest) = sizes.split_at(SHORTCUT_EXACT.min(sizes.len()));
+    let sd = rest.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let observed = diffs.iter().sum::<f64>().abs();
+    let bar = observed - 1e-9 * sizes.iter().sum::<f64>();
+    let normal = statrs::distribution::Normal::new(0.0, 1.0).expect("the standard normal");
+    let beyond = |s: f64| -> f64 {
+        use statrs::distribution::ContinuousCDF;
+        if sd == 0.0 {
+            return (s.abs() >= bar) as u8 as f64;
+        }
+        // Beyond 9 standard deviations a tail is below 1e-18: not worth its erf.
+        let tail = |z: f64| match z {
+            z if z > 9.0 => 0.0,
+            z if z < -9.0 => 1.0,
+            z => normal.sf(z),
+        };
+        tail((bar - s) / sd) + tail((bar + s) / sd)
+    };
+    // A pattern and its mirror image are equally extreme: fix the largest one's sign.
+    let patterns = 1u64 << (big.len() - 1);
+    let total: f64 = (0..patterns)
+        .map(|mask| {
+            let s = big[0]
+                + (big[1..].iter().enumerate())
+                    .map(|(i, b)| if mask >> i & 1 == 1 { *b } else { -*b })
+                    .sum::<f64>();
+            beyond(s)
+        })
+        .sum();
+    total / patterns as f64
+}
+
 /// Exact two-sided McNemar p-value from the discordant pairs (`up` B-only, `down` A-only).
 pub fn mcnemar_p(up: u64, down: u64) -> f64 {
     let n = up + down;
@@ -315,6 +398,59 @@ mod tests {
         assert!((b.spread / a.spread - 2f64.sqrt()).abs() < 1e-12);
         let few = paired_test_by(&pairs[..18], Some(&clusters[..18])).unwrap();
         assert_eq!((few.units, few.p), (9, None));
+    }
+
+    /// The shortcut decides as the test's own p-value does, on differences of every shape the
+    /// planner simulates (a few large ones among many tiny ones, all alike, mixed signs; at 5%
+    /// and at a Holm level), but for a few cases whose drawn p-value is itself within its noise
+    /// of α. Its p-value is within a factor 1.6 of the drawn one.
+    #[test]
+    fn flags_decides_as_the_p_value_does() {
+        let mut rng = SplitMix64::new(0xF1A6);
+        let unit = |rng: &mut SplitMix64| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let (mut cases, mut alone, mut differ) = (0, 0, 0);
+        for round in 0..240 {
+            let k = 9 + round % 60;
+            let up = 0.5 + 0.45 * unit(&mut rng);
+            let diffs: Vec<f64> = (0..k)
+                .map(|i| {
+                    let size = match round % 3 {
+                        0 if i % 7 == 0 => 0.3 + 0.7 * unit(&mut rng),
+                        0 => 1e-3 * unit(&mut rng) + 1e-6,
+                        1 => 0.2 + 0.1 * unit(&mut rng),
+                        _ => unit(&mut rng).powi(3) + 1e-6,
+                    };
+                    if unit(&mut rng) < up {
+                        size
+                    } else {
+                        -size
+                    }
+                })
+                .collect();
+            let p = sign_flip_p(&diffs);
+            for alpha in [ALPHA, ALPHA / 12.0] {
+                cases += 1;
+                if flags(&diffs, alpha) != (p < alpha) {
+                    // Only where the drawn p-value itself is near α (it is ±10–20% there).
+                    let near = p / alpha;
+                    assert!(near > 1.0 / 1.6 && near < 1.6, "{diffs:?} at {alpha}: {p}");
+                    differ += 1;
+                }
+                let short = shortcut_p(&diffs);
+                if short < alpha / SHORTCUT_MARGIN || short > alpha * SHORTCUT_MARGIN {
+                    alone += 1;
+                }
+            }
+            // Near α, within the margin (the Monte Carlo p-value itself is ±10–20% there).
+            if p > 0.005 && p < 0.3 && k > 20 {
+                let ratio = shortcut_p(&diffs) / p;
+                assert!(ratio < 1.6 && ratio > 1.0 / 1.6, "{diffs:?}: {ratio}");
+            }
+        }
+        // The shortcut answers most cases alone (else it saves nothing), and nearly always as
+        // the drawn p-value does.
+        assert!(alone * 10 >= cases * 7, "{alone} of {cases}");
+        assert!(differ * 50 <= cases, "{differ} of {cases}");
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //!   within-problem variances plus the spread of the change across problems.
 
 use super::power::{problems_needed, Design, Tails};
+use super::simulated::Simulator;
 use super::within::{Kernel, WithinTable};
 use statrs::function::beta::beta_reg;
 use statrs::function::factorial::ln_binomial;
@@ -284,25 +285,121 @@ pub struct Needed {
     /// m move by one amount; far below [`Needed::moving`] when most move a little and a few a
     /// lot).
     pub carrying: f64,
+    /// Whether `power` (and the problems) come from simulating compare's test under the model
+    /// ([`Difference::simulated`]), else from the normal approximation of [`super::power`].
+    pub simulated: bool,
 }
 
-/// Below this many moving problems with fractional values, the stated power may be
-/// conservative (see [`Needed::conservative`]).
+/// Below this many problems expected to carry the change, with fractional values, a design's
+/// power is compare's test simulated under the model: T/S is then bounded (by √K) and skewed
+/// (the differences mostly share one sign), and its normal approximation understated the test
+/// (92–100% reached where 80–86% was stated, docs/intervals.md).
 pub const FEW_MOVING: f64 = 50.0;
+/// Designs above this many problems are never simulated (the cost grows with them; so many
+/// problems carry a change only when the normal approximation holds).
+pub const MOST_SIMULATED: f64 = 5000.0;
 
-impl Needed {
-    /// Whether the stated power may understate the test's: fractional values and fewer than
-    /// [`FEW_MOVING`] problems expected to carry the change ([`Needed::carrying`]). T/S is then bounded and skewed (differences
-    /// mostly of one sign), and its normal approximation conservative: in the simulation such
-    /// plans reached 92–100% where 80–86% was stated (docs/intervals.md).
-    pub fn conservative(&self) -> bool {
-        !self.binary && (self.problems as f64) * self.carrying < FEW_MOVING
+impl Difference {
+    /// The share of problems that carry a change of `change` (its size): μ₂²/μ₄ of the
+    /// differences, at most the share that moves.
+    pub fn carrying(&self, change: f64) -> f64 {
+        let mu2 = self.variance + change * change;
+        match self.tails.fourth > 0.0 {
+            true => (mu2 * mu2 / self.tails.fourth).clamp(0.0, self.tails.moving),
+            false => self.tails.moving,
+        }
     }
+
+    /// Whether a design of `problems` problems in units of `size` has its power simulated:
+    /// problems alone (not clusters), fractional values, and fewer than [`FEW_MOVING`] of them
+    /// expected to carry the change.
+    pub fn simulated(&self, change: f64, problems: f64, size: f64) -> bool {
+        size <= 1.0
+            && self.tails.toward.is_none()
+            && problems <= MOST_SIMULATED
+            && problems * self.carrying(change) < FEW_MOVING
+    }
+}
+
+/// One direction of a change and its power at any number of problems: the normal
+/// approximation's, or compare's test simulated under the model where that is off.
+struct Way<'a> {
+    population: &'a Population,
+    kernel: &'a Kernel,
+    samples: u64,
+    /// The change's size (the direction is in `difference`).
+    change: f64,
+    size: f64,
+    difference: Difference,
+    simulator: std::cell::OnceCell<Simulator>,
+}
+
+impl<'a> Way<'a> {
+    fn new(
+        population: &'a Population,
+        kernel: &'a Kernel,
+        samples: u64,
+        change: f64,
+        size: f64,
+    ) -> Option<Way<'a>> {
+        Some(Way {
+            difference: population.difference(kernel, samples, change)?,
+            population,
+            kernel,
+            samples,
+            change: change.abs(),
+            size,
+            simulator: std::cell::OnceCell::new(),
+        })
+    }
+
+    /// The simulator of this way's design (built once).
+    fn simulator(&self) -> &Simulator {
+        self.simulator.get_or_init(|| {
+            let values = g_values(self.kernel, self.samples);
+            let (grid, mass) = (&self.population.grid, &self.population.mass);
+            Simulator::new(grid, mass, &values, self.difference.shift)
+        })
+    }
+
+    /// Whether the power at `problems` reaches `target` (sooner than [`Way::power`] says it).
+    fn reaches(&self, problems: f64, alpha: f64, target: f64) -> bool {
+        match self.difference.simulated(self.change, problems, self.size) {
+            true => (self.simulator()).reaches(problems.round() as u64, alpha, target),
+            false => self.power(problems, alpha).0 >= target,
+        }
+    }
+
+    /// The power at `problems` problems, and whether it was simulated.
+    fn power(&self, problems: f64, alpha: f64) -> (f64, bool) {
+        let d = &self.difference;
+        if d.simulated(self.change, problems, self.size) {
+            let power = self.simulator().power(problems.round() as u64, alpha);
+            return (power, true);
+        }
+        let design = Design {
+            problems,
+            units: problems / self.size.max(1.0),
+            variance: d.variance,
+            tails: Some(d.tails),
+        };
+        (design.power(self.change, alpha), false)
+    }
+}
+
+/// The lowest power over the ways at `problems`, and whether any was simulated.
+fn lowest(ways: &[Way], problems: f64, alpha: f64) -> (f64, bool) {
+    (ways.iter())
+        .map(|w| w.power(problems, alpha))
+        .fold((1.0, false), |a, x| (a.0.min(x.0), a.1 || x.1))
 }
 
 /// The problems needed at `samples` per problem for power `power` against a change of `change`
 /// at `alpha`, problems coming in clusters of `size` (both directions when `change` could go
 /// either way: the harder one decides); None when the metric cannot move that far either way.
+/// The normal approximation sizes the design; where a direction's power is simulated there
+/// ([`Difference::simulated`]), the fewest problems whose simulated power reaches `power` are
+/// searched from that size, down or up.
 pub fn needed(
     population: &Population,
     kernel: &Kernel,
@@ -311,53 +408,69 @@ pub fn needed(
     size: f64,
     (alpha, power): (f64, f64),
 ) -> Option<Needed> {
-    let ways: Vec<Difference> = [-change.abs(), change.abs()]
+    let ways: Vec<Way> = [-change.abs(), change.abs()]
         .iter()
-        .filter_map(|&d| population.difference(kernel, samples, d))
+        .filter_map(|&d| Way::new(population, kernel, samples, d, size))
         .collect();
-    let shape = |d: &Difference| Design {
-        problems: 0.0,
-        units: 0.0,
-        variance: d.variance,
-        tails: Some(d.tails),
-    };
     let unit = |d: &Difference| Design {
         problems: size,
         units: 1.0,
-        ..shape(d)
+        variance: d.variance,
+        tails: Some(d.tails),
     };
     // The harder direction decides: the one needing more problems.
     let (need, d) = (ways.iter())
-        .map(|d| (problems_needed(&unit(d), change.abs(), alpha, power), d))
+        .map(|w| {
+            (
+                problems_needed(&unit(&w.difference), change.abs(), alpha, power),
+                &w.difference,
+            )
+        })
         .fold(None, |acc: Option<(f64, &Difference)>, x| {
             Some(acc.map_or(x, |a| if x.0 > a.0 { x } else { a }))
         })?;
-    let (moving, binary) = (d.tails.moving, d.tails.toward.is_some());
-    let mu2 = d.variance + change * change;
-    let carrying = match d.tails.fourth > 0.0 {
-        true => (mu2 * mu2 / d.tails.fourth).clamp(0.0, moving),
-        false => moving,
-    };
     let least = super::paired::MIN_SHARED as f64 * size;
-    let problems = (need.max(least) / size).ceil() * size;
-    let reached = (ways.iter())
-        .map(|d| {
-            let design = Design {
-                problems,
-                units: problems / size,
-                ..shape(d)
-            };
-            design.power(change.abs(), alpha)
-        })
-        .fold(1.0, f64::min);
+    let mut problems = (need.max(least) / size).ceil() * size;
+    let simulate = (ways.iter()).any(|w| w.difference.simulated(change.abs(), problems, size));
+    if simulate {
+        let reaches = |m: u64| ways.iter().all(|w| w.reaches(m as f64, alpha, power));
+        problems = fewest(reaches, problems as u64, least as u64) as f64;
+    }
+    let (reached, simulated) = lowest(&ways, problems, alpha);
     Some(Needed {
         samples,
         problems: problems as u64,
         power: reached,
-        moving,
-        binary,
-        carrying,
+        moving: d.tails.moving,
+        binary: d.tails.toward.is_some(),
+        carrying: d.carrying(change),
+        simulated,
     })
+}
+
+/// The fewest problems, at least `least`, that `reaches`, searched from `start`: down by
+/// bisection when it reaches there, else doubling up first (the simulated power grows with the
+/// problems up to its noise; common random numbers keep that noise from jumping).
+fn fewest(reaches: impl Fn(u64) -> bool, start: u64, least: u64) -> u64 {
+    let (mut lo, mut hi) = (least.saturating_sub(1), start.max(least));
+    if !reaches(hi) {
+        loop {
+            lo = hi;
+            hi *= 2;
+            if hi as f64 > 4.0 * MOST_SIMULATED || reaches(hi) {
+                break;
+            }
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if reaches(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
 }
 
 /// The power of a design of `problems` at `samples` per problem against `change`: the harder of
@@ -388,18 +501,13 @@ pub fn power_toward(
     size: f64,
     alpha: f64,
 ) -> Option<f64> {
-    let d = population.difference(kernel, samples, change)?;
-    let design = Design {
-        problems,
-        units: problems / size.max(1.0),
-        variance: d.variance,
-        tails: Some(d.tails),
-    };
-    Some(design.power(change.abs(), alpha))
+    let way = Way::new(population, kernel, samples, change, size)?;
+    Some(way.power(problems, alpha).0)
 }
 
 /// The smallest change (a fraction) flagged with probability `power` by a design of `problems`
-/// at `samples` per problem; 1.0 when no change the metric can make is.
+/// at `samples` per problem, by the normal approximation of [`super::power`] (the formula
+/// `compare` states its detectable change with); 1.0 when no change the metric can make is.
 pub fn detectable(
     population: &Population,
     kernel: &Kernel,
@@ -407,15 +515,31 @@ pub fn detectable(
     size: f64,
     (alpha, power): (f64, f64),
 ) -> f64 {
+    // The normal approximation's power (as compare states its detectable change), never the
+    // simulation: this is what the run's own size detects, said as compare says it.
     let reaches = |d: f64| {
-        power_at(population, kernel, (problems, samples), d, size, alpha)
+        [-d, d]
+            .iter()
+            .filter_map(|&c| {
+                let d = population.difference(kernel, samples, c)?;
+                let design = Design {
+                    problems,
+                    units: problems / size.max(1.0),
+                    variance: d.variance,
+                    tails: Some(d.tails),
+                };
+                Some(design.power(c.abs(), alpha))
+            })
+            .fold(None, |acc: Option<f64>, p| {
+                Some(acc.map_or(p, |a| a.min(p)))
+            })
             .is_some_and(|p| p >= power)
     };
     if !reaches(1.0) && !reaches(0.5) {
         return 1.0;
     }
     let (mut lo, mut hi) = (0.0, if reaches(0.5) { 0.5 } else { 1.0 });
-    for _ in 0..40 {
+    for _ in 0..24 {
         let mid = 0.5 * (lo + hi);
         if reaches(mid) {
             hi = mid;

@@ -216,3 +216,53 @@ fn serve_week() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
+
+/// `gpassk plan` of the weekly job (six long-named models) at 80 columns: no line wider, each
+/// long name shortened and spelled out once where its plan starts, one compact row per metric,
+/// each mark and note said once per model, not once per metric.
+#[test]
+fn the_weekly_plan_fits_80_columns() {
+    let (_env, [a, _]) = weekly::fixture();
+    let plan = [
+        "plan",
+        "--from",
+        arg(&a),
+        "--detect",
+        "10",
+        "--metric",
+        "G-Pass@16_1.0",
+    ];
+    let out = weekly::at(80, &plan);
+    let text = crate::common::stdout(&out);
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "{text}"
+    );
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "{} wide: {line}\n{text}",
+            line.chars().count()
+        );
+    }
+    for (name, _, _) in weekly::MODELS {
+        let header = (text.lines())
+            .filter(|l| l.ends_with(&format!(" = {name}")))
+            .count();
+        assert_eq!(header, 1, "{name}:\n{text}");
+    }
+    // One row per planned metric and model, under one header per model.
+    let headers = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("metric "))
+        .count();
+    assert_eq!(headers, 6, "{text}");
+    let rows = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("G-Pass@16_1.0 "))
+        .count();
+    assert_eq!(rows, 6, "{text}");
+    for mark in ["* within-problem variance", "moves: share of problems"] {
+        assert!(text.matches(mark).count() <= 6, "{mark}:\n{text}");
+    }
+}

@@ -958,13 +958,10 @@ fn plan_sizes_the_next_runs_and_prices_them() {
     ]);
     let text = ok(&out);
     assert!(
-        text.contains("to detect a change of 10.0 points with 80% power"),
+        text.contains("To detect a change of 10.0 points with 80% power"),
         "{text}"
     );
-    assert!(
-        text.contains("now: 40 problems × 8 samples detects"),
-        "{text}"
-    );
+    assert!(text.contains("now: 40 problems × 8 samples;"), "{text}");
     assert!(text.contains("tested family: 4 tests"), "{text}");
     let json = ok(&gpassk(&[
         "plan",
