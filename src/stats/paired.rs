@@ -183,9 +183,9 @@ const SHORTCUT_ALONE: f64 = 0.01;
 /// alpha`, the same decision, without drawing its Monte Carlo p-value when the answer is clear.
 /// `gpassk plan` runs the test thousands of times on simulated runs; [`sign_flip_p`] costs up to
 /// [`DRAWS`] sign patterns a call. The shortcut's p-value enumerates the signs of the
-/// [`SHORTCUT_EXACT`] largest differences and treats the others' signed sum as normal (exact
+/// `SHORTCUT_EXACT` largest differences and treats the others' signed sum as normal (exact
 /// when a few differences carry the sum, normal when many small ones do); only when it lands
-/// within a factor [`SHORTCUT_MARGIN`] of `alpha`, at levels of at least [`SHORTCUT_ALONE`],
+/// within a factor `SHORTCUT_MARGIN` of `alpha`, at levels of at least `SHORTCUT_ALONE`,
 /// does the test's own p-value decide (at Holm's levels it would draw all its patterns).
 pub fn flags(diffs: &[f64], alpha: f64) -> bool {
     let k = diffs.len();
