@@ -13,9 +13,9 @@
 
 use super::interval::{mean_interval, problem_interval, Over};
 use super::paired::{holm, paired_test, ALPHA};
-use super::planning::{needed, power_toward, Counts, Population};
+use super::planning::{needed, power_toward, theta, Counts, Population};
 use super::within::{Kernel, WithinTable};
-use super::{metric_list, problem_values, SplitMix64, Vote, LEVEL};
+use super::{binomial_pmf, metric_list, problem_values, SplitMix64, Vote, LEVEL};
 use crate::metrics::{to_f64, MetricIdentity, MetricKind, ProblemCounts, Tau};
 use statrs::function::beta::inv_beta_reg;
 use statrs::function::factorial::ln_binomial;
@@ -252,9 +252,8 @@ impl Model {
         let n = self.n;
         let w = n as usize + 1;
         let (mut mean, mut square) = (0.0, 0.0);
-        let ln = |x: f64, k: u64| if k == 0 { 0.0 } else { k as f64 * x.ln() };
         for &p in &self.rates {
-            let binom = |c: u64| (ln_binomial(n, c) + ln(p, c) + ln(1.0 - p, n - c)).exp();
+            let binom = |c: u64| binomial_pmf(n, c, p);
             match metric {
                 MetricKind::Greedy => {
                     mean += p;
@@ -262,6 +261,7 @@ impl Model {
                 }
                 MetricKind::Majority => {
                     let q = (1.0 - p) / 2.0;
+                    let ln = |x: f64, k: u64| if k == 0 { 0.0 } else { k as f64 * x.ln() };
                     for c in 0..=n {
                         for v in 0..=(n - c) {
                             let lp = ln_binomial(n, c) + ln_binomial(n - c, v);
@@ -457,7 +457,7 @@ pub fn check_plan(
     let model = Model::new(setup);
     let kernel = kernel(metric)?;
     let truth = (model.rates.iter())
-        .map(|&p| theta_of(&kernel, p))
+        .map(|&p| theta(&kernel, p))
         .sum::<f64>()
         / LEVELS as f64;
     let shift = shift_for(&model.rates, &kernel, truth + change)?;
@@ -510,22 +510,11 @@ pub fn check_plan(
     })
 }
 
-fn theta_of(kernel: &Kernel, p: f64) -> f64 {
-    let k = kernel.k;
-    let ln = |x: f64, e: u64| if e == 0 { 0.0 } else { e as f64 * x.ln() };
-    (0..=k)
-        .map(|a| {
-            let pmf = (ln_binomial(k, a) + ln(p, a) + ln(1.0 - p, k - a)).exp();
-            pmf * kernel.num[a as usize] as f64 / kernel.den as f64
-        })
-        .sum()
-}
-
 /// The move of every solve rate (clamped to [0, 1]) that brings the population mean to `target`.
 fn shift_for(rates: &[f64], kernel: &Kernel, target: f64) -> Option<f64> {
     let mean = |s: f64| {
         (rates.iter())
-            .map(|&p| theta_of(kernel, (p + s).clamp(0.0, 1.0)))
+            .map(|&p| theta(kernel, (p + s).clamp(0.0, 1.0)))
             .sum::<f64>()
             / rates.len() as f64
     };

@@ -105,6 +105,19 @@ impl ProblemValues {
     }
 }
 
+/// P(c correct of n | solve rate p), exact at p = 0 and 1: the one binomial weight the planner,
+/// its simulation and the coverage check share.
+pub(crate) fn binomial_pmf(n: u64, c: u64, p: f64) -> f64 {
+    if p <= 0.0 {
+        return (c == 0) as u8 as f64;
+    }
+    if p >= 1.0 {
+        return (c == n) as u8 as f64;
+    }
+    let ln = statrs::function::factorial::ln_binomial(n, c);
+    (ln + c as f64 * p.ln() + (n - c) as f64 * (1.0 - p).ln()).exp()
+}
+
 /// The metric columns for a run's k and τ lists.
 pub fn metric_list(ks: &[u64], taus: &[Tau]) -> Vec<MetricKind> {
     let mut metrics = vec![MetricKind::Greedy];

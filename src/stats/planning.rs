@@ -15,6 +15,7 @@
 //!   amount, chosen so the metric moves by D: the differences then vary by the two runs'
 //!   within-problem variances plus the spread of the change across problems.
 
+use super::binomial_pmf;
 use super::power::{problems_needed, Design, Tails};
 use super::simulated::Simulator;
 use super::within::{Kernel, WithinTable};
@@ -574,7 +575,7 @@ fn beta_moments(counts: &[Counts]) -> (f64, f64) {
 }
 
 /// θ(p) = E h(Binomial(k, p)).
-fn theta(kernel: &Kernel, p: f64) -> f64 {
+pub(super) fn theta(kernel: &Kernel, p: f64) -> f64 {
     let k = kernel.k;
     (0..=k)
         .filter(|&a| kernel.num[a as usize] != 0)
@@ -604,16 +605,6 @@ fn within_at(kernel: &Kernel, values: &[f64], p: f64) -> f64 {
         .map(|c| binomial_pmf(n, c, p) * values[c as usize].powi(2))
         .sum();
     (square - theta(kernel, p).powi(2)).max(0.0)
-}
-
-fn binomial_pmf(n: u64, c: u64, p: f64) -> f64 {
-    if p <= 0.0 {
-        return (c == 0) as u8 as f64;
-    }
-    if p >= 1.0 {
-        return (c == n) as u8 as f64;
-    }
-    (ln_binomial(n, c) + c as f64 * p.ln() + (n - c) as f64 * (1.0 - p).ln()).exp()
 }
 
 /// P(j correct among `draw` of `n` samples drawn without replacement, c of them correct).

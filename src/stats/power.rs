@@ -27,7 +27,6 @@
 
 use statrs::distribution::{ContinuousCDF, Normal};
 use statrs::function::beta::beta_reg;
-use statrs::function::factorial::ln_binomial;
 
 /// The power at which `compare` states the smallest detectable change, and `plan`'s default.
 pub const POWER: f64 = 0.8;
@@ -110,10 +109,7 @@ impl Tails {
         let lo = (mean - 9.0 * sd - 1.0).floor().max(0.0) as u64;
         let hi = ((mean + 9.0 * sd + 1.0).ceil() as u64).min(m);
         (lo.max(least)..=hi)
-            .map(|k| {
-                let ln = ln_binomial(m, k) + k as f64 * q.ln() + (m - k) as f64 * (1.0 - q).ln();
-                ln.exp() * given(k)
-            })
+            .map(|k| super::binomial_pmf(m, k, q) * given(k))
             .sum::<f64>()
             .min(1.0)
     }
@@ -284,6 +280,7 @@ pub fn problems_needed(shape: &Design, delta: f64, alpha: f64, power: f64) -> f6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use statrs::function::factorial::ln_binomial;
 
     fn design(problems: f64, variance: f64) -> Design {
         Design {

@@ -9,8 +9,7 @@
 //! power found for a number of problems does not jump with it.
 
 use super::paired::flags;
-use super::SplitMix64;
-use statrs::function::factorial::ln_binomial;
+use super::{binomial_pmf, SplitMix64};
 
 /// Simulated pairs of runs per power: its Monte Carlo error is about ±2 points at 80%.
 pub const REPLICATES: usize = 400;
@@ -44,21 +43,12 @@ impl Simulator {
                 total
             })
             .collect();
-        let choose: Vec<f64> = (0..=samples).map(|c| ln_binomial(samples, c)).collect();
         let table = |p: f64| -> Vec<f64> {
             let p = p.clamp(0.0, 1.0);
-            let (up, down) = (p.ln(), (1.0 - p).ln());
             let mut below = 0.0;
             (0..=samples)
                 .map(|c| {
-                    below += match (c, samples - c) {
-                        (0, _) if p <= 0.0 => 1.0,
-                        (_, 0) if p >= 1.0 => 1.0,
-                        _ if p <= 0.0 || p >= 1.0 => 0.0,
-                        _ => {
-                            (choose[c as usize] + c as f64 * up + (samples - c) as f64 * down).exp()
-                        }
-                    };
+                    below += binomial_pmf(samples, c, p);
                     below
                 })
                 .collect()
