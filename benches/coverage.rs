@@ -14,7 +14,7 @@
 
 use gpassk::metrics::{MetricKind, Tau};
 use gpassk::stats::coverage::{
-    check_plan, simulate, Difficulty, MetricOutcome, Setup, Simulated, DIFFICULTIES,
+    check_plan, simulate, Difficulty, MetricOutcome, Setup, Simulated, DIFFICULTIES, PAIRS,
 };
 use std::sync::Mutex;
 use std::time::Instant;
@@ -342,7 +342,7 @@ fn copies(reps: usize) {
 /// power; its designs are run and tested. Promised (mean stated power) against achieved. Rows
 /// run on every core.
 fn plans(reps: usize, failures: &mut Vec<String>) {
-    println!("\nplan: from a first run of m problems at n samples, the problems needed at n′ samples to detect a drop of D points (80% power, 5%); the designs run and tested by compare's test");
+    println!("\nplan: from a first run of m problems at n samples, the problems needed at n′ samples to detect a drop of D points (80% power, 5%); each design run in {PAIRS} pairs on fresh problems and tested by compare's test");
     println!(
         "population | metric | from m, n | n′ | D | median problems | promised % | achieved % | first runs refused | plans simulated"
     );

@@ -9,10 +9,12 @@ use crate::metrics::{MetricIdentity, MetricKind};
 use crate::report::{metric_label, TableFormat};
 use crate::scoring::{ModelScore, RunResults};
 use crate::stats::paired::ALPHA;
-use crate::stats::planning::{detectable, needed, power_at, Counts, Population};
+use crate::stats::planning::{
+    detectable, needed, standard_error, Counts, Needed, Planner, Population,
+};
 use crate::stats::within::Kernel;
 use crate::stats::{cluster_indices, cluster_key};
-use crate::util::{printable, shorten_names, wrap, SHORT_NAME};
+use crate::util::{par_map_from, printable, shorten_names, wrap, SHORT_NAME};
 use serde::Serialize;
 
 /// What to plan for.
@@ -187,23 +189,40 @@ fn plan_model(
     let target = (alpha, request.power);
     let now = (model.problems.len() as f64, u64::from(model.n));
     let k_max = planned.iter().map(|p| p.kernel.k).max().unwrap_or(1);
-    let mut designs = Vec::new();
-    if let Some(pop) = &population {
-        for samples in sample_grid(k_max, u64::from(model.n)) {
-            designs.extend(design_at(
-                pop, planned, samples, size, request, target, per_sample, greedy,
-            ));
-        }
-    }
+    // Every number of samples is planned on its own (on every core: the simulated plans are
+    // most of `gpassk plan`'s time); the recommended one's per-metric plans are kept.
+    let grid = match population {
+        Some(_) => sample_grid(k_max, u64::from(model.n)),
+        None => Vec::new(),
+    };
+    let at_samples: Vec<(Option<Design>, Vec<Option<Needed>>)> = match &population {
+        Some(pop) => par_map_from(&grid, 1, |&samples| {
+            design_at(
+                pop,
+                planned,
+                samples,
+                size,
+                request,
+                target,
+                (per_sample, greedy),
+            )
+        }),
+        None => Vec::new(),
+    };
+    let designs: Vec<Design> = at_samples.iter().filter_map(|a| a.0.clone()).collect();
     let recommended = cheapest(&designs);
     let at = recommended.as_ref().map_or_else(
         || designs.last().map_or(u64::from(model.n), |d| d.samples),
         |d| d.samples,
     );
-    let metrics = (planned.iter())
-        .filter_map(|p| {
+    let kept = grid.iter().position(|&s| s == at).map(|i| &at_samples[i].1);
+    let metrics = (planned.iter().enumerate())
+        .filter_map(|(i, p)| {
             let pop = population.as_ref()?;
-            let need = needed(pop, &p.kernel, at, request.change, size, target);
+            let need = match kept {
+                Some(needs) => needs[i],
+                None => needed(pop, &p.kernel, at, request.change, size, target),
+            };
             Some(MetricPlan {
                 metric: metric_label(&p.metric),
                 value: pop.mean(&p.kernel),
@@ -257,8 +276,7 @@ fn sample_grid(k_max: u64, run_n: u64) -> Vec<u64> {
 }
 
 /// The design at `samples` per problem: the problems the hardest metric needs, and the power of
-/// every metric there (the lowest reported).
-#[allow(clippy::too_many_arguments)]
+/// every metric there (the lowest reported); and each metric's own plan at `samples`.
 fn design_at(
     pop: &Population,
     planned: &[Planned],
@@ -266,43 +284,30 @@ fn design_at(
     size: f64,
     request: &Request,
     (alpha, power): (f64, f64),
-    per_sample: Option<f64>,
-    greedy: bool,
-) -> Option<Design> {
-    let problems = (planned.iter())
-        .filter_map(|p| {
-            needed(
-                pop,
-                &p.kernel,
-                samples,
-                request.change,
-                size,
-                (alpha, power),
-            )
-        })
-        .map(|n| n.problems)
-        .max()?;
-    let power = (planned.iter())
-        .filter_map(|p| {
-            power_at(
-                pop,
-                &p.kernel,
-                (problems as f64, samples),
-                request.change,
-                size,
-                alpha,
-            )
-        })
+    (per_sample, greedy): (Option<f64>, bool),
+) -> (Option<Design>, Vec<Option<Needed>>) {
+    let planners: Vec<Planner> = (planned.iter())
+        .map(|p| Planner::new(pop, &p.kernel, samples, request.change, size))
+        .collect();
+    let needs: Vec<Option<Needed>> = (planners.iter())
+        .map(|p| p.needed((alpha, power)))
+        .collect();
+    let Some(problems) = needs.iter().flatten().map(|n| n.problems).max() else {
+        return (None, needs);
+    };
+    let power = (planners.iter())
+        .filter_map(|p| p.power(problems as f64, alpha))
         .fold(1.0, f64::min);
     let units = problems * (samples + u64::from(greedy));
-    Some(Design {
+    let design = Design {
         samples,
         problems,
         power,
         units,
         cost: per_sample.map(|c| c * units as f64),
         fits: problems as usize <= request.available,
-    })
+    };
+    (Some(design), needs)
 }
 
 /// The cheapest design that fits (by cost when priced, else by samples drawn).
@@ -466,12 +471,14 @@ fn metric_table(out: &mut String, p: &ModelPlan) {
     if p.metrics.iter().any(|m| !m.exact) {
         marks.push("* within-problem variance modelled (not estimated from the counts)".into());
     }
-    if p.metrics.iter().any(|m| m.simulated) {
+    let simulated = p.metrics.iter().filter(|m| m.simulated);
+    if let Some(noise) = simulated.map(|m| standard_error(m.power)).reduce(f64::max) {
         marks.push(format!(
-            "~ power of compare's test simulated on the model's problems ({} pairs of runs): \
-             with fractional values and few problems carrying the change, its normal \
-             approximation is off",
-            crate::stats::simulated::REPLICATES
+            "~ power of compare's test simulated on the model's problems ({} pairs of runs, \
+             ±{:.0} points): with fractional values and few problems carrying the change, its \
+             normal approximation is off",
+            crate::stats::simulated::REPLICATES,
+            100.0 * noise
         ));
     }
     if p.metrics.iter().any(|m| m.moving < 0.5 && m.problems > 0) {

@@ -421,8 +421,8 @@ fn family_columns(model: &Model, setup: &Setup) -> Vec<usize> {
 
 /// One check of `plan`: runs of a model are planned from a first run of `from` problems at
 /// `setup.n` samples, to detect a change of `change` in `metric` at `alpha`; each plan's design
-/// is then run twice, the second time with every solve rate moved so the metric's true value
-/// moves by `change`, and tested as `compare` tests. A first run from which the planner refuses
+/// is then run in [`PAIRS`] pairs on fresh problems, the second run of a pair with every solve
+/// rate moved so the metric's true value moves by `change`, and tested as `compare` tests. A first run from which the planner refuses
 /// the change (its model of the problems cannot move the metric that far) plans nothing: it is
 /// counted, not run.
 #[derive(Debug, Clone, PartialEq)]
@@ -434,7 +434,7 @@ pub struct PlanCheck {
     /// Mean of the plans' power in the simulated direction (their stated power, the harder
     /// direction's, is at most this).
     pub promised: f64,
-    /// Share of the planned comparisons the test flagged.
+    /// Share of the planned comparisons the test flagged ([`PAIRS`] per plan).
     pub achieved: f64,
     /// Median recommended problems.
     pub problems: u64,
@@ -443,6 +443,11 @@ pub struct PlanCheck {
     /// Plans whose stated power was simulated (compare's test under the planner's model).
     pub simulated: usize,
 }
+
+/// Pairs of runs of each plan's design: a pair is cheap next to a plan, and several make the
+/// achieved power's noise mostly that of the first runs (each plan's own power varies with
+/// the run it was planned from), not of one flagged-or-not per plan.
+pub const PAIRS: usize = 8;
 
 /// Runs `reps` first runs, their plans and the plans' comparisons (see [`PlanCheck`]);
 /// `samples` per problem in the planned runs. None when the metric's true value cannot move by
@@ -489,13 +494,15 @@ pub fn check_plan(
         promised += power;
         simulated += plan.simulated as usize;
         sizes.push(plan.problems);
-        let levels: Vec<usize> = (0..plan.problems).map(|_| rng.below(LEVELS)).collect();
-        let (_, a) = planned.run(&levels, 0.0, &mut rng);
-        let (_, b) = planned.run(&levels, -shift, &mut rng);
-        let pairs: Vec<(f64, f64)> = a.iter().zip(&b).map(|(x, y)| (x[col], y[col])).collect();
-        flagged += paired_test(&pairs)
-            .and_then(|t| t.p)
-            .is_some_and(|p| p < alpha) as usize;
+        for _ in 0..PAIRS {
+            let levels: Vec<usize> = (0..plan.problems).map(|_| rng.below(LEVELS)).collect();
+            let (_, a) = planned.run(&levels, 0.0, &mut rng);
+            let (_, b) = planned.run(&levels, -shift, &mut rng);
+            let pairs: Vec<(f64, f64)> = a.iter().zip(&b).map(|(x, y)| (x[col], y[col])).collect();
+            flagged += paired_test(&pairs)
+                .and_then(|t| t.p)
+                .is_some_and(|p| p < alpha) as usize;
+        }
     }
     sizes.sort_unstable();
     let made = sizes.len();
@@ -503,7 +510,7 @@ pub fn check_plan(
         reps: made,
         refused,
         promised: promised / made.max(1) as f64,
-        achieved: flagged as f64 / made.max(1) as f64,
+        achieved: flagged as f64 / (made * PAIRS).max(1) as f64,
         problems: sizes.get(made / 2).copied().unwrap_or(0),
         exact: exact.unwrap_or(false),
         simulated,

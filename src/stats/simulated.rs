@@ -78,6 +78,15 @@ impl Simulator {
         }
     }
 
+    /// The same model drawn from other streams: `seed` picks them.
+    pub fn reseeded(&self, seed: u64) -> Simulator {
+        let mut master = SplitMix64::new(seed);
+        Simulator {
+            seeds: (0..self.seeds.len()).map(|_| master.next_u64()).collect(),
+            ..self.clone()
+        }
+    }
+
     /// The share of simulated pairs of runs of `problems` problems that the test at `alpha`
     /// flags.
     pub fn power(&self, problems: u64, alpha: f64) -> f64 {

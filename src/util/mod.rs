@@ -216,22 +216,49 @@ pub fn coarse_k_note(k: u64, models: &[(&str, u64)]) -> Option<String> {
 
 /// `f` over `items` on every core, results in input order (so output never depends on timing).
 pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    par_map_from(items, 64, f)
+}
+
+/// [`par_map`] for work that is worth a thread from `least` items on (1: each item is heavy);
+/// the threads take the next item as they finish one, so uneven items share the cores.
+pub fn par_map_from<T: Sync, R: Send>(
+    items: &[T],
+    least: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if workers < 2 || items.len() < 64 {
+    let workers = workers.min(items.len());
+    if workers < 2 || items.len() < least {
         return items.iter().map(f).collect();
     }
-    let chunk = items.len().div_ceil(workers);
-    std::thread::scope(|scope| {
-        let f = &f;
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+    // In chunks when items are many and cheap, one by one when they are few.
+    let chunk = (items.len() / (8 * workers)).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Vec<R>)> = std::thread::scope(|scope| {
+        let (f, next) = (&f, &next);
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    loop {
+                        let at = next.fetch_add(chunk, std::sync::atomic::Ordering::Relaxed);
+                        let Some(part) = items.get(at..(at + chunk).min(items.len())) else {
+                            return out;
+                        };
+                        if part.is_empty() {
+                            return out;
+                        }
+                        out.push((at, part.iter().map(f).collect()));
+                    }
+                })
+            })
             .collect();
-        handles
-            .into_iter()
+        (handles.into_iter())
             .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
-    })
+    });
+    done.sort_unstable_by_key(|d| d.0);
+    done.into_iter().flat_map(|d| d.1).collect()
 }
 
 /// Writes bytes to stdout; a reader that went away (`gpassk … | head`) is not an error: the
@@ -444,6 +471,14 @@ mod tests {
             par_map(&items, |x| x * 2),
             items.iter().map(|x| x * 2).collect::<Vec<_>>()
         );
+        // Few uneven items, one by one: the first is the slowest and still comes first.
+        let few: Vec<u64> = vec![3, 0, 1, 2, 0];
+        let slow = |x: &u64| {
+            std::thread::sleep(std::time::Duration::from_millis(5 * x));
+            x + 1
+        };
+        assert_eq!(par_map_from(&few, 1, slow), vec![4, 1, 2, 3, 1]);
+        assert_eq!(par_map_from(&[] as &[u64], 1, slow), Vec::<u64>::new());
     }
 
     #[test]

