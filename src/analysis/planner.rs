@@ -191,10 +191,7 @@ fn plan_model(
     let k_max = planned.iter().map(|p| p.kernel.k).max().unwrap_or(1);
     // Every number of samples is planned on its own (on every core: the simulated plans are
     // most of `gpassk plan`'s time); the recommended one's per-metric plans are kept.
-    let grid = match population {
-        Some(_) => sample_grid(k_max, u64::from(model.n)),
-        None => Vec::new(),
-    };
+    let grid = sample_grid(k_max, u64::from(model.n));
     let at_samples: Vec<(Option<Design>, Vec<Option<Needed>>)> = match &population {
         Some(pop) => par_map_from(&grid, 1, |&samples| {
             design_at(
@@ -215,7 +212,7 @@ fn plan_model(
         || designs.last().map_or(u64::from(model.n), |d| d.samples),
         |d| d.samples,
     );
-    let kept = grid.iter().position(|&s| s == at).map(|i| &at_samples[i].1);
+    let kept = (grid.iter().zip(&at_samples)).find_map(|(&s, a)| (s == at).then_some(&a.1));
     let metrics = (planned.iter().enumerate())
         .filter_map(|(i, p)| {
             let pop = population.as_ref()?;
@@ -295,8 +292,12 @@ fn design_at(
     let Some(problems) = needs.iter().flatten().map(|n| n.problems).max() else {
         return (None, needs);
     };
-    let power = (planners.iter())
-        .filter_map(|p| p.power(problems as f64, alpha))
+    // A metric that needs exactly these problems has its power there already.
+    let power = (planners.iter().zip(&needs))
+        .filter_map(|(p, n)| match n {
+            Some(n) if n.problems == problems => Some(n.power),
+            _ => p.power(problems as f64, alpha),
+        })
         .fold(1.0, f64::min);
     let units = problems * (samples + u64::from(greedy));
     let design = Design {

@@ -422,9 +422,9 @@ fn family_columns(model: &Model, setup: &Setup) -> Vec<usize> {
 /// One check of `plan`: runs of a model are planned from a first run of `from` problems at
 /// `setup.n` samples, to detect a change of `change` in `metric` at `alpha`; each plan's design
 /// is then run in [`PAIRS`] pairs on fresh problems, the second run of a pair with every solve
-/// rate moved so the metric's true value moves by `change`, and tested as `compare` tests. A first run from which the planner refuses
-/// the change (its model of the problems cannot move the metric that far) plans nothing: it is
-/// counted, not run.
+/// rate moved so the metric's true value moves by `change`, and tested as `compare` tests. A
+/// first run from which the planner refuses the change (its model of the problems cannot move
+/// the metric that far) plans nothing: it is counted, not run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanCheck {
     /// Plans made and run (the first runs the planner did not refuse).

@@ -17,11 +17,11 @@
 
 use super::binomial_pmf;
 use super::power::{problems_needed, Design, Tails};
-use super::simulated::{Simulator, REPLICATES};
+use super::simulated::{Simulator, Streams, REPLICATES};
 use super::within::{Kernel, WithinTable};
 use statrs::function::beta::beta_reg;
 use statrs::function::factorial::ln_binomial;
-use std::cell::{OnceCell, RefCell};
+use std::cell::OnceCell;
 
 /// Grid points of the solve-rate model.
 const GRID: usize = 400;
@@ -312,6 +312,17 @@ impl Difference {
         }
     }
 
+    /// A design of `problems` problems in clusters of `size` against this difference, for the
+    /// normal approximation's power.
+    fn design(&self, problems: f64, size: f64) -> Design {
+        Design {
+            problems,
+            units: problems / size.max(1.0),
+            variance: self.variance,
+            tails: Some(self.tails),
+        }
+    }
+
     /// Whether a design of `problems` problems in units of `size` has its power simulated:
     /// problems alone (not clusters), fractional values, and fewer than [`FEW_MOVING`] of them
     /// expected to carry the change.
@@ -333,11 +344,8 @@ struct Way<'a> {
     change: f64,
     size: f64,
     difference: Difference,
-    /// The search's simulator and the stated power's (built once each, on other streams).
-    search: OnceCell<Simulator>,
-    stated: OnceCell<Simulator>,
-    /// Stated simulated powers already drawn: (problems, α's bits, power).
-    drawn: RefCell<Vec<(u64, u64, f64)>>,
+    /// The design's simulator (built once, for the search and the stated power).
+    simulator: OnceCell<Simulator>,
 }
 
 impl<'a> Way<'a> {
@@ -355,65 +363,41 @@ impl<'a> Way<'a> {
             samples,
             change: change.abs(),
             size,
-            search: OnceCell::new(),
-            stated: OnceCell::new(),
-            drawn: RefCell::new(Vec::new()),
+            simulator: OnceCell::new(),
         })
     }
 
-    /// The simulator the search for the fewest problems runs on.
-    fn search(&self) -> &Simulator {
-        self.search.get_or_init(|| {
+    /// The simulator of this way's design (built once).
+    fn simulator(&self) -> &Simulator {
+        self.simulator.get_or_init(|| {
             let values = g_values(self.kernel, self.samples);
             let (grid, mass) = (&self.population.grid, &self.population.mass);
             Simulator::new(grid, mass, &values, self.difference.shift)
         })
     }
 
-    /// The simulator a stated power comes from: the search's model on fresh streams, so the
-    /// figure is not the one the search stopped on because its noise crossed the target there.
-    fn stated(&self) -> &Simulator {
-        (self.stated).get_or_init(|| self.search().reseeded(STATED_SEED))
-    }
-
     /// Whether the search's power at `problems` reaches `target` (sooner than computing it).
     fn reaches(&self, problems: f64, alpha: f64, target: f64) -> bool {
         match self.difference.simulated(self.change, problems, self.size) {
-            true => (self.search()).reaches(problems.round() as u64, alpha, target),
+            true => (self.simulator()).reaches(problems.round() as u64, alpha, target),
             false => self.power(problems, alpha).0 >= target,
         }
     }
 
-    /// The power at `problems` problems, and whether it was simulated.
+    /// The power at `problems` problems as stated (a simulated one from the stated streams),
+    /// and whether it was simulated.
     fn power(&self, problems: f64, alpha: f64) -> (f64, bool) {
         let d = &self.difference;
         if d.simulated(self.change, problems, self.size) {
-            let (m, a) = (problems.round() as u64, alpha.to_bits());
-            let known = self
-                .drawn
-                .borrow()
-                .iter()
-                .find(|x| (x.0, x.1) == (m, a))
-                .map(|x| x.2);
-            let power = known.unwrap_or_else(|| {
-                let power = self.stated().power(m, alpha);
-                self.drawn.borrow_mut().push((m, a, power));
-                power
-            });
-            return (power, true);
+            let m = problems.round() as u64;
+            return (self.simulator().power(Streams::Stated, m, alpha), true);
         }
-        let design = Design {
-            problems,
-            units: problems / self.size.max(1.0),
-            variance: d.variance,
-            tails: Some(d.tails),
-        };
-        (design.power(self.change, alpha), false)
+        (
+            d.design(problems, self.size).power(self.change, alpha),
+            false,
+        )
     }
 }
-
-/// Seed of the stated power's streams (the search's, [`Simulator::new`]'s, are others).
-const STATED_SEED: u64 = 0x706c_616e_5354_0001;
 
 /// One metric's plans at one number of samples per problem, against a change of one size in
 /// either direction the metric can move (the harder decides): the search for the fewest
@@ -453,17 +437,14 @@ impl<'a> Planner<'a> {
     /// its own noise first crosses the target, which overstates the design there).
     pub fn needed(&self, (alpha, power): (f64, f64)) -> Option<Needed> {
         let (ways, size) = (&self.ways, self.size);
-        let unit = |d: &Difference| Design {
-            problems: size,
-            units: 1.0,
-            variance: d.variance,
-            tails: Some(d.tails),
-        };
-        // The harder direction decides: the one needing more problems.
+        // The harder direction decides: the one needing more problems (from one unit's design).
         let (need, d) = (ways.iter())
             .map(|w| {
-                let need = problems_needed(&unit(&w.difference), self.change, alpha, power);
-                (need, &w.difference)
+                let unit = w.difference.design(size, size);
+                (
+                    problems_needed(&unit, self.change, alpha, power),
+                    &w.difference,
+                )
             })
             .fold(None, |acc: Option<(f64, &Difference)>, x| {
                 Some(acc.map_or(x, |a| if x.0 > a.0 { x } else { a }))
@@ -588,13 +569,7 @@ pub fn detectable(
             .iter()
             .filter_map(|&c| {
                 let d = population.difference(kernel, samples, c)?;
-                let design = Design {
-                    problems,
-                    units: problems / size.max(1.0),
-                    variance: d.variance,
-                    tails: Some(d.tails),
-                };
-                Some(design.power(c.abs(), alpha))
+                Some(d.design(problems, size).power(c.abs(), alpha))
             })
             .fold(None, |acc: Option<f64>, p| {
                 Some(acc.map_or(p, |a| a.min(p)))
@@ -760,18 +735,14 @@ mod tests {
             .filter(|w| w.difference.simulated(0.05, m as f64, 1.0))
             .collect();
         assert!(!simulated.is_empty());
-        assert!(simulated.iter().all(|w| w.search().power(m, 0.05) >= aim));
-        assert!(simulated
-            .iter()
-            .any(|w| w.search().power(m - 1, 0.05) < aim));
+        let search = |w: &Way, m: u64| w.simulator().power(Streams::Search, m, 0.05);
+        assert!(simulated.iter().all(|w| search(w, m) >= aim));
+        assert!(simulated.iter().any(|w| search(w, m - 1) < aim));
         let stated = (planner.ways.iter()).map(|w| w.power(m as f64, 0.05).0);
         assert_eq!(need.power, stated.fold(1.0, f64::min));
         // The stated streams are others: their power at m is not the search's figure.
         let w = simulated[0];
-        assert_ne!(
-            w.stated().power(m, 0.05),
-            w.search().power(m, 0.05),
-            "at {m}"
-        );
+        let stated = w.simulator().power(Streams::Stated, m, 0.05);
+        assert_ne!(stated, search(w, m), "at {m}");
     }
 }

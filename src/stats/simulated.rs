@@ -13,8 +13,19 @@ use super::{binomial_pmf, SplitMix64};
 
 /// Simulated pairs of runs per power: its Monte Carlo error is about ±2 points at 80%.
 pub const REPLICATES: usize = 400;
-/// Seed of the replicates' streams ("plan", then a version byte).
+/// Seeds of the replicates' streams ("plan", then a version byte): the search's, and the
+/// stated power's.
 const SEED: u64 = 0x706c_616e_0000_0001;
+const STATED_SEED: u64 = 0x706c_616e_5354_0001;
+
+/// Which replicates a power is drawn from. A search for the fewest problems stops where its own
+/// draws first cross the target, so their figure there runs high; the power a plan states is
+/// drawn from other streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streams {
+    Search,
+    Stated,
+}
 
 /// Draws pairs of runs of one design under a model, the second with the change.
 #[derive(Debug, Clone)]
@@ -27,8 +38,9 @@ pub struct Simulator {
     after: Vec<f64>,
     /// The metric's value with c correct, c = 0..=samples.
     values: Vec<f64>,
-    /// Each replicate's seed.
-    seeds: Vec<u64>,
+    /// Each replicate's seed: the search's streams, and the stated power's.
+    search: Vec<u64>,
+    stated: Vec<u64>,
 }
 
 impl Simulator {
@@ -68,43 +80,47 @@ impl Simulator {
                 *v = v.round();
             }
         }
-        let mut master = SplitMix64::new(SEED);
+        let seeds = |seed: u64| {
+            let mut master = SplitMix64::new(seed);
+            (0..REPLICATES).map(|_| master.next_u64()).collect()
+        };
         Simulator {
             rates,
             before,
             after,
             values,
-            seeds: (0..REPLICATES).map(|_| master.next_u64()).collect(),
+            search: seeds(SEED),
+            stated: seeds(STATED_SEED),
         }
     }
 
-    /// The same model drawn from other streams: `seed` picks them.
-    pub fn reseeded(&self, seed: u64) -> Simulator {
-        let mut master = SplitMix64::new(seed);
-        Simulator {
-            seeds: (0..self.seeds.len()).map(|_| master.next_u64()).collect(),
-            ..self.clone()
+    fn seeds(&self, streams: Streams) -> &[u64] {
+        match streams {
+            Streams::Search => &self.search,
+            Streams::Stated => &self.stated,
         }
     }
 
-    /// The share of simulated pairs of runs of `problems` problems that the test at `alpha`
-    /// flags.
-    pub fn power(&self, problems: u64, alpha: f64) -> f64 {
+    /// The share of simulated pairs of runs of `problems` problems, drawn from `streams`, that
+    /// the test at `alpha` flags.
+    pub fn power(&self, streams: Streams, problems: u64, alpha: f64) -> f64 {
+        let seeds = self.seeds(streams);
         let mut diffs = Vec::with_capacity(problems as usize);
-        let flagged = (self.seeds.iter())
+        let flagged = (seeds.iter())
             .filter(|&&seed| self.flagged(seed, problems, alpha, &mut diffs))
             .count();
-        flagged as f64 / self.seeds.len() as f64
+        flagged as f64 / seeds.len() as f64
     }
 
-    /// Whether [`Simulator::power`] reaches `target`, stopping once the count of flagged
-    /// replicates decides it (the same answer, sooner).
+    /// Whether the search's [`Simulator::power`] reaches `target`, stopping once the count of
+    /// flagged replicates decides it (the same answer, sooner).
     pub fn reaches(&self, problems: u64, alpha: f64, target: f64) -> bool {
-        let total = self.seeds.len();
+        let seeds = self.seeds(Streams::Search);
+        let total = seeds.len();
         let need = (target * total as f64 - 1e-9).ceil().max(0.0) as usize;
         let mut diffs = Vec::with_capacity(problems as usize);
         let mut flagged = 0;
-        for (i, &seed) in self.seeds.iter().enumerate() {
+        for (i, &seed) in seeds.iter().enumerate() {
             if flagged >= need {
                 return true;
             }
@@ -156,15 +172,22 @@ mod tests {
         let (grid, mass) = (vec![0.5], vec![1.0]);
         let values = [0.0, 1.0];
         let same = Simulator::new(&grid, &mass, &values, 0.0);
-        assert!(same.power(60, 0.05) <= 0.07, "{}", same.power(60, 0.05));
+        assert!(
+            same.power(Streams::Search, 60, 0.05) <= 0.07,
+            "{}",
+            same.power(Streams::Search, 60, 0.05)
+        );
         let sure = Simulator::new(&grid, &mass, &values, 0.5);
-        assert_eq!(sure.power(30, 0.05), 1.0);
+        assert_eq!(sure.power(Streams::Search, 30, 0.05), 1.0);
         // Five problems can never be flagged at 5%.
-        assert_eq!(sure.power(5, 0.05), 0.0);
+        assert_eq!(sure.power(Streams::Search, 5, 0.05), 0.0);
         // Seeded: the same design gives the same power; `reaches` answers as `power` does.
-        assert_eq!(same.power(60, 0.05), same.power(60, 0.05));
+        assert_eq!(
+            same.power(Streams::Search, 60, 0.05),
+            same.power(Streams::Search, 60, 0.05)
+        );
         let part = Simulator::new(&[0.5], &[1.0], &values, 0.3);
-        let at = part.power(40, 0.05);
+        let at = part.power(Streams::Search, 40, 0.05);
         assert!(at > 0.2 && at < 0.95, "{at}");
         assert!(part.reaches(40, 0.05, at) && !part.reaches(40, 0.05, at + 0.001));
     }

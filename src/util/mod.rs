@@ -242,12 +242,10 @@ pub fn par_map_from<T: Sync, R: Send>(
                     let mut out = Vec::new();
                     loop {
                         let at = next.fetch_add(chunk, std::sync::atomic::Ordering::Relaxed);
-                        let Some(part) = items.get(at..(at + chunk).min(items.len())) else {
-                            return out;
-                        };
-                        if part.is_empty() {
+                        if at >= items.len() {
                             return out;
                         }
+                        let part = &items[at..(at + chunk).min(items.len())];
                         out.push((at, part.iter().map(f).collect()));
                     }
                 })
